@@ -1,0 +1,3 @@
+from vault_mem.cli import main
+
+raise SystemExit(main())

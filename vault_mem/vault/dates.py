@@ -1,0 +1,48 @@
+"""Dates as they appear in frontmatter, normalised to timezone-aware UTC."""
+
+from __future__ import annotations
+
+import datetime as dt
+import re
+
+UTC = dt.UTC
+_SPACE_T = re.compile(r"^(\d{4}-\d{2}-\d{2})[ T](\d{1,2}:\d{2}(?::\d{2}(?:\.\d+)?)?)\s*(Z|[+-]\d{2}:?\d{2})?$")
+
+
+def parse_datetime(value: object) -> dt.datetime | None:
+    """A frontmatter date or datetime as an aware UTC datetime; None when it is not one.
+
+    Accepts ``YYYY-MM-DD``, ISO datetimes with or without seconds, ``T`` or a space, ``Z``
+    or an offset; naive times are UTC. Numbers are not dates.
+    """
+    if isinstance(value, dt.datetime):
+        moment = value
+    elif isinstance(value, dt.date):
+        moment = dt.datetime(value.year, value.month, value.day)
+    elif isinstance(value, str):
+        text = value.strip()
+        m = _SPACE_T.match(text)
+        if m:
+            text = f"{m.group(1)}T{m.group(2)}{m.group(3) or ''}"
+        try:
+            if len(text) == 10:
+                d = dt.date.fromisoformat(text)
+                moment = dt.datetime(d.year, d.month, d.day)
+            else:
+                moment = dt.datetime.fromisoformat(text)
+        except ValueError:
+            return None
+    else:
+        return None
+    if moment.tzinfo is None:
+        return moment.replace(tzinfo=UTC)
+    return moment.astimezone(UTC)
+
+
+def iso(moment: dt.datetime) -> str:
+    """The one string form of a moment: UTC, seconds precision, ``+00:00``."""
+    return moment.astimezone(UTC).replace(microsecond=0).isoformat()
+
+
+def from_timestamp(seconds: float) -> dt.datetime:
+    return dt.datetime.fromtimestamp(seconds, UTC)

@@ -1,0 +1,87 @@
+"""The parsed memory: every field normalised, ready for the index and the tools."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+KNOWN_TYPES = (
+    "note", "fact", "lesson", "gotcha", "handoff", "research", "decision",
+    "task", "checkpoint", "anti_pattern", "reasoning",
+)
+SCOPES = ("user", "project_shared", "project_local")
+TASK_STATES = ("open", "completed", "cancelled")
+
+
+@dataclass
+class Progress:
+    done: int = 0
+    total: int = 0
+
+
+@dataclass
+class Note:
+    """One memory file, as read. Dates are ISO strings in UTC; tags are lower-case."""
+
+    path: str  # vault-relative, '/'-separated, with '.md'; U+FFFD for undecodable names
+    uid: str
+    has_id: bool
+    title: str
+    aliases: list[str]
+    type: str
+    tags: list[str]
+    created: str
+    updated: str
+    status: str  # active | archived
+    state: str | None  # open | completed | cancelled, for every note (meaningful for tasks)
+    progress: Progress
+    importance: float
+    supersedes: list[str]
+    superseded_by: list[str]
+    namespace: str
+    scope: str
+    project: str | None
+    paths: list[str]
+    agent: str | None
+    metadata: dict[str, Any]  # every other frontmatter key, JSON-safe
+    body: str
+    links: list[dict[str, Any]]  # outgoing links, body and frontmatter
+    problems: list[str]
+    etag: str
+    size: int
+    mtime_ns: int
+    excalidraw: bool = False
+    has_frontmatter: bool = False
+    frontmatter_ok: bool = True  # False: the writer must not rewrite this frontmatter
+    fields: dict[str, Any] = field(default_factory=dict)  # the frontmatter as read
+
+    @property
+    def domain(self) -> str:
+        return domain_of(self.path)
+
+    @property
+    def permalink(self) -> str:
+        return permalink_of(self.path)
+
+    @property
+    def est_tokens(self) -> int:
+        return est_tokens(self.body)
+
+    def to_dict(self) -> dict[str, Any]:
+        out = asdict(self)
+        out["domain"] = self.domain
+        out["permalink"] = self.permalink
+        out["est_tokens"] = self.est_tokens
+        return out
+
+
+def domain_of(path: str) -> str:
+    return path.rpartition("/")[0]
+
+
+def permalink_of(path: str) -> str:
+    return "memory://" + (path[:-3] if path.lower().endswith(".md") else path)
+
+
+def est_tokens(text: str) -> int:
+    return -(-len(text) // 4)
