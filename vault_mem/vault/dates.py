@@ -6,7 +6,9 @@ import datetime as dt
 import re
 
 UTC = dt.UTC
-_SPACE_T = re.compile(r"^(\d{4}-\d{2}-\d{2})[ T](\d{1,2}:\d{2}(?::\d{2}(?:\.\d+)?)?)\s*(Z|[+-]\d{2}:?\d{2})?$")
+_SPACE_T = re.compile(
+    r"^(\d{4}-\d{2}-\d{2})[ T](\d{1,2}:\d{2}(?::\d{2}(?:\.\d+)?)?)\s*(Z|[+-]\d{2}:?\d{2})?$"
+)
 
 
 def parse_datetime(value: object) -> dt.datetime | None:
@@ -36,7 +38,10 @@ def parse_datetime(value: object) -> dt.datetime | None:
         return None
     if moment.tzinfo is None:
         return moment.replace(tzinfo=UTC)
-    return moment.astimezone(UTC)
+    try:
+        return moment.astimezone(UTC)
+    except OverflowError:  # 9999-12-31T23:59-05:00 lies past datetime.max in UTC
+        return None
 
 
 def iso(moment: dt.datetime) -> str:
@@ -45,4 +50,8 @@ def iso(moment: dt.datetime) -> str:
 
 
 def from_timestamp(seconds: float) -> dt.datetime:
-    return dt.datetime.fromtimestamp(seconds, UTC)
+    """A POSIX timestamp as an aware UTC datetime; the epoch when it is out of range."""
+    try:
+        return dt.datetime.fromtimestamp(seconds, UTC)
+    except (OverflowError, OSError, ValueError):
+        return dt.datetime.fromtimestamp(0, UTC)

@@ -91,7 +91,7 @@ def load_yaml(yaml_text: str) -> Loaded:
     if not yaml_text.strip():
         return Loaded({}, [], True)
     try:
-        raw = yaml.load(yaml_text, Loader=_NoTimestampLoader)  # noqa: S506 - a SafeLoader subclass
+        raw = yaml.load(yaml_text, Loader=_NoTimestampLoader)  # a SafeLoader subclass
     except yaml.YAMLError as exc:
         where = ""
         mark = getattr(exc, "problem_mark", None)

@@ -9,12 +9,19 @@ import re
 from dataclasses import dataclass
 from urllib.parse import unquote
 
-_FENCE = re.compile(r"^[ \t]{0,3}(`{3,}|~{3,})")
+# Any indentation: Obsidian notes put fenced blocks inside list items, indented 4+ spaces.
+_FENCE = re.compile(r"^[ \t]*(`{3,}|~{3,})")
 _INLINE_CODE = re.compile(r"(`+)(?:.+?)\1", re.DOTALL)
 _HEADING = re.compile(r"^(#{1,6})[ \t]+(.*?)[ \t#]*$")
-_TASK = re.compile(r"^[ \t]*(?:[-*+]|\d+[.)])[ \t]+\[(.)\]", re.MULTILINE)
+# Inside blockquotes and callouts too; the box must be followed by a space or the line's end,
+# so that a list item starting with a link ("- [1](url)") is not a task.
+_TASK = re.compile(r"^[ \t]*(?:>[ \t]?)*[ \t]*(?:[-*+]|\d+[.)])[ \t]+\[(.)\](?=[ \t]|$)", re.MULTILINE)
 _WIKILINK = re.compile(r"(!?)\[\[([^\[\]\n]*?)\]\]")
-_MDLINK = re.compile(r"\[[^\]\n]*\]\(<?([^)\s>]+?\.md)(#[^)\s>]*)?>?(?:\s+\"[^\"]*\")?\)", re.IGNORECASE)
+# ``[text](note.md#h)`` or, with spaces in the path, ``[text](<my note.md#h>)``.
+_MDLINK = re.compile(
+    r"\[[^\]\n]*\]\((?:<([^<>\n]+?\.md)(#[^<>\n]*)?>|([^)\s<>]+?\.md)(#[^)\s]*)?)(?:\s+\"[^\"]*\")?\)",
+    re.IGNORECASE,
+)
 _INLINE_TAG = re.compile(r"(?<![\w/#&\]\)\"'`])#([^\W\d_][\w/-]*|\d+[^\W\d][\w/-]*|_[\w/-]+)")
 _CONFLICT = re.compile(r"^(<{7} |={7}$|>{7} )", re.MULTILINE)
 
@@ -133,10 +140,11 @@ def body_links(masked_body: str) -> list[Link]:
     """Wikilinks and Markdown links to `.md` files, outside code."""
     links = wikilinks(masked_body)
     for m in _MDLINK.finditer(masked_body):
-        target = unquote(m.group(1))
+        target = unquote(m.group(1) or m.group(3))
         if "://" in target:
             continue
-        heading = unquote(m.group(2)[1:]) if m.group(2) else None
+        anchor = m.group(2) or m.group(4)
+        heading = unquote(anchor[1:]) if anchor else None
         links.append(Link(target, heading or None, None, None, False, True))
     return links
 

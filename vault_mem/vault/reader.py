@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import re
 import stat
 from pathlib import Path
 from typing import Any
@@ -19,6 +20,7 @@ from vault_mem.vault.note import KNOWN_TYPES, TASK_STATES, Note, Progress
 from vault_mem.vault.paths import display_path
 
 MAX_BYTES = 2 * 1024 * 1024
+_TAG_LEAD = re.compile(r"^[#\s]+")
 _CHUNK = 1 << 20
 _BOM = b"\xef\xbb\xbf"
 _CREATED_KEYS = ("created", "date", "created_at")
@@ -85,7 +87,9 @@ def decode(data: bytes) -> tuple[str, list[str]]:
         truncated_tail = exc.start >= len(data) - 3 and len(data) >= MAX_BYTES - 3
         text = data.decode("utf-8", errors="replace")
         if not truncated_tail:
-            problems.append(f"not valid UTF-8 (first bad byte at offset {exc.start}); bad bytes shown as U+FFFD")
+            problems.append(
+                f"not valid UTF-8 (first bad byte at offset {exc.start}); bad bytes shown as U+FFFD"
+            )
     if "\x00" in text:
         problems.append(f"contains {text.count(chr(0))} NUL byte(s); removed for indexing")
         text = text.replace("\x00", "")
@@ -124,10 +128,12 @@ def parse_text(path: str, text: str, etag: str, size: int, mtime_ns: int, proble
     problems = problems + split.problems
     data: dict[str, Any] = {}
     fm_ok = True
+    fields: dict[str, Any] = {}
     if split.yaml_text is not None:
         loaded = load_yaml(split.yaml_text)
-        data, fm_ok = loaded.data, loaded.parsed
+        fields, fm_ok = loaded.data, loaded.parsed
         problems += loaded.problems
+        data = {key: _unflow_wikilinks(value) for key, value in fields.items()}
     body = split.body
     excalidraw = path.lower().endswith(".excalidraw.md")
     masked = markdown.mask_code(body)
@@ -135,9 +141,12 @@ def parse_text(path: str, text: str, etag: str, size: int, mtime_ns: int, proble
         problems.append("contains git merge-conflict markers")
 
     stem = path.rpartition("/")[2]
-    stem = stem[: -len(".excalidraw.md")] if excalidraw else (stem[:-3] if stem.lower().endswith(".md") else stem)
-    title = _text(data.get("title"), "title", problems) or (None if excalidraw else markdown.first_h1(body, masked))
-    title = title or stem
+    if excalidraw:
+        stem = stem[: -len(".excalidraw.md")]
+    elif stem.lower().endswith(".md"):
+        stem = stem[:-3]
+    heading = None if excalidraw else markdown.first_h1(body, masked)
+    title = _text(data.get("title"), "title", problems) or heading or stem
 
     raw_id = data.get("id")
     uid = _text(raw_id, "id", problems) if raw_id is not None else None
@@ -201,7 +210,7 @@ def parse_text(path: str, text: str, etag: str, size: int, mtime_ns: int, proble
         excalidraw=excalidraw,
         has_frontmatter=split.yaml_text is not None,
         frontmatter_ok=fm_ok,
-        fields=data,
+        fields=fields,
     )
 
 
@@ -227,7 +236,7 @@ def normalize_tags(value: Any, problems: list[str] | None = None) -> list[str]:
         if problems is not None:
             problems.append("tags: a mapping is not a tag list; ignored")
         return []
-    cleaned = [t.lstrip("#").strip().lower() for t in items]
+    cleaned = [_TAG_LEAD.sub("", t).strip().lower() for t in items]
     return _dedupe([t for t in cleaned if t])
 
 
@@ -254,7 +263,8 @@ def _string_list(value: Any, key: str, problems: list[str]) -> list[str]:
     if isinstance(value, str):
         return [value.strip()] if value.strip() else []
     if isinstance(value, list):
-        return [str(v).strip() for v in value if v is not None and not isinstance(v, dict | list) and str(v).strip()]
+        items = (str(v).strip() for v in value if v is not None and not isinstance(v, dict | list))
+        return [item for item in items if item]
     if isinstance(value, dict):
         problems.append(f"{key}: a mapping is not a list; ignored")
         return []
@@ -285,7 +295,9 @@ def _state(raw: Any, marks: list[str], problems: list[str]) -> str:
         word = _STATE_WORDS.get(str(raw).strip().lower())
         if word:
             return word
-        problems.append(f"state: {str(raw)[:40]!r} is not one of {', '.join(TASK_STATES)}; derived from checkboxes")
+        problems.append(
+            f"state: {str(raw)[:40]!r} is not one of {', '.join(TASK_STATES)}; derived from checkboxes"
+        )
     if not marks or any(m not in "xX-" for m in marks):
         return "open"
     if all(m == "-" for m in marks):
@@ -311,7 +323,7 @@ def _importance(raw: Any, problems: list[str]) -> float:
         return 0.5
     try:
         value = float(raw)
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):
         problems.append(f"importance: {str(raw)[:40]!r} is not a number between 0 and 1; using 0.5")
         return 0.5
     if not 0.0 <= value <= 1.0:
@@ -330,6 +342,22 @@ def _refs(raw: Any) -> list[str]:
         links = markdown.wikilinks(text)
         out.extend(lk.target for lk in links if lk.target) if links else (out.append(text) if text else None)
     return _dedupe(out)
+
+
+def _unflow_wikilinks(value: Any) -> Any:
+    """Turn an unquoted ``[[Note]]`` back into its text.
+
+    YAML reads ``up: [[Note]]`` as a list holding a list holding "Note"; people write it
+    that way by hand, and it means a wikilink.
+    """
+    if isinstance(value, list):
+        if len(value) == 1 and isinstance(value[0], list) and len(value[0]) == 1 \
+                and isinstance(value[0][0], str):
+            return f"[[{value[0][0]}]]"
+        return [_unflow_wikilinks(v) for v in value]
+    if isinstance(value, dict):
+        return {k: _unflow_wikilinks(v) for k, v in value.items()}
+    return value
 
 
 def _frontmatter_links(value: Any) -> list[markdown.Link]:

@@ -8,6 +8,7 @@ vault, and never twice (a loop ends). Folders that cannot be listed are reported
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -32,10 +33,8 @@ class IgnoreRules:
     def __init__(self, root: Path) -> None:
         lines: list[str] = []
         for name in (".gitignore", ".vaultmemignore"):
-            try:
+            with contextlib.suppress(OSError):
                 lines += (root / name).read_text(encoding="utf-8", errors="replace").splitlines()
-            except OSError:
-                pass
         self._spec = pathspec.GitIgnoreSpec.from_lines(lines) if lines else None
         self._prefixes: list[str] = []
         self._regexes: list[re.Pattern[str]] = []
