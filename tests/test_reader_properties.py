@@ -29,9 +29,20 @@ _FRAGMENTS = [
     b"# Heading #tag\n", b"- [x] done\n", b"> - [-] gone\n", b"```\n", b"    ~~~\n", b"`#code`",
     b"[[Link#h|a]]", b"![[e]]", b"[t](<a b.md#c>)", b"<<<<<<< HEAD\n", b"=======\n", b"\t",
 ]
+_FM_LINES = [
+    b"created: 9999-12-31T23:59:59-05:00\n", b"updated: 0001-01-01T00:30:00+01:00\n",
+    b"importance: " + b"9" * 400 + b"\n", b"importance: .nan\n", b"tags: '# #x'\n", b"type: [a, b]\n",
+    b"state: {a: 1}\n", b"id: [[x]]\n", b"aliases: {a: b}\n", b"status: ~\n", b"date: 2024-02-30\n",
+]
+# A well-formed frontmatter block holding hostile values, then a random body.
+frontmatter_notes = st.tuples(
+    st.lists(st.sampled_from(_FM_LINES + _FRAGMENTS[8:14]), max_size=6).map(b"".join),
+    st.lists(st.sampled_from(_FRAGMENTS), max_size=10).map(b"".join),
+).map(lambda t: b"---\n" + t[0] + b"---\n" + t[1])
 note_bytes = st.one_of(
     st.binary(max_size=400),
     st.lists(st.one_of(st.sampled_from(_FRAGMENTS), st.binary(max_size=8)), max_size=30).map(b"".join),
+    frontmatter_notes,
 )
 
 
@@ -63,7 +74,7 @@ def test_read_note_never_raises(data: bytes, name: str) -> None:
 
 yaml_scalar = st.one_of(
     st.none(), st.booleans(), st.integers(), st.floats(allow_nan=True), st.text(max_size=20),
-    st.sampled_from(["#a", "A/B", "#", "  ", "x, y", "#x #y", "Ünï", "##deep", "# spaced", "a,,b"]),
+    st.sampled_from(["#a", "A/B", "#", "  ", "x, y", "#x #y", "Ünï", "##deep", "# spaced", "#  #x", "a,,b"]),
 )
 tags_value = st.one_of(
     yaml_scalar,
