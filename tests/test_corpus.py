@@ -43,3 +43,14 @@ def test_corpus_case(source: Path, tmp_path: Path) -> None:
     assert len(note["problems"]) == len(wanted_problems), note["problems"]
     for got, want in zip(note["problems"], wanted_problems, strict=True):
         assert want.lower() in got.lower(), note["problems"]
+
+
+def test_derived_uids_differ_for_names_differing_only_in_case(tmp_path: Path) -> None:
+    (tmp_path / "Notes").mkdir()
+    (tmp_path / "notes").mkdir()
+    (tmp_path / "Notes" / "A.md").write_text("one\n", encoding="utf-8")
+    (tmp_path / "notes" / "a.md").write_text("two\n", encoding="utf-8")
+    first, second = read_note(tmp_path, "Notes/A.md"), read_note(tmp_path, "notes/a.md")
+    assert not first.has_id and not second.has_id
+    assert first.uid != second.uid
+    assert read_note(tmp_path, "Notes/A.md").uid == first.uid  # stable across reads

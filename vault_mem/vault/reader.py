@@ -152,7 +152,8 @@ def parse_text(path: str, text: str, etag: str, size: int, mtime_ns: int, proble
     uid = _text(raw_id, "id", problems) if raw_id is not None else None
     has_id = bool(uid)
     if not uid:
-        uid = "p-" + file_etag(path.lower().encode("utf-8", "replace"))[:16]
+        # Case is kept: real vaults hold `Notes/A.md` and `notes/a.md` side by side.
+        uid = "p-" + file_etag(path.encode("utf-8", "replace"))[:16]
 
     note_type = _type(data, problems)
     tags = normalize_tags(data.get("tags"), problems)
