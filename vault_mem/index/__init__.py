@@ -1,0 +1,1 @@
+"""The Whoosh index: a disposable cache of the vault, rebuilt or reconciled from the files."""

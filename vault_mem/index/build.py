@@ -1,0 +1,212 @@
+"""Building and reconciling the index from the files.
+
+A full build splits the files between worker processes; each parses its share and
+writes its own Whoosh segments (no documents cross a pipe), and the parent, holding
+the index lock, publishes a new table of contents after every finished batch so that
+searchers see the build grow. The merge of those segments is left for later commits.
+
+``state.json`` in the index folder says whether the last build finished; a build
+killed half way leaves ``complete: false`` and its committed batches, and the next
+start's reconcile indexes whatever is missing.
+"""
+
+from __future__ import annotations
+
+import multiprocessing as mp
+import os
+import queue
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from whoosh import index as whoosh_index
+from whoosh.index import TOC
+from whoosh.writing import SegmentWriter
+
+from vault_mem.index.progress import Progress
+from vault_mem.index.schema import document_of
+from vault_mem.index.store import VaultIndex
+from vault_mem.vault.paths import display_path
+from vault_mem.vault.reader import read_note
+from vault_mem.vault.walk import walk_vault
+
+BATCH = 500  # files per worker segment
+
+
+@dataclass
+class SyncReport:
+    """What a build or reconcile did."""
+
+    total: int = 0  # memory files on disk
+    added: int = 0
+    updated: int = 0
+    removed: int = 0
+    unchanged: int = 0
+    seconds: float = 0.0
+    rebuilt: bool = False
+    walk_problems: dict[str, str] = field(default_factory=dict)
+
+    def summary(self) -> str:
+        if self.rebuilt:
+            return f"built the index of {self.total} notes in {self.seconds:.1f} s"
+        return (f"{self.total} notes: {self.added} added, {self.updated} updated, "
+                f"{self.removed} removed, {self.unchanged} unchanged ({self.seconds:.2f} s)")
+
+
+def sync(index: VaultIndex, rebuild: bool = False, progress: Callable[[str, int], Progress] | None = None,
+         procs: int | None = None) -> SyncReport:
+    """Bring the index up to date: a full build when there is none (or asked), else a reconcile."""
+    if rebuild or index.needs_build():
+        return build(index, progress, procs)
+    return reconcile(index, progress)
+
+
+def build(index: VaultIndex, progress: Callable[[str, int], Progress] | None = None,
+          procs: int | None = None) -> SyncReport:
+    start = time.monotonic()
+    walked = walk_vault(index.root)
+    index.create()
+    bar = progress("indexing", len(walked.files)) if progress else Progress("indexing", 0, quiet=True)
+    procs = procs or min(os.cpu_count() or 1, 4)
+    if procs <= 1 or len(walked.files) < 2 * BATCH:
+        _serial_build(index, walked.files, bar)
+    else:
+        _parallel_build(index, walked.files, bar, procs)
+    bar.finish()
+    index.set_state(complete=True)
+    return SyncReport(total=len(walked.files), added=len(walked.files), rebuilt=True,
+                      seconds=time.monotonic() - start, walk_problems=walked.problems)
+
+
+def _serial_build(index: VaultIndex, files: list[str], bar: Progress) -> None:
+    for first in range(0, len(files), BATCH):
+        with index.writer() as w:
+            for rel in files[first:first + BATCH]:
+                w.add_document(**document_of(read_note(index.root, rel), rel))
+                bar.advance()
+
+
+def _parallel_build(index: VaultIndex, files: list[str], bar: Progress, procs: int) -> None:
+    ctx = mp.get_context("spawn")  # no fork: the server has threads and a protocol stdout
+    jobs: Any = ctx.Queue()
+    results: Any = ctx.Queue()
+    batches = [files[i:i + BATCH] for i in range(0, len(files), BATCH)]
+    for batch in batches:
+        jobs.put(batch)
+    for _ in range(procs):
+        jobs.put(None)
+    workers = [ctx.Process(target=_worker, args=(str(index.dir), str(index.root), jobs, results), daemon=True)
+               for _ in range(procs)]
+    parent = index.acquire_writer()
+    try:
+        for worker in workers:
+            worker.start()
+        segments = list(parent.segments)
+        generation = parent.generation
+        received = 0
+        while received < len(batches):
+            try:
+                kind, payload, count = results.get(timeout=5)
+            except queue.Empty:
+                if not any(w.is_alive() for w in workers):
+                    raise RuntimeError("index workers stopped before the build finished") from None
+                continue
+            if kind == "error":
+                raise RuntimeError(f"index worker failed: {payload}")
+            received += 1
+            segments.append(payload)
+            # Publish what is finished so far; old TOC files are cleaned by the final commit.
+            TOC(parent.schema, segments, generation).write(parent.storage, parent.indexname)
+            generation += 1
+            bar.advance(count)
+        # The final commit publishes the segments as they are: the merge is left for later.
+        parent.generation = generation
+        parent._close_segment()
+        parent._commit_toc(segments)
+        parent._finish()
+    except BaseException:
+        parent.cancel()
+        raise
+    finally:
+        for worker in workers:
+            worker.join(timeout=10)
+            if worker.is_alive():
+                worker.kill()
+
+
+def _worker(index_dir: str, root: str, jobs: Any, results: Any) -> None:
+    """A build worker: parse each batch of files and write it as one segment."""
+    try:
+        ix = whoosh_index.open_dir(index_dir)
+        # Every writer of an index shares one temp folder by default; a worker that destroys it
+        # would pull it from under its sibling, so each worker gets its own.
+        shared_temp = ix.storage.temp_storage
+        ix.storage.temp_storage = lambda name=None: shared_temp(None)
+        while True:
+            batch = jobs.get()
+            if batch is None:
+                return
+            writer = SegmentWriter(ix, _lk=False, limitmb=64)
+            for rel in batch:
+                writer.add_document(**document_of(read_note(Path(root), rel), rel))
+            segment = writer._finalize_segment()
+            writer._tempstorage.destroy()
+            results.put(("segment", segment, len(batch)))
+    except Exception as exc:  # reported to the parent, which stops the build
+        results.put(("error", f"{type(exc).__name__}: {exc}", 0))
+
+
+def reconcile(index: VaultIndex, progress: Callable[[str, int], Progress] | None = None) -> SyncReport:
+    """Stat every file; re-read only those whose size or mtime changed, re-index only those whose
+    content hash changed, drop what is gone."""
+    start = time.monotonic()
+    walked = walk_vault(index.root)
+    known = index.records()
+    on_disk: dict[str, str] = {}  # display path -> OS path
+    report = SyncReport(total=len(walked.files), walk_problems=walked.problems)
+    candidates: list[str] = []
+    for rel in walked.files:
+        shown = display_path(rel)
+        on_disk[shown] = rel
+        record = known.get(shown)
+        if record is None:
+            candidates.append(rel)
+            continue
+        try:
+            st = os.stat(index.root / rel)
+        except OSError:
+            candidates.append(rel)
+            continue
+        if st.st_size == record.get("size") and st.st_mtime_ns == record.get("mtime_ns"):
+            report.unchanged += 1
+        else:
+            candidates.append(rel)
+    removed = [path for path in known if path not in on_disk]
+    bar = progress("reconciling", len(candidates)) if progress and len(candidates) > 200 else None
+    changed = []
+    for rel in candidates:
+        note = read_note(index.root, rel)
+        record = known.get(note.path)
+        if record is not None and record.get("etag") == note.etag and record.get("fsrel") == rel:
+            report.unchanged += 1
+        else:
+            changed.append((note, rel))
+            if record is None:
+                report.added += 1
+            else:
+                report.updated += 1
+        if bar:
+            bar.advance()
+        if len(changed) >= 1000:
+            index.apply(changed, [])
+            changed = []
+    report.removed = len(removed)
+    index.apply(changed, removed)
+    if bar:
+        bar.finish()
+    if not index.is_complete():
+        index.set_state(complete=True)
+    report.seconds = time.monotonic() - start
+    return report

@@ -1,0 +1,53 @@
+"""Progress of long index work: a bar on a terminal's stderr, a line per 10% elsewhere."""
+
+from __future__ import annotations
+
+import sys
+import time
+from typing import TextIO
+
+
+class Progress:
+    """Reports ``done`` of ``total`` items. ``quiet`` reports nothing (the server's own use)."""
+
+    def __init__(self, label: str, total: int, stream: TextIO | None = None, quiet: bool = False) -> None:
+        self.label = label
+        self.total = total
+        self.done = 0
+        self.stream = stream or sys.stderr
+        self.quiet = quiet
+        self.start = time.monotonic()
+        self._tty = hasattr(self.stream, "isatty") and self.stream.isatty()
+        self._last_decile = -1
+        self._last_draw = 0.0
+
+    def advance(self, n: int = 1) -> None:
+        self.done += n
+        if self.quiet or not self.total:
+            return
+        now = time.monotonic()
+        if self._tty:
+            if now - self._last_draw > 0.1 or self.done >= self.total:
+                self._last_draw = now
+                self._draw(now)
+        else:
+            decile = self.done * 10 // self.total
+            if decile != self._last_decile:
+                self._last_decile = decile
+                self.stream.write(f"{self.label}: {self.done}/{self.total} notes\n")
+                self.stream.flush()
+
+    def _draw(self, now: float) -> None:
+        width = 30
+        filled = width * self.done // self.total
+        rate = self.done / max(now - self.start, 1e-6)
+        bar = "#" * filled + "." * (width - filled)
+        self.stream.write(f"\r{self.label} [{bar}] {self.done}/{self.total} notes, {rate:,.0f}/s ")
+        self.stream.flush()
+
+    def finish(self) -> float:
+        elapsed = time.monotonic() - self.start
+        if not self.quiet and self._tty and self.total:
+            self.stream.write("\n")
+            self.stream.flush()
+        return elapsed

@@ -1,0 +1,167 @@
+"""The versioned Whoosh schema and the mapping from a Note to an index document.
+
+Text fields use one analyzer: maximal runs of word characters, lower-cased, no stop
+words, no stemming, no length limits. That makes a one-word substring search exact:
+a word-only needle occurs in a text exactly when it occurs inside one of its tokens,
+so expanding it against the field's lexicon (see ``substring``) finds what a plain
+scan would.
+"""
+
+from __future__ import annotations
+
+import unicodedata
+from typing import Any
+
+from whoosh.analysis import LowercaseFilter, RegexTokenizer
+from whoosh.fields import ID, NUMERIC, STORED, TEXT, Schema
+from whoosh.fields import KEYWORD as _KEYWORD
+
+from vault_mem.vault.dates import parse_datetime
+from vault_mem.vault.note import Note, domain_of, permalink_of
+
+SCHEMA_VERSION = 1
+SEP = "\x1f"  # separates the values of multi-valued exact fields
+HEAD_CHARS = 2000  # body characters kept in the stored record for snippets and previews
+
+WORDS = RegexTokenizer(r"\w+") | LowercaseFilter()
+_VALUES = RegexTokenizer(r"[^\x1f]+")
+TEXT_FIELDS = ("title", "perm", "tagtext", "body")
+
+
+def make_schema() -> Schema:
+    def multi() -> _KEYWORD:
+        return _KEYWORD(analyzer=_VALUES)
+
+    return Schema(
+        path=ID(stored=True, unique=True, sortable=True),
+        key_uid=ID(),
+        key_path=ID(),  # lower-cased path without '.md'
+        key_name=ID(),  # lower-cased file name without '.md'
+        key_title=ID(),
+        key_alias=multi(),
+        dom_exact=ID(),
+        dom_anc=multi(),  # the note's folder and every ancestor folder, lower-cased
+        title=TEXT(analyzer=WORDS),
+        perm=TEXT(analyzer=WORDS),
+        tagtext=TEXT(analyzer=WORDS),
+        body=TEXT(analyzer=WORDS),
+        tags=multi(),  # each tag and its nested parents
+        type=ID(),
+        status=ID(),
+        state=ID(),
+        namespace=ID(),
+        scope=ID(),
+        project=ID(),
+        lineage=ID(),  # "y" when the note declares a supersession edge
+        paths_pre=multi(),  # every '/'-prefix of every code path
+        link_keys=multi(),  # lower-cased wikilink targets, for backlinks
+        # Whoosh's float columns cannot be sorted on (a struct error), so: whole seconds,
+        # and importance in thousandths.
+        created=NUMERIC(int, bits=64, signed=True, sortable=True),
+        updated=NUMERIC(int, bits=64, signed=True, sortable=True),
+        importance=NUMERIC(int, sortable=True),
+        record=STORED(),
+    )
+
+
+def fold(text: str) -> str:
+    """The comparison form of a ref, title or path: NFC, lower-case."""
+    return unicodedata.normalize("NFC", text).lower()
+
+
+def strip_md(path: str) -> str:
+    return path[:-3] if path.lower().endswith(".md") else path
+
+
+def ancestors(domain: str) -> list[str]:
+    parts = domain.split("/") if domain else []
+    return ["/".join(parts[: i + 1]) for i in range(len(parts))]
+
+
+def tag_keys(tags: list[str]) -> list[str]:
+    keys: list[str] = []
+    for tag in tags:
+        parts = tag.split("/")
+        keys += ["/".join(parts[: i + 1]) for i in range(len(parts))]
+    return list(dict.fromkeys(keys))
+
+
+def path_prefixes(path: str) -> list[str]:
+    parts = [p for p in path.strip("/").split("/") if p]
+    return ["/".join(parts[: i + 1]) for i in range(len(parts))]
+
+
+def epoch(iso_text: str) -> int:
+    moment = parse_datetime(iso_text)
+    return int(moment.timestamp()) if moment else 0
+
+
+def record_of(note: Note, fsrel: str) -> dict[str, Any]:
+    """What the index stores for a note: everything a row needs except the full body."""
+    return {
+        "uid": note.uid,
+        "has_id": note.has_id,
+        "path": note.path,
+        "fsrel": fsrel,  # the OS path relative to the vault (may hold surrogates)
+        "title": note.title,
+        "aliases": note.aliases,
+        "type": note.type,
+        "tags": note.tags,
+        "created": note.created,
+        "updated": note.updated,
+        "status": note.status,
+        "state": note.state,
+        "progress": {"done": note.progress.done, "total": note.progress.total},
+        "importance": note.importance,
+        "supersedes": note.supersedes,
+        "superseded_by": note.superseded_by,
+        "namespace": note.namespace,
+        "scope": note.scope,
+        "project": note.project,
+        "paths": note.paths,
+        "agent": note.agent,
+        "metadata": note.metadata,
+        "links": note.links,
+        "problems": note.problems,
+        "etag": note.etag,
+        "size": note.size,
+        "mtime_ns": note.mtime_ns,
+        "head": note.body[:HEAD_CHARS],
+        "body_chars": len(note.body),
+        "excalidraw": note.excalidraw,
+    }
+
+
+def document_of(note: Note, fsrel: str) -> dict[str, Any]:
+    """The Whoosh document for a note."""
+    path = note.path
+    domain = domain_of(path)
+    name = strip_md(path.rpartition("/")[2])
+    return {
+        "path": path,
+        "key_uid": fold(note.uid),
+        "key_path": fold(strip_md(path)),
+        "key_name": fold(name),
+        "key_title": fold(note.title),
+        "key_alias": SEP.join(fold(a) for a in note.aliases),
+        "dom_exact": fold(domain),
+        "dom_anc": SEP.join(fold(a) for a in ancestors(domain)),
+        "title": " ".join([note.title, *note.aliases]),
+        "perm": permalink_of(path)[len("memory://"):],
+        "tagtext": " ".join(note.tags),
+        "body": note.body,
+        "tags": SEP.join(tag_keys(note.tags)),
+        "type": note.type.lower(),
+        "status": note.status,
+        "state": note.state or "",
+        "namespace": fold(note.namespace),
+        "scope": fold(note.scope),
+        "project": fold(note.project or ""),
+        "lineage": "y" if note.supersedes or note.superseded_by else "n",
+        "paths_pre": SEP.join(p for cp in note.paths for p in path_prefixes(cp)),
+        "link_keys": SEP.join(fold(lk["target"]) for lk in note.links if lk.get("target")),
+        "created": epoch(note.created),
+        "updated": epoch(note.updated),
+        "importance": round(note.importance * 1000),
+        "record": record_of(note, fsrel),
+    }

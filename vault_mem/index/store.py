@@ -1,0 +1,192 @@
+"""Opening the index, searching it, and writing notes into it.
+
+One ``VaultIndex`` per process. Writers take Whoosh's lock with a retry, so two
+processes on one vault (two MCP clients) take turns instead of failing; searchers
+are refreshed whenever any process has committed.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import logging
+import os
+import shutil
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from whoosh import index as whoosh_index
+from whoosh.index import FileIndex, LockError
+from whoosh.query import Term
+from whoosh.searching import Searcher
+from whoosh.writing import SegmentWriter
+
+from vault_mem.errors import VaultUnavailable
+from vault_mem.index.schema import SCHEMA_VERSION, document_of, make_schema
+from vault_mem.vault.note import Note
+from vault_mem.vault.paths import INDEX_DIRNAME
+
+log = logging.getLogger("vault_mem.index")
+STATE_FILE = "state.json"
+LOCK_TIMEOUT = 60.0
+MAX_SEGMENTS = 12
+
+
+def default_index_dir(root: Path) -> Path:
+    """``<vault>/.vault-mem``, or the user's cache folder when the vault cannot be written."""
+    preferred = root / INDEX_DIRNAME
+    try:
+        preferred.mkdir(exist_ok=True)
+        probe = preferred / ".probe"
+        probe.write_bytes(b"")
+        probe.unlink()
+        return preferred
+    except OSError:
+        cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
+        digest = hashlib.sha256(str(root.resolve()).encode("utf-8", "surrogateescape")).hexdigest()[:16]
+        return cache / "vault-mem" / digest
+
+
+class VaultIndex:
+    """The Whoosh index of one vault."""
+
+    def __init__(self, root: Path, index_dir: Path | None = None) -> None:
+        self.root = root
+        self.dir = index_dir or default_index_dir(root)
+        self._ix: FileIndex | None = None
+        self._searcher: Searcher | None = None
+        self._lock = threading.RLock()
+
+    # -- lifecycle -------------------------------------------------------------------------
+
+    def state(self) -> dict[str, Any]:
+        try:
+            data = json.loads((self.dir / STATE_FILE).read_text(encoding="utf-8"))
+            return data if isinstance(data, dict) else {}
+        except (OSError, ValueError):
+            return {}
+
+    def set_state(self, **values: Any) -> None:
+        state = self.state() | values
+        tmp = self.dir / f".{STATE_FILE}.{os.getpid()}.tmp"
+        tmp.write_text(json.dumps(state), encoding="utf-8")
+        os.replace(tmp, self.dir / STATE_FILE)
+
+    def needs_build(self) -> bool:
+        """True when there is no usable index (none yet, another schema, or unreadable)."""
+        if self.state().get("schema") != SCHEMA_VERSION:
+            return True
+        try:
+            return not whoosh_index.exists_in(str(self.dir))
+        except Exception:  # a damaged TOC is repaired by rebuilding, whatever the error
+            return True
+
+    def is_complete(self) -> bool:
+        return bool(self.state().get("complete"))
+
+    def open(self) -> FileIndex:
+        with self._lock:
+            if self._ix is None:
+                try:
+                    self._ix = whoosh_index.open_dir(str(self.dir))
+                except Exception as exc:
+                    raise VaultUnavailable(f"index at {self.dir} cannot be opened: {exc}") from exc
+            return self._ix
+
+    def create(self) -> FileIndex:
+        """A new empty index, replacing whatever was in the index folder."""
+        with self._lock:
+            self.close()
+            if self.dir.exists():
+                for child in self.dir.iterdir():
+                    if child.is_dir() and not child.is_symlink():
+                        shutil.rmtree(child, ignore_errors=True)
+                    else:
+                        with contextlib.suppress(OSError):
+                            child.unlink()
+            self.dir.mkdir(parents=True, exist_ok=True)
+            (self.dir / ".gitignore").write_text("*\n", encoding="utf-8")
+            self._ix = whoosh_index.create_in(str(self.dir), make_schema())
+            self.set_state(schema=SCHEMA_VERSION, complete=False, vault=str(self.root))
+            return self._ix
+
+    def close(self) -> None:
+        with self._lock:
+            if self._searcher is not None:
+                self._searcher.close()
+                self._searcher = None
+            if self._ix is not None:
+                self._ix.close()
+                self._ix = None
+
+    # -- reading ---------------------------------------------------------------------------
+
+    @contextlib.contextmanager
+    def searching(self) -> Iterator[Searcher]:
+        """The current searcher, refreshed when any process has committed since the last use."""
+        with self._lock:
+            ix = self.open()
+            if self._searcher is None:
+                self._searcher = ix.searcher()
+            elif not self._searcher.up_to_date():
+                self._searcher = self._searcher.refresh()
+            yield self._searcher
+
+    def records(self) -> dict[str, dict[str, Any]]:
+        """Every stored record by path (for reconcile, doctor and stats)."""
+        with self.searching() as s:
+            return {fields["path"]: fields["record"] for fields in s.all_stored_fields()}
+
+    def doc_count(self) -> int:
+        with self.searching() as s:
+            return int(s.doc_count())
+
+    # -- writing ---------------------------------------------------------------------------
+
+    def acquire_writer(self, timeout: float = LOCK_TIMEOUT) -> SegmentWriter:
+        """Whoosh's writer, waiting for another process's lock (with backoff) instead of failing."""
+        ix = self.open()
+        deadline = time.monotonic() + timeout
+        delay = 0.005
+        while True:
+            try:
+                return ix.writer()
+            except LockError:
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(delay)
+                delay = min(delay * 2, 0.1)
+
+    @contextlib.contextmanager
+    def writer(self, timeout: float = LOCK_TIMEOUT) -> Iterator[SegmentWriter]:
+        """A writer committed when the block ends, cancelled (releasing the lock) when it raises."""
+        w = self.acquire_writer(timeout)
+        try:
+            yield w
+        except BaseException:
+            w.cancel()
+            raise
+        w.commit(merge=len(w.segments) >= MAX_SEGMENTS)
+
+    def apply(self, notes: list[tuple[Note, str]], removed: list[str]) -> None:
+        """Index ``notes`` (each with its OS-relative path) and drop ``removed`` paths, in one commit."""
+        if not notes and not removed:
+            return
+        with self.writer() as w:
+            for path in removed:
+                w.delete_by_term("path", path)
+            for note, fsrel in notes:
+                w.update_document(**document_of(note, fsrel))
+
+    def stored(self, path: str) -> dict[str, Any] | None:
+        with self.searching() as s:
+            fields = s.document(path=path)
+            return None if fields is None else fields["record"]
+
+    def has_path(self, path: str) -> bool:
+        with self.searching() as s:
+            return bool(s.search(Term("path", path), limit=1))
