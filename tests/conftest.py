@@ -1,0 +1,97 @@
+"""Shared fixtures: real vaults in tmp_path, a real index, a real in-process MCP client."""
+
+from __future__ import annotations
+
+import textwrap
+from collections.abc import AsyncIterator, Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from mcp import Client
+
+from vault_mem.index.build import sync
+from vault_mem.index.store import VaultIndex
+from vault_mem.query.context import Vault
+from vault_mem.server.app import build_server
+
+SAMPLE_VAULT = Path(__file__).resolve().parent.parent / "sample_vault"
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption("--slow", action="store_true", default=False, help="run the long fuzz and load tests")
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    if config.getoption("--slow"):
+        return
+    skip = pytest.mark.skip(reason="needs --slow")
+    for item in items:
+        if "slow" in item.keywords:
+            item.add_marker(skip)
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"
+
+
+def write_notes(root: Path, notes: dict[str, str]) -> Path:
+    """Write ``{relative path: text}`` under ``root`` (text is dedented) and return ``root``."""
+    root.mkdir(parents=True, exist_ok=True)
+    for rel, text in notes.items():
+        path = root / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(textwrap.dedent(text).lstrip("\n"), encoding="utf-8")
+    return root
+
+
+def open_vault(root: Path, project: str | None = None, compat: bool = False) -> Vault:
+    """Index ``root`` (build or reconcile) and return the Vault the server and queries use."""
+    index = VaultIndex(root, root.parent / f"{root.name}-index")
+    sync(index, procs=1)
+    return Vault(root, index, project=project, compat=compat)
+
+
+@pytest.fixture
+def make_vault(tmp_path: Path) -> Callable[..., Vault]:
+    """``make_vault({path: text}, project=None)``: a real vault on disk, indexed."""
+    counter = [0]
+
+    def make(notes: dict[str, str], project: str | None = None, compat: bool = False) -> Vault:
+        counter[0] += 1
+        root = write_notes(tmp_path / f"vault{counter[0]}", notes)
+        return open_vault(root, project, compat)
+
+    return make
+
+
+class ToolClient:
+    """A real MCP client session on the in-process server, with a shortcut for tool answers."""
+
+    def __init__(self, client: Client) -> None:
+        self.client = client
+
+    async def call(self, tool: str, **arguments: Any) -> dict[str, Any]:
+        result = await self.client.call_tool(tool, arguments)
+        answer = result.structured_content
+        assert isinstance(answer, dict), f"{tool} gave no structured content: {result.content}"
+        assert "status" in answer
+        assert result.is_error == (answer["status"] in ("invalid", "error")), answer
+        return answer
+
+    async def raw(self, tool: str, arguments: dict[str, Any]) -> Any:
+        return await self.client.call_tool(tool, arguments)
+
+
+async def connect(vault: Vault) -> AsyncIterator[ToolClient]:
+    async with Client(build_server(vault), mode="legacy") as client:
+        yield ToolClient(client)
+
+
+@pytest.fixture
+def mcp_session() -> Callable[[Vault], Any]:
+    """``async with mcp_session(vault) as c: await c.call("tool", ...)``"""
+    from contextlib import asynccontextmanager
+
+    return asynccontextmanager(connect)

@@ -1,0 +1,47 @@
+"""Per-document column values (path, dates, importance) for filtering and sorting.
+
+Whoosh segments never change once written (deletions are kept apart), so each
+segment's column is read once and cached by segment id; a searcher's view is the
+concatenation over its segments, indexed by the searcher's document numbers.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+from typing import Any
+
+from whoosh.searching import Searcher
+
+_cache: OrderedDict[tuple[Any, str], list[Any]] = OrderedDict()
+_lock = threading.Lock()
+_CACHE_SIZE = 512
+
+
+def column(searcher: Searcher, field: str) -> list[Any]:
+    """Values of a sortable ``field`` for every document number of ``searcher``."""
+    values: list[Any] = []
+    for reader, offset in searcher.reader().leaf_readers():
+        if len(values) < offset:
+            values.extend([None] * (offset - len(values)))
+        values.extend(_segment_column(reader, field))
+    return values
+
+
+def _segment_column(reader: Any, field: str) -> list[Any]:
+    segment = reader.segment()
+    key = (segment.segment_id() if segment is not None else id(reader), field)
+    with _lock:
+        hit = _cache.get(key)
+        if hit is not None:
+            _cache.move_to_end(key)
+            return hit
+    if reader.has_column(field):
+        values = list(reader.column_reader(field))
+    else:
+        values = [None] * reader.doc_count_all()
+    with _lock:
+        _cache[key] = values
+        while len(_cache) > _CACHE_SIZE:
+            _cache.popitem(last=False)
+    return values

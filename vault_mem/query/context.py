@@ -1,0 +1,90 @@
+"""What every query runs against: the vault root, its index, and the server's settings."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from whoosh.query import Query, Term
+from whoosh.searching import Searcher
+
+from vault_mem.index.columns import column
+from vault_mem.index.store import VaultIndex
+from vault_mem.vault.frontmatter import split_frontmatter
+from vault_mem.vault.reader import decode, read_bytes
+
+MAX_ANSWER_CHARS = 40_000  # no answer's JSON passes this (SPEC 4)
+ROW_BUDGET = 36_000  # what rows may take, leaving room for the envelope
+
+
+@dataclass
+class Vault:
+    """A vault being served: root, index, the ``--project`` default, and build progress."""
+
+    root: Path
+    index: VaultIndex
+    project: str | None = None
+    compat: bool = False
+    indexing: Callable[[], dict[str, int] | None] = field(default=lambda: None)
+
+
+class View:
+    """One consistent look at the index for the length of a call."""
+
+    def __init__(self, vault: Vault, searcher: Searcher) -> None:
+        self.vault = vault
+        self.searcher = searcher
+        self._records: dict[int, dict[str, Any]] = {}
+
+    def docs(self, query: Query) -> list[int]:
+        return list(self.searcher.docs_for_query(query))
+
+    def all_docs(self) -> list[int]:
+        return list(self.searcher.reader().all_doc_ids())
+
+    def record(self, docnum: int) -> dict[str, Any]:
+        rec = self._records.get(docnum)
+        if rec is None:
+            rec = self.searcher.stored_fields(docnum)["record"]
+            self._records[docnum] = rec
+        return rec
+
+    def column(self, field: str) -> list[Any]:
+        return column(self.searcher, field)
+
+    def by_path(self, path: str) -> int | None:
+        docs = self.docs(Term("path", path))
+        return docs[0] if docs else None
+
+    def sort_newest(self, docs: list[int], field: str = "updated") -> list[int]:
+        """Newest first, ties by vault-relative path ascending."""
+        dates = self.column(field)
+        paths = self.column("path")
+        docs = sorted(docs, key=lambda d: paths[d] or "")
+        docs.sort(key=lambda d: dates[d] or 0, reverse=True)
+        return docs
+
+    def body(self, record: dict[str, Any]) -> str:
+        """The note's body as it is on disk now ('' when the file is gone)."""
+        data, _etag, _size, _mtime, problems = read_bytes(self.vault.root / record["fsrel"])
+        if problems and not data:
+            return record.get("head", "")
+        text, _ = decode(data)
+        return split_frontmatter(text).body if not record.get("excalidraw") else ""
+
+
+def json_size(value: Any) -> int:
+    return len(json.dumps(value, ensure_ascii=False, default=str))
+
+
+def take_within(rows: list[dict[str, Any]], budget: int = ROW_BUDGET) -> int:
+    """How many of ``rows`` fit in ``budget`` characters of JSON (at least one when any)."""
+    used = 0
+    for i, row in enumerate(rows):
+        used += json_size(row) + 2
+        if used > budget:
+            return max(i, 1) if i == 0 else i
+    return len(rows)

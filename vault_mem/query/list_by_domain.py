@@ -1,0 +1,123 @@
+"""``list_by_domain`` (SPEC 4.1): memories under a domain and its subdomains, newest first.
+
+Domain resolution: the literal path (case-insensitive, with its subtree) wins whenever it
+has rows after the filters; otherwise the name is matched as a run of whole segments
+inside stored folder paths, and every branch it names counts.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from whoosh.query import And, Or, Query, Term
+
+from vault_mem.index.schema import fold
+from vault_mem.index.substring import segment_terms_containing
+from vault_mem.query.context import View, take_within
+from vault_mem.query.params import Args
+from vault_mem.query.rows import identity, snippet_of, task_fields
+from vault_mem.vault.note import domain_of
+from vault_mem.vault.paths import check_relative
+
+PARAMS = ("domain", "type", "limit", "offset", "status", "subtree")
+STATUSES = ("active", "archived", "all")
+
+
+def list_by_domain(view: View, raw: dict[str, Any]) -> dict[str, Any]:
+    args = Args(raw, PARAMS)
+    domain = args.text("domain", required=True, max_len=1000)
+    assert domain is not None
+    domain = check_relative(domain.strip(), "domain")
+    note_type = (args.text("type", "", max_len=100) or "").strip().lower()
+    limit = args.integer("limit", 20, 1, 200)
+    offset = args.integer("offset", 0, 0)
+    status = args.choice("status", "active", STATUSES)
+    subtree = args.flag("subtree", True)
+
+    filters: list[Query] = []
+    if note_type:
+        filters.append(Term("type", note_type))
+    if status != "all":
+        filters.append(Term("status", status))
+
+    resolved = [fold(domain)]
+    docs = _docs_under(view, resolved, subtree, filters)
+    if not docs and domain:
+        resolved = inner_runs(view, fold(domain))
+        docs = _docs_under(view, resolved, subtree, filters) if resolved else []
+    if not docs:
+        return {"status": "none", "results": [], "est_tokens": 0, "domains": [],
+                "message": f"no memories under domain {domain!r}; list_domains shows the paths"}
+
+    docs = view.sort_newest(docs, "updated")
+    page = docs[offset: offset + limit]
+    rows = [_row(view, d) for d in page]
+    fitted = take_within(rows)
+    rows = rows[:fitted]
+    answer: dict[str, Any] = {
+        "status": "ok",
+        "results": rows,
+        "est_tokens": sum(r["est_tokens"] for r in rows),
+        "domains": _shown_domains(view, docs, resolved),
+    }
+    if offset + len(rows) < len(docs):
+        answer["next_offset"] = offset + len(rows)
+    if not rows:
+        answer["status"] = "none"
+        answer["message"] = f"offset {offset} is past the last of {len(docs)} memories"
+    return answer
+
+
+def _docs_under(view: View, domains: list[str], subtree: bool, filters: list[Query]) -> list[int]:
+    field = "dom_anc" if subtree else "dom_exact"
+    if domains == [""]:
+        where: Query | None = None if subtree else Term("dom_exact", "")
+    else:
+        where = Or([Term(field, d) for d in domains])
+    parts = [q for q in [where, *filters] if q is not None]
+    if not parts:
+        return view.all_docs()
+    return view.docs(And(parts) if len(parts) > 1 else parts[0])
+
+
+def inner_runs(view: View, name: str) -> list[str]:
+    """The folder paths ending where ``name`` occurs as a run of whole segments inside a stored path."""
+    found: set[str] = set()
+    for reader, _offset in view.searcher.reader().leaf_readers():
+        for folder in segment_terms_containing(reader, "dom_anc", name):
+            padded = "/" + folder + "/"
+            at = padded.find("/" + name + "/")
+            while at >= 0:
+                found.add(padded[1: at + len(name) + 1])
+                at = padded.find("/" + name + "/", at + 1)
+    return sorted(found)
+
+
+def _shown_domains(view: View, docs: list[int], resolved: list[str]) -> list[str]:
+    """The resolved paths that have rows, in the case the files use."""
+    shown: dict[str, str] = {}
+    for d in docs:
+        domain = domain_of(view.record(d)["path"])
+        for r in resolved:
+            if r not in shown and (r == "" or fold(domain) == r or fold(domain).startswith(r + "/")):
+                shown[r] = domain[: len(r)]
+        if len(shown) == len(resolved):
+            break
+    return [shown[r] for r in resolved if r in shown]
+
+
+def _row(view: View, docnum: int) -> dict[str, Any]:
+    rec = view.record(docnum)
+    body_chars = int(rec.get("body_chars", 0))
+    row = identity(rec) | {
+        "title": rec["title"],
+        "type": rec["type"],
+        "tags": rec["tags"],
+        "created": rec["created"],
+        "updated": rec["updated"],
+        "status": rec["status"],
+        "etag": rec["etag"],
+        "snippet": snippet_of(rec),
+        "est_tokens": -(-body_chars // 4),
+    }
+    return row | task_fields(rec)

@@ -1,0 +1,195 @@
+"""Validation of tool parameters. Bad input raises InvalidInput naming the parameter and
+what it accepts; nothing is silently ignored (an unknown parameter name is an error too).
+
+Coercion is as lenient as the MCP SDK's own (``"5"`` is 5, ``"true"`` is true) and no more
+(``"ten"`` is not a number, ``5.5`` is not an integer, ``true`` is not a number).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping
+from typing import Any
+
+from vault_mem.errors import InvalidInput
+
+_AGENT = re.compile(r"[A-Za-z0-9._-]{1,64}")
+
+
+class Args:
+    """The arguments of one call, consumed parameter by parameter, then checked for leftovers."""
+
+    def __init__(self, raw: Mapping[str, Any] | None, allowed: tuple[str, ...]) -> None:
+        if raw is None:
+            raw = {}
+        if not isinstance(raw, Mapping):
+            raise InvalidInput("arguments", "must be an object of parameter names to values")
+        unknown = sorted(str(k) for k in raw if k not in allowed)
+        if unknown:
+            names = ", ".join(repr(u[:40]) for u in unknown[:5])
+            raise InvalidInput(
+                unknown[0][:40], f"unknown parameter {names}; accepted: {', '.join(allowed)}"
+            )
+        self.raw = dict(raw)
+
+    def present(self, name: str) -> bool:
+        return self.raw.get(name) is not None
+
+    def text(self, name: str, default: str | None = None, *, required: bool = False,
+            max_len: int = 10_000, allow_empty: bool = True) -> str | None:
+        value = self.raw.get(name)
+        if value is None:
+            if required:
+                raise InvalidInput(name, "is required (a string)")
+            return default
+        if isinstance(value, bool) or not isinstance(value, str | int | float):
+            raise InvalidInput(name, f"must be a string, got {_kind(value)}")
+        text = value if isinstance(value, str) else str(value)
+        if len(text) > max_len:
+            raise InvalidInput(name, f"is {len(text):,} characters; at most {max_len:,} are accepted")
+        if not allow_empty and not text.strip():
+            raise InvalidInput(name, "must not be empty")
+        return text
+
+    def required_str(self, name: str, max_len: int = 10_000, allow_empty: bool = False) -> str:
+        value = self.text(name, required=True, max_len=max_len, allow_empty=allow_empty)
+        assert value is not None
+        return value
+
+    def integer(self, name: str, default: int, lo: int | None = None, hi: int | None = None,
+            accepted: str | None = None) -> int:
+        value = self.raw.get(name)
+        if value is None:
+            return default
+        what = accepted or _range_text(lo, hi)
+        number: int
+        if isinstance(value, bool):
+            raise InvalidInput(name, f"must be an integer ({what}), got a boolean")
+        if isinstance(value, int):
+            number = value
+        elif (isinstance(value, float) and value.is_integer()) or (isinstance(value, str) and re.fullmatch(r"\s*[+-]?\d{1,18}\s*", value)):
+            number = int(value)
+        else:
+            raise InvalidInput(name, f"must be an integer ({what}), got {_show(value)}")
+        if (lo is not None and number < lo) or (hi is not None and number > hi):
+            raise InvalidInput(name, f"must be {what}, got {number}")
+        return number
+
+    def number(self, name: str, default: float, lo: float, hi: float) -> float:
+        value = self.raw.get(name)
+        if value is None:
+            return default
+        if isinstance(value, bool):
+            raise InvalidInput(name, f"must be a number from {lo} to {hi}, got a boolean")
+        try:
+            number = float(value)
+        except (TypeError, ValueError):
+            raise InvalidInput(name, f"must be a number from {lo} to {hi}, got {_show(value)}") from None
+        if not lo <= number <= hi:
+            raise InvalidInput(name, f"must be a number from {lo} to {hi}, got {number}")
+        return number
+
+    def flag(self, name: str, default: bool) -> bool:
+        value = self.raw.get(name)
+        if value is None:
+            return default
+        if isinstance(value, bool):
+            return value
+        if isinstance(value, str) and value.strip().lower() in ("true", "false"):
+            return value.strip().lower() == "true"
+        if isinstance(value, int) and value in (0, 1):
+            return bool(value)
+        raise InvalidInput(name, f"must be true or false, got {_show(value)}")
+
+    def choice(self, name: str, default: str, choices: tuple[str, ...]) -> str:
+        value = self.text(name, default)
+        assert value is not None
+        folded = value.strip().lower()
+        if folded not in choices:
+            raise InvalidInput(name, f"must be one of {', '.join(choices)}; got {_show(value)}")
+        return folded
+
+    def str_list(self, name: str, *, max_items: int = 1000) -> list[str] | None:
+        """An array of strings; a single string is a one-element array."""
+        value = self.raw.get(name)
+        if value is None:
+            return None
+        if isinstance(value, str):
+            stripped = value.strip()
+            if stripped.startswith("["):
+                try:
+                    value = json.loads(stripped)
+                except ValueError:
+                    value = [value]
+            else:
+                value = [value]
+        if not isinstance(value, list | tuple):
+            raise InvalidInput(name, f"must be an array of strings (or one string), got {_kind(value)}")
+        if len(value) > max_items:
+            raise InvalidInput(name, f"holds {len(value)} items; at most {max_items} are accepted")
+        out: list[str] = []
+        for item in value:
+            if isinstance(item, bool) or not isinstance(item, str | int | float):
+                raise InvalidInput(name, f"must hold only strings, got {_kind(item)}")
+            out.append(str(item))
+        return out
+
+    def mapping(self, name: str) -> dict[str, Any] | None:
+        value = self.raw.get(name)
+        if value is None:
+            return None
+        if isinstance(value, str):
+            try:
+                value = json.loads(value)
+            except ValueError:
+                raise InvalidInput(name, "must be an object (a mapping of keys to values)") from None
+        if not isinstance(value, dict):
+            raise InvalidInput(name, f"must be an object (a mapping of keys to values), got {_kind(value)}")
+        return value
+
+    def agent(self) -> str:
+        value = self.raw.get("agent")
+        if value is None or (isinstance(value, str) and not value.strip()):
+            raise InvalidInput("agent", "is required: your stable agent name, 1-64 of letters, digits, '.', '_', '-'")
+        if not isinstance(value, str):
+            raise InvalidInput("agent", f"must be a string, got {_kind(value)}")
+        if not _AGENT.fullmatch(value):
+            suggestion = re.sub(r"[^A-Za-z0-9._-]+", "-", value.strip()).strip("-").lower()[:64] or "my-agent"
+            raise InvalidInput(
+                "agent",
+                f"{_show(value)} is not a valid agent name: use 1-64 letters, digits, '.', '_' or '-' "
+                f"(for example '{suggestion}')",
+            )
+        return value
+
+
+def _range_text(lo: int | None, hi: int | None) -> str:
+    if lo is not None and hi is not None:
+        return f"from {lo} to {hi}"
+    if lo is not None:
+        return f"at least {lo}"
+    if hi is not None:
+        return f"at most {hi}"
+    return "an integer"
+
+
+def _kind(value: Any) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, dict):
+        return "an object"
+    if isinstance(value, list | tuple):
+        return "an array"
+    if isinstance(value, int | float):
+        return "a number"
+    if isinstance(value, str):
+        return "a string"
+    return type(value).__name__
+
+
+def _show(value: Any) -> str:
+    text = repr(value) if not isinstance(value, str) else repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."

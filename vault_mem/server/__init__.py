@@ -1,0 +1,1 @@
+"""MCP wiring only: the tool table, answers, transports. No query logic lives here."""

@@ -1,0 +1,144 @@
+"""The MCP server: the low-level SDK server with our own tool listing and call path, so
+that every argument is validated by the query layer (the SDK's lenient validation would
+drop unknown names silently and answer bad types with a protocol-level error)."""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+from urllib.parse import unquote
+
+import anyio
+import mcp.types as t
+from mcp.server.lowlevel import Server
+
+from vault_mem import __version__
+from vault_mem.errors import InvalidInput, NotFound, VaultMemError, VaultUnavailable
+from vault_mem.query.context import Vault, View
+from vault_mem.query.refs import PERMALINK_PREFIX, resolve_ref
+from vault_mem.server.answers import error_answer, to_result
+from vault_mem.server.tools import STATUS_SCHEMA, ToolSpec, tools_for
+
+log = logging.getLogger("vault_mem.server")
+RESOURCE_PAGE = 500
+
+INSTRUCTIONS = (
+    "vault-mem: long-term memory kept as Markdown files a person can read and edit. "
+    "Start a session with memory_search (no query) for recent notes; use list_by_domain when "
+    "search misses; read a record in full with memory_read."
+)
+
+
+def call(vault: Vault, spec: ToolSpec, arguments: dict[str, Any] | None) -> dict[str, Any]:
+    """Run one tool call to an answer dict. Never raises."""
+    try:
+        raw = dict(arguments or {})
+        for theirs, ours in spec.arg_map:
+            if theirs in raw:
+                raw[ours] = raw.pop(theirs)
+        handler = spec.handler()
+        try:
+            with vault.index.searching() as searcher:
+                answer = handler(View(vault, searcher), raw)
+        except VaultUnavailable:
+            progress = vault.indexing()
+            if progress is None:
+                raise
+            answer = {"status": "none", "message": "the index is being built; try again shortly"}
+        progress = vault.indexing()
+        if progress is not None:
+            answer["indexing"] = progress
+            hints = answer.setdefault("hints", [])
+            if isinstance(hints, list):
+                hints.append(f"the index is still being built ({progress['done']} of {progress['total']} "
+                             "notes): answers may be incomplete")
+        return answer
+    except VaultMemError as exc:
+        return error_answer(exc)
+    except Exception as exc:  # the server must answer, whatever a query module did
+        log.exception("tool %s failed", spec.name)
+        return {"status": "error", "message": f"internal error in {spec.name}: {type(exc).__name__}"}
+
+
+def build_server(vault: Vault) -> Server[Any]:
+    specs = {spec.name: spec for spec in tools_for(vault.compat)}
+    listing = [
+        t.Tool(
+            name=spec.name,
+            description=spec.description,
+            input_schema=spec.input_schema(),
+            output_schema=STATUS_SCHEMA,
+            annotations=t.ToolAnnotations(
+                read_only_hint=spec.read_only,
+                idempotent_hint=spec.read_only,
+                destructive_hint=False if spec.read_only else None,
+                open_world_hint=False,
+            ),
+        )
+        for spec in specs.values()
+    ]
+
+    async def on_list_tools(ctx: Any, params: Any) -> t.ListToolsResult:
+        return t.ListToolsResult(tools=listing)
+
+    async def on_call_tool(ctx: Any, params: t.CallToolRequestParams) -> t.CallToolResult:
+        spec = specs.get(params.name)
+        if spec is None:
+            answer = error_answer(InvalidInput("name", f"unknown tool {params.name!r}; tools: {', '.join(specs)}"))
+            return to_result(params.name, answer)
+        answer = await anyio.to_thread.run_sync(call, vault, spec, params.arguments)
+        return to_result(spec.name, answer)
+
+    async def on_list_resources(ctx: Any, params: t.PaginatedRequestParams | None) -> t.ListResourcesResult:
+        cursor = params.cursor if params is not None else None
+        start = int(cursor) if cursor and cursor.isdigit() else 0
+        resources, next_cursor = await anyio.to_thread.run_sync(_resource_page, vault, start)
+        return t.ListResourcesResult(resources=resources, next_cursor=next_cursor)
+
+    async def on_read_resource(ctx: Any, params: t.ReadResourceRequestParams) -> t.ReadResourceResult:
+        uri = str(params.uri)
+        text = await anyio.to_thread.run_sync(_resource_text, vault, uri)
+        return t.ReadResourceResult(contents=[t.TextResourceContents(uri=uri, text=text, mime_type="text/markdown")])
+
+    return Server(
+        "vault-mem",
+        version=__version__,
+        instructions=INSTRUCTIONS,
+        on_list_tools=on_list_tools,
+        on_call_tool=on_call_tool,
+        on_list_resources=on_list_resources,
+        on_read_resource=on_read_resource,
+    )
+
+
+def _resource_page(vault: Vault, start: int) -> tuple[list[t.Resource], str | None]:
+    try:
+        with vault.index.searching() as searcher:
+            view = View(vault, searcher)
+            paths = sorted(p for p in view.column("path") if p)
+    except VaultUnavailable:
+        return [], None
+    page = paths[start: start + RESOURCE_PAGE]
+    resources = [
+        t.Resource(uri=PERMALINK_PREFIX + p[:-3], name=p.rpartition("/")[2][:-3], mime_type="text/markdown")
+        for p in page
+    ]
+    more = start + RESOURCE_PAGE < len(paths)
+    return resources, str(start + RESOURCE_PAGE) if more else None
+
+
+def _resource_text(vault: Vault, uri: str) -> str:
+    from mcp.shared.exceptions import MCPError
+    from mcp_types import INVALID_PARAMS
+
+    try:
+        with vault.index.searching() as searcher:
+            view = View(vault, searcher)
+            docnum = resolve_ref(view, unquote(uri) if "%" in uri else uri, "uri")
+            record = view.record(docnum)
+            data = (vault.root / record["fsrel"]).read_bytes()
+    except (NotFound, InvalidInput) as exc:
+        raise MCPError(code=INVALID_PARAMS, message=str(exc), data={"uri": uri}) from None
+    except OSError as exc:
+        raise MCPError(code=INVALID_PARAMS, message=f"cannot read {uri}: {exc.strerror}", data={"uri": uri}) from None
+    return data.decode("utf-8", errors="replace").lstrip("\ufeff")
