@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import json
+import os
 import sys
 import time
+from pathlib import Path
 from typing import TextIO
 
 
@@ -30,7 +33,7 @@ class Progress:
             if now - self._last_draw > 0.1 or self.done >= self.total:
                 self._last_draw = now
                 self._draw(now)
-        else:
+        elif self.total >= 1000:
             decile = self.done * 10 // self.total
             if decile != self._last_decile:
                 self._last_decile = decile
@@ -51,3 +54,28 @@ class Progress:
             self.stream.write("\n")
             self.stream.flush()
         return elapsed
+
+
+class ProgressFile(Progress):
+    """Progress also written as ``{"done", "total"}`` JSON to a file, for a parent process to read."""
+
+    def __init__(self, label: str, total: int, path: Path, quiet: bool = True) -> None:
+        super().__init__(label, total, quiet=quiet)
+        self.path = path
+        self._last_write = 0.0
+        self._write()
+
+    def advance(self, n: int = 1) -> None:
+        super().advance(n)
+        now = time.monotonic()
+        if now - self._last_write > 0.2 or self.done >= self.total:
+            self._last_write = now
+            self._write()
+
+    def _write(self) -> None:
+        tmp = self.path.with_name(f".{self.path.name}.{os.getpid()}")
+        try:
+            tmp.write_text(json.dumps({"done": self.done, "total": self.total}), encoding="utf-8")
+            os.replace(tmp, self.path)
+        except OSError:
+            pass

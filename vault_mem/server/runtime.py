@@ -1,0 +1,85 @@
+"""Bringing a served vault up: the index build or reconcile in the background, progress for
+answers, and (later) the live watcher. The server answers ``initialize`` at once; queries
+answer from what is committed so far and say how far the build got (SPEC 6).
+
+A cold build runs in a child process (``vault-mem index``) with its stdout pointed at our
+stderr: the build forks workers, and nothing a child does may reach the protocol's stdout.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import subprocess
+import sys
+import threading
+from pathlib import Path
+
+from vault_mem.index.build import SyncReport, reconcile
+from vault_mem.index.store import VaultIndex
+from vault_mem.query.context import Vault
+
+log = logging.getLogger("vault_mem.server")
+PROGRESS_FILE = "build-progress.json"
+
+
+class Runtime:
+    """Owns the background indexing of one served vault."""
+
+    def __init__(self, vault: Vault) -> None:
+        self.vault = vault
+        self.index: VaultIndex = vault.index
+        self._building = threading.Event()
+        self._ready = threading.Event()
+        self.report: SyncReport | None = None
+        self.error: str | None = None
+        vault.indexing = self.indexing
+
+    @property
+    def progress_path(self) -> Path:
+        return self.index.dir / PROGRESS_FILE
+
+    def indexing(self) -> dict[str, int] | None:
+        """``{done, total}`` while a build runs, else None."""
+        if not self._building.is_set():
+            return None
+        try:
+            data = json.loads(self.progress_path.read_text(encoding="utf-8"))
+            return {"done": int(data["done"]), "total": int(data["total"])}
+        except (OSError, ValueError, KeyError, TypeError):
+            return {"done": 0, "total": 0}
+
+    def start(self) -> None:
+        """Start the build or reconcile in a background thread and return at once."""
+        if self.index.needs_build():
+            self._building.set()
+        threading.Thread(target=self._bring_up, name="vault-mem-index", daemon=True).start()
+
+    def wait_ready(self, timeout: float | None = None) -> bool:
+        return self._ready.wait(timeout)
+
+    def _bring_up(self) -> None:
+        try:
+            if self._building.is_set():
+                self._build_in_child()
+            self.index.close()  # drop any searcher opened on a half-built index
+            self.report = reconcile(self.index)
+            log.info("index ready: %s", self.report.summary())
+        except Exception as exc:  # the server keeps answering; the error is logged and shown
+            self.error = f"{type(exc).__name__}: {exc}"
+            log.exception("indexing failed")
+        finally:
+            self._building.clear()
+            self._ready.set()
+
+    def _build_in_child(self) -> None:
+        self.index.dir.mkdir(parents=True, exist_ok=True)
+        command = [sys.executable, "-m", "vault_mem", "index", "--rebuild", "--quiet",
+                   "--vault", str(self.vault.root), "--index-dir", str(self.index.dir),
+                   "--progress-file", str(self.progress_path)]
+        log.info("building the index of %s in the background", self.vault.root)
+        result = subprocess.run(command, stdin=subprocess.DEVNULL, stdout=sys.stderr.fileno(),
+                                stderr=sys.stderr.fileno(), check=False, env=os.environ.copy())
+        if result.returncode != 0:
+            raise RuntimeError(f"index build exited with status {result.returncode}")
