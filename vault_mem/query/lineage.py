@@ -1,0 +1,266 @@
+"""Supersession lineage (SPEC 3, 4.3): which memory replaces which.
+
+An edge "A supersedes B" is declared on either side: A's ``supersedes`` names B, or B's
+``superseded_by`` names A. A target is a uid or a wikilink target (path, file name or
+title), resolved case-insensitively in that order; when a stage has several hits, the
+note nearest the declaring one (longest shared folder prefix, then path) wins, as in
+Obsidian. A target that resolves nowhere is *dangling*: it is not an edge.
+
+Every note in the index is live (present in the vault), whatever its status, so an
+archived superseder still supersedes.
+
+Only the notes that declare an edge (index field ``lineage`` = "y") are loaded, so
+building a ``Lineage`` costs nothing on a vault without chains. Chains may branch or
+cycle: every walk is iterative with a visited set.
+
+    lin = Lineage(view)
+    lin.superseded(d)   # hidden under follow="active"
+    lin.latest(d)       # newest version(s) of d: follow="latest"
+    lin.history(d)      # d's whole chain, oldest first: follow="full_history"
+    lin.lineage_of(d)   # {"supersedes", "superseded_by", "latest"} as permalinks (memory_read)
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from whoosh.query import Term
+
+from vault_mem.index.schema import fold, strip_md
+from vault_mem.query.context import View
+from vault_mem.vault.note import domain_of, permalink_of
+
+_PERMALINK = "memory://"
+
+
+class Lineage:
+    """The supersession graph of one view of the index (document numbers as nodes)."""
+
+    def __init__(self, view: View) -> None:
+        self.view = view
+        # superseders[b] = notes that supersede b; predecessors[a] = notes a supersedes
+        self._superseders: dict[int, set[int]] = {}
+        self._predecessors: dict[int, set[int]] = {}
+        self._dangling: dict[int, list[str]] = {}
+        self._resolved: dict[tuple[str, str], int | None] = {}
+        self._current: dict[int, list[int]] = {}
+        self._build()
+        self._rep = self._terminal_representatives()
+
+    # -- building -------------------------------------------------------------------
+
+    def _build(self) -> None:
+        for doc in self.view.docs(Term("lineage", "y")):
+            rec = self.view.record(doc)
+            for target in rec.get("supersedes") or []:
+                old = self._resolve(target, rec["path"])
+                if old is None:
+                    self._dangling.setdefault(doc, []).append(target)
+                else:
+                    self._add_edge(doc, old)
+            for target in rec.get("superseded_by") or []:
+                new = self._resolve(target, rec["path"])
+                if new is None:
+                    self._dangling.setdefault(doc, []).append(target)
+                else:
+                    self._add_edge(new, doc)
+
+    def _add_edge(self, new: int, old: int) -> None:
+        if new == old:  # a note that names itself replaces nothing
+            return
+        self._superseders.setdefault(old, set()).add(new)
+        self._predecessors.setdefault(new, set()).add(old)
+
+    def _resolve(self, target: str, from_path: str) -> int | None:
+        """The note a supersession target names: uid, then path, then file name, then title."""
+        text = target.strip()
+        if text.lower().startswith(_PERMALINK):
+            text = text[len(_PERMALINK):]
+        key = fold(text)
+        path_key = fold(strip_md(text.strip("/")))
+        cache_key = (key, domain_of(from_path))
+        if cache_key in self._resolved:
+            return self._resolved[cache_key]
+        found: int | None = None
+        for field, value in (("key_uid", key), ("key_path", path_key),
+                             ("key_name", path_key), ("key_title", key)):
+            if not value:
+                continue
+            hits = self.view.docs(Term(field, value))
+            if hits:
+                found = hits[0] if len(hits) == 1 else self._nearest(hits, from_path)
+                break
+        self._resolved[cache_key] = found
+        return found
+
+    def _nearest(self, docs: list[int], from_path: str) -> int:
+        here = domain_of(from_path).split("/")
+
+        def shared(doc: int) -> int:
+            there = domain_of(self.view.record(doc)["path"]).split("/")
+            n = 0
+            while n < min(len(here), len(there)) and here[n] == there[n]:
+                n += 1
+            return n
+
+        return min(docs, key=lambda d: (-shared(d), self.view.record(d)["path"]))
+
+    def _terminal_representatives(self) -> dict[int, int]:
+        """For each node on a cycle that nothing outside supersedes: its cycle's newest member.
+
+        Such a cycle has no member that nothing supersedes, so the member created last
+        stands for it (SPEC 4.3: "in a cycle: the one created last").
+        """
+        nodes = set(self._superseders) | set(self._predecessors)
+        rep: dict[int, int] = {}
+        for comp in _strong_components(nodes, self._superseders):
+            if len(comp) < 2:
+                continue
+            members = set(comp)
+            escapes = any(s not in members for n in comp for s in self._superseders.get(n, ()))
+            if not escapes:
+                newest = self._newest_first(comp)[0]
+                for n in comp:
+                    rep[n] = newest
+        return rep
+
+    # -- ordering -------------------------------------------------------------------
+
+    def _created(self, doc: int) -> int:
+        return int(self.view.column("created")[doc] or 0)
+
+    def _path(self, doc: int) -> str:
+        return str(self.view.column("path")[doc] or "")
+
+    def _oldest_first(self, docs: Any) -> list[int]:
+        return sorted(docs, key=lambda d: (self._created(d), self._path(d)))
+
+    def _newest_first(self, docs: Any) -> list[int]:
+        return sorted(docs, key=lambda d: (-self._created(d), self._path(d)))
+
+    # -- questions ------------------------------------------------------------------
+
+    def has_edges(self) -> bool:
+        return bool(self._superseders)
+
+    def superseders(self, doc: int) -> list[int]:
+        """The notes that directly supersede ``doc``, oldest first."""
+        return self._oldest_first(self._superseders.get(doc, ()))
+
+    def predecessors(self, doc: int) -> list[int]:
+        """The notes ``doc`` directly supersedes, oldest first."""
+        return self._oldest_first(self._predecessors.get(doc, ()))
+
+    def dangling(self, doc: int) -> list[str]:
+        """The targets ``doc`` declares (either key) that name no note in the vault."""
+        return list(self._dangling.get(doc, ()))
+
+    def superseded(self, doc: int) -> bool:
+        """True when a live memory supersedes ``doc``.
+
+        One exception keeps a cycle from vanishing whole: the newest member of a cycle
+        that nothing outside it supersedes counts as current, as ``latest`` says.
+        """
+        if doc not in self._superseders:
+            return False
+        return self._rep.get(doc) != doc
+
+    def latest(self, doc: int) -> list[int]:
+        """The newest version(s) of ``doc``, newest first, no duplicates.
+
+        Walks ``superseded_by`` edges from ``doc`` (``doc`` itself included) and keeps the
+        notes nothing supersedes; a cycle nothing outside supersedes gives its newest
+        member. A note without superseders is its own latest.
+        """
+        if doc not in self._superseders:
+            return [doc]
+        hit = self._current.get(doc)
+        if hit is not None:
+            return list(hit)
+        found: set[int] = set()
+        seen = {doc}
+        stack = [doc]
+        while stack:
+            node = stack.pop()
+            above = self._superseders.get(node)
+            if not above:
+                found.add(node)
+            elif node in self._rep:
+                found.add(self._rep[node])
+            for nxt in above or ():
+                if nxt not in seen:
+                    seen.add(nxt)
+                    stack.append(nxt)
+        result = self._newest_first(found)
+        self._current[doc] = result
+        return list(result)
+
+    def history(self, doc: int) -> list[int]:
+        """``doc``'s whole chain (connected along edges in either direction), oldest first."""
+        if doc not in self._superseders and doc not in self._predecessors:
+            return [doc]
+        seen = {doc}
+        stack = [doc]
+        while stack:
+            node = stack.pop()
+            for nxt in (*self._superseders.get(node, ()), *self._predecessors.get(node, ())):
+                if nxt not in seen:
+                    seen.add(nxt)
+                    stack.append(nxt)
+        return self._oldest_first(seen)
+
+    def lineage_of(self, doc: int) -> dict[str, list[str]]:
+        """For memory_read: direct predecessors and superseders, and the latest version(s)."""
+        return {
+            "supersedes": [self._permalink(d) for d in self.predecessors(doc)],
+            "superseded_by": [self._permalink(d) for d in self.superseders(doc)],
+            "latest": [self._permalink(d) for d in self.latest(doc)],
+        }
+
+    def _permalink(self, doc: int) -> str:
+        return permalink_of(self.view.record(doc)["path"])
+
+
+def _strong_components(nodes: set[int], edges: dict[int, set[int]]) -> list[list[int]]:
+    """Strongly connected components (iterative Tarjan), each a list of nodes."""
+    index: dict[int, int] = {}
+    low: dict[int, int] = {}
+    on_stack: set[int] = set()
+    stack: list[int] = []
+    components: list[list[int]] = []
+    counter = 0
+    for root in sorted(nodes):
+        if root in index:
+            continue
+        work: list[tuple[int, list[int]]] = [(root, sorted(edges.get(root, ())))]
+        index[root] = low[root] = counter
+        counter += 1
+        stack.append(root)
+        on_stack.add(root)
+        while work:
+            node, pending = work[-1]
+            if pending:
+                nxt = pending.pop()
+                if nxt not in index:
+                    index[nxt] = low[nxt] = counter
+                    counter += 1
+                    stack.append(nxt)
+                    on_stack.add(nxt)
+                    work.append((nxt, sorted(edges.get(nxt, ()))))
+                elif nxt in on_stack:
+                    low[node] = min(low[node], index[nxt])
+                continue
+            work.pop()
+            if work:
+                parent = work[-1][0]
+                low[parent] = min(low[parent], low[node])
+            if low[node] == index[node]:
+                comp: list[int] = []
+                while True:
+                    member = stack.pop()
+                    on_stack.discard(member)
+                    comp.append(member)
+                    if member == node:
+                        break
+                components.append(comp)
+    return components
