@@ -1,0 +1,314 @@
+"""Writing note files safely: atomic replace, exclusive create, Obsidian file names, trash.
+
+    atomic_write(path, data)            replace a file: hidden temp, fsync, rename, fsync folder
+    create_exclusive(folder, name, data) a NEW file under ``name`` or ``name 1``... never clobbering
+    note_filename(title)                the file name Obsidian would give a note titled ``title``
+    move_to_trash(root, rel)            into the flat ``<root>/.trash/``, ``name 1.md`` on a collision
+
+The text of notes (new frontmatter, surgical key edits, body edits) is in
+``vault.fmedit`` and re-exported here. Callers confine paths first (``vault.paths``);
+nothing here knows about the index or MCP. Every OSError becomes WriteFailed with a
+message that says what happened and that the file was left as it was.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import os
+import re
+import secrets
+import stat
+import unicodedata
+from pathlib import Path
+
+from vault_mem.errors import InvalidInput, NotFound, WriteFailed
+from vault_mem.vault.fmedit import append_paragraph, render_frontmatter, render_note, replace_body, set_keys
+
+__all__ = [
+    "MAX_NAME_BYTES", "TRASH_DIRNAME", "append_paragraph", "atomic_write", "create_exclusive",
+    "decode_for_edit", "free_name", "move_to_trash", "note_filename", "render_frontmatter",
+    "render_note", "replace_body", "set_keys",
+]
+
+MAX_NAME_BYTES = 200  # the stem, in UTF-8; leaves room for " 123.md" under the usual 255
+TRASH_DIRNAME = ".trash"
+_MAX_SUFFIX = 10_000
+# Illegal in file names on some OS (* " \ / < > : | ?), or breaking [[wikilinks]] (# ^ [ ]).
+_ILLEGAL = re.compile(r'[*"\\/<>:|?#^\[\]]')
+_REASONS = {
+    errno.ENOSPC: "disk full (ENOSPC)",
+    errno.EDQUOT: "disk quota exceeded (EDQUOT)",
+    errno.EROFS: "read-only file system (EROFS)",
+    errno.EACCES: "permission denied (EACCES)",
+    errno.EPERM: "operation not permitted (EPERM)",
+    errno.ENAMETOOLONG: "file name too long (ENAMETOOLONG)",
+    errno.EIO: "I/O error (EIO)",
+}
+# os.link is missing on some file systems (FAT, some network mounts): fall back to O_EXCL.
+_NO_HARD_LINKS = {errno.EPERM, errno.EOPNOTSUPP, errno.ENOTSUP, errno.ENOSYS, errno.EMLINK, errno.EXDEV}
+
+
+def _reason(exc: OSError) -> str:
+    if exc.errno in _REASONS:
+        return _REASONS[exc.errno]
+    code = errno.errorcode.get(exc.errno or 0, "")
+    return f"{exc.strerror or exc}" + (f" ({code})" if code else "")
+
+
+def _fsync_dir(folder: Path) -> None:
+    # Best effort: some file systems refuse fsync on a folder; the rename has happened.
+    try:
+        fd = os.open(folder, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
+def _temp_name(name: str) -> str:
+    stem = name.encode("utf-8", "surrogateescape")[:100].decode("utf-8", "ignore")
+    return f".{stem}.{secrets.token_hex(4)}.tmp"
+
+
+def _write_temp(folder: Path, name: str, data: bytes, mode: int | None) -> Path:
+    """A hidden temp file in ``folder`` holding ``data``, fsynced. Raises OSError (temp removed)."""
+    temp = folder / _temp_name(name)
+    fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0), 0o666)
+    try:
+        try:
+            view = memoryview(data)
+            while view:
+                written = os.write(fd, view)
+                view = view[written:]
+            if mode is not None:
+                os.fchmod(fd, mode)
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+    except BaseException:
+        _unlink_quietly(temp)
+        raise
+    return temp
+
+
+def _unlink_quietly(path: Path) -> None:
+    with contextlib.suppress(OSError):
+        os.unlink(path)
+
+
+def atomic_write(path: Path, data: bytes, mode: int | None = None) -> None:
+    """Replace (or create) ``path`` with ``data`` so that readers see the old or the new file, whole.
+
+    Writes a hidden temp file in the same folder, fsyncs it, renames it over ``path`` and
+    fsyncs the folder. The permission bits of the file it replaces are kept unless
+    ``mode`` is given. A symlink is written through (the link stays; the caller confines
+    it to the vault). Raises WriteFailed, with ``path`` untouched, on any OS error or
+    when ``path`` is not writable.
+    """
+    target = Path(os.path.realpath(path)) if path.is_symlink() else path
+    try:
+        st = os.stat(target)
+    except FileNotFoundError:
+        st = None
+    except OSError as exc:
+        raise WriteFailed(f"{_reason(exc)} while reading {path}; the file is unchanged") from exc
+    if st is not None:
+        if not stat.S_ISREG(st.st_mode):
+            raise WriteFailed(f"{path} is not a regular file; it is left as it is")
+        if not os.access(target, os.W_OK):
+            raise WriteFailed(f"{path} is read-only (its permissions forbid writing); the file is unchanged")
+        if mode is None:
+            mode = stat.S_IMODE(st.st_mode)
+    what = "the file is unchanged" if st is not None else "nothing was written"
+    try:
+        temp = _write_temp(target.parent, target.name, data, mode)
+    except OSError as exc:
+        raise WriteFailed(f"{_reason(exc)} while writing {path}; {what}") from exc
+    try:
+        os.replace(temp, target)
+    except OSError as exc:
+        _unlink_quietly(temp)
+        raise WriteFailed(f"{_reason(exc)} while writing {path}; {what}") from exc
+    _fsync_dir(target.parent)
+
+
+def _name_key(name: str) -> str:
+    # macOS and Windows compare names case-insensitively (macOS also ignores NFC/NFD).
+    return unicodedata.normalize("NFC", name).casefold()
+
+
+def _split_md(filename: str) -> tuple[str, str]:
+    if filename.lower().endswith(".md"):
+        return filename[:-3], filename[-3:]
+    return filename, ""
+
+
+def _candidates(filename: str) -> list[str]:
+    stem, ext = _split_md(filename)
+    return [filename] + [f"{stem} {n}{ext}" for n in range(1, _MAX_SUFFIX)]
+
+
+def _taken(folder: Path) -> set[str]:
+    try:
+        return {_name_key(name) for name in os.listdir(folder)}
+    except FileNotFoundError:
+        return set()
+
+
+def free_name(folder: Path, filename: str) -> str:
+    """``filename``, or ``stem 1.md``, ``stem 2.md``... : the first not taken in ``folder``.
+
+    The check ignores case, as macOS and Windows do. Only a hint: ``create_exclusive``
+    is what claims a name.
+    """
+    taken = _taken(folder)
+    for candidate in _candidates(filename):
+        if _name_key(candidate) not in taken:
+            return candidate
+    raise WriteFailed(f"no free name for {filename} in {folder} after {_MAX_SUFFIX} tries")
+
+
+def create_exclusive(folder: Path, filename: str, data: bytes, mode: int | None = None) -> Path:
+    """Create a NEW file ``filename`` (or ``stem 1.md``, ...) in ``folder`` holding ``data``.
+
+    Never overwrites: the finished temp file is hard-linked to the final name, which
+    fails if anyone (another process too) holds that name, and the next suffix is tried.
+    Names are compared case-insensitively. ``folder`` is created if missing. Returns the
+    path written. Raises WriteFailed on any OS error, leaving no file behind.
+    """
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        temp = _write_temp(folder, filename, data, mode)
+    except OSError as exc:
+        raise WriteFailed(f"{_reason(exc)} while creating {folder / filename}; nothing was written") from exc
+    try:
+        taken = _taken(folder)
+        for candidate in _candidates(filename):
+            if _name_key(candidate) in taken:
+                continue
+            final = folder / candidate
+            if _claim(temp, final):
+                _fsync_dir(folder)
+                return final
+        raise WriteFailed(f"no free name for {filename} in {folder} after {_MAX_SUFFIX} tries")
+    except OSError as exc:
+        raise WriteFailed(f"{_reason(exc)} while creating {folder / filename}; nothing was written") from exc
+    finally:
+        _unlink_quietly(temp)
+
+
+def _claim(temp: Path, final: Path) -> bool:
+    """Give ``temp``'s content the name ``final`` unless it exists. False when taken."""
+    try:
+        os.link(temp, final, follow_symlinks=False)
+        return True
+    except FileExistsError:
+        return False
+    except OSError as exc:
+        if exc.errno not in _NO_HARD_LINKS:
+            raise
+    # No hard links here: reserve the name with O_EXCL, then rename the temp onto it.
+    try:
+        os.close(os.open(final, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
+    except FileExistsError:
+        return False
+    try:
+        os.replace(temp, final)
+    except OSError:
+        _unlink_quietly(final)
+        raise
+    return True
+
+
+def note_filename(title: str) -> str:
+    """The file name (with ``.md``) Obsidian would give a note titled ``title``.
+
+    Removes characters illegal in file names and those that break wikilinks
+    (``* " \\ / < > : | ? # ^ [ ]``) and control characters; collapses whitespace; strips
+    leading dots and trailing dots and spaces; caps the stem at MAX_NAME_BYTES of UTF-8
+    (cut between characters); "Untitled" when nothing is left. Emoji and right-to-left
+    scripts are kept.
+    """
+    text = unicodedata.normalize("NFC", title)
+    text = " ".join(text.split())  # tabs and newlines become single spaces
+    text = "".join(ch for ch in text if unicodedata.category(ch) not in ("Cc", "Cs"))
+    text = _ILLEGAL.sub("", text)
+    text = " ".join(text.split())
+    text = _trim(text)
+    if len(text.encode("utf-8")) > MAX_NAME_BYTES:
+        text = _trim(text.encode("utf-8")[:MAX_NAME_BYTES].decode("utf-8", "ignore"))
+    if text.lower().endswith(".excalidraw"):
+        # The reader treats *.excalidraw.md as a drawing and ignores its body.
+        text = text[: -len(".excalidraw")] + " excalidraw"
+    return (text or "Untitled") + ".md"
+
+
+def _trim(text: str) -> str:
+    return text.lstrip(". ").rstrip(". ")
+
+
+def move_to_trash(root: Path, rel: str) -> str:
+    """Move ``root/rel`` into the flat ``root/.trash/``; returns the new vault-relative path.
+
+    A name already in the trash gets ``name 1.md``, ``name 2.md``... (ignoring case), as
+    Obsidian does; nothing in the trash is ever overwritten. Raises NotFound when the
+    file is gone, WriteFailed on any OS error (the file then stays where it was).
+    """
+    source = root / rel
+    trash = root / TRASH_DIRNAME
+    if not os.path.lexists(source):
+        raise NotFound(f"{rel} does not exist (deleted or moved already?)")
+    if source.is_dir() and not source.is_symlink():
+        raise InvalidInput("ref", f"{rel} is a folder; only notes can be moved to the trash")
+    if trash.is_symlink():
+        raise WriteFailed(f"{TRASH_DIRNAME} is a symlink; refusing to move {rel} through it")
+    try:
+        trash.mkdir(exist_ok=True)
+        taken = _taken(trash)
+        for candidate in _candidates(source.name):
+            if _name_key(candidate) in taken:
+                continue
+            if _move_no_clobber(source, trash / candidate):
+                _fsync_dir(trash)
+                _fsync_dir(source.parent)
+                return f"{TRASH_DIRNAME}/{candidate}"
+    except FileNotFoundError as exc:
+        raise NotFound(f"{rel} does not exist (deleted or moved already?)") from exc
+    except OSError as exc:
+        raise WriteFailed(f"{_reason(exc)} while moving {rel} to {TRASH_DIRNAME}; "
+                          "the file is where it was") from exc
+    raise WriteFailed(f"no free name for {source.name} in {TRASH_DIRNAME} after {_MAX_SUFFIX} tries")
+
+
+def _move_no_clobber(source: Path, dest: Path) -> bool:
+    try:
+        os.link(source, dest, follow_symlinks=False)
+    except FileExistsError:
+        return False
+    except OSError as exc:
+        if exc.errno not in _NO_HARD_LINKS:
+            raise
+        if os.path.lexists(dest):  # racy, but only on file systems without hard links
+            return False
+        os.rename(source, dest)
+        return True
+    os.unlink(source)
+    return True
+
+
+def decode_for_edit(data: bytes, name: str) -> str:
+    """A note's bytes as text for the edit functions, BOM and CR kept so they can be written back.
+
+    Raises InvalidInput("ref") for bytes that are not UTF-8: re-encoding them would
+    change the file where the edit did not.
+    """
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise InvalidInput("ref", f"{name} is not valid UTF-8 (first bad byte at offset {exc.start}); "
+                           "it cannot be edited without changing other bytes; fix it by hand first") from exc
