@@ -133,13 +133,19 @@ class VaultIndex:
             if self._searcher is None:
                 self._searcher = ix.searcher()
             elif not self._searcher.up_to_date():
-                self._searcher = self._searcher.refresh()
+                # Not ``refresh()``: it reuses segment readers whose cached deletion sets are stale,
+                # so a note deleted by a deletion-only commit would stay visible.
+                self._searcher.close()
+                self._searcher = ix.searcher()
             yield self._searcher
 
     def records(self) -> dict[str, dict[str, Any]]:
         """Every stored record by path (for reconcile, doctor and stats)."""
         with self.searching() as s:
-            return {fields["path"]: fields["record"] for fields in s.all_stored_fields()}
+            # Not ``all_stored_fields``: a segment reader's version yields deleted documents too.
+            reader = s.reader()
+            records = (reader.stored_fields(d)["record"] for d in reader.all_doc_ids())
+            return {rec["path"]: rec for rec in records}
 
     def doc_count(self) -> int:
         with self.searching() as s:

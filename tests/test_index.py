@@ -1,0 +1,128 @@
+"""The index against real files: build, reconcile, a killed build, substring expansion."""
+
+from __future__ import annotations
+
+import os
+import random
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from vault_mem.index.build import build, reconcile, sync
+from vault_mem.index.store import VaultIndex
+from vault_mem.index.substring import hit_counts, substring_query
+
+from conftest import write_notes
+
+
+def snapshot(index: VaultIndex) -> dict[str, tuple[str, str, str]]:
+    """What the index says about each note: (uid, etag, title)."""
+    return {p: (r["uid"], r["etag"], r["title"]) for p, r in index.records().items()}
+
+
+def note(uid: str | None, title: str, body: str) -> str:
+    head = f"id: {uid}\n" if uid else ""
+    return f"---\n{head}title: {title}\n---\n{body}\n"
+
+
+def test_reconcile_after_add_modify_delete_rename_equals_fresh_build(tmp_path: Path) -> None:
+    root = write_notes(tmp_path / "v", {
+        "a/one.md": note("1", "One", "first"),
+        "a/two.md": note("2", "Two", "second"),
+        "b/three.md": note(None, "Three", "third"),
+        "b/four.md": note(None, "Four", "fourth"),
+    })
+    index = VaultIndex(root, tmp_path / "ix")
+    sync(index, procs=1)
+    (root / "c").mkdir()
+    (root / "c/five.md").write_text(note("5", "Five", "added"))  # add
+    (root / "a/two.md").write_text(note("2", "Two v2", "second, edited"))  # modify
+    (root / "b/four.md").unlink()  # delete
+    os.rename(root / "b/three.md", root / "c/three-moved.md")  # rename across folders
+    report = reconcile(index)
+    assert (report.added, report.updated, report.removed) == (2, 1, 2)
+    fresh = VaultIndex(root, tmp_path / "ix-fresh")
+    build(fresh, procs=1)
+    assert snapshot(index) == snapshot(fresh)
+    again = reconcile(index)
+    assert again.unchanged == 4 and again.added == again.updated == again.removed == 0
+
+
+def test_touch_without_change_is_not_reindexed(tmp_path: Path) -> None:
+    root = write_notes(tmp_path / "v", {"a.md": "hello\n"})
+    index = VaultIndex(root, tmp_path / "ix")
+    sync(index, procs=1)
+    st_ = os.stat(root / "a.md")
+    os.utime(root / "a.md", ns=(st_.st_atime_ns, st_.st_mtime_ns + 5_000_000_000))
+    report = reconcile(index)
+    assert report.updated == 0 and report.unchanged == 1
+
+
+def test_parallel_build_matches_serial_build(tmp_path: Path) -> None:
+    notes = {f"d{i % 7}/n{i}.md": note(f"u{i}", f"Note {i}", f"body {i} word{i % 13}") for i in range(1200)}
+    root = write_notes(tmp_path / "v", notes)
+    serial = VaultIndex(root, tmp_path / "ix1")
+    build(serial, procs=1)
+    parallel = VaultIndex(root, tmp_path / "ix2")
+    build(parallel, procs=2)
+    assert snapshot(parallel) == snapshot(serial)
+    assert len(parallel.records()) == 1200
+    assert parallel.is_complete()
+    assert (tmp_path / "ix2" / ".gitignore").read_text() == "*\n"
+
+
+def test_build_killed_half_way_is_repaired_at_next_start(tmp_path: Path) -> None:
+    notes = {f"d{i % 5}/n{i}.md": note(f"u{i}", f"Note {i}", "x " * 200) for i in range(3000)}
+    root = write_notes(tmp_path / "v", notes)
+    index_dir = tmp_path / "ix"
+    progress = tmp_path / "progress.json"
+    child = subprocess.Popen(
+        [sys.executable, "-m", "vault_mem", "index", "--rebuild", "--quiet", "--vault", str(root),
+         "--index-dir", str(index_dir), "--progress-file", str(progress)],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
+    )
+    deadline = time.monotonic() + 120
+    try:
+        while time.monotonic() < deadline:  # wait until at least one batch is committed
+            if progress.exists() and '"done": 0,' not in progress.read_text() and progress.read_text():
+                break
+            assert child.poll() is None, "the build finished before it could be killed; make the vault bigger"
+            time.sleep(0.01)
+        os.killpg(child.pid, signal.SIGKILL)
+    finally:
+        child.wait(timeout=30)
+    index = VaultIndex(root, index_dir)
+    assert not index.is_complete()
+    done_before = len(index.records()) if not index.needs_build() else 0
+    assert done_before < 3000
+    sync(index, procs=1)
+    assert index.is_complete()
+    fresh = VaultIndex(root, tmp_path / "fresh")
+    build(fresh, procs=1)
+    assert snapshot(index) == snapshot(fresh)
+
+
+WORDS = ["alpha", "beta", "gamma", "delta", "alphabet", "betamax", "omega", "megaphone", "über", "straße"]
+
+
+@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(seed=st.integers(0, 10_000), needle=st.sampled_from(["al", "pha", "bet", "mega", "ga", "ber", "ße", "zz"]))
+def test_substring_expansion_finds_what_a_plain_scan_finds(tmp_path_factory, seed: int, needle: str) -> None:
+    rng = random.Random(seed)
+    tmp = tmp_path_factory.mktemp("sub")
+    bodies = {f"n{i}.md": " ".join(rng.choice(WORDS) + rng.choice(["", ",", "-x", "."]) for _ in range(8))
+              for i in range(30)}
+    root = write_notes(tmp / "v", bodies)
+    index = VaultIndex(root, tmp / "ix")
+    sync(index, procs=1)
+    with index.searching() as s:
+        found = {s.stored_fields(d)["path"] for d in s.docs_for_query(substring_query(s, ("body",), needle))}
+        counts = {s.stored_fields(d)["path"]: n for d, n in hit_counts(s, "body", needle).items()}
+    expected = {p for p, b in bodies.items() if needle in b.lower()}
+    assert found == expected
+    assert counts == {p: bodies[p].lower().count(needle) for p in expected}
