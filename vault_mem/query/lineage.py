@@ -41,7 +41,7 @@ class Lineage:
         # superseders[b] = notes that supersede b; predecessors[a] = notes a supersedes
         self._superseders: dict[int, set[int]] = {}
         self._predecessors: dict[int, set[int]] = {}
-        self._dangling: dict[int, list[str]] = {}
+        self._dangling: dict[tuple[int, str], list[str]] = {}
         self._resolved: dict[tuple[str, str], int | None] = {}
         self._current: dict[int, list[int]] = {}
         self._build()
@@ -55,13 +55,13 @@ class Lineage:
             for target in rec.get("supersedes") or []:
                 old = self._resolve(target, rec["path"])
                 if old is None:
-                    self._dangling.setdefault(doc, []).append(target)
+                    self._dangling.setdefault((doc, "supersedes"), []).append(target)
                 else:
                     self._add_edge(doc, old)
             for target in rec.get("superseded_by") or []:
                 new = self._resolve(target, rec["path"])
                 if new is None:
-                    self._dangling.setdefault(doc, []).append(target)
+                    self._dangling.setdefault((doc, "superseded_by"), []).append(target)
                 else:
                     self._add_edge(new, doc)
 
@@ -151,9 +151,13 @@ class Lineage:
         """The notes ``doc`` directly supersedes, oldest first."""
         return self._oldest_first(self._predecessors.get(doc, ()))
 
-    def dangling(self, doc: int) -> list[str]:
-        """The targets ``doc`` declares (either key) that name no note in the vault."""
-        return list(self._dangling.get(doc, ()))
+    def dangling(self, doc: int, key: str | None = None) -> list[str]:
+        """The targets ``doc`` declares that name no note in the vault, as written.
+
+        ``key`` is "supersedes" or "superseded_by"; None gives both.
+        """
+        keys = ("supersedes", "superseded_by") if key is None else (key,)
+        return [t for k in keys for t in self._dangling.get((doc, k), ())]
 
     def superseded(self, doc: int) -> bool:
         """True when a live memory supersedes ``doc``.

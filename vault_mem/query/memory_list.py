@@ -1,0 +1,347 @@
+"""``memory_list`` (SPEC 4.3): memories filtered by text, metadata, tags and dates, newest
+``created`` first (or by importance), with supersession lineage applied by ``follow``.
+
+Filters run as Whoosh queries where the index can answer them (substring candidates,
+``created`` range, tags, indexed core keys); only what it cannot (the exact check of a
+query holding non-word characters, metadata values) loads records, and only the page's
+rows are built. Rows are added until the answer's size bound; a full body that alone
+passes it is cut, and ``warnings`` says where ``memory_read`` continues.
+
+``metadata_filters`` compares case-insensitively: strings after stripping and
+lower-casing, numbers by value (``"0.8"`` equals ``0.8``), booleans as true/false, null
+as a missing key. A key is looked up among the core fields (id, title, type, tags,
+status, state, importance, namespace, scope, project, paths, agent, ...) and among the
+other frontmatter keys; a list-valued field matches when any element does.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from typing import Any
+
+from whoosh.query import And, AndNot, Every, NumericRange, Or, Query, Term
+
+from vault_mem.errors import InvalidInput
+from vault_mem.index.schema import fold
+from vault_mem.index.substring import is_word, substring_query, words
+from vault_mem.query.context import ROW_BUDGET, View, json_size
+from vault_mem.query.dates import epoch_bounds, parse_period
+from vault_mem.query.lineage import Lineage
+from vault_mem.query.params import Args
+from vault_mem.vault.note import permalink_of
+
+PARAMS = ("query", "metadata_filters", "limit", "offset", "date_from", "date_to", "tags_any",
+          "tags_all", "tags_none", "sort_by_importance", "content_mode", "preview_chars",
+          "fields", "follow")
+FOLLOWS = ("active", "latest", "full_history", "all")
+MODES = ("preview", "full")
+ROW_FIELDS = ("id", "title", "type", "tags", "metadata", "created", "updated", "importance",
+              "permalink", "path", "status", "etag", "supersedes", "superseded_by",
+              "content_preview", "content")
+# metadata_filters keys that name a core field: key -> record key
+CORE_KEYS = {"id": "uid", "uid": "uid", "title": "title", "alias": "aliases", "aliases": "aliases",
+             "type": "type", "kind": "type", "tags": "tags", "status": "status", "state": "state",
+             "importance": "importance", "namespace": "namespace", "scope": "scope",
+             "project": "project", "paths": "paths", "agent": "agent", "path": "path",
+             "created": "created", "updated": "updated"}
+# core keys the index holds exactly (lower-cased): filtered by a Term query, no record loads
+INDEXED_KEYS = ("type", "state", "namespace", "scope", "project", "tags")
+
+
+def memory_list(view: View, raw: dict[str, Any]) -> dict[str, Any]:
+    args = Args(raw, PARAMS)
+    query = args.text("query", "", max_len=1000) or ""
+    filters = _metadata_filters(args.mapping("metadata_filters"))
+    limit = args.integer("limit", 20, -1, accepted="-1 for no limit, or at least 1")
+    if limit == 0:
+        raise InvalidInput("limit", "must be -1 for no limit, or at least 1; got 0")
+    offset = args.integer("offset", 0, 0)
+    created = _created_range(args)
+    tags_any, tags_all, tags_none = (_tags(args, name) for name in ("tags_any", "tags_all", "tags_none"))
+    by_importance = args.flag("sort_by_importance", False)
+    mode = args.choice("content_mode", "preview", MODES)
+    preview_chars = args.integer("preview_chars", 120, 1, 2000)
+    fields = _fields(args.str_list("fields"), mode)
+    follow = args.choice("follow", "active", FOLLOWS)
+
+    parts: list[Query] = []
+    if query.strip():
+        parts.append(_query_candidates(view, query))
+    if created is not None:
+        parts.append(NumericRange("created", created[0], created[1]))
+    if tags_any:
+        parts.append(Or([Term("tags", t) for t in tags_any]))
+    parts += [Term("tags", t) for t in tags_all]
+    record_filters: dict[str, list[Any]] = {}
+    for key, values in filters.items():
+        indexed = _indexed_filter(key, values)
+        if indexed is not None:
+            parts.append(indexed)
+        else:
+            record_filters[key] = values
+    where: Query = And(parts) if len(parts) > 1 else parts[0] if parts else Every()
+    if tags_none:
+        where = AndNot(where, Or([Term("tags", t) for t in tags_none]))
+    docs = view.docs(where) if parts or tags_none else view.all_docs()
+
+    if query.strip() and not is_word(query):
+        needle = query.lower()
+        docs = [d for d in docs if _contains(view, d, needle)]
+    if record_filters:
+        docs = [d for d in docs if _matches(view.record(d), record_filters)]
+
+    order = _order(view, by_importance)
+    docs.sort(key=order)
+    lineage = Lineage(view)
+    warnings: list[str] = []
+    docs = _follow(lineage, docs, follow, order, warnings)
+
+    rows, cut = _page(view, lineage, docs, offset, limit, fields, mode, preview_chars)
+    warnings += cut
+    answer: dict[str, Any] = {"status": "ok" if rows else "none", "count": len(rows), "total": len(docs),
+                              "memories": rows}
+    end = offset + len(rows)
+    if rows and end < len(docs):
+        answer["next_offset"] = end
+        if limit == -1 or len(rows) < limit:
+            warnings.append(f"the answer reached its size bound after {len(rows)} memories; "
+                            f"pass offset={end} for the next page")
+    if not rows:
+        answer["message"] = (f"offset {offset} is past the last of {len(docs)} memories" if docs
+                             else "no memory matches these filters")
+    if warnings:
+        answer["warnings"] = warnings
+    return answer
+
+
+# -- parameters ---------------------------------------------------------------------
+
+
+def _metadata_filters(raw: dict[str, Any] | None) -> dict[str, list[Any]]:
+    out: dict[str, list[Any]] = {}
+    for key, value in (raw or {}).items():
+        if not isinstance(key, str) or not key.strip():
+            raise InvalidInput("metadata_filters", "keys must be non-empty frontmatter key names")
+        values = value if isinstance(value, list) else [value]
+        for item in values:
+            if isinstance(item, dict | list):
+                raise InvalidInput("metadata_filters", f"the value of {key!r} must be a scalar "
+                                   "(must equal) or a list of scalars (any of), not a nested object or list")
+        out[key.strip()] = values
+    return out
+
+
+def _created_range(args: Args) -> tuple[int, int] | None:
+    """Inclusive epoch-second bounds on ``created`` from date_from and date_to."""
+    texts = {name: args.text(name, max_len=100) for name in ("date_from", "date_to")}
+    if texts["date_from"] is None and texts["date_to"] is None:
+        return None
+    lo, hi = -(2**63), 2**63 - 1
+    if texts["date_from"] is not None:
+        start = parse_period(texts["date_from"], "date_from", relative=True)
+        lo = epoch_bounds(start.start, start.end)[0]
+    if texts["date_to"] is not None:
+        end = parse_period(texts["date_to"], "date_to", relative=True)
+        hi = epoch_bounds(end.start, end.end)[1] - 1  # the period's end is exclusive
+    if lo > hi:
+        raise InvalidInput("date_from", f"{texts['date_from']!r} is after date_to {texts['date_to']!r}: "
+                           "date_from must not be later than date_to")
+    return lo, hi
+
+
+def _tags(args: Args, name: str) -> list[str]:
+    values = args.str_list(name) or []
+    return [t for t in (v.strip().lstrip("#").strip().lower() for v in values) if t]
+
+
+def _fields(requested: list[str] | None, mode: str) -> tuple[str, ...]:
+    other = "content_preview" if mode == "full" else "content"
+    if requested is None:
+        return tuple(f for f in ROW_FIELDS if f != other)
+    wanted = [f.strip() for f in requested if f.strip()]
+    unknown = [f for f in wanted if f not in ROW_FIELDS]
+    if unknown:
+        raise InvalidInput("fields", f"unknown field {unknown[0]!r}; accepted: {', '.join(ROW_FIELDS)}")
+    if other in wanted:
+        raise InvalidInput("fields", f"{other!r} does not come with content_mode={mode!r}: "
+                           "content_preview comes with 'preview', content with 'full'")
+    return tuple(dict.fromkeys(["id", *wanted]))
+
+
+# -- filtering ----------------------------------------------------------------------
+
+
+def _query_candidates(view: View, query: str) -> Query:
+    """Documents that may hold ``query`` in title or body (exact when it is one word)."""
+    if is_word(query):
+        return substring_query(view.searcher, ("title", "body"), query)
+    parts = [substring_query(view.searcher, ("title", "body"), w) for w in dict.fromkeys(words(query))]
+    if not parts:
+        return Every()  # no word characters at all: every note is checked on its text
+    return And(parts) if len(parts) > 1 else parts[0]
+
+
+def _contains(view: View, doc: int, needle: str) -> bool:
+    rec = view.record(doc)
+    if any(needle in t.lower() for t in [rec["title"], *rec.get("aliases", [])]):
+        return True
+    head = str(rec.get("head", ""))
+    # the stored head is the whole body when the body is short: no need to open the file
+    body = head if int(rec.get("body_chars", 0)) <= len(head) else view.body(rec)
+    return needle in body.lower()
+
+
+def _indexed_filter(key: str, values: list[Any]) -> Query | None:
+    field = CORE_KEYS.get(key.lower())
+    if field == "status" and all(_norm(v) in ("active", "archived") for v in values):
+        return Or([Term("status", str(_norm(v))) for v in values])
+    if field not in INDEXED_KEYS or not all(isinstance(v, str) for v in values):
+        return None
+    terms = [fold(v.strip()).lstrip("#") if field == "tags" else fold(v.strip()) for v in values]
+    return Or([Term(field, t) for t in terms])
+
+
+def _matches(record: dict[str, Any], filters: dict[str, list[Any]]) -> bool:
+    for key, values in filters.items():
+        wanted = {_norm(v) for v in values}
+        field = CORE_KEYS.get(key.lower())
+        candidates: list[Any] = []
+        if field is not None:
+            candidates.append(record.get(field))
+        metadata = record.get("metadata") or {}
+        candidates += [v for k, v in metadata.items() if k == key or k.lower() == key.lower()]
+        if field is None and not candidates:
+            candidates.append(None)
+        if not any(_norm(item) in wanted for value in candidates for item in _items(value)):
+            return False
+    return True
+
+
+def _items(value: Any) -> list[Any]:
+    if isinstance(value, list):
+        return value or [None]
+    return [value]
+
+
+def _norm(value: Any) -> str | float | None:
+    """The comparison form of a filter or frontmatter value."""
+    if value is None:
+        return None
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int | float):
+        return float(value)
+    text = str(value).strip().lower()
+    try:
+        number = float(text)
+    except ValueError:
+        return text if text not in ("", "null", "~") else None
+    return number if math.isfinite(number) else text
+
+
+# -- order and lineage --------------------------------------------------------------
+
+
+def _order(view: View, by_importance: bool) -> Callable[[int], tuple[Any, ...]]:
+    created = view.column("created")
+    paths = view.column("path")
+    if not by_importance:
+        return lambda d: (-(created[d] or 0), paths[d] or "")
+    importance = view.column("importance")
+    return lambda d: (-(importance[d] or 0), -(created[d] or 0), paths[d] or "")
+
+
+def _follow(lineage: Lineage, docs: list[int], follow: str,
+            order: Callable[[int], tuple[Any, ...]], warnings: list[str]) -> list[int]:
+    if follow == "all" or not lineage.has_edges():
+        return docs
+    if follow == "active":
+        kept = [d for d in docs if not lineage.superseded(d)]
+        if len(kept) < len(docs):
+            warnings.append(f"{len(docs) - len(kept)} superseded memories hidden; "
+                            "follow='latest' gives their current versions, follow='all' shows them")
+        return kept
+    if follow == "latest":
+        return sorted({v for d in docs for v in lineage.latest(d)}, key=order)
+    seen: set[int] = set()  # full_history: each hit's chain, oldest first, at its first hit
+    out: list[int] = []
+    for d in docs:
+        if d in seen:
+            continue
+        for member in lineage.history(d):
+            if member not in seen:
+                seen.add(member)
+                out.append(member)
+    return out
+
+
+# -- rows -----------------------------------------------------------------------------
+
+
+def _page(view: View, lineage: Lineage, docs: list[int], offset: int, limit: int,
+          fields: tuple[str, ...], mode: str, preview_chars: int) -> tuple[list[dict[str, Any]], list[str]]:
+    """The rows from ``offset``: at most ``limit`` (-1: any number), within the size bound."""
+    end = len(docs) if limit == -1 else min(len(docs), offset + limit)
+    rows: list[dict[str, Any]] = []
+    warnings: list[str] = []
+    used = 0
+    for doc in docs[offset:end]:
+        row = _row(view, lineage, doc, fields, preview_chars)
+        size = json_size(row) + 2
+        note = None
+        if size > ROW_BUDGET and "content" in row:
+            row, note = _cut_content(row, size)
+            size = json_size(row) + 2
+        if rows and used + size > ROW_BUDGET:
+            break
+        rows.append(row)
+        used += size
+        if note:
+            warnings.append(note)
+    return rows, warnings
+
+
+def _row(view: View, lineage: Lineage, doc: int, fields: tuple[str, ...], preview_chars: int) -> dict[str, Any]:
+    rec = view.record(doc)
+    values: dict[str, Callable[[], Any]] = {
+        "id": lambda: rec["uid"],
+        "title": lambda: rec["title"],
+        "type": lambda: rec["type"],
+        "tags": lambda: rec["tags"],
+        "metadata": lambda: rec["metadata"],
+        "created": lambda: rec["created"],
+        "updated": lambda: rec["updated"],
+        "importance": lambda: rec["importance"],
+        "permalink": lambda: permalink_of(rec["path"]),
+        "path": lambda: rec["path"],
+        "status": lambda: rec["status"],
+        "etag": lambda: rec["etag"],
+        "supersedes": lambda: [view.record(d)["uid"] for d in lineage.predecessors(doc)]
+        + lineage.dangling(doc, "supersedes"),
+        "superseded_by": lambda: [view.record(d)["uid"] for d in lineage.superseders(doc)]
+        + lineage.dangling(doc, "superseded_by"),
+        "content_preview": lambda: _preview(rec, preview_chars),
+        "content": lambda: view.body(rec),
+    }
+    return {name: values[name]() for name in fields}
+
+
+def _preview(rec: dict[str, Any], chars: int) -> str:
+    head = str(rec.get("head", ""))
+    total = int(rec.get("body_chars", len(head)))
+    return head[:chars] + ("…" if total > chars else "")
+
+
+def _cut_content(row: dict[str, Any], size: int) -> tuple[dict[str, Any], str]:
+    """Cut a row's content so that the row fits the size bound alone; say where to continue."""
+    content = str(row["content"])
+    keep = len(content)
+    row = dict(row, content="", content_truncated=True)
+    while keep > 0 and json_size(row | {"content": content[:keep]}) + 2 > ROW_BUDGET - 200:
+        over = json_size(row | {"content": content[:keep]}) + 2 - (ROW_BUDGET - 200)
+        keep = max(0, keep - max(over, 1))
+    row["content"] = content[:keep]
+    ref = row.get("permalink") or row["id"]
+    return row, (f"{ref}: content cut at {keep:,} of {len(content):,} characters to keep the answer "
+                 f"under 40,000; read the rest with memory_read(ref={ref!r}, offset={keep})")
