@@ -33,6 +33,7 @@ _YAML12_NON_STRING = re.compile(
     r"|(?:\.[0-9]+|[0-9]+(?:\.[0-9]*)?)(?:[eE][-+]?[0-9]+)?|\.(?:inf|Inf|INF))"
     r"|\.(?:nan|NaN|NAN)|true|True|TRUE|false|False|FALSE|null|Null|NULL|~"
 )
+_SURROGATE = re.compile("[\ud800-\udfff]")
 _TRAILING_BLANK_LINES = re.compile(r"(?:\r?\n[ \t]*)+\Z")
 
 
@@ -182,16 +183,12 @@ def _value_lines(value: Any, indent: int, prefer: str | None = None) -> tuple[bo
         literal = _literal_lines(value, indent)
         if literal is not None:
             return True, literal
-    if isinstance(value, str) and prefer == "|":
-        literal = _literal_lines(value, indent)
-        if literal is not None:
-            return True, literal
-        prefer = None
     text = scalar_text(value, "value", prefer if prefer in ("'", '"') else None)
     if text is None and prefer is not None:
         text = scalar_text(value, "value")
     if text is None:
-        raise InvalidInput("set", f"the value {str(value)[:60]!r} cannot be written as YAML")
+        why = " (it holds a lone surrogate, U+D800..U+DFFF)" if _SURROGATE.search(str(value)) else ""
+        raise InvalidInput("set", f"the value {str(value)[:60]!r} cannot be written as YAML{why}")
     return True, [text]
 
 
@@ -268,7 +265,9 @@ def render_note(fields: Mapping[str, Any], body: str) -> str:
     return text
 
 
-def _normal_body(body: str, newline: str) -> str:
+def _normal_body(body: str, newline: str, param: str = "content") -> str:
+    if _SURROGATE.search(body):
+        raise InvalidInput(param, "holds a lone surrogate (U+D800..U+DFFF), which UTF-8 cannot store")
     body = body.replace("\r\n", "\n").replace("\r", "\n")
     if body and not body.endswith("\n"):
         body += "\n"
@@ -433,10 +432,10 @@ def _form_keeping_lines(node: yaml.Node, value: Any, indent: int,
     if child_indent is not None and _is_collection(value):
         lines = _block_lines(list(value) if isinstance(value, tuple) else value, child_indent)
         return False, lines
-    prefer = node.style if isinstance(node, yaml.ScalarNode) and isinstance(value, str) else None
-    if prefer == ">":
-        prefer = "|"
-    return _value_lines(value, indent, prefer)
+    # A quoted string keeps its quotes; a multi-line string becomes a | block whatever it was.
+    style = node.style if isinstance(node, yaml.ScalarNode) else None
+    quoted = style in ("'", '"') and isinstance(value, str)
+    return _value_lines(value, indent, style if quoted else None)
 
 
 def _edit_body(text: str, name: str, make_body: Callable[[str, str], str]) -> str:
@@ -469,7 +468,7 @@ def append_paragraph(text: str, paragraph: str, name: str = "the note") -> str:
     def make(old: str, nl: str) -> str:
         kept = _TRAILING_BLANK_LINES.sub("", old)
         if not kept.strip():
-            return _normal_body(addition, nl)
-        return kept + nl + nl + _normal_body(addition, nl)
+            return _normal_body(addition, nl, "append")
+        return kept + nl + nl + _normal_body(addition, nl, "append")
 
     return _edit_body(text, name, make)
