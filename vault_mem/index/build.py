@@ -163,15 +163,15 @@ def reconcile(index: VaultIndex, progress: Callable[[str, int], Progress] | None
     content hash changed, drop what is gone."""
     start = time.monotonic()
     walked = walk_vault(index.root)
-    known = index.records()
-    on_disk: dict[str, str] = {}  # display path -> OS path
+    known = index.fingerprints()
+    on_disk: set[str] = set()
     report = SyncReport(total=len(walked.files), walk_problems=walked.problems)
     candidates: list[str] = []
     for rel in walked.files:
         shown = display_path(rel)
-        on_disk[shown] = rel
-        record = known.get(shown)
-        if record is None:
+        on_disk.add(shown)
+        seen = known.get(shown)
+        if seen is None:
             candidates.append(rel)
             continue
         try:
@@ -179,7 +179,7 @@ def reconcile(index: VaultIndex, progress: Callable[[str, int], Progress] | None
         except OSError:
             candidates.append(rel)
             continue
-        if st.st_size == record.get("size") and st.st_mtime_ns == record.get("mtime_ns"):
+        if (st.st_size, st.st_mtime_ns) == seen[:2]:
             report.unchanged += 1
         else:
             candidates.append(rel)
@@ -188,12 +188,12 @@ def reconcile(index: VaultIndex, progress: Callable[[str, int], Progress] | None
     changed = []
     for rel in candidates:
         note = read_note(index.root, rel)
-        record = known.get(note.path)
-        if record is not None and record.get("etag") == note.etag and record.get("fsrel") == rel:
+        seen = known.get(note.path)
+        if seen is not None and seen[2] == note.etag:
             report.unchanged += 1
         else:
             changed.append((note, rel))
-            if record is None:
+            if seen is None:
                 report.added += 1
             else:
                 report.updated += 1

@@ -19,7 +19,7 @@ from whoosh.fields import KEYWORD as _KEYWORD
 from vault_mem.vault.dates import parse_datetime
 from vault_mem.vault.note import Note, domain_of, permalink_of
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 SEP = "\x1f"  # separates the values of multi-valued exact fields
 HEAD_CHARS = 2000  # body characters kept in the stored record for snippets and previews
 
@@ -60,6 +60,10 @@ def make_schema() -> Schema:
         created=NUMERIC(int, bits=64, signed=True, sortable=True),
         updated=NUMERIC(int, bits=64, signed=True, sortable=True),
         importance=NUMERIC(int, sortable=True),
+        # What the start-up reconcile compares, readable without loading any stored record.
+        size=NUMERIC(int, bits=64, sortable=True),
+        mtime_ns=NUMERIC(int, bits=64, sortable=True),
+        etag=ID(sortable=True),
         record=STORED(),
     )
 
@@ -163,5 +167,8 @@ def document_of(note: Note, fsrel: str) -> dict[str, Any]:
         "created": epoch(note.created),
         "updated": epoch(note.updated),
         "importance": round(note.importance * 1000),
+        "size": note.size,
+        "mtime_ns": note.mtime_ns,
+        "etag": note.etag,
         "record": record_of(note, fsrel),
     }

@@ -147,6 +147,15 @@ class VaultIndex:
             records = (reader.stored_fields(d)["record"] for d in reader.all_doc_ids())
             return {rec["path"]: rec for rec in records}
 
+    def fingerprints(self) -> dict[str, tuple[int, int, str]]:
+        """``{path: (size, mtime_ns, etag)}`` for every note, from columns (no stored records loaded)."""
+        from vault_mem.index.columns import column
+
+        with self.searching() as s:
+            paths, sizes = column(s, "path"), column(s, "size")
+            mtimes, etags = column(s, "mtime_ns"), column(s, "etag")
+            return {paths[d]: (sizes[d], mtimes[d], etags[d]) for d in s.reader().all_doc_ids()}
+
     def doc_count(self) -> int:
         with self.searching() as s:
             return int(s.doc_count())
