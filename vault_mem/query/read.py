@@ -1,0 +1,284 @@
+"""The read tools of SPEC 5: ``memory_read`` (one whole record, body paged) and
+``list_domains`` (every folder with its memory counts).
+
+``memory_read(ref, offset=0, max_chars=20000)`` resolves ``ref`` (SPEC 3; an ambiguous
+ref is ``invalid`` and lists the candidates' permalinks) and reads the file as it is on
+disk now, so fields, ``etag`` and ``body`` always agree with the file. The answer:
+
+    status            "ok" (the answer's status, as in every answer)
+    memory_status     the memory's own status, active or archived. List rows call it
+                      ``status`` because they are nested; at the top level of a read
+                      answer ``status`` is taken by the answer, hence the other name.
+    uid, permalink, path, domain, title, aliases, type, tags, created, updated,
+    state, progress   (tasks only), importance, namespace, scope, project, paths, agent,
+    metadata          (the other frontmatter keys), supersedes, superseded_by (as declared),
+    problems, etag, est_tokens (of the whole body),
+    body              body[offset : offset + n], n <= max_chars; ``offset``, ``body_chars``,
+    next_offset       only when more body remains,
+    links             outgoing links: {target, permalink, resolved, heading?, block?,
+                      embed?, markdown?}; an unresolved link has permalink null and
+                      resolved false (see ``links``),
+    backlinks         permalinks of the notes linking here, sorted,
+    lineage           {supersedes, superseded_by, latest} as permalinks (``lineage``).
+
+Bounded: the answer's JSON stays under 40,000 characters. When the record without its
+body is large (10,000 tags, huge metadata), the largest fields are cut, and
+``truncated_fields`` ({field: {shown, total}}) plus ``message`` say exactly what was cut;
+the file (resource ``memory://...``) holds everything. The body page then shrinks too,
+and ``next_offset`` continues it.
+
+``list_domains(offset=0)`` lists every folder that holds memories in its subtree (and
+every ancestor folder), plus the vault root ``""`` first as the vault-wide total, each
+with its subtree's active and archived counts and newest ``updated``. Folders are sorted
+as a tree (segment by segment, case-insensitively, then by exact case) so that a folder
+is followed by its subfolders. Computed from index columns; pages of at most 500.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from whoosh.query import Term
+
+from vault_mem.errors import InvalidInput, NotFound
+from vault_mem.index.schema import ancestors, fold
+from vault_mem.query.context import MAX_ANSWER_CHARS, View, json_size, take_within
+from vault_mem.query.lineage import Lineage
+from vault_mem.query.links import LinkResolver, backlinks, outgoing
+from vault_mem.query.params import Args
+from vault_mem.query.refs import resolve_ref
+from vault_mem.vault.dates import from_timestamp, iso
+from vault_mem.vault.note import Note, est_tokens, permalink_of
+from vault_mem.vault.reader import read_note
+
+READ_PARAMS = ("ref", "offset", "max_chars")
+DEFAULT_MAX_CHARS = 20_000
+MAX_CHARS = 30_000
+HEAD_BUDGET = 24_000  # what the record without its body may take
+ENVELOPE = 600  # room for next_offset, the message and JSON punctuation
+# Fields that may be cut when the record is huge; identity, etag and sizes never are.
+CUTTABLE = ("tags", "aliases", "metadata", "links", "backlinks", "lineage", "problems", "paths",
+            "supersedes", "superseded_by", "title", "agent", "namespace", "scope", "project",
+            "type", "uid", "created", "updated")
+
+
+def memory_read(view: View, raw: dict[str, Any]) -> dict[str, Any]:
+    args = Args(raw, READ_PARAMS)
+    ref = args.required_str("ref", max_len=4096)
+    offset = args.integer("offset", 0, 0)
+    max_chars = args.integer("max_chars", DEFAULT_MAX_CHARS, 1, MAX_CHARS)
+
+    doc = resolve_ref(view, ref)
+    record = view.record(doc)
+    path = view.vault.root / record["fsrel"]
+    if not path.exists() and not path.is_symlink():
+        raise NotFound(f"{permalink_of(record['path'])} is indexed but its file is gone; "
+                       "the index catches up shortly")
+    note = read_note(view.vault.root, record["fsrel"])
+    if offset > len(note.body):
+        raise InvalidInput("offset", f"must be from 0 to {len(note.body)} (the body's length) "
+                           f"for {note.permalink}, got {offset}")
+
+    answer = _head(view, doc, note)
+    head_cuts = _fit(answer, HEAD_BUDGET)
+    page, page_cut = _body_page(note.body, offset, max_chars,
+                                MAX_ANSWER_CHARS - json_size(answer) - ENVELOPE)
+    answer["offset"] = offset
+    answer["body"] = page
+    if offset + len(page) < len(note.body):
+        answer["next_offset"] = offset + len(page)
+    notes: list[str] = []
+    if head_cuts:
+        answer["truncated_fields"] = head_cuts
+        shown = ", ".join(f"{k} ({v['shown']} of {v['total']} {v['unit']})" for k, v in head_cuts.items())
+        notes.append(f"cut to keep the answer under {MAX_ANSWER_CHARS:,} characters: {shown}; "
+                     f"the file ({note.permalink}, also an MCP resource) holds everything")
+    if page_cut:
+        notes.append(f"body page shortened to {len(page):,} characters to fit the answer bound; "
+                     "continue from next_offset")
+    if notes:
+        answer["message"] = "; ".join(notes)
+    return answer
+
+
+def _head(view: View, doc: int, note: Note) -> dict[str, Any]:
+    """Every field of the answer except the body page."""
+    head: dict[str, Any] = {
+        "status": "ok",
+        "uid": note.uid,
+        "permalink": note.permalink,
+        "path": note.path,
+        "domain": note.domain,
+        "title": note.title,
+        "aliases": note.aliases,
+        "type": note.type,
+        "tags": note.tags,
+        "created": note.created,
+        "updated": note.updated,
+        "memory_status": note.status,
+    }
+    if note.type == "task":
+        head["state"] = note.state or "open"
+        head["progress"] = {"done": note.progress.done, "total": note.progress.total}
+    resolver = LinkResolver(view)
+    head |= {
+        "importance": note.importance,
+        "namespace": note.namespace,
+        "scope": note.scope,
+        "project": note.project,
+        "paths": note.paths,
+        "agent": note.agent,
+        "metadata": note.metadata,
+        "supersedes": note.supersedes,
+        "superseded_by": note.superseded_by,
+        "problems": note.problems + _shared_id_problem(view, doc, note),
+        "etag": note.etag,
+        "est_tokens": est_tokens(note.body),
+        "body_chars": len(note.body),
+        "links": outgoing(view, note, resolver),
+        "backlinks": backlinks(view, doc, view.record(doc), resolver),
+        "lineage": Lineage(view).lineage_of(doc),
+    }
+    return head
+
+
+def _shared_id_problem(view: View, doc: int, note: Note) -> list[str]:
+    """SPEC 3: two files with the same ``id`` is a problem memory_read shows."""
+    if not note.has_id:
+        return []
+    others = [d for d in view.docs(Term("key_uid", fold(note.uid))) if d != doc]
+    if not others:
+        return []
+    shown = sorted(permalink_of(view.record(d)["path"]) for d in others)
+    return [f"another note has the same id {note.uid!r}: {', '.join(shown[:5])}"
+            + (f" (and {len(shown) - 5} more)" if len(shown) > 5 else "")]
+
+
+# -- bounding ------------------------------------------------------------------------
+
+
+def _fit(answer: dict[str, Any], budget: int) -> dict[str, dict[str, Any]]:
+    """Cut the largest cuttable fields of ``answer`` in place until it fits ``budget``.
+
+    Returns {field: {shown, total, unit}} for every field that was cut.
+    """
+    cuts: dict[str, dict[str, Any]] = {}
+    sizes = {k: json_size(answer[k]) for k in CUTTABLE if k in answer}
+    total = json_size(answer)
+    while total > budget:
+        field = max((k for k in sizes if _can_shrink(answer[k])), key=lambda k: sizes[k], default=None)
+        if field is None:
+            break
+        before = answer[field]
+        answer[field] = _shrink(before)
+        if field not in cuts:
+            cuts[field] = {"shown": 0, "total": len(before), "unit": _unit(before)}
+        shown = len(answer[field])
+        cuts[field]["shown"] = shown - 1 if isinstance(before, str) else shown  # less the marker
+        new_size = json_size(answer[field])
+        total -= sizes[field] - new_size
+        sizes[field] = new_size
+    return cuts
+
+
+def _can_shrink(value: Any) -> bool:
+    if isinstance(value, str):
+        return len(value) > 64
+    return isinstance(value, list | dict) and len(value) > 0
+
+
+def _shrink(value: Any) -> Any:
+    """A smaller version of ``value``: half a list's items or a dict's keys, half a string."""
+    if isinstance(value, str):
+        return value[: len(value) // 2] + "…"
+    if isinstance(value, list):
+        return value[: len(value) // 2]
+    if isinstance(value, dict):
+        keys = list(value)[: len(value) // 2]
+        return {k: value[k] for k in keys}
+    return value
+
+
+def _unit(value: Any) -> str:
+    if isinstance(value, str):
+        return "characters"
+    return "keys" if isinstance(value, dict) else "items"
+
+
+def _body_page(body: str, offset: int, max_chars: int, budget: int) -> tuple[str, bool]:
+    """The body page from ``offset``: at most ``max_chars`` code points and ``budget`` JSON characters."""
+    page = body[offset: offset + max_chars]
+    if _json_len(page) <= budget:
+        return page, False
+    lo, hi = 0, len(page)  # largest n with _json_len(page[:n]) <= budget
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if _json_len(page[:mid]) <= budget:
+            lo = mid
+        else:
+            hi = mid - 1
+    # Always move forward, even when a single escaped character is all that fits.
+    return page[: max(lo, 1) if page else 0], True
+
+
+def _json_len(text: str) -> int:
+    return len(json.dumps(text, ensure_ascii=False))
+
+
+# -- list_domains --------------------------------------------------------------------
+
+DOMAIN_PAGE = 500
+
+
+def list_domains(view: View, raw: dict[str, Any]) -> dict[str, Any]:
+    args = Args(raw, ("offset",))
+    offset = args.integer("offset", 0, 0)
+
+    paths = view.column("path")
+    updated = view.column("updated")
+    archived = set(view.docs(Term("status", "archived")))
+    reader = view.searcher.reader()
+    docs = view.all_docs() if reader.has_deletions() else range(reader.doc_count_all())
+    # Group by the note's own folder first, then spread each folder's totals to its ancestors.
+    own: dict[str, list[int]] = {}  # folder -> [active, archived, newest updated]
+    for doc in docs:
+        path = paths[doc]
+        if not path:
+            continue
+        folder = path.rpartition("/")[0]
+        entry = own.get(folder)
+        if entry is None:
+            entry = own[folder] = [0, 0, 0]
+        entry[doc in archived] += 1
+        stamp = updated[doc] or 0
+        if stamp > entry[2]:
+            entry[2] = stamp
+    totals: dict[str, list[int]] = {}
+    for folder, (active, arch, newest) in own.items():
+        for name in ["", *ancestors(folder)]:
+            entry = totals.setdefault(name, [0, 0, 0])
+            entry[0] += active
+            entry[1] += arch
+            entry[2] = max(entry[2], newest)
+    if not totals:
+        return {"status": "none", "domains": [], "message": "the vault holds no memories yet"}
+
+    names = sorted(totals, key=_tree_key)
+    rows = [
+        {"domain": name, "active": totals[name][0], "archived": totals[name][1],
+         "updated": iso(from_timestamp(totals[name][2]))}
+        for name in names[offset: offset + DOMAIN_PAGE]
+    ]
+    rows = rows[: take_within(rows)]
+    if not rows:
+        return {"status": "none", "domains": [],
+                "message": f"offset {offset} is past the last of {len(names)} domains"}
+    answer: dict[str, Any] = {"status": "ok", "domains": rows}
+    if offset + len(rows) < len(names):
+        answer["next_offset"] = offset + len(rows)
+    return answer
+
+
+def _tree_key(domain: str) -> list[tuple[str, str]]:
+    return [(seg.lower(), seg) for seg in domain.split("/")] if domain else []
