@@ -1,0 +1,398 @@
+"""``mem_recall`` (SPEC 4.2): memories *created* in ``[since, until)``, newest first (ties by
+path ascending), as heading chunks (see ``chunks``), ``limit`` and ``offset`` counting chunks.
+
+Decisions where the SPEC leaves room:
+
+- ``source_filter`` globs follow ``fnmatch``: ``*`` crosses ``/`` (``notes/*`` matches
+  ``notes/a/b.md``), matching is case-insensitive and the whole path must match, with or
+  without its ``.md``. Without ``*``, ``?`` or ``[`` it is a case-insensitive substring.
+- ``namespace``/``scope`` compare case-insensitively. A glob brings back ``archive:``
+  namespaces only when it itself starts ``archive:`` (``*`` does not name them); the
+  hidden ones are reported in ``hints``.
+- Scope: when the server has a project, the ``project_*`` tiers it returns (by default or
+  when asked for) are that project's only.
+- ``count`` is the number of chunks in this answer; the total is never computed (that would
+  chunk every matching note), ``next_offset`` says whether more follow.
+"""
+
+from __future__ import annotations
+
+import bisect
+import fnmatch
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from whoosh.query import And, Or, Query, Term
+
+from vault_mem.errors import InvalidInput
+from vault_mem.index.schema import fold
+from vault_mem.query.chunks import Chunk, ChunkCache, chunk_body
+from vault_mem.query.context import ROW_BUDGET, View, json_size
+from vault_mem.query.dates import epoch_bounds, parse_period
+from vault_mem.query.params import Args
+from vault_mem.query.rows import snippet
+from vault_mem.vault.dates import iso
+from vault_mem.vault.note import permalink_of
+
+PARAMS = ("since", "until", "source_filter", "tag_filter", "namespace", "limit", "output_format",
+          "scope", "offset")
+FORMATS = ("compact", "structured")
+ARCHIVE = "archive:"
+COMPACT_CHARS = 400
+HIDDEN_COUNT_CAP = 200  # archive notes chunked for the hint; past this only notes are counted
+_GLOB = re.compile(r"[*?\[]")
+_CACHE = ChunkCache()
+
+
+@dataclass
+class Picked:
+    docnum: int
+    index: int
+    chunk: Chunk
+
+
+def mem_recall(view: View, raw: dict[str, Any]) -> dict[str, Any]:
+    args = Args(raw, PARAMS)
+    limit = args.integer("limit", 20, 1, 500)
+    offset = args.integer("offset", 0, 0)
+    output = args.choice("output_format", "compact", FORMATS)
+    hints: list[str] = []
+    window = _created_window(args, hints)
+    source = _source_matcher(args.text("source_filter", max_len=1000))
+    tags = _list_param(args, "tag_filter")
+
+    filters: list[DocSet] = []
+    if tags is not None:
+        tags = [fold(t.lstrip("#")) for t in tags]
+        filters.append(DocSet(set(view.docs(Or([Term("tags", t) for t in tags])))))
+        hints += [f"tag_filter: tag {t!r} matched no memory" for t in tags if not _any(view, Term("tags", t))]
+    filters += _scope_filters(view, _list_param(args, "scope"), hints)
+    namespace, hidden = _namespace_filter(view, _list_param(args, "namespace"), hints)
+
+    live = _live_docs(view)
+    docs = _matching(view, live, window, [*filters, namespace], source)
+    if hidden:
+        candidates = view.docs(Or([Term("namespace", n) for n in hidden]))
+        _hidden_hint(view, _matching(view, candidates, window, filters, source), hints)
+    if not docs:
+        hints += _why_nothing(view, live, window, source, args)
+        return _answer("none", output, [], hints, None)
+    docs = _newest_first(view, docs)
+    picked, more = _page(view, docs, offset, limit)
+    if not picked:
+        hints.append(f"offset {offset} is past the last chunk; start again from offset 0")
+        return _answer("none", output, [], hints, None)
+    rendered = [(_compact_block if output == "compact" else _row)(view, p) for p in picked]
+    fitted = _fit(rendered)
+    next_offset = offset + fitted if (fitted < len(picked) or more) else None
+    if fitted < len(picked):
+        hints.append(f"{fitted} of {limit} chunks fit the answer size bound; the rest follow from "
+                     f"offset {next_offset}")
+    elif more:
+        hints.append(f"limit {limit} reached: more chunks follow from offset {next_offset}")
+    return _answer("ok", output, rendered[:fitted], hints, next_offset)
+
+
+@dataclass
+class DocSet:
+    """The documents one filter admits: ``docs``, or, when ``exclude``, all but ``docs``
+    (whichever side is smaller: reading 10,000 postings costs milliseconds)."""
+
+    docs: set[int]
+    exclude: bool = False
+
+    def admits(self, docnum: int) -> bool:
+        return (docnum in self.docs) != self.exclude
+
+
+def _created_window(args: Args, hints: list[str]) -> tuple[int | None, int | None] | None:
+    """``[lo, hi)`` in epoch seconds from since/until: a partial until ends after its period."""
+    since_text = args.text("since", max_len=100)
+    until_text = args.text("until", max_len=100)
+    start = end = None
+    if since_text is not None:
+        start = parse_period(since_text, "since").start
+    if until_text is not None:
+        period = parse_period(until_text, "until")
+        end = period.end if period.partial else period.start
+        if period.partial:
+            hints.append(f"until={until_text.strip()} resolved to {iso(end)} (exclusive)")
+    if start is not None and end is not None and start >= end:
+        raise InvalidInput("since", f"since={since_text!s} ({iso(start)}) must be before until={until_text!s} "
+                           f"({iso(end)}); accepted: YYYY, YYYY-MM, YYYY-MM-DD or ISO datetime")
+    if start is None and end is None:
+        return None
+    lo = epoch_bounds(start, start)[0] if start is not None else None
+    hi = epoch_bounds(end, end)[0] if end is not None else None
+    return lo, hi
+
+
+def _source_matcher(text: str | None) -> Callable[[str], bool] | None:
+    if text is None:
+        return None
+    needle = fold(text.strip())
+    if not needle:
+        raise InvalidInput("source_filter", "must not be empty: a path substring or a glob (*, ?, [)")
+    if not _GLOB.search(needle):
+        return lambda path: needle in fold(path)
+    pattern = re.compile(fnmatch.translate(needle), re.DOTALL)
+
+    def matches(path: str) -> bool:
+        folded = fold(path)
+        return bool(pattern.match(folded) or (folded.endswith(".md") and pattern.match(folded[:-3])))
+
+    return matches
+
+
+def _list_param(args: Args, name: str) -> list[str] | None:
+    """A comma list (one value, several, or one glob); a list holding a glob is invalid."""
+    text = args.text(name, max_len=2000)
+    if text is None:
+        return None
+    items = [item.strip() for item in text.split(",") if item.strip()]
+    if not items:
+        raise InvalidInput(name, "must name at least one value: one value, a comma list, or one glob")
+    if name != "tag_filter" and len(items) > 1 and any(_GLOB.search(i) for i in items):
+        raise InvalidInput(name, f"{text!r} mixes a list with a glob; accepted: one value, a comma list "
+                           "of values, or one glob (such as 'project:*')")
+    return items
+
+
+def _lexicon(view: View, field: str) -> list[str]:
+    return [t.decode("utf-8") for t in view.searcher.reader().lexicon(field)]
+
+
+def _any(view: View, query: Query) -> bool:
+    return next(iter(view.searcher.docs_for_query(query)), None) is not None
+
+
+def _field_in(view: View, field: str, values: list[str]) -> DocSet:
+    """Documents whose ``field`` is one of ``values``, read from the smaller side."""
+    reader = view.searcher.reader()
+    wanted = set(values)
+    others = [t for t in _lexicon(view, field) if t not in wanted]
+    inside = sum(reader.doc_frequency(field, v) for v in wanted)
+    outside = sum(reader.doc_frequency(field, t) for t in others)
+    if not others:  # every indexed value is wanted
+        return DocSet(set(), exclude=True)
+    if inside <= outside:
+        return DocSet(set(view.docs(Or([Term(field, v) for v in wanted]))) if wanted else set())
+    return DocSet(set(view.docs(Or([Term(field, t) for t in others]))), exclude=True)
+
+
+def _selection(view: View, field: str, items: list[str], hints: list[str]) -> tuple[list[str], bool]:
+    """The indexed values ``items`` name (a glob expanded against the field's terms, with a
+    hint when it names none; a value naming no memory gets a hint too), and whether it was a glob."""
+    if len(items) == 1 and _GLOB.search(items[0]):
+        glob = re.compile(fnmatch.translate(fold(items[0])), re.DOTALL)
+        values = [t for t in _lexicon(view, field) if glob.match(t)]
+        if not values:
+            hints.append(f"{field} glob {items[0]!r} matched no {field}")
+        return values, True
+    values = list(dict.fromkeys(fold(i) for i in items))
+    hints += [f"{field} {v!r} matched no memory" for v in values if not _any(view, Term(field, v))]
+    return values, False
+
+
+def _namespace_filter(view: View, items: list[str] | None, hints: list[str]) -> tuple[DocSet, list[str]]:
+    """The namespace filter, and the archive namespaces it hides (SPEC: only a value or a glob
+    naming them, ``archive:old`` or ``archive:*``, brings them back)."""
+    if items is None:
+        named = _lexicon(view, "namespace")
+        glob = True
+    else:
+        named, glob = _selection(view, "namespace", items, hints)
+    if glob and not (items and fold(items[0]).startswith(ARCHIVE)):
+        hidden = [n for n in named if n.startswith(ARCHIVE)]
+        return _field_in(view, "namespace", [n for n in named if not n.startswith(ARCHIVE)]), hidden
+    return _field_in(view, "namespace", named), []
+
+
+def _scope_filters(view: View, items: list[str] | None, hints: list[str]) -> list[DocSet]:
+    """Default scope: ``user`` plus, in a project, its ``project_*`` tiers; when the server has a
+    project, the project tiers are that project's only, asked for or not."""
+    project = fold(view.vault.project) if view.vault.project else None
+    if items is None:
+        scopes = ["user", "project_shared", "project_local"] if project else ["user"]
+    else:
+        scopes, _glob = _selection(view, "scope", items, hints)
+    filters = [_field_in(view, "scope", scopes)]
+    tiers = [Term("scope", s) for s in scopes if s.startswith("project_")]
+    if project and tiers:
+        in_tiers = set(view.docs(Or(tiers)))
+        theirs = in_tiers - set(view.docs(And([Or(tiers), Term("project", project)])))
+        filters.append(DocSet(theirs, exclude=True))
+    return filters
+
+
+def _live_docs(view: View) -> list[int]:
+    """Every document not deleted (without the cost of a matcher over all of them)."""
+    docs: list[int] = []
+    for reader, base in view.searcher.reader().leaf_readers():
+        count = reader.doc_count_all()
+        if reader.has_deletions():
+            docs += [base + d for d in range(count) if not reader.is_deleted(d)]
+        else:
+            docs += range(base, base + count)
+    return docs
+
+
+def _newest_first(view: View, docs: list[int]) -> list[int]:
+    """Newest ``created`` first, ties by path ascending (two stable sorts on plain columns)."""
+    created, paths = view.column("created"), view.column("path")
+    docs = sorted(docs, key=paths.__getitem__)
+    docs.sort(key=created.__getitem__, reverse=True)
+    return docs
+
+
+def _matching(view: View, docs: list[int], window: tuple[int | None, int | None] | None,
+              filters: list[DocSet], source: Callable[[str], bool] | None) -> list[int]:
+    if window is not None:
+        created = view.column("created")
+        lo, hi = window
+        docs = [d for d in docs if (lo is None or created[d] >= lo) and (hi is None or created[d] < hi)]
+    for f in filters:
+        if f.exclude and not f.docs:
+            continue  # admits everything
+        docs = [d for d in docs if f.admits(d)]
+    if source is not None:
+        paths = view.column("path")
+        docs = [d for d in docs if paths[d] and source(paths[d])]
+    return docs
+
+
+class _Chunker:
+    """Chunks and chunk counts of one call's notes, through the module's cache.
+
+    Counts are keyed by (segment, document number in it): Whoosh segments never change, so
+    that pair names one indexed version of a note without reading its stored record."""
+
+    def __init__(self, view: View) -> None:
+        self.view = view
+        leaves = view.searcher.reader().leaf_readers()
+        self.bases = [base for _reader, base in leaves]
+        self.segments = [_segment_id(reader) for reader, _base in leaves]
+
+    def count_key(self, docnum: int) -> tuple[Any, int]:
+        at = bisect.bisect_right(self.bases, docnum) - 1
+        return self.segments[at], docnum - self.bases[at]
+
+    def chunks(self, docnum: int) -> list[Chunk]:
+        record = self.view.record(docnum)
+        key = (record["path"], record["etag"])
+        chunks = _CACHE.get(key)
+        if chunks is None:
+            chunks = chunk_body(self.view.body(record))
+        _CACHE.put(key, chunks, self.count_key(docnum))
+        return chunks
+
+    def count(self, docnum: int) -> int:
+        count = _CACHE.count(self.count_key(docnum))
+        return count if count is not None else len(self.chunks(docnum))
+
+
+def _segment_id(reader: Any) -> Any:
+    segment = reader.segment()
+    return segment.segment_id() if segment is not None else id(reader)
+
+
+def _page(view: View, docs: list[int], offset: int, limit: int) -> tuple[list[Picked], bool]:
+    """Chunks ``[offset, offset + limit)`` of the notes in order, and whether more follow.
+    Earlier notes are only counted (from the cache when seen before)."""
+    chunker = _Chunker(view)
+    picked: list[Picked] = []
+    position = 0
+    for i, d in enumerate(docs):
+        n = chunker.count(d)
+        if position + n <= offset:
+            position += n
+            continue
+        chunks = chunker.chunks(d)
+        for index in range(max(0, offset - position), len(chunks)):
+            if len(picked) == limit:
+                return picked, True
+            picked.append(Picked(d, index, chunks[index]))
+        position += len(chunks)
+        if len(picked) == limit:
+            return picked, i + 1 < len(docs)
+    return picked, False
+
+
+def _row(view: View, p: Picked) -> dict[str, Any]:
+    rec = view.record(p.docnum)
+    return {
+        "chunk_id": f"{rec['uid']}#{p.index}",
+        "uid": rec["uid"],
+        "permalink": permalink_of(rec["path"]),
+        "namespace": rec["namespace"],
+        "scope": rec["scope"],
+        "source": rec["path"],
+        "hierarchy": list(p.chunk.hierarchy),
+        "content": p.chunk.content,
+        "created": rec["created"],
+        "tags": rec["tags"],
+        "status": rec["status"],
+    }
+
+
+def _compact_block(view: View, p: Picked) -> str:
+    rec = view.record(p.docnum)
+    where = f" | {' > '.join(p.chunk.hierarchy)}" if p.chunk.hierarchy else ""
+    header = f"[{rec['created']}] {permalink_of(rec['path'])}#{p.index}{where}"
+    return f"{header}\n{snippet(p.chunk.content, COMPACT_CHARS)}"
+
+
+def _fit(rendered: list[Any]) -> int:
+    used = 0
+    for i, item in enumerate(rendered):
+        used += json_size(item) + 2
+        if used > ROW_BUDGET:
+            return max(i, 1)
+    return len(rendered)
+
+
+def _answer(status: str, output: str, rendered: list[Any], hints: list[str],
+            next_offset: int | None) -> dict[str, Any]:
+    answer: dict[str, Any] = {"status": status, "kind": "recall", "count": len(rendered)}
+    if output == "compact":
+        answer["text"] = "\n\n".join(rendered) if rendered else "no memories recalled"
+    else:
+        answer["results"] = rendered
+    if hints:
+        answer["hints"] = hints
+    if next_offset is not None:
+        answer["next_offset"] = next_offset
+    return answer
+
+
+def _hidden_hint(view: View, docs: list[int], hints: list[str]) -> None:
+    if not docs:
+        return
+    per: dict[str, list[int]] = {}
+    for d in docs:
+        per.setdefault(view.record(d)["namespace"], []).append(d)
+    exact = len(docs) <= HIDDEN_COUNT_CAP
+    chunker = _Chunker(view)
+    parts = []
+    for name in sorted(per):
+        notes = per[name]
+        size = f"{sum(chunker.count(d) for d in notes)} chunks" if exact else f"{len(notes)} memories"
+        parts.append(f"{name} ({size})")
+    hints.append(f"hidden archive namespaces: {', '.join(parts)}; name them (namespace='archive:*' "
+                 "or one by name) to include them")
+
+
+def _why_nothing(view: View, live: list[int], window: tuple[int | None, int | None] | None,
+                 source: Callable[[str], bool] | None, args: Args) -> list[str]:
+    """Which filter, taken alone, matched nothing (tag, namespace and scope values that name no
+    memory are reported as they are read)."""
+    out: list[str] = []
+    if window is not None and not _matching(view, live, window, [], None):
+        out.append("no memory was created in the since/until range")
+    if source is not None and not _matching(view, live, None, [], source):
+        out.append(f"source_filter {args.raw['source_filter']!r} matched no path in the vault")
+    if not out:
+        out.append("no memory matches all the filters together")
+    return out
