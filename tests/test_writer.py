@@ -128,6 +128,17 @@ def test_empty_value_gets_a_value_on_its_own_line() -> None:
     assert set_keys(text, {"state": ["x"]}) == "---\nstate:\n  - x\nnext: 1\n---\n"
 
 
+def test_a_trailing_comment_never_ends_up_inside_a_multi_line_value() -> None:
+    assert set_keys("---\ntitle: x  # c\n---\n", {"title": "a\nb"}) == "---\ntitle: |-  # c\n  a\n  b\n---\n"
+    assert set_keys("---\ne: # c\n---\n", {"e": "a\nb"}) == "---\ne: |- # c\n  a\n  b\n---\n"
+    assert set_keys("---\nt: a b  # c\n---\n", {"t": ["a"]}) == "---\nt:  # c\n  - a\n---\n"
+
+
+def test_an_indentless_list_becoming_a_mapping_is_indented() -> None:
+    new = set_keys("---\ntags:\n- a\nnext: 1\n---\n", {"tags": {"k": "v"}})
+    assert new == "---\ntags:\n  k: v\nnext: 1\n---\n"
+
+
 def test_setting_a_key_to_its_current_value_changes_nothing() -> None:
     assert set_keys(HAND_WRITTEN, {"type": "note", "tags": ["work", "q3"]}) == HAND_WRITTEN
 
@@ -568,3 +579,36 @@ def test_any_list_set_reads_back_equal_and_keeps_the_flow_form(items: list[str])
     new = set_keys(HAND_WRITTEN, {"tags": items})
     assert fields_of(new)["tags"] == items
     assert all(not ln.startswith("+tags:\n") for ln in changed_lines(HAND_WRITTEN, new)) or items == []
+
+
+_HAND_FORMS = [
+    "title: x  # c", "title: 'q'", 'title: "dq"', "tags: [a, b]", "tags:\n  - a\n  - b", "tags:\n- a\n- b",
+    "tags:\n    - a\n    # mid\n    - b", "empty:", "empty: # only a comment", "lit: |\n  a\n  b\n",
+    "fold: >-\n  a\n  b", "map:\n  a: 1\n  b: [x]", "flow: {a: 1, b: 2}", "# comment", "",
+    "plain: multi\n  line plain", "q: 'multi\n  line'", "n: 5", "b: yes", "d: 2024-01-05", "wl: [[Note]]",
+    "nul: ~", "lst:\n  -\n  - x", "deep:\n  - a: 1\n    b: 2",
+]
+_NEW_VALUES = [
+    None, True, 3, 0.5, "plain", "a: b", "yes", "multi\nline", "multi\nline\n", "", "#x", ["a", "b"], [],
+    ["x y", "a, b"], {"k": "v"}, {}, [1, [2]], "  lead", "it's", '"q"', "\u2028", [None], {"a": ["b"]},
+]
+_KEYS = ["title", "tags", "empty", "lit", "fold", "map", "flow", "plain", "q", "n", "b", "d", "wl", "nul",
+         "lst", "deep", "new1"]
+
+
+@FAST
+@given(lines=st.lists(st.sampled_from(_HAND_FORMS), max_size=6),
+       updates=st.dictionaries(st.sampled_from(_KEYS), st.sampled_from(_NEW_VALUES), min_size=1, max_size=3),
+       crlf=st.booleans())
+def test_set_keys_on_hand_written_shapes_sets_only_what_it_was_asked(
+        lines: list[str], updates: dict[str, Any], crlf: bool) -> None:
+    nl = "\r\n" if crlf else "\n"
+    text = ("---\n" + "\n".join(lines) + "\n---\nbody\n").replace("\n", nl)
+    before = fields_of(text)
+    new = set_keys(text, updates)
+    after = fields_of(new)
+    assert all(same_value(after[k], v) for k, v in updates.items())
+    assert {k: v for k, v in after.items() if k not in updates} == \
+        {k: v for k, v in before.items() if k not in updates}
+    assert new.endswith(nl + "---" + nl + "body" + nl)
+    assert "\n" not in new.replace(nl, "") if crlf else "\r" not in new

@@ -408,19 +408,21 @@ def _replacement(block: str, key_node: yaml.Node, node: yaml.Node, value: Any,
 
     on_line, lines = _form_keeping_lines(node, value, indent, child_indent)
     if on_line:
-        text = "\n".join(lines)
-        if empty:
-            return after_colon, after_colon, " " + text
-        if below:
-            return after_colon, end, " " + text
-        return start, end, text
-    text = "\n" + "\n".join(lines)
-    if empty or below:
+        lead = "" if not (empty or below) else " "
+        region = (after_colon, after_colon) if empty else (after_colon, end) if below else (start, end)
+    else:
+        lead = "\n"
         key_line_end = _line_end(block, after_colon)
-        return key_line_end, max(end, key_line_end), text
-    tail = block[end:_line_end(block, end)]
-    keep = tail if tail.strip().startswith("#") else ""
-    return after_colon, end + len(tail) if keep else end, keep + text
+        region = (key_line_end, max(end, key_line_end)) if empty or below else (after_colon, end)
+    first, rest = lead + lines[0], lines[1:]
+    if rest or not on_line:
+        # A comment after the old value must not end up inside a multi-line new one:
+        # it moves to the new value's first line.
+        tail = block[region[1]:_line_end(block, region[1])]
+        if tail.strip().startswith("#"):
+            first = (first + tail) if on_line else tail + first
+            region = (region[0], region[1] + len(tail))
+    return region[0], region[1], "\n".join([first, *rest])
 
 
 def _form_keeping_lines(node: yaml.Node, value: Any, indent: int,
@@ -429,7 +431,8 @@ def _form_keeping_lines(node: yaml.Node, value: Any, indent: int,
         flow = flow_text(value)
         if flow is not None:
             return True, [flow]
-    if child_indent is not None and _is_collection(value):
+    same_kind = isinstance(value, list | tuple) if isinstance(node, yaml.SequenceNode) else isinstance(value, dict)
+    if child_indent is not None and same_kind and _is_collection(value):
         lines = _block_lines(list(value) if isinstance(value, tuple) else value, child_indent)
         return False, lines
     # A quoted string keeps its quotes; a multi-line string becomes a | block whatever it was.
