@@ -1,0 +1,294 @@
+"""Following the files: a watchdog observer feeding a debounced, coalescing queue that one
+indexing thread drains.
+
+Events only say *where* to look. At flush time the disk decides: a path that is a memory
+file is read and re-indexed when its size/mtime and then its content hash differ from the
+index; a path that is gone is dropped; a folder that appeared, vanished or moved is
+compared as a whole subtree. So atomic saves (temp file renamed over the note), vim's
+backup dance, renames, folder moves and bursts all end with the index equal to the files,
+and a write tool's own change (already indexed) costs one stat, not a second indexing pass.
+
+Hidden top-level folders (``.git``, ``.obsidian``, ``.trash``, the index folder) are never
+watched: the root is watched non-recursively and every visible top-level folder
+recursively. Events under any hidden segment are ignored. watchdog tells us nothing when
+the kernel queue overflows, so a periodic stat reconcile (60 s) is the safety net; an
+observer that dies is restarted, followed by a reconcile.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from watchdog.events import DirMovedEvent, FileMovedEvent, FileSystemEvent, FileSystemEventHandler
+from watchdog.observers import Observer
+from whoosh.query import Prefix
+
+from vault_mem.index.build import reconcile
+from vault_mem.index.store import VaultIndex
+from vault_mem.vault.note import Note
+from vault_mem.vault.paths import display_path
+from vault_mem.vault.reader import read_note
+from vault_mem.vault.walk import IgnoreRules, is_memory_name, walk_vault
+
+log = logging.getLogger("vault_mem.watch")
+DEBOUNCE = 0.05  # seconds of quiet before a flush
+MAX_DELAY = 0.3  # a steady stream of events is still flushed this often
+RECONCILE_EVERY = 60.0
+BATCH = 2000
+
+
+class Watcher:
+    """Keeps ``index`` equal to the files under its root while running."""
+
+    def __init__(self, index: VaultIndex, reconcile_every: float = RECONCILE_EVERY,
+                 on_error: Callable[[str], None] | None = None) -> None:
+        self.index = index
+        self.root = index.root
+        self.reconcile_every = reconcile_every
+        self.on_error = on_error
+        self._files: set[str] = set()  # OS paths relative to the root
+        self._dirs: set[str] = set()
+        self._cond = threading.Condition()
+        self._busy = False
+        self._stopping = False
+        self._first_event = 0.0
+        self._last_event = 0.0
+        self._observer: Any = None
+        self._watched_tops: dict[str, Any] = {}
+        self._thread: threading.Thread | None = None
+        self.flushes = 0  # batches applied (for tests and benchmarks)
+        self.indexed = 0  # notes (re)indexed by the watcher
+
+    # -- lifecycle -------------------------------------------------------------------------
+
+    def start(self) -> None:
+        self._start_observer()
+        self._thread = threading.Thread(target=self._run, name="vault-mem-watch", daemon=True)
+        self._thread.start()
+
+    def stop(self) -> None:
+        with self._cond:
+            self._stopping = True
+            self._cond.notify_all()
+        if self._observer is not None:
+            self._observer.stop()
+            self._observer.join(timeout=5)
+        if self._thread is not None:
+            self._thread.join(timeout=10)
+
+    def _start_observer(self) -> None:
+        observer = Observer()
+        handler = _Handler(self)
+        observer.schedule(handler, str(self.root), recursive=False)
+        self._watched_tops = {}
+        for entry in _top_folders(self.root):
+            self._watched_tops[entry] = observer.schedule(handler, str(self.root / entry), recursive=True)
+        observer.start()
+        self._observer = observer
+
+    def _watch_top(self, name: str) -> None:
+        if self._observer is None or name in self._watched_tops or name.startswith("."):
+            return
+        if (self.root / name).is_dir():
+            try:
+                self._watched_tops[name] = self._observer.schedule(_Handler(self), str(self.root / name),
+                                                                   recursive=True)
+            except OSError as exc:
+                log.warning("cannot watch %s: %s", name, exc)
+
+    def _unwatch_top(self, name: str) -> None:
+        watch = self._watched_tops.pop(name, None)
+        if watch is not None and self._observer is not None:
+            try:
+                self._observer.unschedule(watch)
+            except (KeyError, OSError):
+                pass
+
+    # -- events ----------------------------------------------------------------------------
+
+    def note_event(self, path: str, is_dir: bool) -> None:
+        rel = self._relative(path)
+        if rel is None:
+            return
+        if is_dir and "/" not in rel:
+            # A top-level folder appeared, vanished or was renamed: fix the watches.
+            if (self.root / rel).is_dir():
+                self._watch_top(rel)
+            else:
+                self._unwatch_top(rel)
+        with self._cond:
+            (self._dirs if is_dir else self._files).add(rel)
+            now = time.monotonic()
+            if not self._first_event:
+                self._first_event = now
+            self._last_event = now
+            self._cond.notify_all()
+
+    def _relative(self, path: str) -> str | None:
+        try:
+            rel = os.path.relpath(path, self.root)
+        except ValueError:
+            return None
+        if rel == "." or rel.startswith(".." + os.sep) or rel == "..":
+            return None
+        rel = rel.replace(os.sep, "/")
+        if any(part.startswith(".") for part in rel.split("/")):
+            return None
+        return rel
+
+    # -- the indexing thread ---------------------------------------------------------------
+
+    def idle(self) -> bool:
+        with self._cond:
+            return not self._files and not self._dirs and not self._busy
+
+    def wait_idle(self, timeout: float = 30.0) -> bool:
+        """Block until every event seen so far has been applied (True), or ``timeout`` passes."""
+        deadline = time.monotonic() + timeout
+        with self._cond:
+            while self._files or self._dirs or self._busy:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    return False
+                self._cond.wait(min(left, 0.05))
+            return True
+
+    def _run(self) -> None:
+        next_reconcile = time.monotonic() + self.reconcile_every
+        while True:
+            with self._cond:
+                while not self._stopping and not self._files and not self._dirs:
+                    if time.monotonic() >= next_reconcile:
+                        break
+                    self._cond.wait(0.5)
+                if self._stopping:
+                    return
+                if self._files or self._dirs:
+                    # Debounce: wait for a quiet moment, but never longer than MAX_DELAY.
+                    while not self._stopping:
+                        now = time.monotonic()
+                        quiet = now - self._last_event
+                        waited = now - self._first_event
+                        if quiet >= DEBOUNCE or waited >= MAX_DELAY:
+                            break
+                        self._cond.wait(min(DEBOUNCE - quiet, MAX_DELAY - waited))
+                files, dirs = self._files, self._dirs
+                self._files, self._dirs = set(), set()
+                self._first_event = 0.0
+                self._busy = True
+            try:
+                if files or dirs:
+                    self._flush(files, dirs)
+                if time.monotonic() >= next_reconcile:
+                    next_reconcile = time.monotonic() + self.reconcile_every
+                    self._safety_net()
+            except Exception as exc:  # never stop watching: report, then reconcile everything
+                log.exception("applying file changes failed; reconciling the whole vault")
+                if self.on_error:
+                    self.on_error(f"{type(exc).__name__}: {exc}")
+                self._try_reconcile()
+            finally:
+                with self._cond:
+                    self._busy = False
+                    self._cond.notify_all()
+
+    def _safety_net(self) -> None:
+        if self._observer is None or not self._observer.is_alive():
+            log.warning("the file watcher stopped; restarting it")
+            self._start_observer()
+        self._try_reconcile()
+
+    def _try_reconcile(self) -> None:
+        try:
+            report = reconcile(self.index)
+            if report.added or report.updated or report.removed:
+                log.info("periodic reconcile: %s", report.summary())
+        except Exception:
+            log.exception("reconcile failed")
+
+    def _flush(self, files: set[str], dirs: set[str]) -> None:
+        rules = IgnoreRules(self.root)
+        candidates = set(files)
+        for rel_dir in dirs:
+            candidates |= self._subtree(rel_dir)
+        fingerprints = self.index.fingerprints()
+        changed: list[tuple[Note, str]] = []
+        removed: list[str] = []
+        for rel in sorted(candidates):
+            shown = display_path(rel)
+            path = self.root / rel
+            if not is_memory_name(rel.rpartition("/")[2]) or rules.ignored(rel) or not _is_file(path):
+                if shown in fingerprints:
+                    removed.append(shown)
+                continue
+            seen = fingerprints.get(shown)
+            if seen is not None:
+                try:
+                    st = os.stat(path)
+                except OSError:
+                    removed.append(shown)
+                    continue
+                if (st.st_size, st.st_mtime_ns) == seen[:2]:
+                    continue
+            note = read_note(self.root, rel)
+            if seen is not None and note.etag == seen[2]:
+                continue
+            changed.append((note, rel))
+            if len(changed) >= BATCH:
+                self.index.apply(changed, removed)
+                self.indexed += len(changed)
+                changed, removed = [], []
+        self.index.apply(changed, removed)
+        self.indexed += len(changed)
+        self.flushes += 1
+
+    def _subtree(self, rel_dir: str) -> set[str]:
+        """Every memory path the index has under ``rel_dir`` plus every one on disk there."""
+        found: set[str] = set()
+        with self.index.searching() as searcher:
+            for fields in searcher.search(Prefix("path", display_path(rel_dir) + "/"), limit=None):
+                found.add(fields["record"].get("fsrel") or fields["path"])
+        folder = self.root / rel_dir
+        if folder.is_dir():
+            sub = walk_vault(folder)
+            found |= {f"{rel_dir}/{f}" for f in sub.files}
+        return found
+
+
+class _Handler(FileSystemEventHandler):
+    def __init__(self, watcher: Watcher) -> None:
+        self.watcher = watcher
+
+    def on_any_event(self, event: FileSystemEvent) -> None:
+        if event.event_type in ("opened", "closed_no_write"):
+            return
+        is_dir = event.is_directory
+        if is_dir and event.event_type == "modified":
+            return
+        self.watcher.note_event(_text(event.src_path), is_dir)
+        if isinstance(event, FileMovedEvent | DirMovedEvent) and event.dest_path:
+            self.watcher.note_event(_text(event.dest_path), is_dir)
+
+
+def _text(path: str | bytes) -> str:
+    return os.fsdecode(path)
+
+
+def _is_file(path: Path) -> bool:
+    try:
+        return path.is_file()
+    except OSError:
+        return False
+
+
+def _top_folders(root: Path) -> list[str]:
+    try:
+        return sorted(e.name for e in os.scandir(root) if not e.name.startswith(".") and e.is_dir())
+    except OSError:
+        return []
