@@ -81,23 +81,23 @@ def memory_read(view: View, raw: dict[str, Any]) -> dict[str, Any]:
                            f"for {note.permalink}, got {offset}")
 
     answer = _head(view, doc, note)
-    head_cuts = _fit(answer, HEAD_BUDGET)
+    cuts = _fit(answer, HEAD_BUDGET)
+    notes: list[str] = []
+    if cuts:
+        answer["truncated_fields"] = cuts
+        shown = ", ".join(f"{k} ({v['shown']} of {v['total']} {v['unit']})" for k, v in cuts.items())
+        notes.append(f"cut to keep the answer under {MAX_ANSWER_CHARS:,} characters: {shown}; "
+                     f"the file ({note.permalink}, also an MCP resource) holds everything")
+        answer["message"] = notes[0]
     page, page_cut = _body_page(note.body, offset, max_chars,
                                 MAX_ANSWER_CHARS - json_size(answer) - ENVELOPE)
     answer["offset"] = offset
     answer["body"] = page
     if offset + len(page) < len(note.body):
         answer["next_offset"] = offset + len(page)
-    notes: list[str] = []
-    if head_cuts:
-        answer["truncated_fields"] = head_cuts
-        shown = ", ".join(f"{k} ({v['shown']} of {v['total']} {v['unit']})" for k, v in head_cuts.items())
-        notes.append(f"cut to keep the answer under {MAX_ANSWER_CHARS:,} characters: {shown}; "
-                     f"the file ({note.permalink}, also an MCP resource) holds everything")
     if page_cut:
         notes.append(f"body page shortened to {len(page):,} characters to fit the answer bound; "
                      "continue from next_offset")
-    if notes:
         answer["message"] = "; ".join(notes)
     return answer
 
