@@ -20,7 +20,6 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from vault_mem.errors import InvalidInput, NotFound, WriteFailed
-from vault_mem.vault.fmedit import same_value
 from vault_mem.vault.frontmatter import load_yaml, split_frontmatter
 from vault_mem.vault.reader import normalize_tags, read_note
 from vault_mem.vault.writer import (
@@ -36,6 +35,7 @@ from vault_mem.vault.writer import (
     replace_body,
     set_keys,
 )
+from vault_mem.vault.yamlstyle import same_value
 
 FAST = settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 

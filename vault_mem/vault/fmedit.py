@@ -5,16 +5,14 @@ its BOM (a leading U+FEFF), its line endings, its comments, its quoting, its key
 order and every line the call did not change, so that ``git diff`` shows only what
 was set (SPEC 5, "Written files look hand-written").
 
-YAML is checked against the reader, not trusted: every scalar is written in the
-plainest form that ``load_yaml`` reads back as the same value, and every edited block
-is re-read and compared before it is returned. Frontmatter the reader cannot parse
-is never rewritten (InvalidInput on ``ref``): the person has to fix it first.
+YAML is checked against the reader, not trusted: values are written by
+``vault.yamlstyle`` and every edited block is re-read and compared before it is
+returned. Frontmatter the reader cannot parse is never rewritten (InvalidInput on
+``ref``): the person has to fix it first.
 """
 
 from __future__ import annotations
 
-import datetime as dt
-import math
 import re
 from collections.abc import Callable, Mapping
 from typing import Any
@@ -22,237 +20,32 @@ from typing import Any
 import yaml
 
 from vault_mem.errors import InvalidInput
-from vault_mem.vault.frontmatter import NODE_BUDGET, load_yaml, split_frontmatter, to_plain
-
-KEY_ORDER = ("id", "title", "type", "tags", "created", "updated")
-_BOM = "\ufeff"
-# YAML 1.2 core-schema numbers, booleans and nulls that PyYAML (YAML 1.1) reads as
-# strings: Obsidian would not, so such strings are quoted too.
-_YAML12_NON_STRING = re.compile(
-    r"[-+]?(?:[0-9]+|0o[0-7]+|0x[0-9a-fA-F]+"
-    r"|(?:\.[0-9]+|[0-9]+(?:\.[0-9]*)?)(?:[eE][-+]?[0-9]+)?|\.(?:inf|Inf|INF))"
-    r"|\.(?:nan|NaN|NAN)|true|True|TRUE|false|False|FALSE|null|Null|NULL|~"
+from vault_mem.vault.frontmatter import load_yaml, split_frontmatter
+from vault_mem.vault.yamlstyle import (
+    SURROGATE,
+    block_lines,
+    entry_lines,
+    flow_text,
+    is_collection,
+    plain_value,
+    render_frontmatter,
+    same_value,
+    value_lines,
 )
-_SURROGATE = re.compile("[\ud800-\udfff]")
+
+_BOM = "\ufeff"
 _TRAILING_BLANK_LINES = re.compile(r"(?:\r?\n[ \t]*)+\Z")
 
 
-# --- rendering values ------------------------------------------------------------------
-
-def _plain(value: Any) -> Any:
-    return to_plain(value, [NODE_BUDGET], 0)
-
-
-def same_value(a: Any, b: Any) -> bool:
-    """Equality that tells ``True`` from ``1`` and ``1.0`` from ``1`` (YAML does)."""
-    if type(a) is not type(b):
-        return False
-    if isinstance(a, list):
-        return len(a) == len(b) and all(same_value(x, y) for x, y in zip(a, b, strict=True))
-    if isinstance(a, dict):
-        return a.keys() == b.keys() and all(same_value(a[k], b[k]) for k in a)
-    if isinstance(a, float) and math.isnan(a):
-        return math.isnan(b)
-    return bool(a == b)
-
-
-def _reads_back(doc: str, expected: Any) -> bool:
-    loaded = load_yaml(doc)
-    return loaded.parsed and not loaded.problems and same_value(loaded.data.get("k"), expected)
-
-
-def _number_text(value: int | float) -> str:
-    if isinstance(value, int):
-        return str(value)
-    if math.isnan(value):
-        return ".nan"
-    if math.isinf(value):
-        return ".inf" if value > 0 else "-.inf"
-    text = repr(value)
-    if "e" in text and "." not in text.split("e")[0]:
-        # PyYAML's float pattern needs a dot and a signed exponent: 1e-05 -> 1.0e-05
-        mantissa, exponent = text.split("e")
-        sign = "" if exponent[0] in "+-" else "+"
-        text = f"{mantissa}.0e{sign}{exponent}"
-    return text
-
-
-def _quoted_forms(text: str, prefer: str | None) -> list[str]:
-    single = "'" + text.replace("'", "''") + "'"
-    double = '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
-    escaped = yaml.safe_dump(text, default_style='"', allow_unicode=True, width=1 << 30)
-    escaped = escaped.removesuffix("\n...\n").rstrip("\n")
-    first = [double, single] if prefer == '"' or (prefer is None and "'" in text) else [single, double]
-    return [*first, escaped]
-
-
-def scalar_text(value: Any, context: str = "value", prefer: str | None = None) -> str | None:
-    """One-line YAML for a scalar that ``load_yaml`` reads back as ``value``, or None.
-
-    ``context`` is where it goes: "value" (after ``key: ``), "item" (after ``- ``) or
-    "flow" (inside ``[...]``). ``prefer`` is a quote style to keep ("'" or '"'); without
-    it a string is plain when YAML allows, else quoted.
-    """
-    if value is None:
-        return "null" if context == "flow" else ""
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, int | float):
-        return _number_text(value)
-    if isinstance(value, dt.datetime | dt.date):
-        value = value.isoformat()
-    if not isinstance(value, str):
-        return None
-    candidates: list[str] = []
-    if prefer is None and "\n" not in value and not _YAML12_NON_STRING.fullmatch(value):
-        candidates.append(value)
-    candidates += _quoted_forms(value, prefer)
-    expected = [value] if context in ("item", "flow") else value
-    for text in candidates:
-        if context == "item":
-            doc = f"k:\n  - {text}\n"
-        elif context == "flow":
-            doc = f"k: [{text}]\n"
-        else:
-            doc = f"k: {text}\n"
-        if _reads_back(doc, expected):
-            return text
-    return None
-
-
-def _literal_lines(text: str, indent: int) -> list[str] | None:
-    """``|`` block scalar lines (header first) for a multi-line string, or None."""
-    body = text.rstrip("\n")
-    trailing = len(text) - len(body)
-    chomp = "-" if trailing == 0 else ("" if trailing == 1 else "+")
-    lines = body.split("\n") + [""] * max(0, trailing - 1)
-    first_content = next((ln for ln in lines if ln.strip()), "")
-    header = "|" + ("2" if first_content.startswith(" ") else "") + chomp
-    pad = " " * (indent + 2)
-    rendered = [header] + [pad + ln if ln else "" for ln in lines]
-    probe = ["k: " + rendered[0]] + [("  " + ln[len(pad):]) if ln else "" for ln in rendered[1:]]
-    return rendered if _reads_back("\n".join(probe) + "\n", text) else None
-
-
-def _is_collection(value: Any) -> bool:
-    return isinstance(value, list | tuple | dict) and len(value) > 0
-
-
-def flow_text(value: Any) -> str | None:
-    """``[a, b]`` or ``{a: 1}`` for a list or mapping of one-line scalars, or None."""
-    if isinstance(value, list | tuple):
-        items = [scalar_text(v, "flow") if not _is_collection(v) else None for v in value]
-        if any(i is None for i in items):
-            return None
-        return "[" + ", ".join(i for i in items if i is not None) + "]"
-    if isinstance(value, dict):
-        parts = []
-        for key, val in value.items():
-            k, v = _key_text(str(key)), scalar_text(val, "flow")
-            if v is None or _is_collection(val) or not re.fullmatch(r"[\w][\w .-]*", k):
-                return None
-            parts.append(f"{k}: {v}")
-        return "{" + ", ".join(parts) + "}"
-    return None
-
-
-def _key_text(key: str) -> str:
-    if not key or key != key.strip():
-        raise InvalidInput("set", f"the key {key!r} cannot be written: keys need a name with no "
-                           "spaces at either end")
-    for text in [key, *_quoted_forms(key, None)]:
-        loaded = load_yaml(f"{text}: 0\n")
-        if loaded.parsed and list(loaded.data) == [key]:
-            return text
-    raise InvalidInput("set", f"the key {key!r} cannot be written as YAML")
-
-
-def _value_lines(value: Any, indent: int, prefer: str | None = None) -> tuple[bool, list[str]]:
-    """(on_key_line, lines) for a value under a key at ``indent``.
-
-    On the key line: ``lines[0]`` follows ``key: `` and later lines (a ``|`` block) follow.
-    Otherwise the value is a block collection on the lines below the key.
-    """
-    if isinstance(value, tuple):
-        value = list(value)
-    if isinstance(value, list | dict) and not value:
-        return True, ["[]" if isinstance(value, list) else "{}"]
-    if isinstance(value, list | dict):
-        return False, _block_lines(value, indent + 2)
-    if isinstance(value, str) and "\n" in value and prefer not in ("'", '"'):
-        literal = _literal_lines(value, indent)
-        if literal is not None:
-            return True, literal
-    text = scalar_text(value, "value", prefer if prefer in ("'", '"') else None)
-    if text is None and prefer is not None:
-        text = scalar_text(value, "value")
-    if text is None:
-        why = " (it holds a lone surrogate, U+D800..U+DFFF)" if _SURROGATE.search(str(value)) else ""
-        raise InvalidInput("set", f"the value {str(value)[:60]!r} cannot be written as YAML{why}")
-    return True, [text]
-
-
-def _block_lines(value: list[Any] | dict[str, Any], indent: int) -> list[str]:
-    """Block-style YAML lines for a non-empty list (``- item``) or mapping at ``indent``."""
-    pad = " " * indent
-    lines: list[str] = []
-    if isinstance(value, list):
-        for item in value:
-            if _is_collection(item):
-                lines.append(pad + "-")
-                lines += _block_lines(list(item) if isinstance(item, tuple) else item, indent + 2)
-                continue
-            if isinstance(item, str) and "\n" in item:
-                literal = _literal_lines(item, indent)
-                if literal is not None:
-                    lines += [pad + "- " + literal[0], *literal[1:]]
-                    continue
-            text = scalar_text(item, "item") if not isinstance(item, list | dict) else None
-            if text is None:
-                text = "[]" if isinstance(item, list) else "{}" if isinstance(item, dict) else None
-            if text is None:
-                raise InvalidInput("set", f"the list item {str(item)[:60]!r} cannot be written as YAML")
-            lines.append((pad + "- " + text).rstrip(" "))
-        return lines
-    for key, val in value.items():
-        lines += entry_lines(str(key), val, indent)
-    return lines
-
-
-def entry_lines(key: str, value: Any, indent: int = 0) -> list[str]:
-    """The lines of one ``key: value`` entry in block style, at ``indent``."""
-    pad = " " * indent
-    head = pad + _key_text(key) + ":"
-    on_line, lines = _value_lines(value, indent)
-    if not on_line:
-        return [head, *lines]
-    first = f"{head} {lines[0]}" if lines[0] else head
-    return [first, *lines[1:]]
-
-
-def ordered(fields: Mapping[str, Any]) -> dict[str, Any]:
-    """``fields`` with id, title, type, tags, created, updated first, the rest as given."""
-    out = {key: fields[key] for key in KEY_ORDER if key in fields}
-    out.update((key, value) for key, value in fields.items() if key not in out)
-    return out
-
+# --- new notes ---------------------------------------------------------------------------
 
 def _check_fields(text: str, fields: Mapping[str, Any], param: str) -> None:
     split = split_frontmatter(text.removeprefix(_BOM))
     loaded = load_yaml(split.yaml_text or "")
     for key, value in fields.items():
-        if key not in loaded.data or not same_value(loaded.data[key], _plain(value)):
+        if key not in loaded.data or not same_value(loaded.data[key], plain_value(value)):
             raise InvalidInput(param, f"the value of {key!r} cannot be written so that it reads back "
                                "the same; try a plainer value")
-
-
-def render_frontmatter(fields: Mapping[str, Any], newline: str = "\n") -> str:
-    """A whole ``---`` block in block style, keys in KEY_ORDER, ending with a newline."""
-    lines = ["---"]
-    for key, value in ordered(fields).items():
-        lines += entry_lines(key, value)
-    lines.append("---")
-    return newline.join(lines) + newline
 
 
 def render_note(fields: Mapping[str, Any], body: str) -> str:
@@ -266,12 +59,15 @@ def render_note(fields: Mapping[str, Any], body: str) -> str:
 
 
 def _normal_body(body: str, newline: str, param: str = "content") -> str:
-    if _SURROGATE.search(body):
+    if SURROGATE.search(body):
         raise InvalidInput(param, "holds a lone surrogate (U+D800..U+DFFF), which UTF-8 cannot store")
     body = body.replace("\r\n", "\n").replace("\r", "\n")
     if body and not body.endswith("\n"):
         body += "\n"
     return body.replace("\n", newline) if newline != "\n" else body
+
+
+
 
 
 # --- surgical edits ----------------------------------------------------------------------
@@ -323,7 +119,7 @@ def set_keys(text: str, updates: Mapping[str, Any], name: str = "the note") -> s
         raise InvalidInput("ref", f"the frontmatter of {name} cannot be parsed ({reason}); "
                            "fix it by hand first")
     changed = {k: v for k, v in updates.items()
-               if k not in before.data or not same_value(before.data[k], _plain(v))}
+               if k not in before.data or not same_value(before.data[k], plain_value(v))}
     if not changed:
         return text
     new_yaml = _edit_block(parts.yaml, changed, nl, name)
@@ -432,13 +228,13 @@ def _form_keeping_lines(node: yaml.Node, value: Any, indent: int,
         if flow is not None:
             return True, [flow]
     same_kind = isinstance(value, list | tuple) if isinstance(node, yaml.SequenceNode) else isinstance(value, dict)
-    if child_indent is not None and same_kind and _is_collection(value):
-        lines = _block_lines(list(value) if isinstance(value, tuple) else value, child_indent)
+    if child_indent is not None and same_kind and is_collection(value):
+        lines = block_lines(list(value) if isinstance(value, tuple) else value, child_indent)
         return False, lines
     # A quoted string keeps its quotes; a multi-line string becomes a | block whatever it was.
     style = node.style if isinstance(node, yaml.ScalarNode) else None
     quoted = style in ("'", '"') and isinstance(value, str)
-    return _value_lines(value, indent, style if quoted else None)
+    return value_lines(value, indent, style if quoted else None)
 
 
 def _edit_body(text: str, name: str, make_body: Callable[[str, str], str]) -> str:

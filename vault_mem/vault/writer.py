@@ -6,7 +6,7 @@
     move_to_trash(root, rel)            into the flat ``<root>/.trash/``, ``name 1.md`` on a collision
 
 The text of notes (new frontmatter, surgical key edits, body edits) is in
-``vault.fmedit`` and re-exported here. Callers confine paths first (``vault.paths``);
+``vault.fmedit`` and ``vault.yamlstyle``, re-exported here. Callers confine paths first (``vault.paths``);
 nothing here knows about the index or MCP. Every OSError becomes WriteFailed with a
 message that says what happened and that the file was left as it was.
 """
@@ -23,7 +23,8 @@ import unicodedata
 from pathlib import Path
 
 from vault_mem.errors import InvalidInput, NotFound, WriteFailed
-from vault_mem.vault.fmedit import append_paragraph, render_frontmatter, render_note, replace_body, set_keys
+from vault_mem.vault.fmedit import append_paragraph, render_note, replace_body, set_keys
+from vault_mem.vault.yamlstyle import render_frontmatter
 
 __all__ = [
     "MAX_NAME_BYTES", "TRASH_DIRNAME", "append_paragraph", "atomic_write", "create_exclusive",

@@ -1,0 +1,238 @@
+"""YAML as a person writes it: the plainest form of each value that reads back the same.
+
+Every scalar is written plain when YAML allows and quoted only when the reader
+(``vault.frontmatter.load_yaml``) would read the plain form differently, or when a
+YAML 1.2 reader such as Obsidian's would (``1e5``, ``0o17``). Lists and mappings are
+block style (``tags:\n  - a``); multi-line strings are ``|`` blocks. Each choice is
+checked by loading it back, so the reader and the writer cannot drift apart.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import math
+import re
+from collections.abc import Mapping
+from typing import Any
+
+import yaml
+
+from vault_mem.errors import InvalidInput
+from vault_mem.vault.frontmatter import NODE_BUDGET, load_yaml, to_plain
+
+KEY_ORDER = ("id", "title", "type", "tags", "created", "updated")
+# YAML 1.2 core-schema numbers, booleans and nulls that PyYAML (YAML 1.1) reads as
+# strings: Obsidian would not, so such strings are quoted too.
+_YAML12_NON_STRING = re.compile(
+    r"[-+]?(?:[0-9]+|0o[0-7]+|0x[0-9a-fA-F]+"
+    r"|(?:\.[0-9]+|[0-9]+(?:\.[0-9]*)?)(?:[eE][-+]?[0-9]+)?|\.(?:inf|Inf|INF))"
+    r"|\.(?:nan|NaN|NAN)|true|True|TRUE|false|False|FALSE|null|Null|NULL|~"
+)
+SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def plain_value(value: Any) -> Any:
+    return to_plain(value, [NODE_BUDGET], 0)
+
+
+def same_value(a: Any, b: Any) -> bool:
+    """Equality that tells ``True`` from ``1`` and ``1.0`` from ``1`` (YAML does)."""
+    if type(a) is not type(b):
+        return False
+    if isinstance(a, list):
+        return len(a) == len(b) and all(same_value(x, y) for x, y in zip(a, b, strict=True))
+    if isinstance(a, dict):
+        return a.keys() == b.keys() and all(same_value(a[k], b[k]) for k in a)
+    if isinstance(a, float) and math.isnan(a):
+        return math.isnan(b)
+    return bool(a == b)
+
+
+def _reads_back(doc: str, expected: Any) -> bool:
+    loaded = load_yaml(doc)
+    return loaded.parsed and not loaded.problems and same_value(loaded.data.get("k"), expected)
+
+
+def _number_text(value: int | float) -> str:
+    if isinstance(value, int):
+        return str(value)
+    if math.isnan(value):
+        return ".nan"
+    if math.isinf(value):
+        return ".inf" if value > 0 else "-.inf"
+    text = repr(value)
+    if "e" in text and "." not in text.split("e")[0]:
+        # PyYAML's float pattern needs a dot and a signed exponent: 1e-05 -> 1.0e-05
+        mantissa, exponent = text.split("e")
+        sign = "" if exponent[0] in "+-" else "+"
+        text = f"{mantissa}.0e{sign}{exponent}"
+    return text
+
+
+def _quoted_forms(text: str, prefer: str | None) -> list[str]:
+    single = "'" + text.replace("'", "''") + "'"
+    double = '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
+    escaped = yaml.safe_dump(text, default_style='"', allow_unicode=True, width=1 << 30)
+    escaped = escaped.removesuffix("\n...\n").rstrip("\n")
+    first = [double, single] if prefer == '"' or (prefer is None and "'" in text) else [single, double]
+    return [*first, escaped]
+
+
+def scalar_text(value: Any, context: str = "value", prefer: str | None = None) -> str | None:
+    """One-line YAML for a scalar that ``load_yaml`` reads back as ``value``, or None.
+
+    ``context`` is where it goes: "value" (after ``key: ``), "item" (after ``- ``) or
+    "flow" (inside ``[...]``). ``prefer`` is a quote style to keep ("'" or '"'); without
+    it a string is plain when YAML allows, else quoted.
+    """
+    if value is None:
+        return "null" if context == "flow" else ""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int | float):
+        return _number_text(value)
+    if isinstance(value, dt.datetime | dt.date):
+        value = value.isoformat()
+    if not isinstance(value, str):
+        return None
+    candidates: list[str] = []
+    if prefer is None and "\n" not in value and not _YAML12_NON_STRING.fullmatch(value):
+        candidates.append(value)
+    candidates += _quoted_forms(value, prefer)
+    expected = [value] if context in ("item", "flow") else value
+    for text in candidates:
+        if context == "item":
+            doc = f"k:\n  - {text}\n"
+        elif context == "flow":
+            doc = f"k: [{text}]\n"
+        else:
+            doc = f"k: {text}\n"
+        if _reads_back(doc, expected):
+            return text
+    return None
+
+
+def _literal_lines(text: str, indent: int) -> list[str] | None:
+    """``|`` block scalar lines (header first) for a multi-line string, or None."""
+    body = text.rstrip("\n")
+    trailing = len(text) - len(body)
+    chomp = "-" if trailing == 0 else ("" if trailing == 1 else "+")
+    lines = body.split("\n") + [""] * max(0, trailing - 1)
+    first_content = next((ln for ln in lines if ln.strip()), "")
+    header = "|" + ("2" if first_content.startswith(" ") else "") + chomp
+    pad = " " * (indent + 2)
+    rendered = [header] + [pad + ln if ln else "" for ln in lines]
+    probe = ["k: " + rendered[0]] + [("  " + ln[len(pad):]) if ln else "" for ln in rendered[1:]]
+    return rendered if _reads_back("\n".join(probe) + "\n", text) else None
+
+
+def is_collection(value: Any) -> bool:
+    return isinstance(value, list | tuple | dict) and len(value) > 0
+
+
+def flow_text(value: Any) -> str | None:
+    """``[a, b]`` or ``{a: 1}`` for a list or mapping of one-line scalars, or None."""
+    if isinstance(value, list | tuple):
+        items = [scalar_text(v, "flow") if not is_collection(v) else None for v in value]
+        if any(i is None for i in items):
+            return None
+        return "[" + ", ".join(i for i in items if i is not None) + "]"
+    if isinstance(value, dict):
+        parts = []
+        for key, val in value.items():
+            k, v = _key_text(str(key)), scalar_text(val, "flow")
+            if v is None or is_collection(val) or not re.fullmatch(r"[\w][\w .-]*", k):
+                return None
+            parts.append(f"{k}: {v}")
+        return "{" + ", ".join(parts) + "}"
+    return None
+
+
+def _key_text(key: str) -> str:
+    if not key or key != key.strip():
+        raise InvalidInput("set", f"the key {key!r} cannot be written: keys need a name with no "
+                           "spaces at either end")
+    for text in [key, *_quoted_forms(key, None)]:
+        loaded = load_yaml(f"{text}: 0\n")
+        if loaded.parsed and list(loaded.data) == [key]:
+            return text
+    raise InvalidInput("set", f"the key {key!r} cannot be written as YAML")
+
+
+def value_lines(value: Any, indent: int, prefer: str | None = None) -> tuple[bool, list[str]]:
+    """(on_key_line, lines) for a value under a key at ``indent``.
+
+    On the key line: ``lines[0]`` follows ``key: `` and later lines (a ``|`` block) follow.
+    Otherwise the value is a block collection on the lines below the key.
+    """
+    if isinstance(value, tuple):
+        value = list(value)
+    if isinstance(value, list | dict) and not value:
+        return True, ["[]" if isinstance(value, list) else "{}"]
+    if isinstance(value, list | dict):
+        return False, block_lines(value, indent + 2)
+    if isinstance(value, str) and "\n" in value and prefer not in ("'", '"'):
+        literal = _literal_lines(value, indent)
+        if literal is not None:
+            return True, literal
+    text = scalar_text(value, "value", prefer if prefer in ("'", '"') else None)
+    if text is None and prefer is not None:
+        text = scalar_text(value, "value")
+    if text is None:
+        why = " (it holds a lone surrogate, U+D800..U+DFFF)" if SURROGATE.search(str(value)) else ""
+        raise InvalidInput("set", f"the value {str(value)[:60]!r} cannot be written as YAML{why}")
+    return True, [text]
+
+
+def block_lines(value: list[Any] | dict[str, Any], indent: int) -> list[str]:
+    """Block-style YAML lines for a non-empty list (``- item``) or mapping at ``indent``."""
+    pad = " " * indent
+    lines: list[str] = []
+    if isinstance(value, list):
+        for item in value:
+            if is_collection(item):
+                lines.append(pad + "-")
+                lines += block_lines(list(item) if isinstance(item, tuple) else item, indent + 2)
+                continue
+            if isinstance(item, str) and "\n" in item:
+                literal = _literal_lines(item, indent)
+                if literal is not None:
+                    lines += [pad + "- " + literal[0], *literal[1:]]
+                    continue
+            text = scalar_text(item, "item") if not isinstance(item, list | dict) else None
+            if text is None:
+                text = "[]" if isinstance(item, list) else "{}" if isinstance(item, dict) else None
+            if text is None:
+                raise InvalidInput("set", f"the list item {str(item)[:60]!r} cannot be written as YAML")
+            lines.append((pad + "- " + text).rstrip(" "))
+        return lines
+    for key, val in value.items():
+        lines += entry_lines(str(key), val, indent)
+    return lines
+
+
+def entry_lines(key: str, value: Any, indent: int = 0) -> list[str]:
+    """The lines of one ``key: value`` entry in block style, at ``indent``."""
+    pad = " " * indent
+    head = pad + _key_text(key) + ":"
+    on_line, lines = value_lines(value, indent)
+    if not on_line:
+        return [head, *lines]
+    first = f"{head} {lines[0]}" if lines[0] else head
+    return [first, *lines[1:]]
+
+
+def ordered(fields: Mapping[str, Any]) -> dict[str, Any]:
+    """``fields`` with id, title, type, tags, created, updated first, the rest as given."""
+    out = {key: fields[key] for key in KEY_ORDER if key in fields}
+    out.update((key, value) for key, value in fields.items() if key not in out)
+    return out
+
+
+def render_frontmatter(fields: Mapping[str, Any], newline: str = "\n") -> str:
+    """A whole ``---`` block in block style, keys in KEY_ORDER, ending with a newline."""
+    lines = ["---"]
+    for key, value in ordered(fields).items():
+        lines += entry_lines(key, value)
+    lines.append("---")
+    return newline.join(lines) + newline
