@@ -78,6 +78,10 @@ class _Parts:
     def __init__(self, text: str, name: str) -> None:
         self.bom = _BOM if text.startswith(_BOM) else ""
         rest = text[len(self.bom):]
+        if rest.startswith("---\r") and not rest.startswith("---\r\n"):
+            # The reader turns lone CRs into line breaks; the editor would not see this block.
+            raise InvalidInput("ref", f"{name} uses CR-only line endings (classic Mac); "
+                               "convert it to LF or CRLF by hand first")
         split = split_frontmatter(rest)
         if split.yaml_text is None and any("never closed" in p for p in split.problems):
             raise InvalidInput("ref", f"the frontmatter of {name} cannot be parsed (the opening '---' "
