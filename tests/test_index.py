@@ -10,14 +10,13 @@ import sys
 import time
 from pathlib import Path
 
+from conftest import write_notes
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from vault_mem.index.build import build, reconcile, sync
 from vault_mem.index.store import VaultIndex
 from vault_mem.index.substring import hit_counts, substring_query
-
-from conftest import write_notes
 
 
 def snapshot(index: VaultIndex) -> dict[str, tuple[str, str, str]]:

@@ -12,10 +12,9 @@ from pathlib import Path
 
 import httpx2
 import pytest
+from conftest import write_notes
 from mcp import Client, StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
-
-from conftest import write_notes
 
 pytestmark = pytest.mark.anyio
 
@@ -45,7 +44,7 @@ async def test_stdio_server_answers_a_real_client(tmp_path: Path) -> None:
             result = await client.call_tool("list_by_domain", {"domain": "acme"})
             answer = result.structured_content
             assert answer is not None
-            if answer["status"] == "ok" and "indexing" not in answer or time.monotonic() > deadline:
+            if (answer["status"] == "ok" and "indexing" not in answer) or time.monotonic() > deadline:
                 break
         assert [r["uid"] for r in answer["results"]] == ["n1"]
         assert result.content[0].text.startswith("list_by_domain: 1 results")

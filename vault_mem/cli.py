@@ -307,7 +307,10 @@ def cmd_serve(args: argparse.Namespace) -> int:
     project = args.project or os.environ.get("VAULT_MEM_PROJECT") or None
     vault = Vault(root, index, project=project, compat=args.compat)
     runtime = Runtime(vault)
-    say = lambda text: print(f"{PROG}: {text}", file=sys.stderr, flush=True)  # noqa: E731
+
+    def say(text: str) -> None:
+        print(f"{PROG}: {text}", file=sys.stderr, flush=True)
+
     say(f"{PROG} {__version__} serving the vault {root}")
     say(f"index at {index.dir}" + ("; building it in the background (queries answer as it grows)"
                                    if index.needs_build() else "; checking it against the files"))
@@ -320,7 +323,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
         token = args.token or os.environ.get("VAULT_MEM_TOKEN") or None
         say(f"streamable HTTP at http://{args.host}:{args.port}/mcp" + (" (bearer token required)" if token else ""))
-        say('connect a client with {"url": "http://%s:%d/mcp"}; Ctrl-C to stop' % (args.host, args.port))
+        say(f'connect a client with {{"url": "http://{args.host}:{args.port}/mcp"}}; Ctrl-C to stop')
         run_http(server, args.host, args.port, token, args.allowed_host)
         return 0
     from vault_mem.server.transports import run_stdio

@@ -36,10 +36,7 @@ def _segment_column(reader: Any, field: str) -> list[Any]:
         if hit is not None:
             _cache.move_to_end(key)
             return hit
-    if reader.has_column(field):
-        values = list(reader.column_reader(field))
-    else:
-        values = [None] * reader.doc_count_all()
+    values = list(reader.column_reader(field)) if reader.has_column(field) else [None] * reader.doc_count_all()
     with _lock:
         _cache[key] = values
         while len(_cache) > _CACHE_SIZE:

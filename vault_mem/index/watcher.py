@@ -17,6 +17,7 @@ observer that dies is restarted, followed by a reconcile.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import threading
@@ -105,10 +106,8 @@ class Watcher:
     def _unwatch_top(self, name: str) -> None:
         watch = self._watched_tops.pop(name, None)
         if watch is not None and self._observer is not None:
-            try:
+            with contextlib.suppress(KeyError, OSError):
                 self._observer.unschedule(watch)
-            except (KeyError, OSError):
-                pass
 
     # -- events ----------------------------------------------------------------------------
 

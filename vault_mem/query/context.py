@@ -43,7 +43,14 @@ class View:
         return list(self.searcher.docs_for_query(query))
 
     def all_docs(self) -> list[int]:
-        return list(self.searcher.reader().all_doc_ids())
+        # per segment: a plain range unless it has deletions (all_doc_ids checks every docnum)
+        docs: list[int] = []
+        for reader, offset in self.searcher.reader().leaf_readers():
+            if reader.has_deletions():
+                docs.extend(offset + d for d in reader.all_doc_ids())
+            else:
+                docs.extend(range(offset, offset + reader.doc_count_all()))
+        return docs
 
     def record(self, docnum: int) -> dict[str, Any]:
         rec = self._records.get(docnum)
@@ -71,9 +78,9 @@ class View:
         """The note's body as it is on disk now ('' when the file is gone)."""
         data, _etag, _size, _mtime, problems = read_bytes(self.vault.root / record["fsrel"])
         if problems and not data:
-            return record.get("head", "")
+            return str(record.get("head", ""))
         text, _ = decode(data)
-        return split_frontmatter(text).body if not record.get("excalidraw") else ""
+        return "" if record.get("excalidraw") else split_frontmatter(text).body
 
 
 def json_size(value: Any) -> int:

@@ -15,6 +15,7 @@ from typing import Any
 from vault_mem.errors import InvalidInput
 
 _AGENT = re.compile(r"[A-Za-z0-9._-]{1,64}")
+_INTEGER = re.compile(r"\s*[+-]?\d{1,18}\s*")
 
 
 class Args:
@@ -68,7 +69,7 @@ class Args:
             raise InvalidInput(name, f"must be an integer ({what}), got a boolean")
         if isinstance(value, int):
             number = value
-        elif (isinstance(value, float) and value.is_integer()) or (isinstance(value, str) and re.fullmatch(r"\s*[+-]?\d{1,18}\s*", value)):
+        elif (isinstance(value, float) and value.is_integer()) or (isinstance(value, str) and _INTEGER.fullmatch(value)):
             number = int(value)
         else:
             raise InvalidInput(name, f"must be an integer ({what}), got {_show(value)}")
@@ -191,5 +192,5 @@ def _kind(value: Any) -> str:
 
 
 def _show(value: Any) -> str:
-    text = repr(value) if not isinstance(value, str) else repr(value)
+    text = repr(value)
     return text if len(text) <= 60 else text[:57] + "..."

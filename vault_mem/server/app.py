@@ -5,6 +5,7 @@ drop unknown names silently and answer bad types with a protocol-level error).""
 from __future__ import annotations
 
 import logging
+from pathlib import Path
 from typing import Any
 from urllib.parse import unquote
 
@@ -71,8 +72,7 @@ def build_server(vault: Vault) -> Server[Any]:
             annotations=t.ToolAnnotations(
                 read_only_hint=spec.read_only,
                 idempotent_hint=spec.read_only,
-                destructive_hint=False if spec.read_only else None,
-                open_world_hint=False,
+                destructive_hint=spec.name == "memory_delete",
             ),
         )
         for spec in specs.values()
@@ -136,9 +136,11 @@ def _resource_text(vault: Vault, uri: str) -> str:
             view = View(vault, searcher)
             docnum = resolve_ref(view, unquote(uri) if "%" in uri else uri, "uri")
             record = view.record(docnum)
-            data = (vault.root / record["fsrel"]).read_bytes()
+            path: Path = vault.root / str(record["fsrel"])
+            data = path.read_bytes()
     except (NotFound, InvalidInput) as exc:
         raise MCPError(code=INVALID_PARAMS, message=str(exc), data={"uri": uri}) from None
     except OSError as exc:
-        raise MCPError(code=INVALID_PARAMS, message=f"cannot read {uri}: {exc.strerror}", data={"uri": uri}) from None
+        message = f"cannot read {uri}: {exc.strerror}"
+        raise MCPError(code=INVALID_PARAMS, message=message, data={"uri": uri}) from None
     return data.decode("utf-8", errors="replace").lstrip("\ufeff")

@@ -18,6 +18,7 @@ from pathlib import Path
 
 from vault_mem.index.build import SyncReport, reconcile
 from vault_mem.index.store import VaultIndex
+from vault_mem.index.watcher import Watcher
 from vault_mem.query.context import Vault
 
 log = logging.getLogger("vault_mem.server")
@@ -33,6 +34,7 @@ class Runtime:
         self._building = threading.Event()
         self._ready = threading.Event()
         self.report: SyncReport | None = None
+        self.watcher: Watcher | None = None
         self.error: str | None = None
         vault.indexing = self.indexing
 
@@ -59,11 +61,18 @@ class Runtime:
     def wait_ready(self, timeout: float | None = None) -> bool:
         return self._ready.wait(timeout)
 
+    def stop(self) -> None:
+        if self.watcher is not None:
+            self.watcher.stop()
+
     def _bring_up(self) -> None:
         try:
             if self._building.is_set():
                 self._build_in_child()
             self.index.close()  # drop any searcher opened on a half-built index
+            # Watch before reconciling: a change made during the reconcile is then seen twice, never lost.
+            self.watcher = Watcher(self.index)
+            self.watcher.start()
             self.report = reconcile(self.index)
             log.info("index ready: %s", self.report.summary())
         except Exception as exc:  # the server keeps answering; the error is logged and shown

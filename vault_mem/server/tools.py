@@ -13,7 +13,7 @@ Handler = Callable[..., dict[str, Any]]
 
 STATUS_SCHEMA: dict[str, Any] = {
     "type": "object",
-    "properties": {"status": {"type": "string", "enum": ["ok", "none", "not_found", "invalid", "conflict", "error"]}},
+    "properties": {"status": {"type": "string"}},
     "required": ["status"],
 }
 
@@ -57,41 +57,41 @@ def _sa(desc: str) -> dict[str, Any]:
     return {"type": ["array", "string"], "items": {"type": "string"}, "description": desc}
 
 
-_AGENT = _s("Your stable agent name: letters, digits, '.', '_', '-'.")
-_REF = _s("uid, permalink (memory://...), vault path, file name or title.")
+_AGENT = _s("Your stable agent name (letters, digits, . _ -).")
+_REF = _s("uid, permalink, path, file name or title.")
 
 TOOLS: tuple[ToolSpec, ...] = (
     ToolSpec(
         "memory_search",
         "Find memory notes by free text, path, kind, tag or time, best match first; with no query it "
-        "lists the most recently updated, the call to make when a session starts. Rows are digests with "
-        "a 160-character excerpt and a score, never bodies: read one with memory_read. Terms match as "
-        "substrings. truncated is true when limit hid matches.",
+        "lists the most recently updated (call it when a session starts). Rows are digests with an "
+        "excerpt and a score, never bodies: read one with memory_read. Terms match as substrings; "
+        "truncated is true when limit hid matches.",
         {
             "agent": _AGENT,
             "query": _s("Free text. Omit for recent activity."),
-            "tag": _s("Only notes carrying this tag (nested tags match their parent)."),
+            "tag": _s("Only notes with this tag."),
             "kind": _s("Only notes of this kind (type)."),
-            "path": _s("Only notes whose code paths overlap this one."),
+            "path": _s("Only notes whose code paths overlap it."),
             "limit": _i("How many to return. Default 10, max 50."),
-            "since": _s("Only notes updated at or after this RFC 3339 timestamp."),
+            "since": _s("RFC 3339; notes updated at or after it."),
         },
         ("agent",),
         "memory_search:memory_search",
     ),
     ToolSpec(
         "list_by_domain",
-        "List memories under a domain (a folder path) and its subdomains, newest first: the fallback "
-        "when search misses. Rows carry a snippet, est_tokens (of the full record) and, for tasks, state "
-        "and progress; read a full record with memory_read. A name that is not a path is matched as a "
-        "run of segments inside paths ('p200' finds 'acme/x100/p200'); `domains` says what was covered.",
+        "List memories under a domain (folder path) and its subdomains, newest first: the fallback when "
+        "search misses. Rows carry a snippet, est_tokens of the full record and, for tasks, state and "
+        "progress. A name that is not a path matches segments inside paths ('p200' finds "
+        "'acme/x100/p200'); `domains` says what was covered.",
         {
-            "domain": _s("A folder path like 'acme/x100', or a segment name; '' is the whole vault."),
+            "domain": _s("Folder path or segment name; '' is the whole vault."),
             "type": _s("One memory type; empty is every type."),
             "limit": _i("1-200, default 20."),
-            "offset": _i("Where the page starts; pass next_offset for the next page."),
-            "status": _s("'active' (default), 'archived' or 'all'. Closed tasks are archived."),
-            "subtree": _b("False: only notes filed at exactly that path. Default true."),
+            "offset": _i("Pass next_offset for the next page."),
+            "status": _s("active (default), archived or all."),
+            "subtree": _b("False: only that exact folder."),
         },
         ("domain",),
         "list_by_domain:list_by_domain",
@@ -102,15 +102,15 @@ TOOLS: tuple[ToolSpec, ...] = (
         "path, tags, namespace or scope. compact (default) returns readable text; structured returns "
         "chunk rows. Namespaces starting 'archive:' are hidden unless named.",
         {
-            "since": _s("Inclusive start: YYYY, YYYY-MM, YYYY-MM-DD or ISO datetime."),
-            "until": _s("Exclusive end, same formats; a partial date includes its whole period."),
-            "source_filter": _s("Substring of the file path, or a glob (*, ?, [) matching the whole path."),
+            "since": _s("Start: YYYY, YYYY-MM, YYYY-MM-DD or ISO datetime."),
+            "until": _s("Exclusive end; a partial date includes its period."),
+            "source_filter": _s("Path substring, or a glob of the whole path."),
             "tag_filter": _s("Comma-separated tags, any of them."),
             "namespace": _s("One namespace, a comma list, or one glob ('project:*')."),
-            "scope": _s("user, project_shared, project_local: one, a comma list, or one glob."),
-            "limit": _i("Chunks to return, 1-500, default 20."),
-            "offset": _i("Where the page starts; pass next_offset for the next page."),
-            "output_format": _s("'compact' (default) or 'structured'."),
+            "scope": _s("One scope, a comma list, or one glob."),
+            "limit": _i("Chunks, 1-500, default 20."),
+            "offset": _i("Pass next_offset for the next page."),
+            "output_format": _s("compact (default) or structured."),
         },
         (),
         "mem_recall:mem_recall",
@@ -122,20 +122,21 @@ TOOLS: tuple[ToolSpec, ...] = (
         "hides superseded memories, 'latest' resolves to current versions, 'full_history' expands "
         "chains, 'all' is unfiltered.",
         {
-            "query": _s("Case-insensitive substring of title or body."),
-            "metadata_filters": {"type": ["object", "string"], "description": "Frontmatter key -> value (a list means any of)."},
-            "limit": _i("Default 20; -1 for no limit (answers still page)."),
-            "offset": _i("Where the page starts; pass next_offset for the next page."),
-            "date_from": _s("On created: ISO date (partial ok) or relative 7d, 2w, 1m, 1y."),
-            "date_to": _s("On created, inclusive: same formats."),
-            "tags_any": _sa("Any of these tags."),
-            "tags_all": _sa("All of these tags."),
-            "tags_none": _sa("None of these tags."),
-            "sort_by_importance": _b("Sort by importance, then newest."),
-            "content_mode": _s("'preview' (default) or 'full'."),
-            "preview_chars": _i("Preview length, 1-2000, default 120."),
-            "fields": _sa("Fields to return; id always comes back."),
-            "follow": _s("'active' (default), 'latest', 'full_history' or 'all'."),
+            "query": _s("Substring of title or body."),
+            "metadata_filters": {"type": ["object", "string"],
+                                 "description": "Frontmatter key -> value (list: any of)."},
+            "limit": _i("Default 20; -1: no limit."),
+            "offset": _i("Pass next_offset for the next page."),
+            "date_from": _s("Created from: date (partial ok) or 7d, 2w, 1m, 1y."),
+            "date_to": _s("Created until, inclusive."),
+            "tags_any": _sa("Any of these."),
+            "tags_all": _sa("All of these."),
+            "tags_none": _sa("None of these."),
+            "sort_by_importance": _b("Most important first."),
+            "content_mode": _s("preview (default) or full."),
+            "preview_chars": _i("1-2000, default 120."),
+            "fields": _sa("Fields to return."),
+            "follow": _s("active, latest, full_history or all."),
         },
         (),
         "memory_list:memory_list",
@@ -156,9 +157,75 @@ TOOLS: tuple[ToolSpec, ...] = (
         "list_domains",
         "List every domain (folder) with counts of active and archived memories in its subtree and the "
         "newest update: the way to see the paths before list_by_domain.",
-        {"offset": _i("Where the page starts; pass next_offset for the next page.")},
+        {"offset": _i("Pass next_offset for the next page.")},
         (),
         "read:list_domains",
+    ),
+    ToolSpec(
+        "memory_write",
+        "Save a new memory as a Markdown file named after its title in a domain folder; never overwrites "
+        "(a numeric suffix on a name collision).",
+        {
+            "agent": _AGENT,
+            "title": _s("Title; also the file name."),
+            "content": _s("The Markdown body."),
+            "domain": _s("Folder path like 'acme/x100'; default the vault root."),
+            "type": _s("note, fact, lesson, gotcha, decision, task, ..."),
+            "tags": _sa("Tags."),
+            "importance": {"type": "number", "description": "0..1, default 0.5."},
+            "namespace": _s("Default 'default'."),
+            "scope": _s("user, project_shared or project_local."),
+            "project": _s("Project, for project scopes."),
+            "paths": _sa("Code paths it is about."),
+        },
+        ("agent", "title", "content"),
+        "write:memory_write",
+        read_only=False,
+    ),
+    ToolSpec(
+        "memory_edit",
+        "Change a memory: content replaces the body, append adds a paragraph, set writes frontmatter keys. "
+        "Pass if_etag (from a read) to refuse a stale edit: status conflict returns the current etag.",
+        {
+            "agent": _AGENT,
+            "ref": _REF,
+            "if_etag": _s("The etag you read."),
+            "if_updated": _s("The updated value you read."),
+            "content": _s("New body."),
+            "append": _s("A paragraph to add at the end."),
+            "set": {"type": ["object", "string"], "description": "Frontmatter keys to write."},
+        },
+        ("agent", "ref"),
+        "write:memory_edit",
+        read_only=False,
+    ),
+    ToolSpec(
+        "task_close",
+        "Close a task memory as completed or cancelled; this archives it.",
+        {"agent": _AGENT, "ref": _REF, "state": _s("completed (default) or cancelled."),
+         "if_etag": _s("The etag you read.")},
+        ("agent", "ref"),
+        "write:task_close",
+        read_only=False,
+    ),
+    ToolSpec(
+        "memory_supersede",
+        "Write a new memory that replaces an old one (supersedes its uid); domain, type and tags default to "
+        "the old one's. The old file is kept; memory_list hides superseded memories by default.",
+        {"agent": _AGENT, "ref": _REF, "title": _s("Title of the new memory."), "content": _s("Its body."),
+         "type": _s("Type; default the old one's."), "tags": _sa("Tags; default the old one's."),
+         "domain": _s("Folder; default the old one's.")},
+        ("agent", "ref", "title", "content"),
+        "write:memory_supersede",
+        read_only=False,
+    ),
+    ToolSpec(
+        "memory_delete",
+        "Move a memory's file to the vault's .trash folder (recoverable by moving it back).",
+        {"agent": _AGENT, "ref": _REF, "if_etag": _s("The etag you read.")},
+        ("agent", "ref"),
+        "write:memory_delete",
+        read_only=False,
     ),
     ToolSpec(
         "get_memory",

@@ -1,0 +1,223 @@
+"""The write tools (SPEC 5): memory_write, memory_edit, task_close, memory_supersede,
+memory_delete.
+
+Each writes atomically (vault.writer), stays inside the vault (vault.paths), and indexes
+the file it wrote before answering, so every read tool sees the change when the call
+returns; the watcher's later event for that file finds the index already equal (one stat,
+no second indexing pass). Answers: ``{status, uid, permalink, path, updated, etag}``.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import secrets
+from pathlib import Path
+from typing import Any
+
+from vault_mem.errors import Conflict, InvalidInput, NotFound
+from vault_mem.query.context import View
+from vault_mem.query.params import Args
+from vault_mem.query.refs import resolve_ref
+from vault_mem.vault.dates import iso, parse_datetime
+from vault_mem.vault.note import SCOPES, Note, permalink_of
+from vault_mem.vault.paths import check_relative, confine
+from vault_mem.vault.reader import file_etag, normalize_tags, read_note
+from vault_mem.vault.writer import (
+    append_paragraph,
+    atomic_write,
+    create_exclusive,
+    decode_for_edit,
+    move_to_trash,
+    note_filename,
+    render_note,
+    replace_body,
+    set_keys,
+)
+
+MAX_TITLE = 500
+MAX_CONTENT = 1_000_000
+WRITE_PARAMS = ("agent", "title", "content", "domain", "type", "tags", "importance", "namespace", "scope",
+                "project", "paths")
+CLOSED_STATES = ("completed", "cancelled")
+
+
+def now_iso() -> str:
+    return iso(dt.datetime.now(dt.UTC))
+
+
+def new_uid() -> str:
+    return f"{dt.datetime.now(dt.UTC):%Y%m%d}-{secrets.token_hex(4)}"
+
+
+def _answer(note: Note) -> dict[str, Any]:
+    return {"status": "ok", "uid": note.uid, "permalink": permalink_of(note.path), "path": note.path,
+            "updated": note.updated, "etag": note.etag}
+
+
+def _index_file(view: View, rel: str) -> Note:
+    note = read_note(view.vault.root, rel)
+    view.vault.index.apply([(note, rel)], [])
+    return note
+
+
+def _folder(view: View, domain: str) -> tuple[Path, str]:
+    domain = check_relative(domain.strip(), "domain")
+    return confine(view.vault.root, domain, "domain"), domain
+
+
+def _new_fields(args: Args, agent: str, title: str, defaults: dict[str, Any]) -> dict[str, Any]:
+    stamp = now_iso()
+    note_type = (args.text("type", None, max_len=64) or defaults.get("type") or "note").strip()
+    tags_given = args.str_list("tags")
+    tags = normalize_tags(tags_given) if tags_given is not None else list(defaults.get("tags") or [])
+    fields: dict[str, Any] = {"id": new_uid(), "title": title, "type": note_type, "tags": tags,
+                              "created": stamp, "updated": stamp}
+    if args.present("importance"):
+        fields["importance"] = args.number("importance", 0.5, 0.0, 1.0)
+    for key in ("namespace", "project"):
+        value = args.text(key, None, max_len=200)
+        if value is not None and value.strip():
+            fields[key] = value.strip()
+    if args.present("scope"):
+        fields["scope"] = args.choice("scope", "user", SCOPES)
+    paths = args.str_list("paths")
+    if paths:
+        fields["paths"] = [p.strip() for p in paths if p.strip()]
+    fields["agent"] = agent
+    fields.update(defaults.get("extra", {}))
+    return fields
+
+
+def _create(view: View, args: Args, agent: str, defaults: dict[str, Any]) -> dict[str, Any]:
+    title = args.required_str("title", max_len=MAX_TITLE).strip()
+    content = args.text("content", "", max_len=MAX_CONTENT) or ""
+    domain = args.text("domain", None, max_len=1000)
+    folder, _ = _folder(view, domain if domain is not None else defaults.get("domain", ""))
+    fields = _new_fields(args, agent, title, defaults)
+    data = render_note(fields, content).encode("utf-8")
+    final = create_exclusive(folder, note_filename(title) + ".md", data)
+    rel = final.relative_to(view.vault.root).as_posix()
+    return _answer(_index_file(view, rel))
+
+
+def memory_write(view: View, raw: dict[str, Any]) -> dict[str, Any]:
+    args = Args(raw, WRITE_PARAMS)
+    return _create(view, args, args.agent(), {})
+
+
+def memory_supersede(view: View, raw: dict[str, Any]) -> dict[str, Any]:
+    args = Args(raw, ("agent", "ref", "title", "content", "type", "tags", "domain"))
+    agent = args.agent()
+    old = view.record(resolve_ref(view, args.required_str("ref", max_len=1000)))
+    defaults = {"domain": old["path"].rpartition("/")[0], "type": old["type"], "tags": old["tags"],
+                "extra": {"supersedes": old["uid"]}}
+    return _create(view, args, agent, defaults)
+
+
+def _current(view: View, ref: str) -> tuple[str, bytes]:
+    """The target's OS-relative path and its bytes as they are now."""
+    record = view.record(resolve_ref(view, ref))
+    rel = record.get("fsrel") or record["path"]
+    try:
+        return rel, (view.vault.root / rel).read_bytes()
+    except FileNotFoundError:
+        raise NotFound(f"{record['path']} is gone from the vault (deleted or moved since it was indexed)") from None
+    except OSError as exc:
+        raise InvalidInput("ref", f"{record['path']} cannot be read: {exc.strerror}") from None
+
+
+def _check_preconditions(args: Args, rel: str, data: bytes, root: Path) -> None:
+    if_etag = args.text("if_etag", None, max_len=100)
+    if_updated = args.text("if_updated", None, max_len=100)
+    if if_etag is None and if_updated is None:
+        return
+    note = read_note(root, rel)
+    if if_etag is not None and if_etag.strip() != file_etag(data):
+        raise Conflict(f"{note.path} changed since it was read (etag {if_etag} is stale); read it again",
+                       etag=note.etag, updated=note.updated)
+    if if_updated is not None:
+        given = parse_datetime(if_updated)
+        if given is None:
+            raise InvalidInput("if_updated", f"must be an ISO date or datetime, got {if_updated!r}")
+        if iso(given) != note.updated:
+            raise Conflict(f"{note.path} was updated at {note.updated}, not {if_updated}; read it again",
+                           etag=note.etag, updated=note.updated)
+
+
+def _rewrite(view: View, rel: str, before: bytes, new_text: str) -> dict[str, Any]:
+    """Write ``new_text`` over ``rel`` unless the file changed since ``before`` was read."""
+    path = view.vault.root / rel
+    try:
+        if path.read_bytes() != before:
+            note = read_note(view.vault.root, rel)
+            raise Conflict(f"{note.path} changed while it was being edited; read it again",
+                           etag=note.etag, updated=note.updated)
+    except FileNotFoundError:
+        raise NotFound(f"{rel} was removed while it was being edited") from None
+    atomic_write(path, new_text.encode("utf-8"))
+    return _answer(_index_file(view, rel))
+
+
+def memory_edit(view: View, raw: dict[str, Any]) -> dict[str, Any]:
+    args = Args(raw, ("agent", "ref", "if_etag", "if_updated", "content", "append", "set"))
+    args.agent()
+    ref = args.required_str("ref", max_len=1000)
+    content = args.text("content", None, max_len=MAX_CONTENT)
+    append = args.text("append", None, max_len=MAX_CONTENT)
+    updates = args.mapping("set")
+    if content is None and append is None and updates is None:
+        raise InvalidInput("content", "nothing to change: pass content (new body), append (a paragraph) "
+                           "or set (frontmatter keys)")
+    if updates is not None:
+        for key in updates:
+            if not str(key).strip():
+                raise InvalidInput("set", "keys must not be empty")
+            if key == "id":
+                raise InvalidInput("set", "the id of a memory cannot be changed")
+    for attempt in range(3):
+        rel, data = _current(view, ref)
+        _check_preconditions(args, rel, data, view.vault.root)
+        text = decode_for_edit(data, rel)
+        if content is not None:
+            text = replace_body(text, content, rel)
+        if append is not None:
+            text = append_paragraph(text, append, rel)
+        text = set_keys(text, {**(updates or {}), "updated": now_iso()}, rel)
+        try:
+            return _rewrite(view, rel, data, text)
+        except Conflict:
+            # Someone saved in between: an append re-reads and tries again; anything else reports it.
+            if append is None or content is not None or attempt == 2:
+                raise
+    raise AssertionError("unreachable")
+
+
+def task_close(view: View, raw: dict[str, Any]) -> dict[str, Any]:
+    args = Args(raw, ("agent", "ref", "state", "if_etag"))
+    args.agent()
+    ref = args.required_str("ref", max_len=1000)
+    state = args.choice("state", "completed", CLOSED_STATES)
+    record = view.record(resolve_ref(view, ref))
+    if record["type"] != "task":
+        raise InvalidInput("ref", f"{permalink_of(record['path'])} is a {record['type']}, not a task")
+    rel, data = _current(view, ref)
+    _check_preconditions(args, rel, data, view.vault.root)
+    text = set_keys(decode_for_edit(data, rel), {"state": state, "status": "archived", "updated": now_iso()}, rel)
+    return _rewrite(view, rel, data, text)
+
+
+def memory_delete(view: View, raw: dict[str, Any]) -> dict[str, Any]:
+    args = Args(raw, ("agent", "ref", "if_etag"))
+    args.agent()
+    ref = args.required_str("ref", max_len=1000)
+    rel, data = _current(view, ref)
+    _check_preconditions(args, rel, data, view.vault.root)
+    note = read_note(view.vault.root, rel)
+    trashed = move_to_trash(view.vault.root, rel)
+    view.vault.index.apply([], [note.path])
+    return {"status": "ok", "uid": note.uid, "permalink": permalink_of(note.path), "path": trashed,
+            "updated": note.updated, "etag": note.etag, "deleted": True,
+            "message": f"moved {note.path} to {trashed}; restore it by moving it back"}
+
+
+__all__ = ["memory_delete", "memory_edit", "memory_supersede", "memory_write", "task_close"]
