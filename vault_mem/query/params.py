@@ -67,9 +67,11 @@ class Args:
         number: int
         if isinstance(value, bool):
             raise InvalidInput(name, f"must be an integer ({what}), got a boolean")
+        whole_float = isinstance(value, float) and value.is_integer()
+        digits = isinstance(value, str) and _INTEGER.fullmatch(value) is not None
         if isinstance(value, int):
             number = value
-        elif (isinstance(value, float) and value.is_integer()) or (isinstance(value, str) and _INTEGER.fullmatch(value)):
+        elif whole_float or digits:
             number = int(value)
         else:
             raise InvalidInput(name, f"must be an integer ({what}), got {_show(value)}")
