@@ -1,0 +1,421 @@
+"""memory_search (SPEC 4.4) through a real MCP client session on real files."""
+
+from __future__ import annotations
+
+import json
+import random
+from typing import Any
+
+import pytest
+
+from vault_mem.query.memory_search import STOP_WORDS
+
+pytestmark = pytest.mark.anyio
+
+DIGEST_KEYS = {"permalink", "title", "kind", "paths", "tags", "updated_at", "excerpt", "score", "status", "etag"}
+
+
+def note(title: str, body: str = "", updated: str = "2025-01-01T00:00:00Z", **fields: Any) -> str:
+    lines = ["---", f"title: {json.dumps(title)}", f"updated: {updated}"]
+    lines += [f"{key}: {json.dumps(value)}" for key, value in fields.items()]
+    return "\n".join([*lines, "---", body]) + "\n"
+
+
+async def search(c: Any, **args: Any) -> dict[str, Any]:
+    return await c.call("memory_search", **({"agent": "test-agent"} | args))
+
+
+def scores(answer: dict[str, Any]) -> dict[str, int]:
+    return {n["permalink"].removeprefix("memory://"): n["score"] for n in answer["notes"]}
+
+
+def order(answer: dict[str, Any]) -> list[str]:
+    return [n["permalink"].removeprefix("memory://") for n in answer["notes"]]
+
+
+# --- scoring ---------------------------------------------------------------------------
+
+SCORING = {
+    "n/title.md": note("Kafka setup", "Nothing here.", "2025-01-01T00:00:00Z"),
+    "n/body5.md": note("One", "kafka kafka kafka kafka kafka", "2025-01-03T00:00:00Z"),
+    "n/body3.md": note("Two", "kafka, Kafka and KAFKA.", "2025-01-02T00:00:00Z"),
+    "n/body1.md": note("Three", "a single kafka mention", "2025-01-04T00:00:00Z"),
+    "kafka/perm.md": note("Four", "plain", "2025-01-01T00:00:00Z"),
+    "n/tagged.md": note("Five", "plain", "2025-01-01T00:00:00Z", tags=["kafka"]),
+    "n/both.md": note("Six", "kafka meets zookeeper", "2025-01-01T00:00:00Z"),
+    "n/nothing.md": note("Seven", "unrelated text", "2025-01-05T00:00:00Z"),
+}
+
+
+async def test_weights_cap_and_all_terms_bonus(make_vault, mcp_session):
+    vault = make_vault(SCORING)
+    async with mcp_session(vault) as c:
+        one = await search(c, query="kafka", limit=50)
+        assert one["status"] == "ok" and one["truncated"] is False
+        # one term: every match gets the +10 bonus; title x6, permalink x5, tags x4, body x1 (cap 3)
+        assert scores(one) == {
+            "n/title": 16, "kafka/perm": 15, "n/tagged": 14,
+            "n/body5": 13, "n/body3": 13, "n/body1": 11, "n/both": 11,
+        }
+        assert "n/nothing" not in scores(one)
+        # a title hit outranks many body hits; the 3-hit cap makes 5 hits tie with 3, newest first
+        assert order(one)[:5] == ["n/title", "kafka/perm", "n/tagged", "n/body5", "n/body3"]
+        # equal score and equal updated: path ascending
+        assert order(one)[5:] == ["n/body1", "n/both"]
+
+        two = await search(c, query="kafka zookeeper", limit=50)
+        got = scores(two)
+        assert got["n/both"] == 1 + 1 + 10  # both terms: +10
+        assert got["n/title"] == 6  # one term of two: no bonus
+        assert got["n/body5"] == 3
+        assert order(two)[:4] == ["n/both", "n/title", "kafka/perm", "n/tagged"]
+
+
+async def test_every_field_is_searched_case_insensitively_as_substrings(make_vault, mcp_session):
+    vault = make_vault({
+        "a.md": note("ÜBERSICHT of Things", "x"),
+        "deep/ConfigLoader.md": note("Cfg", "x"),
+        "t.md": note("T", "x", tags=["Frontend/ReactHooks"]),
+        "b.md": note("B", "the middleware layer"),
+    })
+    async with mcp_session(vault) as c:
+        assert order(await search(c, query="übersicht")) == ["a"]
+        assert order(await search(c, query="configload")) == ["deep/ConfigLoader"]
+        assert order(await search(c, query="hooks")) == ["t"]
+        assert order(await search(c, query="DLEWAR")) == ["b"]  # inside a word: no stemming, substrings
+        assert (await search(c, query="zzzqqq"))["status"] == "none"
+
+
+async def test_stop_words_and_short_terms_dropped_unless_nothing_else(make_vault, mcp_session):
+    vault = make_vault({
+        "k.md": note("K", "kafka broker"),
+        "o.md": note("O", "other words in here"),
+        "s.md": note("S", "an ox"),
+    })
+    assert {"the", "and", "with"} <= STOP_WORDS
+    async with mcp_session(vault) as c:
+        kafka = await search(c, query="kafka")
+        with_noise = await search(c, query="the kafka of it")
+        assert scores(with_noise) == scores(kafka) == {"k": 11}
+        assert "the" in with_noise["message"] and "of" in with_noise["message"]
+        # only stop words / short terms: they are all kept
+        the = await search(c, query="the")
+        assert set(scores(the)) == {"o"}  # "oTHEr"
+        assert set(scores(await search(c, query="ox"))) == {"s"}
+        both = await search(c, query="an ox")
+        assert scores(both) == {"s": 1 + 1 + 10}
+        nothing = await search(c, query="?! ...")
+        assert nothing["status"] == "none" and "query" in nothing["message"]
+
+
+async def test_no_query_lists_most_recently_updated(make_vault, mcp_session):
+    vault = make_vault({
+        "b.md": note("B", "x", "2025-03-01T00:00:00Z"),
+        "a.md": note("A", "x", "2025-03-01T00:00:00Z"),
+        "old.md": note("Old", "x", "2024-01-01T00:00:00Z"),
+        "new.md": note("New", "x", "2025-05-01T10:00:00+02:00"),
+        "fact.md": note("F", "x", "2025-02-01T00:00:00Z", type="fact"),
+    })
+    async with mcp_session(vault) as c:
+        recent = await search(c)
+        assert order(recent) == ["new", "a", "b", "fact", "old"]
+        assert all(n["score"] == 0 for n in recent["notes"]) and recent["truncated"] is False
+        assert order(await search(c, query="   ")) == order(recent)
+        page = await search(c, limit=2)
+        assert order(page) == ["new", "a"] and page["truncated"] is True and page["count"] == 2
+        assert order(await search(c, kind="fact")) == ["fact"]
+        assert order(await search(c, since="2025-02-01T00:00:00Z")) == ["new", "a", "b", "fact"]
+
+
+async def test_digest_shape_never_carries_a_body(make_vault, mcp_session):
+    body = "Secret body text. " * 50
+    vault = make_vault({"d/x.md": note("X", body, "2025-01-01T10:20:30Z", type="decision",
+                                        tags=["Ops/Deploy"], paths=["src/app.py"])})
+    async with mcp_session(vault) as c:
+        answer = await search(c, query="secret")
+        assert set(answer) == {"status", "count", "notes", "truncated"}
+        (digest,) = answer["notes"]
+        assert set(digest) == DIGEST_KEYS
+        assert digest["permalink"] == "memory://d/x" and digest["kind"] == "decision"
+        assert digest["paths"] == ["src/app.py"] and digest["tags"] == ["ops/deploy"]
+        assert digest["updated_at"] == "2025-01-01T10:20:30+00:00" and digest["status"] == "active"
+        assert digest["etag"] and len(digest["excerpt"]) <= 160 + 6
+        assert body.strip() not in json.dumps(answer)
+
+
+# --- excerpts --------------------------------------------------------------------------
+
+async def test_excerpt_centred_on_first_match_with_markers_and_no_headings(make_vault, mcp_session):
+    before = " ".join(f"before{i}" for i in range(40))
+    after = " ".join(f"after{i}" for i in range(40))
+    vault = make_vault({
+        "mid.md": note("Mid", f"# Heading mentions NEEDLE\n\n{before}\n\nthe   Needle\there {after}\n"
+                              "## Tail heading\n"),
+        "start.md": note("Start", f"needle first {after}"),
+        "short.md": note("Short", "# Title line\n\nA   short\n\n  needle   text.\n"),
+        "none.md": note("Nomatch", f"{before} {after}"),
+    })
+    async with mcp_session(vault) as c:
+        found = {n["permalink"]: n["excerpt"] for n in (await search(c, query="needle", limit=50))["notes"]}
+        mid = found["memory://mid"]
+        assert mid.startswith("...") and mid.endswith("...")
+        core = mid[3:-3]
+        assert len(core) <= 160 and "Needle here" in core  # whitespace collapsed, case kept
+        assert "Heading" not in mid and "NEEDLE" not in mid and "Tail heading" not in mid
+        at = core.index("Needle")
+        assert abs(at - (len(core) - at - len("Needle"))) <= 40  # roughly centred
+        start = found["memory://start"]
+        assert start.startswith("needle first") and start.endswith("...") and len(start) <= 163
+        assert found["memory://short"] == "A short needle text."
+
+        recent = {n["permalink"]: n["excerpt"] for n in (await search(c, limit=50))["notes"]}
+        assert recent["memory://none"].startswith("before0 before1") and recent["memory://none"].endswith("...")
+        assert not recent["memory://none"].startswith("...") and len(recent["memory://none"]) <= 163
+
+
+# --- filters ---------------------------------------------------------------------------
+
+KINDS = {
+    "f.md": note("F", "alpha", type="fact"),
+    "r.md": note("R", "alpha", type="recipe"),
+    "n.md": note("N", "alpha"),
+}
+
+
+async def test_kind_known_present_and_invalid(make_vault, mcp_session):
+    vault = make_vault(KINDS)
+    async with mcp_session(vault) as c:
+        assert order(await search(c, kind="fact")) == ["f"]
+        assert order(await search(c, kind="FACT", query="alpha")) == ["f"]
+        assert order(await search(c, kind="recipe")) == ["r"]  # not a known type, but present
+        lesson = await search(c, kind="lesson")  # known, absent: valid, nothing found
+        assert lesson == {"status": "none", "count": 0, "notes": [], "truncated": False}
+        bad = await search(c, kind="bogus")
+        assert bad["status"] == "invalid" and bad["message"].startswith("kind")
+        for valid in ("note", "fact", "lesson", "anti_pattern", "reasoning", "recipe"):
+            assert valid in bad["message"]
+
+
+async def test_tag_filter_including_nested_parent(make_vault, mcp_session):
+    vault = make_vault({
+        "api.md": note("Api", "alpha", tags=["proj/api"]),
+        "proj.md": note("Proj", "alpha", tags=["proj"]),
+        "other.md": note("Other", "alpha", tags=["api"]),
+        "inline.md": note("Inline", "alpha with #proj/web inline"),
+    })
+    async with mcp_session(vault) as c:
+        assert sorted(order(await search(c, tag="proj"))) == ["api", "inline", "proj"]
+        assert order(await search(c, tag="#Proj/API")) == ["api"]
+        assert sorted(order(await search(c, tag="api", query="alpha"))) == ["other"]
+        assert (await search(c, tag="pro"))["status"] == "none"  # tags are whole, not substrings
+
+
+PATHS = {
+    "eq.md": note("Eq", "alpha", paths=["src/a"]),
+    "ab.md": note("Ab", "alpha", paths=["src/ab"]),
+    "child.md": note("Child", "alpha", paths=["src/a/b.py"]),
+    "sibling.md": note("Sibling", "alpha", paths=["src/a/c.py"]),
+    "root.md": note("Root", "alpha", paths=["src"]),
+    "lib.md": note("Lib", "alpha", paths=["lib/x", "docs/readme.md"]),
+    "multi.md": note("Multi", "alpha", paths=["other/z", "src/a/b.py/inner"]),
+    "none.md": note("None", "alpha"),
+}
+
+
+@pytest.mark.parametrize(("path", "expected"), [
+    ("src/a", {"eq", "child", "sibling", "root", "multi"}),
+    ("src/a/", {"eq", "child", "sibling", "root", "multi"}),
+    ("src/a/b.py", {"eq", "child", "root", "multi"}),  # the note's path as a prefix of the query
+    ("src/ab", {"ab", "root"}),  # not src/a: prefixes only on '/' boundaries
+    ("src/abc", {"root"}),
+    ("docs", {"lib"}),
+    ("nowhere/at/all", set()),
+])
+async def test_path_overlap_both_directions(make_vault, mcp_session, path, expected):
+    vault = make_vault(PATHS)
+    async with mcp_session(vault) as c:
+        for extra in ({}, {"query": "alpha"}):
+            answer = await search(c, path=path, limit=50, **extra)
+            assert set(order(answer)) == expected
+            assert answer["status"] == ("ok" if expected else "none")
+
+
+async def test_path_overlap_respects_limit_and_truncated(make_vault, mcp_session):
+    vault = make_vault(PATHS)
+    async with mcp_session(vault) as c:
+        first = await search(c, path="src/a/b.py", limit=2)
+        assert first["count"] == 2 and first["truncated"] is True
+        every = await search(c, path="src/a/b.py", limit=4)
+        assert every["count"] == 4 and every["truncated"] is False
+        assert order(every)[:2] == order(first)
+
+
+SINCE = {
+    "jan.md": note("Jan", "x", "2025-01-01T00:00:00Z"),
+    "jun.md": note("Jun", "x", "2025-06-01T12:00:00Z"),
+}
+
+
+@pytest.mark.parametrize(("since", "expected"), [
+    ("2025-06-01T12:00:00Z", {"jun"}),  # at or after
+    ("2025-06-01t12:00:00z", {"jun"}),
+    ("2025-06-01T13:00:00+01:00", {"jun"}),
+    ("2025-06-01 12:00:00+00:00", {"jun"}),
+    ("2025-06-01T12:00:00.5Z", set()),
+    ("2025-06-01T11:59:59.999Z", {"jun"}),
+    ("2024-12-31T19:00:00-05:00", {"jun", "jan"}),
+    ("2024-12-31T19:00:01-05:00", {"jun"}),
+    ("2025-01-01T00:00:01Z", {"jun"}),
+])
+async def test_since_valid_forms(make_vault, mcp_session, since, expected):
+    vault = make_vault(SINCE)
+    async with mcp_session(vault) as c:
+        assert set(order(await search(c, since=since))) == expected
+
+
+@pytest.mark.parametrize("since", ["2025-06-01", "2025-06-01T12:00:00", "2025-06-01T12:00Z", "yesterday",
+                                   "2025-13-01T00:00:00Z", "2025-06-01T12:00:00+0100", "1717243200", "7d"])
+async def test_since_invalid_forms(make_vault, mcp_session, since):
+    vault = make_vault(SINCE)
+    async with mcp_session(vault) as c:
+        bad = await search(c, since=since)
+        assert bad["status"] == "invalid" and bad["message"].startswith("since") and "RFC 3339" in bad["message"]
+
+
+async def test_filters_combine_with_and(make_vault, mcp_session):
+    vault = make_vault({
+        "hit.md": note("Hit", "alpha", "2025-06-01T00:00:00Z", type="fact", tags=["ops"], paths=["src/a"]),
+        "kind.md": note("Kind", "alpha", "2025-06-01T00:00:00Z", type="lesson", tags=["ops"], paths=["src/a"]),
+        "tag.md": note("Tag", "alpha", "2025-06-01T00:00:00Z", type="fact", tags=["dev"], paths=["src/a"]),
+        "path.md": note("Path", "alpha", "2025-06-01T00:00:00Z", type="fact", tags=["ops"], paths=["lib"]),
+        "old.md": note("Old", "alpha", "2024-06-01T00:00:00Z", type="fact", tags=["ops"], paths=["src/a"]),
+        "text.md": note("Text", "beta", "2025-06-01T00:00:00Z", type="fact", tags=["ops"], paths=["src/a"]),
+    })
+    async with mcp_session(vault) as c:
+        both = dict(kind="fact", tag="ops", path="src", since="2025-01-01T00:00:00Z")
+        assert order(await search(c, query="alpha", **both)) == ["hit"]
+        assert set(order(await search(c, **both))) == {"hit", "text"}
+        empty = await search(c, query="alpha", kind="fact", tag="dev", path="lib")
+        assert empty == {"status": "none", "count": 0, "notes": [], "truncated": False}
+
+
+# --- limit, agent and bad input ---------------------------------------------------------
+
+async def test_limit_default_clamp_and_truncated(make_vault, mcp_session):
+    vault = make_vault({f"n{i:02}.md": note(f"N{i}", "alpha") for i in range(55)})
+    async with mcp_session(vault) as c:
+        default = await search(c, query="alpha")
+        assert default["count"] == 10 and default["truncated"] is True and "message" not in default
+        clamped = await search(c, query="alpha", limit=51)
+        assert clamped["status"] == "ok" and clamped["count"] == 50 and clamped["truncated"] is True
+        assert "limit" in clamped["message"] and "50" in clamped["message"]
+        five = await search(c, query="alpha", limit="5")
+        assert five["count"] == 5
+        assert order(five) == [f"n{i:02}" for i in range(5)]  # equal score and updated: path ascending
+
+
+@pytest.mark.parametrize("limit", [0, -1, "ten", 2.5, True])
+async def test_limit_invalid(make_vault, mcp_session, limit):
+    vault = make_vault(SINCE)
+    async with mcp_session(vault) as c:
+        bad = await search(c, limit=limit)
+        assert bad["status"] == "invalid" and "limit" in bad["message"]
+
+
+async def test_agent_required_and_suggested(make_vault, mcp_session):
+    vault = make_vault(SINCE)
+    async with mcp_session(vault) as c:
+        spaced = await c.call("memory_search", agent="Claude Code", query="x")
+        assert spaced["status"] == "invalid" and "agent" in spaced["message"] and "claude-code" in spaced["message"]
+        missing = await c.call("memory_search", query="x")
+        assert missing["status"] == "invalid" and "agent" in missing["message"]
+        for bad in ("", "a" * 65, "bad/agent"):
+            assert (await c.call("memory_search", agent=bad))["status"] == "invalid"
+        assert (await c.call("memory_search", agent="claude_code.v2-1"))["status"] == "ok"
+
+
+@pytest.mark.parametrize("bad", [{"bogus": 1}, {"query": ["a", "b"]}, {"tag": "#"}, {"path": "/"},
+                                 {"query": " ".join(f"word{i}" for i in range(40))}, {"kind": 5.5}])
+async def test_bad_input_is_invalid_and_names_the_parameter(make_vault, mcp_session, bad):
+    vault = make_vault(SINCE)
+    async with mcp_session(vault) as c:
+        answer = await search(c, **bad)
+        assert answer["status"] == "invalid"
+        assert next(iter(bad)) in answer["message"]
+
+
+# --- the size bound --------------------------------------------------------------------
+
+async def test_huge_titles_and_tags_are_cut_and_said(make_vault, mcp_session):
+    notes = {
+        f"big{i:02}.md": note("Huge " + "t" * 5000, "alpha", tags=[f"tag{i}x{j:03}" for j in range(300)],
+                              paths=[f"src/p{j:03}" for j in range(200)])
+        for i in range(30)
+    }
+    vault = make_vault(notes)
+    async with mcp_session(vault) as c:
+        answer = await search(c, query="alpha", limit=50)
+        assert len(json.dumps(answer, ensure_ascii=False)) < 40_000
+        assert answer["status"] == "ok" and answer["truncated"] is True
+        assert 0 < answer["count"] < 30 and answer["count"] == len(answer["notes"])
+        assert "size bound" in answer["message"] and "tags of memory://big00" in answer["message"]
+        assert "title of memory://big00" in answer["message"] and "paths of memory://big00" in answer["message"]
+        first = answer["notes"][0]
+        assert first["title"].startswith("Huge ttt") and first["title"].endswith(" chars]")
+        assert 0 < len(first["tags"]) < 300 and 0 < len(first["paths"]) < 200
+
+
+# --- cross-check against a plain scan ------------------------------------------------
+
+VOCAB = ["kafka", "broker", "Retry", "timeout", "cache", "Postgres", "vacuum", "index", "lexer",
+         "parser", "deploy", "rollback", "canary", "budget", "latency", "socket", "Queue", "worker"]
+
+
+def _generated_vault(rng: random.Random) -> tuple[dict[str, str], dict[str, dict[str, str]]]:
+    files: dict[str, str] = {}
+    fields: dict[str, dict[str, str]] = {}
+    for i in range(40):
+        folder = rng.choice(["ops", "dev/api", "notes", "research/x1"])
+        stem = f"{rng.choice(VOCAB)}-{i:02}"
+        title = " ".join(rng.sample(VOCAB, rng.randint(1, 3)))
+        tags = [t.lower() for t in rng.sample(VOCAB, rng.randint(0, 2))]
+        body = " ".join(rng.choice(VOCAB) + rng.choice(["", "s", "ing", "_x"]) for _ in range(rng.randint(0, 30)))
+        rel = f"{folder}/{stem}.md"
+        files[rel] = note(title, body, f"2025-0{rng.randint(1, 9)}-1{rng.randint(0, 9)}T00:00:00Z", tags=tags)
+        fields[rel[:-3]] = {"title": title, "perm": rel[:-3], "tagtext": " ".join(tags), "body": body}
+    return files, fields
+
+
+def _plain_score(fields: dict[str, str], terms: list[str]) -> int:
+    weights = {"title": 6, "perm": 5, "tagtext": 4, "body": 1}
+    total, matched = 0, 0
+    for term in terms:
+        hits = {f: min(fields[f].lower().count(term), 3) for f in weights}
+        total += sum(weights[f] * n for f, n in hits.items())
+        matched += any(hits.values())
+    if matched == 0:
+        return 0
+    return total + (10 if matched == len(terms) else 0)
+
+
+async def test_plain_scan_cross_check(make_vault, mcp_session):
+    rng = random.Random(20250401)
+    files, fields = _generated_vault(rng)
+    vault = make_vault(files)
+    needles = ["kafka", "ache", "RETR", "ing_x", "ueu", "dex", "rollbacks", "api", "sear", "x1",
+               "can", "zzzz"]
+    needles += [w.lower()[i:i + 3] for w in rng.sample(VOCAB, 6) for i in (1,)]
+    async with mcp_session(vault) as c:
+        for needle in needles:
+            term = needle.lower()
+            expected = {p for p, f in fields.items() if any(term in v.lower() for v in f.values())}
+            answer = await search(c, query=needle, limit=50)
+            assert set(order(answer)) == expected, needle
+            assert answer["truncated"] is False
+            assert scores(answer) == {p: _plain_score(fields[p], [term]) for p in expected}, needle
+        for pair in (["kafka", "timeout"], ["ache", "ing_x"], ["ueu", "zzzz"]):
+            answer = await search(c, query=" ".join(pair), limit=50)
+            expected_scores = {p: s for p, f in fields.items() if (s := _plain_score(f, pair))}
+            assert scores(answer) == expected_scores, pair
+            ranked = sorted(expected_scores, key=lambda p: -expected_scores[p])
+            assert [expected_scores[p] for p in order(answer)] == [expected_scores[p] for p in ranked]

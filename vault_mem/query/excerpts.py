@@ -1,0 +1,77 @@
+"""Excerpts for search digests: a short window of a note's text around the first match.
+
+``excerpt_around(body, terms)`` takes the body (frontmatter already split off), keeps its
+text lines (ATX headings outside code are left out), collapses whitespace, and returns at
+most ``EXCERPT_CHARS`` code points of that text, centred on the first case-insensitive
+occurrence of any term, with ``...`` added at each end where the text was cut (the markers
+come on top of the limit, SPEC 4 "Text limits"). With no match, the window starts at the
+beginning of the text.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+
+from vault_mem.vault.markdown import headings
+
+EXCERPT_CHARS = 160
+CUT = "..."
+_SNAP = 16  # how far a cut may move to land between words instead of inside one
+
+
+def text_lines(body: str) -> str:
+    """The body's non-heading lines joined into one whitespace-collapsed string."""
+    skipped = [(h.start, h.end) for h in headings(body)]
+    if not skipped:
+        return " ".join(body.split())
+    kept: list[str] = []
+    pos = 0
+    for start, end in skipped:
+        kept.append(body[pos:start])
+        pos = end
+    kept.append(body[pos:])
+    return " ".join(" ".join(kept).split())
+
+
+def first_match(text: str, terms: Sequence[str]) -> tuple[int, int] | None:
+    """(start, end) of the earliest case-insensitive occurrence of any of ``terms``."""
+    best: tuple[int, int] | None = None
+    for term in terms:
+        if not term:
+            continue
+        m = re.search(re.escape(term), text, re.IGNORECASE)
+        if m and (best is None or m.start() < best[0] or (m.start() == best[0] and m.end() > best[1])):
+            best = (m.start(), m.end())
+    return best
+
+
+def excerpt_around(body: str, terms: Sequence[str] = (), limit: int = EXCERPT_CHARS) -> str:
+    """At most ``limit`` characters of the body's text, centred on the first match of ``terms``."""
+    text = text_lines(body)
+    if len(text) <= limit:
+        return text
+    match = first_match(text, terms)
+    if match is None:
+        start, end = 0, limit
+    else:
+        centre = (match[0] + match[1]) // 2
+        start = max(0, centre - limit // 2)
+        end = min(len(text), start + limit)
+        start = max(0, end - limit)
+    start, end = _snap_to_words(text, start, end, match)
+    piece = text[start:end].strip()
+    return (CUT if start > 0 else "") + piece + (CUT if end < len(text) else "")
+
+
+def _snap_to_words(text: str, start: int, end: int, match: tuple[int, int] | None) -> tuple[int, int]:
+    """Move the cuts a little inward so that they fall between words, never off the match."""
+    if start > 0 and not text[start - 1].isspace() and not text[start].isspace():
+        space = text.find(" ", start, start + _SNAP)
+        if space >= 0 and (match is None or space < match[0]):
+            start = space + 1
+    if end < len(text) and not text[end].isspace() and not text[end - 1].isspace():
+        space = text.rfind(" ", max(start, end - _SNAP), end)
+        if space > start and (match is None or space >= match[1]):
+            end = space
+    return start, end

@@ -1,0 +1,299 @@
+"""``memory_search`` (SPEC 4.4): notes by free text, kind, tag, code path and time, as digests.
+
+Terms are the query's word runs, matched as case-insensitive substrings of the title (and
+aliases), the permalink's path (``memory://`` itself is not searched: every note has it),
+the tags and the body. Scoring counts hits per field through the index (``hit_counts``),
+so records are loaded only for the page, and bodies are read from disk only for the
+page's excerpts. With no query the most recently updated notes come back, score 0.
+
+Answer: ``{status, count, notes:[digest], truncated, message?}``; ``count`` is the number of
+digests in the answer, ``truncated`` says that more notes matched than were returned
+(the limit, or the 40,000-character bound, hid them), and ``message`` says why whenever
+something was clamped, dropped or shortened.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import heapq
+import math
+import re
+from collections.abc import Callable
+from typing import Any
+
+from whoosh.query import And, NumericRange, Or, Query, Term
+
+from vault_mem.errors import InvalidInput
+from vault_mem.index.schema import path_prefixes
+from vault_mem.index.substring import hit_counts, words
+from vault_mem.query.context import View, json_size, take_within
+from vault_mem.query.excerpts import excerpt_around
+from vault_mem.query.params import Args
+from vault_mem.vault.note import KNOWN_TYPES, permalink_of
+
+PARAMS = ("agent", "query", "tag", "kind", "path", "limit", "since")
+DEFAULT_LIMIT = 10
+MAX_LIMIT = 50
+MAX_TERMS = 32
+MIN_TERM_CHARS = 3
+FIELD_WEIGHTS = (("title", 6), ("perm", 5), ("tagtext", 4), ("body", 1))
+HIT_CAP = 3  # hits counted per field and term
+ALL_TERMS_BONUS = 10
+TITLE_CHARS = 300  # a digest's title is cut past this (marked), so one digest stays small
+LIST_BUDGET = 1_000  # JSON characters a digest's tags or paths may take
+_RFC3339 = re.compile(r"\d{4}-\d{2}-\d{2}[Tt ]\d{2}:\d{2}:\d{2}(\.\d+)?([Zz]|[+-]\d{2}:\d{2})")
+
+# Common English words that say little about a note; dropped from queries unless a query
+# holds nothing else. Words under three characters are dropped anyway.
+STOP_WORDS = frozenset({
+    "about", "above", "after", "again", "against", "all", "also", "and", "any", "are",
+    "aren", "because", "been", "before", "being", "below", "between", "both", "but", "can",
+    "cannot", "could", "couldn", "did", "didn", "does", "doesn", "doing", "don", "down",
+    "during", "each", "few", "for", "from", "further", "get", "got", "had", "hadn", "has",
+    "hasn", "have", "haven", "having", "her", "here", "hers", "herself", "him", "himself",
+    "his", "how", "into", "isn", "its", "itself", "just", "let", "more", "most", "mustn",
+    "myself", "nor", "not", "now", "off", "once", "only", "other", "ought", "our", "ours",
+    "ourselves", "out", "over", "own", "same", "shan", "she", "should", "shouldn", "some",
+    "such", "than", "that", "the", "their", "theirs", "them", "themselves", "then", "there",
+    "these", "they", "this", "those", "through", "too", "under", "until", "very", "was",
+    "wasn", "were", "weren", "what", "when", "where", "which", "while", "who", "whom",
+    "why", "will", "with", "won", "would", "wouldn", "you", "your", "yours", "yourself",
+    "yourselves",
+})
+
+
+def memory_search(view: View, raw: dict[str, Any]) -> dict[str, Any]:
+    """Search notes; see the module docstring. Bad input raises InvalidInput (-> ``invalid``)."""
+    args = Args(raw, PARAMS)
+    args.agent()
+    query = (args.text("query", "") or "").strip()
+    tag = _tag(args.text("tag", "", max_len=1000) or "")
+    kind = (args.text("kind", "", max_len=200) or "").strip().lower()
+    path = _code_path(args.text("path", "", max_len=4000) or "")
+    since = _since(args.text("since", "", max_len=100) or "")
+    limit = args.integer("limit", DEFAULT_LIMIT, lo=1, accepted=f"from 1 to {MAX_LIMIT}")
+    messages: list[str] = []
+    if limit > MAX_LIMIT:
+        messages.append(f"limit {limit} is above the maximum; clamped to {MAX_LIMIT}")
+        limit = MAX_LIMIT
+
+    filters: list[Query] = []
+    if kind:
+        _check_kind(view, kind)
+        filters.append(Term("type", kind))
+    if tag:
+        filters.append(Term("tags", tag))
+    if since is not None:
+        filters.append(NumericRange("updated", since, None))
+
+    terms: list[str] = []
+    scores: dict[int, int] = {}
+    if query:
+        terms, dropped = search_terms(query)
+        if not terms:
+            return _none([*messages, f"query {query[:60]!r} holds no letters or digits to search for"])
+        if dropped:
+            messages.append("ignored short or common words: " + ", ".join(dropped[:20]))
+        scores = score_notes(view, terms)
+        candidates = list(scores)
+    else:
+        candidates = view.docs(And(filters)) if filters else view.all_docs()
+        filters = []
+    if filters and candidates:
+        allowed = set(view.docs(And(filters) if len(filters) > 1 else filters[0]))
+        candidates = [d for d in candidates if d in allowed]
+    updated = view.column("updated")
+    paths = view.column("path")
+
+    def rank(d: int) -> tuple[int, int, str]:
+        return -scores.get(d, 0), -(updated[d] or 0), paths[d] or ""
+
+    if path and candidates:
+        page, truncated = _overlapping_page(view, candidates, path, rank, limit)
+    else:
+        page = heapq.nsmallest(limit, candidates, key=rank)
+        truncated = len(candidates) > len(page)
+    if not page:
+        return _none(messages)
+    shortened: dict[str, list[str]] = {"title": [], "tags": [], "paths": []}
+    notes = [_digest(view, d, scores.get(d, 0), terms, shortened) for d in page]
+    fitted = take_within(notes)
+    if fitted < len(notes):
+        messages.append(f"{fitted} of {len(notes)} notes fit the answer's size bound; "
+                        "lower limit or narrow the query")
+        notes = notes[:fitted]
+        truncated = True
+    shown = {n["permalink"] for n in notes}
+    cut = [_cut_report(name, [p for p in links if p in shown]) for name, links in shortened.items()]
+    if any(cut):
+        messages.append("shortened for size (memory_read shows all): " + "; ".join(c for c in cut if c))
+    answer: dict[str, Any] = {"status": "ok", "count": len(notes), "notes": notes, "truncated": truncated}
+    if messages:
+        answer["message"] = "; ".join(messages)
+    return answer
+
+
+def search_terms(query: str) -> tuple[list[str], list[str]]:
+    """The query's distinct lower-cased word runs to search for, and those dropped.
+
+    Short terms and stop words are dropped unless nothing else is left, in which case all
+    the terms are kept. Raises InvalidInput past MAX_TERMS distinct terms.
+    """
+    terms = list(dict.fromkeys(words(query)))
+    if len(terms) > MAX_TERMS:
+        raise InvalidInput("query", f"holds {len(terms)} distinct words; at most {MAX_TERMS} are accepted")
+    kept = [t for t in terms if len(t) >= MIN_TERM_CHARS and t not in STOP_WORDS]
+    if not kept:
+        return terms, []
+    return kept, [t for t in terms if t not in kept]
+
+
+def score_notes(view: View, terms: list[str]) -> dict[int, int]:
+    """Score of every document matching at least one term (SPEC 4.4 weights), by docnum."""
+    scores: dict[int, int] = {}
+    terms_matched: dict[int, int] = {}
+    for term in terms:
+        hit: set[int] = set()
+        for field, weight in FIELD_WEIGHTS:
+            for doc, n in hit_counts(view.searcher, field, term, cap=HIT_CAP).items():
+                scores[doc] = scores.get(doc, 0) + weight * n
+                hit.add(doc)
+        for doc in hit:
+            terms_matched[doc] = terms_matched.get(doc, 0) + 1
+    for doc, n in terms_matched.items():
+        if n == len(terms):
+            scores[doc] += ALL_TERMS_BONUS
+    return scores
+
+
+def _overlapping_page(view: View, candidates: list[int], path: str,
+                      rank: Callable[[int], tuple[int, int, str]], limit: int) -> tuple[list[int], bool]:
+    """The first ``limit`` candidates, in rank order, whose code paths overlap ``path``, and
+    whether more overlap.
+
+    A note overlaps when one of its code paths has ``path`` as a prefix, or is a prefix of
+    ``path``, on '/' boundaries. ``paths_pre`` holds every prefix of every code path, so the
+    first kind is one term. A note holding one of ``path``'s shorter prefixes may have it as
+    a whole code path (a match) or only as the start of a longer one: those candidates are
+    checked against the record's ``paths``, in rank order, and only until the page is full.
+    """
+    extends = set(view.docs(Term("paths_pre", path)))
+    shorter = path_prefixes(path)[:-1]
+    maybe: set[int] = set()
+    if shorter:
+        maybe = set(view.docs(Or([Term("paths_pre", p) for p in shorter]))) - extends
+    candidates = [d for d in candidates if d in extends or d in maybe]
+    if not any(d in maybe for d in candidates):
+        page = heapq.nsmallest(limit, candidates, key=rank)
+        return page, len(candidates) > len(page)
+    wanted = set(shorter)
+    page = []
+    for doc in sorted(candidates, key=rank):
+        if doc in extends or any("/".join(path_prefixes(p)[-1:]) in wanted
+                                 for p in view.record(doc).get("paths") or []):
+            page.append(doc)
+            if len(page) > limit:
+                return page[:limit], True
+    return page, False
+
+
+def _digest(view: View, doc: int, score: int, terms: list[str],
+            shortened: dict[str, list[str]]) -> dict[str, Any]:
+    """The digest of one note; the permalinks of notes whose title, tags or paths had to be
+    cut to keep a digest small are added to ``shortened``."""
+    rec = view.record(doc)
+    permalink = permalink_of(rec["path"])
+    title = str(rec.get("title", ""))
+    if len(title) > TITLE_CHARS:
+        title = f"{title[:TITLE_CHARS]}… [+{len(title) - TITLE_CHARS} chars]"
+        shortened["title"].append(permalink)
+    tags = _fit_list(rec.get("tags") or [])
+    code_paths = _fit_list(rec.get("paths") or [])
+    if len(tags) < len(rec.get("tags") or []):
+        shortened["tags"].append(permalink)
+    if len(code_paths) < len(rec.get("paths") or []):
+        shortened["paths"].append(permalink)
+    return {
+        "permalink": permalink,
+        "title": title,
+        "kind": rec.get("type", "note"),
+        "paths": code_paths,
+        "tags": tags,
+        "updated_at": rec.get("updated"),
+        "excerpt": excerpt_around(view.body(rec), terms),
+        "score": score,
+        "status": rec.get("status", "active"),
+        "etag": rec.get("etag"),
+    }
+
+
+def _fit_list(values: list[str]) -> list[str]:
+    """As many leading ``values`` as fit LIST_BUDGET characters of JSON."""
+    used = 2
+    for i, value in enumerate(values):
+        used += json_size(value) + 2
+        if used > LIST_BUDGET:
+            return values[:i]
+    return values
+
+
+def _cut_report(name: str, permalinks: list[str]) -> str:
+    if not permalinks:
+        return ""
+    named = ", ".join(p if len(p) <= 120 else p[:117] + "..." for p in permalinks[:3])
+    more = f" and {len(permalinks) - 3} more" if len(permalinks) > 3 else ""
+    return f"{name} of {named}{more}"
+
+
+def _check_kind(view: View, kind: str) -> None:
+    present = {t.decode("utf-8") if isinstance(t, bytes) else str(t) for t in view.searcher.lexicon("type")}
+    if kind in KNOWN_TYPES or kind in present:
+        return
+    valid = list(KNOWN_TYPES) + sorted(present - set(KNOWN_TYPES) - {""})
+    shown = ", ".join(valid[:60]) + (f" and {len(valid) - 60} more" if len(valid) > 60 else "")
+    raise InvalidInput("kind", f"{kind[:60]!r} is neither a known kind nor one present in the vault; "
+                       f"valid kinds: {shown}")
+
+
+def _tag(raw: str) -> str:
+    if not raw.strip():
+        return ""
+    tag = raw.strip().lstrip("#").strip("/").lower()
+    if not tag:
+        raise InvalidInput("tag", f"{raw[:60]!r} names no tag; give a tag like 'project' or 'project/api'")
+    return tag
+
+
+def _code_path(raw: str) -> str:
+    if not raw.strip():
+        return ""
+    parts = path_prefixes(raw.strip())
+    if not parts:
+        raise InvalidInput("path", f"{raw[:60]!r} names no path; give a code path like 'src/app' or 'src/app.py'")
+    return parts[-1]
+
+
+def _since(raw: str) -> int | None:
+    """The first whole epoch second at or after an RFC 3339 timestamp (offset or Z required)."""
+    text = raw.strip()
+    if not text:
+        return None
+    accepted = "an RFC 3339 timestamp with an offset or Z, like '2025-03-01T09:30:00Z' or '2025-03-01T10:30:00+01:00'"
+    m = _RFC3339.fullmatch(text)
+    if not m:
+        raise InvalidInput("since", f"must be {accepted}; got {text[:60]!r}")
+    normal = text[:10] + "T" + text[11:].upper()
+    if m.group(1) and len(m.group(1)) > 7:  # fromisoformat takes at most microseconds
+        normal = normal.replace(m.group(1), m.group(1)[:7])
+    try:
+        moment = dt.datetime.fromisoformat(normal.replace("Z", "+00:00"))
+        return math.ceil(moment.timestamp())
+    except (ValueError, OverflowError):
+        raise InvalidInput("since", f"{text[:60]!r} is not a real moment; must be {accepted}") from None
+
+
+def _none(messages: list[str]) -> dict[str, Any]:
+    answer: dict[str, Any] = {"status": "none", "count": 0, "notes": [], "truncated": False}
+    if messages:
+        answer["message"] = "; ".join(messages)
+    return answer
