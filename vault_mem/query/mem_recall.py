@@ -341,7 +341,7 @@ def _compact_block(view: View, p: Picked) -> str:
     rec = view.record(p.docnum)
     where = f" | {' > '.join(p.chunk.hierarchy)}" if p.chunk.hierarchy else ""
     header = f"[{rec['created']}] {permalink_of(rec['path'])}#{p.index}{where}"
-    return f"{header}\n{snippet(p.chunk.content, COMPACT_CHARS)}"
+    return f"{header}\n{snippet(p.chunk.content, COMPACT_CHARS) or '(no text)'}"
 
 
 def _fit(rendered: list[Any]) -> int:
