@@ -29,6 +29,7 @@ class Vault:
     project: str | None = None
     compat: bool = False
     indexing: Callable[[], dict[str, int] | None] = field(default=lambda: None)
+    check: Callable[[], None] = field(default=lambda: None)  # raises when the vault is unavailable
 
 
 class View:

@@ -44,6 +44,8 @@ class Lineage:
         self._dangling: dict[tuple[int, str], list[str]] = {}
         self._resolved: dict[tuple[str, str], int | None] = {}
         self._current: dict[int, list[int]] = {}
+        self._created_col: list[Any] | None = None
+        self._path_col: list[Any] | None = None
         self._build()
         self._rep = self._terminal_representatives()
 
@@ -127,10 +129,14 @@ class Lineage:
     # -- ordering -------------------------------------------------------------------
 
     def _created(self, doc: int) -> int:
-        return int(self.view.column("created")[doc] or 0)
+        if self._created_col is None:
+            self._created_col = self.view.column("created")
+        return int(self._created_col[doc] or 0)
 
     def _path(self, doc: int) -> str:
-        return str(self.view.column("path")[doc] or "")
+        if self._path_col is None:
+            self._path_col = self.view.column("path")
+        return str(self._path_col[doc] or "")
 
     def _oldest_first(self, docs: Any) -> list[int]:
         return sorted(docs, key=lambda d: (self._created(d), self._path(d)))
@@ -142,6 +148,10 @@ class Lineage:
 
     def has_edges(self) -> bool:
         return bool(self._superseders)
+
+    def superseded_docs(self) -> set[int]:
+        """Every note ``superseded`` is true of."""
+        return {d for d in self._superseders if self.superseded(d)}
 
     def superseders(self, doc: int) -> list[int]:
         """The notes that directly supersede ``doc``, oldest first."""

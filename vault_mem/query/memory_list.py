@@ -2,10 +2,11 @@
 ``created`` first (or by importance), with supersession lineage applied by ``follow``.
 
 Filters run as Whoosh queries where the index can answer them (substring candidates,
-``created`` range, tags, indexed core keys); only what it cannot (the exact check of a
-query holding non-word characters, metadata values) loads records, and only the page's
-rows are built. Rows are added until the answer's size bound; a full body that alone
-passes it is cut, and ``warnings`` says where ``memory_read`` continues.
+tags, indexed core keys), ``created`` bounds on the cached column; what the index cannot
+check (a query holding non-word characters, metadata values) runs lazily on the sorted
+candidates, only as far as the page needs, and only the page's rows are built. Rows are
+added until the answer's size bound; a full body that alone passes it is cut, and
+``warnings`` says where ``memory_read`` continues.
 
 ``metadata_filters`` compares case-insensitively: strings after stripping and
 lower-casing, numbers by value (``"0.8"`` equals ``0.8``), booleans as true/false, null
@@ -17,10 +18,12 @@ other frontmatter keys; a list-valued field matches when any element does.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+import threading
+from collections import OrderedDict
+from collections.abc import Callable, Iterator
 from typing import Any
 
-from whoosh.query import And, AndNot, Every, NumericRange, Or, Query, Term
+from whoosh.query import And, AndNot, Every, Or, Query, Term
 
 from vault_mem.errors import InvalidInput
 from vault_mem.index.schema import fold
@@ -68,8 +71,6 @@ def memory_list(view: View, raw: dict[str, Any]) -> dict[str, Any]:
     parts: list[Query] = []
     if query.strip():
         parts.append(_query_candidates(view, query))
-    if created is not None:
-        parts.append(NumericRange("created", created[0], created[1]))
     if tags_any:
         parts.append(Or([Term("tags", t) for t in tags_any]))
     parts += [Term("tags", t) for t in tags_all]
@@ -84,31 +85,35 @@ def memory_list(view: View, raw: dict[str, Any]) -> dict[str, Any]:
     if tags_none:
         where = AndNot(where, Or([Term("tags", t) for t in tags_none]))
     docs = view.docs(where) if parts or tags_none else view.all_docs()
+    if created is not None:
+        # the cached column beats a NumericRange query by ~100x (56-131 ms on 10k notes)
+        column, (lo, hi) = view.column("created"), created
+        docs = [d for d in docs if column[d] is not None and lo <= column[d] <= hi]
+    rank = _rank(view, by_importance)
+    docs.sort(key=rank.__getitem__)
 
-    if query.strip() and not is_word(query):
-        needle = query.lower()
-        docs = [d for d in docs if _contains(view, d, needle)]
-    if record_filters:
-        docs = [d for d in docs if _matches(view.record(d), record_filters)]
+    needle = query.lower() if query.strip() and not is_word(query) else None
 
-    order = _order(view, by_importance)
-    docs.sort(key=order)
+    def passes(doc: int) -> bool:
+        """The checks the index cannot make, run lazily, in order, only as far as the page."""
+        if needle is not None and not _contains(view, doc, needle):
+            return False
+        return not record_filters or _matches(view.record(doc), record_filters)
+
     lineage = Lineage(view)
     warnings: list[str] = []
-    docs = _follow(lineage, docs, follow, order, warnings)
-
-    rows, cut = _page(view, lineage, docs, offset, limit, fields, mode, preview_chars)
+    hits = _follow(lineage, docs, passes, follow, rank, warnings)
+    rows, more, cut = _page(view, lineage, hits, offset, limit, fields, preview_chars)
     warnings += cut
-    answer: dict[str, Any] = {"status": "ok" if rows else "none", "count": len(rows), "total": len(docs),
-                              "memories": rows}
-    end = offset + len(rows)
-    if rows and end < len(docs):
+    answer: dict[str, Any] = {"status": "ok" if rows else "none", "count": len(rows), "memories": rows}
+    if more:
+        end = offset + len(rows)
         answer["next_offset"] = end
         if limit == -1 or len(rows) < limit:
             warnings.append(f"the answer reached its size bound after {len(rows)} memories; "
                             f"pass offset={end} for the next page")
     if not rows:
-        answer["message"] = (f"offset {offset} is past the last of {len(docs)} memories" if docs
+        answer["message"] = (f"offset {offset} is past the last memory matching these filters" if offset
                              else "no memory matches these filters")
     if warnings:
         answer["warnings"] = warnings
@@ -243,63 +248,94 @@ def _norm(value: Any) -> str | float | None:
 # -- order and lineage --------------------------------------------------------------
 
 
-def _order(view: View, by_importance: bool) -> Callable[[int], tuple[Any, ...]]:
+_RANKS: OrderedDict[tuple[Any, ...], list[int]] = OrderedDict()
+_RANKS_LOCK = threading.Lock()
+
+
+def _rank(view: View, by_importance: bool) -> list[int]:
+    """Each document's position in the listing order, cached per set of segments.
+
+    Newest ``created`` first, or importance first then newest; ties by path ascending.
+    Segments never change, so a rank stays valid until the index gains a segment.
+    """
+    readers = view.searcher.reader().leaf_readers()
+    key = (by_importance, *((r.segment().segment_id() if r.segment() is not None else id(r)) for r, _ in readers))
+    with _RANKS_LOCK:
+        hit = _RANKS.get(key)
+        if hit is not None:
+            _RANKS.move_to_end(key)
+            return hit
     created = view.column("created")
     paths = view.column("path")
-    if not by_importance:
-        return lambda d: (-(created[d] or 0), paths[d] or "")
-    importance = view.column("importance")
-    return lambda d: (-(importance[d] or 0), -(created[d] or 0), paths[d] or "")
+    importance = view.column("importance") if by_importance else [0] * len(created)
+    order = sorted(range(len(created)),
+                   key=lambda d: (-(importance[d] or 0), -(created[d] or 0), paths[d] or ""))
+    rank = [0] * len(created)
+    for position, doc in enumerate(order):
+        rank[doc] = position
+    with _RANKS_LOCK:
+        _RANKS[key] = rank
+        while len(_RANKS) > 8:
+            _RANKS.popitem(last=False)
+    return rank
 
 
-def _follow(lineage: Lineage, docs: list[int], follow: str,
-            order: Callable[[int], tuple[Any, ...]], warnings: list[str]) -> list[int]:
+def _follow(lineage: Lineage, docs: list[int], passes: Callable[[int], bool], follow: str,
+            rank: list[int], warnings: list[str]) -> Iterator[int]:
+    """The hits in answer order, after the lineage mode; lazy where the mode allows."""
     if follow == "all" or not lineage.has_edges():
-        return docs
+        return (d for d in docs if passes(d))
     if follow == "active":
-        kept = [d for d in docs if not lineage.superseded(d)]
-        if len(kept) < len(docs):
-            warnings.append(f"{len(docs) - len(kept)} superseded memories hidden; "
+        candidates = set(docs)
+        hidden = {d for d in lineage.superseded_docs() if d in candidates and passes(d)}
+        if hidden:
+            warnings.append(f"{len(hidden)} superseded memories hidden; "
                             "follow='latest' gives their current versions, follow='all' shows them")
-        return kept
+        return (d for d in docs if d not in hidden and passes(d))
+    hits = [d for d in docs if passes(d)]
     if follow == "latest":
-        return sorted({v for d in docs for v in lineage.latest(d)}, key=order)
+        return iter(sorted({v for d in hits for v in lineage.latest(d)}, key=rank.__getitem__))
     seen: set[int] = set()  # full_history: each hit's chain, oldest first, at its first hit
     out: list[int] = []
-    for d in docs:
+    for d in hits:
         if d in seen:
             continue
         for member in lineage.history(d):
             if member not in seen:
                 seen.add(member)
                 out.append(member)
-    return out
+    return iter(out)
 
 
 # -- rows -----------------------------------------------------------------------------
 
 
-def _page(view: View, lineage: Lineage, docs: list[int], offset: int, limit: int,
-          fields: tuple[str, ...], mode: str, preview_chars: int) -> tuple[list[dict[str, Any]], list[str]]:
-    """The rows from ``offset``: at most ``limit`` (-1: any number), within the size bound."""
-    end = len(docs) if limit == -1 else min(len(docs), offset + limit)
+def _page(view: View, lineage: Lineage, hits: Iterator[int], offset: int, limit: int,
+          fields: tuple[str, ...], preview_chars: int) -> tuple[list[dict[str, Any]], bool, list[str]]:
+    """The rows from ``offset``: at most ``limit`` (-1: any number), within the size bound;
+    and whether more hits follow."""
+    for _ in range(offset):
+        if next(hits, None) is None:
+            return [], False, []
     rows: list[dict[str, Any]] = []
     warnings: list[str] = []
     used = 0
-    for doc in docs[offset:end]:
+    for doc in hits:
+        if len(rows) == limit:
+            return rows, True, warnings
         row = _row(view, lineage, doc, fields, preview_chars)
         size = json_size(row) + 2
         note = None
         if size > ROW_BUDGET and "content" in row:
-            row, note = _cut_content(row, size)
+            row, note = _cut_content(row)
             size = json_size(row) + 2
         if rows and used + size > ROW_BUDGET:
-            break
+            return rows, True, warnings
         rows.append(row)
         used += size
         if note:
             warnings.append(note)
-    return rows, warnings
+    return rows, False, warnings
 
 
 def _row(view: View, lineage: Lineage, doc: int, fields: tuple[str, ...], preview_chars: int) -> dict[str, Any]:
@@ -333,7 +369,7 @@ def _preview(rec: dict[str, Any], chars: int) -> str:
     return head[:chars] + ("…" if total > chars else "")
 
 
-def _cut_content(row: dict[str, Any], size: int) -> tuple[dict[str, Any], str]:
+def _cut_content(row: dict[str, Any]) -> tuple[dict[str, Any], str]:
     """Cut a row's content so that the row fits the size bound alone; say where to continue."""
     content = str(row["content"])
     keep = len(content)
