@@ -115,13 +115,14 @@ class VaultIndex:
             return self._ix
 
     def close(self) -> None:
+        """Drop the searcher and the index handle (safe to call twice, or on a vanished index)."""
         with self._lock:
-            if self._searcher is not None:
-                self._searcher.close()
-                self._searcher = None
-            if self._ix is not None:
-                self._ix.close()
-                self._ix = None
+            searcher, self._searcher = self._searcher, None
+            ix, self._ix = self._ix, None
+            for handle in (searcher, ix):
+                if handle is not None:
+                    with contextlib.suppress(Exception):
+                        handle.close()
 
     # -- reading ---------------------------------------------------------------------------
 
@@ -130,13 +131,17 @@ class VaultIndex:
         """The current searcher, refreshed when any process has committed since the last use."""
         with self._lock:
             ix = self.open()
-            if self._searcher is None:
-                self._searcher = ix.searcher()
-            elif not self._searcher.up_to_date():
+            if self._searcher is not None and not self._searcher.up_to_date():
                 # Not ``refresh()``: it reuses segment readers whose cached deletion sets are stale,
                 # so a note deleted by a deletion-only commit would stay visible.
-                self._searcher.close()
-                self._searcher = ix.searcher()
+                stale, self._searcher = self._searcher, None
+                stale.close()
+            if self._searcher is None:
+                try:
+                    self._searcher = ix.searcher()
+                except (OSError, whoosh_index.EmptyIndexError) as exc:
+                    self.close()
+                    raise VaultUnavailable(f"index at {self.dir} cannot be read: {exc}") from exc
             yield self._searcher
 
     def records(self) -> dict[str, dict[str, Any]]:

@@ -35,8 +35,9 @@ def summary(tool: str, answer: dict[str, Any]) -> str:
         if isinstance(answer.get(key), list):
             n = len(answer[key])
             more = f", more from offset {answer['next_offset']}" if "next_offset" in answer else ""
-            covered = ", ".join(answer.get("domains") or []) or "nothing"
-            extra = f" in {covered}" if key == "results" and "domains" in answer else ""
+            extra = ""
+            if key == "results" and "domains" in answer:
+                extra = " in " + (", ".join(str(d) for d in answer["domains"]) or "nothing")
             return f"{tool}: {n} {key}{extra}{more}" + (f" ({answer['message']})" if answer.get("message") else "")
     if "permalink" in answer:
         more = f", more from offset {answer['next_offset']}" if "next_offset" in answer else ""

@@ -38,12 +38,13 @@ def call(vault: Vault, spec: ToolSpec, arguments: dict[str, Any] | None) -> dict
             if theirs in raw:
                 raw[ours] = raw.pop(theirs)
         handler = spec.handler()
+        vault.check()
         try:
             with vault.index.searching() as searcher:
                 answer = handler(View(vault, searcher), raw)
-        except VaultUnavailable:
-            progress = vault.indexing()
-            if progress is None:
+        except Exception as exc:
+            # While a build replaces the index, reads may find it half there: say so, not fail.
+            if vault.indexing() is None or (isinstance(exc, VaultMemError) and not isinstance(exc, VaultUnavailable)):
                 raise
             answer = {"status": "none", "message": "the index is being built; try again shortly"}
         progress = vault.indexing()

@@ -16,6 +16,7 @@ import sys
 import threading
 from pathlib import Path
 
+from vault_mem.errors import VaultUnavailable
 from vault_mem.index.build import SyncReport, reconcile
 from vault_mem.index.store import VaultIndex
 from vault_mem.index.watcher import Watcher
@@ -36,7 +37,10 @@ class Runtime:
         self.report: SyncReport | None = None
         self.watcher: Watcher | None = None
         self.error: str | None = None
+        self._bringing_up = threading.Lock()
+        self._vault_missing = False
         vault.indexing = self.indexing
+        vault.check = self.check
 
     @property
     def progress_path(self) -> Path:
@@ -54,9 +58,33 @@ class Runtime:
 
     def start(self) -> None:
         """Start the build or reconcile in a background thread and return at once."""
+        if not self._bringing_up.acquire(blocking=False):
+            return  # already on its way up
+        self._ready.clear()
         if self.index.needs_build():
             self._building.set()
         threading.Thread(target=self._bring_up, name="vault-mem-index", daemon=True).start()
+
+    def check(self) -> None:
+        """Called before each tool call: notice a vanished vault or index and recover.
+
+        A missing vault folder raises VaultUnavailable (the answer says so) until it returns,
+        then the index is reconciled; a deleted index folder is rebuilt in the background
+        while answers say how far the build got.
+        """
+        if not self.vault.root.is_dir():
+            if not self._vault_missing:
+                log.error("the vault folder %s is gone; waiting for it to come back", self.vault.root)
+            self._vault_missing = True
+            raise VaultUnavailable(f"the vault folder {self.vault.root} is missing (moved, deleted or "
+                                   "unmounted?); answers resume when it is back")
+        if self._vault_missing:
+            self._vault_missing = False
+            log.info("the vault folder %s is back; reconciling", self.vault.root)
+            self.start()
+        elif self._ready.is_set() and self.index.needs_build():
+            log.warning("the index at %s is gone or damaged; rebuilding it", self.index.dir)
+            self.start()
 
     def wait_ready(self, timeout: float | None = None) -> bool:
         return self._ready.wait(timeout)
@@ -67,6 +95,10 @@ class Runtime:
 
     def _bring_up(self) -> None:
         try:
+            if self.watcher is not None:
+                self.watcher.stop()  # a rebuild owns the index until it is done
+                self.watcher = None
+            self.index.close()
             if self._building.is_set():
                 self._build_in_child()
             self.index.close()  # drop any searcher opened on a half-built index
@@ -81,6 +113,7 @@ class Runtime:
         finally:
             self._building.clear()
             self._ready.set()
+            self._bringing_up.release()
 
     def _build_in_child(self) -> None:
         self.index.dir.mkdir(parents=True, exist_ok=True)

@@ -1,0 +1,123 @@
+"""Query benchmark: latency of each read tool in process and over stdio.
+
+    python bench/query_bench.py                  # a generated vault of 10,000 notes
+    python bench/query_bench.py --vault DIR      # an existing vault (its index goes to a temp folder)
+
+In process: the query function called directly inside one searcher, as the server does.
+Over stdio: one spawned `vault-mem serve` process, then many calls through a real MCP client.
+Prints p50 and p95 per tool in milliseconds. Targets on a 2-core machine: p50 <= 10 ms and
+p95 <= 30 ms in process for each of the four contracts; p50 <= 15 ms over stdio.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from gen_vault import generate  # noqa: E402
+
+from vault_mem.index.build import build  # noqa: E402
+from vault_mem.index.store import VaultIndex  # noqa: E402
+from vault_mem.query.context import Vault, View  # noqa: E402
+
+
+def calls(sample_domain: str, sample_ref: str) -> list[tuple[str, str, dict[str, Any]]]:
+    """(label, tool, arguments) for every measured call."""
+    return [
+        ("list_by_domain literal", "list_by_domain", {"domain": sample_domain}),
+        ("list_by_domain segment", "list_by_domain", {"domain": sample_domain.rpartition("/")[2]}),
+        ("mem_recall month", "mem_recall", {"since": "2025-03", "until": "2025-03"}),
+        ("mem_recall structured", "mem_recall", {"since": "2025", "output_format": "structured", "limit": 50}),
+        ("memory_list default", "memory_list", {}),
+        ("memory_list query+tags", "memory_list", {"query": "cache", "tags_any": ["memory", "index"]}),
+        ("memory_search 1 term", "memory_search", {"agent": "bench", "query": "latency"}),
+        ("memory_search 3 terms", "memory_search", {"agent": "bench", "query": "cache rollback python"}),
+        ("memory_search recent", "memory_search", {"agent": "bench"}),
+        ("memory_read", "memory_read", {"ref": sample_ref}),
+        ("list_domains", "list_domains", {}),
+    ]
+
+
+TARGETS = {"list_by_domain": "list_by_domain:list_by_domain", "mem_recall": "mem_recall:mem_recall",
+           "memory_list": "memory_list:memory_list", "memory_search": "memory_search:memory_search",
+           "memory_read": "read:memory_read", "list_domains": "read:list_domains"}
+
+
+def pct(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
+
+
+def in_process(vault: Vault, plan: list[tuple[str, str, dict[str, Any]]], runs: int) -> None:
+    print(f"\nin process ({runs} calls each)          p50 ms   p95 ms   status")
+    for label, tool, args in plan:
+        module, _, func = TARGETS[tool].partition(":")
+        handler = getattr(importlib.import_module(f"vault_mem.query.{module}"), func)
+        times = []
+        status = "?"
+        for _ in range(runs):
+            start = time.perf_counter()
+            with vault.index.searching() as searcher:
+                status = handler(View(vault, searcher), dict(args))["status"]
+            times.append((time.perf_counter() - start) * 1000)
+        print(f"  {label:<34} {statistics.median(times):7.2f}  {pct(times, 0.95):7.2f}   {status}")
+
+
+def over_stdio(root: Path, index_dir: Path, plan: list[tuple[str, str, dict[str, Any]]], runs: int) -> None:
+    import anyio
+    from mcp import Client, StdioServerParameters
+
+    async def main() -> None:
+        params = StdioServerParameters(command=sys.executable, args=[
+            "-m", "vault_mem", "serve", "--vault", str(root), "--index-dir", str(index_dir)])
+        start = time.perf_counter()
+        async with Client(params, mode="legacy") as client:
+            print(f"\nover stdio: spawn + initialize {1000 * (time.perf_counter() - start):.0f} ms "
+                  f"({runs} calls each)     p50 ms   p95 ms")
+            for label, tool, args in plan:
+                times = []
+                for _ in range(runs):
+                    t = time.perf_counter()
+                    await client.call_tool(tool, args)
+                    times.append((time.perf_counter() - t) * 1000)
+                print(f"  {label:<34} {statistics.median(times):7.2f}  {pct(times, 0.95):7.2f}")
+
+    anyio.run(main)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description="vault-mem query benchmark")
+    parser.add_argument("--vault", type=Path, help="an existing vault (default: generate one)")
+    parser.add_argument("--notes", type=int, default=10_000)
+    parser.add_argument("--runs", type=int, default=100)
+    parser.add_argument("--no-stdio", action="store_true")
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory(prefix="vault-mem-qbench-") as tmp:
+        root = args.vault.resolve() if args.vault else Path(tmp) / "vault"
+        if not args.vault:
+            generate(root, args.notes)
+        index = VaultIndex(root, Path(tmp) / "index")
+        report = build(index)
+        print(f"vault {root}: {report.total} notes, built in {report.seconds:.1f} s")
+        records = index.records()
+        deepest = max(records.values(), key=lambda r: (r["path"].count("/"), r["path"]))
+        domain = deepest["path"].rpartition("/")[0]
+        plan = calls(domain, deepest["uid"])
+        vault = Vault(root, index)
+        in_process(vault, plan, args.runs)
+        index.close()
+        if not args.no_stdio:
+            over_stdio(root, index.dir, plan, args.runs)
+
+
+if __name__ == "__main__":
+    main()
