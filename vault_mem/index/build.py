@@ -32,7 +32,8 @@ from vault_mem.vault.paths import display_path
 from vault_mem.vault.reader import read_note
 from vault_mem.vault.walk import walk_vault
 
-BATCH = 500  # files per worker segment
+BATCH = 500  # files per commit of a serial build, and the smallest worker segment
+MAX_BATCH = 5000  # the largest worker segment
 
 
 @dataclass
@@ -92,7 +93,10 @@ def _parallel_build(index: VaultIndex, files: list[str], bar: Progress, procs: i
     ctx = mp.get_context("spawn")  # no fork: the server has threads and a protocol stdout
     jobs: Any = ctx.Queue()
     results: Any = ctx.Queue()
-    batches = [files[i:i + BATCH] for i in range(0, len(files), BATCH)]
+    # Two segments per worker: few enough that queries stay fast without a merge, while the
+    # build still publishes what it has done several times along the way.
+    size = min(MAX_BATCH, max(BATCH, -(-len(files) // (2 * procs))))
+    batches = [files[i:i + size] for i in range(0, len(files), size)]
     for batch in batches:
         jobs.put(batch)
     for _ in range(procs):

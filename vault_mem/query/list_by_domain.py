@@ -96,8 +96,9 @@ def inner_runs(view: View, name: str) -> list[str]:
 def _shown_domains(view: View, docs: list[int], resolved: list[str]) -> list[str]:
     """The resolved paths that have rows, in the case the files use."""
     shown: dict[str, str] = {}
+    paths = view.column("path")
     for d in docs:
-        domain = domain_of(view.record(d)["path"])
+        domain = domain_of(paths[d])
         for r in resolved:
             if r not in shown and (r == "" or fold(domain) == r or fold(domain).startswith(r + "/")):
                 shown[r] = domain[: len(r)]

@@ -15,13 +15,17 @@ _INLINE_CODE = re.compile(r"(`+)(?:.+?)\1", re.DOTALL)
 _HEADING = re.compile(r"^(#{1,6})[ \t]+(.*?)[ \t#]*$")
 # Inside blockquotes and callouts too; the box must be followed by a space or the line's end,
 # so that a list item starting with a link ("- [1](url)") is not a task.
-_TASK = re.compile(r"^[ \t]*(?:>[ \t]?)*[ \t]*(?:[-*+]|\d+[.)])[ \t]+\[(.)\](?=[ \t]|$)", re.MULTILINE)
+# Each repetition must consume a '>', so a long run of blanks cannot backtrack quadratically.
+_TASK = re.compile(r"^[ \t]*(?:>[ \t]*)*(?:[-*+]|\d+[.)])[ \t]+\[(.)\](?=[ \t]|$)", re.MULTILINE)
 _WIKILINK = re.compile(r"(!?)\[\[([^\[\]\n]*?)\]\]")
-# ``[text](note.md#h)`` or, with spaces in the path, ``[text](<my note.md#h>)``.
+# ``[text](note.md#h)`` or, with spaces in the path, ``[text](<my note.md#h>)``. No part may run
+# over a bracket or parenthesis: a line of thousands of "[a](" must not backtrack quadratically.
 _MDLINK = re.compile(
-    r"\[[^\]\n]*\]\((?:<([^<>\n]+?\.md)(#[^<>\n]*)?>|([^)\s<>]+?\.md)(#[^)\s]*)?)(?:\s+\"[^\"]*\")?\)",
+    r"\[[^\[\]\n]*\]\((?:<([^<>\[\]()\n]+?\.md)(#[^<>\n]*)?>|([^()\[\]\s<>]+?\.md)(#[^()\s]*)?)"
+    r"(?:\s+\"[^\"\n]*\")?\)",
     re.IGNORECASE,
 )
+_LINK_TARGET = re.compile(r"\]\([^()\[\]\n]*\)")
 _INLINE_TAG = re.compile(r"(?<![\w/#&\]\)\"'`])#([^\W\d_][\w/-]*|\d+[^\W\d][\w/-]*|_[\w/-]+)")
 _CONFLICT = re.compile(r"^(<{7} |={7}$|>{7} )", re.MULTILINE)
 
@@ -86,7 +90,7 @@ def first_h1(body: str, masked: str | None = None) -> str | None:
 def inline_tags(masked: str) -> list[str]:
     """`#tags` in text already masked of code; links are blanked first so anchors are not tags."""
     text = _WIKILINK.sub(lambda m: _blank(m.group(0)), masked)
-    text = re.sub(r"\]\([^)\n]*\)", lambda m: _blank(m.group(0)), text)
+    text = _LINK_TARGET.sub(lambda m: _blank(m.group(0)), text)
     text = re.sub(r"https?://\S+", lambda m: _blank(m.group(0)), text)
     out: list[str] = []
     for m in _INLINE_TAG.finditer(text):
