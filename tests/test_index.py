@@ -125,3 +125,43 @@ def test_substring_expansion_finds_what_a_plain_scan_finds(tmp_path_factory, see
     expected = {p for p, b in bodies.items() if needle in b.lower()}
     assert found == expected
     assert counts == {p: bodies[p].lower().count(needle) for p in expected}
+
+
+_SEGMENT = st.text(alphabet=st.characters(codec="utf-8", categories=("L", "N"), include_characters=" -_"),
+                   min_size=1, max_size=12).map(str.strip).filter(lambda s: bool(s) and not s.startswith("."))
+# Printable text: YAML itself refuses some code points (C1 controls, U+FFFE), which the reader
+# rightly reports as malformed frontmatter; that case is in the conformance corpus.
+_TITLE = st.text(alphabet=st.characters(codec="utf-8", categories=("L", "M", "N", "P", "S", "Zs")),
+                 min_size=1, max_size=40)
+
+
+@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(notes=st.lists(st.tuples(st.lists(_SEGMENT, max_size=3), _TITLE), min_size=1, max_size=25))
+def test_a_generated_vault_indexes_with_every_note_findable(tmp_path_factory, notes) -> None:
+    from vault_mem.query.context import Vault, View
+    from vault_mem.query.refs import resolve_ref
+
+    tmp = tmp_path_factory.mktemp("gen")
+    files = {}
+    for i, (folders, title) in enumerate(notes):
+        rel = "/".join([*folders, f"note {i}.md"])
+        body = f"marker{i}x body text for note {i}\n"
+        files[rel] = f"---\nid: gen-{i}\ntitle: {json_str(title)}\n---\n{body}"
+    root = write_notes(tmp / "v", files)
+    index = VaultIndex(root, tmp / "ix")
+    sync(index, procs=1)
+    with index.searching() as s:
+        view = View(Vault(root, index), s)
+        for i, rel in enumerate(files):
+            doc = resolve_ref(view, f"gen-{i}")
+            assert view.record(doc)["path"] == rel
+            assert view.record(resolve_ref(view, rel))["uid"] == f"gen-{i}"
+            found = {s.stored_fields(d)["path"] for d in s.docs_for_query(substring_query(s, ("body",), f"marker{i}x"))}
+            assert found == {rel}
+
+
+def json_str(text: str) -> str:
+    """A YAML double-quoted scalar (JSON strings are valid YAML)."""
+    import json
+
+    return json.dumps(text, ensure_ascii=False)

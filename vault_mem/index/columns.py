@@ -28,9 +28,22 @@ def column(searcher: Searcher, field: str) -> list[Any]:
     return values
 
 
-def _segment_column(reader: Any, field: str) -> list[Any]:
+def segment_key(reader: Any) -> tuple[Any, ...]:
+    """What identifies a segment's unchanging content across every index in the process.
+
+    Whoosh draws segment ids from the ``random`` module, which tests (Hypothesis) reseed, so
+    the same id can name segments of two indexes: the index folder and size are part of the key.
+    """
     segment = reader.segment()
-    key = (segment.segment_id() if segment is not None else id(reader), field)
+    if segment is None:
+        return ("reader", id(reader))
+    storage = getattr(reader, "_storage", None)
+    folder = getattr(getattr(storage, "b", storage), "folder", None)
+    return (folder, segment.segment_id(), reader.doc_count_all())
+
+
+def _segment_column(reader: Any, field: str) -> list[Any]:
+    key = (segment_key(reader), field)
     with _lock:
         hit = _cache.get(key)
         if hit is not None:

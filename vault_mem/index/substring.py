@@ -21,6 +21,8 @@ from typing import Any
 from whoosh.query import NullQuery, Or, Query, Term
 from whoosh.searching import Searcher
 
+from vault_mem.index.columns import segment_key
+
 _WORD_RUN = re.compile(r"\w+")
 _CACHE_SIZE = 512
 _cache: OrderedDict[tuple[Any, str], str] = OrderedDict()
@@ -38,8 +40,7 @@ def is_word(needle: str) -> bool:
 
 def _joined_lexicon(reader: Any, field: str) -> str:
     """Every term of ``field`` in one segment, each followed by a newline."""
-    segment = reader.segment()
-    key = (segment.segment_id() if segment is not None else id(reader), field)
+    key = (segment_key(reader), field)
     with _cache_lock:
         hit = _cache.get(key)
         if hit is not None:

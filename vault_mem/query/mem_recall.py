@@ -27,6 +27,7 @@ from typing import Any
 from whoosh.query import And, Or, Query, Term
 
 from vault_mem.errors import InvalidInput
+from vault_mem.index.columns import segment_key
 from vault_mem.index.schema import fold
 from vault_mem.query.chunks import Chunk, ChunkCache, chunk_body
 from vault_mem.query.context import ROW_BUDGET, View, json_size
@@ -294,8 +295,7 @@ class _Chunker:
 
 
 def _segment_id(reader: Any) -> Any:
-    segment = reader.segment()
-    return segment.segment_id() if segment is not None else id(reader)
+    return segment_key(reader)
 
 
 def _page(view: View, docs: list[int], offset: int, limit: int) -> tuple[list[Picked], bool]:

@@ -26,6 +26,7 @@ from typing import Any
 from whoosh.query import And, AndNot, Every, Or, Query, Term
 
 from vault_mem.errors import InvalidInput
+from vault_mem.index.columns import segment_key
 from vault_mem.index.schema import fold
 from vault_mem.index.substring import is_word, substring_query, words
 from vault_mem.query.context import ROW_BUDGET, View, json_size
@@ -259,7 +260,7 @@ def _rank(view: View, by_importance: bool) -> list[int]:
     Segments never change, so a rank stays valid until the index gains a segment.
     """
     readers = view.searcher.reader().leaf_readers()
-    key = (by_importance, *((r.segment().segment_id() if r.segment() is not None else id(r)) for r, _ in readers))
+    key = (by_importance, *(segment_key(r) for r, _ in readers))
     with _RANKS_LOCK:
         hit = _RANKS.get(key)
         if hit is not None:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 import re
-import unicodedata
 from pathlib import Path
 
 from vault_mem.errors import PathRefused
@@ -12,18 +11,22 @@ from vault_mem.errors import PathRefused
 INDEX_DIRNAME = ".vault-mem"
 _LOOKALIKES = "\u2044\u2215\uff0f\uff3c\u2024\u2025\uff0e"
 _PERCENT = re.compile(r"%(2e|2f|5c|00)", re.IGNORECASE)
-_DRIVE = re.compile(r"^[A-Za-z]:[/\\]?")
+# A drive letter is "X:" then a separator (SPEC 7); "C: notes" is an ordinary title.
+_DRIVE = re.compile(r"^[A-Za-z]:[/\\]")
 _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
 
 
 def display_path(rel: str) -> str:
-    """A vault-relative OS path as a clean '/'-separated string (undecodable bytes become U+FFFD)."""
+    """A vault-relative OS path as a clean '/'-separated string (undecodable bytes become U+FFFD).
+
+    Not NFC-normalised: the path names the file as it is on disk; refs compare folded forms.
+    """
     rel = rel.replace(os.sep, "/")
     try:
         rel.encode("utf-8")
     except UnicodeEncodeError:
         rel = os.fsencode(rel).decode("utf-8", errors="replace")
-    return unicodedata.normalize("NFC", rel)
+    return rel
 
 
 def check_relative(value: str, param: str) -> str:

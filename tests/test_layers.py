@@ -1,0 +1,45 @@
+"""The layers stay apart: imports point down (vault <- index <- query <- server <- cli), never up."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+PACKAGE = Path(__file__).resolve().parent.parent / "vault_mem"
+# What each layer must never import.
+FORBIDDEN = {
+    "vault": ("vault_mem.index", "vault_mem.query", "vault_mem.server", "vault_mem.cli", "whoosh", "mcp"),
+    "index": ("vault_mem.query", "vault_mem.server", "vault_mem.cli", "mcp"),
+    "query": ("vault_mem.server", "vault_mem.cli", "mcp"),
+    "server": ("vault_mem.cli",),
+}
+
+
+def imported_modules(path: Path) -> set[str]:
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    found: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            found |= {alias.name for alias in node.names}
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            found.add(node.module)
+    return found
+
+
+@pytest.mark.parametrize("layer", sorted(FORBIDDEN))
+def test_layer_imports_point_down(layer: str) -> None:
+    offenders = []
+    for path in sorted((PACKAGE / layer).rglob("*.py")):
+        for module in imported_modules(path):
+            if any(module == bad or module.startswith(bad + ".") for bad in FORBIDDEN[layer]):
+                offenders.append(f"{path.relative_to(PACKAGE)} imports {module}")
+    assert not offenders, "\n".join(offenders)
+
+
+def test_modules_stay_small() -> None:
+    """One concept per module: a file past ~500 lines is two concepts."""
+    big = [f"{p.relative_to(PACKAGE)}: {n} lines" for p in PACKAGE.rglob("*.py")
+           if (n := len(p.read_text(encoding="utf-8").splitlines())) > 520]
+    assert not big, "\n".join(big)
