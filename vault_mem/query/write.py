@@ -60,6 +60,14 @@ def _index_file(view: View, rel: str) -> Note:
     return note
 
 
+def _body_text(args: Args, name: str) -> str | None:
+    """A body or paragraph parameter; NUL is refused (the reader drops it and flags the file)."""
+    text = args.text(name, None, max_len=MAX_CONTENT)
+    if text is not None and "\x00" in text:
+        raise InvalidInput(name, "holds a NUL character, which a Markdown file cannot keep; remove it")
+    return text
+
+
 def _folder(view: View, domain: str) -> tuple[Path, str]:
     domain = check_relative(domain.strip(), "domain")
     return confine(view.vault.root, domain, "domain"), domain
@@ -90,12 +98,12 @@ def _new_fields(args: Args, agent: str, title: str, defaults: dict[str, Any]) ->
 
 def _create(view: View, args: Args, agent: str, defaults: dict[str, Any]) -> dict[str, Any]:
     title = args.required_str("title", max_len=MAX_TITLE).strip()
-    content = args.text("content", "", max_len=MAX_CONTENT) or ""
+    content = _body_text(args, "content") or ""
     domain = args.text("domain", None, max_len=1000)
     folder, _ = _folder(view, domain if domain is not None else defaults.get("domain", ""))
     fields = _new_fields(args, agent, title, defaults)
     data = render_note(fields, content).encode("utf-8")
-    final = create_exclusive(folder, note_filename(title) + ".md", data)
+    final = create_exclusive(folder, note_filename(title), data)
     rel = final.relative_to(view.vault.root).as_posix()
     return _answer(_index_file(view, rel))
 
@@ -162,8 +170,8 @@ def memory_edit(view: View, raw: dict[str, Any]) -> dict[str, Any]:
     args = Args(raw, ("agent", "ref", "if_etag", "if_updated", "content", "append", "set"))
     args.agent()
     ref = args.required_str("ref", max_len=1000)
-    content = args.text("content", None, max_len=MAX_CONTENT)
-    append = args.text("append", None, max_len=MAX_CONTENT)
+    content = _body_text(args, "content")
+    append = _body_text(args, "append")
     updates = args.mapping("set")
     if content is None and append is None and updates is None:
         raise InvalidInput("content", "nothing to change: pass content (new body), append (a paragraph) "
