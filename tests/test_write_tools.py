@@ -9,6 +9,7 @@ line endings and permissions kept, no temp file left behind or indexed.
 from __future__ import annotations
 
 import difflib
+import os
 import re
 import stat
 from pathlib import Path
@@ -34,6 +35,7 @@ BASE = {
         id: old-1
         type: decision
         tags: [alpha, beta/gamma]
+        created: 2025-01-10
         ---
         Use the blue widget.
         """,
@@ -239,6 +241,24 @@ async def test_write_and_edit_refuse_nul_in_text(make_vault, mcp_session):
     assert not (vault.root / "N.md").exists()
 
 
+async def test_write_into_a_file_instead_of_a_folder_is_invalid(make_vault, mcp_session):
+    vault = make_vault(BASE)
+    before = md_files(vault.root)
+    async with mcp_session(vault) as c:
+        for domain in ("plain.md", "plain.md/below", "proj/task.md/x/y"):
+            answer = await write(c, title="Inside", content="x", domain=domain)
+            assert answer["status"] == "invalid" and answer["param"] == "domain", answer
+            assert "not a folder" in answer["message"] and str(vault.root) not in answer["message"]
+    assert md_files(vault.root) == before
+
+
+async def test_write_defaults_a_blank_type_to_note(make_vault, mcp_session):
+    vault = make_vault(BASE)
+    async with mcp_session(vault) as c:
+        answer = await write(c, title="Blank type", content="x", type="   ")
+        assert (await c.call("memory_read", ref=answer["uid"]))["type"] == "note"
+
+
 async def test_write_optional_fields(make_vault, mcp_session):
     vault = make_vault(BASE)
     async with mcp_session(vault) as c:
@@ -272,7 +292,7 @@ async def test_edit_content_replaces_the_body_only(make_vault, mcp_session):
         read = await c.call("memory_read", ref="old-1")
     text = path.read_text(encoding="utf-8")
     assert text.endswith("---\nA new body.\n\nWith two paragraphs.\n")
-    assert text.startswith("---\nid: old-1\ntype: decision\ntags: [alpha, beta/gamma]\nupdated: ")
+    assert text.startswith("---\nid: old-1\ntype: decision\ntags: [alpha, beta/gamma]\ncreated: 2025-01-10\nupdated: ")
     assert read["body"] == "A new body.\n\nWith two paragraphs.\n"
     assert read["etag"] == answer["etag"] == file_etag(path.read_bytes())
     assert re.fullmatch(ISO, answer["updated"]) and read["updated"] == answer["updated"]
@@ -314,6 +334,7 @@ HAND_WRITTEN = (
     'title:   "Quoted: title"\r\n'
     "tags: [ one,two ]\r\n"
     "importance:   0.3\r\n"
+    "created: 2023-12-31T23:00:00Z\r\n"
     "owner: 'ops team'\r\n"
     "updated: 2024-01-05   # last touched\r\n"
     "list:\r\n"
@@ -354,6 +375,23 @@ async def test_edit_set_one_key_changes_only_that_line_and_updated(make_vault, m
     shown = read["metadata"] if changed_key == "owner" else read
     assert shown[changed_key] == updates[changed_key]
     assert read["updated"] == answer["updated"] and read["etag"] == answer["etag"]
+
+
+async def test_edit_of_a_note_without_id_or_created_pins_both(make_vault, mcp_session):
+    vault = make_vault(BASE)
+    path = vault.root / "plain.md"
+    os.utime(path, (1_700_000_000, 1_700_000_000))
+    reconcile(vault.index)
+    async with mcp_session(vault) as c:
+        before = await c.call("memory_read", ref="plain")
+        answer = await edit(c, ref="plain", set={"owner": "ops"})
+        after = await c.call("memory_read", ref="plain")
+    assert answer["uid"] == before["uid"] == after["uid"]
+    assert after["created"] == before["created"] == "2023-11-14T22:13:20+00:00"
+    assert after["updated"] == answer["updated"] != before["updated"]
+    text = path.read_text(encoding="utf-8")
+    assert text == (f"---\nid: {before['uid']}\ncreated: 2023-11-14T22:13:20+00:00\nupdated: {answer['updated']}\n"
+                    "owner: ops\n---\nNo frontmatter at all; just text.\n")
 
 
 async def test_edit_keeps_file_permissions(make_vault, mcp_session):

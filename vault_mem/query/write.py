@@ -10,6 +10,7 @@ no second indexing pass). Answers: ``{status, uid, permalink, path, updated, eta
 from __future__ import annotations
 
 import datetime as dt
+import os
 import secrets
 from pathlib import Path
 from typing import Any
@@ -39,6 +40,7 @@ MAX_CONTENT = 1_000_000
 WRITE_PARAMS = ("agent", "title", "content", "domain", "type", "tags", "importance", "namespace", "scope",
                 "project", "paths")
 CLOSED_STATES = ("completed", "cancelled")
+CREATED_KEYS = ("created", "date", "created_at")  # as the reader accepts them
 
 
 def now_iso() -> str:
@@ -70,12 +72,19 @@ def _body_text(args: Args, name: str) -> str | None:
 
 def _folder(view: View, domain: str) -> tuple[Path, str]:
     domain = check_relative(domain.strip(), "domain")
-    return confine(view.vault.root, domain, "domain"), domain
+    folder = confine(view.vault.root, domain, "domain")
+    for part in (folder, *folder.parents):
+        if part == view.vault.root or part.is_dir():
+            break
+        if os.path.lexists(part):
+            shown = part.relative_to(view.vault.root).as_posix()
+            raise InvalidInput("domain", f"{shown} is a file, not a folder; pass a folder path")
+    return folder, domain
 
 
 def _new_fields(args: Args, agent: str, title: str, defaults: dict[str, Any]) -> dict[str, Any]:
     stamp = now_iso()
-    note_type = (args.text("type", None, max_len=64) or defaults.get("type") or "note").strip()
+    note_type = (args.text("type", None, max_len=64) or "").strip() or defaults.get("type") or "note"
     tags_given = args.str_list("tags")
     tags = normalize_tags(tags_given) if tags_given is not None else list(defaults.get("tags") or [])
     fields: dict[str, Any] = {"id": new_uid(), "title": title, "type": note_type, "tags": tags,
@@ -152,6 +161,19 @@ def _check_preconditions(args: Args, rel: str, data: bytes, root: Path) -> None:
                            etag=note.etag, updated=note.updated)
 
 
+def _stamped(view: View, rel: str, updates: dict[str, Any]) -> dict[str, Any]:
+    """``updates`` plus ``updated`` (now), and the ``id`` and ``created`` the note has had so far
+    when its file does not declare them: write tools always write both (SPEC 3), and without
+    them the uid would change on a rename and ``created`` would follow this write's mtime."""
+    note = read_note(view.vault.root, rel)
+    keep: dict[str, Any] = {}
+    if "id" not in note.fields:
+        keep["id"] = note.uid
+    if not any(key in note.fields for key in CREATED_KEYS):
+        keep["created"] = note.created
+    return {**keep, **updates, "updated": now_iso()}
+
+
 def _rewrite(view: View, rel: str, before: bytes, new_text: str) -> dict[str, Any]:
     """Write ``new_text`` over ``rel`` unless the file changed since ``before`` was read."""
     path = view.vault.root / rel
@@ -190,7 +212,7 @@ def memory_edit(view: View, raw: dict[str, Any]) -> dict[str, Any]:
             text = replace_body(text, content, rel)
         if append is not None:
             text = append_paragraph(text, append, rel)
-        text = set_keys(text, {**(updates or {}), "updated": now_iso()}, rel)
+        text = set_keys(text, _stamped(view, rel, updates or {}), rel)
         try:
             return _rewrite(view, rel, data, text)
         except Conflict:
@@ -210,7 +232,7 @@ def task_close(view: View, raw: dict[str, Any]) -> dict[str, Any]:
         raise InvalidInput("ref", f"{permalink_of(record['path'])} is a {record['type']}, not a task")
     rel, data = _current(view, ref)
     _check_preconditions(args, rel, data, view.vault.root)
-    text = set_keys(decode_for_edit(data, rel), {"state": state, "status": "archived", "updated": now_iso()}, rel)
+    text = set_keys(decode_for_edit(data, rel), _stamped(view, rel, {"state": state, "status": "archived"}), rel)
     return _rewrite(view, rel, data, text)
 
 
