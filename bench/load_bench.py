@@ -1,0 +1,335 @@
+"""Load benchmark: many concurrent MCP sessions over streamable HTTP, reads and writes mixed.
+
+    python bench/load_bench.py                       # 2,000 notes, 32 sessions, 60 s
+    python bench/load_bench.py --seconds 10 --sessions 8 --notes 500
+
+Starts `vault-mem serve --http` on a free loopback port over a generated vault, waits for
+the index, then runs ``--sessions`` client sessions (each its own MCP session) for
+``--seconds``: 80% reads spread over every read tool, 20% writes (memory_write of a new note
+with a unique title word, or memory_edit appending a unique paragraph to a note that
+session created). Every call's latency and status is recorded. Afterwards every
+acknowledged write is checked on disk (the file exists and holds what was written) and
+through memory_search (its unique title word finds it).
+
+Prints throughput, p50/p99 latency per kind (read/write) and per tool, the error count
+(status "error" or an exception; "invalid" counts too, since the bench sends only valid
+calls) and the lost writes. Targets: zero errors, zero lost writes, p99 under 250 ms.
+Exit status 1 when a target is missed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import random
+import resource
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import anyio
+from mcp import Client
+from mcp.client.streamable_http import streamable_http_client
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from gen_vault import WORDS, generate
+
+AGENT = "load-bench"
+P99_TARGET_MS = 250.0
+LETTERS = "abcdefghijklmnopqrstuvwxyz"
+
+
+@dataclass
+class Call:
+    session: int
+    kind: str  # read | write
+    tool: str
+    ms: float
+    status: str  # the answer's status, or "exception"
+    detail: str = ""
+
+
+@dataclass
+class Written:
+    """An acknowledged write: what must be on disk and findable afterwards."""
+
+    path: str
+    word: str  # the unique word in the title
+    texts: list[str] = field(default_factory=list)  # every paragraph written or appended
+
+
+@dataclass
+class Shared:
+    refs: list[str]
+    domains: list[str]
+    calls: list[Call] = field(default_factory=list)
+    written: dict[str, Written] = field(default_factory=dict)  # by uid
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def unique_word(rng: random.Random, session: int, n: int) -> str:
+    """A word made of letters only (one token), unique per session and call."""
+    def letters(value: int) -> str:
+        out = ""
+        while True:
+            value, digit = divmod(value, 26)
+            out = LETTERS[digit] + out
+            if value == 0:
+                return out
+    return "zq" + letters(session) + "x" + letters(n) + "".join(rng.choice(LETTERS) for _ in range(4))
+
+
+def read_call(rng: random.Random, shared: Shared) -> tuple[str, dict[str, Any]]:
+    choice = rng.randrange(9)
+    if choice == 0:
+        return "memory_search", {"agent": AGENT, "query": " ".join(rng.sample(WORDS, 2))}
+    if choice == 1:
+        return "memory_search", {"agent": AGENT}
+    if choice == 2:
+        return "list_by_domain", {"domain": rng.choice(shared.domains)}
+    if choice == 3:
+        year = rng.choice([2024, 2025, 2026])
+        return "mem_recall", {"since": f"{year}-{rng.randint(1, 12):02d}", "until": f"{year}-12"}
+    if choice == 4:
+        return "memory_list", {"query": rng.choice(WORDS), "limit": 10}
+    if choice == 5:
+        return "memory_list", {"tags_any": [rng.choice(WORDS)], "sort_by_importance": True}
+    if choice == 6:
+        return "memory_read", {"ref": rng.choice(shared.refs)}
+    if choice == 7:
+        return "list_domains", {}
+    return "memory_search", {"agent": AGENT, "query": rng.choice(WORDS), "limit": 5}
+
+
+async def timed(client: Client, shared: Shared, session: int, kind: str, tool: str,
+                args: dict[str, Any]) -> dict[str, Any] | None:
+    start = time.perf_counter()
+    try:
+        result = await client.call_tool(tool, args)
+    except Exception as exc:  # a broken session is an error to count, not a reason to stop
+        shared.calls.append(Call(session, kind, tool, (time.perf_counter() - start) * 1000, "exception",
+                                 f"{type(exc).__name__}: {exc}"))
+        return None
+    ms = (time.perf_counter() - start) * 1000
+    answer = result.structured_content or {}
+    status = str(answer.get("status", "missing"))
+    shared.calls.append(Call(session, kind, tool, ms, status, str(answer.get("message", ""))[:200]))
+    return answer
+
+
+async def run_session(url: str, session: int, deadline: float, shared: Shared, seed: int) -> None:
+    rng = random.Random(seed * 1000 + session)
+    mine: list[str] = []  # uids this session created
+    n = 0
+    async with Client(streamable_http_client(url), mode="legacy") as client:
+        while time.monotonic() < deadline:
+            n += 1
+            if rng.random() >= 0.2:
+                tool, args = read_call(rng, shared)
+                await timed(client, shared, session, "read", tool, args)
+                continue
+            word = unique_word(rng, session, n)
+            if mine and rng.random() < 0.5:
+                uid = rng.choice(mine)
+                paragraph = f"Appended {word} by session {session}."
+                answer = await timed(client, shared, session, "write", "memory_edit",
+                                     {"agent": AGENT, "ref": uid, "append": paragraph})
+                if answer and answer.get("status") == "ok":
+                    shared.written[uid].texts.append(paragraph)
+                continue
+            title = f"Load {word} {rng.choice(WORDS)}"
+            content = f"Written by session {session}: {word} {' '.join(rng.sample(WORDS, 6))}."
+            domain = rng.choice(shared.domains)
+            answer = await timed(client, shared, session, "write", "memory_write",
+                                 {"agent": AGENT, "title": title, "content": content, "domain": domain,
+                                  "tags": ["load"]})
+            if answer and answer.get("status") == "ok":
+                uid = str(answer["uid"])
+                shared.written[uid] = Written(str(answer["path"]), word, [content])
+                mine.append(uid)
+
+
+async def wait_ready(url: str, proc: subprocess.Popen[bytes], notes: int, timeout: float = 600) -> tuple[
+        list[str], list[str]]:
+    """Wait for the port, then for the index; return sample refs and domains."""
+    deadline = time.monotonic() + timeout
+    port = int(url.rsplit(":", 1)[1].split("/")[0])
+    while True:
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
+            break
+        except OSError:
+            if proc.poll() is not None:
+                raise SystemExit(f"the server exited with status {proc.returncode}") from None
+            if time.monotonic() > deadline:
+                raise SystemExit("the HTTP server did not start") from None
+            await anyio.sleep(0.1)
+    async with Client(streamable_http_client(url), mode="legacy") as client:
+        while True:
+            result = await client.call_tool("memory_list", {"limit": -1, "fields": ["id"]})
+            answer = result.structured_content or {}
+            done = answer.get("status") == "ok" and "indexing" not in answer
+            if done and (answer.get("count", 0) >= notes or "next_offset" in answer):
+                break
+            if time.monotonic() > deadline:
+                raise SystemExit(f"the index was not ready in time: {answer}")
+            await anyio.sleep(0.2)
+        refs = [m["id"] for m in answer["memories"]]
+        listing = (await client.call_tool("list_domains", {})).structured_content or {}
+        domains = [d["domain"] for d in listing.get("domains", []) if d["domain"]]
+    return refs, domains
+
+
+async def verify(url: str, root: Path, shared: Shared) -> list[str]:
+    """Every acknowledged write on disk with its content, and found by its unique word."""
+    lost: list[str] = []
+    async with Client(streamable_http_client(url), mode="legacy") as client:
+        for uid, w in sorted(shared.written.items()):
+            path = root / w.path
+            try:
+                text = path.read_text(encoding="utf-8")
+            except OSError as exc:
+                lost.append(f"{uid} {w.path}: not on disk ({exc.strerror})")
+                continue
+            missing = [t for t in w.texts if t not in text]
+            if missing:
+                lost.append(f"{uid} {w.path}: {len(missing)} acknowledged text(s) missing on disk")
+            result = await client.call_tool("memory_search", {"agent": AGENT, "query": w.word})
+            answer = result.structured_content or {}
+            permalinks = [n["permalink"] for n in answer.get("notes", [])]
+            if "memory://" + w.path[:-3] not in permalinks:
+                lost.append(f"{uid} {w.path}: memory_search {w.word!r} does not find it ({answer.get('status')})")
+    return lost
+
+
+def cpu_seconds(pid: int | None = None) -> float:
+    """CPU time (user + system) of ``pid`` from /proc, or of this process; NaN when unknown."""
+    if pid is None:
+        usage = resource.getrusage(resource.RUSAGE_SELF)
+        return usage.ru_utime + usage.ru_stime
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    except (OSError, ValueError, IndexError):
+        return float("nan")
+
+
+def pct(values: list[float], q: float) -> float:
+    if not values:
+        return float("nan")
+    if len(values) == 1:
+        return values[0]
+    return statistics.quantiles(values, n=100, method="inclusive")[int(q) - 1]
+
+
+def report(shared: Shared, seconds: float, lost: list[str]) -> bool:
+    calls = shared.calls
+    errors = [c for c in calls if c.status in ("error", "exception", "invalid", "missing")]
+    print(f"\n{len(calls)} calls in {seconds:.1f} s: {len(calls) / seconds:.1f} calls/s")
+    print(f"{'kind/tool':28s} {'calls':>7s} {'p50 ms':>8s} {'p99 ms':>8s} {'max ms':>8s}")
+    groups: dict[str, list[Call]] = {}
+    for c in calls:
+        groups.setdefault(c.kind, []).append(c)
+    for c in calls:
+        groups.setdefault(f"  {c.kind}:{c.tool}", []).append(c)
+    for name in sorted(groups, key=lambda g: (g.strip().split(":")[0], g.startswith(" "), g)):
+        ms = [c.ms for c in groups[name]]
+        print(f"{name:28s} {len(ms):7d} {pct(ms, 50):8.1f} {pct(ms, 99):8.1f} {max(ms):8.1f}")
+    statuses: dict[str, int] = {}
+    for c in calls:
+        statuses[c.status] = statuses.get(c.status, 0) + 1
+    print("statuses:", ", ".join(f"{k} {v}" for k, v in sorted(statuses.items())))
+    print(f"errors: {len(errors)}")
+    for c in errors[:10]:
+        print(f"  {c.tool} (session {c.session}): {c.status} {c.detail}")
+    print(f"acknowledged writes: {len(shared.written)} notes, "
+          f"{sum(len(w.texts) - 1 for w in shared.written.values())} appends; lost: {len(lost)}")
+    for line in lost[:10]:
+        print("  " + line)
+    p99s = {kind: pct([c.ms for c in calls if c.kind == kind], 99) for kind in ("read", "write")}
+    ok = not errors and not lost and all(v < P99_TARGET_MS for v in p99s.values())
+    targets = ", ".join(f"{kind} p99 {v:.0f} ms" for kind, v in p99s.items())
+    print(f"targets (0 errors, 0 lost, p99 < {P99_TARGET_MS:.0f} ms): {'met' if ok else 'MISSED'} ({targets})")
+    return ok
+
+
+async def run(args: argparse.Namespace, work: Path) -> bool:
+    root = work / "vault"
+    root.mkdir()
+    t0 = time.perf_counter()
+    generate(root, args.notes, args.seed)
+    print(f"generated {args.notes} notes in {time.perf_counter() - t0:.1f} s at {root}")
+    port = free_port()
+    url = f"http://127.0.0.1:{port}/mcp"
+    log = open(work / "server.log", "wb")  # noqa: SIM115 (closed in finally)
+    command = [sys.executable, "-m", "vault_mem", "serve", "--vault", str(root), "--index-dir",
+               str(work / "index"), "--http", "--port", str(port)]
+    env = {k: v for k, v in os.environ.items() if k != "VAULT_MEM_TOKEN"}
+    proc = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=log, stderr=log, env=env)
+    try:
+        t0 = time.perf_counter()
+        refs, domains = await wait_ready(url, proc, args.notes)
+        print(f"server ready at {url} in {time.perf_counter() - t0:.1f} s "
+              f"({len(refs)} refs, {len(domains)} domains)")
+        shared = Shared(refs, domains)
+        print(f"running {args.sessions} sessions for {args.seconds} s ...")
+        start = time.monotonic()
+        cpu_server, cpu_client = cpu_seconds(proc.pid), cpu_seconds()
+        deadline = start + args.seconds
+        async with anyio.create_task_group() as tg:
+            for session in range(args.sessions):
+                tg.start_soon(run_session, url, session, deadline, shared, args.seed)
+        elapsed = time.monotonic() - start
+        cpu_server, cpu_client = cpu_seconds(proc.pid) - cpu_server, cpu_seconds() - cpu_client
+        lost = await verify(url, root, shared)
+        ok = report(shared, elapsed, lost)
+        print(f"CPU during the run ({os.cpu_count()} cores): server {cpu_server:.1f} s "
+              f"({cpu_server / elapsed:.0%} of one core), clients {cpu_client:.1f} s ({cpu_client / elapsed:.0%})")
+        if proc.poll() is not None:
+            print(f"the server died during the run (status {proc.returncode}); see {work / 'server.log'}")
+            ok = False
+        return ok
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+        log.close()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--notes", type=int, default=2000)
+    parser.add_argument("--sessions", type=int, default=32)
+    parser.add_argument("--seconds", type=float, default=60)
+    parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--keep", action="store_true", help="keep the generated vault and the server log")
+    args = parser.parse_args()
+    work = Path(tempfile.mkdtemp(prefix="vault-mem-load-"))
+    try:
+        ok = anyio.run(run, args, work)
+    finally:
+        if args.keep:
+            print(f"kept {work}")
+        else:
+            import shutil
+
+            shutil.rmtree(work, ignore_errors=True)
+    sys.exit(0 if ok else 1)
+
+
+if __name__ == "__main__":
+    main()
