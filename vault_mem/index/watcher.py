@@ -22,6 +22,7 @@ import logging
 import os
 import threading
 import time
+import warnings
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -84,6 +85,11 @@ class Watcher:
             self._thread.join(timeout=10)
 
     def _start_observer(self) -> None:
+        _quiet_benign_watchdog_warning()
+        old, self._observer = self._observer, None
+        if old is not None:  # a half-dead observer (one of its threads died): stop what is left
+            with contextlib.suppress(Exception):
+                old.stop()
         observer = Observer()
         handler = _Handler(self)
         observer.schedule(handler, str(self.root), recursive=False)
@@ -198,9 +204,15 @@ class Watcher:
                     self._cond.notify_all()
 
     def _safety_net(self) -> None:
-        if self._observer is None or not self._observer.is_alive():
+        if self._observer is None or not _observer_alive(self._observer):
             log.warning("the file watcher stopped; restarting it")
             self._start_observer()
+        else:  # a top-level folder whose events were lost (an overflow) is watched again
+            tops = set(_top_folders(self.root))
+            for name in tops - set(self._watched_tops):
+                self._watch_top(name)
+            for name in set(self._watched_tops) - tops:
+                self._unwatch_top(name)
         self._try_reconcile()
 
     def _try_reconcile(self) -> None:
@@ -273,6 +285,19 @@ class _Handler(FileSystemEventHandler):
         self.watcher.note_event(_text(event.src_path), is_dir)
         if isinstance(event, FileMovedEvent | DirMovedEvent) and event.dest_path:
             self.watcher.note_event(_text(event.dest_path), is_dir)
+
+
+def _observer_alive(observer: Any) -> bool:
+    """The observer thread, its emitters and (inotify) the thread reading the kernel queue all run."""
+    threads = [observer, *observer.emitters, getattr(observer, "_inotify_fd", None)]
+    return all(thread.is_alive() for thread in threads if thread is not None)
+
+
+def _quiet_benign_watchdog_warning() -> None:
+    # watchdog's recursive inotify watch may add a just-created sub-folder twice (once from its
+    # create event, once from its scan of the new parent) and warns; the callback is the same and
+    # nothing is lost. Under ``-W error`` the warning would kill the thread reading the kernel queue.
+    warnings.filterwarnings("ignore", message=r"Callback with id .* already exists", category=RuntimeWarning)
 
 
 def _text(path: str | bytes) -> str:

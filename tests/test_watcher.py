@@ -1,0 +1,364 @@
+"""Live sync (SPEC 6): a real watchdog observer on real files keeps the index equal to the files.
+
+Every test waits on a condition with a deadline (``eventually``), never on a bare sleep: the
+watcher debounces events and applies them on its own thread.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any, TypeVar
+
+import pytest
+from conftest import write_notes
+
+from vault_mem.index.build import reconcile, sync
+from vault_mem.index.store import VaultIndex
+from vault_mem.index.watcher import Watcher
+from vault_mem.query.context import Vault, View
+from vault_mem.query.list_by_domain import list_by_domain
+from vault_mem.vault.paths import display_path
+from vault_mem.vault.reader import file_etag, read_note
+from vault_mem.vault.walk import walk_vault
+
+pytestmark = pytest.mark.anyio
+T = TypeVar("T")
+
+
+def eventually(check: Callable[[], T], timeout: float = 10.0, what: str = "condition") -> T:
+    """Poll ``check`` every 10 ms until it returns something truthy; fail after ``timeout`` seconds."""
+    deadline = time.monotonic() + timeout
+    while True:
+        result = check()
+        if result:
+            return result
+        if time.monotonic() > deadline:
+            raise AssertionError(f"{what} still false after {timeout} s")
+        time.sleep(0.01)
+
+
+def disk_etags(root: Path) -> dict[str, str]:
+    """``{path: etag}`` of every memory file, read fresh from disk."""
+    return {display_path(rel): file_etag((root / rel).read_bytes()) for rel in walk_vault(root).files}
+
+
+def index_etags(index: VaultIndex) -> dict[str, str]:
+    return {path: fp[2] for path, fp in index.fingerprints().items()}
+
+
+def in_sync(index: VaultIndex) -> bool:
+    return index_etags(index) == disk_etags(index.root)
+
+
+def settle(watcher: Watcher, timeout: float = 15.0) -> None:
+    """Wait until the watcher is idle and the index says exactly what the files say."""
+    eventually(lambda: watcher.wait_idle(timeout) and in_sync(watcher.index), timeout, "index equal to the files")
+
+
+def uids(index: VaultIndex) -> dict[str, str]:
+    return {path: rec["uid"] for path, rec in index.records().items()}
+
+
+def note(title: str, body: str, uid: str | None = None) -> str:
+    head = f"id: {uid}\n" if uid else ""
+    return f"---\n{head}title: {title}\n---\n{body}\n"
+
+
+def domain_paths(vault: Vault, domain: str) -> list[str]:
+    with vault.index.searching() as s:
+        answer = list_by_domain(View(vault, s), {"domain": domain, "limit": 200, "status": "all"})
+    return sorted(r["path"] for r in answer["results"])
+
+
+@pytest.fixture
+def live(make_vault: Callable[..., Vault]) -> Iterator[Callable[..., tuple[Vault, Watcher]]]:
+    """``live(notes, **watcher_options)``: an indexed vault with a running Watcher (stopped after)."""
+    started: list[Watcher] = []
+
+    def start(notes: dict[str, str], **options: Any) -> tuple[Vault, Watcher]:
+        vault = make_vault(notes)
+        watcher = Watcher(vault.index, **options)
+        watcher.start()
+        started.append(watcher)
+        return vault, watcher
+
+    yield start
+    for watcher in started:
+        watcher.stop()
+
+
+BASE = {
+    "a/one.md": note("One", "first body", uid="u1"),
+    "a/deep/two.md": note("Two", "second body", uid="u2"),
+    "b/three.md": note("Three", "third body"),
+}
+
+
+# -- single files ----------------------------------------------------------------------------
+
+
+def test_create_modify_delete(live) -> None:
+    vault, w = live(BASE)
+    root = vault.root
+    (root / "a/new.md").write_text(note("New", "fresh"))
+    settle(w)
+    assert "a/new.md" in index_etags(vault.index)
+    (root / "a/new.md").write_text(note("New", "fresh, edited"))
+    settle(w)
+    assert vault.index.stored("a/new.md")["head"] == "fresh, edited\n"  # type: ignore[index]
+    (root / "a/new.md").unlink()
+    settle(w)
+    assert not vault.index.has_path("a/new.md")
+
+
+def test_atomic_save_arrives_as_a_move_only(live) -> None:
+    vault, w = live(BASE)
+    target = vault.root / "a/one.md"
+    for temp_name in ("one.md.tmp", ".one.md.swp", ".~one.md"):  # visible and hidden temp names
+        temp = target.parent / temp_name
+        temp.write_text(note("One", f"saved through {temp_name}", uid="u1"))
+        os.replace(temp, target)
+        settle(w)
+        assert vault.index.stored("a/one.md")["head"] == f"saved through {temp_name}\n"  # type: ignore[index]
+    assert uids(vault.index)["a/one.md"] == "u1"
+    assert not any(p.endswith((".tmp", ".swp")) for p in index_etags(vault.index))
+
+
+def test_vim_style_save(live) -> None:
+    vault, w = live(BASE)
+    folder = vault.root / "a"
+    probe = folder / "4913"  # vim checks it can create files in the folder
+    probe.write_bytes(b"")
+    probe.unlink()
+    os.rename(folder / "one.md", folder / "one.md~")
+    (folder / "one.md").write_text(note("One", "written by vim", uid="u1"))
+    (folder / "one.md~").unlink()
+    settle(w)
+    assert vault.index.stored("a/one.md")["head"] == "written by vim\n"  # type: ignore[index]
+    assert uids(vault.index)["a/one.md"] == "u1"
+
+
+async def test_rename_of_a_note_with_id_keeps_its_uid(live, mcp_session) -> None:
+    vault, w = live(BASE)
+    os.rename(vault.root / "a/one.md", vault.root / "b/renamed.md")
+    settle(w)
+    assert uids(vault.index)["b/renamed.md"] == "u1" and not vault.index.has_path("a/one.md")
+    async with mcp_session(vault) as c:
+        answer = await c.call("memory_read", ref="u1")
+        assert answer["status"] == "ok" and answer["path"] == "b/renamed.md"
+
+
+async def test_rename_of_a_note_without_id_changes_uid_but_keeps_its_etag(live, mcp_session) -> None:
+    """Without ``id`` the uid is derived from the path, so a rename makes a new uid. The etag (a hash
+    of the bytes) does not change: a client that kept it can tell the renamed note holds the same
+    text, and an edit guarded by that etag still applies at the new path."""
+    vault, w = live(BASE)
+    before = vault.index.stored("b/three.md")
+    assert before is not None
+    os.rename(vault.root / "b/three.md", vault.root / "a/three again.md")
+    settle(w)
+    after = vault.index.stored("a/three again.md")
+    assert after is not None and not vault.index.has_path("b/three.md")
+    assert after["uid"] != before["uid"] and after["etag"] == before["etag"]
+    async with mcp_session(vault) as c:
+        gone = await c.call("memory_read", ref=before["uid"])
+        assert gone["status"] == "not_found"
+        edited = await c.call("memory_edit", agent="test", ref=after["uid"], if_etag=before["etag"],
+                              append="Still the same note.")
+        assert edited["status"] == "ok" and edited["path"] == "a/three again.md"
+
+
+# -- folders ---------------------------------------------------------------------------------
+
+
+def test_folder_rename_re_domains_every_note(live) -> None:
+    vault, w = live(BASE)
+    os.rename(vault.root / "a", vault.root / "alpha")
+    settle(w)
+    assert domain_paths(vault, "alpha") == ["alpha/deep/two.md", "alpha/one.md"]
+    assert domain_paths(vault, "a") == []
+    assert uids(vault.index)["alpha/deep/two.md"] == "u2"
+    # the renamed top-level folder is watched under its new name
+    (vault.root / "alpha/deep/later.md").write_text(note("Later", "after the rename"))
+    settle(w)
+    assert domain_paths(vault, "alpha/deep") == ["alpha/deep/later.md", "alpha/deep/two.md"]
+
+
+def test_nested_folder_rename(live) -> None:
+    vault, w = live(BASE)
+    os.rename(vault.root / "a/deep", vault.root / "a/shallow")
+    settle(w)
+    assert domain_paths(vault, "a/shallow") == ["a/shallow/two.md"]
+    assert domain_paths(vault, "a/deep") == []
+
+
+def test_folder_moved_into_another_folder(live) -> None:
+    vault, w = live(BASE)
+    os.rename(vault.root / "a", vault.root / "b/a")  # a top-level folder into another one
+    settle(w)
+    assert domain_paths(vault, "b/a") == ["b/a/deep/two.md", "b/a/one.md"]
+    assert domain_paths(vault, "b") == ["b/a/deep/two.md", "b/a/one.md", "b/three.md"]
+    os.rename(vault.root / "b/a/deep", vault.root / "deep")  # and a nested one out to the top
+    settle(w)
+    assert domain_paths(vault, "deep") == ["deep/two.md"]
+    # both moved folders keep being followed
+    (vault.root / "b/a/after.md").write_text("after\n")
+    (vault.root / "deep/after.md").write_text("after\n")
+    settle(w)
+    assert {"b/a/after.md", "deep/after.md"} <= set(index_etags(vault.index))
+
+
+def test_folder_deleted(live) -> None:
+    vault, w = live(BASE)
+    shutil.rmtree(vault.root / "a")
+    settle(w)
+    assert sorted(index_etags(vault.index)) == ["b/three.md"]
+
+
+def test_new_folder_full_of_notes_moved_in(live, tmp_path: Path) -> None:
+    vault, w = live(BASE)
+    outside = write_notes(tmp_path / "staging", {f"sub{i % 3}/n{i}.md": note(f"N{i}", f"b{i}") for i in range(60)})
+    shutil.move(str(outside), vault.root / "b/imported")  # arrives as one folder, no file events inside
+    settle(w)
+    assert len(domain_paths(vault, "b/imported")) == 60
+
+
+def test_top_level_folder_created_after_start_is_watched(live) -> None:
+    vault, w = live(BASE)
+    (vault.root / "later/inner").mkdir(parents=True)
+    (vault.root / "later/inner/x.md").write_text("x\n")
+    settle(w)
+    eventually(lambda: "later" in w._watched_tops, what="the new folder watched")
+    (vault.root / "later/inner/y.md").write_text("y\n")  # seen through the new watch
+    settle(w)
+    assert domain_paths(vault, "later") == ["later/inner/x.md", "later/inner/y.md"]
+
+
+def test_burst_of_2000_files_like_a_git_checkout(live) -> None:
+    vault, w = live(BASE)
+    for i in range(2000):
+        path = vault.root / f"c{i % 10}/d{i % 7}/n{i}.md"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(note(f"Burst {i}", f"burst body {i}", uid=f"burst-{i}"))
+    settle(w, timeout=60)
+    assert len(index_etags(vault.index)) == 2003
+
+
+# -- what is never a memory ------------------------------------------------------------------
+
+
+def test_hidden_folders_are_never_watched_nor_indexed(tmp_path: Path) -> None:
+    root = write_notes(tmp_path / "v", {"a/one.md": note("One", "x"), ".git/HEAD": "ref\n",
+                                        ".obsidian/app.json": "{}"})
+    index = VaultIndex(root)  # the index folder inside the vault: .vault-mem
+    sync(index, procs=1)
+    assert index.dir == root / ".vault-mem"
+    w = Watcher(index)
+    w.start()
+    try:
+        assert set(w._watched_tops) == {"a"}
+        for rel in (".git/notes.md", ".obsidian/plugin.md", ".vault-mem/x.md", ".trash/old.md", "a/.hidden/h.md",
+                    ".top.md"):
+            (root / rel).parent.mkdir(parents=True, exist_ok=True)
+            (root / rel).write_text("hidden\n")
+        (root / "a/two.md").write_text("visible\n")  # a marker: once it is in, the hidden events were seen
+        settle(w)
+        assert sorted(index_etags(index)) == ["a/one.md", "a/two.md"]
+        (root / ".hidden-top").mkdir()  # a hidden top-level folder created later is not watched either
+        (root / ".hidden-top/n.md").write_text("n\n")
+        (root / "a/three.md").write_text("marker\n")
+        settle(w)
+        assert set(w._watched_tops) == {"a"} and ".hidden-top/n.md" not in index_etags(index)
+    finally:
+        w.stop()
+
+
+def test_gitignored_files_are_not_indexed(live) -> None:
+    vault, w = live(BASE | {".gitignore": "drafts/\n*.tmp.md\n"})
+    (vault.root / "drafts").mkdir()
+    (vault.root / "drafts/d.md").write_text("draft\n")
+    (vault.root / "a/x.tmp.md").write_text("temp\n")
+    (vault.root / "a/kept.md").write_text("kept\n")
+    settle(w)
+    assert "a/kept.md" in index_etags(vault.index)
+    assert "drafts/d.md" not in index_etags(vault.index) and "a/x.tmp.md" not in index_etags(vault.index)
+
+
+def test_half_written_file_ends_complete(live) -> None:
+    vault, w = live(BASE)
+    path = vault.root / "a/slow.md"
+    full = note("Slow", "part one. " * 50 + "THE END")
+    with path.open("w", encoding="utf-8") as handle:
+        handle.write(full[: len(full) // 2])
+        handle.flush()
+        eventually(lambda: vault.index.has_path("a/slow.md"), what="the half file indexed")
+        handle.write(full[len(full) // 2:])
+    settle(w)
+    assert vault.index.stored("a/slow.md")["etag"] == file_etag(full.encode())  # type: ignore[index]
+
+
+# -- the safety nets -------------------------------------------------------------------------
+
+
+def test_periodic_reconcile_repairs_missed_events(live) -> None:
+    """A kernel queue overflow loses events silently: simulated by dropping the watch of a folder."""
+    vault, w = live(BASE, reconcile_every=0.5)
+    w._observer.unschedule(w._watched_tops.pop("a"))
+    (vault.root / "a/unseen.md").write_text("no event for this one\n")
+    (vault.root / "a/deep/two.md").write_text(note("Two", "changed unseen", uid="u2"))
+    settle(w)
+    assert vault.index.stored("a/deep/two.md")["head"] == "changed unseen\n"  # type: ignore[index]
+    assert vault.index.has_path("a/unseen.md")
+    assert w.flushes == 0, "no event reached the watcher: the periodic reconcile did the repair"
+
+
+@pytest.mark.parametrize("which", ["observer", "kernel queue reader"])
+def test_dead_observer_is_restarted_and_reconciled(live, which: str) -> None:
+    """The observer thread dies, or only the thread reading inotify (the observer looks alive but is deaf)."""
+    vault, w = live(BASE, reconcile_every=0.5)
+    dead = w._observer
+    thread = dead if which == "observer" else dead._inotify_fd
+    thread.stop()
+    thread.join(timeout=5)
+    (vault.root / "b/while-dead.md").write_text("written while nothing watched\n")
+    settle(w)
+    assert w.flushes == 0, "nothing watched: the periodic reconcile did the repair"
+    eventually(lambda: w._observer is not dead and w._observer.is_alive(), what="a new observer")
+    (vault.root / "b/three.md").unlink()  # the new observer sees events again
+    settle(w)
+    assert w.flushes > 0
+    assert not vault.index.has_path("b/three.md")
+
+
+def test_changes_while_no_watcher_runs_are_found_by_the_startup_reconcile(make_vault) -> None:
+    vault = make_vault(BASE)
+    root = vault.root
+    w = Watcher(vault.index)
+    w.start()
+    w.stop()
+    (root / "a/one.md").write_text(note("One", "edited offline", uid="u1"))
+    os.rename(root / "b", root / "c")
+    (root / "a/deep/two.md").unlink()
+    (root / "z.md").write_text("new at the root\n")
+    assert not in_sync(vault.index)
+    report = reconcile(vault.index)
+    assert (report.added, report.updated, report.removed) == (2, 1, 2)
+    assert in_sync(vault.index)
+
+
+def test_a_write_tools_own_change_is_not_indexed_twice(live) -> None:
+    """A write tool indexes its file before it answers, inside its call (holding the searcher, as the
+    server's call path does); the watcher then finds the fingerprint equal and does nothing."""
+    vault, w = live(BASE)
+    (vault.root / "a/one.md").write_text(note("One", "edited", uid="u1"))
+    settle(w)
+    indexed = w.indexed
+    with vault.index.searching():
+        (vault.root / "a/one.md").write_text(note("One", "edited again", uid="u1"))
+        vault.index.apply([(read_note(vault.root, "a/one.md"), "a/one.md")], [])
+    settle(w)
+    assert w.flushes > 0 and w.indexed == indexed, "the watcher re-indexed a note that was already current"
