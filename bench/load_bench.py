@@ -210,7 +210,10 @@ async def verify(url: str, root: Path, shared: Shared) -> list[str]:
             answer = result.structured_content or {}
             permalinks = [n["permalink"] for n in answer.get("notes", [])]
             if "memory://" + w.path[:-3] not in permalinks:
-                lost.append(f"{uid} {w.path}: memory_search {w.word!r} does not find it ({answer.get('status')})")
+                read = (await client.call_tool("memory_read", {"ref": uid})).structured_content or {}
+                where = "indexed (memory_read finds it)" if read.get("status") == "ok" else "not in the index"
+                lost.append(f"{uid} {w.path}: memory_search {w.word!r} does not find it "
+                            f"({answer.get('status')}); {where}")
     return lost
 
 
