@@ -172,17 +172,15 @@ async def test_write_into_a_symlinked_folder_pointing_outside_is_refused(world, 
     assert sorted(p.name for p in (tmp_path / "outside").iterdir()) == ["secret.md"]
 
 
-BODY_LEAK = pytest.mark.xfail(strict=True, reason="BUG (query/context.py View.body): reads the body from disk "
-                              "through a symlinked note pointing outside the vault")
 READS = [
     pytest.param("memory_read", {"ref": "sl"}, id="memory_read"),
     pytest.param("memory_read", {"ref": "link/secret"}, id="memory_read_through_folder"),
     pytest.param("memory_search", {"agent": AGENT, "query": "SECRET"}, id="memory_search_query"),
-    pytest.param("memory_search", {"agent": AGENT}, id="memory_search_recent", marks=BODY_LEAK),
+    pytest.param("memory_search", {"agent": AGENT}, id="memory_search_recent"),
     pytest.param("memory_list", {"query": "SECRET"}, id="memory_list_query"),
-    pytest.param("memory_list", {"content_mode": "full"}, id="memory_list_full", marks=BODY_LEAK),
+    pytest.param("memory_list", {"content_mode": "full"}, id="memory_list_full"),
     pytest.param("list_by_domain", {"domain": ""}, id="list_by_domain"),
-    pytest.param("mem_recall", {"since": "1970", "output_format": "structured"}, id="mem_recall", marks=BODY_LEAK),
+    pytest.param("mem_recall", {"since": "1970", "output_format": "structured"}, id="mem_recall"),
 ]
 
 
@@ -212,8 +210,6 @@ async def test_edit_through_a_symlinked_note_pointing_outside_is_refused(world, 
     assert snapshot(tmp_path) == before
 
 
-@pytest.mark.xfail(strict=True, reason="BUG (server/app.py _resource_text): resources/read follows a symlinked "
-                   "note outside the vault and returns that file's text")
 async def test_resource_read_does_not_follow_a_symlink_outside(world, mcp_session) -> None:
     async with mcp_session(world) as c:
         try:
@@ -223,8 +219,6 @@ async def test_resource_read_does_not_follow_a_symlink_outside(world, mcp_sessio
         assert SECRET not in result.contents[0].text
 
 
-@pytest.mark.xfail(strict=True, reason="list_by_domain checks the domain's text but not where it resolves; "
-                   "a symlinked folder pointing outside answers none, SPEC 7 says invalid")
 async def test_list_by_domain_refuses_a_symlinked_folder_pointing_outside(world, mcp_session) -> None:
     async with mcp_session(world) as c:
         answer = await c.call("list_by_domain", domain="link")

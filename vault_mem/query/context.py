@@ -14,6 +14,7 @@ from whoosh.searching import Searcher
 from vault_mem.index.columns import column
 from vault_mem.index.store import VaultIndex
 from vault_mem.vault.frontmatter import split_frontmatter
+from vault_mem.vault.paths import resolves_inside
 from vault_mem.vault.reader import decode, read_bytes
 
 MAX_ANSWER_CHARS = 40_000  # no answer's JSON passes this (SPEC 4)
@@ -76,7 +77,9 @@ class View:
         return docs
 
     def body(self, record: dict[str, Any]) -> str:
-        """The note's body as it is on disk now ('' when the file is gone)."""
+        """The note's body as it is on disk now ('' when the file is gone or now leads outside the vault)."""
+        if not resolves_inside(self.vault.root, self.vault.root / record["fsrel"]):
+            return ""
         data, _etag, _size, _mtime, problems = read_bytes(self.vault.root / record["fsrel"])
         if problems and not data:
             return str(record.get("head", ""))

@@ -5,7 +5,6 @@ drop unknown names silently and answer bad types with a protocol-level error).""
 from __future__ import annotations
 
 import logging
-from pathlib import Path
 from typing import Any
 from urllib.parse import unquote
 
@@ -19,6 +18,7 @@ from vault_mem.query.context import Vault, View
 from vault_mem.query.refs import PERMALINK_PREFIX, resolve_ref
 from vault_mem.server.answers import error_answer, to_result
 from vault_mem.server.tools import STATUS_SCHEMA, ToolSpec, tools_for
+from vault_mem.vault.paths import note_file
 
 log = logging.getLogger("vault_mem.server")
 RESOURCE_PAGE = 500
@@ -137,8 +137,7 @@ def _resource_text(vault: Vault, uri: str) -> str:
             view = View(vault, searcher)
             docnum = resolve_ref(view, unquote(uri) if "%" in uri else uri, "uri")
             record = view.record(docnum)
-            path: Path = vault.root / str(record["fsrel"])
-            data = path.read_bytes()
+            data = note_file(vault.root, str(record["fsrel"]), "uri").read_bytes()
     except (NotFound, InvalidInput) as exc:
         raise MCPError(code=INVALID_PARAMS, message=str(exc), data={"uri": uri}) from None
     except OSError as exc:

@@ -62,8 +62,24 @@ def confine(root: Path, rel: str, param: str) -> Path:
     """The absolute path of ``rel`` under ``root``, refusing anything that resolves outside it."""
     rel = check_relative(rel, param)
     target = root / rel if rel else root
-    real_root = root.resolve()
-    resolved = target.resolve()
-    if resolved != real_root and real_root not in resolved.parents:
+    if not resolves_inside(root, target):
         raise PathRefused(param, "resolves outside the vault (through a symlink?)")
+    return target
+
+
+def resolves_inside(root: Path, target: Path) -> bool:
+    """True when ``target``, with every symlink followed, is ``root`` or lies under it."""
+    try:
+        real_root = root.resolve()
+        resolved = target.resolve()
+    except (OSError, RuntimeError):  # a symlink loop
+        return False
+    return resolved == real_root or real_root in resolved.parents
+
+
+def note_file(root: Path, fsrel: str, param: str = "ref") -> Path:
+    """The file of an indexed note, refusing one that now resolves outside the vault."""
+    target = root / fsrel
+    if not resolves_inside(root, target):
+        raise PathRefused(param, f"{display_path(fsrel)} resolves outside the vault (a symlink?); not read")
     return target
