@@ -362,3 +362,20 @@ def test_a_write_tools_own_change_is_not_indexed_twice(live) -> None:
         vault.index.apply([(read_note(vault.root, "a/one.md"), "a/one.md")], [])
     settle(w)
     assert w.flushes > 0 and w.indexed == indexed, "the watcher re-indexed a note that was already current"
+
+
+def test_top_level_folder_moved_away_and_recreated_at_once_is_watched_anew(live) -> None:
+    """The watch of a moved folder follows its inode; a new folder under the old name needs its own."""
+    vault, w = live(BASE)
+    (vault.root / "c").mkdir()
+    (vault.root / "c/x.md").write_text("x\n")
+    settle(w)
+    os.rename(vault.root / "c", vault.root / "a/c2")
+    (vault.root / "c").mkdir()
+    (vault.root / "c/y.md").write_text("y\n")
+    settle(w)
+    assert {"a/c2/x.md", "c/y.md"} <= set(index_etags(vault.index))
+    (vault.root / "c/y.md").unlink()  # only the watch of the new folder can see this
+    (vault.root / "c/z.md").write_text("z\n")
+    settle(w)
+    assert not vault.index.has_path("c/y.md") and vault.index.has_path("c/z.md")

@@ -20,6 +20,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
+import stat
 import threading
 import time
 import warnings
@@ -62,7 +63,8 @@ class Watcher:
         self._first_event = 0.0
         self._last_event = 0.0
         self._observer: Any = None
-        self._watched_tops: dict[str, Any] = {}
+        self._watched_tops: dict[str, Any] = {}  # top-level folder -> its watchdog watch
+        self._top_ids: dict[str, tuple[int, int]] = {}  # top-level folder -> (st_dev, st_ino) watched
         self._thread: threading.Thread | None = None
         self.flushes = 0  # batches applied (for tests and benchmarks)
         self.indexed = 0  # notes (re)indexed by the watcher
@@ -93,24 +95,39 @@ class Watcher:
         observer = Observer()
         handler = _Handler(self)
         observer.schedule(handler, str(self.root), recursive=False)
-        self._watched_tops = {}
+        self._watched_tops, self._top_ids = {}, {}
         for entry in _top_folders(self.root):
-            self._watched_tops[entry] = observer.schedule(handler, str(self.root / entry), recursive=True)
+            identity = _identity(self.root / entry)
+            if identity is not None:
+                self._watched_tops[entry] = observer.schedule(handler, str(self.root / entry), recursive=True)
+                self._top_ids[entry] = identity
         observer.start()
         self._observer = observer
 
     def _watch_top(self, name: str) -> None:
-        if self._observer is None or name in self._watched_tops or name.startswith("."):
+        """Make the watch of top-level folder ``name`` match the disk: none when it is gone, a new
+        one when the folder there is not the one watched (a watch follows its folder when that is
+        moved away, so a folder re-created under the old name needs its own)."""
+        if self._observer is None or name.startswith("."):
             return
-        if (self.root / name).is_dir():
-            try:
-                self._watched_tops[name] = self._observer.schedule(_Handler(self), str(self.root / name),
-                                                                   recursive=True)
-            except OSError as exc:
-                log.warning("cannot watch %s: %s", name, exc)
+        identity = _identity(self.root / name)
+        if identity is None:
+            self._unwatch_top(name)
+            return
+        if name in self._watched_tops:
+            if self._top_ids.get(name) == identity:
+                return
+            self._unwatch_top(name)
+        try:
+            self._watched_tops[name] = self._observer.schedule(_Handler(self), str(self.root / name),
+                                                               recursive=True)
+            self._top_ids[name] = identity
+        except OSError as exc:
+            log.warning("cannot watch %s: %s", name, exc)
 
     def _unwatch_top(self, name: str) -> None:
         watch = self._watched_tops.pop(name, None)
+        self._top_ids.pop(name, None)
         if watch is not None and self._observer is not None:
             with contextlib.suppress(KeyError, OSError):
                 self._observer.unschedule(watch)
@@ -122,11 +139,7 @@ class Watcher:
         if rel is None:
             return
         if is_dir and "/" not in rel:
-            # A top-level folder appeared, vanished or was renamed: fix the watches.
-            if (self.root / rel).is_dir():
-                self._watch_top(rel)
-            else:
-                self._unwatch_top(rel)
+            self._watch_top(rel)  # a top-level folder appeared, vanished or was renamed: fix the watches
         with self._cond:
             (self._dirs if is_dir else self._files).add(rel)
             now = time.monotonic()
@@ -207,12 +220,9 @@ class Watcher:
         if self._observer is None or not _observer_alive(self._observer):
             log.warning("the file watcher stopped; restarting it")
             self._start_observer()
-        else:  # a top-level folder whose events were lost (an overflow) is watched again
-            tops = set(_top_folders(self.root))
-            for name in tops - set(self._watched_tops):
+        else:  # top-level folders whose events were lost (an overflow) are watched again
+            for name in set(_top_folders(self.root)) | set(self._watched_tops):
                 self._watch_top(name)
-            for name in set(self._watched_tops) - tops:
-                self._unwatch_top(name)
         self._try_reconcile()
 
     def _try_reconcile(self) -> None:
@@ -285,6 +295,15 @@ class _Handler(FileSystemEventHandler):
         self.watcher.note_event(_text(event.src_path), is_dir)
         if isinstance(event, FileMovedEvent | DirMovedEvent) and event.dest_path:
             self.watcher.note_event(_text(event.dest_path), is_dir)
+
+
+def _identity(path: Path) -> tuple[int, int] | None:
+    """(st_dev, st_ino) of a folder (through a symlink), None when there is none."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return (st.st_dev, st.st_ino) if stat.S_ISDIR(st.st_mode) else None
 
 
 def _observer_alive(observer: Any) -> bool:
