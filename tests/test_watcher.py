@@ -379,3 +379,27 @@ def test_top_level_folder_moved_away_and_recreated_at_once_is_watched_anew(live)
     (vault.root / "c/z.md").write_text("z\n")
     settle(w)
     assert not vault.index.has_path("c/y.md") and vault.index.has_path("c/z.md")
+
+
+def test_two_watchers_on_one_index_index_each_change_once(make_vault) -> None:
+    """Two processes on one vault both see every event; whichever takes the writer lock first
+    indexes a change, the other finds it already there (checked under the lock) and skips it.
+    Two VaultIndex objects on one folder lock each other out as two processes do (flock)."""
+    vault = make_vault(BASE)
+    first, second = vault.index, VaultIndex(vault.root, vault.index.dir)
+    watchers = [Watcher(first), Watcher(second)]
+    for w in watchers:
+        w.start()
+    try:
+        for i in range(50):
+            temp = vault.root / f"b/.n{i}.tmp"
+            temp.write_text(note(f"N{i}", f"body {i}"))
+            os.replace(temp, vault.root / f"b/n{i}.md")  # one complete file per event
+        for w in watchers:
+            settle(w)
+        assert in_sync(second)
+        assert watchers[0].indexed + watchers[1].indexed == 50, [w.indexed for w in watchers]
+    finally:
+        for w in watchers:
+            w.stop()
+        second.close()

@@ -33,7 +33,8 @@ from watchdog.observers import Observer
 from whoosh.query import Prefix
 
 from vault_mem.index.build import reconcile
-from vault_mem.index.store import VaultIndex
+from vault_mem.index.schema import document_of
+from vault_mem.index.store import MAX_SEGMENTS, VaultIndex
 from vault_mem.vault.note import Note
 from vault_mem.vault.paths import display_path
 from vault_mem.vault.reader import read_note
@@ -262,12 +263,38 @@ class Watcher:
                 continue
             changed.append((note, rel))
             if len(changed) >= BATCH:
-                self.index.apply(changed, removed)
-                self.indexed += len(changed)
+                self._apply(changed, removed)
                 changed, removed = [], []
-        self.index.apply(changed, removed)
-        self.indexed += len(changed)
+        self._apply(changed, removed)
         self.flushes += 1
+
+    def _apply(self, changed: list[tuple[Note, str]], removed: list[str]) -> None:
+        """Write ``changed`` and drop ``removed`` in one commit, skipping what another process (which
+        saw the same events) committed since our fingerprints were read: checked under the lock."""
+        if not changed and not removed:
+            return
+        writer = self.index.acquire_writer()
+        try:
+            current = writer.searcher()  # the index as committed now that we hold the lock
+
+            def stored_etag(path: str) -> str | None:
+                docnum = current.document_number(path=path)
+                return None if docnum is None else str(current.stored_fields(docnum)["record"]["etag"])
+
+            todo = [(note, rel) for note, rel in changed if stored_etag(note.path) != note.etag]
+            gone = [path for path in removed if stored_etag(path) is not None]
+            if not todo and not gone:
+                writer.cancel()
+                return
+            for path in gone:
+                writer.delete_by_term("path", path)
+            for note, rel in todo:
+                writer.update_document(**document_of(note, rel))
+        except BaseException:
+            writer.cancel()
+            raise
+        writer.commit(merge=len(writer.segments) >= MAX_SEGMENTS)
+        self.indexed += len(todo)
 
     def _subtree(self, rel_dir: str) -> set[str]:
         """Every memory path the index has under ``rel_dir`` plus every one on disk there."""
