@@ -15,7 +15,7 @@ from vault_mem.index.schema import fold
 from vault_mem.index.substring import segment_terms_containing
 from vault_mem.query.context import View, take_within
 from vault_mem.query.params import Args
-from vault_mem.query.rows import identity, snippet_of, task_fields
+from vault_mem.query.rows import cut_message, fit_row, identity, snippet_of, task_fields
 from vault_mem.vault.note import domain_of
 from vault_mem.vault.paths import check_relative
 
@@ -54,6 +54,7 @@ def list_by_domain(view: View, raw: dict[str, Any]) -> dict[str, Any]:
     rows = [_row(view, d) for d in page]
     fitted = take_within(rows)
     rows = rows[:fitted]
+    cut = [r["permalink"] for r in rows if "truncated_fields" in r]
     answer: dict[str, Any] = {
         "status": "ok",
         "results": rows,
@@ -62,6 +63,8 @@ def list_by_domain(view: View, raw: dict[str, Any]) -> dict[str, Any]:
     }
     if offset + len(rows) < len(docs):
         answer["next_offset"] = offset + len(rows)
+    if cut:
+        answer["message"] = cut_message(cut)
     if not rows:
         answer["status"] = "none"
         answer["message"] = f"offset {offset} is past the last of {len(docs)} memories"
@@ -121,4 +124,6 @@ def _row(view: View, docnum: int) -> dict[str, Any]:
         "snippet": snippet_of(rec),
         "est_tokens": -(-body_chars // 4),
     }
-    return row | task_fields(rec)
+    row |= task_fields(rec)
+    fit_row(row)
+    return row

@@ -33,7 +33,7 @@ from vault_mem.query.chunks import Chunk, ChunkCache, chunk_body
 from vault_mem.query.context import ROW_BUDGET, View, json_size
 from vault_mem.query.dates import epoch_bounds, parse_period
 from vault_mem.query.params import Args
-from vault_mem.query.rows import snippet
+from vault_mem.query.rows import cut_message, fit_row, snippet
 from vault_mem.vault.dates import iso
 from vault_mem.vault.note import permalink_of
 
@@ -87,6 +87,9 @@ def mem_recall(view: View, raw: dict[str, Any]) -> dict[str, Any]:
         return _answer("none", output, [], hints, None)
     rendered = [(_compact_block if output == "compact" else _row)(view, p) for p in picked]
     fitted = _fit(rendered)
+    cut = [r["chunk_id"] for r in rendered[:fitted] if isinstance(r, dict) and "truncated_fields" in r]
+    if cut:
+        hints.append(cut_message(cut))
     next_offset = offset + fitted if (fitted < len(picked) or more) else None
     if fitted < len(picked):
         hints.append(f"{fitted} of {limit} chunks fit the answer size bound; the rest follow from "
@@ -322,7 +325,7 @@ def _page(view: View, docs: list[int], offset: int, limit: int) -> tuple[list[Pi
 
 def _row(view: View, p: Picked) -> dict[str, Any]:
     rec = view.record(p.docnum)
-    return {
+    row: dict[str, Any] = {
         "chunk_id": f"{rec['uid']}#{p.index}",
         "uid": rec["uid"],
         "permalink": permalink_of(rec["path"]),
@@ -335,11 +338,13 @@ def _row(view: View, p: Picked) -> dict[str, Any]:
         "tags": rec["tags"],
         "status": rec["status"],
     }
+    fit_row(row)
+    return row
 
 
 def _compact_block(view: View, p: Picked) -> str:
     rec = view.record(p.docnum)
-    where = f" | {' > '.join(p.chunk.hierarchy)}" if p.chunk.hierarchy else ""
+    where = f" | {snippet(' > '.join(p.chunk.hierarchy), COMPACT_CHARS)}" if p.chunk.hierarchy else ""
     header = f"[{rec['created']}] {permalink_of(rec['path'])}#{p.index}{where}"
     return f"{header}\n{snippet(p.chunk.content, COMPACT_CHARS) or '(no text)'}"
 

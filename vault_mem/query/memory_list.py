@@ -33,6 +33,7 @@ from vault_mem.query.context import ROW_BUDGET, View, json_size
 from vault_mem.query.dates import epoch_bounds, parse_period
 from vault_mem.query.lineage import Lineage
 from vault_mem.query.params import Args
+from vault_mem.query.rows import cut_message, fit_row
 from vault_mem.vault.note import permalink_of
 
 PARAMS = ("query", "metadata_filters", "limit", "offset", "date_from", "date_to", "tags_any",
@@ -132,7 +133,7 @@ def _metadata_filters(raw: dict[str, Any] | None) -> dict[str, list[Any]]:
         values = value if isinstance(value, list) else [value]
         for item in values:
             if isinstance(item, dict | list):
-                raise InvalidInput("metadata_filters", f"the value of {key!r} must be a scalar "
+                raise InvalidInput("metadata_filters", f"the value of {key[:60]!r} must be a scalar "
                                    "(must equal) or a list of scalars (any of), not a nested object or list")
         out[key.strip()] = values
     return out
@@ -168,7 +169,7 @@ def _fields(requested: list[str] | None, mode: str) -> tuple[str, ...]:
     wanted = [f.strip() for f in requested if f.strip()]
     unknown = [f for f in wanted if f not in ROW_FIELDS]
     if unknown:
-        raise InvalidInput("fields", f"unknown field {unknown[0]!r}; accepted: {', '.join(ROW_FIELDS)}")
+        raise InvalidInput("fields", f"unknown field {unknown[0][:60]!r}; accepted: {', '.join(ROW_FIELDS)}")
     if other in wanted:
         raise InvalidInput("fields", f"{other!r} does not come with content_mode={mode!r}: "
                            "content_preview comes with 'preview', content with 'full'")
@@ -325,10 +326,11 @@ def _page(view: View, lineage: Lineage, hits: Iterator[int], offset: int, limit:
         if len(rows) == limit:
             return rows, True, warnings
         row = _row(view, lineage, doc, fields, preview_chars)
+        note = cut_message([row.get("permalink") or row["id"]]) if fit_row(row) else None
         size = json_size(row) + 2
-        note = None
         if size > ROW_BUDGET and "content" in row:
-            row, note = _cut_content(row)
+            row, content_note = _cut_content(row)
+            note = f"{note}; {content_note}" if note else content_note
             size = json_size(row) + 2
         if rows and used + size > ROW_BUDGET:
             return rows, True, warnings

@@ -48,9 +48,10 @@ from vault_mem.query.lineage import Lineage
 from vault_mem.query.links import LinkResolver, backlinks, outgoing
 from vault_mem.query.params import Args
 from vault_mem.query.refs import resolve_ref
+from vault_mem.query.rows import cut_to_fit
 from vault_mem.vault.dates import from_timestamp, iso
 from vault_mem.vault.note import Note, est_tokens, permalink_of
-from vault_mem.vault.reader import read_note
+from vault_mem.vault.reader import MAX_BYTES, read_note
 
 READ_PARAMS = ("ref", "offset", "max_chars")
 DEFAULT_MAX_CHARS = 20_000
@@ -81,7 +82,7 @@ def memory_read(view: View, raw: dict[str, Any]) -> dict[str, Any]:
                            f"for {note.permalink}, got {offset}")
 
     answer = _head(view, doc, note)
-    cuts = _fit(answer, HEAD_BUDGET)
+    cuts = cut_to_fit(answer, HEAD_BUDGET, CUTTABLE)
     notes: list[str] = []
     if cuts:
         answer["truncated_fields"] = cuts
@@ -89,6 +90,12 @@ def memory_read(view: View, raw: dict[str, Any]) -> dict[str, Any]:
         notes.append(f"cut to keep the answer under {MAX_ANSWER_CHARS:,} characters: {shown}; "
                      f"the file ({note.permalink}, also an MCP resource) holds everything")
         answer["message"] = notes[0]
+    if note.size > MAX_BYTES:
+        # The body pages are the indexed text, so that body_chars, est_tokens, search and
+        # the pages agree; the resource still returns the whole file.
+        notes.append(f"the file is {note.size:,} bytes: its body is read and paged up to the first "
+                     f"{MAX_BYTES:,} bytes, as indexed; the resource {note.permalink} returns the whole file")
+        answer["message"] = "; ".join(notes)
     page, page_cut = _body_page(note.body, offset, max_chars,
                                 MAX_ANSWER_CHARS - json_size(answer) - ENVELOPE)
     answer["offset"] = offset
@@ -156,54 +163,6 @@ def _shared_id_problem(view: View, doc: int, note: Note) -> list[str]:
 
 
 # -- bounding ------------------------------------------------------------------------
-
-
-def _fit(answer: dict[str, Any], budget: int) -> dict[str, dict[str, Any]]:
-    """Cut the largest cuttable fields of ``answer`` in place until it fits ``budget``.
-
-    Returns {field: {shown, total, unit}} for every field that was cut.
-    """
-    cuts: dict[str, dict[str, Any]] = {}
-    sizes = {k: json_size(answer[k]) for k in CUTTABLE if k in answer}
-    total = json_size(answer)
-    while total > budget:
-        field = max((k for k in sizes if _can_shrink(answer[k])), key=lambda k: sizes[k], default=None)
-        if field is None:
-            break
-        before = answer[field]
-        answer[field] = _shrink(before)
-        if field not in cuts:
-            cuts[field] = {"shown": 0, "total": len(before), "unit": _unit(before)}
-        shown = len(answer[field])
-        cuts[field]["shown"] = shown - 1 if isinstance(before, str) else shown  # less the marker
-        new_size = json_size(answer[field])
-        total -= sizes[field] - new_size
-        sizes[field] = new_size
-    return cuts
-
-
-def _can_shrink(value: Any) -> bool:
-    if isinstance(value, str):
-        return len(value) > 64
-    return isinstance(value, list | dict) and len(value) > 0
-
-
-def _shrink(value: Any) -> Any:
-    """A smaller version of ``value``: half a list's items or a dict's keys, half a string."""
-    if isinstance(value, str):
-        return value[: len(value) // 2] + "…"
-    if isinstance(value, list):
-        return value[: len(value) // 2]
-    if isinstance(value, dict):
-        keys = list(value)[: len(value) // 2]
-        return {k: value[k] for k in keys}
-    return value
-
-
-def _unit(value: Any) -> str:
-    if isinstance(value, str):
-        return "characters"
-    return "keys" if isinstance(value, dict) else "items"
 
 
 def _body_page(body: str, offset: int, max_chars: int, budget: int) -> tuple[str, bool]:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from vault_mem.query.context import json_size
 from vault_mem.vault.note import domain_of, permalink_of
 
 SNIPPET_CHARS = 400
@@ -43,3 +44,79 @@ def task_fields(record: dict[str, Any]) -> dict[str, Any]:
 def identity(record: dict[str, Any]) -> dict[str, Any]:
     path = record["path"]
     return {"uid": record["uid"], "permalink": permalink_of(path), "path": path, "domain": domain_of(path)}
+
+
+# -- cutting what is too big (SPEC 4 "Bounded answers": nothing is cut without saying so) ---
+
+ROW_FIELDS_BUDGET = 8_000  # JSON characters a list row may take besides its content
+# Row fields that may be cut when a record is huge (10,000 tags, a 100k title, 5,000 keys of
+# metadata); identity, dates, status and etag never are.
+ROW_CUTTABLE = ("title", "tags", "metadata", "aliases", "paths", "supersedes", "superseded_by",
+                "hierarchy", "namespace", "scope", "agent", "project", "type")
+
+
+def cut_to_fit(value: dict[str, Any], budget: int, cuttable: tuple[str, ...],
+               exclude: tuple[str, ...] = ()) -> dict[str, dict[str, Any]]:
+    """Halve the largest ``cuttable`` fields of ``value`` in place until its JSON (less the
+    ``exclude`` keys) fits ``budget``; a cut string ends with ``…``.
+
+    Returns {field: {shown, total, unit}} for every field that was cut.
+    """
+    cuts: dict[str, dict[str, Any]] = {}
+    sizes = {k: json_size(value[k]) for k in cuttable if k in value}
+    total = json_size({k: v for k, v in value.items() if k not in exclude})
+    while total > budget:
+        field = max((k for k in sizes if _can_shrink(value[k])), key=lambda k: sizes[k], default=None)
+        if field is None:
+            break
+        before = value[field]
+        value[field] = _shrink(before)
+        if field not in cuts:
+            cuts[field] = {"shown": 0, "total": len(before), "unit": _unit(before)}
+        shown = len(value[field])
+        cuts[field]["shown"] = shown - 1 if isinstance(before, str) else shown  # less the marker
+        new_size = json_size(value[field])
+        total -= sizes[field] - new_size
+        sizes[field] = new_size
+    return cuts
+
+
+def fit_row(row: dict[str, Any], budget: int = ROW_FIELDS_BUDGET) -> bool:
+    """Cut a list row whose fields (besides ``content``) pass ``budget``; the row then carries
+    ``truncated_fields`` ({field: {shown, total, unit}}). True when something was cut."""
+    cuts = cut_to_fit(row, budget, ROW_CUTTABLE, exclude=("content",))
+    if cuts:
+        row["truncated_fields"] = cuts
+    return bool(cuts)
+
+
+def cut_message(refs: list[str], see: str = "memory_read") -> str:
+    """What a list answer says when some of its rows were cut."""
+    shown = ", ".join(r if len(r) <= 120 else r[:117] + "..." for r in refs[:3])
+    more = f" and {len(refs) - 3} more" if len(refs) > 3 else ""
+    return (f"fields of {shown}{more} were cut to keep the answer under 40,000 characters "
+            f"(see each row's truncated_fields; {see} shows the whole record)")
+
+
+def _can_shrink(value: Any) -> bool:
+    if isinstance(value, str):
+        return len(value) > 64
+    return isinstance(value, list | dict) and len(value) > 0
+
+
+def _shrink(value: Any) -> Any:
+    """A smaller version of ``value``: half a list's items or a dict's keys, half a string."""
+    if isinstance(value, str):
+        return value[: len(value) // 2] + "…"
+    if isinstance(value, list):
+        return value[: len(value) // 2]
+    if isinstance(value, dict):
+        keys = list(value)[: len(value) // 2]
+        return {k: value[k] for k in keys}
+    return value
+
+
+def _unit(value: Any) -> str:
+    if isinstance(value, str):
+        return "characters"
+    return "keys" if isinstance(value, dict) else "items"

@@ -38,6 +38,7 @@ _NoTimestampLoader.yaml_implicit_resolvers = {
 }
 
 NODE_BUDGET = 100_000
+STRING_UNIT = 64  # characters of a string that cost one node of the budget
 MAX_DEPTH = 64
 _FENCE_LINE = re.compile(r"---[ \t]*")
 
@@ -111,18 +112,27 @@ def load_yaml(yaml_text: str) -> Loaded:
     problems: list[str] = []
     budget = [NODE_BUDGET]
     data: dict[str, Any] = {}
+    dropped: list[str] = []
     for key, value in raw.items():
         name = _key(key)
         if name == "":
             problems.append("frontmatter: a key with no name; its value is ignored")
             continue
+        if budget[0] <= 0:  # spent: the keys left are dropped unread, and said so once below
+            dropped.append(name)
+            continue
+        left = budget[0]
         try:
             data[name] = to_plain(value, budget, 0)
         except _TooBig:
-            problems.append(
-                f"frontmatter: the value of '{name}' is too large or too deeply nested "
-                "(an alias bomb?); ignored"
-            )
+            budget[0] = left  # what the dropped value spent is free again for the keys after it
+            dropped.append(name)
+    if dropped:
+        # One line, however many keys: 200,000 keys must not become 200,000 problems.
+        named = ", ".join(f"'{n[:60]}'" for n in dropped[:5])
+        more = f" and {len(dropped) - 5:,} more keys" if len(dropped) > 5 else ""
+        problems.append(f"frontmatter: the value of {named}{more} is too large or too deeply nested "
+                        "(an alias bomb?); ignored")
     return Loaded(data, problems, True)
 
 
@@ -142,7 +152,9 @@ def _key(key: Any) -> str:
 
 def to_plain(value: Any, budget: list[int], depth: int) -> Any:
     """A JSON-safe copy of a YAML value, spending one unit of ``budget`` per node."""
-    budget[0] -= 1
+    # A string costs by its length too: aliases can repeat one long string a thousand times
+    # ("a: &a <1 MB>", "b: [*a, *a, ...]"), a gigabyte once expanded into an answer.
+    budget[0] -= 1 + (len(value) // STRING_UNIT if isinstance(value, str) else 0)
     if budget[0] < 0 or depth > MAX_DEPTH:
         raise _TooBig
     if value is None or isinstance(value, bool | int | str):

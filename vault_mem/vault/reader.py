@@ -23,6 +23,8 @@ MAX_BYTES = 2 * 1024 * 1024
 _TAG_LEAD = re.compile(r"^[#\s]+")
 _CHUNK = 1 << 20
 _BOM = b"\xef\xbb\xbf"
+_NOT_REGULAR = "not a regular file (a FIFO, socket or device); not read"
+_UNCLOSED = "frontmatter: the opening '---' is never closed"
 _CREATED_KEYS = ("created", "date", "created_at")
 _UPDATED_KEYS = ("updated", "modified", "updated_at")
 _STATE_WORDS = {
@@ -51,11 +53,18 @@ def read_bytes(path: Path) -> tuple[bytes, str, int, int, list[str]]:
     try:
         fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
     except OSError as exc:
+        # A UNIX socket cannot be opened at all (ENXIO): name what it is, not the errno.
+        try:
+            irregular = not stat.S_ISREG(os.stat(path).st_mode)
+        except OSError:
+            irregular = False
+        if irregular:
+            return b"", "", 0, 0, [_NOT_REGULAR]
         return b"", "", 0, 0, [f"unreadable: {exc.strerror or exc}"]
     try:
         st = os.fstat(fd)
         if not stat.S_ISREG(st.st_mode):
-            return b"", "", 0, st.st_mtime_ns, ["not a regular file (a FIFO, socket or device); not read"]
+            return b"", "", 0, st.st_mtime_ns, [_NOT_REGULAR]
         digest = hashlib.blake2b(digest_size=12)
         kept = bytearray()
         total = 0
@@ -125,6 +134,11 @@ def read_note(root: Path, rel: str) -> Note:
 def parse_text(path: str, text: str, etag: str, size: int, mtime_ns: int, problems: list[str]) -> Note:
     """Build a Note from decoded text. ``path`` is the display form of the vault-relative path."""
     split = split_frontmatter(text)
+    if size > MAX_BYTES:
+        # The closing '---' may well lie past the cut: say that rather than "never closed".
+        split.problems = [f"frontmatter: not closed within the first {MAX_BYTES:,} bytes that are indexed; "
+                          "the indexed text is read as body" if p.startswith(_UNCLOSED) else p
+                          for p in split.problems]
     problems = problems + split.problems
     data: dict[str, Any] = {}
     fm_ok = True
