@@ -65,6 +65,7 @@ def huge_notes() -> dict[str, str]:
                         + "---\nA note with ten thousand tags.\n",
         "huge/title.md": f"---\nid: title\ncreated: 2023-06-04\ntitle: {'T' * TITLE_CHARS}\n---\n"
                          "A note with a very long title.\n",
+        "huge/heading.md": f"---\nid: heading\ncreated: 2023-06-06\n---\n# {'H' * TITLE_CHARS}\n\nUnder a huge heading.\n",
         "huge/meta.md": "---\nid: meta\ncreated: 2023-06-05\n"
                         + "".join(f"key{i:04d}: value number {i}\n" for i in range(META_KEYS))
                         + "---\nA note with huge metadata.\n",
@@ -256,18 +257,18 @@ async def page_body_from(c: ToolClient, ref: str, offset: int) -> tuple[str, int
 # -- huge records: every tool that returns them stays bounded and says what it cut ------------
 
 
-HUGE_REFS = ("tags", "title", "meta")
+HUGE_REFS = ("tags", "title", "meta", "heading")
 
 
 @pytest.mark.parametrize("ref", HUGE_REFS)
 async def test_memory_read_cuts_a_huge_record_and_names_the_cut(vault: Vault, ref: str) -> None:
     async with session(vault) as c:
         a = await call(c, "memory_read", ref=ref)
-    field = {"tags": "tags", "title": "title", "meta": "metadata"}[ref]
-    total = {"tags": TAGS, "title": TITLE_CHARS, "meta": META_KEYS}[ref]
+    field = {"tags": "tags", "title": "title", "meta": "metadata", "heading": "title"}[ref]
+    total = {"tags": TAGS, "title": TITLE_CHARS, "meta": META_KEYS, "heading": TITLE_CHARS}[ref]
     assert a["truncated_fields"][field]["total"] == total
     assert field in a["message"] and a["uid"] == ref and a["etag"]
-    assert a["body"] and "next_offset" not in a
+    assert a["body"] and ("next_offset" in a) == (ref == "heading")  # its body holds the heading
 
 
 def cut_markers(row: dict[str, Any]) -> dict[str, Any]:
@@ -281,7 +282,7 @@ async def test_list_by_domain_rows_of_huge_records_are_cut_and_marked(vault: Vau
         rows = await walk(c, "list_by_domain", "results", domain="huge")
         answer = await call(c, "list_by_domain", domain="huge", limit=200)
     by_uid = {r["uid"]: r for r in rows}
-    assert set(by_uid) == {"twenty", "lines", "tags", "title", "meta"}
+    assert set(by_uid) == {"twenty", "lines", "tags", "title", "meta", "heading"}
     assert cut_markers(by_uid["tags"])["tags"]["total"] == TAGS
     assert cut_markers(by_uid["title"])["title"]["total"] == TITLE_CHARS
     assert by_uid["title"]["title"].endswith("…")
@@ -293,7 +294,7 @@ async def test_memory_list_rows_of_huge_records_are_cut_and_marked(vault: Vault)
         rows = await walk(c, "memory_list", "memories", limit=-1, date_to="2023")
         few = await walk(c, "memory_list", "memories", limit=-1, date_to="2023", fields=["title"])
     by_id = {r["id"]: r for r in rows}
-    assert set(by_id) == {"twenty", "lines", "tags", "title", "meta"}
+    assert set(by_id) == {"twenty", "lines", "tags", "title", "meta", "heading"}
     assert cut_markers(by_id["tags"])["tags"]["total"] == TAGS
     assert cut_markers(by_id["title"])["title"]["total"] == TITLE_CHARS
     assert cut_markers(by_id["meta"])["metadata"]["total"] == META_KEYS
@@ -302,12 +303,14 @@ async def test_memory_list_rows_of_huge_records_are_cut_and_marked(vault: Vault)
 
 async def test_mem_recall_chunks_of_huge_records_are_cut_and_marked(vault: Vault) -> None:
     async with session(vault) as c:
-        rows = await walk(c, "mem_recall", "results", since="2023-06-03", until="2023-06-05",
+        rows = await walk(c, "mem_recall", "results", since="2023-06-03", until="2023-06-06",
                           output_format="structured", limit=500)
-        text = await walk_compact(c, since="2023-06-03", until="2023-06-05")
+        text = await walk_compact(c, since="2023-06-03", until="2023-06-06")
     by_uid = {r["uid"]: r for r in rows}
-    assert set(by_uid) == {"tags", "title", "meta"}
+    assert set(by_uid) == {"tags", "title", "meta", "heading"}
     assert cut_markers(by_uid["tags"])["tags"]["total"] == TAGS
+    assert cut_markers(by_uid["heading"])["hierarchy"]["total"] == 1
+    assert "see memory_read]" in text  # cut text is marked; every compact page stayed bounded (call)
     assert "tags" in text and "title" in text
 
 
