@@ -65,7 +65,8 @@ def huge_notes() -> dict[str, str]:
                         + "---\nA note with ten thousand tags.\n",
         "huge/title.md": f"---\nid: title\ncreated: 2023-06-04\ntitle: {'T' * TITLE_CHARS}\n---\n"
                          "A note with a very long title.\n",
-        "huge/heading.md": f"---\nid: heading\ncreated: 2023-06-06\n---\n# {'H' * TITLE_CHARS}\n\nUnder a huge heading.\n",
+        "huge/heading.md": f"---\nid: heading\ncreated: 2023-06-06\n---\n# {'H' * TITLE_CHARS}\n\n"
+                           "Under a huge heading.\n",
         "huge/meta.md": "---\nid: meta\ncreated: 2023-06-05\n"
                         + "".join(f"key{i:04d}: value number {i}\n" for i in range(META_KEYS))
                         + "---\nA note with huge metadata.\n",
