@@ -82,8 +82,7 @@ class Watcher:
             self._stopping = True
             self._cond.notify_all()
         if self._observer is not None:
-            self._observer.stop()
-            self._observer.join(timeout=5)
+            _stop_observer(self._observer)
         if self._thread is not None:
             self._thread.join(timeout=10)
 
@@ -91,8 +90,7 @@ class Watcher:
         _quiet_benign_watchdog_warning()
         old, self._observer = self._observer, None
         if old is not None:  # a half-dead observer (one of its threads died): stop what is left
-            with contextlib.suppress(Exception):
-                old.stop()
+            _stop_observer(old)
         observer = Observer()
         handler = _Handler(self)
         observer.schedule(handler, str(self.root), recursive=False)
@@ -331,6 +329,23 @@ def _identity(path: Path) -> tuple[int, int] | None:
     except OSError:
         return None
     return (st.st_dev, st.st_ino) if stat.S_ISDIR(st.st_mode) else None
+
+
+def _stop_observer(observer: Any) -> None:
+    """Stop an observer and every thread it started, even when watchdog's own bookkeeping fails
+    (after many folder moves its path-to-watch map can be stale and ``stop()`` raises KeyError
+    before it stops the thread reading the kernel queue)."""
+    try:
+        observer.stop()
+    except Exception as exc:
+        log.debug("stopping the file observer: %s: %s", type(exc).__name__, exc)
+        reader = getattr(observer, "_inotify_fd", None)
+        if reader is not None:
+            with contextlib.suppress(Exception):
+                reader.stop()
+                reader.join(timeout=5)
+    with contextlib.suppress(RuntimeError):
+        observer.join(timeout=5)
 
 
 def _observer_alive(observer: Any) -> bool:
