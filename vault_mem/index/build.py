@@ -30,7 +30,7 @@ from vault_mem.index.schema import document_of
 from vault_mem.index.store import VaultIndex
 from vault_mem.vault.paths import display_path
 from vault_mem.vault.reader import read_note
-from vault_mem.vault.walk import walk_vault
+from vault_mem.vault.walk import IgnoreRules, walk_vault
 
 BATCH = 500  # files per commit of a serial build, and the smallest worker segment
 MAX_BATCH = 5000  # the largest worker segment
@@ -166,8 +166,11 @@ def reconcile(index: VaultIndex, progress: Callable[[str, int], Progress] | None
     """Stat every file; re-read only those whose size or mtime changed, re-index only those whose
     content hash changed, drop what is gone."""
     start = time.monotonic()
-    walked = walk_vault(index.root)
+    # The index first, the disk second: a note written (and indexed) while the walk runs is then
+    # either seen on disk or found still there below, never dropped as deleted.
     known = index.fingerprints()
+    rules = IgnoreRules(index.root)
+    walked = walk_vault(index.root, rules)
     on_disk: set[str] = set()
     report = SyncReport(total=len(walked.files), walk_problems=walked.problems)
     candidates: list[str] = []
@@ -187,7 +190,7 @@ def reconcile(index: VaultIndex, progress: Callable[[str, int], Progress] | None
             report.unchanged += 1
         else:
             candidates.append(rel)
-    removed = [path for path in known if path not in on_disk]
+    removed = [path for path in known if path not in on_disk and not _still_a_memory(index.root, path, rules)]
     bar = progress("reconciling", len(candidates)) if progress and len(candidates) > 200 else None
     changed = []
     for rel in candidates:
@@ -214,3 +217,8 @@ def reconcile(index: VaultIndex, progress: Callable[[str, int], Progress] | None
         index.set_state(complete=True)
     report.seconds = time.monotonic() - start
     return report
+
+
+def _still_a_memory(root: Path, path: str, rules: IgnoreRules) -> bool:
+    """True when ``path`` is (again) a memory file on disk, whatever the walk saw a moment ago."""
+    return os.path.lexists(root / path) and not rules.ignored(path)

@@ -18,6 +18,7 @@ from pathlib import Path
 
 from vault_mem.errors import VaultUnavailable
 from vault_mem.index.build import SyncReport, reconcile
+from vault_mem.index.schema import SCHEMA_VERSION
 from vault_mem.index.store import VaultIndex
 from vault_mem.index.watcher import Watcher
 from vault_mem.query.context import Vault
@@ -82,9 +83,17 @@ class Runtime:
             self._vault_missing = False
             log.info("the vault folder %s is back; reconciling", self.vault.root)
             self.start()
-        elif self._ready.is_set() and self.index.needs_build():
+        elif self._ready.is_set() and self._index_gone():
             log.warning("the index at %s is gone or damaged; rebuilding it", self.index.dir)
             self.start()
+
+    def _index_gone(self) -> bool:
+        """The index folder or its state file vanished (or holds another schema).
+
+        Not ``needs_build``: that also opens the table of contents, which another process's
+        commit may be replacing at that instant, and a false alarm would rebuild a good index.
+        """
+        return self.index.state().get("schema") != SCHEMA_VERSION
 
     def wait_ready(self, timeout: float | None = None) -> bool:
         return self._ready.wait(timeout)
