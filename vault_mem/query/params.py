@@ -15,6 +15,7 @@ from typing import Any
 from vault_mem.errors import InvalidInput
 
 _AGENT = re.compile(r"[A-Za-z0-9._-]{1,64}")
+INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
 _INTEGER = re.compile(r"\s*[+-]?\d{1,18}\s*")
 
 
@@ -46,6 +47,8 @@ class Args:
             return default
         if isinstance(value, bool) or not isinstance(value, str | int | float):
             raise InvalidInput(name, f"must be a string, got {_kind(value)}")
+        if isinstance(value, int) and not INT64_MIN <= value <= INT64_MAX:
+            raise InvalidInput(name, "must be a string, got a number beyond the 64-bit range")
         text = value if isinstance(value, str) else str(value)
         if len(text) > max_len:
             raise InvalidInput(name, f"is {len(text):,} characters; at most {max_len:,} are accepted")
@@ -75,6 +78,8 @@ class Args:
             number = int(value)
         else:
             raise InvalidInput(name, f"must be an integer ({what}), got {_show(value)}")
+        if not INT64_MIN <= number <= INT64_MAX:  # also keeps str() of a 5,000-digit int out of messages
+            raise InvalidInput(name, f"must be {what}, got a number beyond the 64-bit range")
         if (lo is not None and number < lo) or (hi is not None and number > hi):
             raise InvalidInput(name, f"must be {what}, got {number}")
         return number
@@ -87,7 +92,7 @@ class Args:
             raise InvalidInput(name, f"must be a number from {lo} to {hi}, got a boolean")
         try:
             number = float(value)
-        except (TypeError, ValueError):
+        except (TypeError, ValueError, OverflowError):  # OverflowError: an int past float's range
             raise InvalidInput(name, f"must be a number from {lo} to {hi}, got {_show(value)}") from None
         if not lo <= number <= hi:
             raise InvalidInput(name, f"must be a number from {lo} to {hi}, got {number}")
@@ -123,7 +128,7 @@ class Args:
             if stripped.startswith("["):
                 try:
                     value = json.loads(stripped)
-                except ValueError:
+                except (ValueError, RecursionError):  # deep nesting ("[[[[...") overflows the decoder
                     value = [value]
             else:
                 value = [value]
@@ -145,7 +150,7 @@ class Args:
         if isinstance(value, str):
             try:
                 value = json.loads(value)
-            except ValueError:
+            except (ValueError, RecursionError):  # deep nesting ("[[[[...") overflows the decoder
                 raise InvalidInput(name, "must be an object (a mapping of keys to values)") from None
         if not isinstance(value, dict):
             raise InvalidInput(name, f"must be an object (a mapping of keys to values), got {_kind(value)}")
@@ -194,5 +199,8 @@ def _kind(value: Any) -> str:
 
 
 def _show(value: Any) -> str:
-    text = repr(value)
+    try:
+        text = repr(value)
+    except ValueError:  # an int of more than 4,300 digits has no str() in Python >= 3.11
+        return "a number too large to show"
     return text if len(text) <= 60 else text[:57] + "..."

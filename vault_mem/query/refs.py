@@ -13,6 +13,7 @@ from vault_mem.vault.note import permalink_of
 from vault_mem.vault.paths import check_relative
 
 PERMALINK_PREFIX = "memory://"
+SHOWN_REF_CHARS = 100  # a ref echoed in a message; repr() may spell a character in 10
 
 
 def resolve_ref(view: View, ref: str, param: str = "ref") -> int:
@@ -43,7 +44,15 @@ def resolve_ref(view: View, ref: str, param: str = "ref") -> int:
             shown = ", ".join(candidates[:10]) + (f" (and {len(candidates) - 10} more)" if len(candidates) > 10 else "")
             raise InvalidInput(
                 param,
-                f"{ref!r} is ambiguous: {len(hits)} notes match by {stage}: {shown}; pass one of these permalinks",
+                f"{_shown(ref)} is ambiguous: {len(hits)} notes match by {stage}: {shown}; "
+                "pass one of these permalinks",
                 candidates=candidates,
             )
-    raise NotFound(f"no note matches {ref!r} (tried uid, permalink, path, file name, title and alias)")
+    raise NotFound(f"no note matches {_shown(ref)} (tried uid, permalink, path, file name, title and alias)")
+
+
+def _shown(ref: str) -> str:
+    """``ref`` for a message, cut so that the answer stays small whatever was passed."""
+    if len(ref) <= SHOWN_REF_CHARS:
+        return repr(ref)
+    return f"{ref[:SHOWN_REF_CHARS]!r}... ({len(ref):,} characters)"

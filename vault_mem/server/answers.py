@@ -15,10 +15,14 @@ from vault_mem.query.context import MAX_ANSWER_CHARS
 log = logging.getLogger("vault_mem.server")
 
 
-def error_answer(exc: VaultMemError) -> dict[str, Any]:
+def error_answer(exc: VaultMemError, renames: dict[str, str] | None = None) -> dict[str, Any]:
+    """The answer for ``exc``; ``renames`` maps our parameter names to the caller's (compat tools)."""
     answer: dict[str, Any] = {"status": exc.status, "message": exc.message}
     if isinstance(exc, InvalidInput):
-        answer["param"] = exc.param
+        param = (renames or {}).get(exc.param, exc.param)
+        if param != exc.param and exc.message.startswith(exc.param):
+            answer["message"] = param + exc.message[len(exc.param):]
+        answer["param"] = param
     for key, value in exc.details.items():
         answer[key] = value
     return answer

@@ -4,7 +4,10 @@ drop unknown names silently and answer bad types with a protocol-level error).""
 
 from __future__ import annotations
 
+import errno
 import logging
+import os
+import stat
 from typing import Any
 from urllib.parse import unquote
 
@@ -22,6 +25,7 @@ from vault_mem.vault.paths import note_file
 
 log = logging.getLogger("vault_mem.server")
 RESOURCE_PAGE = 500
+CALL_THREADS = 6  # tool calls running at once; each thread keeps its own index searcher
 
 INSTRUCTIONS = (
     "vault-mem: long-term memory kept as Markdown files a person can read and edit. "
@@ -35,6 +39,9 @@ def call(vault: Vault, spec: ToolSpec, arguments: dict[str, Any] | None) -> dict
     try:
         raw = dict(arguments or {})
         for theirs, ours in spec.arg_map:
+            if ours in raw:  # our name is not a parameter of the compat tool: do not take it silently
+                return error_answer(InvalidInput(ours, f"unknown parameter {ours!r}; accepted: "
+                                                 f"{', '.join(spec.properties)}"))
             if theirs in raw:
                 raw[ours] = raw.pop(theirs)
         handler = spec.handler()
@@ -56,7 +63,7 @@ def call(vault: Vault, spec: ToolSpec, arguments: dict[str, Any] | None) -> dict
                              "notes): answers may be incomplete")
         return answer
     except VaultMemError as exc:
-        return error_answer(exc)
+        return error_answer(exc, {ours: theirs for theirs, ours in spec.arg_map})
     except Exception as exc:  # the server must answer, whatever a query module did
         log.exception("tool %s failed", spec.name)
         return {"status": "error", "message": f"internal error in {spec.name}: {type(exc).__name__}"}
@@ -79,6 +86,8 @@ def build_server(vault: Vault) -> Server[Any]:
         for spec in specs.values()
     ]
 
+    limiter: list[anyio.CapacityLimiter] = []  # made on first use, inside the event loop
+
     async def on_list_tools(ctx: Any, params: Any) -> t.ListToolsResult:
         return t.ListToolsResult(tools=listing)
 
@@ -87,7 +96,9 @@ def build_server(vault: Vault) -> Server[Any]:
         if spec is None:
             answer = error_answer(InvalidInput("name", f"unknown tool {params.name!r}; tools: {', '.join(specs)}"))
             return to_result(params.name, answer)
-        answer = await anyio.to_thread.run_sync(call, vault, spec, params.arguments)
+        if not limiter:
+            limiter.append(anyio.CapacityLimiter(CALL_THREADS))
+        answer = await anyio.to_thread.run_sync(call, vault, spec, params.arguments, limiter=limiter[0])
         return to_result(spec.name, answer)
 
     async def on_list_resources(ctx: Any, params: t.PaginatedRequestParams | None) -> t.ListResourcesResult:
@@ -137,10 +148,24 @@ def _resource_text(vault: Vault, uri: str) -> str:
             view = View(vault, searcher)
             docnum = resolve_ref(view, unquote(uri) if "%" in uri else uri, "uri")
             record = view.record(docnum)
-            data = note_file(vault.root, str(record["fsrel"]), "uri").read_bytes()
+            data = _whole_file(note_file(vault.root, str(record["fsrel"]), "uri"))
     except (NotFound, InvalidInput) as exc:
         raise MCPError(code=INVALID_PARAMS, message=str(exc), data={"uri": uri}) from None
     except OSError as exc:
         message = f"cannot read {uri}: {exc.strerror}"
         raise MCPError(code=INVALID_PARAMS, message=message, data={"uri": uri}) from None
     return data.decode("utf-8", errors="replace").lstrip("\ufeff")
+
+
+def _whole_file(path: Any) -> bytes:
+    """A note file's bytes, opened without blocking so a FIFO named ``x.md`` cannot hang the call."""
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise OSError(errno.EINVAL, "not a regular file (a FIFO, socket or device)")
+        chunks = []
+        while chunk := os.read(fd, 1 << 20):
+            chunks.append(chunk)
+        return b"".join(chunks)
+    finally:
+        os.close(fd)
