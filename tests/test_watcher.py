@@ -17,6 +17,7 @@ import pytest
 from conftest import write_notes
 
 from vault_mem.index.build import reconcile, sync
+from vault_mem.index.schema import document_of
 from vault_mem.index.store import VaultIndex
 from vault_mem.index.watcher import Watcher
 from vault_mem.query.context import Vault, View
@@ -351,15 +352,15 @@ def test_changes_while_no_watcher_runs_are_found_by_the_startup_reconcile(make_v
 
 
 def test_a_write_tools_own_change_is_not_indexed_twice(live) -> None:
-    """A write tool indexes its file before it answers, inside its call (holding the searcher, as the
-    server's call path does); the watcher then finds the fingerprint equal and does nothing."""
+    """A write tool indexes its own file before it answers; the watcher, which sees the same
+    event, checks under the writer lock, finds the etag already there and writes nothing."""
     vault, w = live(BASE)
     (vault.root / "a/one.md").write_text(note("One", "edited", uid="u1"))
     settle(w)
     indexed = w.indexed
-    with vault.index.searching():
+    with vault.index.writer() as writer:  # the watcher cannot commit before this does
         (vault.root / "a/one.md").write_text(note("One", "edited again", uid="u1"))
-        vault.index.apply([(read_note(vault.root, "a/one.md"), "a/one.md")], [])
+        writer.update_document(**document_of(read_note(vault.root, "a/one.md"), "a/one.md"))
     settle(w)
     assert w.flushes > 0 and w.indexed == indexed, "the watcher re-indexed a note that was already current"
 
