@@ -308,3 +308,11 @@ async def test_special_files_answer_at_once_with_an_empty_body(built: Built) -> 
         listed = await c.call("memory_list", query="x", content_mode="full", limit=-1)
     assert fifo["body"] == "" and fifo["etag"] == ""
     assert listed["status"] in ("ok", "none")
+
+
+async def test_resource_read_of_a_fifo_is_refused_at_once(built: Built) -> None:
+    from mcp.shared.exceptions import MCPError
+
+    async with session(built.root) as c:
+        with pytest.raises(MCPError, match="not a regular file"):
+            await c.client.read_resource("memory://x")

@@ -200,8 +200,6 @@ async def test_a_symlinked_note_pointing_outside_is_indexed_but_not_followed(wor
         assert any("outside the vault" in p for p in note["problems"])
 
 
-@pytest.mark.xfail(strict=True, reason="BUG (query/write.py): _current/_rewrite do not confine the file; "
-                   "memory_edit writes through a symlinked note into a file outside the vault")
 async def test_edit_through_a_symlinked_note_pointing_outside_is_refused(world, mcp_session, tmp_path: Path) -> None:
     before = snapshot(tmp_path)
     async with mcp_session(world) as c:

@@ -58,7 +58,10 @@ class VaultIndex:
         self.root = root
         self.dir = index_dir or default_index_dir(root)
         self._ix: FileIndex | None = None
-        self._searcher: Searcher | None = None
+        # One searcher per thread (Whoosh searchers are not shared across threads), so reads run
+        # side by side and never wait behind a write; ``_epoch`` retires them all on close().
+        self._local = threading.local()
+        self._epoch = 0
         self._lock = threading.RLock()
 
     # -- lifecycle -------------------------------------------------------------------------
@@ -117,8 +120,10 @@ class VaultIndex:
     def close(self) -> None:
         """Drop the searcher and the index handle (safe to call twice, or on a vanished index)."""
         with self._lock:
-            searcher, self._searcher = self._searcher, None
+            self._epoch += 1
             ix, self._ix = self._ix, None
+            searcher, self._local.searcher = getattr(self._local, "searcher", None), None
+            # Other threads' searchers are retired by their own thread at its next use.
             for handle in (searcher, ix):
                 if handle is not None:
                     with contextlib.suppress(Exception):
@@ -128,21 +133,28 @@ class VaultIndex:
 
     @contextlib.contextmanager
     def searching(self) -> Iterator[Searcher]:
-        """The current searcher, refreshed when any process has committed since the last use."""
+        """This thread's searcher, renewed when any process has committed since its last use."""
         with self._lock:
             ix = self.open()
-            if self._searcher is not None and not self._searcher.up_to_date():
-                # Not ``refresh()``: it reuses segment readers whose cached deletion sets are stale,
-                # so a note deleted by a deletion-only commit would stay visible.
-                stale, self._searcher = self._searcher, None
-                stale.close()
-            if self._searcher is None:
+            epoch = self._epoch
+        local = self._local
+        searcher: Searcher | None = getattr(local, "searcher", None)
+        if searcher is not None and (local.epoch != epoch or not _up_to_date(searcher)):
+            # Not ``refresh()``: it reuses segment readers whose cached deletion sets are stale,
+            # so a note deleted by a deletion-only commit would stay visible.
+            local.searcher = None
+            with contextlib.suppress(Exception):
+                searcher.close()
+            searcher = None
+        if searcher is None:
+            with self._lock:
                 try:
-                    self._searcher = ix.searcher()
+                    searcher = ix.searcher()
                 except (OSError, whoosh_index.EmptyIndexError) as exc:
                     self.close()
                     raise VaultUnavailable(f"index at {self.dir} cannot be read: {exc}") from exc
-            yield self._searcher
+            local.searcher, local.epoch = searcher, epoch
+        yield searcher
 
     def records(self) -> dict[str, dict[str, Any]]:
         """Every stored record by path (for reconcile, doctor and stats)."""
@@ -187,10 +199,12 @@ class VaultIndex:
         w = self.acquire_writer(timeout)
         try:
             yield w
+            w.commit(merge=len(w.segments) >= MAX_SEGMENTS)
         except BaseException:
-            w.cancel()
+            # A writer whose work or commit raised keeps Whoosh's lock until it is cancelled.
+            with contextlib.suppress(Exception):
+                w.cancel()
             raise
-        w.commit(merge=len(w.segments) >= MAX_SEGMENTS)
 
     def apply(self, notes: list[tuple[Note, str]], removed: list[str]) -> None:
         """Index ``notes`` (each with its OS-relative path) and drop ``removed`` paths, in one commit."""
@@ -210,3 +224,10 @@ class VaultIndex:
     def has_path(self, path: str) -> bool:
         with self.searching() as s:
             return bool(s.search(Term("path", path), limit=1))
+
+
+def _up_to_date(searcher: Searcher) -> bool:
+    try:
+        return bool(searcher.up_to_date())
+    except Exception:  # the index vanished under it: a new searcher will say how
+        return False

@@ -17,7 +17,7 @@ from vault_mem.query.context import View, take_within
 from vault_mem.query.params import Args
 from vault_mem.query.rows import cut_message, fit_row, identity, snippet_of, task_fields
 from vault_mem.vault.note import domain_of
-from vault_mem.vault.paths import check_relative
+from vault_mem.vault.paths import check_relative, confine
 
 PARAMS = ("domain", "type", "limit", "offset", "status", "subtree")
 STATUSES = ("active", "archived", "all")
@@ -28,6 +28,7 @@ def list_by_domain(view: View, raw: dict[str, Any]) -> dict[str, Any]:
     domain = args.text("domain", required=True, max_len=1000)
     assert domain is not None
     domain = check_relative(domain.strip(), "domain")
+    confine(view.vault.root, domain, "domain")  # a symlinked folder leading outside is refused
     note_type = (args.text("type", "", max_len=100) or "").strip().lower()
     limit = args.integer("limit", 20, 1, 200)
     offset = args.integer("offset", 0, 0)

@@ -10,8 +10,11 @@ no second indexing pass). Answers: ``{status, uid, permalink, path, updated, eta
 from __future__ import annotations
 
 import datetime as dt
+import functools
 import os
 import secrets
+import threading
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -21,8 +24,8 @@ from vault_mem.query.params import Args
 from vault_mem.query.refs import resolve_ref
 from vault_mem.vault.dates import iso, parse_datetime
 from vault_mem.vault.note import SCOPES, Note, permalink_of
-from vault_mem.vault.paths import check_relative, confine
-from vault_mem.vault.reader import file_etag, normalize_tags, read_note
+from vault_mem.vault.paths import check_relative, confine, note_file
+from vault_mem.vault.reader import file_etag, normalize_tags, read_note, read_whole
 from vault_mem.vault.writer import (
     append_paragraph,
     atomic_write,
@@ -41,6 +44,23 @@ WRITE_PARAMS = ("agent", "title", "content", "domain", "type", "tags", "importan
                 "project", "paths")
 CLOSED_STATES = ("completed", "cancelled")
 CREATED_KEYS = ("created", "date", "created_at")  # as the reader accepts them
+
+
+# One write at a time in this process: each reads a file, checks it, writes it and indexes it,
+# and two threads interleaving those steps on one note would lose an update. (Another process
+# or an editor can still change the file in between: ``if_etag`` and the re-read in
+# ``_rewrite`` catch that.)
+_WRITES = threading.Lock()
+Tool = Callable[[View, dict[str, Any]], dict[str, Any]]
+
+
+def one_at_a_time(tool: Tool) -> Tool:
+    @functools.wraps(tool)
+    def serialized(view: View, raw: dict[str, Any]) -> dict[str, Any]:
+        with _WRITES:
+            return tool(view, raw)
+
+    return serialized
 
 
 def now_iso() -> str:
@@ -117,11 +137,13 @@ def _create(view: View, args: Args, agent: str, defaults: dict[str, Any]) -> dic
     return _answer(_index_file(view, rel))
 
 
+@one_at_a_time
 def memory_write(view: View, raw: dict[str, Any]) -> dict[str, Any]:
     args = Args(raw, WRITE_PARAMS)
     return _create(view, args, args.agent(), {})
 
 
+@one_at_a_time
 def memory_supersede(view: View, raw: dict[str, Any]) -> dict[str, Any]:
     args = Args(raw, ("agent", "ref", "title", "content", "type", "tags", "domain"))
     agent = args.agent()
@@ -136,7 +158,7 @@ def _current(view: View, ref: str) -> tuple[str, bytes]:
     record = view.record(resolve_ref(view, ref))
     rel = record.get("fsrel") or record["path"]
     try:
-        return rel, (view.vault.root / rel).read_bytes()
+        return rel, read_whole(note_file(view.vault.root, rel))
     except FileNotFoundError:
         raise NotFound(f"{record['path']} is gone from the vault (deleted or moved since it was indexed)") from None
     except OSError as exc:
@@ -188,6 +210,7 @@ def _rewrite(view: View, rel: str, before: bytes, new_text: str) -> dict[str, An
     return _answer(_index_file(view, rel))
 
 
+@one_at_a_time
 def memory_edit(view: View, raw: dict[str, Any]) -> dict[str, Any]:
     args = Args(raw, ("agent", "ref", "if_etag", "if_updated", "content", "append", "set"))
     args.agent()
@@ -222,6 +245,7 @@ def memory_edit(view: View, raw: dict[str, Any]) -> dict[str, Any]:
     raise AssertionError("unreachable")
 
 
+@one_at_a_time
 def task_close(view: View, raw: dict[str, Any]) -> dict[str, Any]:
     args = Args(raw, ("agent", "ref", "state", "if_etag"))
     args.agent()
@@ -236,6 +260,7 @@ def task_close(view: View, raw: dict[str, Any]) -> dict[str, Any]:
     return _rewrite(view, rel, data, text)
 
 
+@one_at_a_time
 def memory_delete(view: View, raw: dict[str, Any]) -> dict[str, Any]:
     args = Args(raw, ("agent", "ref", "if_etag"))
     args.agent()

@@ -4,10 +4,7 @@ drop unknown names silently and answer bad types with a protocol-level error).""
 
 from __future__ import annotations
 
-import errno
 import logging
-import os
-import stat
 from typing import Any
 from urllib.parse import unquote
 
@@ -22,6 +19,7 @@ from vault_mem.query.refs import PERMALINK_PREFIX, resolve_ref
 from vault_mem.server.answers import error_answer, to_result
 from vault_mem.server.tools import STATUS_SCHEMA, ToolSpec, tools_for
 from vault_mem.vault.paths import note_file
+from vault_mem.vault.reader import read_whole
 
 log = logging.getLogger("vault_mem.server")
 RESOURCE_PAGE = 500
@@ -148,7 +146,7 @@ def _resource_text(vault: Vault, uri: str) -> str:
             view = View(vault, searcher)
             docnum = resolve_ref(view, unquote(uri) if "%" in uri else uri, "uri")
             record = view.record(docnum)
-            data = _whole_file(note_file(vault.root, str(record["fsrel"]), "uri"))
+            data = read_whole(note_file(vault.root, str(record["fsrel"]), "uri"))
     except (NotFound, InvalidInput) as exc:
         raise MCPError(code=INVALID_PARAMS, message=str(exc), data={"uri": uri}) from None
     except OSError as exc:
@@ -156,16 +154,3 @@ def _resource_text(vault: Vault, uri: str) -> str:
         raise MCPError(code=INVALID_PARAMS, message=message, data={"uri": uri}) from None
     return data.decode("utf-8", errors="replace").lstrip("\ufeff")
 
-
-def _whole_file(path: Any) -> bytes:
-    """A note file's bytes, opened without blocking so a FIFO named ``x.md`` cannot hang the call."""
-    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
-    try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            raise OSError(errno.EINVAL, "not a regular file (a FIFO, socket or device)")
-        chunks = []
-        while chunk := os.read(fd, 1 << 20):
-            chunks.append(chunk)
-        return b"".join(chunks)
-    finally:
-        os.close(fd)

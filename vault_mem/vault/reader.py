@@ -6,6 +6,7 @@ indexed as well as it can be.
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import os
 import re
@@ -81,6 +82,23 @@ def read_bytes(path: Path) -> tuple[bytes, str, int, int, list[str]]:
         return bytes(kept), digest.hexdigest(), total, st.st_mtime_ns, problems
     except OSError as exc:
         return b"", "", 0, 0, [f"unreadable: {exc.strerror or exc}"]
+    finally:
+        os.close(fd)
+
+
+def read_whole(path: Path) -> bytes:
+    """All of a note file's bytes, opened without blocking (a FIFO named ``x.md`` cannot hang).
+
+    Raises OSError, EINVAL for anything that is not a regular file.
+    """
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise OSError(errno.EINVAL, "not a regular file (a FIFO, socket or device)")
+        chunks = []
+        while chunk := os.read(fd, _CHUNK):
+            chunks.append(chunk)
+        return b"".join(chunks)
     finally:
         os.close(fd)
 
