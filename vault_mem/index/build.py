@@ -58,9 +58,14 @@ class SyncReport:
 
 def sync(index: VaultIndex, rebuild: bool = False, progress: Callable[[str, int], Progress] | None = None,
          procs: int | None = None) -> SyncReport:
-    """Bring the index up to date: a full build when there is none (or asked), else a reconcile."""
-    if rebuild or index.needs_build():
-        return build(index, progress, procs)
+    """Bring the index up to date: a full build when there is none (or asked), else a reconcile.
+
+    The decision is taken under the index's build lock: when two processes start on a vault
+    with no index, the second waits for the first build and then only reconciles.
+    """
+    with index.build_lock():
+        if rebuild or index.needs_build():
+            return build(index, progress, procs)
     return reconcile(index, progress)
 
 

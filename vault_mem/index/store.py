@@ -8,6 +8,7 @@ are refreshed whenever any process has committed.
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import hashlib
 import json
 import logging
@@ -32,6 +33,7 @@ from vault_mem.vault.paths import INDEX_DIRNAME
 
 log = logging.getLogger("vault_mem.index")
 STATE_FILE = "state.json"
+BUILD_LOCK = "build.lock"  # held for a whole build; kept when the folder is emptied
 LOCK_TIMEOUT = 60.0
 MAX_SEGMENTS = 12
 
@@ -106,6 +108,8 @@ class VaultIndex:
             self.close()
             if self.dir.exists():
                 for child in self.dir.iterdir():
+                    if child.name == BUILD_LOCK:
+                        continue
                     if child.is_dir() and not child.is_symlink():
                         shutil.rmtree(child, ignore_errors=True)
                     else:
@@ -116,6 +120,17 @@ class VaultIndex:
             self._ix = whoosh_index.create_in(str(self.dir), make_schema())
             self.set_state(schema=SCHEMA_VERSION, complete=False, vault=str(self.root))
             return self._ix
+
+    @contextlib.contextmanager
+    def build_lock(self) -> Iterator[None]:
+        """An exclusive lock between processes for deciding on and running a full build."""
+        self.dir.mkdir(parents=True, exist_ok=True)
+        with open(self.dir / BUILD_LOCK, "a+b") as handle:
+            fcntl.flock(handle.fileno(), fcntl.LOCK_EX)
+            try:
+                yield
+            finally:
+                fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
 
     def close(self) -> None:
         """Drop the searcher and the index handle (safe to call twice, or on a vanished index)."""

@@ -48,8 +48,8 @@ class Runtime:
         return self.index.dir / PROGRESS_FILE
 
     def indexing(self) -> dict[str, int] | None:
-        """``{done, total}`` while a build runs, else None."""
-        if not self._building.is_set():
+        """``{done, total}`` while a build runs (here or in another process), else None."""
+        if not self._building.is_set() and self.index.state().get("complete", True):
             return None
         try:
             data = json.loads(self.progress_path.read_text(encoding="utf-8"))
@@ -109,7 +109,11 @@ class Runtime:
                 self.watcher = None
             self.index.close()
             if self._building.is_set():
-                self._build_in_child()
+                try:
+                    self._build_in_child()
+                except Exception as exc:  # still watch and reconcile what is there: serve, never stall
+                    self.error = f"{type(exc).__name__}: {exc}"
+                    log.exception("the index build failed; reconciling instead")
             self.index.close()  # drop any searcher opened on a half-built index
             # Watch before reconciling: a change made during the reconcile is then seen twice, never lost.
             self.watcher = Watcher(self.index)
@@ -126,7 +130,9 @@ class Runtime:
 
     def _build_in_child(self) -> None:
         self.index.dir.mkdir(parents=True, exist_ok=True)
-        command = [sys.executable, "-m", "vault_mem", "index", "--rebuild", "--quiet",
+        # Not --rebuild: under the build lock the child finds out whether another process has
+        # built the index meanwhile, and then only reconciles.
+        command = [sys.executable, "-m", "vault_mem", "index", "--quiet",
                    "--vault", str(self.vault.root), "--index-dir", str(self.index.dir),
                    "--progress-file", str(self.progress_path)]
         log.info("building the index of %s in the background", self.vault.root)
