@@ -20,11 +20,11 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from gen_vault import generate  # noqa: E402
+from gen_vault import generate
 
-from vault_mem.index.build import build, reconcile  # noqa: E402
-from vault_mem.index.progress import Progress  # noqa: E402
-from vault_mem.index.store import VaultIndex  # noqa: E402
+from vault_mem.index.build import build, reconcile
+from vault_mem.index.progress import Progress
+from vault_mem.index.store import VaultIndex
 
 
 def peak_rss_mb() -> tuple[float, float]:

@@ -23,11 +23,11 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from gen_vault import generate  # noqa: E402
+from gen_vault import generate
 
-from vault_mem.index.build import build  # noqa: E402
-from vault_mem.index.store import VaultIndex  # noqa: E402
-from vault_mem.query.context import Vault, View  # noqa: E402
+from vault_mem.index.build import build
+from vault_mem.index.store import VaultIndex
+from vault_mem.query.context import Vault, View
 
 
 def calls(sample_domain: str, sample_ref: str) -> list[tuple[str, str, dict[str, Any]]]:
