@@ -29,7 +29,7 @@ from typing import Any, NamedTuple
 import pytest
 from anyio.from_thread import BlockingPortal, start_blocking_portal
 from conftest import open_vault, write_notes
-from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from mcp import Client
 from mcp.types import CallToolResult, TextContent
@@ -437,14 +437,6 @@ def fuzz_settings(examples: int) -> Callable[[Any], Any]:
                                            HealthCheck.large_base_example])
 
 
-def _known_write_bug(args: dict[str, Any]) -> bool:
-    """A domain with a segment past 255 bytes: write.py answers status error (pinned by the
-    strict xfail test below; drop this filter when write.py refuses it as invalid)."""
-    domain = args.get("domain")
-    return isinstance(domain, str) and len(domain) <= 1000 and any(
-        len(segment.encode("utf-8", "surrogatepass")) > 255 for segment in domain.split("/"))
-
-
 def _fuzz(session: Session, tool: str, examples: int) -> None:
     @fuzz_settings(examples)
     @given(call_arguments(SPECS[tool]))
@@ -452,7 +444,6 @@ def _fuzz(session: Session, tool: str, examples: int) -> None:
         # Hypothesis seeds the global ``random`` the same way for every example, and Whoosh
         # names new segments with it: without fresh entropy two commits pick one name.
         random.seed()
-        assume(not (tool in WRITE_TOOLS and _known_write_bug(args)))
         session.call(tool, args)
 
     run()
@@ -557,8 +548,6 @@ async def test_compat_tools_name_their_own_parameter(make_vault: Any, mcp_sessio
 
 
 @pytest.mark.anyio
-@pytest.mark.xfail(strict=True, reason="write.py (owned elsewhere): a domain segment past 255 bytes "
-                   "reaches mkdir and answers status error (OSError ENAMETOOLONG)")
 async def test_a_domain_segment_too_long_for_the_file_system_is_invalid(make_vault: Any, mcp_session: Any) -> None:
     # found by the --slow fuzz: memory_supersede(domain="\u202e" * 100) -> internal error OSError
     async with mcp_session(make_vault(REGRESSION_NOTES)) as c:

@@ -39,6 +39,7 @@ from vault_mem.vault.writer import (
 )
 
 MAX_TITLE = 500
+MAX_SEGMENT_BYTES = 255
 MAX_CONTENT = 1_000_000
 WRITE_PARAMS = ("agent", "title", "content", "domain", "type", "tags", "importance", "namespace", "scope",
                 "project", "paths")
@@ -92,6 +93,11 @@ def _body_text(args: Args, name: str) -> str | None:
 
 def _folder(view: View, domain: str) -> tuple[Path, str]:
     domain = check_relative(domain.strip(), "domain")
+    for segment in domain.split("/"):
+        size = len(segment.encode("utf-8", "surrogatepass"))
+        if size > MAX_SEGMENT_BYTES:
+            raise InvalidInput("domain", f"the folder name {segment[:40]!r}... is {size} bytes; file systems "
+                               f"take at most {MAX_SEGMENT_BYTES}")
     folder = confine(view.vault.root, domain, "domain")
     for part in (folder, *folder.parents):
         if part == view.vault.root or part.is_dir():
