@@ -16,6 +16,7 @@ from __future__ import annotations
 import re
 import threading
 from collections import OrderedDict
+from collections.abc import Iterator
 from typing import Any
 
 from whoosh.query import NullQuery, Or, Query, Term
@@ -97,14 +98,44 @@ def hit_counts(searcher: Searcher, field: str, needle: str, cap: int | None = No
     """
     needle = needle.lower()
     counts: dict[int, int] = {}
+    get = counts.get
     for reader, offset in searcher.reader().leaf_readers():
+        deleted = reader.deleted_docs_set if reader.has_deletions() else frozenset()
         for term in segment_terms_containing(reader, field, needle):
             per_token = term.count(needle)
-            matcher = reader.postings(field, term)
-            while matcher.is_active():
-                docnum = matcher.id() + offset
-                counts[docnum] = counts.get(docnum, 0) + per_token * int(matcher.weight())
-                matcher.next()
+            for docid, freq in _postings(reader, field, term):
+                if docid not in deleted:
+                    docnum = docid + offset
+                    counts[docnum] = get(docnum, 0) + per_token * int(freq)
     if cap is not None:
         return {doc: min(n, cap) for doc, n in counts.items()}
     return counts
+
+
+def _postings(reader: Any, field: str, term: str) -> Iterator[tuple[int, float]]:
+    """(segment document number, term frequency) for every posting of ``term``, deleted ones too.
+
+    Whoosh's matcher API costs three method calls a posting; its leaf matcher decodes whole
+    blocks of ids and weights anyway, so they are read a block at a time where it allows.
+    """
+    try:
+        matcher = reader._terms.matcher(field, term.encode("utf-8"), reader.schema[field].format, scorer=None)
+    except Exception:  # not a segment reader of the whoosh3 codec: the public, slower way
+        matcher = reader.postings(field, term)
+        while matcher.is_active():
+            yield matcher.id(), matcher.weight()
+            matcher.next()
+        return
+    if not all(hasattr(matcher, name) for name in ("_read_ids", "_read_weights", "_next_block", "_i")):
+        while matcher.is_active():
+            yield matcher.id(), matcher.weight()
+            matcher.next()
+        return
+    while matcher.is_active():
+        if matcher._ids is None:
+            matcher._read_ids()
+        if matcher._weights is None:
+            matcher._read_weights()
+        start = matcher._i
+        yield from zip(matcher._ids[start:], matcher._weights[start:], strict=True)
+        matcher._next_block()
