@@ -23,6 +23,7 @@ from typing import Any
 from whoosh import index as whoosh_index
 from whoosh.index import FileIndex, LockError
 from whoosh.query import Term
+from whoosh.reading import EmptyReader, MultiReader, SegmentReader
 from whoosh.searching import Searcher
 from whoosh.writing import SegmentWriter
 
@@ -154,17 +155,13 @@ class VaultIndex:
             epoch = self._epoch
         local = self._local
         searcher: Searcher | None = getattr(local, "searcher", None)
+        stale: Searcher | None = None
         if searcher is not None and (local.epoch != epoch or not _up_to_date(searcher)):
-            # Not ``refresh()``: it reuses segment readers whose cached deletion sets are stale,
-            # so a note deleted by a deletion-only commit would stay visible.
-            local.searcher = None
-            with contextlib.suppress(Exception):
-                searcher.close()
-            searcher = None
+            stale, searcher, local.searcher = (searcher if local.epoch == epoch else None), None, None
         if searcher is None:
             with self._lock:
                 try:
-                    searcher = ix.searcher()
+                    searcher = _renewed(ix, stale)
                 except (OSError, whoosh_index.EmptyIndexError) as exc:
                     self.close()
                     raise VaultUnavailable(f"index at {self.dir} cannot be read: {exc}") from exc
@@ -246,3 +243,39 @@ def _up_to_date(searcher: Searcher) -> bool:
         return bool(searcher.up_to_date())
     except Exception:  # the index vanished under it: a new searcher will say how
         return False
+
+
+def _renewed(ix: FileIndex, stale: Searcher | None) -> Searcher:
+    """A searcher on the latest commit that reuses ``stale``'s readers of unchanged segments.
+
+    Opening every segment again costs ~15 ms on 10k notes, after every commit. Whoosh's own
+    ``refresh()`` is not used: it reuses a segment's reader even when the segment gained
+    deletions (its cached deletion set then hides nothing new). Here a reader is reused only
+    when its segment has the same deletion count, which only ever grows.
+    """
+    if stale is None:
+        return ix.searcher()
+    reusable = {reader.segment().segment_id(): reader for reader, _ in stale.reader().leaf_readers()
+                if reader.segment() is not None and not reader.is_closed}
+    readers = []
+    try:
+        toc = ix._read_toc()
+        for segment in toc.segments:
+            reader = reusable.get(segment.segment_id())
+            if reader is not None and reader.segment().deleted_count() == segment.deleted_count():
+                del reusable[segment.segment_id()]
+            else:
+                reader = SegmentReader(ix.storage, toc.schema, segment, generation=toc.generation)
+            readers.append(reader)
+    except Exception:  # a commit raced the table of contents: open everything the plain way
+        for reader in readers:
+            with contextlib.suppress(Exception):
+                reader.close()
+        with contextlib.suppress(Exception):
+            stale.close()
+        return ix.searcher()
+    for reader in reusable.values():  # segments merged away or with new deletions
+        with contextlib.suppress(Exception):
+            reader.close()
+    combined = MultiReader(readers, generation=toc.generation) if readers else EmptyReader(toc.schema)
+    return Searcher(combined, fromindex=ix)
