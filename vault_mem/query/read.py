@@ -37,6 +37,10 @@ is followed by its subfolders. Computed from index columns; pages of at most 500
 from __future__ import annotations
 
 import json
+import os
+import threading
+from collections import OrderedDict
+from pathlib import Path
 from typing import Any
 
 from whoosh.query import Term
@@ -76,7 +80,7 @@ def memory_read(view: View, raw: dict[str, Any]) -> dict[str, Any]:
     if not path.exists() and not path.is_symlink():
         raise NotFound(f"{permalink_of(record['path'])} is indexed but its file is gone; "
                        "the index catches up shortly")
-    note = read_note(view.vault.root, record["fsrel"])
+    note = _parsed(view.vault.root, record["fsrel"])
     if offset > len(note.body):
         raise InvalidInput("offset", f"must be from 0 to {len(note.body)} (the body's length) "
                            f"for {note.permalink}, got {offset}")
@@ -107,6 +111,34 @@ def memory_read(view: View, raw: dict[str, Any]) -> dict[str, Any]:
                      "continue from next_offset")
         answer["message"] = "; ".join(notes)
     return answer
+
+
+_PARSED: OrderedDict[tuple[Any, ...], Note] = OrderedDict()
+_PARSED_LOCK = threading.Lock()
+_PARSED_SIZE = 8
+
+
+def _parsed(root: Path, fsrel: str) -> Note:
+    """The note as read now, reusing the last parse while the file is unchanged (same inode, size
+    and mtime): paging a 2 MiB note must not re-read and re-parse it for every page."""
+    try:
+        st = os.stat(root / fsrel)
+        key: tuple[Any, ...] | None = (str(root), fsrel, st.st_ino, st.st_size, st.st_mtime_ns)
+    except OSError:
+        key = None
+    if key is not None:
+        with _PARSED_LOCK:
+            hit = _PARSED.get(key)
+            if hit is not None:
+                _PARSED.move_to_end(key)
+                return hit
+    note = read_note(root, fsrel)
+    if key is not None:
+        with _PARSED_LOCK:
+            _PARSED[key] = note
+            while len(_PARSED) > _PARSED_SIZE:
+                _PARSED.popitem(last=False)
+    return note
 
 
 def _head(view: View, doc: int, note: Note) -> dict[str, Any]:
