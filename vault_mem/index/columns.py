@@ -7,15 +7,13 @@ concatenation over its segments, indexed by the searcher's document numbers.
 
 from __future__ import annotations
 
-import threading
-from collections import OrderedDict
 from typing import Any
 
 from whoosh.searching import Searcher
 
-_cache: OrderedDict[tuple[Any, str], list[Any]] = OrderedDict()
-_lock = threading.Lock()
-_CACHE_SIZE = 512
+from vault_mem.index.lru import Lru
+
+_cache: Lru[list[Any]] = Lru(512)
 
 
 def column(searcher: Searcher, field: str) -> list[Any]:
@@ -43,15 +41,9 @@ def segment_key(reader: Any) -> tuple[Any, ...]:
 
 
 def _segment_column(reader: Any, field: str) -> list[Any]:
-    key = (segment_key(reader), field)
-    with _lock:
-        hit = _cache.get(key)
-        if hit is not None:
-            _cache.move_to_end(key)
-            return hit
-    values = list(reader.column_reader(field)) if reader.has_column(field) else [None] * reader.doc_count_all()
-    with _lock:
-        _cache[key] = values
-        while len(_cache) > _CACHE_SIZE:
-            _cache.popitem(last=False)
-    return values
+    def read() -> list[Any]:
+        if reader.has_column(field):
+            return list(reader.column_reader(field))
+        return [None] * reader.doc_count_all()
+
+    return _cache.get_or_make((segment_key(reader), field), read)

@@ -14,8 +14,6 @@ inside one of its tokens. ``hit_counts`` goes further and counts the occurrences
 from __future__ import annotations
 
 import re
-import threading
-from collections import OrderedDict
 from collections.abc import Iterator
 from typing import Any
 
@@ -23,11 +21,10 @@ from whoosh.query import NullQuery, Or, Query, Term
 from whoosh.searching import Searcher
 
 from vault_mem.index.columns import segment_key
+from vault_mem.index.lru import Lru
 
 _WORD_RUN = re.compile(r"\w+")
-_CACHE_SIZE = 512
-_cache: OrderedDict[tuple[Any, str], str] = OrderedDict()
-_cache_lock = threading.Lock()
+_cache: Lru[str] = Lru(512)
 
 
 def words(text: str) -> list[str]:
@@ -41,22 +38,15 @@ def is_word(needle: str) -> bool:
 
 def _joined_lexicon(reader: Any, field: str) -> str:
     """Every term of ``field`` in one segment, each followed by a newline."""
-    key = (segment_key(reader), field)
-    with _cache_lock:
-        hit = _cache.get(key)
-        if hit is not None:
-            _cache.move_to_end(key)
-            return hit
-    try:
-        terms = [t.decode("utf-8") for t in reader.lexicon(field)]
-    except Exception:  # a field with no terms in this segment
-        terms = []
-    joined = "\n".join(terms) + "\n" if terms else ""
-    with _cache_lock:
-        _cache[key] = joined
-        while len(_cache) > _CACHE_SIZE:
-            _cache.popitem(last=False)
-    return joined
+
+    def join() -> str:
+        try:
+            terms = [t.decode("utf-8") for t in reader.lexicon(field)]
+        except Exception:  # a field with no terms in this segment
+            terms = []
+        return "\n".join(terms) + "\n" if terms else ""
+
+    return _cache.get_or_make((segment_key(reader), field), join)
 
 
 def segment_terms_containing(reader: Any, field: str, needle: str) -> list[str]:

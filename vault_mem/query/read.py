@@ -38,14 +38,13 @@ from __future__ import annotations
 
 import json
 import os
-import threading
-from collections import OrderedDict
 from pathlib import Path
 from typing import Any
 
 from whoosh.query import Term
 
 from vault_mem.errors import InvalidInput, NotFound
+from vault_mem.index.lru import Lru
 from vault_mem.index.schema import ancestors, fold
 from vault_mem.query.context import MAX_ANSWER_CHARS, View, json_size, take_within
 from vault_mem.query.lineage import Lineage
@@ -113,9 +112,7 @@ def memory_read(view: View, raw: dict[str, Any]) -> dict[str, Any]:
     return answer
 
 
-_PARSED: OrderedDict[tuple[Any, ...], Note] = OrderedDict()
-_PARSED_LOCK = threading.Lock()
-_PARSED_SIZE = 8
+_PARSED: Lru[Note] = Lru(8)
 
 
 def _parsed(root: Path, fsrel: str) -> Note:
@@ -123,22 +120,10 @@ def _parsed(root: Path, fsrel: str) -> Note:
     and mtime): paging a 2 MiB note must not re-read and re-parse it for every page."""
     try:
         st = os.stat(root / fsrel)
-        key: tuple[Any, ...] | None = (str(root), fsrel, st.st_ino, st.st_size, st.st_mtime_ns)
     except OSError:
-        key = None
-    if key is not None:
-        with _PARSED_LOCK:
-            hit = _PARSED.get(key)
-            if hit is not None:
-                _PARSED.move_to_end(key)
-                return hit
-    note = read_note(root, fsrel)
-    if key is not None:
-        with _PARSED_LOCK:
-            _PARSED[key] = note
-            while len(_PARSED) > _PARSED_SIZE:
-                _PARSED.popitem(last=False)
-    return note
+        return read_note(root, fsrel)
+    key = (str(root), fsrel, st.st_ino, st.st_size, st.st_mtime_ns)
+    return _PARSED.get_or_make(key, lambda: read_note(root, fsrel))
 
 
 def _head(view: View, doc: int, note: Note) -> dict[str, Any]:
