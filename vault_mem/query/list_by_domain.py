@@ -15,7 +15,7 @@ from vault_mem.index.schema import fold
 from vault_mem.index.substring import segment_terms_containing
 from vault_mem.query.context import View, take_within
 from vault_mem.query.params import Args
-from vault_mem.query.rows import cut_message, fit_row, identity, snippet_of, task_fields
+from vault_mem.query.rows import body_tokens, cut_message, fit_row, identity, snippet_of, task_fields
 from vault_mem.vault.note import domain_of
 from vault_mem.vault.paths import check_relative, confine
 
@@ -113,7 +113,6 @@ def _shown_domains(view: View, docs: list[int], resolved: list[str]) -> list[str
 
 def _row(view: View, docnum: int) -> dict[str, Any]:
     rec = view.record(docnum)
-    body_chars = int(rec.get("body_chars", 0))
     row = identity(rec) | {
         "title": rec["title"],
         "type": rec["type"],
@@ -123,7 +122,7 @@ def _row(view: View, docnum: int) -> dict[str, Any]:
         "status": rec["status"],
         "etag": rec["etag"],
         "snippet": snippet_of(rec),
-        "est_tokens": -(-body_chars // 4),
+        "est_tokens": body_tokens(rec),
     }
     row |= task_fields(rec)
     fit_row(row)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from vault_mem.query.context import json_size
-from vault_mem.vault.note import domain_of, permalink_of
+from vault_mem.vault.note import domain_of, permalink_of, tokens_for_chars
 
 SNIPPET_CHARS = 400
 
@@ -27,11 +27,8 @@ def snippet_of(record: dict[str, Any], limit: int = SNIPPET_CHARS) -> str:
 
 
 def body_tokens(record: dict[str, Any]) -> int:
-    return est_tokens_of_length(int(record.get("body_chars", 0)))
-
-
-def est_tokens_of_length(chars: int) -> int:
-    return -(-chars // 4)
+    """``est_tokens`` of a stored record's whole body."""
+    return tokens_for_chars(int(record.get("body_chars", 0)))
 
 
 def task_fields(record: dict[str, Any]) -> dict[str, Any]:

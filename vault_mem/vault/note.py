@@ -84,4 +84,9 @@ def permalink_of(path: str) -> str:
 
 
 def est_tokens(text: str) -> int:
-    return -(-len(text) // 4)
+    return tokens_for_chars(len(text))
+
+
+def tokens_for_chars(chars: int) -> int:
+    """SPEC 3's estimate: ceil(characters / 4)."""
+    return -(-chars // 4)
