@@ -6,7 +6,8 @@
     ├── NotFound                  a ref that names nothing                              -> status "not_found"
     ├── Conflict                  a write precondition failed (stale etag / updated)  -> status "conflict"
     ├── VaultUnavailable          the vault folder is missing, a file, or unreadable
-    └── WriteFailed               the file system refused a write (disk full, read-only)
+    ├── WriteFailed               the file system refused a write (disk full, read-only)
+    └── IndexBusy                 the index lock was not obtained in time (retry helps)   -> status "error"
 
 The transports (server, CLI) turn these into answers; nothing else catches broadly.
 """
@@ -59,3 +60,13 @@ class VaultUnavailable(VaultMemError):
 
 class WriteFailed(VaultMemError):
     status = "invalid"
+
+
+class IndexBusy(VaultMemError):
+    """Another writer (a build, a merge's swap, another server) held the index lock too long.
+
+    A write tool raises it only after its file is safely written; the watcher indexes the
+    file once the lock is free, so a retry of the read (not of the write) finds it.
+    """
+
+    status = "error"

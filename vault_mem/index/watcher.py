@@ -34,7 +34,7 @@ from whoosh.query import Prefix
 
 from vault_mem.index.build import reconcile
 from vault_mem.index.schema import document_of
-from vault_mem.index.store import MAX_SEGMENTS, VaultIndex
+from vault_mem.index.store import VaultIndex
 from vault_mem.vault.note import Note
 from vault_mem.vault.paths import display_path
 from vault_mem.vault.reader import read_note
@@ -45,6 +45,7 @@ DEBOUNCE = 0.05  # seconds of quiet before a flush
 MAX_DELAY = 0.3  # a steady stream of events is still flushed this often
 RECONCILE_EVERY = 60.0
 BATCH = 2000
+LOOKUP_LIMIT = 2000  # changed paths looked up one by one; above this, all fingerprints at once
 
 
 class Watcher:
@@ -237,7 +238,9 @@ class Watcher:
         candidates = set(files)
         for rel_dir in dirs:
             candidates |= self._subtree(rel_dir)
-        fingerprints = self.index.fingerprints()
+        # A few paths are looked up one by one: a whole-index map costs ~100 ms at 100k notes.
+        shown_paths = [display_path(rel) for rel in candidates]
+        fingerprints = self.index.fingerprints(shown_paths if len(shown_paths) <= LOOKUP_LIMIT else None)
         changed: list[tuple[Note, str]] = []
         removed: list[str] = []
         for rel in sorted(candidates):
@@ -291,7 +294,7 @@ class Watcher:
         except BaseException:
             writer.cancel()
             raise
-        writer.commit(merge=len(writer.segments) >= MAX_SEGMENTS)
+        writer.commit(merge=False)  # never a merge on the live path (index/merge.py)
         self.indexed += len(todo)
 
     def _subtree(self, rel_dir: str) -> set[str]:

@@ -18,7 +18,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from vault_mem.errors import Conflict, InvalidInput, NotFound
+from vault_mem.errors import Conflict, IndexBusy, InvalidInput, NotFound
 from vault_mem.query.context import View
 from vault_mem.query.params import Args
 from vault_mem.query.refs import resolve_ref
@@ -79,7 +79,13 @@ def _answer(note: Note) -> dict[str, Any]:
 
 def _index_file(view: View, rel: str) -> Note:
     note = read_note(view.vault.root, rel)
-    view.vault.index.apply([(note, rel)], [])
+    index = view.vault.index
+    try:
+        index.apply([(note, rel)], [], timeout=index.write_timeout)
+    except IndexBusy as exc:  # the file is safely written: say so, and what a retry should be
+        raise IndexBusy(f"{note.path} was written, but {exc.message}; the watcher indexes it once the lock "
+                        "is free, so retry the read, not the write",
+                        **{k: v for k, v in _answer(note).items() if k != "status"}) from exc
     return note
 
 
