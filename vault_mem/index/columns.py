@@ -11,9 +11,7 @@ from typing import Any
 
 from whoosh.searching import Searcher
 
-from vault_mem.index.lru import Lru
-
-_cache: Lru[list[Any]] = Lru(512)
+from vault_mem.index.lru import CACHE
 
 
 def column(searcher: Searcher, field: str) -> list[Any]:
@@ -46,4 +44,4 @@ def _segment_column(reader: Any, field: str) -> list[Any]:
             return list(reader.column_reader(field))
         return [None] * reader.doc_count_all()
 
-    return _cache.get_or_make((segment_key(reader), field), read)
+    return CACHE.get_or_make(("column", segment_key(reader), field), read)

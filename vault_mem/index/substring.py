@@ -21,10 +21,9 @@ from whoosh.query import NullQuery, Or, Query, Term
 from whoosh.searching import Searcher
 
 from vault_mem.index.columns import segment_key
-from vault_mem.index.lru import Lru
+from vault_mem.index.lru import CACHE
 
 _WORD_RUN = re.compile(r"\w+")
-_cache: Lru[str] = Lru(512)
 
 
 def words(text: str) -> list[str]:
@@ -46,7 +45,7 @@ def _joined_lexicon(reader: Any, field: str) -> str:
             terms = []
         return "\n".join(terms) + "\n" if terms else ""
 
-    return _cache.get_or_make((segment_key(reader), field), join)
+    return CACHE.get_or_make(("lexicon", segment_key(reader), field), join)
 
 
 def segment_terms_containing(reader: Any, field: str, needle: str) -> list[str]:

@@ -44,7 +44,7 @@ from typing import Any
 from whoosh.query import Term
 
 from vault_mem.errors import InvalidInput, NotFound
-from vault_mem.index.lru import Lru
+from vault_mem.index.lru import CACHE
 from vault_mem.index.schema import ancestors, fold
 from vault_mem.query.context import MAX_ANSWER_CHARS, View, json_size, take_within
 from vault_mem.query.lineage import Lineage
@@ -112,9 +112,6 @@ def memory_read(view: View, raw: dict[str, Any]) -> dict[str, Any]:
     return answer
 
 
-_PARSED: Lru[Note] = Lru(8)
-
-
 def _parsed(root: Path, fsrel: str) -> Note:
     """The note as read now, reusing the last parse while the file is unchanged (same inode, size
     and mtime): paging a 2 MiB note must not re-read and re-parse it for every page."""
@@ -122,8 +119,12 @@ def _parsed(root: Path, fsrel: str) -> Note:
         st = os.stat(root / fsrel)
     except OSError:
         return read_note(root, fsrel)
-    key = (str(root), fsrel, st.st_ino, st.st_size, st.st_mtime_ns)
-    return _PARSED.get_or_make(key, lambda: read_note(root, fsrel))
+    key = ("note", str(root), fsrel, st.st_ino, st.st_size, st.st_mtime_ns)
+    return CACHE.get_or_make(key, lambda: read_note(root, fsrel), _note_size)
+
+
+def _note_size(note: Note) -> int:
+    return 4 * len(note.body) + 512 * len(note.links) + 4096  # the body and the parsed rest, roughly
 
 
 def _head(view: View, doc: int, note: Note) -> dict[str, Any]:
