@@ -130,7 +130,7 @@ class Session:
 
 
 async def open_server(stack: AsyncExitStack, vault: Path, index_dir: Path, errlog: Path) -> Session:
-    params = StdioServerParameters(command=sys.executable, args=[
+    params = StdioServerParameters(command=sys.executable, env=dict(os.environ), args=[
         "-m", "vault_mem", "serve", "--vault", str(vault), "--index-dir", str(index_dir)])
     sink = stack.enter_context(errlog.open("a"))
     client = await stack.enter_async_context(Client(stdio_client(params, errlog=sink), mode="legacy"))
@@ -180,7 +180,8 @@ def sample_words(vault: Path, files: list[str], rng: random.Random, n: int) -> l
     return words
 
 
-async def read_tools(session: Session, vault: Path, files: list[str], rng: random.Random) -> dict[str, list[float]]:
+async def read_tools(session: Session, vault: Path, files: list[str], rng: random.Random,
+                     failed: dict[str, int]) -> dict[str, list[float]]:
     words = sample_words(vault, files, rng, CALLS)
     domains = sorted({rel.rpartition("/")[0] for rel in files if "/" in rel})
     refs = [rel[:-3] for rel in rng.sample(files, CALLS)]
@@ -200,6 +201,7 @@ async def read_tools(session: Session, vault: Path, files: list[str], rng: rando
             answer = await session.call(tool, **args)
             times.setdefault(tool, []).append(time.perf_counter() - start)
             if answer.get("status") not in ("ok", "none"):
+                failed[tool] = failed.get(tool, 0) + 1
                 print(f"  {tool}({args}) -> {answer.get('status')}: {answer.get('message')}", file=sys.stderr)
     return times
 
@@ -233,7 +235,8 @@ async def run(vault: Path, index_dir: Path, seed: int) -> None:
         pid = server_pid(str(index_dir))
         first_saves = [await save_and_wait(session, vault, files, rng) for _ in range(FIRST_SAVES)]
         print(f"  first saves: {ms(first_saves)} ms", file=sys.stderr)
-        tools = await read_tools(session, vault, files, rng)
+        failed: dict[str, int] = {}
+        tools = await read_tools(session, vault, files, rng, failed)
         steady: list[float] = []
         for _ in range(STEADY_SAVES):
             steady.append(await save_and_wait(session, vault, files, rng))
@@ -255,7 +258,8 @@ async def run(vault: Path, index_dir: Path, seed: int) -> None:
         row(f"save to visible, first {FIRST_SAVES} after build", f"{ms(first_saves)} ms", "p50 / p95 / max"),
         row(f"save to visible, steady ({STEADY_SAVES})", f"{ms(steady)} ms", "p50 / p95 / max"),
         *[row(f"{tool} over stdio ({len(t)} calls)",
-              f"{pct(t, 0.5) * 1000:.1f} / {pct(t, 0.95) * 1000:.1f} ms", "p50 / p95")
+              f"{pct(t, 0.5) * 1000:.1f} / {pct(t, 0.95) * 1000:.1f} ms",
+              "p50 / p95" + (f"; {failed[tool]} FAILED" if tool in failed else ""))
           for tool, t in tools.items()],
         row("server peak RSS", f"{rss:.0f} MB"),
         row("index size", f"{size:.0f} MB"),

@@ -57,6 +57,7 @@ MERGE_LOCK = "merge.lock"
 WORK_DIR = ".merging"
 FLOOR = 1000  # segments with fewer live documents are all in the lowest tier
 FACTOR = 8  # segments per tier before they are merged into one of the next tier
+MAX_AT_ONCE = 4 * FACTOR  # segments one merge takes at most
 SWAP_LOCK_TIMEOUT = 600.0  # a swap waits this long for live writers (each holds it ~30 ms)
 
 
@@ -72,7 +73,8 @@ def plan(segments: list[Any]) -> list[Any]:
     for level in sorted(tiers):
         group = tiers[level]
         if len(group) >= FACTOR:
-            return sorted(group, key=lambda s: (s.doc_count(), s.segment_id()))[:FACTOR]
+            # All of them when more piled up while a merge ran: one merge, not several rounds.
+            return sorted(group, key=lambda s: (s.doc_count(), s.segment_id()))[:MAX_AT_ONCE]
     return []
 
 
