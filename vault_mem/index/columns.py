@@ -7,6 +7,7 @@ concatenation over its segments, indexed by the searcher's document numbers.
 
 from __future__ import annotations
 
+import sys
 from typing import Any
 
 from whoosh.searching import Searcher
@@ -45,3 +46,43 @@ def _segment_column(reader: Any, field: str) -> list[Any]:
         return [None] * reader.doc_count_all()
 
     return CACHE.get_or_make(("column", segment_key(reader), field), read)
+
+
+# -- path keys ---------------------------------------------------------------------------
+# ``key_path`` and ``key_name`` (a note's lower-cased path and file name, without ".md") are
+# what link resolution looks up most: a few per outgoing link, more per backlink candidate.
+# A Whoosh term lookup costs a matcher per segment; both keys derive from the path column,
+# so each segment gets a dict from key to its document numbers instead (built once, cached).
+
+PATH_KEY_FIELDS = ("key_path", "key_name")
+
+
+def path_key_docs(searcher: Searcher, field: str, value: str) -> list[int]:
+    """Document numbers of ``searcher`` whose ``field`` (one of PATH_KEY_FIELDS) equals ``value``."""
+    found: list[int] = []
+    for reader, offset in searcher.reader().leaf_readers():
+        hits = _path_keys(reader, field).get(value)
+        if hits:
+            deleted = reader.has_deletions()
+            found.extend(offset + d for d in hits if not (deleted and reader.is_deleted(d)))
+    return found
+
+
+def _path_keys(reader: Any, field: str) -> dict[str, list[int]]:
+    from vault_mem.index.schema import fold, strip_md
+
+    def make() -> dict[str, list[int]]:
+        table: dict[str, list[int]] = {}
+        for docnum, path in enumerate(_segment_column(reader, "path")):
+            if path is None:
+                continue
+            stem = strip_md(path)
+            key = fold(stem if field == "key_path" else stem.rpartition("/")[2])
+            table.setdefault(key, []).append(docnum)
+        return table
+
+    return CACHE.get_or_make(("path_keys", segment_key(reader), field), make, _table_size)
+
+
+def _table_size(table: dict[str, list[int]]) -> int:
+    return sys.getsizeof(table) + sum(sys.getsizeof(key) + 88 for key in table)

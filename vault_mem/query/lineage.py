@@ -26,6 +26,7 @@ from typing import Any
 
 from whoosh.query import Term
 
+from vault_mem.index.columns import PATH_KEY_FIELDS, path_key_docs
 from vault_mem.index.schema import fold, strip_md
 from vault_mem.query.context import View
 from vault_mem.vault.note import domain_of, permalink_of
@@ -88,7 +89,10 @@ class Lineage:
                              ("key_name", path_key), ("key_title", key)):
             if not value:
                 continue
-            hits = self.view.docs(Term(field, value))
+            if field in PATH_KEY_FIELDS:
+                hits = path_key_docs(self.view.searcher, field, value)
+            else:
+                hits = self.view.docs(Term(field, value))
             if hits:
                 found = hits[0] if len(hits) == 1 else self._nearest(hits, from_path)
                 break

@@ -29,6 +29,7 @@ from typing import Any
 
 from whoosh.query import Or, Term
 
+from vault_mem.index.columns import PATH_KEY_FIELDS, path_key_docs
 from vault_mem.index.schema import fold, strip_md
 from vault_mem.index.substring import terms_containing
 from vault_mem.query.context import View
@@ -51,7 +52,12 @@ class LinkResolver:
         key = (field, value)
         hit = self._hits.get(key)
         if hit is None:
-            hit = self.view.docs(Term(field, value)) if value else []
+            if not value:
+                hit = []
+            elif field in PATH_KEY_FIELDS:  # a dict lookup per segment instead of a term query
+                hit = path_key_docs(self.view.searcher, field, value)
+            else:
+                hit = self.view.docs(Term(field, value))
             self._hits[key] = hit
         return hit
 
