@@ -15,6 +15,7 @@ import threading
 from typing import Any
 
 import whoosh.codec.base
+import whoosh.codec.whoosh3
 import whoosh.filedb.compound
 import whoosh.filedb.filestore
 import whoosh.filedb.structfile
@@ -135,3 +136,18 @@ def _open_shared_compound_file(self: Any, storage: Any) -> Any:
 
 
 whoosh.codec.base.Segment.open_compound_file = _open_shared_compound_file
+
+
+def _cached_reader(self: Any, fieldname: str, column: Any) -> Any:
+    # Whoosh caches a column reader only when the column exists; for a field without one (no
+    # lengths are kept for ID and KEYWORD fields) it asked the file system again on every
+    # posting written: 15% of a build. Segments never change, so a miss is cached too.
+    readers = self._readers
+    if fieldname in readers:
+        return readers[fieldname]
+    reader = self.column_reader(fieldname, column) if self.has_column(fieldname) else None
+    readers[fieldname] = reader
+    return reader
+
+
+whoosh.codec.whoosh3.W3PerDocReader._cached_reader = _cached_reader
