@@ -204,3 +204,26 @@ def test_debris_of_killed_writers_is_removed_under_the_lock(tmp_path: Path) -> N
                                            ".state.json.4242.tmp"])
     fresh.unlink()
     assert_no_debris(index)
+
+
+def test_a_served_vault_merges_its_small_segments_in_the_background(make_vault) -> None:
+    from vault_mem.server.runtime import Runtime
+
+    vault = make_vault({f"d/n{i}.md": note(i) for i in range(20)})
+    runtime = Runtime(vault)
+    runtime.start()
+    try:
+        assert runtime.wait_ready(60)
+        for i in range(FACTOR + 2):  # live commits: one small segment each, never a merge
+            rel = f"d/n{i}.md"
+            (vault.root / rel).write_text(note(i, f"live {i}"), encoding="utf-8")
+            vault.index.apply([(read_note(vault.root, rel), rel)], [])
+        assert len(vault.index.open()._read_toc().segments) > FACTOR
+        deadline = time.monotonic() + 120
+        while merge.merge_due(vault.index.dir) or (runtime._merger and runtime._merger.poll() is None):
+            assert time.monotonic() < deadline, "no background merge happened"
+            time.sleep(0.05)
+        assert len(vault.index.open()._read_toc().segments) <= FACTOR
+        assert_index_equals_files(vault.index)
+    finally:
+        runtime.stop()
