@@ -47,7 +47,7 @@ from vault_mem.errors import InvalidInput, NotFound
 from vault_mem.index.lru import CACHE
 from vault_mem.index.schema import ancestors, fold
 from vault_mem.query.context import MAX_ANSWER_CHARS, View, json_size, take_within
-from vault_mem.query.lineage import Lineage
+from vault_mem.query.lineage import lineage_for
 from vault_mem.query.links import LinkResolver, backlinks, outgoing
 from vault_mem.query.params import Args
 from vault_mem.query.refs import resolve_ref
@@ -163,7 +163,7 @@ def _head(view: View, doc: int, note: Note) -> dict[str, Any]:
         "body_chars": len(note.body),
         "links": outgoing(view, note, resolver),
         "backlinks": backlinks(view, doc, view.record(doc), resolver),
-        "lineage": Lineage(view).lineage_of(doc),
+        "lineage": lineage_for(view, doc).lineage_of(doc),
     }
     return head
 
