@@ -152,8 +152,14 @@ async def wait_built(session: Session, timeout: float = 3600) -> None:
 
 
 async def save_and_wait(session: Session, vault: Path, files: list[str], rng: random.Random) -> float:
-    """An atomic save of a random note with a new word; seconds until memory_search finds it."""
+    """An atomic save of a random note with a new word; seconds until memory_search finds it.
+
+    Drawings (``*.excalidraw.md``: indexed by title and frontmatter only) and files near the
+    2 MiB indexing limit are never picked: a word added to them is not searchable by design.
+    """
     rel = rng.choice(files)
+    while rel.lower().endswith(".excalidraw.md") or (vault / rel).stat().st_size > 1_000_000:
+        rel = rng.choice(files)
     path = vault / rel
     word = "scalesave" + "".join(rng.choice("abcdefghijklmnopqrstuvwxyz") for _ in range(10))
     text = path.read_text(encoding="utf-8", errors="replace")

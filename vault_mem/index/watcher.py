@@ -11,8 +11,8 @@ and a write tool's own change (already indexed) costs one stat, not a second ind
 Hidden top-level folders (``.git``, ``.obsidian``, ``.trash``, the index folder) are never
 watched: the root is watched non-recursively and every visible top-level folder
 recursively. Events under any hidden segment are ignored. watchdog tells us nothing when
-the kernel queue overflows, so a periodic stat reconcile (60 s) is the safety net; an
-observer that dies is restarted, followed by a reconcile.
+the kernel queue overflows, so a periodic stat check (60 s, in its own thread, queueing
+what it finds as events) is the safety net; an observer that dies is restarted.
 """
 
 from __future__ import annotations
@@ -68,8 +68,10 @@ class Watcher:
         self._watched_tops: dict[str, Any] = {}  # top-level folder -> its watchdog watch
         self._top_ids: dict[str, tuple[int, int]] = {}  # top-level folder -> (st_dev, st_ino) watched
         self._thread: threading.Thread | None = None
+        self._sweeper: threading.Thread | None = None
         self.flushes = 0  # batches applied (for tests and benchmarks)
         self.indexed = 0  # notes (re)indexed by the watcher
+        self.swept = 0  # paths the periodic check found changed although no event said so
 
     # -- lifecycle -------------------------------------------------------------------------
 
@@ -223,7 +225,44 @@ class Watcher:
         else:  # top-level folders whose events were lost (an overflow) are watched again
             for name in set(_top_folders(self.root)) | set(self._watched_tops):
                 self._watch_top(name)
-        self._try_reconcile()
+        self._start_sweep()
+
+    def _start_sweep(self) -> None:
+        """The periodic check, off this thread: a stat walk over 100,000 notes takes seconds, and
+        saves made meanwhile must not wait for it. What it finds is queued like events, so the
+        flush decides from the disk, under the lock, as for any event."""
+        if self._sweeper is not None and self._sweeper.is_alive():
+            return
+        self._sweeper = threading.Thread(target=self._sweep, name="vault-mem-sweep", daemon=True)
+        self._sweeper.start()
+
+    def _sweep(self) -> None:
+        try:
+            known = self.index.fingerprints()  # the index first: see build.reconcile
+            rules = IgnoreRules(self.root)
+            walked = walk_vault(self.root, rules)
+            on_disk: set[str] = set()
+            missed: list[str] = []
+            for rel in walked.files:
+                shown = display_path(rel)
+                on_disk.add(shown)
+                seen = known.get(shown)
+                try:
+                    st = os.stat(self.root / rel)
+                except OSError:
+                    missed.append(rel)
+                    continue
+                if seen is None or (st.st_size, st.st_mtime_ns) != seen[:2]:
+                    missed.append(rel)
+            gone = [path for path in known if path not in on_disk]
+            for rel in [*missed, *gone]:
+                self.note_event(str(self.root / rel), False)
+            self.swept += len(missed) + len(gone)
+            if missed or gone:
+                log.info("periodic check: %d changed and %d removed notes queued that no event reported",
+                         len(missed), len(gone))
+        except Exception:
+            log.exception("the periodic check failed; it runs again later")
 
     def _try_reconcile(self) -> None:
         try:
