@@ -30,6 +30,7 @@ from whoosh.writing import SegmentWriter
 from vault_mem.index.progress import Progress
 from vault_mem.index.schema import document_of
 from vault_mem.index.store import VaultIndex
+from vault_mem.vault.note import Note
 from vault_mem.vault.paths import display_path
 from vault_mem.vault.reader import read_note
 from vault_mem.vault.walk import IgnoreRules, walk_vault
@@ -230,16 +231,31 @@ def reconcile(index: VaultIndex, progress: Callable[[str, int], Progress] | None
         if bar:
             bar.advance()
         if len(changed) >= 1000:
-            index.apply(changed, [])
+            index.apply(_still_as_read(index.root, changed), [])
             changed = []
     report.removed = len(removed)
-    index.apply(changed, removed)
+    index.apply(_still_as_read(index.root, changed), removed)
     if bar:
         bar.finish()
     if not index.is_complete():
         index.set_state(complete=True)
     report.seconds = time.monotonic() - start
     return report
+
+
+def _still_as_read(root: Path, notes: list[tuple[Note, str]]) -> list[tuple[Note, str]]:
+    """The notes whose file is still as it was read: one saved since then is the watcher's to
+    index (its event is queued), and writing the older read would put stale text back."""
+    kept = []
+    for note, rel in notes:
+        try:
+            st = os.stat(root / rel)
+        except OSError:
+            continue
+        # (An unreadable file was read as size 0, time 0: nothing newer can be lost by keeping it.)
+        if not note.mtime_ns or (st.st_size, st.st_mtime_ns) == (note.size, note.mtime_ns):
+            kept.append((note, rel))
+    return kept
 
 
 def _still_a_memory(root: Path, path: str, rules: IgnoreRules) -> bool:
