@@ -20,7 +20,7 @@ from vault_mem.index import whoosh_fixes  # noqa: F401  (unique segment names be
 from vault_mem.vault.dates import parse_datetime
 from vault_mem.vault.note import Note, domain_of, permalink_of
 
-SCHEMA_VERSION = 3  # 3: sup_keys
+SCHEMA_VERSION = 3  # 3: sup_keys; text fields keep frequencies, not positions (no phrase queries)
 SEP = "\x1f"  # separates the values of multi-valued exact fields
 HEAD_CHARS = 2000  # body characters kept in the stored record for snippets and previews
 
@@ -42,10 +42,10 @@ def make_schema() -> Schema:
         key_alias=multi(),
         dom_exact=ID(),
         dom_anc=multi(),  # the note's folder and every ancestor folder, lower-cased
-        title=TEXT(analyzer=WORDS),
-        perm=TEXT(analyzer=WORDS),
-        tagtext=TEXT(analyzer=WORDS),
-        body=TEXT(analyzer=WORDS),
+        title=TEXT(analyzer=WORDS, phrase=False),
+        perm=TEXT(analyzer=WORDS, phrase=False),
+        tagtext=TEXT(analyzer=WORDS, phrase=False),
+        body=TEXT(analyzer=WORDS, phrase=False),
         tags=multi(),  # each tag and its nested parents
         type=ID(),
         status=ID(),
