@@ -52,6 +52,11 @@ def segment_key(reader: Any) -> tuple[Any, ...]:
     return (folder, segment.segment_id(), reader.doc_count_all())
 
 
+def segment_column(reader: Any, field: str) -> list[Any]:
+    """The values of ``field`` for every document number of one segment (cached)."""
+    return _segment_column(reader, field)
+
+
 def _segment_column(reader: Any, field: str) -> list[Any]:
     def read() -> list[Any]:
         if reader.has_column(field):

@@ -44,6 +44,7 @@ from typing import Any
 from whoosh.query import Term
 
 from vault_mem.errors import InvalidInput, NotFound
+from vault_mem.index.columns import segment_column, segment_key
 from vault_mem.index.lru import CACHE
 from vault_mem.index.schema import ancestors, fold
 from vault_mem.query.context import MAX_ANSWER_CHARS, View, json_size, take_within
@@ -212,25 +213,15 @@ def list_domains(view: View, raw: dict[str, Any]) -> dict[str, Any]:
     args = Args(raw, ("offset",))
     offset = args.integer("offset", 0, 0)
 
-    paths = view.column("path")
-    updated = view.column("updated")
-    archived = set(view.docs(Term("status", "archived")))
-    reader = view.searcher.reader()
-    docs = view.all_docs() if reader.has_deletions() else range(reader.doc_count_all())
-    # Group by the note's own folder first, then spread each folder's totals to its ancestors.
+    # Group by the note's own folder first (per segment, cached), then spread each folder's
+    # totals to its ancestors.
     own: dict[str, list[int]] = {}  # folder -> [active, archived, newest updated]
-    for doc in docs:
-        path = paths[doc]
-        if not path:
-            continue
-        folder = path.rpartition("/")[0]
-        entry = own.get(folder)
-        if entry is None:
-            entry = own[folder] = [0, 0, 0]
-        entry[doc in archived] += 1
-        stamp = updated[doc] or 0
-        if stamp > entry[2]:
-            entry[2] = stamp
+    for reader, _offset in view.searcher.reader().leaf_readers():
+        for folder, (active, arch, newest) in _segment_folders(reader).items():
+            entry = own.setdefault(folder, [0, 0, 0])
+            entry[0] += active
+            entry[1] += arch
+            entry[2] = max(entry[2], newest)
     totals: dict[str, list[int]] = {}
     for folder, (active, arch, newest) in own.items():
         for name in ["", *ancestors(folder)]:
@@ -255,6 +246,32 @@ def list_domains(view: View, raw: dict[str, Any]) -> dict[str, Any]:
     if offset + len(rows) < len(names):
         answer["next_offset"] = offset + len(rows)
     return answer
+
+
+def _segment_folders(reader: Any) -> dict[str, tuple[int, int, int]]:
+    """One segment's live notes by own folder: (active, archived, newest updated), cached by the
+    segment and its deletion count (a segment's deletions only ever grow)."""
+    segment = reader.segment()
+    deleted = segment.deleted_count() if segment is not None else -1
+
+    def count() -> dict[str, tuple[int, int, int]]:
+        paths = segment_column(reader, "path")
+        updated = segment_column(reader, "updated")
+        archived: set[int] = set()
+        if ("status", b"archived") in reader:
+            archived = set(reader.postings("status", b"archived").all_ids())
+        own: dict[str, list[int]] = {}
+        docs = reader.all_doc_ids() if reader.has_deletions() else range(reader.doc_count_all())
+        for doc in docs:
+            path = paths[doc]
+            if not path:
+                continue
+            entry = own.setdefault(path.rpartition("/")[0], [0, 0, 0])
+            entry[doc in archived] += 1
+            entry[2] = max(entry[2], updated[doc] or 0)
+        return {folder: (a, b, c) for folder, (a, b, c) in own.items()}
+
+    return CACHE.get_or_make(("folders", segment_key(reader), deleted), count)
 
 
 def _tree_key(domain: str) -> list[tuple[str, str]]:
