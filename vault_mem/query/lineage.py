@@ -24,9 +24,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from whoosh.query import Or, Term
+from whoosh.query import Term
 
-from vault_mem.index.columns import PATH_KEY_FIELDS, path_key_docs
+from vault_mem.index.columns import PATH_KEY_FIELDS, path_key_docs, term_docs
 from vault_mem.index.schema import fold, strip_md
 from vault_mem.query.context import View
 from vault_mem.vault.note import domain_of, permalink_of
@@ -95,7 +95,7 @@ class Lineage:
             if field in PATH_KEY_FIELDS:
                 hits = path_key_docs(self.view.searcher, field, value)
             else:
-                hits = self.view.docs(Term(field, value))
+                hits = term_docs(self.view.searcher, field, [value])
             if hits:
                 found = hits[0] if len(hits) == 1 else self._nearest(hits, from_path)
                 break
@@ -264,7 +264,7 @@ def lineage_for(view: View, doc: int) -> Lineage:
                                                             *(rec.get("superseded_by") or [])]]
         keys = _keys_naming(rec)
         if keys:
-            near += view.docs(Or([Term("sup_keys", f"{side}:{k}") for side in "sb" for k in keys]))
+            near += term_docs(view.searcher, "sup_keys", [f"{side}:{k}" for side in "sb" for k in keys])
         for other in near:
             if other is not None and other not in chain:
                 chain.add(other)

@@ -27,9 +27,7 @@ from __future__ import annotations
 import posixpath
 from typing import Any
 
-from whoosh.query import Or, Term
-
-from vault_mem.index.columns import PATH_KEY_FIELDS, path_key_docs
+from vault_mem.index.columns import PATH_KEY_FIELDS, path_key_docs, term_docs
 from vault_mem.index.schema import fold, strip_md
 from vault_mem.index.substring import terms_containing
 from vault_mem.query.context import View
@@ -57,7 +55,7 @@ class LinkResolver:
             elif field in PATH_KEY_FIELDS:  # a dict lookup per segment instead of a term query
                 hit = path_key_docs(self.view.searcher, field, value)
             else:
-                hit = self.view.docs(Term(field, value))
+                hit = term_docs(self.view.searcher, field, [value])
             self._hits[key] = hit
         return hit
 
@@ -209,7 +207,7 @@ def backlinks(view: View, doc: int, record: dict[str, Any],
     terms.discard("")
     if not terms:
         return []
-    candidates = view.docs(Or([Term("link_keys", t) for t in sorted(terms)]))
+    candidates = term_docs(view.searcher, "link_keys", sorted(terms))
     found: set[str] = set()
     for cand in candidates:
         if cand == doc:
