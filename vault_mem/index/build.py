@@ -4,7 +4,7 @@ A full build splits the files between worker processes; each parses its share an
 writes its own Whoosh segments (no documents cross a pipe), and the parent, holding
 the index lock, publishes a new table of contents after every finished batch so that
 searchers see the build grow. Batches start small (the first answers come quickly) and
-double up to ``MAX_BATCH``, so a build ends with few segments (11 at 107k notes, 5 at
+double up to ``MAX_BATCH``, so a build ends with few segments (13 at 107k notes, 6 at
 13k) that the tiered merge policy (``index/merge.py``) leaves alone.
 
 ``state.json`` in the index folder says whether the last build finished; a build
@@ -36,6 +36,7 @@ from vault_mem.vault.reader import read_note
 from vault_mem.vault.walk import IgnoreRules, walk_vault
 
 BATCH = 500  # files per commit of a serial build, and the smallest worker segment
+FIRST_BATCH = 1000  # the smallest worker segment
 MAX_BATCH = 16000  # the largest worker segment
 
 
@@ -146,9 +147,13 @@ def _parallel_build(index: VaultIndex, files: list[str], bar: Progress, procs: i
 
 
 def _batches(files: list[str], procs: int) -> list[list[str]]:
-    """Batches of BATCH files, doubling (each size once per worker) up to MAX_BATCH."""
+    """Batches of FIRST_BATCH files, doubling (each size once per worker) up to MAX_BATCH.
+
+    The smallest is as large as the merge policy's lowest tier (``merge.FLOOR``): that tier is
+    then left to the live commits' small segments, whose merges stay cheap.
+    """
     batches: list[list[str]] = []
-    size, first = BATCH, 0
+    size, first = FIRST_BATCH, 0
     while first < len(files):
         for _ in range(procs):
             batches.append(files[first:first + size])
