@@ -1,8 +1,15 @@
 """Resolving a ref to one note (SPEC 3): uid, permalink, path (with or without .md), file
 name, title, alias; each stage compares NFC-normalised and case-insensitively, and the
-first stage with exactly one hit wins. A stage with several hits is ambiguous."""
+first stage with exactly one hit wins. A stage with several hits is ambiguous, unless it
+compares paths (permalink/path, file name) and exactly one hit is spelled as the ref is,
+case included: on a case-sensitive disk (or a git checkout made on one) ``Note.md`` and
+``note.md`` are two notes, and their permalinks, which differ only by case, must each
+still name one (docs/platforms.md). Titles and aliases stay ambiguous."""
 
 from __future__ import annotations
+
+import unicodedata
+from typing import Any
 
 from whoosh.query import Term
 
@@ -37,6 +44,8 @@ def resolve_ref(view: View, ref: str, param: str = "ref") -> int:
     )
     for stage, query in stages:
         hits = view.docs(query)
+        if len(hits) > 1 and stage in ("permalink/path", "file name"):
+            hits = _spelled_as_given(view, hits, stage, strip_md(as_path.strip("/"))) or hits
         if len(hits) == 1:
             return hits[0]
         if len(hits) > 1:
@@ -49,6 +58,18 @@ def resolve_ref(view: View, ref: str, param: str = "ref") -> int:
                 candidates=candidates,
             )
     raise NotFound(f"no note matches {_shown(ref)} (tried uid, permalink, path, file name, title and alias)")
+
+
+def _spelled_as_given(view: View, hits: list[int], stage: str, path: str) -> list[int]:
+    """The one hit of an ambiguous path stage whose path is spelled exactly as ``path`` (after NFC)."""
+    wanted = unicodedata.normalize("NFC", path)
+
+    def spelled(record: dict[str, Any]) -> str:
+        stem = unicodedata.normalize("NFC", strip_md(str(record["path"])))
+        return stem if stage == "permalink/path" else stem.rpartition("/")[2]
+
+    exact = [d for d in hits if spelled(view.record(d)) == wanted]
+    return exact if len(exact) == 1 else []
 
 
 def _shown(ref: str) -> str:

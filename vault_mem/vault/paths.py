@@ -148,3 +148,20 @@ def listed_spelling(root: Path, rel: str, listings: dict[str, dict[str, list[str
         else:
             return None
     return "/".join(spelled)
+
+
+def existing_spelling(root: Path, rel: str) -> str:
+    """``rel`` with its leading segments that name existing entries spelled as they are listed
+    (case and Unicode form), the rest as given: ``Projects/new`` becomes ``projects/new`` when
+    ``projects/`` exists, which is where a case-insensitive disk would put it anyway."""
+    if not rel:
+        return rel
+    parts = rel.split("/")
+    listings: dict[str, dict[str, list[str]]] = {}
+    spelled: list[str] = []
+    for i, segment in enumerate(parts):
+        found = listed_spelling(root, "/".join([*spelled, segment]), listings)
+        if found is None:
+            return "/".join([*spelled, *parts[i:]])
+        spelled = found.split("/")
+    return "/".join(spelled)
