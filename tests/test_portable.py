@@ -193,3 +193,38 @@ def test_loose_files_left_beside_a_packed_segment_are_swept_at_the_next_commit(t
     _add_note(index, "next.md")
     assert not leftover.exists() and packed.exists()
     assert index.doc_count() == 3
+
+
+# -- paths as the watchers report them ----------------------------------------------------------
+
+
+@pytest.mark.parametrize(("path", "roots", "expected"), [
+    (r"C:\Users\me\Vault\inbox\note.md", [r"C:\Users\me\Vault"], "inbox/note.md"),
+    (r"c:\users\ME\vault\Inbox\Note.md", [r"C:\Users\me\Vault"], "Inbox/Note.md"),  # NTFS ignores case
+    (r"C:\Users\me\Vault", [r"C:\Users\me\Vault"], None),
+    (r"C:\Users\me\Other\x.md", [r"C:\Users\me\Vault"], None),
+    (r"D:\Vault\x.md", [r"C:\Vault"], None),  # another drive
+    (r"\\nas\share\Vault\a\b.md", [r"\\nas\share\Vault"], "a/b.md"),
+    ("C:/Users/me/Vault/inbox/note.md", [r"C:\Users\me\Vault"], "inbox/note.md"),  # --vault with '/'
+])
+def test_windows_event_paths_become_vault_relative_with_slashes(path: str, roots: list[str],
+                                                                expected: str | None) -> None:
+    import ntpath
+
+    from vault_mem.vault.paths import relative_to_root
+
+    assert relative_to_root(path, roots, ntpath) == expected
+
+
+def test_macos_event_paths_under_the_real_path_or_in_nfd_are_inside_the_vault() -> None:
+    import posixpath
+    import unicodedata
+
+    from vault_mem.vault.paths import relative_to_root
+
+    roots = ["/var/folders/x/Vault", "/private/var/folders/x/Vault"]
+    assert relative_to_root("/private/var/folders/x/Vault/a/n.md", roots, posixpath) == "a/n.md"
+    assert relative_to_root("/private/var/folders/x/Other/n.md", roots, posixpath) is None
+    nfc_root = unicodedata.normalize("NFC", "/Users/zoë/Vault")
+    nfd_event = unicodedata.normalize("NFD", "/Users/zoë/Vault/n.md")
+    assert relative_to_root(nfd_event, [nfc_root], posixpath) == "n.md"
