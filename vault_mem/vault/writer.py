@@ -38,6 +38,8 @@ TRASH_DIRNAME = ".trash"
 _MAX_SUFFIX = 10_000
 # Illegal in file names on some OS (* " \ / < > : | ?), or breaking [[wikilinks]] (# ^ [ ]).
 _ILLEGAL = re.compile(r'[*"\\/<>:|?#^\[\]]')
+# Device names Windows reserves whatever the extension.
+_WINDOWS_DEVICES = {"CON", "PRN", "AUX", "NUL", *(f"COM{n}" for n in range(1, 10)), *(f"LPT{n}" for n in range(1, 10))}
 _REASONS = {
     errno.ENOSPC: "disk full (ENOSPC)",
     errno.EDQUOT: "disk quota exceeded (EDQUOT)",
@@ -220,7 +222,8 @@ def note_filename(title: str) -> str:
     Removes characters illegal in file names and those that break wikilinks
     (``* " \\ / < > : | ? # ^ [ ]``) and control characters; collapses whitespace; strips
     leading dots and trailing dots and spaces; caps the stem at MAX_NAME_BYTES of UTF-8
-    (cut between characters); "Untitled" when nothing is left. Emoji and right-to-left
+    (cut between characters); adds ``_`` to a name Windows reserves (``CON``, ``NUL``,
+    ``COM1``...); "Untitled" when nothing is left. Emoji and right-to-left
     scripts are kept.
     """
     text = unicodedata.normalize("NFC", title)
@@ -234,6 +237,9 @@ def note_filename(title: str) -> str:
     if text.lower().endswith(".excalidraw"):
         # The reader treats *.excalidraw.md as a drawing and ignores its body.
         text = text[: -len(".excalidraw")] + " excalidraw"
+    base = text.split(".")[0]
+    if base.rstrip(" ").upper() in _WINDOWS_DEVICES:  # "CON.md" opens the console on Windows
+        text = base.rstrip(" ") + "_" + text[len(base):]
     return (text or "Untitled") + ".md"
 
 
