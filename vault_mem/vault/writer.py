@@ -24,6 +24,7 @@ from pathlib import Path
 
 from vault_mem.errors import InvalidInput, NotFound, WriteFailed
 from vault_mem.vault.fmedit import append_paragraph, render_note, replace_body, set_keys
+from vault_mem.vault.paths import name_key
 from vault_mem.vault.portable import O_BINARY, fsync_folder, lacks_hard_links, replace_file, set_mode, unlink_file
 from vault_mem.vault.yamlstyle import render_frontmatter
 
@@ -128,11 +129,6 @@ def atomic_write(path: Path, data: bytes, mode: int | None = None) -> None:
     fsync_folder(target.parent)
 
 
-def _name_key(name: str) -> str:
-    # macOS and Windows compare names case-insensitively (macOS also ignores NFC/NFD).
-    return unicodedata.normalize("NFC", name).casefold()
-
-
 def _split_md(filename: str) -> tuple[str, str]:
     if filename.lower().endswith(".md"):
         return filename[:-3], filename[-3:]
@@ -146,7 +142,7 @@ def _candidates(filename: str) -> list[str]:
 
 def _taken(folder: Path) -> set[str]:
     try:
-        return {_name_key(name) for name in os.listdir(folder)}
+        return {name_key(name) for name in os.listdir(folder)}
     except FileNotFoundError:
         return set()
 
@@ -159,7 +155,7 @@ def free_name(folder: Path, filename: str) -> str:
     """
     taken = _taken(folder)
     for candidate in _candidates(filename):
-        if _name_key(candidate) not in taken:
+        if name_key(candidate) not in taken:
             return candidate
     raise WriteFailed(f"no free name for {filename} in {folder} after {_MAX_SUFFIX} tries")
 
@@ -180,7 +176,7 @@ def create_exclusive(folder: Path, filename: str, data: bytes, mode: int | None 
     try:
         taken = _taken(folder)
         for candidate in _candidates(filename):
-            if _name_key(candidate) in taken:
+            if name_key(candidate) in taken:
                 continue
             final = folder / candidate
             if _claim(temp, final):
@@ -266,7 +262,7 @@ def move_to_trash(root: Path, rel: str) -> str:
         trash.mkdir(exist_ok=True)
         taken = _taken(trash)
         for candidate in _candidates(source.name):
-            if _name_key(candidate) in taken:
+            if name_key(candidate) in taken:
                 continue
             if _move_no_clobber(source, trash / candidate):
                 fsync_folder(trash)
