@@ -127,7 +127,7 @@ class VaultIndex:
     def build_lock(self) -> Iterator[None]:
         """An exclusive lock between processes for deciding on and running a full build."""
         self.dir.mkdir(parents=True, exist_ok=True)
-        # filelock: flock on Linux and macOS, LockFileEx on Windows; the OS drops it when the process dies.
+        # filelock: flock on Linux and macOS, a Windows file lock on Windows; the OS drops it when the process dies.
         with FileLock(self.dir / BUILD_LOCK):
             yield
 
