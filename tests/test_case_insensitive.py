@@ -4,7 +4,7 @@ by case, a rename that changes only the case, a ref or a domain in another case.
 No case-folding file system can be mounted here (the kernel has no vfat, no ext4 or tmpfs
 casefold, and ciopfs is not packaged), so ``case_folding`` simulates one at the
 path-resolution boundary: while it is active, a path under the vault given to ``os.stat``,
-``os.lstat``, ``os.open``, ``open``, ``os.listdir``, ``os.scandir`` or ``os.mkdir`` resolves
+``os.lstat``, ``os.access``, ``os.open``, ``open``, ``os.listdir``, ``os.scandir`` or ``os.mkdir`` resolves
 each segment to the entry listed under it in any case (NFC-folded, as APFS and NTFS compare),
 while listings keep every name as it was created, as those file systems do. The two-notes
 case needs no simulation: it is what a case-sensitive disk (or a git checkout made on
@@ -37,7 +37,7 @@ class CaseFoldingDisk:
     def __init__(self, root: Path, monkeypatch: pytest.MonkeyPatch) -> None:
         self.root = str(root)
         self._listdir = os.listdir
-        for name in ("stat", "lstat", "open", "listdir", "scandir"):
+        for name in ("stat", "lstat", "open", "listdir", "scandir", "access"):
             real = getattr(os, name)
             monkeypatch.setattr(os, name, self._folding(real))
         monkeypatch.setattr(os, "mkdir", self._mkdir(os.mkdir))
@@ -201,3 +201,13 @@ def test_listed_spelling_prefers_the_exact_name_and_folds_only_when_unambiguous(
     assert listed_spelling(tmp_path, "cafe\u0301/n.md") == "caf\u00e9/n.md"  # NFD as macOS may report it
     assert existing_spelling(tmp_path, "a/new/deeper") == "A/new/deeper"
     assert existing_spelling(tmp_path, "") == ""
+
+
+def test_a_vault_given_in_another_case_is_opened_under_its_spelling_on_disk(tmp_path: Path, case_folding) -> None:
+    from vault_mem.vault.walk import check_vault
+
+    write_notes(tmp_path / "Obsidian Vault", {"n.md": "# N\n"})
+    assert check_vault(tmp_path / "Obsidian Vault") == tmp_path / "Obsidian Vault"
+    case_folding(tmp_path)
+    # The watchers report the spelling on disk; a root spelled otherwise would match none of their paths.
+    assert check_vault(tmp_path / "obsidian vault") == tmp_path / "Obsidian Vault"

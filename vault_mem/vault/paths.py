@@ -165,3 +165,18 @@ def existing_spelling(root: Path, rel: str) -> str:
             return "/".join([*spelled, *parts[i:]])
         spelled = found.split("/")
     return "/".join(spelled)
+
+
+def on_disk_spelling(path: Path) -> Path:
+    """An absolute ``path`` with every segment spelled as its folder lists it, where that can be
+    told (a folder that cannot be listed keeps the segment as given).
+
+    ``--vault ~/documents/vault`` opens ``~/Documents/Vault`` on macOS and Windows, but their
+    watchers report the spelling on disk; starting from that spelling keeps the two in step.
+    The same path on a case-sensitive disk.
+    """
+    spelled = Path(path.anchor)
+    for segment in path.parts[1:]:
+        found = listed_spelling(spelled, segment)
+        spelled = spelled / (found if found is not None else segment)
+    return spelled
