@@ -1,5 +1,6 @@
 """Turning a query's answer (or error) into an MCP tool result: structured content plus a
-one-line text summary. Only ``invalid`` sets ``isError`` (SPEC 4)."""
+one-line text summary. Only ``invalid`` (the caller's input) and ``error`` (a fault of the
+server or the machine) set ``isError`` (docs/tools.md, "Statuses")."""
 
 from __future__ import annotations
 
@@ -9,10 +10,11 @@ from typing import Any
 
 import mcp.types as t
 
-from vault_mem.errors import InvalidInput, VaultMemError
+from vault_mem.errors import Fault, InternalError, InvalidInput, VaultMemError
 from vault_mem.query.context import MAX_ANSWER_CHARS
 
 log = logging.getLogger("vault_mem.server")
+IS_ERROR = ("invalid", "error")  # the statuses that set the result's isError
 
 
 def error_answer(exc: VaultMemError, renames: dict[str, str] | None = None) -> dict[str, Any]:
@@ -23,6 +25,8 @@ def error_answer(exc: VaultMemError, renames: dict[str, str] | None = None) -> d
         if param != exc.param and exc.message.startswith(exc.param):
             answer["message"] = param + exc.message[len(exc.param):]
         answer["param"] = param
+    if isinstance(exc, Fault):
+        answer["retry"] = exc.retry
     for key, value in exc.details.items():
         answer[key] = value
     return answer
@@ -54,10 +58,11 @@ def to_result(tool: str, answer: dict[str, Any]) -> t.CallToolResult:
     if size > MAX_ANSWER_CHARS:
         # A bug in a query module, not the caller's fault: say so rather than send it.
         log.error("%s answer of %d characters passed the bound", tool, size)
-        answer = {"status": "error", "message": f"answer of {size} characters exceeded the "
-                  f"{MAX_ANSWER_CHARS} bound; narrow the query or lower limit"}
+        answer = error_answer(InternalError(f"{tool} built an answer of {size} characters, over the "
+                                            f"{MAX_ANSWER_CHARS} bound", advice="this is a bug in vault-mem; "
+                                            "a narrower query or a lower limit may pass meanwhile"))
     return t.CallToolResult(
         content=[t.TextContent(type="text", text=summary(tool, answer))],
         structured_content=answer,
-        is_error=answer.get("status") in ("invalid", "error"),
+        is_error=answer.get("status") in IS_ERROR,
     )

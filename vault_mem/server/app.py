@@ -13,7 +13,7 @@ import mcp.types as t
 from mcp.server.lowlevel import Server
 
 from vault_mem import __version__
-from vault_mem.errors import InvalidInput, NotFound, VaultMemError, VaultUnavailable
+from vault_mem.errors import InternalError, InvalidInput, NotFound, VaultMemError, VaultUnavailable
 from vault_mem.query.context import Vault, View
 from vault_mem.query.refs import PERMALINK_PREFIX, resolve_ref
 from vault_mem.server.answers import error_answer, to_result
@@ -64,7 +64,7 @@ def call(vault: Vault, spec: ToolSpec, arguments: dict[str, Any] | None) -> dict
         return error_answer(exc, {ours: theirs for theirs, ours in spec.arg_map})
     except Exception as exc:  # the server must answer, whatever a query module did
         log.exception("tool %s failed", spec.name)
-        return {"status": "error", "message": f"internal error in {spec.name}: {type(exc).__name__}"}
+        return error_answer(InternalError(f"internal error in {spec.name}: {type(exc).__name__}"))
 
 
 def build_server(vault: Vault) -> Server[Any]:

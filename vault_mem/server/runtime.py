@@ -78,7 +78,7 @@ class Runtime:
                 log.error("the vault folder %s is gone; waiting for it to come back", self.vault.root)
             self._vault_missing = True
             raise VaultUnavailable(f"the vault folder {self.vault.root} is missing (moved, deleted or "
-                                   "unmounted?); answers resume when it is back")
+                                   "unmounted?)", advice="retry later: answers resume when it is back")
         if self._vault_missing:
             self._vault_missing = False
             log.info("the vault folder %s is back; reconciling", self.vault.root)
