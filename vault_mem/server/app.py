@@ -139,7 +139,6 @@ def _resource_page(vault: Vault, start: int) -> tuple[list[t.Resource], str | No
 
 def _resource_text(vault: Vault, uri: str) -> str:
     from mcp.shared.exceptions import MCPError
-    from mcp_types import INVALID_PARAMS
 
     try:
         with vault.index.searching() as searcher:
@@ -148,9 +147,9 @@ def _resource_text(vault: Vault, uri: str) -> str:
             record = view.record(docnum)
             data = read_whole(note_file(vault.root, str(record["fsrel"]), "uri"))
     except (NotFound, InvalidInput) as exc:
-        raise MCPError(code=INVALID_PARAMS, message=str(exc), data={"uri": uri}) from None
+        raise MCPError(code=t.INVALID_PARAMS, message=str(exc), data={"uri": uri}) from None
     except OSError as exc:
         message = f"cannot read {uri}: {exc.strerror}"
-        raise MCPError(code=INVALID_PARAMS, message=message, data={"uri": uri}) from None
+        raise MCPError(code=t.INVALID_PARAMS, message=message, data={"uri": uri}) from None
     return data.decode("utf-8", errors="replace").lstrip("\ufeff")
 
