@@ -29,6 +29,7 @@ from vault_mem.index.substring import hit_counts, words
 from vault_mem.query.context import View, json_size, take_within
 from vault_mem.query.excerpts import excerpt_around
 from vault_mem.query.params import Args
+from vault_mem.query.rows import bound_message
 from vault_mem.vault.note import KNOWN_TYPES, permalink_of
 
 PARAMS = ("agent", "query", "tag", "kind", "path", "limit", "since")
@@ -120,8 +121,7 @@ def memory_search(view: View, raw: dict[str, Any]) -> dict[str, Any]:
     notes = [_digest(view, d, scores.get(d, 0), terms, shortened) for d in page]
     fitted = take_within(notes)
     if fitted < len(notes):
-        messages.append(f"{fitted} of {len(notes)} notes fit the answer's size bound; "
-                        "lower limit or narrow the query")
+        messages.append(bound_message(f"{fitted} of {len(notes)} notes", None))
         notes = notes[:fitted]
         truncated = True
     shown = {n["permalink"] for n in notes}

@@ -27,7 +27,7 @@ from vault_mem.query.refs import resolve_ref
 from vault_mem.vault.dates import iso, parse_datetime
 from vault_mem.vault.note import SCOPES, Note, permalink_of
 from vault_mem.vault.paths import check_relative, confine, note_file
-from vault_mem.vault.reader import file_etag, normalize_tags, read_note, read_whole
+from vault_mem.vault.reader import CREATED_KEYS, file_etag, normalize_tags, read_note, read_whole
 from vault_mem.vault.writer import (
     append_paragraph,
     atomic_write,
@@ -46,7 +46,6 @@ MAX_CONTENT = 1_000_000
 WRITE_PARAMS = ("agent", "title", "content", "domain", "type", "tags", "importance", "namespace", "scope",
                 "project", "paths")
 CLOSED_STATES = ("completed", "cancelled")
-CREATED_KEYS = ("created", "date", "created_at")  # as the reader accepts them
 
 
 # One write at a time in this process: each reads a file, checks it, writes it and indexes it,

@@ -79,8 +79,12 @@ def domain_of(path: str) -> str:
     return path.rpartition("/")[0]
 
 
+PERMALINK_PREFIX = "memory://"
+
+
 def permalink_of(path: str) -> str:
-    return "memory://" + (path[:-3] if path.lower().endswith(".md") else path)
+    """``memory://`` + the vault-relative path without ``.md``, raw (docs/tools.md, "permalink")."""
+    return PERMALINK_PREFIX + (path[:-3] if path.lower().endswith(".md") else path)
 
 
 def est_tokens(text: str) -> int:
@@ -88,5 +92,5 @@ def est_tokens(text: str) -> int:
 
 
 def tokens_for_chars(chars: int) -> int:
-    """SPEC 3's estimate: ceil(characters / 4)."""
+    """The estimate of docs/tools.md ("est_tokens"): ceil(characters / 4)."""
     return -(-chars // 4)

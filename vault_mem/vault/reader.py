@@ -26,8 +26,8 @@ _CHUNK = 1 << 20
 _BOM = b"\xef\xbb\xbf"
 _NOT_REGULAR = "not a regular file (a FIFO, socket or device); not read"
 _UNCLOSED = "frontmatter: the opening '---' is never closed"
-_CREATED_KEYS = ("created", "date", "created_at")
-_UPDATED_KEYS = ("updated", "modified", "updated_at")
+CREATED_KEYS = ("created", "date", "created_at")
+UPDATED_KEYS = ("updated", "modified", "updated_at")
 _STATE_WORDS = {
     "open": "open", "todo": "open", "in_progress": "open", "in-progress": "open",
     "completed": "completed", "complete": "completed", "done": "completed", "closed": "completed",
@@ -35,7 +35,7 @@ _STATE_WORDS = {
 }
 # Keys that become Note fields; everything else stays in ``metadata``.
 CORE_KEYS = frozenset({
-    "id", "title", "aliases", "alias", "type", "kind", "tags", *_CREATED_KEYS, *_UPDATED_KEYS,
+    "id", "title", "aliases", "alias", "type", "kind", "tags", *CREATED_KEYS, *UPDATED_KEYS,
     "status", "state", "importance", "supersedes", "superseded_by", "namespace", "scope",
     "project", "paths", "agent",
 })
@@ -193,8 +193,8 @@ def parse_text(path: str, text: str, etag: str, size: int, mtime_ns: int, proble
         tags = _dedupe(tags + [t.lower() for t in markdown.inline_tags(masked)])
 
     fallback = from_timestamp(mtime_ns / 1e9) if mtime_ns else from_timestamp(0)
-    created = _date(data, _CREATED_KEYS, fallback, problems)
-    updated = _date(data, _UPDATED_KEYS, fallback, problems)
+    created = _date(data, CREATED_KEYS, fallback, problems)
+    updated = _date(data, UPDATED_KEYS, fallback, problems)
 
     marks = [] if excalidraw else markdown.task_marks(masked)
     progress = Progress(
