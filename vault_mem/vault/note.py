@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from typing import Any
 
 KNOWN_TYPES = (
@@ -67,12 +67,6 @@ class Note:
     def est_tokens(self) -> int:
         return est_tokens(self.body)
 
-    def to_dict(self) -> dict[str, Any]:
-        out = asdict(self)
-        out["domain"] = self.domain
-        out["permalink"] = self.permalink
-        out["est_tokens"] = self.est_tokens
-        return out
 
 
 def domain_of(path: str) -> str:
