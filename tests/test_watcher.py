@@ -1,4 +1,4 @@
-"""Live sync (SPEC 6): a real watchdog observer on real files keeps the index equal to the files.
+"""Live sync (docs/index-and-sync.md): a real watchdog observer on real files keeps the index equal to the files.
 
 Every test waits on a condition with a deadline (``eventually``), never on a bare sleep: the
 watcher debounces events and applies them on its own thread.

@@ -1,7 +1,7 @@
-"""``mem_recall`` (SPEC 4.2): memories *created* in ``[since, until)``, newest first (ties by
+"""``mem_recall`` (docs/tools.md): memories *created* in ``[since, until)``, newest first (ties by
 path ascending), as heading chunks (see ``chunks``), ``limit`` and ``offset`` counting chunks.
 
-Decisions where the SPEC leaves room:
+Decisions where docs/tools.md leaves room:
 
 - ``source_filter`` globs follow ``fnmatch``: ``*`` crosses ``/`` (``notes/*`` matches
   ``notes/a/b.md``), matching is case-insensitive and the whole path must match, with or
@@ -200,7 +200,7 @@ def _selection(view: View, field: str, items: list[str], hints: list[str]) -> tu
 
 
 def _namespace_filter(view: View, items: list[str] | None, hints: list[str]) -> tuple[DocSet, list[str]]:
-    """The namespace filter, and the archive namespaces it hides (SPEC: only a value or a glob
+    """The namespace filter, and the archive namespaces it hides (docs/tools.md: only a value or a glob
     naming them, ``archive:old`` or ``archive:*``, brings them back)."""
     if items is None:
         named = _lexicon(view, "namespace")

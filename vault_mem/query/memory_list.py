@@ -1,4 +1,4 @@
-"""``memory_list`` (SPEC 4.3): memories filtered by text, metadata, tags and dates, newest
+"""``memory_list`` (docs/tools.md): memories filtered by text, metadata, tags and dates, newest
 ``created`` first (or by importance), with supersession lineage applied by ``follow``.
 
 Filters run as Whoosh queries where the index can answer them (substring candidates,

@@ -1,4 +1,4 @@
-"""``memory_search`` (SPEC 4.4): notes by free text, kind, tag, code path and time, as digests.
+"""``memory_search`` (docs/tools.md): notes by free text, kind, tag, code path and time, as digests.
 
 Terms are the query's word runs, matched as case-insensitive substrings of the title (and
 aliases), the permalink's path (``memory://`` itself is not searched: every note has it),
@@ -150,7 +150,7 @@ def search_terms(query: str) -> tuple[list[str], list[str]]:
 
 
 def score_notes(view: View, terms: list[str]) -> dict[int, int]:
-    """Score of every document matching at least one term (SPEC 4.4 weights), by docnum."""
+    """Score of every document matching at least one term (the weights of docs/tools.md), by docnum."""
     scores: dict[int, int] = {}
     terms_matched: dict[int, int] = {}
     for term in terms:

@@ -1,6 +1,6 @@
 """Bringing a served vault up: the index build or reconcile in the background, progress for
 answers, and (later) the live watcher. The server answers ``initialize`` at once; queries
-answer from what is committed so far and say how far the build got (SPEC 6).
+answer from what is committed so far and say how far the build got (docs/index-and-sync.md).
 
 A cold build runs in a child process (``vault-mem index``) with its stdout pointed at our
 stderr: the build forks workers, and nothing a child does may reach the protocol's stdout.

@@ -1,4 +1,4 @@
-"""Which files are memories: walking the vault with its ignore rules (SPEC 2).
+"""Which files are memories: walking the vault with its ignore rules (docs/vault-format.md).
 
 Skipped: hidden segments (``.obsidian``, ``.git``, ``.trash``, the index folder), paths
 matched by the root ``.gitignore``, a root ``.vaultmemignore`` and Obsidian's
