@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from typing import Any
+from urllib.parse import quote
 
 KNOWN_TYPES = (
     "note", "fact", "lesson", "gotcha", "handoff", "research", "decision",
@@ -79,6 +80,13 @@ PERMALINK_PREFIX = "memory://"
 def permalink_of(path: str) -> str:
     """``memory://`` + the vault-relative path without ``.md``, raw (docs/tools.md, "permalink")."""
     return PERMALINK_PREFIX + (path[:-3] if path.lower().endswith(".md") else path)
+
+
+def resource_uri(path: str) -> str:
+    """The note's MCP resource URI: its permalink with each path segment percent-encoded
+    (RFC 3986), so that spaces, ``#``, ``%``, ``?`` and non-ASCII letters make a valid URI."""
+    readable = permalink_of(path)[len(PERMALINK_PREFIX):]
+    return PERMALINK_PREFIX + "/".join(quote(segment, safe="") for segment in readable.split("/"))
 
 
 def est_tokens(text: str) -> int:
