@@ -269,6 +269,7 @@ def _rank(view: View, by_importance: bool) -> list[int]:
     created = view.column("created")
     paths = view.column("path")
     importance = view.column("importance") if by_importance else [0] * len(created)
+    # context.newest_first_key's order behind importance, spelled inline for speed.
     order = sorted(range(len(created)),
                    key=lambda d: (-(importance[d] or 0), -(created[d] or 0), paths[d] or ""))
     rank = [0] * len(created)

@@ -108,6 +108,8 @@ def memory_search(view: View, raw: dict[str, Any]) -> dict[str, Any]:
         candidates = [d for d in candidates if updated[d] is not None and updated[d] >= since]
 
     def rank(d: int) -> tuple[int, int, str]:
+        # Score, then context.newest_first_key's order spelled inline: calling that key from
+        # here made ranking 100k candidates ~60% slower (measured).
         return -scores.get(d, 0), -(updated[d] or 0), paths[d] or ""
 
     if path and candidates:
