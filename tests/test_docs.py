@@ -80,7 +80,8 @@ async def test_every_parameter_is_documented_with_the_type_the_schema_gives(list
 
 async def test_every_example_call_is_one_the_tool_accepts(listed, make_vault, mcp_session) -> None:
     """The first JSON block of each tool's section is a call: its names are the tool's
-    parameters, and a real session on a copy of its vault does not answer ``invalid``."""
+    parameters, and a real session on a copy of sample_vault does not answer ``invalid``;
+    the second is its answer, with the real answer's status and (unless shortened) fields."""
     found = sections(TOOLS_MD.read_text(encoding="utf-8"))
     vault: Vault = make_vault(_sample_notes(), compat=True)
     async with mcp_session(vault) as c:
@@ -93,6 +94,11 @@ async def test_every_example_call_is_one_the_tool_accepts(listed, make_vault, mc
             answer = await c.call(tool.name, **call)
             assert answer["status"] in ("ok", "conflict"), (tool.name, answer)
             assert blocks[1].startswith('{"status":"' + answer["status"] + '"'), (tool.name, blocks[1][:80])
+            try:
+                shown = json.loads(blocks[1])
+            except ValueError:
+                continue  # shortened with "…" between values: only its status is checked
+            assert set(shown) == set(answer), f"{tool.name}: the example answer's fields differ from a real one's"
 
 
 def _sample_notes() -> dict[str, str]:
