@@ -113,7 +113,7 @@ class VaultUnavailable(Fault):
     """The vault folder is missing, is a file or cannot be read, or its index cannot be opened."""
 
     retries = True
-    advice_retry = "retry later: answers resume once it is back and readable"
+    advice_retry = "a retry succeeds once it is back and readable"
 
 
 # What an OS error on a write means for a retry: (retry helps as is, advice).
