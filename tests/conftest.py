@@ -14,7 +14,7 @@ from mcp import Client
 
 from vault_mem.index.build import sync
 from vault_mem.index.store import VaultIndex
-from vault_mem.query.context import Vault
+from vault_mem.served.context import Vault
 from vault_mem.server.app import build_server
 from vault_mem.vault.note import Note
 

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 import vault_mem.errors as errors
-from vault_mem.query.context import Vault
+from vault_mem.served.context import Vault
 
 pytestmark = pytest.mark.anyio
 

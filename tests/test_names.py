@@ -1,4 +1,4 @@
-"""One lookup of a note by name (vault_mem/query/refs.py), tested once for every place that
+"""One lookup of a note by name (vault_mem/served/refs.py), tested once for every place that
 uses it: a ``[[wikilink]]`` and a ``supersedes`` target written in the same note resolve to
 the same note by the same tie-break, and a caller's ref (``ref``, the compat tools' ``uid``
 and ``memory_id``) is never resolved by a guess."""

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 from test_docs import TOOLS_MD, param_rows, sections
 
-from vault_mem.query.context import Vault
+from vault_mem.served.context import Vault
 
 pytestmark = pytest.mark.anyio
 

@@ -27,9 +27,9 @@ from typing import Any
 from whoosh.query import Term
 
 from vault_mem.index.schema import fold
-from vault_mem.query.context import View, newest_first_key
-from vault_mem.query.links import LinkResolver
-from vault_mem.query.refs import without_prefix
+from vault_mem.reads.links import LinkResolver
+from vault_mem.served.context import View, newest_first_key
+from vault_mem.served.refs import without_prefix
 from vault_mem.vault.note import domain_of, permalink_of
 
 
