@@ -155,10 +155,10 @@ def test_a_merge_over_a_segment_in_use_commits_and_deletes_it_at_a_later_commit(
         writer.add_document(**_document(index, "merged.md"))
         writer.commit(optimize=True)  # merges every segment into one; the held one cannot be deleted
         assert old[0].exists()
-        assert index.doc_count() == 7
+        assert len(index.fingerprints()) == 7
     _add_note(index, "later.md")  # the next commit retries the deletion
     assert not old[0].exists()
-    assert index.doc_count() == 8
+    assert len(index.fingerprints()) == 8
 
 
 def _document(index: VaultIndex, name: str) -> dict[str, object]:
@@ -180,7 +180,7 @@ def test_a_commit_whose_temp_folder_cannot_be_emptied_still_commits_and_releases
         assert stuck.exists()
         second = index.acquire_writer(timeout=5)  # the lock was released
         second.cancel()
-    assert index.doc_count() == 2
+    assert len(index.fingerprints()) == 2
     _add_note(index, "three.md")  # the next writer's temp folder takes the leftover with it
     assert not stuck.exists()
 
@@ -192,7 +192,7 @@ def test_loose_files_left_beside_a_packed_segment_are_swept_at_the_next_commit(t
     leftover.write_bytes(b"terms")
     _add_note(index, "next.md")
     assert not leftover.exists() and packed.exists()
-    assert index.doc_count() == 3
+    assert len(index.fingerprints()) == 3
 
 
 # -- paths as the watchers report them ----------------------------------------------------------
