@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from vault_mem.query.context import View
-from vault_mem.query.lineage import Lineage
+from vault_mem.reads.lineage import Lineage
+from vault_mem.served.context import View
 
 pytestmark = pytest.mark.anyio
 
@@ -205,19 +205,20 @@ def test_memory_reads_lineage_from_the_chain_alone_equals_the_whole_graphs_answe
     agree with the graph built from every note that declares an edge."""
     import random
 
-    from vault_mem.query.context import View
-    from vault_mem.query.lineage import Lineage, lineage_for
+    from vault_mem.reads.lineage import Lineage, lineage_for
+    from vault_mem.served.context import View
 
     rng = random.Random(7)
     notes: dict[str, str] = {}
     names = [f"{'ab'[i % 2]}/n{i}.md" for i in range(40)]
     for i, rel in enumerate(names):
-        lines = [f"id: u{i}", f"title: Title {i % 30}"]  # titles 0..9 exist in two folders
+        lines = [f"id: u{i}", f"title: Title {i % 30}", f"aliases: [Alias {i % 25}]"]  # some shared
         for key in ("supersedes", "superseded_by"):
             if rng.random() < 0.35:
                 j = rng.randrange(len(names) + 3)
                 target = (f"u{j}", f"'[[{names[j % len(names)][:-3]}]]'", f"n{j}", f"Title {j % 30}",
-                          f"memory://{names[j % len(names)][:-3]}")[rng.randrange(5)]
+                          f"memory://{names[j % len(names)][:-3]}", f"Alias {j % 25}",
+                          f"'[[../{names[j % len(names)][:-3]}]]'")[rng.randrange(7)]
                 lines.append(f"{key}: {target if j < len(names) else 'gone-' + str(j)}")
         notes[rel] = "---\n" + "\n".join(lines) + f"\n---\nbody {i}\n"
     vault = make_vault(notes)

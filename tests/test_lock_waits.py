@@ -18,7 +18,7 @@ import pytest
 from vault_mem.index.build import SyncReport, reconcile
 from vault_mem.index.store import VaultIndex
 from vault_mem.index.watcher import Watcher
-from vault_mem.query.context import Vault
+from vault_mem.served.context import Vault
 from vault_mem.server.runtime import Runtime
 
 pytestmark = pytest.mark.anyio
@@ -49,13 +49,6 @@ def lock_held_by_another_process(index: VaultIndex) -> Iterator[None]:
             proc.stdout.close()
 
 
-def until(condition: object, what: str, timeout: float = 30.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():  # type: ignore[operator]
-        assert time.monotonic() < deadline, f"timed out waiting for {what}"
-        time.sleep(0.02)
-
-
 def test_a_reconcile_meeting_a_held_lock_waits_instead_of_failing(make_vault) -> None:
     vault = make_vault({"a.md": "# A\nfirst\n"})
     index = vault.index
@@ -83,7 +76,7 @@ def test_a_reconcile_meeting_a_held_lock_waits_instead_of_failing(make_vault) ->
 def test_the_start_up_reconcile_waits_for_a_held_lock_and_never_reports_indexing_failed(
         make_vault, caplog: pytest.LogCaptureFixture) -> None:
     vault = make_vault({"a.md": "# A\nfirst\n"})
-    runtime = Runtime(vault)
+    runtime = Runtime(vault.index)
     try:
         with caplog.at_level(logging.INFO), lock_held_by_another_process(vault.index):
             (vault.root / "c.md").write_text("# C\nadded before the start\n", encoding="utf-8")
@@ -109,7 +102,7 @@ async def test_a_write_tool_that_cannot_get_the_lock_answers_a_retryable_error_a
                 answer = await client.call("memory_write", agent="tester", title="Written while locked",
                                            content="The body of a note written while the lock is held.")
                 assert answer["status"] == "error"
-                assert "retry" in answer["message"] and "was written" in answer["message"]
+                assert "was saved" in answer["message"] and "do not repeat" in answer["message"]
                 path = vault.root / answer["path"]
                 assert "written while the lock is held" in path.read_text(encoding="utf-8")
             # Once the lock is free, the watcher indexes the file the tool wrote.
@@ -130,7 +123,12 @@ def test_the_watcher_waits_for_a_held_lock_and_then_indexes(make_vault) -> None:
     try:
         with lock_held_by_another_process(vault.index):
             (vault.root / "d.md").write_text("# D\nsaved while the lock is held\n", encoding="utf-8")
-            until(lambda: not watcher.idle(), "the watcher to pick the change up")
+            deadline = time.monotonic() + 30
+            while watcher.wait_idle(0.0):  # until the event has reached the watcher
+                assert time.monotonic() < deadline, "the watcher saw no event"
+                time.sleep(0.01)
+            # The flush waits for the lock: the change stays pending, not dropped.
+            assert not watcher.wait_idle(1.5), "the watcher cannot have indexed it: the lock is held"
         assert watcher.wait_idle(60)
         vault.index.close()
         assert "d.md" in vault.index.fingerprints()

@@ -20,8 +20,8 @@ from vault_mem.index.build import build
 from vault_mem.index.merge import FACTOR, MERGE_LOCK, merge_all, plan
 from vault_mem.index.store import VaultIndex
 from vault_mem.index.watcher import Watcher
-from vault_mem.query.context import Vault, View
-from vault_mem.query.memory_search import memory_search
+from vault_mem.reads.memory_search import memory_search
+from vault_mem.served.context import Vault, View
 from vault_mem.vault.reader import read_note
 from vault_mem.vault.walk import walk_vault
 
@@ -56,7 +56,8 @@ def assert_index_equals_files(index: VaultIndex) -> None:
     on_disk = {rel: read_note(index.root, rel).etag for rel in walk_vault(index.root).files}
     stored = {path: etag for path, (_size, _mtime, etag) in index.fingerprints().items()}
     assert stored == on_disk
-    assert index.doc_count() == len(on_disk)  # no duplicates left by a merge
+    with index.searching() as searcher:
+        assert searcher.doc_count() == len(on_disk)  # no duplicates left by a merge
 
 
 def segment_files(index: VaultIndex) -> tuple[set[str], set[str]]:
@@ -210,7 +211,7 @@ def test_a_served_vault_merges_its_small_segments_in_the_background(make_vault) 
     from vault_mem.server.runtime import Runtime
 
     vault = make_vault({f"d/n{i}.md": note(i) for i in range(20)})
-    runtime = Runtime(vault)
+    runtime = Runtime(vault.index)
     runtime.start()
     try:
         assert runtime.wait_ready(60)

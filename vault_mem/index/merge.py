@@ -45,7 +45,7 @@ from typing import Any
 from filelock import FileLock, Timeout
 from whoosh import index as whoosh_index
 from whoosh.filedb.filestore import FileStorage
-from whoosh.index import TOC, clean_files
+from whoosh.index import TOC
 from whoosh.reading import SegmentReader
 from whoosh.writing import SegmentWriter
 
@@ -192,7 +192,7 @@ def _swap(ix: Any, chosen: list[Any], merged: Any, docmap: dict[str, dict[int, i
         segments = kept[:first] + ([merged] if merged is not None else []) + kept[first:]
         generation = toc.generation + 1
         TOC(toc.schema, segments, generation).write(ix.storage, ix.indexname)
-        clean_files(ix.storage, ix.indexname, generation, segments)
+        whoosh_index.clean_files(ix.storage, ix.indexname, generation, segments)  # looked up now: patched
         clean_debris(Path(ix.storage.folder))
         return carried
 

@@ -18,7 +18,7 @@ from whoosh.fields import KEYWORD as _KEYWORD
 
 from vault_mem.index import whoosh_fixes  # noqa: F401  (unique segment names before any writer)
 from vault_mem.vault.dates import parse_datetime
-from vault_mem.vault.note import Note, domain_of, permalink_of
+from vault_mem.vault.note import PERMALINK_PREFIX, Note, domain_of, permalink_of
 
 SCHEMA_VERSION = 3  # 3: sup_keys; text fields keep frequencies, not positions (no phrase queries)
 SEP = "\x1f"  # separates the values of multi-valued exact fields
@@ -98,12 +98,16 @@ def path_prefixes(path: str) -> list[str]:
 
 
 def supersession_keys(target: str) -> list[str]:
-    """The keys a supersession target is resolved by (uid or title; path or file name), as
-    ``query/lineage.py`` compares them; indexed so that the notes naming a note are found by term."""
+    """The keys a supersession target may be resolved by (uid, title or alias; path or file name),
+    as ``reads/lineage.py`` compares them; indexed so that the notes naming a note are found by
+    term (``lineage_for``)."""
     text = target.strip()
     if text.lower().startswith("memory://"):
         text = text[len("memory://"):]
-    keys = [fold(text), fold(strip_md(text.strip("/")))]
+    path = fold(strip_md(text.strip("/")))
+    # The last segment too: a wikilink-style target may name a note by a path's tail, or
+    # relative to the declaring note's folder ("../b/note"), and both end in the file name.
+    keys = [fold(text), path, path.rpartition("/")[2]]
     return [k for k in dict.fromkeys(keys) if k]
 
 
@@ -163,7 +167,7 @@ def document_of(note: Note, fsrel: str) -> dict[str, Any]:
         "dom_exact": fold(domain),
         "dom_anc": SEP.join(fold(a) for a in ancestors(domain)),
         "title": " ".join([note.title, *note.aliases]),
-        "perm": permalink_of(path)[len("memory://"):],
+        "perm": permalink_of(path)[len(PERMALINK_PREFIX):],
         "tagtext": " ".join(note.tags),
         "body": note.body,
         "tags": SEP.join(tag_keys(note.tags)),

@@ -9,7 +9,6 @@ merge of a big index takes minutes): ``index/merge.py`` does that off the live p
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import hashlib
 import json
 import logging
@@ -21,9 +20,9 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from filelock import FileLock
 from whoosh import index as whoosh_index
 from whoosh.index import FileIndex, LockError
-from whoosh.query import Term
 from whoosh.reading import EmptyReader, MultiReader, SegmentReader
 from whoosh.searching import Searcher
 from whoosh.writing import SegmentWriter
@@ -32,6 +31,7 @@ from vault_mem.errors import IndexBusy, VaultUnavailable
 from vault_mem.index.schema import SCHEMA_VERSION, document_of, make_schema
 from vault_mem.vault.note import Note
 from vault_mem.vault.paths import INDEX_DIRNAME
+from vault_mem.vault.portable import replace_file, user_cache_root
 
 log = logging.getLogger("vault_mem.index")
 STATE_FILE = "state.json"
@@ -51,7 +51,7 @@ def default_index_dir(root: Path) -> Path:
         probe.unlink()
         return preferred
     except OSError:
-        cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
+        cache = user_cache_root()
         digest = hashlib.sha256(str(root.resolve()).encode("utf-8", "surrogateescape")).hexdigest()[:16]
         return cache / "vault-mem" / digest
 
@@ -65,7 +65,7 @@ def write_lock(ix: FileIndex, timeout: float | None = None) -> Iterator[None]:
     delay = 0.005
     while not lock.acquire(blocking=False):
         if timeout is not None and time.monotonic() - start > timeout:
-            raise IndexBusy(f"the index stayed locked by another writer for {timeout:.0f} s; retrying helps")
+            raise IndexBusy(f"the index stayed locked by another writer for {timeout:.0f} s")
         time.sleep(delay)
         delay = min(delay * 2, 0.1)
     try:
@@ -132,7 +132,7 @@ class VaultIndex:
         state = self.state() | values
         tmp = self.dir / f".{STATE_FILE}.{os.getpid()}.tmp"
         tmp.write_text(json.dumps(state), encoding="utf-8")
-        os.replace(tmp, self.dir / STATE_FILE)
+        replace_file(tmp, self.dir / STATE_FILE)  # a reader may hold it open for a moment (Windows)
 
     def needs_build(self) -> bool:
         """True when there is no usable index (none yet, another schema, or unreadable)."""
@@ -178,12 +178,9 @@ class VaultIndex:
     def build_lock(self) -> Iterator[None]:
         """An exclusive lock between processes for deciding on and running a full build."""
         self.dir.mkdir(parents=True, exist_ok=True)
-        with open(self.dir / BUILD_LOCK, "a+b") as handle:
-            fcntl.flock(handle.fileno(), fcntl.LOCK_EX)
-            try:
-                yield
-            finally:
-                fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
+        # filelock: flock on Linux and macOS, a Windows file lock on Windows; the OS drops it when the process dies.
+        with FileLock(self.dir / BUILD_LOCK):
+            yield
 
     def close(self) -> None:
         """Drop the searcher and the index handle (safe to call twice, or on a vanished index)."""
@@ -245,10 +242,6 @@ class VaultIndex:
             names = column(s, "path")
             return {names[d]: (sizes[d], mtimes[d], etags[d]) for d in s.reader().all_doc_ids()}
 
-    def doc_count(self) -> int:
-        with self.searching() as s:
-            return int(s.doc_count())
-
     # -- writing ---------------------------------------------------------------------------
 
     def acquire_writer(self, timeout: float | None = None) -> SegmentWriter:
@@ -269,7 +262,7 @@ class VaultIndex:
                 now = time.monotonic()
                 if timeout is not None and now - start > timeout:
                     raise IndexBusy(f"the index at {self.dir} stayed locked by another writer (a build or "
-                                    f"another server) for {timeout:.0f} s; retrying shortly helps") from None
+                                    f"another server) for {timeout:.0f} s") from None
                 if now > notice:
                     log.info("still waiting for the index lock (held by another writer for %.0f s)", now - start)
                     notice = now + WAIT_NOTICE
@@ -308,15 +301,6 @@ class VaultIndex:
         """Remove what killed writers left in the index folder (see ``clean_debris``)."""
         with write_lock(self.open()):
             return clean_debris(self.dir)
-
-    def stored(self, path: str) -> dict[str, Any] | None:
-        with self.searching() as s:
-            fields = s.document(path=path)
-            return None if fields is None else fields["record"]
-
-    def has_path(self, path: str) -> bool:
-        with self.searching() as s:
-            return bool(s.search(Term("path", path), limit=1))
 
 
 def _up_to_date(searcher: Searcher) -> bool:

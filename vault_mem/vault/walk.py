@@ -1,4 +1,4 @@
-"""Which files are memories: walking the vault with its ignore rules (SPEC 2).
+"""Which files are memories: walking the vault with its ignore rules (docs/vault-format.md).
 
 Skipped: hidden segments (``.obsidian``, ``.git``, ``.trash``, the index folder), paths
 matched by the root ``.gitignore``, a root ``.vaultmemignore`` and Obsidian's
@@ -19,6 +19,7 @@ from pathlib import Path
 import pathspec
 
 from vault_mem.errors import VaultUnavailable
+from vault_mem.vault.paths import on_disk_spelling
 
 
 @dataclass
@@ -71,13 +72,14 @@ def is_memory_name(name: str) -> bool:
 
 def check_vault(root: Path) -> Path:
     """The vault root as an absolute path, or VaultUnavailable with a one-line reason."""
+    advice = "check the vault path and its permissions"
     if not root.exists():
-        raise VaultUnavailable(f"vault not found: {root} does not exist")
+        raise VaultUnavailable(f"vault not found: {root} does not exist", advice=advice)
     if not root.is_dir():
-        raise VaultUnavailable(f"vault is not a folder: {root} is a file")
+        raise VaultUnavailable(f"vault is not a folder: {root} is a file", advice=advice)
     if not os.access(root, os.R_OK | os.X_OK):
-        raise VaultUnavailable(f"vault cannot be read: permission denied on {root}")
-    return root.absolute()
+        raise VaultUnavailable(f"vault cannot be read: permission denied on {root}", advice=advice)
+    return on_disk_spelling(root.absolute())  # as the watchers will report it (docs/platforms.md)
 
 
 def walk_vault(root: Path, rules: IgnoreRules | None = None,
