@@ -32,6 +32,7 @@ class Runtime:
 
     def __init__(self, vault: Vault) -> None:
         self.vault = vault
+        self._child: subprocess.Popen[bytes] | None = None
         self.index: VaultIndex = vault.index
         self._building = threading.Event()
         self._ready = threading.Event()
@@ -101,6 +102,9 @@ class Runtime:
     def stop(self) -> None:
         if self.watcher is not None:
             self.watcher.stop()
+        child = self._child
+        if child is not None and child.poll() is None:
+            child.terminate()  # it keeps what it committed; the next start resumes the build
 
     def _bring_up(self) -> None:
         try:
@@ -131,12 +135,13 @@ class Runtime:
     def _build_in_child(self) -> None:
         self.index.dir.mkdir(parents=True, exist_ok=True)
         # Not --rebuild: under the build lock the child finds out whether another process has
-        # built the index meanwhile, and then only reconciles.
+        # built the index meanwhile, and then only reconciles. --yes: serve has checked the vault.
         command = [sys.executable, "-m", "vault_mem", "index", "--quiet",
                    "--vault", str(self.vault.root), "--index-dir", str(self.index.dir),
-                   "--progress-file", str(self.progress_path)]
+                   "--progress-file", str(self.progress_path), "--yes"]
         log.info("building the index of %s in the background", self.vault.root)
-        result = subprocess.run(command, stdin=subprocess.DEVNULL, stdout=sys.stderr.fileno(),
-                                stderr=sys.stderr.fileno(), check=False, env=os.environ.copy())
-        if result.returncode != 0:
-            raise RuntimeError(f"index build exited with status {result.returncode}")
+        self._child = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=sys.stderr.fileno(),
+                                       stderr=sys.stderr.fileno(), env=os.environ.copy())
+        returncode = self._child.wait()
+        if returncode != 0:
+            raise RuntimeError(f"index build exited with status {returncode}")
