@@ -58,14 +58,14 @@ def vault_root(args: argparse.Namespace) -> Path:
 
 def open_index(args: argparse.Namespace, root: Path | None = None, doing: str = "index it") -> VaultIndex:
     """The vault's index in a folder that can be written; refuses an unlikely vault without --yes."""
-    from vault_mem.index.folder import usable_index_dir
+    from vault_mem.index.folder import has_index, usable_index_dir
     from vault_mem.index.store import VaultIndex
 
     root = root or vault_root(args)
-    index = VaultIndex(root, usable_index_dir(root, getattr(args, "index_dir", None)))
-    if not getattr(args, "yes", False) and index.needs_build():
-        check_likely_vault(root, doing)
-    return index
+    given = getattr(args, "index_dir", None)
+    if not getattr(args, "yes", False) and not has_index(root, given):
+        check_likely_vault(root, doing)  # before anything is written into it
+    return VaultIndex(root, usable_index_dir(root, given))
 
 
 def check_likely_vault(root: Path, doing: str) -> None:

@@ -55,9 +55,10 @@ class SyncReport:
     walk_problems: dict[str, str] = field(default_factory=dict)
 
     def summary(self) -> str:
+        notes = f"{self.total:,} note{'' if self.total == 1 else 's'}"
         if self.rebuilt:
-            return f"built the index of {self.total} notes in {self.seconds:.1f} s"
-        return (f"{self.total} notes: {self.added} added, {self.updated} updated, "
+            return f"built the index of {notes} in {self.seconds:.1f} s"
+        return (f"{notes}: {self.added} added, {self.updated} updated, "
                 f"{self.removed} removed, {self.unchanged} unchanged ({self.seconds:.2f} s)")
 
 

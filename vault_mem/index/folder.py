@@ -11,7 +11,7 @@ import os
 from pathlib import Path
 
 from vault_mem.errors import VaultUnavailable
-from vault_mem.index.store import STATE_FILE, default_index_dir
+from vault_mem.index.store import STATE_FILE, cache_index_dir, default_index_dir
 from vault_mem.vault.paths import INDEX_DIRNAME
 
 _MARKERS = (STATE_FILE, ".gitignore", "build.lock")  # what a vault-mem index folder holds
@@ -45,6 +45,13 @@ def usable_index_dir(root: Path, given: Path | None) -> Path:
         raise VaultUnavailable(f"{what} cannot be written ({reason}): pass --index-dir a writable folder") \
             from None
     return chosen
+
+
+def has_index(root: Path, given: Path | None) -> bool:
+    """True when an index of ``root`` already exists where it would be looked for (nothing made)."""
+    if given is not None:
+        return (given.expanduser().absolute() / STATE_FILE).exists()
+    return (root / INDEX_DIRNAME / STATE_FILE).exists() or (cache_index_dir(root) / STATE_FILE).exists()
 
 
 def _holds_an_index_or_nothing(folder: Path) -> bool:

@@ -49,9 +49,14 @@ def default_index_dir(root: Path) -> Path:
         probe.unlink()
         return preferred
     except OSError:
-        cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
-        digest = hashlib.sha256(str(root.resolve()).encode("utf-8", "surrogateescape")).hexdigest()[:16]
-        return cache / "vault-mem" / digest
+        return cache_index_dir(root)
+
+
+def cache_index_dir(root: Path) -> Path:
+    """The index folder of a vault that cannot be written: ``$XDG_CACHE_HOME/vault-mem/<hash>``."""
+    cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
+    digest = hashlib.sha256(str(root.resolve()).encode("utf-8", "surrogateescape")).hexdigest()[:16]
+    return cache / "vault-mem" / digest
 
 
 class VaultIndex:

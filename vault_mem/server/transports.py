@@ -76,6 +76,7 @@ def check_http_options(host: str, port: int, token: str | None, allowed_hosts: l
     without a token or without the host names clients use."""
     if not 1 <= port <= 65535:
         raise InvalidInput("--port", f"{port} is out of range: a port is 1..65535")
+    address = _resolved(host, port)
     if not is_loopback(host) and not token:
         raise InvalidInput("--token", f"binding to {host} (not loopback) needs a bearer token: pass --token "
                            "or set VAULT_MEM_TOKEN")
@@ -86,16 +87,20 @@ def check_http_options(host: str, port: int, token: str | None, allowed_hosts: l
         if not name or any(c in name for c in "/ \t@"):
             raise InvalidInput("--allowed-host", f"{name!r} is not a host name: give a name or address "
                                "such as memory.example.org or 192.168.1.20")
-    _check_bindable(host, port)
+    _check_bindable(host, port, address)
 
 
-def _check_bindable(host: str, port: int) -> None:
+def _resolved(host: str, port: int) -> tuple[Any, ...]:
     try:
         infos = socket.getaddrinfo(host.strip("[]"), port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
     except (socket.gaierror, UnicodeError) as exc:
         raise InvalidInput("--host", f"{host!r} is not a known host or address ({exc}): give an address "
                            "such as 127.0.0.1, 0.0.0.0 or ::1") from None
-    family, kind, proto, _, address = infos[0]
+    return tuple(infos[0])
+
+
+def _check_bindable(host: str, port: int, resolved: tuple[Any, ...]) -> None:
+    family, kind, proto, _, address = resolved
     with socket.socket(family, kind, proto) as probe:
         # As uvicorn binds: a port left in TIME_WAIT by a previous run is free.
         probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
