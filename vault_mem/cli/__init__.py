@@ -43,8 +43,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     logging.basicConfig(level=logging.INFO, stream=sys.stderr, format=f"{PROG}: %(message)s")
     logging.getLogger("mcp").setLevel(logging.WARNING)
     command = COMMANDS[args.command]
-    if command.name != "serve":  # serve handles its own stops
-        _sigterm_as_interrupt()
+    _sigterm_as_interrupt()
     try:
         return command.run(args)
     except VaultMemError as exc:
@@ -76,7 +75,8 @@ def _fail(line: str, status: str, message: str, wants_json: bool, code: int) -> 
 
 
 def _sigterm_as_interrupt() -> None:
-    """SIGTERM stops a command as Ctrl-C does, so that builds clean up after themselves."""
+    """SIGTERM (how clients and service managers stop a process) acts as Ctrl-C, so that builds
+    clean up after themselves and serve stops with its one line."""
     def interrupt(signum: int, frame: object) -> None:
         raise KeyboardInterrupt
 

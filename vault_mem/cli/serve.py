@@ -12,7 +12,6 @@ import argparse
 import contextlib
 import logging
 import os
-import signal
 import sys
 import threading
 from collections.abc import Callable
@@ -108,16 +107,12 @@ def _run_until_stopped(run: Callable[[], None], runtime: Any) -> int:
             failure.append(exc)
 
     thread = threading.Thread(target=target, name="vault-mem-transport", daemon=True)
-    previous = _on_sigterm_interrupt()
-    try:
+    try:  # SIGTERM raises KeyboardInterrupt too (cli/__init__.py)
         thread.start()
         while thread.is_alive():
             thread.join(0.5)  # a timed join: Ctrl-C reaches the main thread on every platform
     except KeyboardInterrupt:
         _stop_now(runtime)
-    finally:
-        if previous is not None:
-            signal.signal(signal.SIGTERM, previous)
     runtime.stop()
     if failure and not (isinstance(failure[0], SystemExit) and not failure[0].code):
         exc = failure[0]
@@ -125,17 +120,6 @@ def _run_until_stopped(run: Callable[[], None], runtime: Any) -> int:
         say(f"error: the server stopped: {reason}")
         return 1
     return 0
-
-
-def _on_sigterm_interrupt() -> Any:
-    """Make SIGTERM (how clients and service managers stop a server) act as Ctrl-C."""
-    def interrupt(signum: int, frame: object) -> None:
-        raise KeyboardInterrupt
-
-    try:
-        return signal.signal(signal.SIGTERM, interrupt)
-    except (ValueError, OSError):  # not the main thread
-        return None
 
 
 def _stop_now(runtime: Any) -> None:

@@ -11,10 +11,11 @@ import os
 from pathlib import Path
 
 from vault_mem.errors import VaultUnavailable
+from vault_mem.index.presence import PRESENCE_DIR
 from vault_mem.index.store import STATE_FILE, cache_index_dir, default_index_dir
 from vault_mem.vault.paths import INDEX_DIRNAME
 
-_MARKERS = (STATE_FILE, ".gitignore", "build.lock")  # what a vault-mem index folder holds
+_MARKERS = (STATE_FILE, ".gitignore", "build.lock", PRESENCE_DIR)  # what a vault-mem index folder holds
 
 
 def usable_index_dir(root: Path, given: Path | None) -> Path:

@@ -114,7 +114,7 @@ class VaultIndex:
             self.close()
             if self.dir.exists():
                 for child in self.dir.iterdir():
-                    if child.name in (BUILD_LOCK, "presence"):  # see index/presence.py
+                    if child.name in (BUILD_LOCK, "presence"):  # presence: see index/presence.py
                         continue
                     if child.is_dir() and not child.is_symlink():
                         shutil.rmtree(child, ignore_errors=True)
