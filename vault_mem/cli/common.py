@@ -31,7 +31,7 @@ _FOR_PEOPLE = [
 # A message that starts with a tool parameter names the CLI option instead.
 _OPTION_OF = {"tag_filter": "--tags", "source_filter": "--source", "limit": "--limit", "offset": "--offset",
               "since": "--since", "until": "--until", "kind": "--kind", "tag": "--tag", "type": "--type",
-              "status": "--status", "namespace": "--namespace", "scope": "--scope"}
+              "status": "--status", "namespace": "--namespace", "scope": "--scope", "ref": "REF"}
 
 
 def say(text: str) -> None:
