@@ -38,6 +38,14 @@ class Place:
         folder.chmod(0o500)
         return folder
 
+    def unlistable(self) -> Path:
+        if IS_ROOT:
+            pytest.skip("root can list any folder")
+        folder = self.tmp / "closed"
+        folder.mkdir(exist_ok=True)
+        folder.chmod(0o000)
+        return folder
+
     def read_only_vault(self) -> Path:
         if IS_ROOT:
             return Path("/sys/kernel/mm")  # a folder root cannot write into, holding no notes
@@ -115,6 +123,14 @@ CASES: list[tuple[str, Case, str]] = [
     ("unknown note", lambda p: ["read", "--vault", str(p.vault), "no such note"], "no such note"),
     ("unknown domain", lambda p: ["list", "--vault", str(p.vault), "nosuchdomain"], "vault-mem domains"),
     ("no vault at all", lambda p: ["stats"], "VAULT_MEM_VAULT"),
+    ("vault cannot be listed", lambda p: ["doctor", "--vault", str(p.unlistable())], "cannot be read"),
+    ("status of a missing vault", lambda p: ["status", "--vault", str(p.tmp / "nope")], "does not exist"),
+    ("offset not a number", lambda p: ["read", "--vault", str(p.vault), "Queue decision", "--offset", "x"],
+     "--offset"),
+    ("unknown status", lambda p: ["list", "--vault", str(p.vault), "acme", "--status", "gone"], "--status"),
+    ("since after until", lambda p: ["recall", "--vault", str(p.vault), "--since", "2025", "--until", "2024"],
+     "--since"),
+    ("search limit zero", lambda p: ["search", "--vault", str(p.vault), "--limit", "0", "queue"], "--limit"),
 ]
 
 

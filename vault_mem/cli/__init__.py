@@ -18,6 +18,7 @@ import os
 import signal
 import sys
 from collections.abc import Sequence
+from typing import Any
 
 from vault_mem.cli import maintenance, queries, serve  # noqa: F401  (each registers its commands)
 from vault_mem.cli.app import COMMANDS, PROG, UsageError, parse, print_command_list
@@ -43,7 +44,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     logging.basicConfig(level=logging.INFO, stream=sys.stderr, format=f"{PROG}: %(message)s")
     logging.getLogger("mcp").setLevel(logging.WARNING)
     command = COMMANDS[args.command]
-    _sigterm_as_interrupt()
+    previous = _sigterm_as_interrupt()
     try:
         return command.run(args)
     except VaultMemError as exc:
@@ -65,6 +66,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         message = (f"internal error: {type(exc).__name__}: {exc} (please report it; VAULT_MEM_DEBUG=1 "
                    "shows the traceback)")
         return _fail(f"{PROG}: {message}", "error", message, wants_json, 1)
+    finally:
+        if previous is not None:  # main() called in a longer-lived process (tests)
+            signal.signal(signal.SIGTERM, previous)
 
 
 def _fail(line: str, status: str, message: str, wants_json: bool, code: int) -> int:
@@ -74,14 +78,15 @@ def _fail(line: str, status: str, message: str, wants_json: bool, code: int) -> 
     return code
 
 
-def _sigterm_as_interrupt() -> None:
+def _sigterm_as_interrupt() -> Any:
     """SIGTERM (how clients and service managers stop a process) acts as Ctrl-C, so that builds
     clean up after themselves and serve stops with its one line."""
     def interrupt(signum: int, frame: object) -> None:
         raise KeyboardInterrupt
 
     with contextlib.suppress(ValueError, OSError):  # not the main thread (main() called from a thread)
-        signal.signal(signal.SIGTERM, interrupt)
+        return signal.signal(signal.SIGTERM, interrupt)
+    return None
 
 
 def _silence_stdout() -> None:

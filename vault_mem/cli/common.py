@@ -26,6 +26,7 @@ _FOR_PEOPLE = [
     (re.compile(r"memory_read\(ref=('[^']*'|\"[^\"]*\"), offset=(\d+)\)"), r"vault-mem read \1 --offset \2"),
     (re.compile(r"\bmemory_read\b"), "vault-mem read"),
     (re.compile(r"\blist_domains\b"), "vault-mem domains"),
+    (re.compile(r"(?<![-\w])(since|until)="), r"--\1 "),
     (re.compile(r"\bmemory_search\b"), "vault-mem search"),
 ]
 # A message that starts with a tool parameter names the CLI option instead.

@@ -109,8 +109,10 @@ def cmd_list(args: argparse.Namespace) -> int:
     raw = {"domain": domain, "type": args.type, "status": args.status, "limit": args.limit,
            "offset": args.offset, "subtree": False if args.here else None}
     answer = run_query(args, "list_by_domain:list_by_domain", raw)
-    if answer.get("status") == "none" and not answer.get("message"):
-        answer["message"] = f"no memories under domain {args.domain!r}"
+    if answer.get("status") == "none":
+        answer["message"] = answer.get("message") or f"no memories under domain {args.domain!r}"
+        if args.status is None:
+            answer["message"] += "; --status all includes archived ones"
 
     def human(a: dict[str, Any]) -> None:
         results = a.get("results", [])
@@ -278,6 +280,11 @@ register(Command(
 
 def cmd_domains(args: argparse.Namespace) -> int:
     answer = run_query(args, "read:list_domains", {})
+    while answer.get("status") == "ok" and "next_offset" in answer:  # a person wants them all
+        page = run_query(args, "read:list_domains", {"offset": answer.pop("next_offset")})
+        answer["domains"] += page.get("domains", [])
+        if "next_offset" in page:
+            answer["next_offset"] = page["next_offset"]
 
     def human(a: dict[str, Any]) -> None:
         rows = [(f"{d['active']:,}", f"{d['archived']:,}", d["updated"][:10], domain_label(d["domain"]))

@@ -65,7 +65,9 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
     say(f"{PROG} {__version__} serving the vault {root}")
     say(f"index at {index.dir}" + ("; building it in the background (queries answer as it grows)"
-                                   if index.needs_build() else "; checking it against the files"))
+                                   if index.needs_build() else
+                                   "; resuming the interrupted build in the background" if not index.is_complete()
+                                   else "; checking it against the files"))
     run: Callable[[], None]
     if args.http:
         from vault_mem.server.transports import run_http

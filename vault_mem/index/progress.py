@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import sys
 import time
 from pathlib import Path
@@ -59,8 +60,14 @@ class Progress:
         width = 20
         filled = width * min(self.done, self.total) // self.total
         bar = "#" * filled + "." * (width - filled)
-        # Padded so that a shorter line fully covers the one before it.
-        self.stream.write(f"\r{self.label} [{bar}] {self._numbers(now):<44}")
+        # Padded so that a shorter line fully covers the one before it; one that wraps on a
+        # narrow terminal could not be redrawn in place, so the bar goes first, then the label.
+        columns = shutil.get_terminal_size((80, 24)).columns - 1
+        numbers = f"{self._numbers(now):<44}"
+        line = f"{self.label} [{bar}] {numbers}"
+        if len(line) > columns:
+            line = f"{self.label}: {numbers}"[:columns]
+        self.stream.write(f"\r{line}")
         self.stream.flush()
 
     def finish(self) -> float:
