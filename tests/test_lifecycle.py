@@ -64,7 +64,7 @@ def test_ctrl_c_stops_stdio_serve_at_once_with_one_line(small_vault: Path) -> No
     proc = spawn("serve", "--vault", str(small_vault))
     wait_for_line(proc, "Ctrl-C to stop")
     code, err = interrupt(proc)
-    assert code == 130 and "Traceback" not in err
+    assert code == 130 and "Traceback" not in err, err
     assert [line for line in err.splitlines() if line.strip()][-1] == "vault-mem: stopped"
     assert err.count("stopped") == 1
 
@@ -91,7 +91,7 @@ def test_sigterm_stops_stdio_serve_quietly(small_vault: Path) -> None:
     proc = spawn("serve", "--vault", str(small_vault))
     wait_for_line(proc, "Ctrl-C to stop")
     code, err = interrupt(proc, signal.SIGTERM)
-    assert code == 130 and "Traceback" not in err and "leaked" not in err
+    assert code == 130 and "Traceback" not in err and "leaked" not in err, err
 
 
 def free_port() -> int:
@@ -115,7 +115,7 @@ def test_ctrl_c_stops_http_serve_at_once_even_with_a_client_connected(small_vaul
     with client:
         client.sendall(b"GET /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\n")  # never finished
         code, err = interrupt(proc)
-    assert code == 130 and "Traceback" not in err and err.count("stopped") == 1
+    assert code == 130 and "Traceback" not in err and err.count("stopped") == 1, err
 
 
 def many_notes(root: Path, count: int) -> Path:

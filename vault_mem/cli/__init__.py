@@ -44,8 +44,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     logging.basicConfig(level=logging.INFO, stream=sys.stderr, format=f"{PROG}: %(message)s")
     logging.getLogger("mcp").setLevel(logging.WARNING)
     command = COMMANDS[args.command]
-    previous = _sigterm_as_interrupt()
+    previous = None
     try:
+        previous = _sigterm_as_interrupt()
         return command.run(args)
     except VaultMemError as exc:
         message = for_people(exc.message)

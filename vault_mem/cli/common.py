@@ -4,7 +4,6 @@ answer for a person or as JSON. Messages name CLI options and commands, not MCP 
 from __future__ import annotations
 
 import argparse
-import importlib
 import json
 import os
 import re
@@ -92,14 +91,14 @@ def up_to_date(args: argparse.Namespace) -> VaultIndex:
     return index
 
 
-def run_query(args: argparse.Namespace, target: str, raw: dict[str, Any]) -> dict[str, Any]:
-    """Answer ``raw`` with the query handler ``module:function`` on an up-to-date index."""
-    from vault_mem.query.context import Vault, View
+def run_query(args: argparse.Namespace, tool: str, raw: dict[str, Any]) -> dict[str, Any]:
+    """Answer ``raw`` as the MCP tool ``tool`` would (same handler), on an up-to-date index."""
+    from vault_mem.served.context import Vault, View
+    from vault_mem.server.tools import TOOLS_BY_NAME
 
     index = up_to_date(args)
     vault = Vault(index.root, index, project=getattr(args, "project", None))
-    module, _, func = target.partition(":")
-    handler = getattr(importlib.import_module(f"vault_mem.query.{module}"), func)
+    handler = TOOLS_BY_NAME[tool].handler
     with index.searching() as searcher:
         answer: dict[str, Any] = handler(View(vault, searcher), {k: v for k, v in raw.items() if v is not None})
     return answer

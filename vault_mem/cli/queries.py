@@ -50,7 +50,7 @@ def search_options(parser: argparse.ArgumentParser) -> None:
 def cmd_search(args: argparse.Namespace) -> int:
     raw = {"agent": "cli", "query": " ".join(args.query) or None, "kind": args.kind, "tag": args.tag,
            "limit": args.limit}
-    answer = run_query(args, "memory_search:memory_search", raw)
+    answer = run_query(args, "memory_search", raw)
 
     def human(a: dict[str, Any]) -> None:
         notes = a.get("notes", [])
@@ -108,7 +108,7 @@ def cmd_list(args: argparse.Namespace) -> int:
     domain = "" if args.domain.strip() == ROOT_LABEL else args.domain
     raw = {"domain": domain, "type": args.type, "status": args.status, "limit": args.limit,
            "offset": args.offset, "subtree": False if args.here else None}
-    answer = run_query(args, "list_by_domain:list_by_domain", raw)
+    answer = run_query(args, "list_by_domain", raw)
     if answer.get("status") == "none":
         answer["message"] = answer.get("message") or f"no memories under domain {args.domain!r}"
         if args.status is None:
@@ -170,7 +170,7 @@ def cmd_recall(args: argparse.Namespace) -> int:
     raw = {"since": args.since, "until": args.until, "source_filter": args.source_filter,
            "tag_filter": args.tag_filter, "namespace": args.namespace, "scope": args.scope, "limit": args.limit,
            "offset": args.offset, "output_format": "structured" if args.json else "compact"}
-    answer = run_query(args, "mem_recall:mem_recall", raw)
+    answer = run_query(args, "mem_recall", raw)
 
     def human(a: dict[str, Any]) -> None:
         if a.get("text"):
@@ -210,7 +210,7 @@ def read_options(parser: argparse.ArgumentParser) -> None:
 
 
 def cmd_read(args: argparse.Namespace) -> int:
-    answer = run_query(args, "read:memory_read", {"ref": args.ref, "offset": args.offset})
+    answer = run_query(args, "memory_read", {"ref": args.ref, "offset": args.offset})
     return print_answer(args, answer, print_record)
 
 
@@ -279,9 +279,9 @@ register(Command(
 
 
 def cmd_domains(args: argparse.Namespace) -> int:
-    answer = run_query(args, "read:list_domains", {})
+    answer = run_query(args, "list_domains", {})
     while answer.get("status") == "ok" and "next_offset" in answer:  # a person wants them all
-        page = run_query(args, "read:list_domains", {"offset": answer.pop("next_offset")})
+        page = run_query(args, "list_domains", {"offset": answer.pop("next_offset")})
         answer["domains"] += page.get("domains", [])
         if "next_offset" in page:
             answer["next_offset"] = page["next_offset"]

@@ -53,14 +53,14 @@ def cmd_serve(args: argparse.Namespace) -> int:
         return 1
 
     from vault_mem.index.presence import present
-    from vault_mem.query.context import Vault
+    from vault_mem.served.context import Vault
     from vault_mem.server.app import build_server
     from vault_mem.server.runtime import Runtime
 
     project = args.project or os.environ.get("VAULT_MEM_PROJECT") or None
-    vault = Vault(root, index, project=project, compat=args.compat)
+    runtime = Runtime(index)
+    vault = Vault(root, index, project=project, compat=args.compat, health=runtime)
     server = build_server(vault)
-    runtime = Runtime(vault)
     url = f"http://{_url_host(args.host)}:{args.port}/mcp"
 
     say(f"{PROG} {__version__} serving the vault {root}")
