@@ -239,7 +239,7 @@ def print_record(a: dict[str, Any]) -> None:
             fields.append((label, ", ".join(lineage[key])))
     for key, value in (a.get("metadata") or {}).items():
         fields.append((str(key), str(value)))
-    print(a["title"])
+    print(_name(a["title"], a["permalink"]))
     for key, value in fields:
         print(f"  {key:<13} {cut(value, room - 16)}")
     print(rule)
