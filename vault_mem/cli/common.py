@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from vault_mem.cli.app import PROG
-from vault_mem.errors import VaultUnavailable
+from vault_mem.errors import InvalidInput
 
 if TYPE_CHECKING:
     from vault_mem.index.progress import Progress
@@ -52,7 +52,7 @@ def vault_root(args: argparse.Namespace) -> Path:
 
     given = getattr(args, "vault", None) or os.environ.get("VAULT_MEM_VAULT")
     if not given:
-        raise VaultUnavailable("no vault given: pass --vault PATH or set VAULT_MEM_VAULT")
+        raise InvalidInput("--vault", "no vault given: pass --vault PATH or set VAULT_MEM_VAULT")
     return check_vault(Path(given).expanduser())
 
 
@@ -73,7 +73,7 @@ def check_likely_vault(root: Path, doing: str) -> None:
 
     why = unlikely_vault(root)
     if why:
-        raise VaultUnavailable(f"{why}: is it really the vault? pass --yes to {doing} anyway")
+        raise InvalidInput("--vault", f"{why}: is it really the vault? pass --yes to {doing} anyway")
 
 
 def progress_bar(label: str, total: int) -> Progress:

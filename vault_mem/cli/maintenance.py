@@ -92,6 +92,11 @@ def folder_bytes(folder: Path) -> int:
     return total
 
 
+def doc_count(index: VaultIndex) -> int:
+    with index.searching() as searcher:
+        return int(searcher.doc_count())
+
+
 def status_of(index: VaultIndex) -> dict[str, Any]:
     from vault_mem.index.presence import live
 
@@ -103,7 +108,7 @@ def status_of(index: VaultIndex) -> dict[str, Any]:
         answer |= {"notes": 0, "problem_files": 0, "build": "running" if builds else "none"}
     else:
         problems = problems_by_file(index)
-        answer |= {"notes": index.doc_count(), "problem_files": len(problems),
+        answer |= {"notes": doc_count(index), "problem_files": len(problems),
                    "build": "complete" if index.is_complete() else "running" if builds else "interrupted"}
     progress = _build_progress(index.dir)
     if answer["build"] == "running" and progress:
@@ -201,7 +206,7 @@ def cmd_doctor(args: argparse.Namespace) -> int:
     found = problems_by_file(index)
     for folder, why in sorted(walk_vault(index.root).problems.items()):
         found[f"{folder}/"] = [why]
-    total = index.doc_count()
+    total = doc_count(index)
     if args.json:
         print_json({"status": "problems" if found else "ok", "files": total, "problem_files": len(found),
                     "problems": [{"path": path, "problems": why} for path, why in found.items()]})

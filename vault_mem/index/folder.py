@@ -28,23 +28,23 @@ def usable_index_dir(root: Path, given: Path | None) -> Path:
     what = (f"the vault {root} is read-only, and the cache folder {chosen} for its index"
             if fallback else f"the index folder {chosen}")
     if chosen.exists() and not chosen.is_dir():
-        raise VaultUnavailable(f"{what} is a file, not a folder: pass --index-dir a folder")
+        raise VaultUnavailable(f"{what} is a file, not a folder", advice="pass --index-dir a folder")
     if given is not None and chosen.is_dir() and not _holds_an_index_or_nothing(chosen):
         # A build empties its folder: never point it at a folder of other files.
-        raise VaultUnavailable(f"{what} holds other files and is not a vault-mem index: pass --index-dir "
-                               "a new or empty folder")
+        raise VaultUnavailable(f"{what} holds other files and is not a vault-mem index",
+                               advice="pass --index-dir a new or empty folder")
     try:
         chosen.mkdir(parents=True, exist_ok=True)
         probe = chosen / f".probe.{os.getpid()}"
         probe.write_bytes(b"")
         probe.unlink()
     except FileExistsError:
-        raise VaultUnavailable(f"{what} cannot be made: a file is in the way: pass --index-dir a folder") \
-            from None
+        raise VaultUnavailable(f"{what} cannot be made: a file is in the way",
+                               advice="pass --index-dir a folder") from None
     except OSError as exc:
         reason = (exc.strerror or type(exc).__name__).lower()
-        raise VaultUnavailable(f"{what} cannot be written ({reason}): pass --index-dir a writable folder") \
-            from None
+        raise VaultUnavailable(f"{what} cannot be written ({reason})",
+                               advice="pass --index-dir a writable folder") from None
     return chosen
 
 
