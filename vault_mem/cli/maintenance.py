@@ -61,7 +61,8 @@ def cmd_index(args: argparse.Namespace) -> int:
                     "removed": report.removed, "unchanged": report.unchanged,
                     "seconds": round(report.seconds, 3), "skipped_folders": report.walk_problems})
     elif not args.quiet:
-        say(f"{index.root}: {report.summary()}; index at {index.dir}")
+        say(report.summary())
+        say(f"index at {index.dir}")
         for folder, why in sorted(report.walk_problems.items()):
             print(f"  skipped {folder}: {why}", file=sys.stderr)
     return 0

@@ -290,8 +290,7 @@ def cmd_domains(args: argparse.Namespace) -> int:
         rows = [(f"{d['active']:,}", f"{d['archived']:,}", d["updated"][:10], domain_label(d["domain"]))
                 for d in a.get("domains", [])]
         print("\n".join(table(["active", "archived", "updated", "domain"], rows, right=[0, 1], flexible=[3])))
-        _footer(f"{plural(len(rows), 'domain')}; each counts the notes in its subfolders too, "
-                f"{ROOT_LABEL} is the whole vault")
+        _footer(f"{plural(len(rows), 'domain')} (each counts its subfolders; {ROOT_LABEL} is the whole vault)")
 
     return print_answer(args, answer, human)
 
