@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import argparse
 import difflib
+import shutil
 import sys
+import textwrap
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -82,19 +84,26 @@ def _vault_options(parser: argparse.ArgumentParser, top: bool) -> None:
                              "over 50,000 Markdown files without .obsidian) without asking")
 
 
+def _wrapped(text: str) -> str:
+    """Paragraphs filled to the terminal's width (argparse leaves raw descriptions as written)."""
+    room = max(40, shutil.get_terminal_size((80, 24)).columns - 2)
+    return "\n".join(textwrap.fill(line, room, subsequent_indent="  " if line.startswith("--") else "")
+                     for line in text.splitlines())
+
+
 def build_parser() -> Parser:
     top = Parser(prog=PROG, formatter_class=argparse.RawDescriptionHelpFormatter,
                  description="Long-term memory for AI agents, kept as Markdown files that people read and "
                              "edit.",
-                 epilog="Run 'vault-mem COMMAND --help' for a command's options and examples.\n"
-                        + LIMIT_RULE + "\nDocs: docs/cli.md (every command), docs/getting-started.md.")
+                 epilog=_wrapped("Run 'vault-mem COMMAND --help' for a command's options and examples.\n"
+                                 + LIMIT_RULE + "\nDocs: docs/cli.md (every command), docs/getting-started.md."))
     top.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     _vault_options(top, top=True)
     sub = top.add_subparsers(dest="command", metavar="COMMAND", parser_class=Parser,
                              title="commands")
     for command in COMMANDS.values():
         epilog = "examples:\n" + "\n".join(f"  {line}" for line in command.examples)
-        parser = sub.add_parser(command.name, help=command.summary, description=command.description,
+        parser = sub.add_parser(command.name, help=command.summary, description=_wrapped(command.description),
                                 epilog=epilog, formatter_class=argparse.RawDescriptionHelpFormatter)
         if command.uses_vault:
             _vault_options(parser, top=False)
