@@ -52,7 +52,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         message = for_people(exc.message)
         return _fail(f"{PROG}: error: {message}", exc.status, message, wants_json, 1)
     except KeyboardInterrupt:
-        print(f"\n{PROG}: stopped", file=sys.stderr)
+        if not getattr(args, "quiet", False):  # a server's background build: the server says it
+            print(f"\n{PROG}: stopped", file=sys.stderr)
         return 130
     except BrokenPipeError:  # `vault-mem search x | head`: the reader has gone, nothing to say
         _silence_stdout()
