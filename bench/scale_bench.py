@@ -9,8 +9,9 @@ The replica holds N notes of the corpus (``--corpus``, default /work/corpus13k) 
 into folders ``copy1`` ... ``copyK`` (the last copy partial). Then, with the index folder
 removed:
 
-1. ``vault-mem serve`` is spawned over stdio: *first answer with no index* is the time
-   from the spawn to the first ``memory_search`` answer; *cold build* the time until
+1. ``vault-mem serve --yes`` (a replica has no ``.obsidian`` folder) is spawned over
+   stdio: *first answer with no index* is the time from the spawn to the first
+   ``memory_search`` answer; *cold build* the time until
    answers stop carrying ``indexing`` (the server's background build, a
    ``vault-mem index`` child).
 2. Right after the build: 20 saves (an editor's atomic save of a random note with a new
@@ -131,7 +132,7 @@ class Session:
 
 async def open_server(stack: AsyncExitStack, vault: Path, index_dir: Path, errlog: Path) -> Session:
     params = StdioServerParameters(command=sys.executable, env=dict(os.environ), args=[
-        "-m", "vault_mem", "serve", "--vault", str(vault), "--index-dir", str(index_dir)])
+        "-m", "vault_mem", "serve", "--yes", "--vault", str(vault), "--index-dir", str(index_dir)])
     sink = stack.enter_context(errlog.open("a"))
     client = await stack.enter_async_context(Client(stdio_client(params, errlog=sink), mode="legacy"))
     return Session(client)
