@@ -102,6 +102,46 @@ def hit_counts(searcher: Searcher, field: str, needle: str, cap: int | None = No
     return counts
 
 
+def form_hit_counts(searcher: Searcher, field: str, term: str,
+                    stem: str | None = None) -> tuple[dict[int, int], dict[int, int]]:
+    """Hits of a word-only ``term`` and of its other word form ``stem`` in ``field``.
+
+    Returns two maps from the searcher's document numbers: how many times ``term`` occurs
+    (as ``hit_counts`` counts it), and how many times ``stem`` occurs outside the
+    occurrences of ``term`` (a stem that is part of the term, as ``support`` is of
+    ``supported``, is not counted again where the term itself stands). A document appears
+    in at least one map when its field contains either form; the second map is empty
+    without a ``stem``. Each posting list is read once, however many forms it holds.
+    """
+    term = term.lower()
+    stem = stem.lower() if stem and stem.lower() != term else None
+    inside = term.count(stem) if stem else 0  # occurrences of the stem inside one of the term
+    exact: dict[int, int] = {}
+    alone: dict[int, int] = {}
+    for reader, offset in searcher.reader().leaf_readers():
+        deleted = reader.deleted_docs_set if reader.has_deletions() else frozenset()
+        tokens = segment_terms_containing(reader, field, stem if stem and inside else term)
+        if stem and not inside:
+            tokens = list(dict.fromkeys([*tokens, *segment_terms_containing(reader, field, stem)]))
+        for token in tokens:
+            n_exact = token.count(term)
+            n_alone = max(0, token.count(stem) - inside * n_exact) if stem else 0
+            if n_exact and n_alone:
+                for docid, freq in _postings(reader, field, token):
+                    if docid not in deleted:
+                        docnum = docid + offset
+                        exact[docnum] = exact.get(docnum, 0) + n_exact * int(freq)
+                        alone[docnum] = alone.get(docnum, 0) + n_alone * int(freq)
+                continue
+            counts, n = (exact, n_exact) if n_exact else (alone, n_alone)
+            get = counts.get
+            for docid, freq in _postings(reader, field, token):
+                if docid not in deleted:
+                    docnum = docid + offset
+                    counts[docnum] = get(docnum, 0) + n * int(freq)
+    return exact, alone
+
+
 def _postings(reader: Any, field: str, term: str) -> Iterator[tuple[int, float]]:
     """(segment document number, term frequency) for every posting of ``term``, deleted ones too.
 
