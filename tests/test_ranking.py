@@ -8,12 +8,15 @@ from __future__ import annotations
 
 import json
 import math
+import random
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
 
+from vault_mem.index.build import sync
+from vault_mem.index.substring import _decoded_postings, _matcher_postings, form_hit_counts
 from vault_mem.vault.walk import walk_vault
 
 pytestmark = pytest.mark.anyio
@@ -160,3 +163,42 @@ def test_the_relevance_set_is_well_formed():
         for answer in q["answers"]:
             assert answer in indexed[q["vault"]], f"{answer!r} is not an indexed note of {q['vault']}"
     assert {q["vault"] for q in questions} == set(VAULTS)
+
+
+# --- counting a term and its stem from the index -------------------------------------
+
+def test_form_hit_counts_match_a_plain_scan_over_long_posting_lists(make_vault):
+    # 400 notes: "support" forms in every note (posting lists of several blocks), rarer forms
+    # in few (terms found in one note), and notes deleted after the build.
+    rng = random.Random(7)
+    forms = ["support", "supports", "supported", "unsupported", "supporting", "xsupportedy"]
+    bodies = {f"n/{i:03}.md": " ".join(rng.choice(forms[:3]) for _ in range(rng.randint(1, 6)))
+              + (f" {forms[3 + i % 3]}" if i % 97 == 0 else "") + f" word{i}" for i in range(400)}
+    vault = make_vault({rel: f"---\ntitle: T\n---\n{body}\n" for rel, body in bodies.items()})
+    for rel in ("n/005.md", "n/194.md", "n/388.md"):
+        (vault.root / rel).unlink()
+        del bodies[rel]
+    sync(vault.index, procs=1)
+    with vault.index.searching() as searcher:
+        reader = searcher.reader()
+        assert reader.has_deletions() and reader.doc_frequency("body", "supported") > 128  # several blocks
+        paths = [None if reader.is_deleted(d) else searcher.stored_fields(d)["path"]
+                 for d in range(reader.doc_count_all())]
+        for term, stem in (("supported", "support"), ("supporting", "support"), ("word7", None)):
+            exact, alone = form_hit_counts(searcher, "body", term, stem)
+            got = {paths[d]: (exact.get(d, 0), alone.get(d, 0)) for d in set(exact) | set(alone)}
+            want = {}
+            for rel, body in bodies.items():
+                n_exact = body.count(term)
+                n_alone = body.count(stem) - n_exact if stem else 0
+                if n_exact or n_alone:
+                    want[rel] = (n_exact, n_alone)
+            assert got == want, term
+        # every term of the segment: the one-read decoding gives what Whoosh's matcher gives
+        for reader, _offset in searcher.reader().leaf_readers():
+            for raw in reader.lexicon("body"):
+                token = raw.decode("utf-8")
+                decoded = _decoded_postings(reader, "body", token)
+                assert decoded is not None
+                assert [(d, float(w)) for d, w in decoded] == [
+                    (d, float(w)) for d, w in _matcher_postings(reader, "body", token)], token
