@@ -7,7 +7,7 @@ The set (tests/relevance/) holds agent-style questions over sample_vault and a
 conversation vault, each with the notes that answer it. A question counts as found at k
 when one of its answers is among the first k results. Compared on the same index:
 
-- new order: memory_search as it ships (SPEC 4.4: rarity x field-weighted hits, stems, +10
+- new order: memory_search as it ships (docs/ranking.md: rarity x field-weighted hits, stems, +10
   for all terms, then newest, then path);
 - old order: the score before rarity and stems (weights x capped substring hits, +10 for
   all terms, then newest, then path), with its stop words;
@@ -39,9 +39,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from vault_mem.index.build import build
 from vault_mem.index.store import VaultIndex
 from vault_mem.index.substring import hit_counts, words
-from vault_mem.query import ranking
-from vault_mem.query.context import Vault, View
-from vault_mem.query.memory_search import memory_search
+from vault_mem.reads import ranking
+from vault_mem.reads.memory_search import memory_search
+from vault_mem.served.context import Vault, View
 
 REPO = Path(__file__).resolve().parent.parent
 QUESTIONS = REPO / "tests" / "relevance" / "questions.yaml"
@@ -110,7 +110,7 @@ def without_rarity(view: View, question: str) -> list[str]:
 
 
 RANKERS: dict[str, Ranker] = {
-    "new order (SPEC 4.4)": new_order,
+    "new order": new_order,
     "old order": old_order,
     "BM25F (Whoosh)": bm25f,
     "new, without stems": without_stems,
@@ -145,7 +145,7 @@ def main() -> None:
                 for name, ranker in RANKERS.items():
                     got = [first_rank(ranker(view, q["question"]), q["answers"]) for q in asked]
                     ranks[name][vault_name] = got
-                    if name == "new order (SPEC 4.4)":
+                    if name == "new order":
                         misses += [(vault_name, q["question"], ranker(view, q["question"])[:3])
                                    for q, r in zip(asked, got, strict=True) if r is None]
             index.close()

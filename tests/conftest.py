@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import json
 import textwrap
 from collections.abc import AsyncIterator, Callable
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
@@ -12,8 +14,9 @@ from mcp import Client
 
 from vault_mem.index.build import sync
 from vault_mem.index.store import VaultIndex
-from vault_mem.query.context import Vault
+from vault_mem.served.context import Vault
 from vault_mem.server.app import build_server
+from vault_mem.vault.note import Note
 
 SAMPLE_VAULT = Path(__file__).resolve().parent.parent / "sample_vault"
 
@@ -53,6 +56,24 @@ def open_vault(root: Path, project: str | None = None, compat: bool = False) -> 
     return Vault(root, index, project=project, compat=compat)
 
 
+def stored(index: VaultIndex, path: str) -> dict[str, Any] | None:
+    """The record the index holds for ``path``, as committed now (None when it holds none)."""
+    with index.searching() as searcher:
+        fields = searcher.document(path=path)
+        return None if fields is None else fields["record"]
+
+
+def has_path(index: VaultIndex, path: str) -> bool:
+    return stored(index, path) is not None
+
+
+def note_dict(note: Note) -> dict[str, Any]:
+    """A parsed note as one plain dict: its fields plus domain, permalink and est_tokens."""
+    out = asdict(note)
+    out.update(domain=note.domain, permalink=note.permalink, est_tokens=note.est_tokens)
+    return out
+
+
 @pytest.fixture
 def make_vault(tmp_path: Path) -> Callable[..., Vault]:
     """``make_vault({path: text}, project=None)``: a real vault on disk, indexed."""
@@ -78,6 +99,9 @@ class ToolClient:
         assert isinstance(answer, dict), f"{tool} gave no structured content: {result.content}"
         assert "status" in answer
         assert result.is_error == (answer["status"] in ("invalid", "error")), answer
+        # A client that reads only the text block must get the very same answer.
+        assert [block.type for block in result.content] == ["text"], result.content
+        assert json.loads(result.content[0].text) == answer
         return answer
 
     async def raw(self, tool: str, arguments: dict[str, Any]) -> Any:

@@ -1,4 +1,4 @@
-"""memory_search's order (SPEC 4.4): rarity, word forms, exact before stem, then newest and path.
+"""memory_search's order (docs/ranking.md): rarity, word forms, exact before stem, then newest and path.
 
 Each rule through a real MCP client session on real files; plus the shape of the relevance
 set that bench/relevance_bench.py measures (the bench prints recall, no test pins it).

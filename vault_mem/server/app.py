@@ -13,11 +13,12 @@ import mcp.types as t
 from mcp.server.lowlevel import Server
 
 from vault_mem import __version__
-from vault_mem.errors import InvalidInput, NotFound, VaultMemError, VaultUnavailable
-from vault_mem.query.context import Vault, View
-from vault_mem.query.refs import PERMALINK_PREFIX, resolve_ref
+from vault_mem.errors import InternalError, InvalidInput, NotFound, VaultMemError, VaultUnavailable
+from vault_mem.served.context import Vault, View
+from vault_mem.served.refs import resolve_ref
 from vault_mem.server.answers import error_answer, to_result
 from vault_mem.server.tools import STATUS_SCHEMA, ToolSpec, tools_for
+from vault_mem.vault.note import resource_uri
 from vault_mem.vault.paths import note_file
 from vault_mem.vault.reader import read_whole
 
@@ -42,7 +43,7 @@ def call(vault: Vault, spec: ToolSpec, arguments: dict[str, Any] | None) -> dict
                                                  f"{', '.join(spec.properties)}"))
             if theirs in raw:
                 raw[ours] = raw.pop(theirs)
-        handler = spec.handler()
+        handler = spec.handler
         vault.check()
         try:
             with vault.index.searching() as searcher:
@@ -64,7 +65,7 @@ def call(vault: Vault, spec: ToolSpec, arguments: dict[str, Any] | None) -> dict
         return error_answer(exc, {ours: theirs for theirs, ours in spec.arg_map})
     except Exception as exc:  # the server must answer, whatever a query module did
         log.exception("tool %s failed", spec.name)
-        return {"status": "error", "message": f"internal error in {spec.name}: {type(exc).__name__}"}
+        return error_answer(InternalError(f"internal error in {spec.name}: {type(exc).__name__}"))
 
 
 def build_server(vault: Vault) -> Server[Any]:
@@ -130,27 +131,40 @@ def _resource_page(vault: Vault, start: int) -> tuple[list[t.Resource], str | No
         return [], None
     page = paths[start: start + RESOURCE_PAGE]
     resources = [
-        t.Resource(uri=PERMALINK_PREFIX + p[:-3], name=p.rpartition("/")[2][:-3], mime_type="text/markdown")
+        t.Resource(uri=resource_uri(p), name=p.rpartition("/")[2][:-3], mime_type="text/markdown")
         for p in page
     ]
     more = start + RESOURCE_PAGE < len(paths)
     return resources, str(start + RESOURCE_PAGE) if more else None
 
 
+def _resolve_uri(view: View, uri: str) -> int:
+    """The note a resource URI names, in its percent-encoded form (what resources/list gives)
+    or its readable form (the permalink tools answer). A URI that can only be readable (a
+    space or a non-ASCII character in it) is taken as written; an encoded-looking one is
+    decoded first and, if that names nothing, taken as written (a note may have ``%`` in
+    its name)."""
+    if "%" in uri and uri.isascii() and " " not in uri:
+        try:
+            return resolve_ref(view, unquote(uri), "uri")
+        except NotFound:
+            pass
+    return resolve_ref(view, uri, "uri")
+
+
 def _resource_text(vault: Vault, uri: str) -> str:
     from mcp.shared.exceptions import MCPError
-    from mcp_types import INVALID_PARAMS
 
     try:
         with vault.index.searching() as searcher:
             view = View(vault, searcher)
-            docnum = resolve_ref(view, unquote(uri) if "%" in uri else uri, "uri")
+            docnum = _resolve_uri(view, uri)
             record = view.record(docnum)
             data = read_whole(note_file(vault.root, str(record["fsrel"]), "uri"))
     except (NotFound, InvalidInput) as exc:
-        raise MCPError(code=INVALID_PARAMS, message=str(exc), data={"uri": uri}) from None
+        raise MCPError(code=t.INVALID_PARAMS, message=str(exc), data={"uri": uri}) from None
     except OSError as exc:
         message = f"cannot read {uri}: {exc.strerror}"
-        raise MCPError(code=INVALID_PARAMS, message=message, data={"uri": uri}) from None
+        raise MCPError(code=t.INVALID_PARAMS, message=message, data={"uri": uri}) from None
     return data.decode("utf-8", errors="replace").lstrip("\ufeff")
 

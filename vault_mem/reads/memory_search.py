@@ -1,4 +1,4 @@
-"""``memory_search`` (SPEC 4.4): notes by free text, kind, tag, code path and time, as digests.
+"""``memory_search`` (docs/tools.md): notes by free text, kind, tag, code path and time, as digests.
 
 Terms are the query's word runs, matched as case-insensitive substrings of the title (and
 aliases), the permalink's path (``memory://`` itself is not searched: every note has it),
@@ -28,19 +28,29 @@ from whoosh.query import And, Or, Query, Term
 
 from vault_mem.errors import InvalidInput
 from vault_mem.index.schema import path_prefixes
-from vault_mem.query.context import View, json_size, take_within
-from vault_mem.query.excerpts import excerpt_around
-from vault_mem.query.params import Args
-from vault_mem.query.ranking import match_forms, score_notes, search_terms
+from vault_mem.reads.excerpts import excerpt_around
+from vault_mem.reads.ranking import match_forms, score_notes, search_terms
+from vault_mem.reads.rows import bound_message
+from vault_mem.served.context import View, json_size, take_within
+from vault_mem.served.params import AGENT, Args, int_param, text_param
 from vault_mem.vault.note import KNOWN_TYPES, permalink_of
 
-PARAMS = ("agent", "query", "tag", "kind", "path", "limit", "since")
+PARAMS = (
+    AGENT,
+    text_param("query", "Free text. Omit for recent activity."),
+    text_param("tag", "Only notes with this tag."),
+    text_param("kind", "Only notes of this kind (type)."),
+    text_param("path", "Only notes whose code paths overlap it."),
+    int_param("limit", "How many to return. Default 10, max 50."),
+    text_param("since", "RFC 3339; notes updated at or after it."),
+)
 DEFAULT_LIMIT = 10
 MAX_LIMIT = 50
 TITLE_CHARS = 300  # a digest's title is cut past this (marked), so one digest stays small
 EXACT_PATHS_FIELD = "paths_exact"  # used when the schema has it (each whole code path)
 LIST_BUDGET = 1_000  # JSON characters a digest's tags or paths may take
 _RFC3339 = re.compile(r"\d{4}-\d{2}-\d{2}[Tt ]\d{2}:\d{2}:\d{2}(\.\d+)?([Zz]|[+-]\d{2}:\d{2})")
+
 
 def memory_search(view: View, raw: dict[str, Any]) -> dict[str, Any]:
     """Search notes; see the module docstring. Bad input raises InvalidInput (-> ``invalid``)."""
@@ -86,6 +96,8 @@ def memory_search(view: View, raw: dict[str, Any]) -> dict[str, Any]:
         candidates = [d for d in candidates if updated[d] is not None and updated[d] >= since]
 
     def rank(d: int) -> tuple[float, int, str]:
+        # Score, then context.newest_first_key's order spelled inline: calling that key from
+        # here made ranking 100k candidates ~60% slower (measured).
         return -scores.get(d, 0), -(updated[d] or 0), paths[d] or ""
 
     if path and candidates:
@@ -100,8 +112,7 @@ def memory_search(view: View, raw: dict[str, Any]) -> dict[str, Any]:
     notes = [_digest(view, d, scores.get(d, 0), forms, shortened) for d in page]
     fitted = take_within(notes)
     if fitted < len(notes):
-        messages.append(f"{fitted} of {len(notes)} notes fit the answer's size bound; "
-                        "lower limit or narrow the query")
+        messages.append(bound_message(f"{fitted} of {len(notes)} notes", None))
         notes = notes[:fitted]
         truncated = True
     shown = {n["permalink"] for n in notes}

@@ -46,17 +46,22 @@ from whoosh.query import Term
 from vault_mem.errors import InvalidInput, NotFound
 from vault_mem.index.lru import Lru
 from vault_mem.index.schema import ancestors, fold
-from vault_mem.query.context import MAX_ANSWER_CHARS, View, json_size, take_within
-from vault_mem.query.lineage import Lineage
-from vault_mem.query.links import LinkResolver, backlinks, outgoing
-from vault_mem.query.params import Args
-from vault_mem.query.refs import resolve_ref
-from vault_mem.query.rows import cut_to_fit
+from vault_mem.reads.lineage import Lineage
+from vault_mem.reads.links import LinkResolver, backlinks, outgoing
+from vault_mem.reads.rows import cut_to_fit
+from vault_mem.served.context import MAX_ANSWER_CHARS, View, json_size, take_within
+from vault_mem.served.params import OFFSET, REF, Args, int_param
+from vault_mem.served.refs import resolve_ref
 from vault_mem.vault.dates import from_timestamp, iso
 from vault_mem.vault.note import Note, est_tokens, permalink_of
 from vault_mem.vault.reader import MAX_BYTES, read_note
 
-READ_PARAMS = ("ref", "offset", "max_chars")
+READ_PARAMS = (
+    REF,
+    int_param("offset", "Body offset in characters, default 0."),
+    int_param("max_chars", "Body characters per page, 1-30000, default 20000."),
+)
+DOMAINS_PARAMS = (OFFSET,)
 DEFAULT_MAX_CHARS = 20_000
 MAX_CHARS = 30_000
 HEAD_BUDGET = 24_000  # what the record without its body may take
@@ -208,7 +213,7 @@ DOMAIN_PAGE = 500
 
 
 def list_domains(view: View, raw: dict[str, Any]) -> dict[str, Any]:
-    args = Args(raw, ("offset",))
+    args = Args(raw, DOMAINS_PARAMS)
     offset = args.integer("offset", 0, 0)
 
     paths = view.column("path")

@@ -1,4 +1,4 @@
-"""The ``memory_search`` score (SPEC 4.4): term rarity times field-weighted hits, word forms too.
+"""The ``memory_search`` score (docs/ranking.md): term rarity times field-weighted hits, word forms too.
 
 For each query term ``t`` with English Snowball stem ``s`` (Whoosh's own stemmer; the stem
 is used only when it differs from ``t`` and has at least three characters):
@@ -26,7 +26,7 @@ from whoosh.lang.snowball.english import EnglishStemmer
 
 from vault_mem.errors import InvalidInput
 from vault_mem.index.substring import form_hit_counts, words
-from vault_mem.query.context import View
+from vault_mem.served.context import View
 
 MAX_TERMS = 32
 MIN_TERM_CHARS = 3
@@ -106,7 +106,7 @@ def weighted_hits(view: View, term: str) -> dict[int, float]:
 
 
 def score_notes(view: View, terms: list[str]) -> dict[int, float]:
-    """The SPEC 4.4 score of every note matching at least one term, by docnum."""
+    """The score of every note matching at least one term, by docnum."""
     notes = view.searcher.doc_count()
     totals: dict[int, float] = {}
     matched: dict[int, int] = {}
