@@ -49,9 +49,13 @@ def default_index_dir(root: Path) -> Path:
         probe.unlink()
         return preferred
     except OSError:
-        cache = user_cache_root()
-        digest = hashlib.sha256(str(root.resolve()).encode("utf-8", "surrogateescape")).hexdigest()[:16]
-        return cache / "vault-mem" / digest
+        return cache_index_dir(root)
+
+
+def cache_index_dir(root: Path) -> Path:
+    """The index folder of a vault that cannot be written: ``<user cache>/vault-mem/<hash>``."""
+    digest = hashlib.sha256(str(root.resolve()).encode("utf-8", "surrogateescape")).hexdigest()[:16]
+    return user_cache_root() / "vault-mem" / digest
 
 
 class VaultIndex:
@@ -109,7 +113,7 @@ class VaultIndex:
             self.close()
             if self.dir.exists():
                 for child in self.dir.iterdir():
-                    if child.name == BUILD_LOCK:
+                    if child.name in (BUILD_LOCK, "presence"):  # presence: see index/presence.py
                         continue
                     if child.is_dir() and not child.is_symlink():
                         shutil.rmtree(child, ignore_errors=True)

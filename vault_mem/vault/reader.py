@@ -6,6 +6,7 @@ indexed as well as it can be.
 
 from __future__ import annotations
 
+import datetime as dt
 import errno
 import hashlib
 import os
@@ -16,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from vault_mem.vault import markdown
-from vault_mem.vault.dates import from_timestamp, iso, parse_datetime
+from vault_mem.vault.dates import date_in_name, from_timestamp, iso, parse_datetime
 from vault_mem.vault.frontmatter import load_yaml, split_frontmatter
 from vault_mem.vault.note import KNOWN_TYPES, TASK_STATES, Note, Progress
 from vault_mem.vault.paths import display_path
@@ -170,9 +171,9 @@ def parse_text(path: str, text: str, etag: str, size: int, mtime_ns: int, proble
     uid, has_id = _uid(path, data, problems)
     note_type = _type(data, problems)
     tags = _tags(data, masked, excalidraw, problems)
-    fallback = from_timestamp(mtime_ns / 1e9) if mtime_ns else from_timestamp(0)
-    created = _date(data, CREATED_KEYS, fallback, problems)
-    updated = _date(data, UPDATED_KEYS, fallback, problems)
+    mtime = from_timestamp(mtime_ns / 1e9) if mtime_ns else from_timestamp(0)
+    created = _date(data, CREATED_KEYS, created_fallback(path, mtime), problems)
+    updated = _date(data, UPDATED_KEYS, (mtime, "the file's mtime"), problems)
     marks = [] if excalidraw else markdown.task_marks(masked)
     state = _state(data.get("state"), marks, problems)
     aliases = _string_list(data.get("aliases"), "aliases", problems)
@@ -334,15 +335,30 @@ def _type(data: dict[str, Any], problems: list[str]) -> str:
     return text.lower() if text.lower() in KNOWN_TYPES else text
 
 
-def _date(data: dict[str, Any], keys: tuple[str, ...], fallback: Any, problems: list[str]) -> Any:
+def created_fallback(path: str, mtime: dt.datetime) -> tuple[dt.datetime, str]:
+    """``created`` for a note whose frontmatter gives none, and where it came from (SPEC 3).
+
+    The one place for the fallback chain, tried in order:
+    1. a ``YYYY-MM-DD`` date in the file name (daily notes: ``2022-01-02.md``);
+    2. the file's mtime.
+    """
+    named = date_in_name(path)
+    if named is not None:
+        return named, "the date in the file name"
+    return mtime, "the file's mtime"
+
+
+def _date(data: dict[str, Any], keys: tuple[str, ...], fallback: tuple[dt.datetime, str],
+          problems: list[str]) -> dt.datetime:
+    """The first of ``keys`` that is set, else ``fallback`` (a moment and where it came from)."""
     for key in keys:
         if key in data and data[key] is not None:
             moment = parse_datetime(data[key])
             if moment is None:
-                problems.append(f"{key}: {str(data[key])[:60]!r} is not a date; using the file's mtime")
-                return fallback
+                problems.append(f"{key}: {str(data[key])[:60]!r} is not a date; using {fallback[1]}")
+                return fallback[0]
             return moment
-    return fallback
+    return fallback[0]
 
 
 def _state(raw: Any, marks: list[str], problems: list[str]) -> str:
