@@ -9,8 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from whoosh.query import And, Or, Query, Term
-
+from vault_mem.index.columns import docs_where
 from vault_mem.index.schema import fold
 from vault_mem.index.substring import segment_terms_containing
 from vault_mem.reads.rows import body_tokens, cut_message, fit_row, identity, snippet_of, task_fields
@@ -42,11 +41,11 @@ def list_by_domain(view: View, raw: dict[str, Any]) -> dict[str, Any]:
     status = args.choice("status", "active", STATUSES)
     subtree = args.flag("subtree", True)
 
-    filters: list[Query] = []
+    filters: list[tuple[str, str]] = []  # (field, term) pairs every row must hold
     if note_type:
-        filters.append(Term("type", note_type))
+        filters.append(("type", note_type))
     if status != "all":
-        filters.append(Term("status", status))
+        filters.append(("status", status))
 
     resolved = [fold(domain)]
     docs = _docs_under(view, resolved, subtree, filters)
@@ -79,16 +78,13 @@ def list_by_domain(view: View, raw: dict[str, Any]) -> dict[str, Any]:
     return answer
 
 
-def _docs_under(view: View, domains: list[str], subtree: bool, filters: list[Query]) -> list[int]:
+def _docs_under(view: View, domains: list[str], subtree: bool, filters: list[tuple[str, str]]) -> list[int]:
+    """Live document numbers under ``domains`` holding every filter term, ascending (per-segment
+    cached term masks: a Whoosh And over the status term walks every note's posting)."""
     field = "dom_anc" if subtree else "dom_exact"
-    if domains == [""]:
-        where: Query | None = None if subtree else Term("dom_exact", "")
-    else:
-        where = Or([Term(field, d) for d in domains])
-    parts = [q for q in [where, *filters] if q is not None]
-    if not parts:
-        return view.all_docs()
-    return view.docs(And(parts) if len(parts) > 1 else parts[0])
+    if domains == [""] and subtree:
+        return docs_where(view.searcher, filters) if filters else view.all_docs()
+    return docs_where(view.searcher, filters, field, domains)
 
 
 def inner_runs(view: View, name: str) -> list[str]:
