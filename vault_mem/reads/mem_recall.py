@@ -27,7 +27,7 @@ from typing import Any
 from whoosh.query import And, Or, Query, Term
 
 from vault_mem.errors import InvalidInput
-from vault_mem.index.columns import segment_key
+from vault_mem.index.columns import docs_in_range, live_docs, segment_key
 from vault_mem.index.schema import fold
 from vault_mem.reads.chunks import Chunk, ChunkCache, chunk_body
 from vault_mem.reads.dates import epoch_bounds, parse_period
@@ -81,13 +81,12 @@ def mem_recall(view: View, raw: dict[str, Any]) -> dict[str, Any]:
     filters += _scope_filters(view, _list_param(args, "scope"), hints)
     namespace, hidden = _namespace_filter(view, _list_param(args, "namespace"), hints)
 
-    live = _live_docs(view)
-    docs = _matching(view, live, window, [*filters, namespace], source)
+    docs = _matching(view, None, window, [*filters, namespace], source)
     if hidden:
         candidates = view.docs(Or([Term("namespace", n) for n in hidden]))
         _hidden_hint(view, _matching(view, candidates, window, filters, source), hints)
     if not docs:
-        hints += _why_nothing(view, live, window, source, args)
+        hints += _why_nothing(view, window, source, args)
         return _answer("none", output, [], hints, None)
     docs = view.sort_newest(docs, "created")
     picked, more = _page(view, docs, offset, limit)
@@ -239,24 +238,18 @@ def _scope_filters(view: View, items: list[str] | None, hints: list[str]) -> lis
     return filters
 
 
-def _live_docs(view: View) -> list[int]:
-    """Every document not deleted (without the cost of a matcher over all of them)."""
-    docs: list[int] = []
-    for reader, base in view.searcher.reader().leaf_readers():
-        count = reader.doc_count_all()
-        if reader.has_deletions():
-            docs += [base + d for d in range(count) if not reader.is_deleted(d)]
-        else:
-            docs += range(base, base + count)
-    return docs
-
-
-def _matching(view: View, docs: list[int], window: tuple[int | None, int | None] | None,
+def _matching(view: View, docs: list[int] | None, window: tuple[int | None, int | None] | None,
               filters: list[DocSet], source: Callable[[str], bool] | None) -> list[int]:
+    """The documents of ``docs`` (None: every live one) the window, filters and source admit, ascending."""
     if window is not None:
-        created = view.column("created")
         lo, hi = window
-        docs = [d for d in docs if (lo is None or created[d] >= lo) and (hi is None or created[d] < hi)]
+        if docs is None:  # per-segment created order, cached: a bisect, not a pass over every note
+            docs = docs_in_range(view.searcher, "created", lo, hi)
+        else:
+            created = view.column("created")
+            docs = [d for d in docs if (lo is None or created[d] >= lo) and (hi is None or created[d] < hi)]
+    elif docs is None:
+        docs = live_docs(view.searcher)
     for f in filters:
         if f.exclude and not f.docs:
             continue  # admits everything
@@ -376,14 +369,14 @@ def _hidden_hint(view: View, docs: list[int], hints: list[str]) -> None:
                  "or one by name) to include them")
 
 
-def _why_nothing(view: View, live: list[int], window: tuple[int | None, int | None] | None,
+def _why_nothing(view: View, window: tuple[int | None, int | None] | None,
                  source: Callable[[str], bool] | None, args: Args) -> list[str]:
     """Which filter, taken alone, matched nothing (tag, namespace and scope values that name no
     memory are reported as they are read)."""
     out: list[str] = []
-    if window is not None and not _matching(view, live, window, [], None):
+    if window is not None and not _matching(view, None, window, [], None):
         out.append("no memory was created in the since/until range")
-    if source is not None and not _matching(view, live, None, [], source):
+    if source is not None and not _matching(view, None, None, [], source):
         out.append(f"source_filter {args.raw['source_filter']!r} matched no path in the vault")
     if not out:
         out.append("no memory matches all the filters together")
