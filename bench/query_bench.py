@@ -2,6 +2,7 @@
 
     python bench/query_bench.py                  # a generated vault of 10,000 notes
     python bench/query_bench.py --vault DIR      # an existing vault (its index goes to a temp folder)
+    python bench/query_bench.py --vault DIR --index-dir IX   # ... its index kept there (reused when complete)
 
 In process: the query function called directly inside one searcher, as the server does.
 Over stdio: one spawned `vault-mem serve` process, then many calls through a real MCP client.
@@ -96,6 +97,8 @@ def over_stdio(root: Path, index_dir: Path, plan: list[tuple[str, str, dict[str,
 def main() -> None:
     parser = argparse.ArgumentParser(description="vault-mem query benchmark")
     parser.add_argument("--vault", type=Path, help="an existing vault (default: generate one)")
+    parser.add_argument("--index-dir", type=Path,
+                        help="index folder to reuse when complete, else build there (default: a temp folder)")
     parser.add_argument("--notes", type=int, default=10_000)
     parser.add_argument("--runs", type=int, default=100)
     parser.add_argument("--no-stdio", action="store_true")
@@ -104,9 +107,13 @@ def main() -> None:
         root = args.vault.resolve() if args.vault else Path(tmp) / "vault"
         if not args.vault:
             generate(root, args.notes)
-        index = VaultIndex(root, Path(tmp) / "index")
-        report = build(index)
-        print(f"vault {root}: {report.total} notes, built in {report.seconds:.1f} s")
+        index = VaultIndex(root, args.index_dir.resolve() if args.index_dir else Path(tmp) / "index")
+        if args.index_dir and not index.needs_build() and index.is_complete():
+            with index.searching() as searcher:
+                print(f"vault {root}: {searcher.doc_count()} notes, index reused from {index.dir}")
+        else:
+            report = build(index)
+            print(f"vault {root}: {report.total} notes, built in {report.seconds:.1f} s")
         records = index.records()
         deepest = max(records.values(), key=lambda r: (r["path"].count("/"), r["path"]))
         domain = deepest["path"].rpartition("/")[0]
