@@ -103,7 +103,7 @@ def memory_search(view: View, raw: dict[str, Any]) -> dict[str, Any]:
     if path and candidates:
         page, truncated = _overlapping_page(view, candidates, path, rank, limit)
     else:
-        page = heapq.nsmallest(limit, candidates, key=rank)
+        page = heapq.nsmallest(limit, _contenders(candidates, scores, limit), key=rank)
         truncated = len(candidates) > len(page)
     if not page:
         return _none(messages)
@@ -123,6 +123,16 @@ def memory_search(view: View, raw: dict[str, Any]) -> dict[str, Any]:
     if messages:
         answer["message"] = "; ".join(messages)
     return answer
+
+
+def _contenders(candidates: list[int], scores: dict[int, float], limit: int) -> list[int]:
+    """The candidates that can be among the best ``limit`` by rank: a score at least the
+    ``limit``-th best (rank puts the score first), so the full key is built for few of them."""
+    if not scores or len(candidates) <= 4 * limit:
+        return candidates
+    get = scores.get
+    cut = heapq.nlargest(limit, [get(d, 0) for d in candidates])[-1]
+    return [d for d in candidates if get(d, 0) >= cut]
 
 
 def _overlapping_page(view: View, candidates: list[int], path: str,
