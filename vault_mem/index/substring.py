@@ -17,7 +17,6 @@ import io
 import pickle
 import re
 import struct
-import sys
 import zlib
 from collections.abc import Iterable, Iterator
 from itertools import accumulate
@@ -163,7 +162,7 @@ def form_hit_counts(searcher: Searcher, field: str, term: str,
     exact: dict[int, int] = {}
     alone: dict[int, int] = {}
     for reader, offset in searcher.reader().leaf_readers():
-        seg_exact, seg_alone = _segment_form_hits(reader, field, term, stem)
+        seg_exact, seg_alone = segment_form_hit_counts(reader, field, term, stem)
         if reader.has_deletions():
             deleted = reader.deleted_docs_set
             exact.update((d + offset, n) for d, n in seg_exact.items() if d not in deleted)
@@ -174,41 +173,33 @@ def form_hit_counts(searcher: Searcher, field: str, term: str,
     return exact, alone
 
 
-def _segment_form_hits(reader: Any, field: str, term: str,
-                       stem: str | None) -> tuple[dict[int, int], dict[int, int]]:
-    """``form_hit_counts`` of one segment, by segment document number, deleted ones too (cached).
+def segment_form_hit_counts(reader: Any, field: str, term: str,
+                            stem: str | None = None) -> tuple[dict[int, int], dict[int, int]]:
+    """``form_hit_counts`` of one segment, by segment document number, deleted ones too.
 
-    A short common stem ("file", "time") expands to hundreds of tokens whose postings cost
-    milliseconds to read; a segment never changes, so its counts are kept in the shared cache
-    and a question's common words are read once, not once per question."""
-
-    def make() -> tuple[dict[int, int], dict[int, int]]:
-        inside = term.count(stem) if stem else 0  # occurrences of the stem inside one of the term
-        exact: dict[int, int] = {}
-        alone: dict[int, int] = {}
-        tokens = segment_terms_containing(reader, field, stem if stem and inside else term)
-        if stem and not inside:
-            tokens = list(dict.fromkeys([*tokens, *segment_terms_containing(reader, field, stem)]))
-        for token in tokens:
-            n_exact = token.count(term)
-            n_alone = max(0, token.count(stem) - inside * n_exact) if stem else 0
-            if n_exact and n_alone:
-                for docid, freq in _postings(reader, field, token):
-                    exact[docid] = exact.get(docid, 0) + n_exact * int(freq)
-                    alone[docid] = alone.get(docid, 0) + n_alone * int(freq)
-                continue
-            counts, n = (exact, n_exact) if n_exact else (alone, n_alone)
-            get = counts.get
+    A segment never changes, so a caller may cache what it derives from this by segment
+    (``ranking`` keeps each term's weighted hits in the shared cache)."""
+    term = term.lower()
+    stem = stem.lower() if stem and stem.lower() != term else None
+    inside = term.count(stem) if stem else 0  # occurrences of the stem inside one of the term
+    exact: dict[int, int] = {}
+    alone: dict[int, int] = {}
+    tokens = segment_terms_containing(reader, field, stem if stem and inside else term)
+    if stem and not inside:
+        tokens = list(dict.fromkeys([*tokens, *segment_terms_containing(reader, field, stem)]))
+    for token in tokens:
+        n_exact = token.count(term)
+        n_alone = max(0, token.count(stem) - inside * n_exact) if stem else 0
+        if n_exact and n_alone:
             for docid, freq in _postings(reader, field, token):
-                counts[docid] = get(docid, 0) + n * int(freq)
-        return exact, alone
-
-    return CACHE.get_or_make(("form_hits", segment_key(reader), field, term, stem), make, _hits_size)
-
-
-def _hits_size(value: tuple[dict[int, int], dict[int, int]]) -> int:
-    # a dict's table plus, per entry, an int key and an int count beyond the shared small ints
-    return sum(sys.getsizeof(d) + 64 * len(d) for d in value)
+                exact[docid] = exact.get(docid, 0) + n_exact * int(freq)
+                alone[docid] = alone.get(docid, 0) + n_alone * int(freq)
+            continue
+        counts, n = (exact, n_exact) if n_exact else (alone, n_alone)
+        get = counts.get
+        for docid, freq in _postings(reader, field, token):
+            counts[docid] = get(docid, 0) + n * int(freq)
+    return exact, alone
 
 
 def _postings(reader: Any, field: str, term: str) -> Iterable[tuple[int, float]]:

@@ -12,7 +12,7 @@ is used only when it differs from ``t`` and has at least three characters):
 - the note's score is the sum over terms of rarity x weighted hits, +10 when it matches
   every term, rounded to 4 decimals (so that equal sums compare equal).
 
-``df`` and the hits come from the index's lexicons and postings (``form_hit_counts``),
+``df`` and the hits come from the index's lexicons and postings (``segment_form_hit_counts``),
 never from reading files. A common word therefore weighs little, and the note that holds a
 question's rare words ranks above newer notes that only repeat its common ones.
 """
@@ -20,12 +20,16 @@ question's rare words ranks above newer notes that only repeat its common ones.
 from __future__ import annotations
 
 import math
-from functools import lru_cache
+import sys
+from functools import lru_cache, partial
+from typing import Any
 
 from whoosh.lang.snowball.english import EnglishStemmer
 
 from vault_mem.errors import InvalidInput
-from vault_mem.index.substring import form_hit_counts, words
+from vault_mem.index.columns import segment_key
+from vault_mem.index.lru import CACHE
+from vault_mem.index.substring import segment_form_hit_counts, words
 from vault_mem.served.context import View
 
 MAX_TERMS = 32
@@ -86,12 +90,31 @@ def rarity(notes: int, df: int) -> float:
 
 
 def weighted_hits(view: View, term: str) -> dict[int, float]:
-    """Field-weighted hits of ``term`` (and its stem) for every note matching it, by docnum."""
+    """Field-weighted hits of ``term`` (and its stem) for every note matching it, by docnum.
+
+    Computed per segment and kept in the shared cache (segments never change): a question's
+    short common stems ("file", "time") expand to hundreds of tokens whose postings cost
+    milliseconds to read, and the same words come back question after question. Deletions
+    and the segments' offsets are applied per call."""
     stem = stem_of(term)
+    weighted: dict[int, float] = {}
+    for reader, offset in view.searcher.reader().leaf_readers():
+        hits = CACHE.get_or_make(("weighted_hits", segment_key(reader), term, stem),
+                                 partial(_segment_weighted_hits, reader, term, stem), _hits_size)
+        if reader.has_deletions():
+            deleted = reader.deleted_docs_set
+            weighted.update((d + offset, v) for d, v in hits.items() if d not in deleted)
+        else:
+            weighted.update((d + offset, v) for d, v in hits.items())
+    return weighted
+
+
+def _segment_weighted_hits(reader: Any, term: str, stem: str | None) -> dict[int, float]:
+    """``weighted_hits`` of one segment, by segment document number, deleted ones too."""
     weighted: dict[int, float] = {}
     get = weighted.get
     for field, weight in FIELD_WEIGHTS:
-        exact, stem_only = form_hit_counts(view.searcher, field, term, stem)
+        exact, stem_only = segment_form_hit_counts(reader, field, term, stem)
         for doc, hits in exact.items():
             counted = hits if hits < HIT_CAP else HIT_CAP
             extra = stem_only.get(doc, 0) if stem_only else 0
@@ -103,6 +126,11 @@ def weighted_hits(view: View, term: str) -> dict[int, float]:
             if doc not in exact:
                 weighted[doc] = get(doc, 0) + weight * STEM_HIT * min(extra, HIT_CAP)
     return weighted
+
+
+def _hits_size(hits: dict[int, float]) -> int:
+    # the dict's table plus, per entry, an int key and a float
+    return sys.getsizeof(hits) + 56 * len(hits)
 
 
 def score_notes(view: View, terms: list[str]) -> dict[int, float]:
