@@ -6,7 +6,8 @@
     ├── NotFound                  a ref that names nothing                              -> status "not_found"
     ├── Conflict                  a write precondition failed (stale etag / updated)  -> status "conflict"
     ├── VaultUnavailable          the vault folder is missing, a file, or unreadable
-    └── WriteFailed               the file system refused a write (disk full, read-only)
+    ├── WriteFailed               the file system refused a write (disk full, read-only)
+    └── GitError                  a git command failed or could not run (vault/git.py)  -> status "error"
 
 The transports (server, CLI) turn these into answers; nothing else catches broadly.
 """
@@ -59,3 +60,9 @@ class VaultUnavailable(VaultMemError):
 
 class WriteFailed(VaultMemError):
     status = "invalid"
+
+
+class GitError(VaultMemError):
+    """A git command failed; the message is git's own explanation (or why it could not run)."""
+
+    status = "error"

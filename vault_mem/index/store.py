@@ -35,6 +35,8 @@ from vault_mem.vault.paths import INDEX_DIRNAME
 log = logging.getLogger("vault_mem.index")
 STATE_FILE = "state.json"
 BUILD_LOCK = "build.lock"  # held for a whole build; kept when the folder is emptied
+HISTORY_CACHE = "git-history.json"  # the git history map (index/gitfollow.py): not the index
+KEPT_ON_REBUILD = frozenset({BUILD_LOCK, HISTORY_CACHE})
 LOCK_TIMEOUT = 60.0
 MAX_SEGMENTS = 12
 
@@ -109,7 +111,7 @@ class VaultIndex:
             self.close()
             if self.dir.exists():
                 for child in self.dir.iterdir():
-                    if child.name == BUILD_LOCK:
+                    if child.name in KEPT_ON_REBUILD:
                         continue
                     if child.is_dir() and not child.is_symlink():
                         shutil.rmtree(child, ignore_errors=True)

@@ -18,6 +18,7 @@ from pathlib import Path
 
 from vault_mem.errors import VaultUnavailable
 from vault_mem.index.build import SyncReport, reconcile
+from vault_mem.index.gitfollow import attach_history
 from vault_mem.index.schema import SCHEMA_VERSION
 from vault_mem.index.store import VaultIndex
 from vault_mem.index.watcher import Watcher
@@ -118,6 +119,7 @@ class Runtime:
             # Watch before reconciling: a change made during the reconcile is then seen twice, never lost.
             self.watcher = Watcher(self.index)
             self.watcher.start()
+            attach_history(self.index)  # a git work tree: dates, history and HEAD's moves (SPEC 8)
             self.report = reconcile(self.index)
             log.info("index ready: %s", self.report.summary())
         except Exception as exc:  # the server keeps answering; the error is logged and shown

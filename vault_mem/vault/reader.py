@@ -6,6 +6,7 @@ indexed as well as it can be.
 
 from __future__ import annotations
 
+import datetime as dt
 import errno
 import hashlib
 import os
@@ -17,6 +18,7 @@ from typing import Any
 from vault_mem.vault import markdown
 from vault_mem.vault.dates import from_timestamp, iso, parse_datetime
 from vault_mem.vault.frontmatter import load_yaml, split_frontmatter
+from vault_mem.vault.history import default_dates
 from vault_mem.vault.note import KNOWN_TYPES, TASK_STATES, Note, Progress
 from vault_mem.vault.paths import display_path
 
@@ -146,11 +148,13 @@ def read_note(root: Path, rel: str) -> Note:
     problems += read_problems
     text, decode_problems = decode(data)
     problems += decode_problems
-    return parse_text(shown, text, etag, size, mtime_ns, problems)
+    return parse_text(shown, text, etag, size, mtime_ns, problems, default_dates(root, shown, data, size))
 
 
-def parse_text(path: str, text: str, etag: str, size: int, mtime_ns: int, problems: list[str]) -> Note:
-    """Build a Note from decoded text. ``path`` is the display form of the vault-relative path."""
+def parse_text(path: str, text: str, etag: str, size: int, mtime_ns: int, problems: list[str],
+               history: tuple[dt.datetime, dt.datetime] | None = None) -> Note:
+    """Build a Note from decoded text. ``path`` is the display form of the vault-relative path;
+    ``history`` the (created, updated) git gives a committed file (SPEC 8), taken before the mtime."""
     split = split_frontmatter(text)
     if size > MAX_BYTES:
         # The closing '---' may well lie past the cut: say that rather than "never closed".
@@ -193,8 +197,10 @@ def parse_text(path: str, text: str, etag: str, size: int, mtime_ns: int, proble
         tags = _dedupe(tags + [t.lower() for t in markdown.inline_tags(masked)])
 
     fallback = from_timestamp(mtime_ns / 1e9) if mtime_ns else from_timestamp(0)
-    created = _date(data, _CREATED_KEYS, fallback, problems)
-    updated = _date(data, _UPDATED_KEYS, fallback, problems)
+    # Defaults, weakest last: (a date in the file name,) git history, the mtime.
+    created_default, updated_default = history or (fallback, fallback)
+    created = _date(data, _CREATED_KEYS, created_default, problems)
+    updated = _date(data, _UPDATED_KEYS, updated_default, problems)
 
     marks = [] if excalidraw else markdown.task_marks(masked)
     progress = Progress(
