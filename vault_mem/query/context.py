@@ -29,6 +29,7 @@ class Vault:
     index: VaultIndex
     project: str | None = None
     compat: bool = False
+    git_commit: bool = False  # serve --git-commit: each write tool's change is its own commit (SPEC 8)
     indexing: Callable[[], dict[str, int] | None] = field(default=lambda: None)
     check: Callable[[], None] = field(default=lambda: None)  # raises when the vault is unavailable
 

@@ -15,6 +15,9 @@ disk now, so fields, ``etag`` and ``body`` always agree with the file. The answe
     problems, etag, est_tokens (of the whole body),
     body              body[offset : offset + n], n <= max_chars; ``offset``, ``body_chars``,
     next_offset       only when more body remains,
+    history           in a git work tree: the last commits that touched the note, newest
+                      first, {sha, date, author, subject} (``history`` of them, 0..50, default
+                      5), and ``uncommitted``: the file differs from HEAD (query/githistory.py),
     links             outgoing links: {target, permalink, resolved, heading?, block?,
                       embed?, markdown?}; an unresolved link has permalink null and
                       resolved false (see ``links``),
@@ -47,6 +50,7 @@ from vault_mem.errors import InvalidInput, NotFound
 from vault_mem.index.lru import Lru
 from vault_mem.index.schema import ancestors, fold
 from vault_mem.query.context import MAX_ANSWER_CHARS, View, json_size, take_within
+from vault_mem.query.githistory import DEFAULT_HISTORY, MAX_HISTORY, git_fields
 from vault_mem.query.lineage import Lineage
 from vault_mem.query.links import LinkResolver, backlinks, outgoing
 from vault_mem.query.params import Args
@@ -56,7 +60,7 @@ from vault_mem.vault.dates import from_timestamp, iso
 from vault_mem.vault.note import Note, est_tokens, permalink_of
 from vault_mem.vault.reader import MAX_BYTES, read_note
 
-READ_PARAMS = ("ref", "offset", "max_chars")
+READ_PARAMS = ("ref", "offset", "max_chars", "history")
 DEFAULT_MAX_CHARS = 20_000
 MAX_CHARS = 30_000
 HEAD_BUDGET = 24_000  # what the record without its body may take
@@ -64,7 +68,7 @@ ENVELOPE = 600  # room for next_offset, the message and JSON punctuation
 # Fields that may be cut when the record is huge; identity, etag and sizes never are.
 CUTTABLE = ("tags", "aliases", "metadata", "links", "backlinks", "lineage", "problems", "paths",
             "supersedes", "superseded_by", "title", "agent", "namespace", "scope", "project",
-            "type", "uid", "created", "updated")
+            "type", "uid", "created", "updated", "history")
 
 
 def memory_read(view: View, raw: dict[str, Any]) -> dict[str, Any]:
@@ -72,6 +76,7 @@ def memory_read(view: View, raw: dict[str, Any]) -> dict[str, Any]:
     ref = args.required_str("ref", max_len=4096)
     offset = args.integer("offset", 0, 0)
     max_chars = args.integer("max_chars", DEFAULT_MAX_CHARS, 1, MAX_CHARS)
+    history = args.integer("history", DEFAULT_HISTORY, 0, MAX_HISTORY)
 
     doc = resolve_ref(view, ref)
     record = view.record(doc)
@@ -84,7 +89,7 @@ def memory_read(view: View, raw: dict[str, Any]) -> dict[str, Any]:
         raise InvalidInput("offset", f"must be from 0 to {len(note.body)} (the body's length) "
                            f"for {note.permalink}, got {offset}")
 
-    answer = _head(view, doc, note)
+    answer = _head(view, doc, note) | git_fields(view.vault.root, note.path, record["fsrel"], history)
     cuts = cut_to_fit(answer, HEAD_BUDGET, CUTTABLE)
     notes: list[str] = []
     if cuts:

@@ -23,6 +23,7 @@ from vault_mem.query.context import View
 from vault_mem.query.params import Args
 from vault_mem.query.refs import resolve_ref
 from vault_mem.vault.dates import iso, parse_datetime
+from vault_mem.vault.gitcommit import write_commit
 from vault_mem.vault.note import SCOPES, Note, permalink_of
 from vault_mem.vault.paths import check_relative, confine, note_file
 from vault_mem.vault.reader import file_etag, normalize_tags, read_note, read_whole
@@ -75,6 +76,17 @@ def new_uid() -> str:
 def _answer(note: Note) -> dict[str, Any]:
     return {"status": "ok", "uid": note.uid, "permalink": permalink_of(note.path), "path": note.path,
             "updated": note.updated, "etag": note.etag}
+
+
+def _attributed(view: View, answer: dict[str, Any], tool: str, agent: str, title: str,
+                before: dict[str, bytes | None]) -> dict[str, Any]:
+    """With ``serve --git-commit``: commit the files this call touched, author the agent; a commit
+    that fails is a warning in the answer, never a failed write (vault/gitcommit.py)."""
+    if view.vault.git_commit:
+        warning = write_commit(view.vault.root, tool, agent, title, list(before), before)
+        if warning:
+            answer.setdefault("warnings", []).append(warning)
+    return answer
 
 
 def _index_file(view: View, rel: str) -> Note:
@@ -131,7 +143,7 @@ def _new_fields(args: Args, agent: str, title: str, defaults: dict[str, Any]) ->
     return fields
 
 
-def _create(view: View, args: Args, agent: str, defaults: dict[str, Any]) -> dict[str, Any]:
+def _create(view: View, args: Args, agent: str, defaults: dict[str, Any], tool: str) -> dict[str, Any]:
     title = args.required_str("title", max_len=MAX_TITLE).strip()
     content = _body_text(args, "content") or ""
     domain = args.text("domain", None, max_len=1000)
@@ -140,13 +152,14 @@ def _create(view: View, args: Args, agent: str, defaults: dict[str, Any]) -> dic
     data = render_note(fields, content).encode("utf-8")
     final = create_exclusive(folder, note_filename(title), data)
     rel = final.relative_to(view.vault.root).as_posix()
-    return _answer(_index_file(view, rel))
+    note = _index_file(view, rel)
+    return _attributed(view, _answer(note), tool, agent, note.title, {rel: None})
 
 
 @one_at_a_time
 def memory_write(view: View, raw: dict[str, Any]) -> dict[str, Any]:
     args = Args(raw, WRITE_PARAMS)
-    return _create(view, args, args.agent(), {})
+    return _create(view, args, args.agent(), {}, "memory_write")
 
 
 @one_at_a_time
@@ -156,7 +169,7 @@ def memory_supersede(view: View, raw: dict[str, Any]) -> dict[str, Any]:
     old = view.record(resolve_ref(view, args.required_str("ref", max_len=1000)))
     defaults = {"domain": old["path"].rpartition("/")[0], "type": old["type"], "tags": old["tags"],
                 "extra": {"supersedes": old["uid"]}}
-    return _create(view, args, agent, defaults)
+    return _create(view, args, agent, defaults, "memory_supersede")
 
 
 def _current(view: View, ref: str) -> tuple[str, bytes]:
@@ -202,7 +215,7 @@ def _stamped(view: View, rel: str, updates: dict[str, Any]) -> dict[str, Any]:
     return {**keep, **updates, "updated": now_iso()}
 
 
-def _rewrite(view: View, rel: str, before: bytes, new_text: str) -> dict[str, Any]:
+def _rewrite(view: View, rel: str, before: bytes, new_text: str, tool: str, agent: str) -> dict[str, Any]:
     """Write ``new_text`` over ``rel`` unless the file changed since ``before`` was read."""
     path = view.vault.root / rel
     try:
@@ -213,13 +226,14 @@ def _rewrite(view: View, rel: str, before: bytes, new_text: str) -> dict[str, An
     except FileNotFoundError:
         raise NotFound(f"{rel} was removed while it was being edited") from None
     atomic_write(path, new_text.encode("utf-8"))
-    return _answer(_index_file(view, rel))
+    note = _index_file(view, rel)
+    return _attributed(view, _answer(note), tool, agent, note.title, {rel: before})
 
 
 @one_at_a_time
 def memory_edit(view: View, raw: dict[str, Any]) -> dict[str, Any]:
     args = Args(raw, ("agent", "ref", "if_etag", "if_updated", "content", "append", "set"))
-    args.agent()
+    agent = args.agent()
     ref = args.required_str("ref", max_len=1000)
     content = _body_text(args, "content")
     append = _body_text(args, "append")
@@ -243,7 +257,7 @@ def memory_edit(view: View, raw: dict[str, Any]) -> dict[str, Any]:
             text = append_paragraph(text, append, rel)
         text = set_keys(text, _stamped(view, rel, updates or {}), rel)
         try:
-            return _rewrite(view, rel, data, text)
+            return _rewrite(view, rel, data, text, "memory_edit", agent)
         except Conflict:
             # Someone saved in between: an append re-reads and tries again; anything else reports it.
             if append is None or content is not None or attempt == 2:
@@ -254,7 +268,7 @@ def memory_edit(view: View, raw: dict[str, Any]) -> dict[str, Any]:
 @one_at_a_time
 def task_close(view: View, raw: dict[str, Any]) -> dict[str, Any]:
     args = Args(raw, ("agent", "ref", "state", "if_etag"))
-    args.agent()
+    agent = args.agent()
     ref = args.required_str("ref", max_len=1000)
     state = args.choice("state", "completed", CLOSED_STATES)
     record = view.record(resolve_ref(view, ref))
@@ -263,22 +277,23 @@ def task_close(view: View, raw: dict[str, Any]) -> dict[str, Any]:
     rel, data = _current(view, ref)
     _check_preconditions(args, rel, data, view.vault.root)
     text = set_keys(decode_for_edit(data, rel), _stamped(view, rel, {"state": state, "status": "archived"}), rel)
-    return _rewrite(view, rel, data, text)
+    return _rewrite(view, rel, data, text, "task_close", agent)
 
 
 @one_at_a_time
 def memory_delete(view: View, raw: dict[str, Any]) -> dict[str, Any]:
     args = Args(raw, ("agent", "ref", "if_etag"))
-    args.agent()
+    agent = args.agent()
     ref = args.required_str("ref", max_len=1000)
     rel, data = _current(view, ref)
     _check_preconditions(args, rel, data, view.vault.root)
     note = read_note(view.vault.root, rel)
     trashed = move_to_trash(view.vault.root, rel)
     view.vault.index.apply([], [note.path])
-    return {"status": "ok", "uid": note.uid, "permalink": permalink_of(note.path), "path": trashed,
-            "updated": note.updated, "etag": note.etag, "deleted": True,
-            "message": f"moved {note.path} to {trashed}; restore it by moving it back"}
+    answer = {"status": "ok", "uid": note.uid, "permalink": permalink_of(note.path), "path": trashed,
+              "updated": note.updated, "etag": note.etag, "deleted": True,
+              "message": f"moved {note.path} to {trashed}; restore it by moving it back"}
+    return _attributed(view, answer, "memory_delete", agent, note.title, {note.path: data})
 
 
 __all__ = ["memory_delete", "memory_edit", "memory_supersede", "memory_write", "task_close"]

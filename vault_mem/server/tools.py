@@ -149,6 +149,7 @@ TOOLS: tuple[ToolSpec, ...] = (
             "ref": _REF,
             "offset": _i("Body offset in characters, default 0."),
             "max_chars": _i("Body characters per page, 1-30000, default 20000."),
+            "history": _i("In a git vault: last commits shown, 0-50, default 5."),
         },
         ("ref",),
         "read:memory_read",
