@@ -1,6 +1,6 @@
 """The command line: argument parsing and printing only.
 
-    vault-mem serve|index|doctor|stats|search|list|recall|read|domains [--vault PATH]
+    vault-mem serve|index|sync|doctor|stats|search|list|recall|read|domains [--vault PATH]
 
 Errors are one line on stderr (exit 1 for a failure, 2 for bad arguments); never a traceback.
 """
@@ -45,6 +45,13 @@ def _parser() -> argparse.ArgumentParser:
                        help="a host name clients use for a non-loopback bind (repeatable)")
     serve.add_argument("--project", default=None, help="project whose tiers mem_recall includes by default")
     serve.add_argument("--compat", action="store_true", help="also serve get_memory and memory_get")
+    serve.add_argument("--git-commit", action="store_true",
+                       help="commit each write tool's change, author the calling agent (git vaults; docs/git.md)")
+    serve.add_argument("--sync-every", type=_seconds, default=None, metavar="SECONDS",
+                       help="run `vault-mem sync` every SECONDS in the background (off by default)")
+
+    sub.add_parser("sync", parents=[common],
+                   help="commit pending note changes, fetch, integrate, push (git vaults; docs/git.md)")
 
     index = sub.add_parser("index", parents=[common], help="bring the index up to date")
     index.add_argument("--rebuild", action="store_true", help="rebuild from scratch")
@@ -83,6 +90,16 @@ def _parser() -> argparse.ArgumentParser:
 
     sub.add_parser("domains", parents=[common, as_json], help="list the domains (list_domains)")
     return parser
+
+
+def _seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number of seconds, got {text!r}") from None
+    if not 1 <= value <= 86400:
+        raise argparse.ArgumentTypeError(f"must be from 1 to 86400 seconds, got {text}")
+    return value
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -305,8 +322,9 @@ def cmd_serve(args: argparse.Namespace) -> int:
     from vault_mem.server.runtime import Runtime
 
     project = args.project or os.environ.get("VAULT_MEM_PROJECT") or None
-    vault = Vault(root, index, project=project, compat=args.compat)
+    vault = Vault(root, index, project=project, compat=args.compat, git_commit=args.git_commit)
     runtime = Runtime(vault)
+    _start_git_options(args, root)
 
     def say(text: str) -> None:
         print(f"{PROG}: {text}", file=sys.stderr, flush=True)
@@ -336,7 +354,40 @@ def cmd_serve(args: argparse.Namespace) -> int:
     return 0
 
 
+def _start_git_options(args: argparse.Namespace, root: Path) -> None:
+    """serve --git-commit and --sync-every: say what they will do, and start the sync loop."""
+    if not (args.git_commit or args.sync_every):
+        return
+    from vault_mem.vault.git import Repo
+
+    if Repo.find(root) is None:
+        print(f"{PROG}: warning: {root} is not a git work tree: --git-commit and --sync-every do nothing "
+              "(see docs/git.md)", file=sys.stderr)
+        return
+    if args.sync_every:
+        from vault_mem.server.syncloop import SyncLoop
+
+        SyncLoop(root, args.sync_every).start()
+        print(f"{PROG}: syncing with git every {args.sync_every:g} s", file=sys.stderr)
+
+
+def cmd_sync(args: argparse.Namespace) -> int:
+    """One sync; exit 0 synced, 1 not finished (the lines say why), 3 synced with conflicted copies."""
+    from vault_mem.vault.gitsync import sync_vault
+
+    root = _vault_root(args)
+    result = sync_vault(root)
+    for line in result.lines or ["nothing to do"]:
+        print(f"{PROG}: {line}", file=sys.stderr)
+    index = _index(args, root)
+    if not index.needs_build():  # keep the index (and the conflicted copies in it) current
+        from vault_mem.index.build import sync
+
+        sync(index)
+    return result.exit_code
+
+
 COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
     "serve": cmd_serve, "index": cmd_index, "doctor": cmd_doctor, "stats": cmd_stats, "search": cmd_search,
-    "list": cmd_list, "recall": cmd_recall, "read": cmd_read, "domains": cmd_domains,
+    "list": cmd_list, "recall": cmd_recall, "read": cmd_read, "domains": cmd_domains, "sync": cmd_sync,
 }
