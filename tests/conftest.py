@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import textwrap
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
@@ -78,6 +79,9 @@ class ToolClient:
         assert isinstance(answer, dict), f"{tool} gave no structured content: {result.content}"
         assert "status" in answer
         assert result.is_error == (answer["status"] in ("invalid", "error")), answer
+        # A client that reads only the text block must get the very same answer.
+        assert [block.type for block in result.content] == ["text"], result.content
+        assert json.loads(result.content[0].text) == answer
         return answer
 
     async def raw(self, tool: str, arguments: dict[str, Any]) -> Any:

@@ -15,6 +15,7 @@ from __future__ import annotations
 import contextlib
 import errno
 import hashlib
+import json
 import os
 import shutil
 import stat
@@ -220,6 +221,8 @@ async def answer_of(client: Client, tool: str, **args: Any) -> dict[str, Any]:
     answer = result.structured_content
     assert isinstance(answer, dict) and "status" in answer, result
     assert result.is_error == (answer["status"] in ("invalid", "error")), answer
+    # faults too carry the whole answer in the text block, for clients that read only text
+    assert json.loads(result.content[0].text) == answer  # type: ignore[union-attr]
     return answer
 
 

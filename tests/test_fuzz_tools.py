@@ -346,9 +346,10 @@ def check_answer(spec: ToolSpec, args: dict[str, Any], result: CallToolResult) -
     status = answer.get("status")
     assert status in STATUSES, f"status {status!r}: {answer}"
     assert result.is_error == (status == "invalid"), answer
-    assert result.content and isinstance(result.content[0], TextContent) and result.content[0].text, "no summary"
-    size = len(json.dumps(answer, ensure_ascii=False, default=str))
-    assert size <= MAX_ANSWER_CHARS, f"answer of {size} characters"
+    assert len(result.content) == 1 and isinstance(result.content[0], TextContent), result.content
+    text = result.content[0].text
+    assert json.loads(text) == answer, "the text block must carry the whole answer"
+    assert len(text) <= MAX_ANSWER_CHARS, f"answer of {len(text)} characters"
     unknown = [k for k in args if k not in spec.properties]
     assert not unknown or status == "invalid", f"unknown parameter {unknown[0]!r} not refused: {answer}"
     if status == "invalid":

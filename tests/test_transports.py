@@ -47,7 +47,7 @@ async def test_stdio_server_answers_a_real_client(tmp_path: Path) -> None:
             if (answer["status"] == "ok" and "indexing" not in answer) or time.monotonic() > deadline:
                 break
         assert [r["uid"] for r in answer["results"]] == ["n1"]
-        assert result.content[0].text.startswith("list_by_domain: 1 results")
+        assert json.loads(result.content[0].text) == answer
 
 
 def free_port() -> int:

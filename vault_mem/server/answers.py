@@ -1,5 +1,10 @@
-"""Turning a query's answer (or error) into an MCP tool result: structured content plus a
-one-line text summary. Only ``invalid`` sets ``isError`` (SPEC 4)."""
+"""Turning a query's answer (or error) into an MCP tool result.
+
+The answer object goes out twice, identical: as ``structuredContent`` and, serialized as
+compact JSON, in the text content block. Many clients hand only the text blocks to the
+model, so the text carries the whole answer, never a summary (docs/tools.md, "Answers").
+Only ``invalid`` and ``error`` set ``isError``.
+"""
 
 from __future__ import annotations
 
@@ -28,36 +33,23 @@ def error_answer(exc: VaultMemError, renames: dict[str, str] | None = None) -> d
     return answer
 
 
-def summary(tool: str, answer: dict[str, Any]) -> str:
-    """One line saying what came back."""
-    status = answer.get("status", "?")
-    if status not in ("ok", "none"):
-        return f"{tool}: {status}: {answer.get('message', '')}"
-    if tool == "mem_recall" and "text" in answer:
-        return str(answer["text"])
-    for key in ("results", "notes", "memories", "domains"):
-        if isinstance(answer.get(key), list):
-            n = len(answer[key])
-            more = f", more from offset {answer['next_offset']}" if "next_offset" in answer else ""
-            extra = ""
-            if key == "results" and "domains" in answer:
-                extra = " in " + (", ".join(str(d) for d in answer["domains"]) or "nothing")
-            return f"{tool}: {n} {key}{extra}{more}" + (f" ({answer['message']})" if answer.get("message") else "")
-    if "permalink" in answer:
-        more = f", more from offset {answer['next_offset']}" if "next_offset" in answer else ""
-        return f"{tool}: {status} {answer['permalink']} (etag {answer.get('etag', '')}){more}"
-    return f"{tool}: {status}" + (f": {answer['message']}" if answer.get("message") else "")
+def answer_json(answer: dict[str, Any]) -> str:
+    """The answer as compact JSON, UTF-8 characters kept as they are: the text block's content."""
+    return json.dumps(answer, ensure_ascii=False, separators=(",", ":"), default=str)
 
 
 def to_result(tool: str, answer: dict[str, Any]) -> t.CallToolResult:
-    size = len(json.dumps(answer, ensure_ascii=False, default=str))
-    if size > MAX_ANSWER_CHARS:
+    text = answer_json(answer)
+    if len(text) > MAX_ANSWER_CHARS:
         # A bug in a query module, not the caller's fault: say so rather than send it.
-        log.error("%s answer of %d characters passed the bound", tool, size)
-        answer = {"status": "error", "message": f"answer of {size} characters exceeded the "
+        log.error("%s answer of %d characters passed the bound", tool, len(text))
+        answer = {"status": "error", "message": f"answer of {len(text)} characters exceeded the "
                   f"{MAX_ANSWER_CHARS} bound; narrow the query or lower limit"}
+        text = answer_json(answer)
     return t.CallToolResult(
-        content=[t.TextContent(type="text", text=summary(tool, answer))],
-        structured_content=answer,
+        content=[t.TextContent(type="text", text=text)],
+        # Parsed back from the text, so that both carry exactly the same object even where
+        # a value only serialises through ``default=str``.
+        structured_content=json.loads(text),
         is_error=answer.get("status") in ("invalid", "error"),
     )

@@ -16,9 +16,10 @@ from vault_mem import __version__
 from vault_mem.errors import InvalidInput, NotFound, VaultMemError, VaultUnavailable
 from vault_mem.query.conflicts import conflict_hint
 from vault_mem.query.context import Vault, View
-from vault_mem.query.refs import PERMALINK_PREFIX, resolve_ref
+from vault_mem.query.refs import resolve_ref
 from vault_mem.server.answers import error_answer, to_result
 from vault_mem.server.tools import STATUS_SCHEMA, ToolSpec, tools_for
+from vault_mem.vault.note import resource_uri
 from vault_mem.vault.paths import note_file
 from vault_mem.vault.reader import read_whole
 
@@ -137,11 +138,25 @@ def _resource_page(vault: Vault, start: int) -> tuple[list[t.Resource], str | No
         return [], None
     page = paths[start: start + RESOURCE_PAGE]
     resources = [
-        t.Resource(uri=PERMALINK_PREFIX + p[:-3], name=p.rpartition("/")[2][:-3], mime_type="text/markdown")
+        t.Resource(uri=resource_uri(p), name=p.rpartition("/")[2][:-3], mime_type="text/markdown")
         for p in page
     ]
     more = start + RESOURCE_PAGE < len(paths)
     return resources, str(start + RESOURCE_PAGE) if more else None
+
+
+def _resolve_uri(view: View, uri: str) -> int:
+    """The note a resource URI names, in its percent-encoded form (what resources/list gives)
+    or its readable form (the permalink tools answer). A URI that can only be readable (a
+    space or a non-ASCII character in it) is taken as written; an encoded-looking one is
+    decoded first and, if that names nothing, taken as written (a note may have ``%`` in
+    its name)."""
+    if "%" in uri and uri.isascii() and " " not in uri:
+        try:
+            return resolve_ref(view, unquote(uri), "uri")
+        except NotFound:
+            pass
+    return resolve_ref(view, uri, "uri")
 
 
 def _resource_text(vault: Vault, uri: str) -> str:
@@ -151,7 +166,7 @@ def _resource_text(vault: Vault, uri: str) -> str:
     try:
         with vault.index.searching() as searcher:
             view = View(vault, searcher)
-            docnum = resolve_ref(view, unquote(uri) if "%" in uri else uri, "uri")
+            docnum = _resolve_uri(view, uri)
             record = view.record(docnum)
             data = read_whole(note_file(vault.root, str(record["fsrel"]), "uri"))
     except (NotFound, InvalidInput) as exc:

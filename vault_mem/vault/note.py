@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
 from typing import Any
+from urllib.parse import quote
 
 KNOWN_TYPES = (
     "note", "fact", "lesson", "gotcha", "handoff", "research", "decision",
@@ -80,7 +81,15 @@ def domain_of(path: str) -> str:
 
 
 def permalink_of(path: str) -> str:
+    """The readable permalink of a vault-relative path: raw, never percent-encoded."""
     return "memory://" + (path[:-3] if path.lower().endswith(".md") else path)
+
+
+def resource_uri(path: str) -> str:
+    """The note's MCP resource URI: its permalink with each path segment percent-encoded
+    (RFC 3986), so that spaces, ``#``, ``%``, ``?`` and non-ASCII letters make a valid URI."""
+    readable = permalink_of(path)[len("memory://"):]
+    return "memory://" + "/".join(quote(segment, safe="") for segment in readable.split("/"))
 
 
 def est_tokens(text: str) -> int:
