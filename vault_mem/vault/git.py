@@ -71,9 +71,11 @@ def last_line(stderr: bytes) -> str:
     return lines[-1] if lines else ""
 
 
-def blob_id(data: bytes) -> str:
-    """The object id git gives a file holding ``data`` (SHA-1 repositories)."""
-    return hashlib.sha1(b"blob %d\0" % len(data) + data, usedforsecurity=False).hexdigest()
+def blob_id(data: bytes, like: str = ZERO_OID) -> str:
+    """The object id git gives a file holding ``data``, in the hash of the id ``like`` (SHA-1 ids
+    are 40 hex digits, SHA-256 ones 64)."""
+    algorithm = hashlib.sha256 if len(like) == 64 else hashlib.sha1
+    return algorithm(b"blob %d\0" % len(data) + data, usedforsecurity=False).hexdigest()
 
 
 @dataclass(frozen=True)
@@ -85,6 +87,11 @@ class Repo:
     prefix: str
     git_dir: Path
     vault: Path
+    object_format: str = "sha1"
+
+    @property
+    def zero_oid(self) -> str:
+        return "0" * (64 if self.object_format == "sha256" else 40)
 
     @classmethod
     def find(cls, vault: Path) -> Repo | None:
@@ -93,13 +100,14 @@ class Repo:
             return None
         try:
             done = run(vault, ["rev-parse", "--is-inside-work-tree", "--show-toplevel", "--show-prefix",
-                               "--absolute-git-dir"], check=False, timeout=15)
+                               "--absolute-git-dir", "--show-object-format"], check=False, timeout=15)
         except GitError:
             return None
         lines = done.stdout.decode("utf-8", "surrogateescape").split("\n")
-        if done.returncode != 0 or len(lines) < 4 or lines[0] != "true":
+        if done.returncode != 0 or len(lines) < 5 or lines[0] != "true":
             return None
-        return cls(top=Path(lines[1]), prefix=lines[2], git_dir=Path(lines[3]), vault=vault)
+        return cls(top=Path(lines[1]), prefix=lines[2], git_dir=Path(lines[3]), vault=vault,
+                   object_format=lines[4] or "sha1")
 
     def git(self, args: Sequence[str], **kwargs: object) -> subprocess.CompletedProcess[bytes]:
         """``git args`` run at the work tree's root (paths are then relative to ``top``)."""

@@ -19,7 +19,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from vault_mem.errors import GitError
-from vault_mem.vault.git import ZERO_OID, Repo, blob_id
+from vault_mem.vault.git import Repo, blob_id
 
 ATTEMPTS = 3
 _AGENT_NAME = re.compile(r"[^A-Za-z0-9._-]+")
@@ -47,8 +47,8 @@ def commit_paths(repo: Repo, paths: Sequence[str], message: str, author: Mapping
         for parent in ([old] if old else []) + list(parents or []):
             args += ["-p", parent]
         new = repo.out([*args, "-F", "-"], input=message.encode("utf-8"), env=author)
-        moved = repo.git(["update-ref", "-m", f"vault-mem: {message.splitlines()[0]}", "HEAD", new, old or ZERO_OID],
-                         check=False)
+        reflog = f"vault-mem: {message.splitlines()[0]}"
+        moved = repo.git(["update-ref", "-m", reflog, "HEAD", new, old or repo.zero_oid], check=False)
         if moved.returncode == 0:
             _sync_index(repo, [repo.to_top(p) for p in paths])
             return new
@@ -117,4 +117,4 @@ def _matches_head(repo: Repo, path: str, data: bytes | None) -> bool:
     blob = done.stdout.decode().strip()
     if data is None or not blob:
         return False
-    return blob_id(data) == blob or blob_id(data.replace(b"\r\n", b"\n")) == blob
+    return blob_id(data, blob) == blob or blob_id(data.replace(b"\r\n", b"\n"), blob) == blob

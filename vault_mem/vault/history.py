@@ -257,10 +257,10 @@ def _is_note(path: str) -> bool:
 def _same_blob(blob: str | None, data: bytes) -> bool:
     if blob is None:
         return False
-    if blob_id(data) == blob:
+    if blob_id(data, blob) == blob:
         return True
     # core.autocrlf checks files out with CRLF while the blob holds LF.
-    return b"\r\n" in data and blob_id(data.replace(b"\r\n", b"\n")) == blob
+    return b"\r\n" in data and blob_id(data.replace(b"\r\n", b"\n"), blob) == blob
 
 
 def _moment(seconds: int) -> dt.datetime:
