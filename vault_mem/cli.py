@@ -297,6 +297,10 @@ def cmd_read(args: argparse.Namespace) -> int:
             print("tags: " + ", ".join(a["tags"]))
         for problem in a.get("problems", []):
             print(f"problem: {problem}")
+        for commit in a.get("history", []):
+            print(f"commit {commit['sha']} {commit['date'][:10]} {commit['author']}: {commit['subject']}")
+        if a.get("uncommitted"):
+            print("uncommitted changes (the file differs from git's HEAD)")
         print()
         print(a.get("body", ""))
         if "next_offset" in a:
