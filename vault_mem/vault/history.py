@@ -137,10 +137,21 @@ class History:
         return changed
 
     def _head_stamp(self) -> tuple[tuple[int, int], ...]:
+        """What changes on disk when HEAD moves: HEAD, its reflog, the branch's ref (loose or packed)."""
+        git_dir = self.repo.git_dir
+        files = [git_dir / "HEAD", git_dir / "logs" / "HEAD"]
+        common = git_dir
+        with contextlib.suppress(OSError):  # a linked worktree keeps its refs in the main repository
+            common = (git_dir / (git_dir / "commondir").read_text(encoding="utf-8").strip()).resolve()
+        files.append(common / "packed-refs")
+        with contextlib.suppress(OSError, UnicodeDecodeError):
+            head = files[0].read_text(encoding="utf-8").strip()
+            if head.startswith("ref: "):
+                files.append(common / head[5:])
         stamp = []
-        for name in ("HEAD", "logs/HEAD", "packed-refs"):
+        for path in files:
             try:
-                st = os.stat(self.repo.git_dir / name)
+                st = os.stat(path)
                 stamp.append((st.st_mtime_ns, st.st_size))
             except OSError:
                 stamp.append((0, 0))
