@@ -110,11 +110,13 @@ async def test_git_commit_attributes_each_write_to_the_agent_and_leaves_a_person
         git_env, tmp_path, mcp_session) -> None:
     root = new_repo(tmp_path / "vault", {"person.md": plain("Person", "committed"),
                                          "staged.md": plain("Staged", "committed"),
+                                         "draft.md": "# Draft\n\ncommitted\n\nsecond paragraph\n",
                                          "code.txt": "committed\n"})
     commit_all(root, "start")
     (root / "staged.md").write_text(plain("Staged", "staged by the person"), encoding="utf-8")
     git(root, "add", "staged.md")
     (root / "person.md").write_text(plain("Person", "an edit in progress"), encoding="utf-8")
+    (root / "draft.md").write_text("# Draft\n\nedited by hand\n\nsecond paragraph\n", encoding="utf-8")
     (root / "code.txt").write_text("unstaged code\n", encoding="utf-8")
     (root / "untracked.txt").write_text("mine\n", encoding="utf-8")
     staged_before, unstaged_before = git(root, "diff", "--cached"), git(root, "diff")
@@ -138,13 +140,29 @@ async def test_git_commit_attributes_each_write_to_the_agent_and_leaves_a_person
         assert [h["subject"] for h in read["history"]] == ["memory_edit: Agent note", "memory_write: Agent note"]
         assert read["uncommitted"] is False
 
-        # The person's note with their edit in progress: saved, not committed under the agent's name.
-        touched = await c.call("memory_edit", agent="cursor", ref="person", append="agent line")
-        assert touched["status"] == "ok"
-        assert "uncommitted changes" in touched["warnings"][0]
+        # A note the person has staged: left to them, their staging untouched.
+        staged = await c.call("memory_edit", agent="cursor", ref="staged", append="agent line")
+        assert staged["status"] == "ok" and "staged changes" in staged["warnings"][0]
+        assert git(root, "diff", "--cached") == staged_before
+
+        # A note with the person's edit in progress: the agent's change alone is committed, theirs
+        # stays on disk, uncommitted; where the two touch the same lines nothing is committed.
+        touched = await c.call("memory_edit", agent="cursor", ref="draft", append="agent line")
+        assert touched["status"] == "ok" and "warnings" not in touched
+        shown = git(root, "show", "HEAD", "--format=%an", "--", "draft.md")
+        assert shown.startswith("cursor\n") and "+agent line" in shown and "edited by hand" not in shown
+        assert git(root, "diff", "--cached") == staged_before
+        worktree = (root / "draft.md").read_text(encoding="utf-8")
+        assert "edited by hand" in worktree and "agent line" in worktree
+        assert "edited by hand" in git(root, "diff", "--", "draft.md")
+        assert (await c.call("memory_read", ref="draft"))["uncommitted"] is True
+
+        overlap = await c.call("memory_edit", agent="cursor", ref="person", append="agent line")
+        assert overlap["status"] == "ok"
+        assert "uncommitted changes" in overlap["warnings"][0]
         text = (root / "person.md").read_text(encoding="utf-8")
         assert "an edit in progress" in text and "agent line" in text
-        assert git(root, "diff", "--cached") == staged_before
+        assert "person.md" not in git(root, "show", "--name-only", "--format=", "HEAD")
 
         deleted = await c.call("memory_delete", agent="claude-code", ref="Agent note")
         assert deleted["status"] == "ok" and "warnings" not in deleted

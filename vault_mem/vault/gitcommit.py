@@ -19,7 +19,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from vault_mem.errors import GitError
-from vault_mem.vault.git import Repo, blob_id
+from vault_mem.vault.git import Repo
 
 ATTEMPTS = 3
 _AGENT_NAME = re.compile(r"[^A-Za-z0-9._-]+")
@@ -32,15 +32,17 @@ def agent_identity(agent: str) -> dict[str, str]:
 
 
 def commit_paths(repo: Repo, paths: Sequence[str], message: str, author: Mapping[str, str] | None = None,
-                 parents: Sequence[str] | None = None) -> str | None:
-    """Commit the vault-relative ``paths`` as they are on disk (a missing file: its deletion).
+                 parents: Sequence[str] | None = None, contents: Mapping[str, bytes] | None = None) -> str | None:
+    """Commit the vault-relative ``paths`` as they are on disk (a missing file: its deletion), or
+    as ``contents`` gives them.
 
     Returns the new commit, or None when those files already match HEAD. Raises GitError with
     git's reason when the commit cannot be made (no identity, a held lock, a detached HEAD...).
     """
     for _attempt in range(ATTEMPTS):
         old = repo.head()
-        tree = _tree_with(repo, old, [repo.to_top(p) for p in paths])
+        tree = _tree_with(repo, old, [repo.to_top(p) for p in paths if p not in (contents or {})],
+                          {repo.to_top(p): data for p, data in (contents or {}).items()})
         if old is not None and tree == repo.out(["rev-parse", f"{old}^{{tree}}"]):
             return None
         args = ["commit-tree", tree]
@@ -55,8 +57,9 @@ def commit_paths(repo: Repo, paths: Sequence[str], message: str, author: Mapping
     raise GitError("the branch kept moving while vault-mem committed (another git command at work?)")
 
 
-def _tree_with(repo: Repo, base: str | None, top_paths: Sequence[str]) -> str:
-    """The tree of ``base`` with ``top_paths`` replaced by the files on disk, built in a temp index."""
+def _tree_with(repo: Repo, base: str | None, top_paths: Sequence[str], contents: Mapping[str, bytes]) -> str:
+    """The tree of ``base`` with ``top_paths`` replaced by the files on disk and ``contents`` by
+    those bytes, built in a temp index."""
     fd, name = tempfile.mkstemp(prefix="vault-mem-index-", dir=repo.git_dir)
     os.close(fd)
     os.unlink(name)  # git refuses an existing empty file as an index; it creates it
@@ -69,6 +72,10 @@ def _tree_with(repo: Repo, base: str | None, top_paths: Sequence[str]) -> str:
             repo.git(["update-index", "--add", "-z", "--stdin"], env=env, input=_nul(present))
         if gone:
             repo.git(["update-index", "--force-remove", "-z", "--stdin"], env=env, input=_nul(gone))
+        for path, data in contents.items():
+            blob = repo.out(["hash-object", "-w", "--stdin"], input=data)
+            listed = repo.out(["ls-files", "-s", "--", path], env=env).split(" ")[0]
+            repo.git(["update-index", "--add", "--cacheinfo", f"{listed or '100644'},{blob},{path}"], env=env)
         return repo.out(["write-tree"], env=env)
     finally:
         with contextlib.suppress(OSError):
@@ -91,9 +98,10 @@ def write_commit(root: Path, tool: str, agent: str, title: str, paths: Sequence[
                  before: Mapping[str, bytes | None]) -> str | None:
     """``serve --git-commit``: commit one write tool's change, author the agent. Never raises.
 
-    Returns None when the change was committed, else the warning the answer carries. A path
-    that held uncommitted changes before the write (a person's edit in progress) is not
-    committed: its commit would carry their work under the agent's name.
+    Returns None when the change was committed, else the warning the answer carries. A note that
+    held a person's uncommitted changes before the write gets a commit of the agent's change
+    alone (applied to HEAD's version by a three-way merge), and the person's edit stays
+    uncommitted on disk; when the two overlap, nothing is committed and the warning says so.
     """
     repo = Repo.find(root)
     if repo is None:
@@ -102,19 +110,57 @@ def write_commit(root: Path, tool: str, agent: str, title: str, paths: Sequence[
         busy = repo.busy()
         if busy:
             return f"not committed: {busy}"
-        dirty = [p for p in paths if before.get(p) is not None and not _matches_head(repo, p, before[p])]
-        if dirty:
-            return (f"not committed: {', '.join(dirty)} had uncommitted changes before this write (yours?); "
-                    "the change is saved, commit it yourself")
-        commit_paths(repo, paths, f"{tool}: {title}", agent_identity(agent))
+        staged = [p for p in paths if repo.git(["diff", "--cached", "--quiet", "HEAD", "--", repo.to_top(p)],
+                                               check=False).returncode == 1]
+        if staged:
+            return (f"not committed: you have staged changes to {', '.join(staged)}; the change is saved, "
+                    "commit it with yours")
+        contents: dict[str, bytes] = {}
+        for path in paths:
+            earlier = before.get(path)
+            head = _head_bytes(repo, path)
+            if earlier is None or (head is not None and _same(earlier, head)):
+                continue
+            if head is None:
+                return (f"not committed: {path} is not in git yet (a note of yours never committed?); the change "
+                        "is saved, commit it yourself")
+            agent_only = _agent_change_on_head(repo, path, earlier, head)
+            if agent_only is None:
+                return (f"not committed: {path} had uncommitted changes before this write (yours?) that overlap "
+                        "it; the change is saved, commit it yourself")
+            contents[path] = agent_only
+        commit_paths(repo, paths, f"{tool}: {title}", agent_identity(agent), contents=contents)
         return None
     except GitError as exc:
         return f"the change is saved but not committed: {exc.message}"
 
 
-def _matches_head(repo: Repo, path: str, data: bytes | None) -> bool:
-    done = repo.git(["rev-parse", "-q", "--verify", f"HEAD:{repo.to_top(path)}"], check=False)
-    blob = done.stdout.decode().strip()
-    if data is None or not blob:
-        return False
-    return blob_id(data, blob) == blob or blob_id(data.replace(b"\r\n", b"\n"), blob) == blob
+def _same(data: bytes, head: bytes) -> bool:
+    return data == head or data.replace(b"\r\n", b"\n") == head
+
+
+def _head_bytes(repo: Repo, path: str) -> bytes | None:
+    done = repo.git(["cat-file", "blob", f"HEAD:{repo.to_top(path)}"], check=False)
+    return done.stdout if done.returncode == 0 else None
+
+
+def _agent_change_on_head(repo: Repo, path: str, before: bytes, head: bytes) -> bytes | None:
+    """HEAD's version of ``path`` plus only what the agent changed (``before`` -> the file now):
+    ``git merge-file`` of (now, base before, HEAD). None when they overlap or the file is gone."""
+    try:
+        after = (repo.top / repo.to_top(path)).read_bytes()
+    except OSError:
+        return None
+    folder = Path(tempfile.mkdtemp(prefix="vault-mem-merge-", dir=repo.git_dir))
+    try:
+        for name, data in (("now", after), ("before", before), ("head", head)):
+            (folder / name).write_bytes(data)
+        done = repo.git(["merge-file", "-p", "--quiet", str(folder / "now"), str(folder / "before"),
+                         str(folder / "head")], check=False)
+        return done.stdout if done.returncode == 0 else None
+    finally:
+        for name in ("now", "before", "head"):
+            with contextlib.suppress(OSError):
+                (folder / name).unlink()
+        with contextlib.suppress(OSError):
+            folder.rmdir()
