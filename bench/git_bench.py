@@ -142,7 +142,7 @@ def bench_reads(vault: Vault, sample: list[str], history: History) -> None:
     print(f"memory_read median over {len(sample)} notes, median of 3 rounds (load {load()}):")
     for label, values in rounds.items():
         value = statistics.median(values)
-        extra = "" if label.startswith("no git") else f"  (+{value - base:.2f} ms)"
+        extra = "" if label.startswith("no git") else f"  ({value - base:+.2f} ms)"
         print(f"  {label:<26} {value:7.2f} ms{extra}")
 
 

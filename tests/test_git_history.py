@@ -185,3 +185,20 @@ async def test_a_commit_that_fails_is_a_warning_never_a_failed_write(git_env, tm
         assert (await c.call("memory_search", agent="claude-code", query="saved"))["count"] == 1
     assert (root / "Kept.md").is_file()
     assert git(root, "rev-parse", "HEAD") == head
+
+
+async def test_a_vault_in_a_subfolder_of_a_repository(git_env, tmp_path, mcp_session, capsys) -> None:
+    top = new_repo(tmp_path / "project", {"memory/deploy.md": plain("Deploy", "steps"), "src/app.py": "x = 1\n"})
+    commit_all(top, "project start", "2022-05-05T00:00:00Z")
+    root = top / "memory"
+    vault = serve(root)
+    async with mcp_session(vault) as c:
+        answer = await c.call("memory_read", ref="deploy")
+        assert [h["subject"] for h in answer["history"]] == ["project start"]
+        assert answer["created"] == "2022-05-05T00:00:00+00:00"
+    (root / "deploy.md").write_text(plain("Deploy", "more steps"), encoding="utf-8")
+    (top / "src/app.py").write_text("x = 2\n", encoding="utf-8")
+    assert cli.main(["sync", "--vault", str(root)]) == 1  # no remote
+    assert "committed 1 changed note" in capsys.readouterr().err
+    assert git(top, "show", "--name-only", "--format=", "HEAD") == "memory/deploy.md\n"
+    assert git(top, "status", "--porcelain") == " M src/app.py\n"

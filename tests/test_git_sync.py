@@ -199,3 +199,33 @@ def test_a_rejected_push_says_so_and_leaves_the_vault_consistent(machines) -> No
     assert git(remote, "rev-parse", "main") == before
     assert git(one.root, "status", "--porcelain") == ""
     assert (one.root / "b.md").read_text(encoding="utf-8") == "# B\n\nbeta, not pushed\n"
+
+
+async def test_serve_with_git_commit_and_sync_every_over_stdio(machines, tmp_path) -> None:
+    """The real CLI and a real stdio session: an agent's write is committed under its name and the
+    background sync pushes it, with no call to sync from anyone."""
+    import os
+    import sys
+
+    from mcp import Client, StdioServerParameters
+
+    remote = machines["remote"]
+    three = tmp_path / "three"
+    git(tmp_path, "clone", "-q", str(remote), str(three))
+    params = StdioServerParameters(command=sys.executable, cwd=str(tmp_path), env=dict(os.environ),  # our git config
+                                   args=["-m", "vault_mem", "serve", "--vault", str(three), "--git-commit",
+                                         "--sync-every", "1"])
+    async with Client(params, mode="legacy") as client:
+        deadline = time.monotonic() + 120
+        while (await client.call_tool("memory_search", {"agent": "x"})).structured_content.get("indexing"):
+            assert time.monotonic() < deadline, "the index was never built"
+            time.sleep(0.05)
+        result = await client.call_tool("memory_write", {"agent": "stdio-agent", "title": "Over stdio",
+                                                         "content": "written through the real CLI"})
+        assert result.structured_content["status"] == "ok" and "warnings" not in result.structured_content
+        eventually(lambda: "Over stdio.md" in git(remote, "ls-tree", "--name-only", "main"), 60,
+                   "the background sync pushing the agent's commit")
+        assert git(remote, "log", "-1", "--format=%an <%ae>|%s", "main", "--", "Over stdio.md") == \
+            "stdio-agent <stdio-agent@vault-mem>|memory_write: Over stdio\n"
+        read = (await client.call_tool("memory_read", {"ref": "Over stdio"})).structured_content
+        assert read["history"][0]["author"] == "stdio-agent"
