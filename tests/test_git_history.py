@@ -202,3 +202,45 @@ async def test_a_vault_in_a_subfolder_of_a_repository(git_env, tmp_path, mcp_ses
     assert "committed 1 changed note" in capsys.readouterr().err
     assert git(top, "show", "--name-only", "--format=", "HEAD") == "memory/deploy.md\n"
     assert git(top, "status", "--porcelain") == " M src/app.py\n"
+
+
+def test_the_map_followed_commit_by_commit_equals_a_fresh_pass(git_env, tmp_path) -> None:
+    import random
+
+    from vault_mem.vault.git import Repo
+    from vault_mem.vault.history import History
+
+    rng = random.Random(13)
+    root = new_repo(tmp_path / "vault", {f"n{i}.md": plain(f"N{i}", "start") for i in range(8)})
+    commit_all(root, "start", "2021-01-01T00:00:00Z")
+    repo = Repo.find(root)
+    assert repo is not None
+    followed = History(repo, tmp_path / "cache.json")
+    followed.load()
+    for step in range(30):
+        names = sorted(p.name for p in root.glob("*.md"))
+        action = rng.choice(["edit", "edit", "add", "rename", "delete"])
+        target = root / rng.choice(names)
+        if action == "edit":
+            target.write_text(target.read_text(encoding="utf-8") + f"step {step}\n", encoding="utf-8")
+        elif action == "add":
+            (root / f"new{step}.md").write_text(plain(f"New {step}", "added"), encoding="utf-8")
+        elif action == "rename" and len(names) > 1:
+            git(root, "mv", target.name, f"moved{step}.md")
+        elif len(names) > 2:
+            target.unlink()
+        commit_all(root, f"step {step}: {action}", f"2021-02-{1 + step % 28:02d}T00:00:{step:02d}Z")
+        if step % 3 == 0:
+            followed.refresh()
+    followed.refresh()
+    fresh = History(repo)
+    fresh.load()
+    paths = sorted(p.name for p in root.glob("*.md"))
+    assert sorted(fresh._state.blobs) == paths == sorted(followed._state.blobs)
+    for path in paths:
+        data = (root / path).read_bytes()
+        assert followed.dates(path, data) == fresh.dates(path, data) is not None, path
+        assert followed.history_of(path, 50) == fresh.history_of(path, 50), path
+    reloaded = History(repo, tmp_path / "cache.json")  # the saved map plus what came after it
+    reloaded.load()
+    assert all(reloaded.history_of(p, 50) == fresh.history_of(p, 50) for p in paths)

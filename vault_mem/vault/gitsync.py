@@ -219,8 +219,9 @@ def _merge(repo: Repo, result: SyncResult, ours: str, theirs: str, name: str, ho
         return None
     entries: list[str] = []
     taken: set[str] = set()
+    my_entries, their_entries = _entries(repo, ours, both_notes), _entries(repo, theirs, both_notes)
     for path in sorted(both_notes):
-        mine, remote = _entry(repo, ours, path), _entry(repo, theirs, path)
+        mine, remote = my_entries.get(path), their_entries.get(path)
         if mine == remote:
             continue
         entries.append(f"{remote[0]} {remote[1]}\t{path}" if remote else f"0 {'0' * 40}\t{path}")
@@ -243,12 +244,20 @@ def _changed(repo: Repo, base: str, tip: str) -> set[str]:
     return {p for p in repo.out(args).split("\0") if p}
 
 
-def _entry(repo: Repo, commit: str, path: str) -> tuple[str, str] | None:
-    """(mode, blob) of ``path`` in ``commit``, or None when it is not there."""
-    out = repo.out(["ls-tree", "-z", "--full-tree", commit, "--", path]).split("\0")[0]
-    meta, _, found = out.partition("\t")
-    bits = meta.split(" ")
-    return (bits[0], bits[2]) if found == path and len(bits) == 3 else None
+def _entries(repo: Repo, commit: str, paths: set[str]) -> dict[str, tuple[str, str]]:
+    """{path: (mode, blob)} of those of ``paths`` that ``commit`` holds (one ls-tree)."""
+    if not paths:
+        return {}
+    args = ["ls-tree", "-r", "-z", "--full-tree", commit]
+    if repo.prefix:
+        args += ["--", repo.prefix]
+    found: dict[str, tuple[str, str]] = {}
+    for entry in repo.out(args).split("\0"):
+        meta, _, path = entry.partition("\t")
+        bits = meta.split(" ")
+        if path in paths and len(bits) == 3:
+            found[path] = (bits[0], bits[2])
+    return found
 
 
 def _copy_name(repo: Repo, path: str, host: str, day: str, taken: set[str]) -> str:

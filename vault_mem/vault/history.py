@@ -30,6 +30,7 @@ import json
 import logging
 import os
 import threading
+import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -41,6 +42,7 @@ from vault_mem.vault.git import Repo, blob_id
 
 log = logging.getLogger("vault_mem.git")
 MAX_COMMITS = 50  # commits kept per note, the most memory_read's ``history`` asks for
+SAVE_AFTER = 50  # new commits replayed before the saved map is rewritten
 CACHE_VERSION = 1
 _FORMAT = "%x1e%h%x1f%at%x1f%an%x1f%s"
 
@@ -74,6 +76,7 @@ class History:
         self._lock = threading.Lock()
         self.on_change: Callable[[set[str]], object] | None = None  # told which notes' dates moved
         self.seconds = 0.0  # the time of the last full pass (for benchmarks)
+        self._unsaved = 0  # commits replayed since the map was last saved
 
     # -- lookups ---------------------------------------------------------------------------
 
@@ -163,35 +166,40 @@ class History:
         if head == old.head and old.head is not None:
             return set()
         if head is None:
-            new = _State()
+            new, changed = _State(), set(old.blobs)
         elif old.head is not None and self.repo.is_ancestor(old.head, head):
-            new = _State(head, list(old.commits), {p: Life(v.created, v.updated, list(v.commits))
-                                                   for p, v in old.lives.items()}, {})
-            self._apply_log(new, f"{old.head}..{head}")
-            new.blobs = self._blobs(head)
+            # Forward: replay only the new commits; lives are replaced, never changed in place,
+            # so lookups running meanwhile see the old state or the new one.
+            new = _State(head, list(old.commits), dict(old.lives), dict(old.blobs))
+            changed = self._apply_log(new, f"{old.head}..{head}") | self._apply_tree_diff(new, old.head, head)
+            self._unsaved += len(new.commits) - len(old.commits)
         else:
-            import time
-
             start = time.monotonic()
             new = _State(head)
             self._apply_log(new, head)
             new.blobs = self._blobs(head)
+            new.lives = {p: life for p, life in new.lives.items() if p in new.blobs}
             self.seconds = time.monotonic() - start
-        new.lives = {p: life for p, life in new.lives.items() if p in new.blobs}
-        changed = {p for p in set(old.blobs) | set(new.blobs)
-                   if old.blobs.get(p) != new.blobs.get(p) or _dates(old, p) != _dates(new, p)}
+            changed = {p for p in set(old.blobs) | set(new.blobs)
+                       if old.blobs.get(p) != new.blobs.get(p) or _dates(old, p) != _dates(new, p)}
+            self._unsaved = SAVE_AFTER
+        for path in [p for p in changed if p in new.lives and p not in new.blobs]:
+            del new.lives[path]
         self._state = new
-        if self.cache_file is not None:
+        # The saved map only spares the next start a replay, so a few commits need not rewrite it.
+        if self.cache_file is not None and self._unsaved >= SAVE_AFTER:
             _write_cache(self.cache_file, new, self.repo.prefix)
+            self._unsaved = 0
         return changed
 
-    def _apply_log(self, state: _State, revisions: str) -> None:
-        """Replay ``git log`` of ``revisions`` oldest first onto ``state``'s lives."""
+    def _apply_log(self, state: _State, revisions: str) -> set[str]:
+        """Replay ``git log`` of ``revisions`` oldest first onto ``state``'s lives; the paths touched."""
         args = ["log", "-z", "--reverse", "--topo-order", "-M", "--cc", "--name-status", f"--format={_FORMAT}",
                 revisions]
         if self.repo.prefix:
             args += ["--", self.repo.prefix]
         out = self.repo.git(args, timeout=600).stdout.decode("utf-8", "surrogateescape")
+        touched: set[str] = set()
         for header, changes in _records(out):
             parts = header.split("\x1f", 3)
             if len(parts) < 4:
@@ -200,7 +208,10 @@ class History:
             when = int(parts[1]) if parts[1].isdigit() else 0
             state.commits.append((parts[0], when, parts[2], parts[3]))
             for status, paths in changes:
-                self._apply_change(state, status, [self.repo.to_vault(p) for p in paths], index, when)
+                rels = [self.repo.to_vault(p) for p in paths]
+                self._apply_change(state, status, rels, index, when)
+                touched.update(p for p in rels if p is not None)
+        return touched
 
     @staticmethod
     def _apply_change(state: _State, status: str, paths: list[str | None], index: int, when: int) -> None:
@@ -209,21 +220,38 @@ class History:
         if status[0] in "RC" and len(paths) == 2:
             source = paths[0]
             moved = lives.pop(source, None) if status[0] == "R" and source is not None else None
-            life = Life(moved.created, when, moved.commits) if moved else Life(when, when)
+            base = Life(moved.created, when, moved.commits) if moved else Life(when, when)
         elif status == "D" or (len(status) > 1 and "D" in status and "A" not in status and "M" not in status):
             if target is not None:
                 lives.pop(target, None)
             return
         elif (status.startswith("A") and set(status) == {"A"}) or target not in lives:
-            life = Life(when, when)
+            base = Life(when, when)
         else:
-            life = lives[target]
-            life.updated = max(life.updated, when)
+            earlier = lives[target]
+            base = Life(earlier.created, max(earlier.updated, when), earlier.commits)
         if target is None or not _is_note(target):
             return
-        life.commits.append(index)
-        del life.commits[:-MAX_COMMITS]
-        lives[target] = life
+        lives[target] = Life(base.created, base.updated, [*base.commits[-(MAX_COMMITS - 1):], index])
+
+    def _apply_tree_diff(self, state: _State, old: str, new: str) -> set[str]:
+        """Update ``state.blobs`` from ``git diff-tree old new``; the note paths whose blob changed."""
+        args = ["diff-tree", "-r", "-z", "--no-renames", old, new]
+        if self.repo.prefix:
+            args += ["--", self.repo.prefix]
+        tokens = self.repo.git(args, timeout=600).stdout.decode("utf-8", "surrogateescape").split("\0")
+        changed: set[str] = set()
+        for meta, path in zip(tokens[0::2], tokens[1::2], strict=False):
+            bits = meta.lstrip(":").split(" ")
+            rel = self.repo.to_vault(path)
+            if len(bits) < 5 or rel is None or not _is_note(rel):
+                continue
+            changed.add(rel)
+            if bits[4].startswith("D") or not bits[1].startswith(("100", "120")):
+                state.blobs.pop(rel, None)
+            else:
+                state.blobs[rel] = bits[3]
+        return changed
 
     def _blobs(self, head: str) -> dict[str, str]:
         args = ["ls-tree", "-r", "-z", "--full-tree", head]
