@@ -172,6 +172,20 @@ def bench_sync(root: Path, work: Path) -> None:
         assert pulled.complete, pulled.lines
         print(f"  {count:5d} changed notes: commit+fetch+push {push_s:6.2f} s; the other clone's fetch+"
               f"fast-forward {pull_s:6.2f} s")
+    # Both sides changed: 100 different notes each, and 10 notes changed on both (conflicted copies).
+    for i, path in enumerate(notes[2000:2100] + notes[3000:3010]):
+        with open(path, "ab") as handle:
+            handle.write(f"\nfrom here {i}\n".encode())
+    for i, path in enumerate(notes[2100:2200] + notes[3000:3010]):
+        with open(other / path.name, "ab") as handle:
+            handle.write(f"\nfrom there {i}\n".encode())
+    assert sync_vault(other, host="there").complete
+    t0 = time.perf_counter()
+    merged = sync_vault(root, host="here")
+    merge_s = time.perf_counter() - t0
+    assert merged.complete and len(merged.conflicts) == 10, merged.lines
+    print(f"  diverged (110 notes here, 110 there, 10 of them on both sides): commit+fetch+merge+push "
+          f"{merge_s:.2f} s, {len(merged.conflicts)} conflicted copies")
 
 
 def main() -> int:

@@ -84,7 +84,8 @@ def _tree_with(repo: Repo, base: str | None, top_paths: Sequence[str], contents:
 
 def _sync_index(repo: Repo, top_paths: Sequence[str]) -> None:
     """Set the person's index entries of ``top_paths`` to HEAD (they now equal the commit)."""
-    done = repo.git(["reset", "-q", "HEAD", "--", *top_paths], check=False)
+    done = repo.git(["reset", "-q", "HEAD", "--pathspec-from-file=-", "--pathspec-file-nul"],
+                    input=_nul(top_paths), check=False)
     if done.returncode != 0:
         raise GitError("committed, but the index could not be updated for "
                        f"{', '.join(top_paths)}: run `git reset -q -- <those files>`")

@@ -203,13 +203,18 @@ def _merge(repo: Repo, result: SyncResult, ours: str, theirs: str, name: str, ho
     """The merge commit of ``ours`` and ``theirs`` with every note changed on both sides resolved as
     remote version at the path + local version as a conflicted copy; None (with a line) when git
     reports a conflict in a file that is not a note."""
+    base = repo.out(["merge-base", ours, theirs], check=False)
+    if not base:
+        result.lines.append(f"could not merge {name}: this branch and {name} share no history (a vault "
+                            "started on both machines?); clone the remote instead, or join them once by hand "
+                            f"with `git merge --allow-unrelated-histories {name}`; nothing changed")
+        return None
     done = repo.git(["merge-tree", "--write-tree", "-z", "--name-only", ours, theirs], check=False)
     if done.returncode not in (0, 1):
         result.lines.append(f"could not merge {name}: {_reason(done.stderr)}")
         return None
     head = done.stdout.decode("utf-8", "surrogateescape").split("\0\0", 1)[0].split("\0")
     tree, conflicted = head[0], {p for p in head[1:] if p}
-    base = repo.out(["merge-base", ours, theirs])
     both = _changed(repo, base, ours) & _changed(repo, base, theirs)
     both_notes = {p for p in both if (rel := repo.to_vault(p)) is not None and is_note(rel)}
     unresolved = sorted(conflicted - both_notes)
