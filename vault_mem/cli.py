@@ -368,6 +368,8 @@ def _start_git_options(args: argparse.Namespace, root: Path) -> None:
         print(f"{PROG}: warning: {root} is not a git work tree: --git-commit and --sync-every do nothing "
               "(see docs/git.md)", file=sys.stderr)
         return
+    if args.git_commit:
+        print(f"{PROG}: each write tool's change becomes a git commit, author the calling agent", file=sys.stderr)
     if args.sync_every:
         from vault_mem.server.syncloop import SyncLoop
 
