@@ -131,7 +131,7 @@ def bench_reads(vault: Vault, sample: list[str], history: History) -> None:
 
     rounds: dict[str, list[float]] = {"no git (history absent)": [], "history=0": [], "history=5 (default)": [],
                                       "history=50": []}
-    for _ in range(3):
+    for _ in range(5):
         unregister(vault.root)
         rounds["no git (history absent)"].append(run({}))
         register(vault.root, history)
@@ -139,7 +139,7 @@ def bench_reads(vault: Vault, sample: list[str], history: History) -> None:
         rounds["history=5 (default)"].append(run({}))
         rounds["history=50"].append(run({"history": 50}))
     base = statistics.median(rounds["no git (history absent)"])
-    print(f"memory_read median over {len(sample)} notes, median of 3 rounds (load {load()}):")
+    print(f"memory_read median over {len(sample)} notes, median of 5 rounds (load {load()}):")
     for label, values in rounds.items():
         value = statistics.median(values)
         extra = "" if label.startswith("no git") else f"  ({value - base:+.2f} ms)"
@@ -156,7 +156,7 @@ def bench_sync(root: Path, work: Path) -> None:
     t0 = time.perf_counter()
     git(work, "clone", "-q", str(remote), str(other))
     print(f"clone of the remote: {time.perf_counter() - t0:.2f} s")
-    notes = sorted(p for p in root.glob("*.md"))
+    notes = sorted(p for p in root.rglob("*.md") if not any(part.startswith(".") for part in p.relative_to(root).parts))
     print(f"sync (load {load()}):")
     for count in (1, 100, 1000):
         for i, path in enumerate(notes[:count]):
@@ -177,7 +177,7 @@ def bench_sync(root: Path, work: Path) -> None:
         with open(path, "ab") as handle:
             handle.write(f"\nfrom here {i}\n".encode())
     for i, path in enumerate(notes[2100:2200] + notes[3000:3010]):
-        with open(other / path.name, "ab") as handle:
+        with open(other / path.relative_to(root), "ab") as handle:
             handle.write(f"\nfrom there {i}\n".encode())
     assert sync_vault(other, host="there").complete
     t0 = time.perf_counter()

@@ -109,12 +109,15 @@ class Repo:
         return cls(top=Path(lines[1]), prefix=lines[2], git_dir=Path(lines[3]), vault=vault,
                    object_format=lines[4] or "sha1")
 
-    def git(self, args: Sequence[str], **kwargs: object) -> subprocess.CompletedProcess[bytes]:
+    def git(self, args: Sequence[str], *, env: Mapping[str, str] | None = None, input: bytes | None = None,
+            timeout: float = TIMEOUT, check: bool = True) -> subprocess.CompletedProcess[bytes]:
         """``git args`` run at the work tree's root (paths are then relative to ``top``)."""
-        return run(self.top, args, **kwargs)  # type: ignore[arg-type]
+        return run(self.top, args, env=env, input=input, timeout=timeout, check=check)
 
-    def out(self, args: Sequence[str], **kwargs: object) -> str:
-        return self.git(args, **kwargs).stdout.decode("utf-8", "surrogateescape").strip()
+    def out(self, args: Sequence[str], *, env: Mapping[str, str] | None = None, input: bytes | None = None,
+            check: bool = True) -> str:
+        """``git args``' standard output as text, without surrounding whitespace."""
+        return self.git(args, env=env, input=input, check=check).stdout.decode("utf-8", "surrogateescape").strip()
 
     def head(self) -> str | None:
         """The commit HEAD points at; None on a branch with no commit yet."""
