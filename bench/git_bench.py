@@ -29,8 +29,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from vault_mem.index.build import sync
 from vault_mem.index.store import VaultIndex
-from vault_mem.query.context import Vault, View
-from vault_mem.query.read import memory_read
+from vault_mem.reads.read import memory_read
+from vault_mem.served.context import Vault, View
 from vault_mem.vault.git import Repo
 from vault_mem.vault.gitsync import sync_vault
 from vault_mem.vault.history import History, history_for, register, unregister

@@ -12,7 +12,6 @@ p95 <= 30 ms in process for each of the four contracts; p50 <= 15 ms over stdio.
 from __future__ import annotations
 
 import argparse
-import importlib
 import statistics
 import sys
 import tempfile
@@ -27,7 +26,8 @@ from gen_vault import generate
 
 from vault_mem.index.build import build
 from vault_mem.index.store import VaultIndex
-from vault_mem.query.context import Vault, View
+from vault_mem.served.context import Vault, View
+from vault_mem.server.tools import TOOLS_BY_NAME
 
 
 def calls(sample_domain: str, sample_ref: str) -> list[tuple[str, str, dict[str, Any]]]:
@@ -47,10 +47,6 @@ def calls(sample_domain: str, sample_ref: str) -> list[tuple[str, str, dict[str,
     ]
 
 
-TARGETS = {"list_by_domain": "list_by_domain:list_by_domain", "mem_recall": "mem_recall:mem_recall",
-           "memory_list": "memory_list:memory_list", "memory_search": "memory_search:memory_search",
-           "memory_read": "read:memory_read", "list_domains": "read:list_domains"}
-
 
 def pct(values: list[float], q: float) -> float:
     ordered = sorted(values)
@@ -60,8 +56,7 @@ def pct(values: list[float], q: float) -> float:
 def in_process(vault: Vault, plan: list[tuple[str, str, dict[str, Any]]], runs: int) -> None:
     print(f"\nin process ({runs} calls each)          p50 ms   p95 ms   status")
     for label, tool, args in plan:
-        module, _, func = TARGETS[tool].partition(":")
-        handler = getattr(importlib.import_module(f"vault_mem.query.{module}"), func)
+        handler = TOOLS_BY_NAME[tool].handler
         times = []
         status = "?"
         for _ in range(runs):

@@ -28,7 +28,7 @@ from gen_vault import generate
 
 from vault_mem.index.build import build
 from vault_mem.index.store import VaultIndex
-from vault_mem.query.context import Vault
+from vault_mem.served.context import Vault
 from vault_mem.server.app import call
 from vault_mem.server.tools import ToolSpec, tools_for
 

@@ -13,7 +13,7 @@ from mcp import Client
 
 from vault_mem.index.build import sync
 from vault_mem.index.store import VaultIndex
-from vault_mem.query.context import Vault
+from vault_mem.served.context import Vault
 from vault_mem.server.app import build_server
 
 SAMPLE_VAULT = Path(__file__).resolve().parent.parent / "sample_vault"

@@ -26,7 +26,7 @@ from conftest import ToolClient, connect
 
 from vault_mem.index.build import sync
 from vault_mem.index.store import VaultIndex
-from vault_mem.query.context import Vault
+from vault_mem.served.context import Vault
 from vault_mem.vault.frontmatter import split_frontmatter
 from vault_mem.vault.reader import MAX_BYTES, decode
 

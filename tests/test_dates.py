@@ -1,4 +1,4 @@
-"""The shared date grammar (vault_mem.query.dates): plain unit tests of a pure module."""
+"""The shared date grammar (vault_mem.reads.dates): plain unit tests of a pure module."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from vault_mem.errors import InvalidInput
-from vault_mem.query.dates import epoch_bounds, parse_period
+from vault_mem.reads.dates import epoch_bounds, parse_period
 
 UTC = dt.UTC
 

@@ -34,7 +34,7 @@ from mcp import Client, StdioServerParameters
 
 from vault_mem.index.build import sync
 from vault_mem.index.store import VaultIndex
-from vault_mem.query.context import Vault
+from vault_mem.served.context import Vault
 from vault_mem.vault import writer
 
 pytestmark = pytest.mark.anyio

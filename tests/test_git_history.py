@@ -13,7 +13,7 @@ from git_helpers import MACHINE, commit_all, git, git_env, new_repo
 from vault_mem import cli
 from vault_mem.index.build import sync
 from vault_mem.index.store import VaultIndex
-from vault_mem.query.context import Vault
+from vault_mem.served.context import Vault
 
 pytestmark = pytest.mark.anyio
 __all__ = ["git_env"]  # a fixture, used by name

@@ -16,7 +16,7 @@ from vault_mem import cli
 from vault_mem.index.build import sync
 from vault_mem.index.store import VaultIndex
 from vault_mem.index.watcher import Watcher
-from vault_mem.query.context import Vault
+from vault_mem.served.context import Vault
 from vault_mem.vault.gitsync import host_name, sync_vault
 
 pytestmark = pytest.mark.anyio

@@ -31,7 +31,7 @@ import pytest
 from conftest import ToolClient, connect
 
 from vault_mem.index.store import VaultIndex
-from vault_mem.query.context import Vault
+from vault_mem.served.context import Vault
 
 pytestmark = pytest.mark.anyio
 

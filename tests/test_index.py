@@ -138,8 +138,8 @@ _TITLE = st.text(alphabet=st.characters(codec="utf-8", categories=("L", "M", "N"
 @settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(notes=st.lists(st.tuples(st.lists(_SEGMENT, max_size=3), _TITLE), min_size=1, max_size=25))
 def test_a_generated_vault_indexes_with_every_note_findable(tmp_path_factory, notes) -> None:
-    from vault_mem.query.context import Vault, View
-    from vault_mem.query.refs import resolve_ref
+    from vault_mem.served.context import Vault, View
+    from vault_mem.served.refs import resolve_ref
 
     tmp = tmp_path_factory.mktemp("gen")
     files = {}

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from vault_mem.query.context import View
-from vault_mem.query.lineage import Lineage
+from vault_mem.reads.lineage import Lineage
+from vault_mem.served.context import View
 
 pytestmark = pytest.mark.anyio
 

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from vault_mem.query.memory_search import STOP_WORDS
+from vault_mem.reads.memory_search import STOP_WORDS
 
 pytestmark = pytest.mark.anyio
 

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from vault_mem.query.context import MAX_ANSWER_CHARS
+from vault_mem.served.context import MAX_ANSWER_CHARS
 from vault_mem.vault.frontmatter import split_frontmatter
 
 pytestmark = pytest.mark.anyio

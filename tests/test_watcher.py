@@ -20,8 +20,8 @@ from vault_mem.index.build import reconcile, sync
 from vault_mem.index.schema import document_of
 from vault_mem.index.store import VaultIndex
 from vault_mem.index.watcher import Watcher
-from vault_mem.query.context import Vault, View
-from vault_mem.query.list_by_domain import list_by_domain
+from vault_mem.reads.list_by_domain import list_by_domain
+from vault_mem.served.context import Vault, View
 from vault_mem.vault.paths import display_path
 from vault_mem.vault.reader import file_etag, read_note
 from vault_mem.vault.walk import walk_vault

@@ -224,15 +224,13 @@ def cmd_stats(args: argparse.Namespace) -> int:
     return 0
 
 
-def _query(args: argparse.Namespace, target: str, raw: dict[str, Any]) -> dict[str, Any]:
-    import importlib
-
-    from vault_mem.query.context import Vault, View
+def _query(args: argparse.Namespace, tool: str, raw: dict[str, Any]) -> dict[str, Any]:
+    from vault_mem.served.context import Vault, View
+    from vault_mem.server.tools import TOOLS_BY_NAME
 
     index = _up_to_date(args)
     vault = Vault(index.root, index, project=getattr(args, "project", None))
-    module, _, func = target.partition(":")
-    handler = getattr(importlib.import_module(f"vault_mem.query.{module}"), func)
+    handler = TOOLS_BY_NAME[tool].handler
     with index.searching() as searcher:
         answer: dict[str, Any] = handler(View(vault, searcher), {k: v for k, v in raw.items() if v is not None})
     return answer
@@ -251,7 +249,7 @@ def _print_answer(args: argparse.Namespace, answer: dict[str, Any], human: Calla
 def cmd_search(args: argparse.Namespace) -> int:
     raw = {"agent": "cli", "query": " ".join(args.query) or None, "kind": args.kind, "tag": args.tag,
            "limit": args.limit}
-    answer = _query(args, "memory_search:memory_search", raw)
+    answer = _query(args, "memory_search", raw)
 
     def human(a: dict[str, Any]) -> None:
         for note in a.get("notes", []):
@@ -267,7 +265,7 @@ def cmd_search(args: argparse.Namespace) -> int:
 def cmd_list(args: argparse.Namespace) -> int:
     raw = {"domain": args.domain, "type": args.type, "status": args.status, "limit": args.limit,
            "offset": args.offset}
-    answer = _query(args, "list_by_domain:list_by_domain", raw)
+    answer = _query(args, "list_by_domain", raw)
 
     def human(a: dict[str, Any]) -> None:
         for row in a.get("results", []):
@@ -284,12 +282,12 @@ def cmd_recall(args: argparse.Namespace) -> int:
     raw = {"since": args.since, "until": args.until, "source_filter": args.source_filter,
            "tag_filter": args.tag_filter, "namespace": args.namespace, "scope": args.scope, "limit": args.limit,
            "output_format": "structured" if args.json else "compact"}
-    answer = _query(args, "mem_recall:mem_recall", raw)
+    answer = _query(args, "mem_recall", raw)
     return _print_answer(args, answer, lambda a: print(a.get("text", "")))
 
 
 def cmd_read(args: argparse.Namespace) -> int:
-    answer = _query(args, "read:memory_read", {"ref": args.ref, "offset": args.offset})
+    answer = _query(args, "memory_read", {"ref": args.ref, "offset": args.offset})
 
     def human(a: dict[str, Any]) -> None:
         print(f"{a['title']}  ({a['permalink']}, {a.get('type', '')}, updated {a.get('updated', '')[:10]})")
@@ -310,7 +308,7 @@ def cmd_read(args: argparse.Namespace) -> int:
 
 
 def cmd_domains(args: argparse.Namespace) -> int:
-    answer = _query(args, "read:list_domains", {})
+    answer = _query(args, "list_domains", {})
 
     def human(a: dict[str, Any]) -> None:
         for d in a.get("domains", []):
@@ -322,12 +320,12 @@ def cmd_domains(args: argparse.Namespace) -> int:
 def cmd_serve(args: argparse.Namespace) -> int:
     root = _vault_root(args)
     index = _index(args, root)
-    from vault_mem.query.context import Vault
+    from vault_mem.served.context import Vault
     from vault_mem.server.runtime import Runtime
 
     project = args.project or os.environ.get("VAULT_MEM_PROJECT") or None
-    vault = Vault(root, index, project=project, compat=args.compat, git_commit=args.git_commit)
-    runtime = Runtime(vault)
+    runtime = Runtime(index)
+    vault = Vault(root, index, project=project, compat=args.compat, health=runtime, git_commit=args.git_commit)
     _start_git_options(args, root)
 
     def say(text: str) -> None:

@@ -15,7 +15,7 @@ from typing import Any
 import mcp.types as t
 
 from vault_mem.errors import InvalidInput, VaultMemError
-from vault_mem.query.context import MAX_ANSWER_CHARS
+from vault_mem.served.context import MAX_ANSWER_CHARS
 
 log = logging.getLogger("vault_mem.server")
 

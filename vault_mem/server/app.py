@@ -14,9 +14,9 @@ from mcp.server.lowlevel import Server
 
 from vault_mem import __version__
 from vault_mem.errors import InvalidInput, NotFound, VaultMemError, VaultUnavailable
-from vault_mem.query.conflicts import conflict_hint
-from vault_mem.query.context import Vault, View
-from vault_mem.query.refs import resolve_ref
+from vault_mem.reads.conflicts import conflict_hint
+from vault_mem.served.context import Vault, View
+from vault_mem.served.refs import resolve_ref
 from vault_mem.server.answers import error_answer, to_result
 from vault_mem.server.tools import STATUS_SCHEMA, ToolSpec, tools_for
 from vault_mem.vault.note import resource_uri
@@ -44,7 +44,7 @@ def call(vault: Vault, spec: ToolSpec, arguments: dict[str, Any] | None) -> dict
                                                  f"{', '.join(spec.properties)}"))
             if theirs in raw:
                 raw[ours] = raw.pop(theirs)
-        handler = spec.handler()
+        handler = spec.handler
         vault.check()
         try:
             with vault.index.searching() as searcher:

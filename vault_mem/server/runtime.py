@@ -22,18 +22,17 @@ from vault_mem.index.gitfollow import attach_history
 from vault_mem.index.schema import SCHEMA_VERSION
 from vault_mem.index.store import VaultIndex
 from vault_mem.index.watcher import Watcher
-from vault_mem.query.context import Vault
 
 log = logging.getLogger("vault_mem.server")
 PROGRESS_FILE = "build-progress.json"
 
 
 class Runtime:
-    """Owns the background indexing of one served vault."""
+    """Owns the background indexing of one served vault; it is the vault's ``Health``."""
 
-    def __init__(self, vault: Vault) -> None:
-        self.vault = vault
-        self.index: VaultIndex = vault.index
+    def __init__(self, index: VaultIndex) -> None:
+        self.root = index.root
+        self.index = index
         self._building = threading.Event()
         self._ready = threading.Event()
         self.report: SyncReport | None = None
@@ -41,8 +40,6 @@ class Runtime:
         self.error: str | None = None
         self._bringing_up = threading.Lock()
         self._vault_missing = False
-        vault.indexing = self.indexing
-        vault.check = self.check
 
     @property
     def progress_path(self) -> Path:
@@ -74,15 +71,15 @@ class Runtime:
         then the index is reconciled; a deleted index folder is rebuilt in the background
         while answers say how far the build got.
         """
-        if not self.vault.root.is_dir():
+        if not self.root.is_dir():
             if not self._vault_missing:
-                log.error("the vault folder %s is gone; waiting for it to come back", self.vault.root)
+                log.error("the vault folder %s is gone; waiting for it to come back", self.root)
             self._vault_missing = True
-            raise VaultUnavailable(f"the vault folder {self.vault.root} is missing (moved, deleted or "
+            raise VaultUnavailable(f"the vault folder {self.root} is missing (moved, deleted or "
                                    "unmounted?); answers resume when it is back")
         if self._vault_missing:
             self._vault_missing = False
-            log.info("the vault folder %s is back; reconciling", self.vault.root)
+            log.info("the vault folder %s is back; reconciling", self.root)
             self.start()
         elif self._ready.is_set() and self._index_gone():
             log.warning("the index at %s is gone or damaged; rebuilding it", self.index.dir)
@@ -135,9 +132,9 @@ class Runtime:
         # Not --rebuild: under the build lock the child finds out whether another process has
         # built the index meanwhile, and then only reconciles.
         command = [sys.executable, "-m", "vault_mem", "index", "--quiet",
-                   "--vault", str(self.vault.root), "--index-dir", str(self.index.dir),
+                   "--vault", str(self.root), "--index-dir", str(self.index.dir),
                    "--progress-file", str(self.progress_path)]
-        log.info("building the index of %s in the background", self.vault.root)
+        log.info("building the index of %s in the background", self.root)
         result = subprocess.run(command, stdin=subprocess.DEVNULL, stdout=sys.stderr.fileno(),
                                 stderr=sys.stderr.fileno(), check=False, env=os.environ.copy())
         if result.returncode != 0:

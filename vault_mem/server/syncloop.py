@@ -3,7 +3,7 @@
 Each round's outcome is logged on stderr (never stdout: the protocol owns it). The watcher
 sees whatever the sync changed in the files, and the history map follows HEAD, so the
 index needs nothing more; conflicted copies show up in every answer's ``hints`` until a
-person resolves them (query/conflicts.py).
+person resolves them (reads/conflicts.py).
 """
 
 from __future__ import annotations

@@ -31,7 +31,7 @@ from whoosh.query import Or, Term
 
 from vault_mem.index.schema import fold, strip_md
 from vault_mem.index.substring import terms_containing
-from vault_mem.query.context import View
+from vault_mem.served.context import View
 from vault_mem.vault import markdown
 from vault_mem.vault.note import Note, domain_of, permalink_of
 

@@ -3,10 +3,9 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from whoosh.query import Query, Term
 from whoosh.searching import Searcher
@@ -21,17 +20,42 @@ MAX_ANSWER_CHARS = 40_000  # no answer's JSON passes this (SPEC 4)
 ROW_BUDGET = 36_000  # what rows may take, leaving room for the envelope
 
 
+class Health(Protocol):
+    """How the served vault is doing; the server's runtime keeps it (``server/runtime.py``)."""
+
+    def indexing(self) -> dict[str, int] | None:
+        """``{done, total}`` while a build runs, else None."""
+
+    def check(self) -> None:
+        """Raise VaultUnavailable when the vault cannot be served right now."""
+
+
+class SteadyHealth:
+    """A vault indexed before serving (tests, the CLI): never building, always there."""
+
+    def indexing(self) -> dict[str, int] | None:
+        return None
+
+    def check(self) -> None:
+        return None
+
+
 @dataclass
 class Vault:
-    """A vault being served: root, index, the ``--project`` default, and build progress."""
+    """A vault being served: root, index, the ``--project`` default, and how it is doing."""
 
     root: Path
     index: VaultIndex
     project: str | None = None
     compat: bool = False
+    health: Health = field(default_factory=SteadyHealth)
     git_commit: bool = False  # serve --git-commit: each write tool's change is its own commit (SPEC 8)
-    indexing: Callable[[], dict[str, int] | None] = field(default=lambda: None)
-    check: Callable[[], None] = field(default=lambda: None)  # raises when the vault is unavailable
+
+    def indexing(self) -> dict[str, int] | None:
+        return self.health.indexing()
+
+    def check(self) -> None:
+        self.health.check()
 
 
 class View:

@@ -17,7 +17,7 @@ disk now, so fields, ``etag`` and ``body`` always agree with the file. The answe
     next_offset       only when more body remains,
     history           in a git work tree: the last commits that touched the note, newest
                       first, {sha, date, author, subject} (``history`` of them, 0..50, default
-                      5), and ``uncommitted``: the file differs from HEAD (query/githistory.py),
+                      5), and ``uncommitted``: the file differs from HEAD (reads/githistory.py),
     links             outgoing links: {target, permalink, resolved, heading?, block?,
                       embed?, markdown?}; an unresolved link has permalink null and
                       resolved false (see ``links``),
@@ -49,18 +49,24 @@ from whoosh.query import Term
 from vault_mem.errors import InvalidInput, NotFound
 from vault_mem.index.lru import Lru
 from vault_mem.index.schema import ancestors, fold
-from vault_mem.query.context import MAX_ANSWER_CHARS, View, json_size, take_within
-from vault_mem.query.githistory import DEFAULT_HISTORY, MAX_HISTORY, git_fields
-from vault_mem.query.lineage import Lineage
-from vault_mem.query.links import LinkResolver, backlinks, outgoing
-from vault_mem.query.params import Args
-from vault_mem.query.refs import resolve_ref
-from vault_mem.query.rows import cut_to_fit
+from vault_mem.reads.githistory import DEFAULT_HISTORY, MAX_HISTORY, git_fields
+from vault_mem.reads.lineage import Lineage
+from vault_mem.reads.links import LinkResolver, backlinks, outgoing
+from vault_mem.reads.rows import cut_to_fit
+from vault_mem.served.context import MAX_ANSWER_CHARS, View, json_size, take_within
+from vault_mem.served.params import OFFSET, REF, Args, int_param
+from vault_mem.served.refs import resolve_ref
 from vault_mem.vault.dates import from_timestamp, iso
 from vault_mem.vault.note import Note, est_tokens, permalink_of
 from vault_mem.vault.reader import MAX_BYTES, read_note
 
-READ_PARAMS = ("ref", "offset", "max_chars", "history")
+READ_PARAMS = (
+    REF,
+    int_param("offset", "Body offset in characters, default 0."),
+    int_param("max_chars", "Body characters per page, 1-30000, default 20000."),
+    int_param("history", "In a git vault: last commits shown, 0-50, default 5."),
+)
+DOMAINS_PARAMS = (OFFSET,)
 DEFAULT_MAX_CHARS = 20_000
 MAX_CHARS = 30_000
 HEAD_BUDGET = 24_000  # what the record without its body may take
@@ -213,7 +219,7 @@ DOMAIN_PAGE = 500
 
 
 def list_domains(view: View, raw: dict[str, Any]) -> dict[str, Any]:
-    args = Args(raw, ("offset",))
+    args = Args(raw, DOMAINS_PARAMS)
     offset = args.integer("offset", 0, 0)
 
     paths = view.column("path")

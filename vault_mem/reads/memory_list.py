@@ -29,16 +29,29 @@ from vault_mem.errors import InvalidInput
 from vault_mem.index.columns import segment_key
 from vault_mem.index.schema import fold
 from vault_mem.index.substring import is_word, substring_query, words
-from vault_mem.query.context import ROW_BUDGET, View, json_size
-from vault_mem.query.dates import epoch_bounds, parse_period
-from vault_mem.query.lineage import Lineage
-from vault_mem.query.params import Args
-from vault_mem.query.rows import cut_message, fit_row
+from vault_mem.reads.dates import epoch_bounds, parse_period
+from vault_mem.reads.lineage import Lineage
+from vault_mem.reads.rows import cut_message, fit_row
+from vault_mem.served.context import ROW_BUDGET, View, json_size
+from vault_mem.served.params import OFFSET, Args, flag_param, int_param, mapping_param, strings_param, text_param
 from vault_mem.vault.note import permalink_of
 
-PARAMS = ("query", "metadata_filters", "limit", "offset", "date_from", "date_to", "tags_any",
-          "tags_all", "tags_none", "sort_by_importance", "content_mode", "preview_chars",
-          "fields", "follow")
+PARAMS = (
+    text_param("query", "Substring of title or body."),
+    mapping_param("metadata_filters", "Frontmatter key -> value (list: any of)."),
+    int_param("limit", "Default 20; -1: no limit."),
+    OFFSET,
+    text_param("date_from", "Created from: date (partial ok) or 7d, 2w, 1m, 1y."),
+    text_param("date_to", "Created until, inclusive."),
+    strings_param("tags_any", "Any of these."),
+    strings_param("tags_all", "All of these."),
+    strings_param("tags_none", "None of these."),
+    flag_param("sort_by_importance", "Most important first."),
+    text_param("content_mode", "preview (default) or full."),
+    int_param("preview_chars", "1-2000, default 120."),
+    strings_param("fields", "Fields to return."),
+    text_param("follow", "active, latest, full_history or all."),
+)
 FOLLOWS = ("active", "latest", "full_history", "all")
 MODES = ("preview", "full")
 ROW_FIELDS = ("id", "title", "type", "tags", "metadata", "created", "updated", "importance",

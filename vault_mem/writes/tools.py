@@ -19,9 +19,9 @@ from pathlib import Path
 from typing import Any
 
 from vault_mem.errors import Conflict, InvalidInput, NotFound
-from vault_mem.query.context import View
-from vault_mem.query.params import Args
-from vault_mem.query.refs import resolve_ref
+from vault_mem.served.context import View
+from vault_mem.served.params import AGENT, IF_ETAG, REF, Args, mapping_param, number_param, strings_param, text_param
+from vault_mem.served.refs import resolve_ref
 from vault_mem.vault.dates import iso, parse_datetime
 from vault_mem.vault.gitcommit import write_commit
 from vault_mem.vault.note import SCOPES, Note, permalink_of
@@ -42,8 +42,36 @@ from vault_mem.vault.writer import (
 MAX_TITLE = 500
 MAX_SEGMENT_BYTES = 255
 MAX_CONTENT = 1_000_000
-WRITE_PARAMS = ("agent", "title", "content", "domain", "type", "tags", "importance", "namespace", "scope",
-                "project", "paths")
+WRITE_PARAMS = (
+    AGENT,
+    text_param("title", "Title; also the file name.", required=True),
+    text_param("content", "The Markdown body.", required=True),
+    text_param("domain", "Folder path like 'acme/x100'; default the vault root."),
+    text_param("type", "note, fact, lesson, gotcha, decision, task, ..."),
+    strings_param("tags", "Tags."),
+    number_param("importance", "0..1, default 0.5."),
+    text_param("namespace", "Default 'default'."),
+    text_param("scope", "user, project_shared or project_local."),
+    text_param("project", "Project, for project scopes."),
+    strings_param("paths", "Code paths it is about."),
+)
+SUPERSEDE_PARAMS = (
+    AGENT, REF,
+    text_param("title", "Title of the new memory.", required=True),
+    text_param("content", "Its body.", required=True),
+    text_param("type", "Type; default the old one's."),
+    strings_param("tags", "Tags; default the old one's."),
+    text_param("domain", "Folder; default the old one's."),
+)
+EDIT_PARAMS = (
+    AGENT, REF, IF_ETAG,
+    text_param("if_updated", "The updated value you read."),
+    text_param("content", "New body."),
+    text_param("append", "A paragraph to add at the end."),
+    mapping_param("set", "Frontmatter keys to write."),
+)
+CLOSE_PARAMS = (AGENT, REF, text_param("state", "completed (default) or cancelled."), IF_ETAG)
+DELETE_PARAMS = (AGENT, REF, IF_ETAG)
 CLOSED_STATES = ("completed", "cancelled")
 CREATED_KEYS = ("created", "date", "created_at")  # as the reader accepts them
 
@@ -164,7 +192,7 @@ def memory_write(view: View, raw: dict[str, Any]) -> dict[str, Any]:
 
 @one_at_a_time
 def memory_supersede(view: View, raw: dict[str, Any]) -> dict[str, Any]:
-    args = Args(raw, ("agent", "ref", "title", "content", "type", "tags", "domain"))
+    args = Args(raw, SUPERSEDE_PARAMS)
     agent = args.agent()
     old = view.record(resolve_ref(view, args.required_str("ref", max_len=1000)))
     defaults = {"domain": old["path"].rpartition("/")[0], "type": old["type"], "tags": old["tags"],
@@ -232,7 +260,7 @@ def _rewrite(view: View, rel: str, before: bytes, new_text: str, tool: str, agen
 
 @one_at_a_time
 def memory_edit(view: View, raw: dict[str, Any]) -> dict[str, Any]:
-    args = Args(raw, ("agent", "ref", "if_etag", "if_updated", "content", "append", "set"))
+    args = Args(raw, EDIT_PARAMS)
     agent = args.agent()
     ref = args.required_str("ref", max_len=1000)
     content = _body_text(args, "content")
@@ -267,7 +295,7 @@ def memory_edit(view: View, raw: dict[str, Any]) -> dict[str, Any]:
 
 @one_at_a_time
 def task_close(view: View, raw: dict[str, Any]) -> dict[str, Any]:
-    args = Args(raw, ("agent", "ref", "state", "if_etag"))
+    args = Args(raw, CLOSE_PARAMS)
     agent = args.agent()
     ref = args.required_str("ref", max_len=1000)
     state = args.choice("state", "completed", CLOSED_STATES)
@@ -282,7 +310,7 @@ def task_close(view: View, raw: dict[str, Any]) -> dict[str, Any]:
 
 @one_at_a_time
 def memory_delete(view: View, raw: dict[str, Any]) -> dict[str, Any]:
-    args = Args(raw, ("agent", "ref", "if_etag"))
+    args = Args(raw, DELETE_PARAMS)
     agent = args.agent()
     ref = args.required_str("ref", max_len=1000)
     rel, data = _current(view, ref)

@@ -13,13 +13,20 @@ from whoosh.query import And, Or, Query, Term
 
 from vault_mem.index.schema import fold
 from vault_mem.index.substring import segment_terms_containing
-from vault_mem.query.context import View, take_within
-from vault_mem.query.params import Args
-from vault_mem.query.rows import body_tokens, cut_message, fit_row, identity, snippet_of, task_fields
+from vault_mem.reads.rows import body_tokens, cut_message, fit_row, identity, snippet_of, task_fields
+from vault_mem.served.context import View, take_within
+from vault_mem.served.params import OFFSET, Args, flag_param, int_param, text_param
 from vault_mem.vault.note import domain_of
 from vault_mem.vault.paths import check_relative, confine
 
-PARAMS = ("domain", "type", "limit", "offset", "status", "subtree")
+PARAMS = (
+    text_param("domain", "Folder path or segment name; '' is the whole vault.", required=True),
+    text_param("type", "One memory type; empty is every type."),
+    int_param("limit", "1-200, default 20."),
+    OFFSET,
+    text_param("status", "active (default), archived or all."),
+    flag_param("subtree", "False: only that exact folder."),
+)
 STATUSES = ("active", "archived", "all")
 
 

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from vault_mem.errors import InvalidInput
@@ -19,10 +20,67 @@ INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
 _INTEGER = re.compile(r"\s*[+-]?\d{1,18}\s*")
 
 
+# JSON schema of each kind of parameter; "strings" also takes one string, "object" a JSON string.
+_SCHEMA_TYPES: dict[str, Any] = {
+    "string": "string", "integer": "integer", "boolean": "boolean", "number": "number",
+    "strings": ["array", "string"], "object": ["object", "string"],
+}
+
+
+@dataclass(frozen=True)
+class Param:
+    """One tool parameter, declared once beside the function that reads it: the MCP input
+    schema (``server/tools.py``) and the accepted names (``Args``) both come from here.
+    Defaults and ranges live in the reading code, which states them in its messages."""
+
+    name: str
+    kind: str  # a key of _SCHEMA_TYPES
+    description: str
+    required: bool = False
+
+    def schema(self) -> dict[str, Any]:
+        schema: dict[str, Any] = {"type": _SCHEMA_TYPES[self.kind]}
+        if self.kind == "strings":
+            schema["items"] = {"type": "string"}
+        schema["description"] = self.description
+        return schema
+
+
+def text_param(name: str, description: str, required: bool = False) -> Param:
+    return Param(name, "string", description, required)
+
+
+def int_param(name: str, description: str) -> Param:
+    return Param(name, "integer", description)
+
+
+def flag_param(name: str, description: str) -> Param:
+    return Param(name, "boolean", description)
+
+
+def number_param(name: str, description: str) -> Param:
+    return Param(name, "number", description)
+
+
+def strings_param(name: str, description: str) -> Param:
+    return Param(name, "strings", description)
+
+
+def mapping_param(name: str, description: str) -> Param:
+    return Param(name, "object", description)
+
+
+AGENT = text_param("agent", "Your stable agent name (letters, digits, . _ -).", required=True)
+REF = text_param("ref", "uid, permalink, path, file name or title.", required=True)
+OFFSET = int_param("offset", "Pass next_offset for the next page.")
+IF_ETAG = text_param("if_etag", "The etag you read.")
+
+
 class Args:
     """The arguments of one call, consumed parameter by parameter, then checked for leftovers."""
 
-    def __init__(self, raw: Mapping[str, Any] | None, allowed: tuple[str, ...]) -> None:
+    def __init__(self, raw: Mapping[str, Any] | None, params: Sequence[Param]) -> None:
+        allowed = tuple(p.name for p in params)
         if raw is None:
             raw = {}
         if not isinstance(raw, Mapping):

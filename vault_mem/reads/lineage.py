@@ -27,7 +27,7 @@ from typing import Any
 from whoosh.query import Term
 
 from vault_mem.index.schema import fold, strip_md
-from vault_mem.query.context import View
+from vault_mem.served.context import View
 from vault_mem.vault.note import domain_of, permalink_of
 
 _PERMALINK = "memory://"

@@ -8,7 +8,7 @@ from whoosh.query import Term
 
 from vault_mem.errors import InvalidInput, NotFound
 from vault_mem.index.schema import fold, strip_md
-from vault_mem.query.context import View
+from vault_mem.served.context import View
 from vault_mem.vault.note import permalink_of
 from vault_mem.vault.paths import check_relative
 

@@ -29,16 +29,25 @@ from whoosh.query import And, Or, Query, Term
 from vault_mem.errors import InvalidInput
 from vault_mem.index.columns import segment_key
 from vault_mem.index.schema import fold
-from vault_mem.query.chunks import Chunk, ChunkCache, chunk_body
-from vault_mem.query.context import ROW_BUDGET, View, json_size
-from vault_mem.query.dates import epoch_bounds, parse_period
-from vault_mem.query.params import Args
-from vault_mem.query.rows import cut_message, fit_row, snippet
+from vault_mem.reads.chunks import Chunk, ChunkCache, chunk_body
+from vault_mem.reads.dates import epoch_bounds, parse_period
+from vault_mem.reads.rows import cut_message, fit_row, snippet
+from vault_mem.served.context import ROW_BUDGET, View, json_size
+from vault_mem.served.params import OFFSET, Args, int_param, text_param
 from vault_mem.vault.dates import iso
 from vault_mem.vault.note import permalink_of
 
-PARAMS = ("since", "until", "source_filter", "tag_filter", "namespace", "limit", "output_format",
-          "scope", "offset")
+PARAMS = (
+    text_param("since", "Start: YYYY, YYYY-MM, YYYY-MM-DD or ISO datetime."),
+    text_param("until", "Exclusive end; a partial date includes its period."),
+    text_param("source_filter", "Path substring, or a glob of the whole path."),
+    text_param("tag_filter", "Comma-separated tags, any of them."),
+    text_param("namespace", "One namespace, a comma list, or one glob ('project:*')."),
+    text_param("scope", "One scope, a comma list, or one glob."),
+    int_param("limit", "Chunks, 1-500, default 20."),
+    OFFSET,
+    text_param("output_format", "compact (default) or structured."),
+)
 FORMATS = ("compact", "structured")
 ARCHIVE = "archive:"
 COMPACT_CHARS = 400

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from whoosh.query import Term
 
-from vault_mem.query.context import View
+from vault_mem.served.context import View
 from vault_mem.vault.gitsync import CONFLICT_COPY
 
 SHOWN = 5

@@ -26,12 +26,20 @@ from whoosh.query import And, Or, Query, Term
 from vault_mem.errors import InvalidInput
 from vault_mem.index.schema import path_prefixes
 from vault_mem.index.substring import hit_counts, words
-from vault_mem.query.context import View, json_size, take_within
-from vault_mem.query.excerpts import excerpt_around
-from vault_mem.query.params import Args
+from vault_mem.reads.excerpts import excerpt_around
+from vault_mem.served.context import View, json_size, take_within
+from vault_mem.served.params import AGENT, Args, int_param, text_param
 from vault_mem.vault.note import KNOWN_TYPES, permalink_of
 
-PARAMS = ("agent", "query", "tag", "kind", "path", "limit", "since")
+PARAMS = (
+    AGENT,
+    text_param("query", "Free text. Omit for recent activity."),
+    text_param("tag", "Only notes with this tag."),
+    text_param("kind", "Only notes of this kind (type)."),
+    text_param("path", "Only notes whose code paths overlap it."),
+    int_param("limit", "How many to return. Default 10, max 50."),
+    text_param("since", "RFC 3339; notes updated at or after it."),
+)
 DEFAULT_LIMIT = 10
 MAX_LIMIT = 50
 MAX_TERMS = 32

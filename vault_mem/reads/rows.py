@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from vault_mem.query.context import json_size
+from vault_mem.served.context import json_size
 from vault_mem.vault.note import domain_of, permalink_of, tokens_for_chars
 
 SNIPPET_CHARS = 400
