@@ -68,9 +68,14 @@ def save_to_visible(vault: Vault, rng: random.Random) -> list[float]:
     return latencies
 
 
+def indexed(vault: Vault) -> int:
+    with vault.index.searching() as searcher:
+        return int(searcher.doc_count())
+
+
 def burst(vault: Vault, watcher: Watcher) -> tuple[float, float]:
     """(seconds writing the files, seconds from the first write until all are indexed)."""
-    before = vault.index.doc_count()
+    before = indexed(vault)
     start = time.perf_counter()
     for i in range(BURST):
         path = vault.root / "burst" / f"b{i % 20}" / f"burst note {i}.md"
@@ -79,9 +84,9 @@ def burst(vault: Vault, watcher: Watcher) -> tuple[float, float]:
                         encoding="utf-8")
     written = time.perf_counter() - start
     deadline = start + 120
-    while not (vault.index.doc_count() == before + BURST and watcher.idle()):
+    while not (indexed(vault) == before + BURST and watcher.wait_idle(0.0)):
         if time.perf_counter() > deadline:
-            raise SystemExit(f"burst not absorbed after 120 s ({vault.index.doc_count() - before} indexed)")
+            raise SystemExit(f"burst not absorbed after 120 s ({indexed(vault) - before} indexed)")
         time.sleep(0.02)
     return written, time.perf_counter() - start
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import textwrap
 from collections.abc import AsyncIterator, Callable
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
@@ -15,6 +16,7 @@ from vault_mem.index.build import sync
 from vault_mem.index.store import VaultIndex
 from vault_mem.served.context import Vault
 from vault_mem.server.app import build_server
+from vault_mem.vault.note import Note
 
 SAMPLE_VAULT = Path(__file__).resolve().parent.parent / "sample_vault"
 
@@ -52,6 +54,24 @@ def open_vault(root: Path, project: str | None = None, compat: bool = False) -> 
     index = VaultIndex(root, root.parent / f"{root.name}-index")
     sync(index, procs=1)
     return Vault(root, index, project=project, compat=compat)
+
+
+def stored(index: VaultIndex, path: str) -> dict[str, Any] | None:
+    """The record the index holds for ``path``, as committed now (None when it holds none)."""
+    with index.searching() as searcher:
+        fields = searcher.document(path=path)
+        return None if fields is None else fields["record"]
+
+
+def has_path(index: VaultIndex, path: str) -> bool:
+    return stored(index, path) is not None
+
+
+def note_dict(note: Note) -> dict[str, Any]:
+    """A parsed note as one plain dict: its fields plus domain, permalink and est_tokens."""
+    out = asdict(note)
+    out.update(domain=note.domain, permalink=note.permalink, est_tokens=note.est_tokens)
+    return out
 
 
 @pytest.fixture

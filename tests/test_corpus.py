@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from conftest import note_dict
 
 from vault_mem.vault.reader import read_note
 
@@ -34,7 +35,7 @@ def test_corpus_case(source: Path, tmp_path: Path) -> None:
     shutil.copyfile(source, tmp_path / source.name)
     os.utime(tmp_path / source.name, (FALLBACK_MTIME, FALLBACK_MTIME))
 
-    note = read_note(tmp_path, source.name).to_dict()
+    note = note_dict(read_note(tmp_path, source.name))
 
     for key, want in spec["note"].items():
         assert key in note, f"unknown Note field {key!r} in the expectation"

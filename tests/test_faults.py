@@ -1,11 +1,12 @@
 """Faults while serving: a full disk, a read-only vault, the index folder deleted and the
-vault folder moved away under a running server (SPEC 6 and 7; issue "Hardening").
+vault folder moved away under a running server (docs/tools.md "Statuses", docs/index-and-sync.md).
 
 How each fault is made, real where the sandbox allows it:
 - full disk: a 1 MiB tmpfs mounted on a domain folder and filled up (needs root and
   mount); otherwise ENOSPC injected at the one OS call ``os.fsync`` in vault.writer.
 - read-only vault: ``chmod -R a-w`` when not root; as root (permissions are ignored) a
   read-only bind mount of the vault; root without mount rights skips.
+- index lock held: a second real Whoosh writer holds it while a write tool waits (briefly).
 - index deleted / vault moved: a real ``python -m vault_mem serve`` over stdio with the
   real MCP client, the folder removed or renamed under it.
 """
@@ -32,7 +33,7 @@ import pytest
 from conftest import open_vault, write_notes
 from mcp import Client, StdioServerParameters
 
-from vault_mem.index.build import sync
+from vault_mem.index.build import reconcile, sync
 from vault_mem.index.store import VaultIndex
 from vault_mem.served.context import Vault
 from vault_mem.vault import writer
@@ -111,14 +112,15 @@ async def test_full_disk_write_and_edit_answer_clearly_and_keep_the_old_file(ful
     before = files_under(folder)
     async with mcp_session(vault) as c:
         written = await c.call("memory_write", agent=AGENT, title="Too big", content="x" * 20_000, domain="full")
-        assert written["status"] == "invalid", (how, written)
+        assert written["status"] == "error", (how, written)
         assert "disk full" in written["message"] and "nothing was written" in written["message"]
+        assert written["retry"] is False and "free some disk space, then retry" in written["message"]
         for args in ({"append": "y" * 20_000}, {"content": "replaced " * 3000}, {"set": {"importance": 0.9}}):
             edited = await c.call("memory_edit", agent=AGENT, ref="keep1", **args)
-            assert edited["status"] == "invalid", (how, args, edited)
+            assert edited["status"] == "error" and edited["retry"] is False, (how, args, edited)
             assert "disk full" in edited["message"] and "unchanged" in edited["message"]
         closed = await c.call("task_close", agent=AGENT, ref="keep1", state="completed")
-        assert closed["status"] == "invalid" and "disk full" in closed["message"]
+        assert closed["status"] == "error" and "disk full" in closed["message"]
         assert files_under(folder) == before, "the old file changed or a temp file was left behind"
         read = await c.call("memory_read", ref="keep1")
         assert read["status"] == "ok" and read["body"] == "The original body.\n- [ ] one\n"
@@ -129,7 +131,7 @@ async def test_writes_resume_once_space_is_freed(full_disk, mcp_session, monkeyp
     vault, how = full_disk
     async with mcp_session(vault) as c:
         refused = await c.call("memory_edit", agent=AGENT, ref="keep1", append="later")
-        assert refused["status"] == "invalid"
+        assert refused["status"] == "error"
         if how == "tmpfs":
             (vault.root / "full" / ".filler").unlink()
         else:
@@ -196,14 +198,50 @@ async def test_read_only_vault_reads_work_writes_answer_clearly(read_only_vault,
         ]
         for tool, args in writes:
             answer = await c.call(tool, agent=AGENT, **args)
-            assert answer["status"] == "invalid", (how, tool, answer)
+            assert answer["status"] == "error" and answer["retry"] is False, (how, tool, answer)
             message = answer["message"].lower()
             assert "read-only" in message or "permission denied" in message, (how, tool, answer)
+            assert "retrying will not help" in message, (how, tool, answer)
         assert (await c.call("memory_read", ref="keep1"))["status"] == "ok"
     assert files_under(root) == before
 
 
-# -- (c) and (d): a real stdio server losing its index or its vault ----------------------------
+# -- (c) the index lock held by someone else for longer than a write may wait -------------------
+
+
+class ImpatientIndex(VaultIndex):
+    """The real index, waiting at most 0.3 s for its writer lock (60 s in the server)."""
+
+    def acquire_writer(self, timeout: float = 0.3) -> Any:
+        return super().acquire_writer(min(timeout, 0.3))
+
+
+async def test_a_write_locked_out_of_the_index_answers_error_and_keeps_its_file(tmp_path: Path,
+                                                                               mcp_session) -> None:
+    root = write_notes(tmp_path / "v", {"keeper.md": NOTE, "gone.md": "---\nid: gone1\n---\nTo the trash.\n"})
+    index = ImpatientIndex(root, tmp_path / "ix")
+    sync(index, procs=1)
+    holder = VaultIndex(root, tmp_path / "ix").open().writer()  # a second writer: the lock is held
+    try:
+        async with mcp_session(Vault(root, index)) as c:
+            written = await c.call("memory_write", agent=AGENT, title="Locked out", content="Still saved.")
+            assert written["status"] == "error" and written["retry"] is False, written
+            assert "Locked out.md was saved" in written["message"] and "lock" in written["message"]
+            assert "do not repeat this call" in written["message"], written
+            deleted = await c.call("memory_delete", agent=AGENT, ref="gone1")
+            assert deleted["status"] == "error" and "moved to .trash/gone.md" in deleted["message"], deleted
+            assert (await c.call("memory_read", ref="keep1"))["status"] == "ok", "reads need no lock"
+    finally:
+        holder.cancel()
+    assert (root / "Locked out.md").read_text(encoding="utf-8").endswith("Still saved.\n")
+    assert not (root / "gone.md").exists() and (root / ".trash" / "gone.md").is_file()
+    reconcile(index)  # what the watcher or the periodic reconcile does once the lock is free
+    async with mcp_session(Vault(root, index)) as c:
+        assert (await c.call("memory_read", ref="Locked out"))["status"] == "ok"
+        assert (await c.call("memory_read", ref="gone1"))["status"] == "not_found"
+
+
+# -- (d) and (e): a real stdio server losing its index or its vault ----------------------------
 
 
 def many_notes(n: int) -> dict[str, str]:
@@ -277,8 +315,9 @@ async def test_vault_folder_moved_away_and_back(tmp_path: Path) -> None:
                            ("list_by_domain", {"domain": "d1"}),
                            ("memory_write", {"agent": AGENT, "title": "Lost", "content": "x"})):
             gone = await answer_of(client, tool, **args)
-            assert gone["status"] == "invalid", (tool, gone)
+            assert gone["status"] == "error" and gone["retry"] is True, (tool, gone)
             assert "vault folder" in gone["message"] and "missing" in gone["message"], gone
+            assert "answers resume when it is back" in gone["message"], gone
         assert not root.exists(), "a write must not recreate the vault folder"
         away.rename(root)
         back = await poll(client, "memory_read", {"ref": "n1"}, lambda a: a["status"] == "ok", seconds=30)

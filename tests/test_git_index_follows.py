@@ -7,6 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from conftest import stored
 from git_helpers import commit_all, eventually, git, git_env, new_repo
 
 from vault_mem.index.build import sync
@@ -88,7 +89,7 @@ def test_a_pull_moves_the_index_and_the_history_dates(repo: Path, tmp_path: Path
     git(tmp_path, "clone", "-q", str(repo), str(clone))
     index = VaultIndex(clone)
     sync(index, procs=1)
-    assert index.stored("notes/b.md")["updated"] == "2022-03-01T00:00:00+00:00"  # type: ignore[index]
+    assert stored(index, "notes/b.md")["updated"] == "2022-03-01T00:00:00+00:00"  # type: ignore[index]
     watcher = Watcher(index)
     watcher.start()
     try:
@@ -96,9 +97,9 @@ def test_a_pull_moves_the_index_and_the_history_dates(repo: Path, tmp_path: Path
         commit_all(repo, "later", "2023-04-05T06:07:08Z")
         git(clone, "pull", "-q", "--ff-only")
         follows(index, "pull")
-        eventually(lambda: (index.stored("notes/b.md") or {}).get("updated") == "2023-04-05T06:07:08+00:00", 30,
+        eventually(lambda: (stored(index, "notes/b.md") or {}).get("updated") == "2023-04-05T06:07:08+00:00", 30,
                    "the pulled note's date from its new commit")
-        assert index.stored("notes/b.md")["created"] == "2022-01-01T00:00:00+00:00"  # type: ignore[index]
+        assert stored(index, "notes/b.md")["created"] == "2022-01-01T00:00:00+00:00"  # type: ignore[index]
     finally:
         watcher.stop()
 
@@ -114,4 +115,4 @@ def test_the_startup_reconcile_catches_up_with_git_done_while_no_server_ran(repo
     again = VaultIndex(repo)
     sync(again, procs=1)
     assert indexed(again) == disk(repo)
-    assert again.stored("notes/c.md")["created"] == "2022-02-01T00:00:00+00:00"  # type: ignore[index]
+    assert stored(again, "notes/c.md")["created"] == "2022-02-01T00:00:00+00:00"  # type: ignore[index]

@@ -1,4 +1,4 @@
-"""Live sync (SPEC 6): a real watchdog observer on real files keeps the index equal to the files.
+"""Live sync (docs/index-and-sync.md): a real watchdog observer on real files keeps the index equal to the files.
 
 Every test waits on a condition with a deadline (``eventually``), never on a bare sleep: the
 watcher debounces events and applies them on its own thread.
@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 import pytest
-from conftest import write_notes
+from conftest import has_path, stored, write_notes
 
 from vault_mem.index.build import reconcile, sync
 from vault_mem.index.schema import document_of
@@ -110,10 +110,10 @@ def test_create_modify_delete(live) -> None:
     assert "a/new.md" in index_etags(vault.index)
     (root / "a/new.md").write_text(note("New", "fresh, edited"))
     settle(w)
-    assert vault.index.stored("a/new.md")["head"] == "fresh, edited\n"  # type: ignore[index]
+    assert stored(vault.index, "a/new.md")["head"] == "fresh, edited\n"  # type: ignore[index]
     (root / "a/new.md").unlink()
     settle(w)
-    assert not vault.index.has_path("a/new.md")
+    assert not has_path(vault.index, "a/new.md")
 
 
 def test_atomic_save_arrives_as_a_move_only(live) -> None:
@@ -124,7 +124,7 @@ def test_atomic_save_arrives_as_a_move_only(live) -> None:
         temp.write_text(note("One", f"saved through {temp_name}", uid="u1"))
         os.replace(temp, target)
         settle(w)
-        assert vault.index.stored("a/one.md")["head"] == f"saved through {temp_name}\n"  # type: ignore[index]
+        assert stored(vault.index, "a/one.md")["head"] == f"saved through {temp_name}\n"  # type: ignore[index]
     assert uids(vault.index)["a/one.md"] == "u1"
     assert not any(p.endswith((".tmp", ".swp")) for p in index_etags(vault.index))
 
@@ -139,7 +139,7 @@ def test_vim_style_save(live) -> None:
     (folder / "one.md").write_text(note("One", "written by vim", uid="u1"))
     (folder / "one.md~").unlink()
     settle(w)
-    assert vault.index.stored("a/one.md")["head"] == "written by vim\n"  # type: ignore[index]
+    assert stored(vault.index, "a/one.md")["head"] == "written by vim\n"  # type: ignore[index]
     assert uids(vault.index)["a/one.md"] == "u1"
 
 
@@ -147,7 +147,7 @@ async def test_rename_of_a_note_with_id_keeps_its_uid(live, mcp_session) -> None
     vault, w = live(BASE)
     os.rename(vault.root / "a/one.md", vault.root / "b/renamed.md")
     settle(w)
-    assert uids(vault.index)["b/renamed.md"] == "u1" and not vault.index.has_path("a/one.md")
+    assert uids(vault.index)["b/renamed.md"] == "u1" and not has_path(vault.index, "a/one.md")
     async with mcp_session(vault) as c:
         answer = await c.call("memory_read", ref="u1")
         assert answer["status"] == "ok" and answer["path"] == "b/renamed.md"
@@ -158,12 +158,12 @@ async def test_rename_of_a_note_without_id_changes_uid_but_keeps_its_etag(live, 
     of the bytes) does not change: a client that kept it can tell the renamed note holds the same
     text, and an edit guarded by that etag still applies at the new path."""
     vault, w = live(BASE)
-    before = vault.index.stored("b/three.md")
+    before = stored(vault.index, "b/three.md")
     assert before is not None
     os.rename(vault.root / "b/three.md", vault.root / "a/three again.md")
     settle(w)
-    after = vault.index.stored("a/three again.md")
-    assert after is not None and not vault.index.has_path("b/three.md")
+    after = stored(vault.index, "a/three again.md")
+    assert after is not None and not has_path(vault.index, "b/three.md")
     assert after["uid"] != before["uid"] and after["etag"] == before["etag"]
     async with mcp_session(vault) as c:
         gone = await c.call("memory_read", ref=before["uid"])
@@ -296,10 +296,10 @@ def test_half_written_file_ends_complete(live) -> None:
     with path.open("w", encoding="utf-8") as handle:
         handle.write(full[: len(full) // 2])
         handle.flush()
-        eventually(lambda: vault.index.has_path("a/slow.md"), what="the half file indexed")
+        eventually(lambda: has_path(vault.index, "a/slow.md"), what="the half file indexed")
         handle.write(full[len(full) // 2:])
     settle(w)
-    assert vault.index.stored("a/slow.md")["etag"] == file_etag(full.encode())  # type: ignore[index]
+    assert stored(vault.index, "a/slow.md")["etag"] == file_etag(full.encode())  # type: ignore[index]
 
 
 # -- the safety nets -------------------------------------------------------------------------
@@ -312,8 +312,8 @@ def test_periodic_reconcile_repairs_missed_events(live) -> None:
     (vault.root / "a/unseen.md").write_text("no event for this one\n")
     (vault.root / "a/deep/two.md").write_text(note("Two", "changed unseen", uid="u2"))
     settle(w)
-    assert vault.index.stored("a/deep/two.md")["head"] == "changed unseen\n"  # type: ignore[index]
-    assert vault.index.has_path("a/unseen.md")
+    assert stored(vault.index, "a/deep/two.md")["head"] == "changed unseen\n"  # type: ignore[index]
+    assert has_path(vault.index, "a/unseen.md")
     assert w.flushes == 0, "no event reached the watcher: the periodic reconcile did the repair"
 
 
@@ -332,7 +332,7 @@ def test_dead_observer_is_restarted_and_reconciled(live, which: str) -> None:
     (vault.root / "b/three.md").unlink()  # the new observer sees events again
     settle(w)
     assert w.flushes > 0
-    assert not vault.index.has_path("b/three.md")
+    assert not has_path(vault.index, "b/three.md")
 
 
 def test_changes_while_no_watcher_runs_are_found_by_the_startup_reconcile(make_vault) -> None:
@@ -379,7 +379,7 @@ def test_top_level_folder_moved_away_and_recreated_at_once_is_watched_anew(live)
     (vault.root / "c/y.md").unlink()  # only the watch of the new folder can see this
     (vault.root / "c/z.md").write_text("z\n")
     settle(w)
-    assert not vault.index.has_path("c/y.md") and vault.index.has_path("c/z.md")
+    assert not has_path(vault.index, "c/y.md") and has_path(vault.index, "c/z.md")
 
 
 def test_two_watchers_on_one_index_index_each_change_once(make_vault) -> None:

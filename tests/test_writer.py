@@ -27,7 +27,6 @@ from vault_mem.vault.writer import (
     atomic_write,
     create_exclusive,
     decode_for_edit,
-    free_name,
     move_to_trash,
     note_filename,
     render_frontmatter,
@@ -355,12 +354,11 @@ def test_long_names_are_cut_on_a_character_boundary() -> None:
     assert note_filename("x" * 199 + " y").removesuffix(".md") == "x" * 199
 
 
-def test_free_name_adds_suffixes_ignoring_case(tmp_path: Path) -> None:
-    assert free_name(tmp_path, "Note.md") == "Note.md"
+def test_create_exclusive_skips_names_taken_in_another_case(tmp_path: Path) -> None:
     (tmp_path / "note.md").write_text("x")
     (tmp_path / "NOTE 1.md").write_text("x")
-    assert free_name(tmp_path, "Note.md") == "Note 2.md"
-    assert free_name(tmp_path / "missing", "Note.md") == "Note.md"
+    assert create_exclusive(tmp_path, "Note.md", b"new").name == "Note 2.md"
+    assert create_exclusive(tmp_path / "missing", "Note.md", b"new").name == "Note.md"
 
 
 # --- atomic_write -------------------------------------------------------------------------

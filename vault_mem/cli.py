@@ -123,12 +123,12 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _vault_root(args: argparse.Namespace) -> Path:
-    from vault_mem.errors import VaultUnavailable
+    from vault_mem.errors import InvalidInput
     from vault_mem.vault.walk import check_vault
 
     given = getattr(args, "vault", None) or os.environ.get("VAULT_MEM_VAULT")
-    if not given:
-        raise VaultUnavailable("no vault given: pass --vault PATH or set VAULT_MEM_VAULT")
+    if not given:  # the caller's mistake, not a fault: InvalidInput
+        raise InvalidInput("--vault", "no vault given: pass --vault PATH or set VAULT_MEM_VAULT")
     return check_vault(Path(given).expanduser())
 
 

@@ -58,7 +58,12 @@ def redate_notes(index: VaultIndex, paths: set[str]) -> int:
     """Re-index those of ``paths`` whose stored dates differ from what a fresh read gives."""
     if not paths:
         return 0
-    records = index.records() if len(paths) > 200 else {p: r for p in paths if (r := index.stored(p))}
+    if len(paths) > 200:
+        records = index.records()
+    else:
+        with index.searching() as searcher:
+            found = {p: searcher.document(path=p) for p in paths}
+        records = {p: fields["record"] for p, fields in found.items() if fields is not None}
     changed = []
     for path in sorted(paths):
         record = records.get(path)

@@ -18,7 +18,7 @@ from whoosh.fields import KEYWORD as _KEYWORD
 
 from vault_mem.index import whoosh_fixes  # noqa: F401  (unique segment names before any writer)
 from vault_mem.vault.dates import parse_datetime
-from vault_mem.vault.note import Note, domain_of, permalink_of
+from vault_mem.vault.note import PERMALINK_PREFIX, Note, domain_of, permalink_of
 
 SCHEMA_VERSION = 2
 SEP = "\x1f"  # separates the values of multi-valued exact fields
@@ -152,7 +152,7 @@ def document_of(note: Note, fsrel: str) -> dict[str, Any]:
         "dom_exact": fold(domain),
         "dom_anc": SEP.join(fold(a) for a in ancestors(domain)),
         "title": " ".join([note.title, *note.aliases]),
-        "perm": permalink_of(path)[len("memory://"):],
+        "perm": permalink_of(path)[len(PERMALINK_PREFIX):],
         "tagtext": " ".join(note.tags),
         "body": note.body,
         "tags": SEP.join(tag_keys(note.tags)),

@@ -22,7 +22,6 @@ from typing import Any
 
 from whoosh import index as whoosh_index
 from whoosh.index import FileIndex, LockError
-from whoosh.query import Term
 from whoosh.reading import EmptyReader, MultiReader, SegmentReader
 from whoosh.searching import Searcher
 from whoosh.writing import SegmentWriter
@@ -187,10 +186,6 @@ class VaultIndex:
             mtimes, etags = column(s, "mtime_ns"), column(s, "etag")
             return {paths[d]: (sizes[d], mtimes[d], etags[d]) for d in s.reader().all_doc_ids()}
 
-    def doc_count(self) -> int:
-        with self.searching() as s:
-            return int(s.doc_count())
-
     # -- writing ---------------------------------------------------------------------------
 
     def acquire_writer(self, timeout: float = LOCK_TIMEOUT) -> SegmentWriter:
@@ -229,15 +224,6 @@ class VaultIndex:
                 w.delete_by_term("path", path)
             for note, fsrel in notes:
                 w.update_document(**document_of(note, fsrel))
-
-    def stored(self, path: str) -> dict[str, Any] | None:
-        with self.searching() as s:
-            fields = s.document(path=path)
-            return None if fields is None else fields["record"]
-
-    def has_path(self, path: str) -> bool:
-        with self.searching() as s:
-            return bool(s.search(Term("path", path), limit=1))
 
 
 def _up_to_date(searcher: Searcher) -> bool:

@@ -162,10 +162,6 @@ class Watcher:
 
     # -- the indexing thread ---------------------------------------------------------------
 
-    def idle(self) -> bool:
-        with self._cond:
-            return not self._files and not self._dirs and not self._busy
-
     def wait_idle(self, timeout: float = 30.0) -> bool:
         """Block until every event seen so far has been applied (True), or ``timeout`` passes."""
         deadline = time.monotonic() + timeout

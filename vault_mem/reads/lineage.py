@@ -1,10 +1,10 @@
-"""Supersession lineage (SPEC 3, 4.3): which memory replaces which.
+"""Supersession lineage (docs/tools.md, ``memory_list``'s ``follow``): which memory replaces which.
 
 An edge "A supersedes B" is declared on either side: A's ``supersedes`` names B, or B's
-``superseded_by`` names A. A target is a uid or a wikilink target (path, file name or
-title), resolved case-insensitively in that order; when a stage has several hits, the
-note nearest the declaring one (longest shared folder prefix, then path) wins, as in
-Obsidian. A target that resolves nowhere is *dangling*: it is not an edge.
+``superseded_by`` names A. A target is a uid or, failing that, a wikilink target, resolved
+exactly as a ``[[wikilink]]`` in the declaring note would be (``LinkResolver``); several
+notes with one uid, like any tie, go to the note nearest the declaring one
+(``Names.nearest``). A target that resolves nowhere is *dangling*: it is not an edge.
 
 Every note in the index is live (present in the vault), whatever its status, so an
 archived superseder still supersedes.
@@ -26,11 +26,11 @@ from typing import Any
 
 from whoosh.query import Term
 
-from vault_mem.index.schema import fold, strip_md
-from vault_mem.served.context import View
+from vault_mem.index.schema import fold
+from vault_mem.reads.links import LinkResolver
+from vault_mem.served.context import View, newest_first_key
+from vault_mem.served.refs import without_prefix
 from vault_mem.vault.note import domain_of, permalink_of
-
-_PERMALINK = "memory://"
 
 
 class Lineage:
@@ -42,6 +42,7 @@ class Lineage:
         self._superseders: dict[int, set[int]] = {}
         self._predecessors: dict[int, set[int]] = {}
         self._dangling: dict[tuple[int, str], list[str]] = {}
+        self._names = LinkResolver(view)
         self._resolved: dict[tuple[str, str], int | None] = {}
         self._current: dict[int, list[int]] = {}
         self._created_col: list[Any] | None = None
@@ -74,44 +75,21 @@ class Lineage:
         self._predecessors.setdefault(new, set()).add(old)
 
     def _resolve(self, target: str, from_path: str) -> int | None:
-        """The note a supersession target names: uid, then path, then file name, then title."""
-        text = target.strip()
-        if text.lower().startswith(_PERMALINK):
-            text = text[len(_PERMALINK):]
-        key = fold(text)
-        path_key = fold(strip_md(text.strip("/")))
-        cache_key = (key, domain_of(from_path))
+        """The note a supersession target names: a uid, else what the same ``[[wikilink]]`` names."""
+        text = without_prefix(target.strip())
+        cache_key = (fold(text), domain_of(from_path))
         if cache_key in self._resolved:
             return self._resolved[cache_key]
-        found: int | None = None
-        for field, value in (("key_uid", key), ("key_path", path_key),
-                             ("key_name", path_key), ("key_title", key)):
-            if not value:
-                continue
-            hits = self.view.docs(Term(field, value))
-            if hits:
-                found = hits[0] if len(hits) == 1 else self._nearest(hits, from_path)
-                break
+        by_uid = self._names.hits("key_uid", fold(text))
+        found = self._names.nearest(by_uid, from_path) if by_uid else self._names.wikilink(text, from_path)
         self._resolved[cache_key] = found
         return found
-
-    def _nearest(self, docs: list[int], from_path: str) -> int:
-        here = domain_of(from_path).split("/")
-
-        def shared(doc: int) -> int:
-            there = domain_of(self.view.record(doc)["path"]).split("/")
-            n = 0
-            while n < min(len(here), len(there)) and here[n] == there[n]:
-                n += 1
-            return n
-
-        return min(docs, key=lambda d: (-shared(d), self.view.record(d)["path"]))
 
     def _terminal_representatives(self) -> dict[int, int]:
         """For each node on a cycle that nothing outside supersedes: its cycle's newest member.
 
         Such a cycle has no member that nothing supersedes, so the member created last
-        stands for it (SPEC 4.3: "in a cycle: the one created last").
+        stands for it (docs/tools.md: "in a cycle, the one created last").
         """
         nodes = set(self._superseders) | set(self._predecessors)
         rep: dict[int, int] = {}
@@ -128,21 +106,17 @@ class Lineage:
 
     # -- ordering -------------------------------------------------------------------
 
-    def _created(self, doc: int) -> int:
-        if self._created_col is None:
-            self._created_col = self.view.column("created")
-        return int(self._created_col[doc] or 0)
-
-    def _path(self, doc: int) -> str:
-        if self._path_col is None:
-            self._path_col = self.view.column("path")
-        return str(self._path_col[doc] or "")
+    def _columns(self) -> tuple[list[Any], list[Any]]:
+        if self._created_col is None or self._path_col is None:
+            self._created_col, self._path_col = self.view.column("created"), self.view.column("path")
+        return self._created_col, self._path_col
 
     def _oldest_first(self, docs: Any) -> list[int]:
-        return sorted(docs, key=lambda d: (self._created(d), self._path(d)))
+        created, paths = self._columns()
+        return sorted(docs, key=lambda d: (created[d] or 0, paths[d] or ""))
 
     def _newest_first(self, docs: Any) -> list[int]:
-        return sorted(docs, key=lambda d: (-self._created(d), self._path(d)))
+        return sorted(docs, key=newest_first_key(*self._columns()))
 
     # -- questions ------------------------------------------------------------------
 

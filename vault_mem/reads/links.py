@@ -1,4 +1,4 @@
-"""Link resolution for ``memory_read`` (SPEC 5): outgoing links and backlinks.
+"""Link resolution for ``memory_read`` (docs/tools.md): outgoing links and backlinks.
 
 A ``[[wikilink]]`` resolves as Obsidian does, then by title, then by alias:
 
@@ -7,8 +7,9 @@ A ``[[wikilink]]`` resolves as Obsidian does, then by title, then by alias:
 2. a file name, or a path's tail (``[[b/note]]`` finds ``a/b/note.md``);
 3. a title, then an alias.
 
-When a stage has several hits, the *nearest* note wins: the one sharing the longest
-folder prefix with the linking note, then the shortest path, then path order.
+When a stage has several hits, the *nearest* note wins (``Names.nearest`` in refs.py, the
+one tie-break every name lookup uses): the longest shared folder prefix with the linking
+note, then the shortest path, then path order.
 
 A Markdown link (``[text](../b/note.md)``) is relative to the linking note's folder and
 must stay inside the vault; when no file sits there, it resolves as a wikilink to that
@@ -32,53 +33,20 @@ from whoosh.query import Or, Term
 from vault_mem.index.schema import fold, strip_md
 from vault_mem.index.substring import terms_containing
 from vault_mem.served.context import View
+from vault_mem.served.refs import Names
 from vault_mem.vault import markdown
 from vault_mem.vault.note import Note, domain_of, permalink_of
 
 
-def _segments(folder: str) -> list[str]:
-    return fold(folder).split("/") if folder else []
-
-
-class LinkResolver:
-    """Resolves link targets against one view of the index, caching Term lookups."""
-
-    def __init__(self, view: View) -> None:
-        self.view = view
-        self._hits: dict[tuple[str, str], list[int]] = {}
-
-    def _docs(self, field: str, value: str) -> list[int]:
-        key = (field, value)
-        hit = self._hits.get(key)
-        if hit is None:
-            hit = self.view.docs(Term(field, value)) if value else []
-            self._hits[key] = hit
-        return hit
-
-    def _path(self, doc: int) -> str:
-        return str(self.view.column("path")[doc] or "")
-
-    def nearest(self, docs: list[int], from_path: str) -> int:
-        """The candidate nearest ``from_path``: longest shared folder prefix, shortest path, path."""
-        if len(docs) == 1:
-            return docs[0]
-        here = _segments(domain_of(from_path))
-
-        def shared(doc: int) -> int:
-            there = _segments(domain_of(self._path(doc)))
-            n = 0
-            while n < min(len(here), len(there)) and here[n] == there[n]:
-                n += 1
-            return n
-
-        return min(docs, key=lambda d: (-shared(d), len(self._path(d)), self._path(d)))
+class LinkResolver(Names):
+    """Resolves link targets against one view of the index, each key looked up once."""
 
     def by_path(self, rel: str, from_path: str) -> int | None:
         """The note at vault-relative ``rel`` (with or without .md), case-insensitively."""
-        hits = self._docs("key_path", fold(strip_md(rel)))
+        hits = self.hits("key_path", fold(strip_md(rel)))
         if not hits:
             return None
-        exact = [d for d in hits if strip_md(self._path(d)) == strip_md(rel)]
+        exact = [d for d in hits if strip_md(self.path(d)) == strip_md(rel)]
         return self.nearest(exact or hits, from_path)
 
     def wikilink(self, target: str, from_path: str) -> int | None:
@@ -95,13 +63,13 @@ class LinkResolver:
             return found
         tail = fold(strip_md(text))
         name = tail.rpartition("/")[2]
-        hits = self._docs("key_name", name)
+        hits = self.hits("key_name", name)
         if "/" in tail:
-            hits = [d for d in hits if fold(strip_md(self._path(d))).endswith("/" + tail)]
+            hits = [d for d in hits if fold(strip_md(self.path(d))).endswith("/" + tail)]
         if hits:
             return self.nearest(hits, from_path)
         for field in ("key_title", "key_alias"):
-            hits = self._docs(field, fold(target.strip()))
+            hits = self.hits(field, fold(target.strip()))
             if hits:
                 return self.nearest(hits, from_path)
         return None
@@ -130,7 +98,7 @@ class LinkResolver:
         return self.wikilink(str(link.get("target", "")), from_path)
 
     def permalink(self, doc: int) -> str:
-        return permalink_of(self._path(doc))
+        return permalink_of(self.path(doc))
 
 
 def _relative(target: str, from_path: str) -> str | None:

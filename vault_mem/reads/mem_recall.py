@@ -1,7 +1,7 @@
-"""``mem_recall`` (SPEC 4.2): memories *created* in ``[since, until)``, newest first (ties by
+"""``mem_recall`` (docs/tools.md): memories *created* in ``[since, until)``, newest first (ties by
 path ascending), as heading chunks (see ``chunks``), ``limit`` and ``offset`` counting chunks.
 
-Decisions where the SPEC leaves room:
+Decisions where docs/tools.md leaves room:
 
 - ``source_filter`` globs follow ``fnmatch``: ``*`` crosses ``/`` (``notes/*`` matches
   ``notes/a/b.md``), matching is case-insensitive and the whole path must match, with or
@@ -31,8 +31,8 @@ from vault_mem.index.columns import segment_key
 from vault_mem.index.schema import fold
 from vault_mem.reads.chunks import Chunk, ChunkCache, chunk_body
 from vault_mem.reads.dates import epoch_bounds, parse_period
-from vault_mem.reads.rows import cut_message, fit_row, snippet
-from vault_mem.served.context import ROW_BUDGET, View, json_size
+from vault_mem.reads.rows import bound_message, cut_message, fit_row, snippet
+from vault_mem.served.context import View, take_within
 from vault_mem.served.params import OFFSET, Args, int_param, text_param
 from vault_mem.vault.dates import iso
 from vault_mem.vault.note import permalink_of
@@ -89,20 +89,19 @@ def mem_recall(view: View, raw: dict[str, Any]) -> dict[str, Any]:
     if not docs:
         hints += _why_nothing(view, live, window, source, args)
         return _answer("none", output, [], hints, None)
-    docs = _newest_first(view, docs)
+    docs = view.sort_newest(docs, "created")
     picked, more = _page(view, docs, offset, limit)
     if not picked:
         hints.append(f"offset {offset} is past the last chunk; start again from offset 0")
         return _answer("none", output, [], hints, None)
     rendered = [(_compact_block if output == "compact" else _row)(view, p) for p in picked]
-    fitted = _fit(rendered)
+    fitted = take_within(rendered)
     cut = [r["chunk_id"] for r in rendered[:fitted] if isinstance(r, dict) and "truncated_fields" in r]
     if cut:
         hints.append(cut_message(cut))
     next_offset = offset + fitted if (fitted < len(picked) or more) else None
     if fitted < len(picked):
-        hints.append(f"{fitted} of {limit} chunks fit the answer size bound; the rest follow from "
-                     f"offset {next_offset}")
+        hints.append(bound_message(f"{fitted} of {limit} chunks", next_offset))
     elif more:
         hints.append(f"limit {limit} reached: more chunks follow from offset {next_offset}")
     return _answer("ok", output, rendered[:fitted], hints, next_offset)
@@ -210,7 +209,7 @@ def _selection(view: View, field: str, items: list[str], hints: list[str]) -> tu
 
 
 def _namespace_filter(view: View, items: list[str] | None, hints: list[str]) -> tuple[DocSet, list[str]]:
-    """The namespace filter, and the archive namespaces it hides (SPEC: only a value or a glob
+    """The namespace filter, and the archive namespaces it hides (docs/tools.md: only a value or a glob
     naming them, ``archive:old`` or ``archive:*``, brings them back)."""
     if items is None:
         named = _lexicon(view, "namespace")
@@ -252,14 +251,6 @@ def _live_docs(view: View) -> list[int]:
     return docs
 
 
-def _newest_first(view: View, docs: list[int]) -> list[int]:
-    """Newest ``created`` first, ties by path ascending (two stable sorts on plain columns)."""
-    created, paths = view.column("created"), view.column("path")
-    docs = sorted(docs, key=paths.__getitem__)
-    docs.sort(key=created.__getitem__, reverse=True)
-    return docs
-
-
 def _matching(view: View, docs: list[int], window: tuple[int | None, int | None] | None,
               filters: list[DocSet], source: Callable[[str], bool] | None) -> list[int]:
     if window is not None:
@@ -286,7 +277,7 @@ class _Chunker:
         self.view = view
         leaves = view.searcher.reader().leaf_readers()
         self.bases = [base for _reader, base in leaves]
-        self.segments = [_segment_id(reader) for reader, _base in leaves]
+        self.segments = [segment_key(reader) for reader, _base in leaves]
 
     def count_key(self, docnum: int) -> tuple[Any, int]:
         at = bisect.bisect_right(self.bases, docnum) - 1
@@ -304,10 +295,6 @@ class _Chunker:
     def count(self, docnum: int) -> int:
         count = _CACHE.count(self.count_key(docnum))
         return count if count is not None else len(self.chunks(docnum))
-
-
-def _segment_id(reader: Any) -> Any:
-    return segment_key(reader)
 
 
 def _page(view: View, docs: list[int], offset: int, limit: int) -> tuple[list[Picked], bool]:
@@ -356,15 +343,6 @@ def _compact_block(view: View, p: Picked) -> str:
     where = f" | {snippet(' > '.join(p.chunk.hierarchy), COMPACT_CHARS)}" if p.chunk.hierarchy else ""
     header = f"[{rec['created']}] {permalink_of(rec['path'])}#{p.index}{where}"
     return f"{header}\n{snippet(p.chunk.content, COMPACT_CHARS) or '(no text)'}"
-
-
-def _fit(rendered: list[Any]) -> int:
-    used = 0
-    for i, item in enumerate(rendered):
-        used += json_size(item) + 2
-        if used > ROW_BUDGET:
-            return max(i, 1)
-    return len(rendered)
 
 
 def _answer(status: str, output: str, rendered: list[Any], hints: list[str],

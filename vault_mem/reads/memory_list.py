@@ -1,4 +1,4 @@
-"""``memory_list`` (SPEC 4.3): memories filtered by text, metadata, tags and dates, newest
+"""``memory_list`` (docs/tools.md): memories filtered by text, metadata, tags and dates, newest
 ``created`` first (or by importance), with supersession lineage applied by ``follow``.
 
 Filters run as Whoosh queries where the index can answer them (substring candidates,
@@ -31,8 +31,8 @@ from vault_mem.index.schema import fold
 from vault_mem.index.substring import is_word, substring_query, words
 from vault_mem.reads.dates import epoch_bounds, parse_period
 from vault_mem.reads.lineage import Lineage
-from vault_mem.reads.rows import cut_message, fit_row
-from vault_mem.served.context import ROW_BUDGET, View, json_size
+from vault_mem.reads.rows import bound_message, cut_message, fit_row
+from vault_mem.served.context import ROW_BUDGET, Budget, View, json_size
 from vault_mem.served.params import OFFSET, Args, flag_param, int_param, mapping_param, strings_param, text_param
 from vault_mem.vault.note import permalink_of
 
@@ -125,8 +125,7 @@ def memory_list(view: View, raw: dict[str, Any]) -> dict[str, Any]:
         end = offset + len(rows)
         answer["next_offset"] = end
         if limit == -1 or len(rows) < limit:
-            warnings.append(f"the answer reached its size bound after {len(rows)} memories; "
-                            f"pass offset={end} for the next page")
+            warnings.append(bound_message(f"{len(rows)} memories", end))
     if not rows:
         answer["message"] = (f"offset {offset} is past the last memory matching these filters" if offset
                              else "no memory matches these filters")
@@ -283,6 +282,7 @@ def _rank(view: View, by_importance: bool) -> list[int]:
     created = view.column("created")
     paths = view.column("path")
     importance = view.column("importance") if by_importance else [0] * len(created)
+    # context.newest_first_key's order behind importance, spelled inline for speed.
     order = sorted(range(len(created)),
                    key=lambda d: (-(importance[d] or 0), -(created[d] or 0), paths[d] or ""))
     rank = [0] * len(created)
@@ -334,21 +334,18 @@ def _page(view: View, lineage: Lineage, hits: Iterator[int], offset: int, limit:
             return [], False, []
     rows: list[dict[str, Any]] = []
     warnings: list[str] = []
-    used = 0
+    page = Budget()
     for doc in hits:
         if len(rows) == limit:
             return rows, True, warnings
         row = _row(view, lineage, doc, fields, preview_chars)
         note = cut_message([row.get("permalink") or row["id"]]) if fit_row(row) else None
-        size = json_size(row) + 2
-        if size > ROW_BUDGET and "content" in row:
+        if json_size(row) + 2 > ROW_BUDGET and "content" in row:
             row, content_note = _cut_content(row)
             note = f"{note}; {content_note}" if note else content_note
-            size = json_size(row) + 2
-        if rows and used + size > ROW_BUDGET:
+        if not page.take(row):
             return rows, True, warnings
         rows.append(row)
-        used += size
         if note:
             warnings.append(note)
     return rows, False, warnings

@@ -4,26 +4,25 @@ from __future__ import annotations
 
 from typing import Any
 
-from vault_mem.served.context import json_size
+from vault_mem.served.context import MAX_ANSWER_CHARS, json_size
 from vault_mem.vault.note import domain_of, permalink_of, tokens_for_chars
 
 SNIPPET_CHARS = 400
 
 
-def snippet(body: str, limit: int = SNIPPET_CHARS, see: str = "memory_read") -> str:
-    """The body's first ``limit`` code points, with a marker saying how much was left out."""
-    if len(body) <= limit:
-        return body
-    return f"{body[:limit]}… [+{len(body) - limit} chars, see {see}]"
+def snippet(body: str, limit: int = SNIPPET_CHARS, see: str = "memory_read", total: int | None = None) -> str:
+    """The first ``limit`` code points of a body of ``total`` characters (``len(body)`` unless
+    only its head is given), with a marker saying how much was left out and where it is."""
+    total = len(body) if total is None else total
+    if total <= limit:
+        return body[:limit]
+    return f"{body[:limit]}… [+{total - limit} chars, see {see}]"
 
 
 def snippet_of(record: dict[str, Any], limit: int = SNIPPET_CHARS) -> str:
     """``snippet`` of a stored record, from its stored head (which is longer than any snippet)."""
-    head = record.get("head", "")
-    total = int(record.get("body_chars", len(head)))
-    if total <= limit:
-        return str(head[:limit])
-    return f"{head[:limit]}… [+{total - limit} chars, see memory_read]"
+    head = str(record.get("head", ""))
+    return snippet(head, limit, total=int(record.get("body_chars", len(head))))
 
 
 def body_tokens(record: dict[str, Any]) -> int:
@@ -43,7 +42,7 @@ def identity(record: dict[str, Any]) -> dict[str, Any]:
     return {"uid": record["uid"], "permalink": permalink_of(path), "path": path, "domain": domain_of(path)}
 
 
-# -- cutting what is too big (SPEC 4 "Bounded answers": nothing is cut without saying so) ---
+# -- cutting what is too big (docs/tools.md "Bounded": nothing is cut without saying so) ---
 
 ROW_FIELDS_BUDGET = 8_000  # JSON characters a list row may take besides its content
 # Row fields that may be cut when a record is huge (10,000 tags, a 100k title, 5,000 keys of
@@ -88,11 +87,21 @@ def fit_row(row: dict[str, Any], budget: int = ROW_FIELDS_BUDGET) -> bool:
 
 
 def cut_message(refs: list[str], see: str = "memory_read") -> str:
-    """What a list answer says when some of its rows were cut."""
+    """What a list answer says when fields of some of its rows were cut."""
     shown = ", ".join(r if len(r) <= 120 else r[:117] + "..." for r in refs[:3])
     more = f" and {len(refs) - 3} more" if len(refs) > 3 else ""
-    return (f"fields of {shown}{more} were cut to keep the answer under 40,000 characters "
+    return (f"fields of {shown}{more} were cut to keep the answer under {MAX_ANSWER_CHARS:,} characters "
             f"(see each row's truncated_fields; {see} shows the whole record)")
+
+
+def bound_message(shown: str, next_offset: int | None) -> str:
+    """What a list answer says when the size bound, not ``limit``, ended its page.
+
+    ``shown`` counts what came back ("12 of 20 chunks"); with no ``next_offset`` (a tool
+    that does not page) the advice is to ask for less."""
+    rest = (f"pass offset={next_offset} for the rest" if next_offset is not None
+            else "lower limit or narrow the query")
+    return f"{shown} fit the answer's size bound ({MAX_ANSWER_CHARS:,} characters); {rest}"
 
 
 def _can_shrink(value: Any) -> bool:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
@@ -16,7 +17,7 @@ from vault_mem.vault.frontmatter import split_frontmatter
 from vault_mem.vault.paths import resolves_inside
 from vault_mem.vault.reader import decode, read_bytes
 
-MAX_ANSWER_CHARS = 40_000  # no answer's JSON passes this (SPEC 4)
+MAX_ANSWER_CHARS = 40_000  # no answer's JSON passes this (docs/tools.md, "Bounded")
 ROW_BUDGET = 36_000  # what rows may take, leaving room for the envelope
 
 
@@ -94,7 +95,7 @@ class View:
         return docs[0] if docs else None
 
     def sort_newest(self, docs: list[int], field: str = "updated") -> list[int]:
-        """Newest first, ties by vault-relative path ascending."""
+        """``docs`` in the order of ``newest_first_key`` on ``field`` (two stable sorts: faster)."""
         dates = self.column(field)
         paths = self.column("path")
         docs = sorted(docs, key=lambda d: paths[d] or "")
@@ -112,15 +113,39 @@ class View:
         return "" if record.get("excalidraw") else split_frontmatter(text).body
 
 
+def newest_first_key(dates: list[Any], paths: list[Any]) -> Callable[[int], tuple[int, str]]:
+    """The one newest-first order: date descending, ties by vault-relative path ascending
+    (docs/tools.md, "Order"). ``dates`` and ``paths`` are columns; a missing date is oldest.
+    Put other keys in front of it (a score, importance) to rank by them first."""
+    return lambda d: (-(dates[d] or 0), paths[d] or "")
+
+
 def json_size(value: Any) -> int:
     return len(json.dumps(value, ensure_ascii=False, default=str))
 
 
-def take_within(rows: list[dict[str, Any]], budget: int = ROW_BUDGET) -> int:
+class Budget:
+    """The one size-bounded page: rows go in while their JSON fits ``budget`` characters;
+    the first row always goes in (a row too big alone is cut by its tool, never dropped)."""
+
+    def __init__(self, budget: int = ROW_BUDGET) -> None:
+        self.left = budget
+        self.taken = 0
+
+    def take(self, row: Any) -> bool:
+        """Count ``row`` in and say True, or say False when it no longer fits."""
+        size = json_size(row) + 2
+        if self.taken and size > self.left:
+            return False
+        self.left -= size
+        self.taken += 1
+        return True
+
+
+def take_within(rows: list[Any], budget: int = ROW_BUDGET) -> int:
     """How many of ``rows`` fit in ``budget`` characters of JSON (at least one when any)."""
-    used = 0
+    page = Budget(budget)
     for i, row in enumerate(rows):
-        used += json_size(row) + 2
-        if used > budget:
-            return max(i, 1) if i == 0 else i
+        if not page.take(row):
+            return i
     return len(rows)

@@ -1,6 +1,23 @@
-"""Resolving a ref to one note (SPEC 3): uid, permalink, path (with or without .md), file
-name, title, alias; each stage compares NFC-normalised and case-insensitively, and the
-first stage with exactly one hit wins. A stage with several hits is ambiguous."""
+"""Finding a note by a name someone wrote: the one place every lookup goes through.
+
+The names are the indexed keys ``key_uid``, ``key_path`` (vault-relative path without
+``.md``), ``key_name`` (file name), ``key_title`` and ``key_alias``, each NFC-normalised
+and case-folded. Two kinds of lookup share them:
+
+- ``resolve_ref``: a *caller's* ref (every tool's ``ref``, the compat tools' ``uid`` and
+  ``memory_id``, a resource URI). Stages uid, permalink/path, file name, title, alias; the
+  first stage with exactly one hit wins. Several hits are ambiguous: ``invalid``, listing
+  the candidates, because a caller is never handed a guess (docs/tools.md, "ref").
+- ``Names.nearest``: a name written *inside a note* (a ``[[wikilink]]``, a ``supersedes``
+  target) that several notes answer to. The note nearest the writing one wins, as in
+  Obsidian, by one tie-break:
+
+    1. the longest shared folder prefix (folders compared case-insensitively),
+    2. then the shortest vault-relative path,
+    3. then the path, ascending.
+
+  ``LinkResolver`` (links.py) and ``Lineage`` (lineage.py) both resolve through it.
+"""
 
 from __future__ import annotations
 
@@ -9,11 +26,64 @@ from whoosh.query import Term
 from vault_mem.errors import InvalidInput, NotFound
 from vault_mem.index.schema import fold, strip_md
 from vault_mem.served.context import View
-from vault_mem.vault.note import permalink_of
+from vault_mem.vault.note import PERMALINK_PREFIX, domain_of, permalink_of
 from vault_mem.vault.paths import check_relative
 
-PERMALINK_PREFIX = "memory://"
+__all__ = ["PERMALINK_PREFIX", "REF_STAGES", "Names", "resolve_ref", "without_prefix"]
+
 SHOWN_REF_CHARS = 100  # a ref echoed in a message; repr() may spell a character in 10
+# (what a message calls the stage, indexed field, compared as a path)
+REF_STAGES = (
+    ("uid", "key_uid", False),
+    ("permalink/path", "key_path", True),
+    ("file name", "key_name", True),
+    ("title", "key_title", False),
+    ("alias", "key_alias", False),
+)
+
+
+def without_prefix(text: str) -> str:
+    """``text`` without a leading ``memory://`` (in any case)."""
+    return text[len(PERMALINK_PREFIX):] if text.lower().startswith(PERMALINK_PREFIX) else text
+
+
+class Names:
+    """Name lookups against one view of the index, each (field, value) looked up once."""
+
+    def __init__(self, view: View) -> None:
+        self.view = view
+        self._hits: dict[tuple[str, str], list[int]] = {}
+
+    def hits(self, field: str, value: str) -> list[int]:
+        """The notes whose ``field`` key equals ``value`` (already folded); [] for ''."""
+        key = (field, value)
+        found = self._hits.get(key)
+        if found is None:
+            found = self.view.docs(Term(field, value)) if value else []
+            self._hits[key] = found
+        return found
+
+    def path(self, doc: int) -> str:
+        return str(self.view.column("path")[doc] or "")
+
+    def nearest(self, docs: list[int], from_path: str) -> int:
+        """The one of ``docs`` nearest the note at ``from_path`` (the tie-break above)."""
+        if len(docs) == 1:
+            return docs[0]
+        here = _folders(domain_of(from_path))
+
+        def shared(doc: int) -> int:
+            there = _folders(domain_of(self.path(doc)))
+            n = 0
+            while n < min(len(here), len(there)) and here[n] == there[n]:
+                n += 1
+            return n
+
+        return min(docs, key=lambda d: (-shared(d), len(self.path(d)), self.path(d)))
+
+
+def _folders(folder: str) -> list[str]:
+    return fold(folder).split("/") if folder else []
 
 
 def resolve_ref(view: View, ref: str, param: str = "ref") -> int:
@@ -24,23 +94,16 @@ def resolve_ref(view: View, ref: str, param: str = "ref") -> int:
     text = ref.strip()
     if not text:
         raise InvalidInput(param, "must not be empty: pass a uid, permalink, path, file name or title")
-    as_path = text[len(PERMALINK_PREFIX):] if text.lower().startswith(PERMALINK_PREFIX) else text
+    as_path = without_prefix(text)
     check_relative(as_path, param)
-    key = fold(text)
-    path_key = fold(strip_md(as_path.strip("/")))
-    stages = (
-        ("uid", Term("key_uid", key)),
-        ("permalink/path", Term("key_path", path_key)),
-        ("file name", Term("key_name", path_key)),
-        ("title", Term("key_title", key)),
-        ("alias", Term("key_alias", key)),
-    )
-    for stage, query in stages:
-        hits = view.docs(query)
+    keys = {False: fold(text), True: fold(strip_md(as_path.strip("/")))}
+    names = Names(view)
+    for stage, field, is_path in REF_STAGES:
+        hits = names.hits(field, keys[is_path])
         if len(hits) == 1:
             return hits[0]
         if len(hits) > 1:
-            candidates = sorted(permalink_of(view.record(d)["path"]) for d in hits)
+            candidates = sorted(permalink_of(names.path(d)) for d in hits)
             shown = ", ".join(candidates[:10]) + (f" (and {len(candidates) - 10} more)" if len(candidates) > 10 else "")
             raise InvalidInput(
                 param,

@@ -3,7 +3,8 @@
 The answer object goes out twice, identical: as ``structuredContent`` and, serialized as
 compact JSON, in the text content block. Many clients hand only the text blocks to the
 model, so the text carries the whole answer, never a summary (docs/tools.md, "Answers").
-Only ``invalid`` and ``error`` set ``isError``.
+Only ``invalid`` (the caller's input) and ``error`` (a fault of the server or the
+machine) set ``isError`` (docs/tools.md, "Statuses").
 """
 
 from __future__ import annotations
@@ -14,10 +15,11 @@ from typing import Any
 
 import mcp.types as t
 
-from vault_mem.errors import InvalidInput, VaultMemError
+from vault_mem.errors import Fault, InternalError, InvalidInput, VaultMemError
 from vault_mem.served.context import MAX_ANSWER_CHARS
 
 log = logging.getLogger("vault_mem.server")
+IS_ERROR = ("invalid", "error")  # the statuses that set the result's isError
 
 
 def error_answer(exc: VaultMemError, renames: dict[str, str] | None = None) -> dict[str, Any]:
@@ -28,6 +30,8 @@ def error_answer(exc: VaultMemError, renames: dict[str, str] | None = None) -> d
         if param != exc.param and exc.message.startswith(exc.param):
             answer["message"] = param + exc.message[len(exc.param):]
         answer["param"] = param
+    if isinstance(exc, Fault):
+        answer["retry"] = exc.retry
     for key, value in exc.details.items():
         answer[key] = value
     return answer
@@ -43,13 +47,14 @@ def to_result(tool: str, answer: dict[str, Any]) -> t.CallToolResult:
     if len(text) > MAX_ANSWER_CHARS:
         # A bug in a query module, not the caller's fault: say so rather than send it.
         log.error("%s answer of %d characters passed the bound", tool, len(text))
-        answer = {"status": "error", "message": f"answer of {len(text)} characters exceeded the "
-                  f"{MAX_ANSWER_CHARS} bound; narrow the query or lower limit"}
+        answer = error_answer(InternalError(f"{tool} built an answer of {len(text)} characters, over the "
+                                            f"{MAX_ANSWER_CHARS} bound", advice="this is a bug in vault-mem; "
+                                            "a narrower query or a lower limit may pass meanwhile"))
         text = answer_json(answer)
     return t.CallToolResult(
         content=[t.TextContent(type="text", text=text)],
         # Parsed back from the text, so that both carry exactly the same object even where
         # a value only serialises through ``default=str``.
         structured_content=json.loads(text),
-        is_error=answer.get("status") in ("invalid", "error"),
+        is_error=answer.get("status") in IS_ERROR,
     )

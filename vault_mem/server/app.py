@@ -13,7 +13,7 @@ import mcp.types as t
 from mcp.server.lowlevel import Server
 
 from vault_mem import __version__
-from vault_mem.errors import InvalidInput, NotFound, VaultMemError, VaultUnavailable
+from vault_mem.errors import InternalError, InvalidInput, NotFound, VaultMemError, VaultUnavailable
 from vault_mem.reads.conflicts import conflict_hint
 from vault_mem.served.context import Vault, View
 from vault_mem.served.refs import resolve_ref
@@ -72,7 +72,7 @@ def call(vault: Vault, spec: ToolSpec, arguments: dict[str, Any] | None) -> dict
         return error_answer(exc, {ours: theirs for theirs, ours in spec.arg_map})
     except Exception as exc:  # the server must answer, whatever a query module did
         log.exception("tool %s failed", spec.name)
-        return {"status": "error", "message": f"internal error in {spec.name}: {type(exc).__name__}"}
+        return error_answer(InternalError(f"internal error in {spec.name}: {type(exc).__name__}"))
 
 
 def build_server(vault: Vault) -> Server[Any]:
@@ -161,7 +161,6 @@ def _resolve_uri(view: View, uri: str) -> int:
 
 def _resource_text(vault: Vault, uri: str) -> str:
     from mcp.shared.exceptions import MCPError
-    from mcp_types import INVALID_PARAMS
 
     try:
         with vault.index.searching() as searcher:
@@ -170,9 +169,9 @@ def _resource_text(vault: Vault, uri: str) -> str:
             record = view.record(docnum)
             data = read_whole(note_file(vault.root, str(record["fsrel"]), "uri"))
     except (NotFound, InvalidInput) as exc:
-        raise MCPError(code=INVALID_PARAMS, message=str(exc), data={"uri": uri}) from None
+        raise MCPError(code=t.INVALID_PARAMS, message=str(exc), data={"uri": uri}) from None
     except OSError as exc:
         message = f"cannot read {uri}: {exc.strerror}"
-        raise MCPError(code=INVALID_PARAMS, message=message, data={"uri": uri}) from None
+        raise MCPError(code=t.INVALID_PARAMS, message=message, data={"uri": uri}) from None
     return data.decode("utf-8", errors="replace").lstrip("\ufeff")
 

@@ -1,6 +1,6 @@
 """Bringing a served vault up: the index build or reconcile in the background, progress for
 answers, and (later) the live watcher. The server answers ``initialize`` at once; queries
-answer from what is committed so far and say how far the build got (SPEC 6).
+answer from what is committed so far and say how far the build got (docs/index-and-sync.md).
 
 A cold build runs in a child process (``vault-mem index``) with its stdout pointed at our
 stderr: the build forks workers, and nothing a child does may reach the protocol's stdout.
@@ -76,7 +76,7 @@ class Runtime:
                 log.error("the vault folder %s is gone; waiting for it to come back", self.root)
             self._vault_missing = True
             raise VaultUnavailable(f"the vault folder {self.root} is missing (moved, deleted or "
-                                   "unmounted?); answers resume when it is back")
+                                   "unmounted?)", advice="retry later: answers resume when it is back")
         if self._vault_missing:
             self._vault_missing = False
             log.info("the vault folder %s is back; reconciling", self.root)

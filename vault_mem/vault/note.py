@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import quote
 
@@ -68,28 +68,25 @@ class Note:
     def est_tokens(self) -> int:
         return est_tokens(self.body)
 
-    def to_dict(self) -> dict[str, Any]:
-        out = asdict(self)
-        out["domain"] = self.domain
-        out["permalink"] = self.permalink
-        out["est_tokens"] = self.est_tokens
-        return out
 
 
 def domain_of(path: str) -> str:
     return path.rpartition("/")[0]
 
 
+PERMALINK_PREFIX = "memory://"
+
+
 def permalink_of(path: str) -> str:
-    """The readable permalink of a vault-relative path: raw, never percent-encoded."""
-    return "memory://" + (path[:-3] if path.lower().endswith(".md") else path)
+    """``memory://`` + the vault-relative path without ``.md``, raw (docs/tools.md, "permalink")."""
+    return PERMALINK_PREFIX + (path[:-3] if path.lower().endswith(".md") else path)
 
 
 def resource_uri(path: str) -> str:
     """The note's MCP resource URI: its permalink with each path segment percent-encoded
     (RFC 3986), so that spaces, ``#``, ``%``, ``?`` and non-ASCII letters make a valid URI."""
-    readable = permalink_of(path)[len("memory://"):]
-    return "memory://" + "/".join(quote(segment, safe="") for segment in readable.split("/"))
+    readable = permalink_of(path)[len(PERMALINK_PREFIX):]
+    return PERMALINK_PREFIX + "/".join(quote(segment, safe="") for segment in readable.split("/"))
 
 
 def est_tokens(text: str) -> int:
@@ -97,5 +94,5 @@ def est_tokens(text: str) -> int:
 
 
 def tokens_for_chars(chars: int) -> int:
-    """SPEC 3's estimate: ceil(characters / 4)."""
+    """The estimate of docs/tools.md ("est_tokens"): ceil(characters / 4)."""
     return -(-chars // 4)

@@ -12,6 +12,7 @@ import hashlib
 import os
 import re
 import stat
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -28,8 +29,8 @@ _CHUNK = 1 << 20
 _BOM = b"\xef\xbb\xbf"
 _NOT_REGULAR = "not a regular file (a FIFO, socket or device); not read"
 _UNCLOSED = "frontmatter: the opening '---' is never closed"
-_CREATED_KEYS = ("created", "date", "created_at")
-_UPDATED_KEYS = ("updated", "modified", "updated_at")
+CREATED_KEYS = ("created", "date", "created_at")
+UPDATED_KEYS = ("updated", "modified", "updated_at")
 _STATE_WORDS = {
     "open": "open", "todo": "open", "in_progress": "open", "in-progress": "open",
     "completed": "completed", "complete": "completed", "done": "completed", "closed": "completed",
@@ -37,7 +38,7 @@ _STATE_WORDS = {
 }
 # Keys that become Note fields; everything else stays in ``metadata``.
 CORE_KEYS = frozenset({
-    "id", "title", "aliases", "alias", "type", "kind", "tags", *_CREATED_KEYS, *_UPDATED_KEYS,
+    "id", "title", "aliases", "alias", "type", "kind", "tags", *CREATED_KEYS, *UPDATED_KEYS,
     "status", "state", "importance", "supersedes", "superseded_by", "namespace", "scope",
     "project", "paths", "agent",
 })
@@ -154,103 +155,123 @@ def read_note(root: Path, rel: str) -> Note:
 def parse_text(path: str, text: str, etag: str, size: int, mtime_ns: int, problems: list[str],
                history: tuple[dt.datetime, dt.datetime] | None = None) -> Note:
     """Build a Note from decoded text. ``path`` is the display form of the vault-relative path;
-    ``history`` the (created, updated) git gives a committed file (SPEC 8), taken before the mtime."""
-    split = split_frontmatter(text)
-    if size > MAX_BYTES:
-        # The closing '---' may well lie past the cut: say that rather than "never closed".
-        split.problems = [f"frontmatter: not closed within the first {MAX_BYTES:,} bytes that are indexed; "
-                          "the indexed text is read as body" if p.startswith(_UNCLOSED) else p
-                          for p in split.problems]
-    problems = problems + split.problems
-    data: dict[str, Any] = {}
-    fm_ok = True
-    fields: dict[str, Any] = {}
-    if split.yaml_text is not None:
-        loaded = load_yaml(split.yaml_text)
-        fields, fm_ok = loaded.data, loaded.parsed
-        problems += loaded.problems
-        data = {key: _unflow_wikilinks(value) for key, value in fields.items()}
-    body = split.body
+    ``history`` the (created, updated) git gives a committed file (docs/git.md), before the mtime.
+
+    One step per field group, each appending its problems as it runs, so ``problems`` keeps
+    one order: those given (reading, decoding), the frontmatter block and its YAML, git
+    conflict markers, then title, id, type, tags, created, updated, state, aliases, alias,
+    importance, namespace, scope, project, paths, agent. ``problems`` itself is not changed.
+    """
+    problems = [*problems]
+    front = _frontmatter(text, size, problems)
+    data, body = front.data, front.body
     excalidraw = path.lower().endswith(".excalidraw.md")
     masked = markdown.mask_code(body)
     if markdown.has_conflict_markers(text):
         problems.append("contains git merge-conflict markers")
+    title = _title(path, data, body, masked, excalidraw, problems)
+    uid, has_id = _uid(path, data, problems)
+    note_type = _type(data, problems)
+    tags = _tags(data, masked, excalidraw, problems)
+    fallback = from_timestamp(mtime_ns / 1e9) if mtime_ns else from_timestamp(0)
+    # Defaults, weakest last: (a date in the file name,) git history, the mtime.
+    created_default, updated_default = history or (fallback, fallback)
+    created = _date(data, CREATED_KEYS, created_default, problems)
+    updated = _date(data, UPDATED_KEYS, updated_default, problems)
+    marks = [] if excalidraw else markdown.task_marks(masked)
+    state = _state(data.get("state"), marks, problems)
+    aliases = _string_list(data.get("aliases"), "aliases", problems)
+    aliases += _string_list(data.get("alias"), "alias", problems)
+    importance = _importance(data.get("importance"), problems)
+    namespace = _text(data.get("namespace"), "namespace", problems) or "default"
+    scope = _text(data.get("scope"), "scope", problems) or "user"
+    project = _text(data.get("project"), "project", problems)
+    code_paths = _string_list(data.get("paths"), "paths", problems)
+    agent = _text(data.get("agent"), "agent", problems)
+    return Note(
+        path=path, uid=uid, has_id=has_id, title=title, aliases=aliases, type=note_type, tags=tags,
+        created=iso(created), updated=iso(updated), status=_status(data, state), state=state,
+        progress=Progress(done=sum(1 for m in marks if m in "xX"), total=len(marks)),
+        importance=importance, supersedes=_refs(data.get("supersedes")),
+        superseded_by=_refs(data.get("superseded_by")), namespace=namespace, scope=scope, project=project,
+        paths=code_paths, agent=agent, metadata=_metadata(data), body="" if excalidraw else body,
+        links=_links(data, masked, excalidraw), problems=problems, etag=etag, size=size, mtime_ns=mtime_ns,
+        excalidraw=excalidraw, has_frontmatter=front.present, frontmatter_ok=front.ok, fields=front.fields,
+    )
 
+
+@dataclass
+class _Front:
+    """The frontmatter of one note: as read (``fields``), as used (``data``), and the body."""
+
+    body: str
+    present: bool  # a frontmatter block was found
+    ok: bool = True  # False: the block could not be read as a mapping (the writer keeps out)
+    fields: dict[str, Any] = field(default_factory=dict)
+    data: dict[str, Any] = field(default_factory=dict)  # ``fields`` with unquoted [[links]] as text
+
+
+def _frontmatter(text: str, size: int, problems: list[str]) -> _Front:
+    split = split_frontmatter(text)
+    found = split.problems
+    if size > MAX_BYTES:
+        # The closing '---' may well lie past the cut: say that rather than "never closed".
+        found = [f"frontmatter: not closed within the first {MAX_BYTES:,} bytes that are indexed; "
+                 "the indexed text is read as body" if p.startswith(_UNCLOSED) else p for p in found]
+    problems += found
+    front = _Front(split.body, split.yaml_text is not None)
+    if split.yaml_text is not None:
+        loaded = load_yaml(split.yaml_text)
+        front.fields, front.ok = loaded.data, loaded.parsed
+        problems += loaded.problems
+        front.data = {key: _unflow_wikilinks(value) for key, value in loaded.data.items()}
+    return front
+
+
+def _title(path: str, data: dict[str, Any], body: str, masked: str, excalidraw: bool,
+           problems: list[str]) -> str:
+    """The ``title`` key, else the first ``# `` heading, else the file name without ``.md``."""
     stem = path.rpartition("/")[2]
     if excalidraw:
         stem = stem[: -len(".excalidraw.md")]
     elif stem.lower().endswith(".md"):
         stem = stem[:-3]
     heading = None if excalidraw else markdown.first_h1(body, masked)
-    title = _text(data.get("title"), "title", problems) or heading or stem
+    return _text(data.get("title"), "title", problems) or heading or stem
 
+
+def _uid(path: str, data: dict[str, Any], problems: list[str]) -> tuple[str, bool]:
+    """The ``id`` key (and True), else an id derived from the path (and False)."""
     raw_id = data.get("id")
     uid = _text(raw_id, "id", problems) if raw_id is not None else None
-    has_id = bool(uid)
-    if not uid:
-        # Case is kept: real vaults hold `Notes/A.md` and `notes/a.md` side by side.
-        uid = "p-" + file_etag(path.encode("utf-8", "replace"))[:16]
+    if uid:
+        return uid, True
+    # Case is kept: real vaults hold `Notes/A.md` and `notes/a.md` side by side.
+    return "p-" + file_etag(path.encode("utf-8", "replace"))[:16], False
 
-    note_type = _type(data, problems)
+
+def _tags(data: dict[str, Any], masked: str, excalidraw: bool, problems: list[str]) -> list[str]:
+    """The ``tags`` key, then the body's inline ``#tags`` (not in code; not for drawings)."""
     tags = normalize_tags(data.get("tags"), problems)
-    if not excalidraw:
-        tags = _dedupe(tags + [t.lower() for t in markdown.inline_tags(masked)])
+    if excalidraw:
+        return tags
+    return _dedupe(tags + [t.lower() for t in markdown.inline_tags(masked)])
 
-    fallback = from_timestamp(mtime_ns / 1e9) if mtime_ns else from_timestamp(0)
-    # Defaults, weakest last: (a date in the file name,) git history, the mtime.
-    created_default, updated_default = history or (fallback, fallback)
-    created = _date(data, _CREATED_KEYS, created_default, problems)
-    updated = _date(data, _UPDATED_KEYS, updated_default, problems)
 
-    marks = [] if excalidraw else markdown.task_marks(masked)
-    progress = Progress(
-        done=sum(1 for m in marks if m in "xX"), total=len(marks)
-    )
-    state = _state(data.get("state"), marks, problems)
-    status = _status(data, state)
-
+def _metadata(data: dict[str, Any]) -> dict[str, Any]:
+    """The keys that are not core fields, plus a ``status`` other than active or archived."""
     metadata = {k: v for k, v in data.items() if k not in CORE_KEYS}
     raw_status = data.get("status")
     if raw_status is not None and str(raw_status).strip().lower() not in ("active", "archived"):
         metadata["status"] = raw_status
+    return metadata
 
+
+def _links(data: dict[str, Any], masked: str, excalidraw: bool) -> list[dict[str, Any]]:
+    """Body wikilinks, body Markdown links, then frontmatter wikilinks (links.py counts on it)."""
     links = [] if excalidraw else markdown.body_links(masked)
     links += [lk for value in data.values() for lk in _frontmatter_links(value)]
-
-    return Note(
-        path=path,
-        uid=uid,
-        has_id=has_id,
-        title=title,
-        aliases=_string_list(data.get("aliases"), "aliases", problems)
-        + _string_list(data.get("alias"), "alias", problems),
-        type=note_type,
-        tags=tags,
-        created=iso(created),
-        updated=iso(updated),
-        status=status,
-        state=state,
-        progress=progress,
-        importance=_importance(data.get("importance"), problems),
-        supersedes=_refs(data.get("supersedes")),
-        superseded_by=_refs(data.get("superseded_by")),
-        namespace=_text(data.get("namespace"), "namespace", problems) or "default",
-        scope=_text(data.get("scope"), "scope", problems) or "user",
-        project=_text(data.get("project"), "project", problems),
-        paths=_string_list(data.get("paths"), "paths", problems),
-        agent=_text(data.get("agent"), "agent", problems),
-        metadata=metadata,
-        body="" if excalidraw else body,
-        links=[_link_dict(lk) for lk in links],
-        problems=problems,
-        etag=etag,
-        size=size,
-        mtime_ns=mtime_ns,
-        excalidraw=excalidraw,
-        has_frontmatter=split.yaml_text is not None,
-        frontmatter_ok=fm_ok,
-        fields=fields,
-    )
+    return [_link_dict(lk) for lk in links]
 
 
 def normalize_tags(value: Any, problems: list[str] | None = None) -> list[str]:

@@ -1,4 +1,4 @@
-"""Which files are memories: walking the vault with its ignore rules (SPEC 2).
+"""Which files are memories: walking the vault with its ignore rules (docs/vault-format.md).
 
 Skipped: hidden segments (``.obsidian``, ``.git``, ``.trash``, the index folder), paths
 matched by the root ``.gitignore``, a root ``.vaultmemignore`` and Obsidian's
@@ -71,12 +71,13 @@ def is_memory_name(name: str) -> bool:
 
 def check_vault(root: Path) -> Path:
     """The vault root as an absolute path, or VaultUnavailable with a one-line reason."""
+    advice = "check the vault path and its permissions"
     if not root.exists():
-        raise VaultUnavailable(f"vault not found: {root} does not exist")
+        raise VaultUnavailable(f"vault not found: {root} does not exist", advice=advice)
     if not root.is_dir():
-        raise VaultUnavailable(f"vault is not a folder: {root} is a file")
+        raise VaultUnavailable(f"vault is not a folder: {root} is a file", advice=advice)
     if not os.access(root, os.R_OK | os.X_OK):
-        raise VaultUnavailable(f"vault cannot be read: permission denied on {root}")
+        raise VaultUnavailable(f"vault cannot be read: permission denied on {root}", advice=advice)
     return root.absolute()
 
 

@@ -28,7 +28,7 @@ from vault_mem.vault.yamlstyle import render_frontmatter
 
 __all__ = [
     "MAX_NAME_BYTES", "TRASH_DIRNAME", "append_paragraph", "atomic_write", "create_exclusive",
-    "decode_for_edit", "free_name", "move_to_trash", "note_filename", "render_frontmatter",
+    "decode_for_edit", "move_to_trash", "note_filename", "render_frontmatter",
     "render_note", "replace_body", "set_keys",
 ]
 
@@ -159,19 +159,6 @@ def _taken(folder: Path) -> set[str]:
         return {_name_key(name) for name in os.listdir(folder)}
     except FileNotFoundError:
         return set()
-
-
-def free_name(folder: Path, filename: str) -> str:
-    """``filename``, or ``stem 1.md``, ``stem 2.md``... : the first not taken in ``folder``.
-
-    The check ignores case, as macOS and Windows do. Only a hint: ``create_exclusive``
-    is what claims a name.
-    """
-    taken = _taken(folder)
-    for candidate in _candidates(filename):
-        if _name_key(candidate) not in taken:
-            return candidate
-    raise WriteFailed(f"no free name for {filename} in {folder} after {_MAX_SUFFIX} tries")
 
 
 def create_exclusive(folder: Path, filename: str, data: bytes, mode: int | None = None) -> Path:

@@ -1,4 +1,4 @@
-"""The write tools (SPEC 5): memory_write, memory_edit, task_close, memory_supersede,
+"""The write tools (docs/tools.md): memory_write, memory_edit, task_close, memory_supersede,
 memory_delete.
 
 Each writes atomically (vault.writer), stays inside the vault (vault.paths), and indexes
@@ -18,7 +18,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from vault_mem.errors import Conflict, InvalidInput, NotFound
+from whoosh.index import LockError
+
+from vault_mem.errors import Conflict, IndexBusy, InvalidInput, NotFound, WriteFailed
 from vault_mem.served.context import View
 from vault_mem.served.params import AGENT, IF_ETAG, REF, Args, mapping_param, number_param, strings_param, text_param
 from vault_mem.served.refs import resolve_ref
@@ -26,7 +28,7 @@ from vault_mem.vault.dates import iso, parse_datetime
 from vault_mem.vault.gitcommit import write_commit
 from vault_mem.vault.note import SCOPES, Note, permalink_of
 from vault_mem.vault.paths import check_relative, confine, note_file
-from vault_mem.vault.reader import file_etag, normalize_tags, read_note, read_whole
+from vault_mem.vault.reader import CREATED_KEYS, file_etag, normalize_tags, read_note, read_whole
 from vault_mem.vault.writer import (
     append_paragraph,
     atomic_write,
@@ -73,7 +75,6 @@ EDIT_PARAMS = (
 CLOSE_PARAMS = (AGENT, REF, text_param("state", "completed (default) or cancelled."), IF_ETAG)
 DELETE_PARAMS = (AGENT, REF, IF_ETAG)
 CLOSED_STATES = ("completed", "cancelled")
-CREATED_KEYS = ("created", "date", "created_at")  # as the reader accepts them
 
 
 # One write at a time in this process: each reads a file, checks it, writes it and indexes it,
@@ -119,8 +120,22 @@ def _attributed(view: View, answer: dict[str, Any], tool: str, agent: str, title
 
 def _index_file(view: View, rel: str) -> Note:
     note = read_note(view.vault.root, rel)
-    view.vault.index.apply([(note, rel)], [])
+    _index(view, [(note, rel)], [], f"{note.path} was saved")
     return note
+
+
+def _index(view: View, notes: list[tuple[Note, str]], removed: list[str], done: str) -> None:
+    """Index what a write tool just did to the files; ``done`` says what that was."""
+    try:
+        view.vault.index.apply(notes, removed)
+    except LockError:
+        # The file change stands: the watcher (or the next reconcile) indexes it later. A retry
+        # would repeat a change that already happened, so the advice says not to.
+        raise IndexBusy(f"{done}, but the index's write lock was not obtained in time (another process, "
+                        "a build or a merge, holds it); read tools show the change once the index catches "
+                        "up on its own", retry=False,
+                        advice="do not repeat this call: the change is already in the file and a retry "
+                        "would make it twice") from None
 
 
 def _body_text(args: Args, name: str) -> str | None:
@@ -209,7 +224,7 @@ def _current(view: View, ref: str) -> tuple[str, bytes]:
     except FileNotFoundError:
         raise NotFound(f"{record['path']} is gone from the vault (deleted or moved since it was indexed)") from None
     except OSError as exc:
-        raise InvalidInput("ref", f"{record['path']} cannot be read: {exc.strerror}") from None
+        raise WriteFailed(f"{record['path']} cannot be read ({exc.strerror}); nothing was changed") from exc
 
 
 def _check_preconditions(args: Args, rel: str, data: bytes, root: Path) -> None:
@@ -232,7 +247,7 @@ def _check_preconditions(args: Args, rel: str, data: bytes, root: Path) -> None:
 
 def _stamped(view: View, rel: str, updates: dict[str, Any]) -> dict[str, Any]:
     """``updates`` plus ``updated`` (now), and the ``id`` and ``created`` the note has had so far
-    when its file does not declare them: write tools always write both (SPEC 3), and without
+    when its file does not declare them: write tools always write both (docs/tools.md), and without
     them the uid would change on a rename and ``created`` would follow this write's mtime."""
     note = read_note(view.vault.root, rel)
     keep: dict[str, Any] = {}
@@ -317,7 +332,7 @@ def memory_delete(view: View, raw: dict[str, Any]) -> dict[str, Any]:
     _check_preconditions(args, rel, data, view.vault.root)
     note = read_note(view.vault.root, rel)
     trashed = move_to_trash(view.vault.root, rel)
-    view.vault.index.apply([], [note.path])
+    _index(view, [], [note.path], f"{note.path} was moved to {trashed}")
     answer = {"status": "ok", "uid": note.uid, "permalink": permalink_of(note.path), "path": trashed,
               "updated": note.updated, "etag": note.etag, "deleted": True,
               "message": f"moved {note.path} to {trashed}; restore it by moving it back"}
