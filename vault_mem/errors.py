@@ -159,9 +159,7 @@ class InternalError(Fault):
 
 
 class GitError(Fault):
-    """A git command failed or could not run (vault/git.py). The message is git's own reason, or a
-    sentence saying what to do; it carries no retry advice of its own, as git's reason says more."""
+    """A git command failed or could not run (vault/git.py); ``str()`` of it is git's own reason,
+    which sync lines and write warnings quote without the advice."""
 
-    @property
-    def message(self) -> str:
-        return str(self.args[0])
+    advice_no_retry = "docs/git.md says how a vault works with git"

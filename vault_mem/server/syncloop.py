@@ -45,7 +45,7 @@ class SyncLoop:
             # work tree moves only by fast-forward, which refuses to overwrite a changed file.
             result = sync_vault(self.root)
         except GitError as exc:
-            log.warning("sync: %s", exc.message)
+            log.warning("sync: %s", str(exc))
             return None
         except Exception:  # the server keeps serving whatever a sync round did
             log.exception("sync failed")

@@ -133,7 +133,7 @@ def write_commit(root: Path, tool: str, agent: str, title: str, paths: Sequence[
         commit_paths(repo, paths, f"{tool}: {title}", agent_identity(agent), contents=contents)
         return None
     except GitError as exc:
-        return f"the change is saved but not committed: {exc.message}"
+        return f"the change is saved but not committed: {exc!s}"
 
 
 def _same(data: bytes, head: bytes) -> bool:

@@ -68,14 +68,14 @@ def sync_vault(root: Path, host: str | None = None, today: dt.date | None = None
     repo = Repo.find(root)
     if repo is None:
         raise GitError(f"{root} is not a git repository (not inside a git work tree): run `git init` there "
-                       "and add a remote to sync it (see docs/git.md)")
+                       "and add a remote to sync it")
     host = host or host_name()
     day = (today or dt.datetime.now(dt.UTC).date()).isoformat()
     result = SyncResult()
     try:
         _sync(repo, result, host, day)
     except GitError as exc:
-        result.lines.append(exc.message)
+        result.lines.append(str(exc))
         result.complete = False
     return result
 

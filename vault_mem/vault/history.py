@@ -132,7 +132,7 @@ class History:
             try:
                 changed = self._catch_up()
             except GitError as exc:
-                log.warning("reading the git history failed: %s", exc.message)
+                log.warning("reading the git history failed: %s", str(exc))
                 return set()
             self._stamp = stamp
         if changed and self.on_change is not None:
