@@ -611,3 +611,11 @@ def test_set_keys_on_hand_written_shapes_sets_only_what_it_was_asked(
         {k: v for k, v in before.items() if k not in updates}
     assert new.endswith(nl + "---" + nl + "body" + nl)
     assert "\n" not in new.replace(nl, "") if crlf else "\r" not in new
+
+
+@pytest.mark.parametrize(("title", "name"), [
+    ("CON", "CON_.md"), ("nul", "nul_.md"), ("Com1", "Com1_.md"), ("LPT9 notes", "LPT9 notes.md"),
+    ("aux.log", "aux_.log.md"), ("Console", "Console.md"),
+])
+def test_names_windows_reserves_for_devices_get_an_underscore(title: str, name: str) -> None:
+    assert note_filename(title) == name

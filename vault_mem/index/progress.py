@@ -9,6 +9,8 @@ import time
 from pathlib import Path
 from typing import TextIO
 
+from vault_mem.vault.portable import replace_file
+
 
 class Progress:
     """Reports ``done`` of ``total`` items. ``quiet`` reports nothing (the server's own use)."""
@@ -76,6 +78,6 @@ class ProgressFile(Progress):
         tmp = self.path.with_name(f".{self.path.name}.{os.getpid()}")
         try:
             tmp.write_text(json.dumps({"done": self.done, "total": self.total}), encoding="utf-8")
-            os.replace(tmp, self.path)
+            replace_file(tmp, self.path)
         except OSError:
             pass

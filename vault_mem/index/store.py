@@ -8,7 +8,6 @@ are refreshed whenever any process has committed.
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import hashlib
 import json
 import logging
@@ -20,6 +19,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from filelock import FileLock
 from whoosh import index as whoosh_index
 from whoosh.index import FileIndex, LockError
 from whoosh.reading import EmptyReader, MultiReader, SegmentReader
@@ -30,6 +30,7 @@ from vault_mem.errors import VaultUnavailable
 from vault_mem.index.schema import SCHEMA_VERSION, document_of, make_schema
 from vault_mem.vault.note import Note
 from vault_mem.vault.paths import INDEX_DIRNAME
+from vault_mem.vault.portable import replace_file, user_cache_root
 
 log = logging.getLogger("vault_mem.index")
 STATE_FILE = "state.json"
@@ -50,7 +51,7 @@ def default_index_dir(root: Path) -> Path:
         probe.unlink()
         return preferred
     except OSError:
-        cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
+        cache = user_cache_root()
         digest = hashlib.sha256(str(root.resolve()).encode("utf-8", "surrogateescape")).hexdigest()[:16]
         return cache / "vault-mem" / digest
 
@@ -81,7 +82,7 @@ class VaultIndex:
         state = self.state() | values
         tmp = self.dir / f".{STATE_FILE}.{os.getpid()}.tmp"
         tmp.write_text(json.dumps(state), encoding="utf-8")
-        os.replace(tmp, self.dir / STATE_FILE)
+        replace_file(tmp, self.dir / STATE_FILE)  # a reader may hold it open for a moment (Windows)
 
     def needs_build(self) -> bool:
         """True when there is no usable index (none yet, another schema, or unreadable)."""
@@ -127,12 +128,9 @@ class VaultIndex:
     def build_lock(self) -> Iterator[None]:
         """An exclusive lock between processes for deciding on and running a full build."""
         self.dir.mkdir(parents=True, exist_ok=True)
-        with open(self.dir / BUILD_LOCK, "a+b") as handle:
-            fcntl.flock(handle.fileno(), fcntl.LOCK_EX)
-            try:
-                yield
-            finally:
-                fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
+        # filelock: flock on Linux and macOS, a Windows file lock on Windows; the OS drops it when the process dies.
+        with FileLock(self.dir / BUILD_LOCK):
+            yield
 
     def close(self) -> None:
         """Drop the searcher and the index handle (safe to call twice, or on a vanished index)."""

@@ -37,7 +37,7 @@ from vault_mem.index.schema import document_of
 from vault_mem.index.store import MAX_SEGMENTS, VaultIndex
 from vault_mem.vault.history import history_for
 from vault_mem.vault.note import Note
-from vault_mem.vault.paths import display_path
+from vault_mem.vault.paths import display_path, listed_spelling, relative_to_root
 from vault_mem.vault.reader import read_note
 from vault_mem.vault.walk import IgnoreRules, is_memory_name, walk_vault
 
@@ -55,6 +55,7 @@ class Watcher:
                  on_error: Callable[[str], None] | None = None) -> None:
         self.index = index
         self.root = index.root
+        self._roots = (str(self.root), os.path.realpath(self.root))  # FSEvents reports real paths
         self.reconcile_every = reconcile_every
         self.on_error = on_error
         self._files: set[str] = set()  # OS paths relative to the root
@@ -149,13 +150,9 @@ class Watcher:
             self._cond.notify_all()
 
     def _relative(self, path: str) -> str | None:
-        try:
-            rel = os.path.relpath(path, self.root)
-        except ValueError:
+        rel = relative_to_root(path, self._roots)
+        if rel is None:
             return None
-        if rel == "." or rel.startswith(".." + os.sep) or rel == "..":
-            return None
-        rel = rel.replace(os.sep, "/")
         if any(part.startswith(".") for part in rel.split("/")):
             return None
         return rel
@@ -236,13 +233,21 @@ class Watcher:
         candidates = set(files)
         for rel_dir in dirs:
             candidates |= self._subtree(rel_dir)
+        for rel in files:  # ReadDirectoryChangesW reports a deleted folder as a deleted file
+            if not is_memory_name(rel.rpartition("/")[2]) and not os.path.lexists(self.root / rel):
+                candidates |= self._subtree(rel)
+        # On a case-insensitive disk an old spelling still opens: the folder listings decide.
+        listings: dict[str, dict[str, list[str]]] = {}
+        spelled = {rel: listed_spelling(self.root, rel, listings) for rel in candidates}
+        candidates |= {name for name in spelled.values() if name is not None}
         fingerprints = self.index.fingerprints()
         changed: list[tuple[Note, str]] = []
         removed: list[str] = []
         for rel in sorted(candidates):
             shown = display_path(rel)
             path = self.root / rel
-            if not is_memory_name(rel.rpartition("/")[2]) or rules.ignored(rel) or not _is_file(path):
+            listed = spelled.get(rel, rel) == rel
+            if not is_memory_name(rel.rpartition("/")[2]) or rules.ignored(rel) or not listed or not _is_file(path):
                 if shown in fingerprints:
                     removed.append(shown)
                 continue

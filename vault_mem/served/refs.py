@@ -7,7 +7,11 @@ and case-folded. Two kinds of lookup share them:
 - ``resolve_ref``: a *caller's* ref (every tool's ``ref``, the compat tools' ``uid`` and
   ``memory_id``, a resource URI). Stages uid, permalink/path, file name, title, alias; the
   first stage with exactly one hit wins. Several hits are ambiguous: ``invalid``, listing
-  the candidates, because a caller is never handed a guess (docs/tools.md, "ref").
+  the candidates, because a caller is never handed a guess (docs/tools.md, "ref"); except
+  that in a path stage (permalink/path, file name) the one hit spelled exactly as the ref,
+  case included, wins: on a case-sensitive disk (or a git checkout made on one) ``Note.md``
+  and ``note.md`` are two notes, and their permalinks, which differ only by case, must each
+  still name one (docs/platforms.md). Titles and aliases stay ambiguous.
 - ``Names.nearest``: a name written *inside a note* (a ``[[wikilink]]``, a ``supersedes``
   target) that several notes answer to. The note nearest the writing one wins, as in
   Obsidian, by one tie-break:
@@ -20,6 +24,8 @@ and case-folded. Two kinds of lookup share them:
 """
 
 from __future__ import annotations
+
+import unicodedata
 
 from whoosh.query import Term
 
@@ -100,6 +106,8 @@ def resolve_ref(view: View, ref: str, param: str = "ref") -> int:
     names = Names(view)
     for stage, field, is_path in REF_STAGES:
         hits = names.hits(field, keys[is_path])
+        if len(hits) > 1 and is_path:
+            hits = _spelled_as_given(names, hits, stage, strip_md(as_path.strip("/"))) or hits
         if len(hits) == 1:
             return hits[0]
         if len(hits) > 1:
@@ -112,6 +120,18 @@ def resolve_ref(view: View, ref: str, param: str = "ref") -> int:
                 candidates=candidates,
             )
     raise NotFound(f"no note matches {_shown(ref)} (tried uid, permalink, path, file name, title and alias)")
+
+
+def _spelled_as_given(names: Names, hits: list[int], stage: str, path: str) -> list[int]:
+    """The one hit of an ambiguous path stage whose path is spelled exactly as ``path`` (after NFC)."""
+    wanted = unicodedata.normalize("NFC", path)
+
+    def spelled(doc: int) -> str:
+        stem = unicodedata.normalize("NFC", strip_md(names.path(doc)))
+        return stem if stage == "permalink/path" else stem.rpartition("/")[2]
+
+    exact = [d for d in hits if spelled(d) == wanted]
+    return exact if len(exact) == 1 else []
 
 
 def _shown(ref: str) -> str:

@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import os
 import re
+import unicodedata
+from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 from vault_mem.errors import PathRefused
 
@@ -83,3 +86,97 @@ def note_file(root: Path, fsrel: str, param: str = "ref") -> Path:
     if not resolves_inside(root, target):
         raise PathRefused(param, f"{display_path(fsrel)} resolves outside the vault (a symlink?); not read")
     return target
+
+
+def relative_to_root(path: str, roots: Sequence[str], flavour: Any = os.path) -> str | None:
+    """``path`` (absolute, as a file watcher reports it) relative to the first of ``roots`` that holds
+    it, '/'-separated; None for a root itself or a path outside every root (another drive too).
+
+    Several roots because macOS's FSEvents reports real paths (``/private/var/...``) for a
+    vault opened through a symlink (``/var/...``), and may report a name in another Unicode
+    normalisation than the one it was opened with; ``flavour`` is ``ntpath`` or ``posixpath``
+    (the running system's by default), so Windows paths can be checked anywhere.
+    """
+    for candidate in (path, unicodedata.normalize("NFC", path)):
+        for root in roots:
+            for base in (root, unicodedata.normalize("NFC", root)):
+                try:
+                    rel = flavour.relpath(candidate, base)
+                except ValueError:  # another drive (Windows)
+                    continue
+                if rel == flavour.pardir or rel.startswith(flavour.pardir + flavour.sep):
+                    continue
+                return None if rel == flavour.curdir else rel.replace(flavour.sep, "/")
+    return None
+
+
+def name_key(name: str) -> str:
+    """How a case-insensitive file system compares names (macOS also ignores NFC/NFD differences)."""
+    return unicodedata.normalize("NFC", name).casefold()
+
+
+def listed_spelling(root: Path, rel: str, listings: dict[str, dict[str, list[str]]] | None = None) -> str | None:
+    """The spelling under which the folder listings hold the '/'-separated ``rel``, or None when some
+    segment is not there at all.
+
+    On a case-sensitive file system that is ``rel`` itself or None. On a case-insensitive one
+    (macOS and Windows by default) ``note.md`` still opens after ``note.md`` was renamed
+    ``Note.md``: only the listing tells which name the file has now, so a watcher decides by
+    the listing, not by a stat. A segment listed exactly wins; else the one listed entry equal
+    to it under ``name_key`` (when several are, as on a case-sensitive disk, the exact one or
+    none). ``listings`` caches each folder's listing for one batch of lookups.
+    """
+    cache = {} if listings is None else listings
+    spelled: list[str] = []
+    for segment in rel.split("/"):
+        folder = "/".join(spelled)
+        entries = cache.get(folder)
+        if entries is None:
+            entries = {}
+            try:
+                names = os.listdir(root / folder if folder else root)
+            except OSError:
+                names = []
+            for name in names:
+                entries.setdefault(name_key(name), []).append(name)
+            cache[folder] = entries
+        same = entries.get(name_key(segment), [])
+        if segment in same:
+            spelled.append(segment)
+        elif len(same) == 1:
+            spelled.append(same[0])
+        else:
+            return None
+    return "/".join(spelled)
+
+
+def existing_spelling(root: Path, rel: str) -> str:
+    """``rel`` with its leading segments that name existing entries spelled as they are listed
+    (case and Unicode form), the rest as given: ``Projects/new`` becomes ``projects/new`` when
+    ``projects/`` exists, which is where a case-insensitive disk would put it anyway."""
+    if not rel:
+        return rel
+    parts = rel.split("/")
+    listings: dict[str, dict[str, list[str]]] = {}
+    spelled: list[str] = []
+    for i, segment in enumerate(parts):
+        found = listed_spelling(root, "/".join([*spelled, segment]), listings)
+        if found is None:
+            return "/".join([*spelled, *parts[i:]])
+        spelled = found.split("/")
+    return "/".join(spelled)
+
+
+def on_disk_spelling(path: Path) -> Path:
+    """An absolute ``path`` with every segment spelled as its folder lists it, where that can be
+    told (a folder that cannot be listed keeps the segment as given).
+
+    ``--vault ~/documents/vault`` opens ``~/Documents/Vault`` on macOS and Windows, but their
+    watchers report the spelling on disk; starting from that spelling keeps the two in step.
+    The same path on a case-sensitive disk.
+    """
+    spelled = Path(path.anchor)
+    for segment in path.parts[1:]:
+        found = listed_spelling(spelled, segment)
+        spelled = spelled / (found if found is not None else segment)
+    return spelled

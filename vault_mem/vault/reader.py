@@ -22,6 +22,7 @@ from vault_mem.vault.frontmatter import load_yaml, split_frontmatter
 from vault_mem.vault.history import default_dates
 from vault_mem.vault.note import KNOWN_TYPES, TASK_STATES, Note, Progress
 from vault_mem.vault.paths import display_path
+from vault_mem.vault.portable import O_BINARY
 
 MAX_BYTES = 2 * 1024 * 1024
 _TAG_LEAD = re.compile(r"^[#\s]+")
@@ -55,7 +56,7 @@ def read_bytes(path: Path) -> tuple[bytes, str, int, int, list[str]]:
     """
     problems: list[str] = []
     try:
-        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+        fd = os.open(path, os.O_RDONLY | O_BINARY | getattr(os, "O_NONBLOCK", 0))
     except OSError as exc:
         # A UNIX socket cannot be opened at all (ENXIO): name what it is, not the errno.
         try:
@@ -94,7 +95,7 @@ def read_whole(path: Path) -> bytes:
 
     Raises OSError, EINVAL for anything that is not a regular file.
     """
-    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+    fd = os.open(path, os.O_RDONLY | O_BINARY | getattr(os, "O_NONBLOCK", 0))
     try:
         if not stat.S_ISREG(os.fstat(fd).st_mode):
             raise OSError(errno.EINVAL, "not a regular file (a FIFO, socket or device)")

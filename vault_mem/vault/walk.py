@@ -19,6 +19,7 @@ from pathlib import Path
 import pathspec
 
 from vault_mem.errors import VaultUnavailable
+from vault_mem.vault.paths import on_disk_spelling
 
 
 @dataclass
@@ -78,7 +79,7 @@ def check_vault(root: Path) -> Path:
         raise VaultUnavailable(f"vault is not a folder: {root} is a file", advice=advice)
     if not os.access(root, os.R_OK | os.X_OK):
         raise VaultUnavailable(f"vault cannot be read: permission denied on {root}", advice=advice)
-    return root.absolute()
+    return on_disk_spelling(root.absolute())  # as the watchers will report it (docs/platforms.md)
 
 
 def walk_vault(root: Path, rules: IgnoreRules | None = None,

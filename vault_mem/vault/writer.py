@@ -24,6 +24,8 @@ from pathlib import Path
 
 from vault_mem.errors import InvalidInput, NotFound, WriteFailed
 from vault_mem.vault.fmedit import append_paragraph, render_note, replace_body, set_keys
+from vault_mem.vault.paths import name_key
+from vault_mem.vault.portable import O_BINARY, fsync_folder, lacks_hard_links, replace_file, set_mode, unlink_file
 from vault_mem.vault.yamlstyle import render_frontmatter
 
 __all__ = [
@@ -37,6 +39,8 @@ TRASH_DIRNAME = ".trash"
 _MAX_SUFFIX = 10_000
 # Illegal in file names on some OS (* " \ / < > : | ?), or breaking [[wikilinks]] (# ^ [ ]).
 _ILLEGAL = re.compile(r'[*"\\/<>:|?#^\[\]]')
+# Device names Windows reserves whatever the extension.
+_WINDOWS_DEVICES = {"CON", "PRN", "AUX", "NUL", *(f"COM{n}" for n in range(1, 10)), *(f"LPT{n}" for n in range(1, 10))}
 _REASONS = {
     errno.ENOSPC: "disk full (ENOSPC)",
     errno.EDQUOT: "disk quota exceeded (EDQUOT)",
@@ -46,8 +50,6 @@ _REASONS = {
     errno.ENAMETOOLONG: "file name too long (ENAMETOOLONG)",
     errno.EIO: "I/O error (EIO)",
 }
-# os.link is missing on some file systems (FAT, some network mounts): fall back to O_EXCL.
-_NO_HARD_LINKS = {errno.EPERM, errno.EOPNOTSUPP, errno.ENOTSUP, errno.ENOSYS, errno.EMLINK, errno.EXDEV}
 
 
 def _reason(exc: OSError) -> str:
@@ -55,20 +57,6 @@ def _reason(exc: OSError) -> str:
         return _REASONS[exc.errno]
     code = errno.errorcode.get(exc.errno or 0, "")
     return f"{exc.strerror or exc}" + (f" ({code})" if code else "")
-
-
-def _fsync_dir(folder: Path) -> None:
-    # Best effort: some file systems refuse fsync on a folder; the rename has happened.
-    try:
-        fd = os.open(folder, os.O_RDONLY)
-    except OSError:
-        return
-    try:
-        os.fsync(fd)
-    except OSError:
-        pass
-    finally:
-        os.close(fd)
 
 
 def _temp_name(name: str) -> str:
@@ -79,7 +67,7 @@ def _temp_name(name: str) -> str:
 def _write_temp(folder: Path, name: str, data: bytes, mode: int | None) -> Path:
     """A hidden temp file in ``folder`` holding ``data``, fsynced. Raises OSError (temp removed)."""
     temp = folder / _temp_name(name)
-    fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0), 0o666)
+    fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | O_BINARY | getattr(os, "O_CLOEXEC", 0), 0o666)
     try:
         try:
             view = memoryview(data)
@@ -87,7 +75,7 @@ def _write_temp(folder: Path, name: str, data: bytes, mode: int | None) -> Path:
                 written = os.write(fd, view)
                 view = view[written:]
             if mode is not None:
-                os.fchmod(fd, mode)
+                set_mode(temp, mode)  # by path: os.fchmod does not exist on Windows
             os.fsync(fd)
         finally:
             os.close(fd)
@@ -131,16 +119,14 @@ def atomic_write(path: Path, data: bytes, mode: int | None = None) -> None:
     except OSError as exc:
         raise WriteFailed(f"{_reason(exc)} while writing {path}; {what}") from exc
     try:
-        os.replace(temp, target)
+        replace_file(temp, target)  # waits briefly while another program holds the note open (Windows)
     except OSError as exc:
         _unlink_quietly(temp)
+        if isinstance(exc, PermissionError) and os.name == "nt":
+            raise WriteFailed(f"{path} is held open by another program (Windows refused to replace it); "
+                              f"{what}; retry when it is closed") from exc
         raise WriteFailed(f"{_reason(exc)} while writing {path}; {what}") from exc
-    _fsync_dir(target.parent)
-
-
-def _name_key(name: str) -> str:
-    # macOS and Windows compare names case-insensitively (macOS also ignores NFC/NFD).
-    return unicodedata.normalize("NFC", name).casefold()
+    fsync_folder(target.parent)
 
 
 def _split_md(filename: str) -> tuple[str, str]:
@@ -156,7 +142,7 @@ def _candidates(filename: str) -> list[str]:
 
 def _taken(folder: Path) -> set[str]:
     try:
-        return {_name_key(name) for name in os.listdir(folder)}
+        return {name_key(name) for name in os.listdir(folder)}
     except FileNotFoundError:
         return set()
 
@@ -177,11 +163,11 @@ def create_exclusive(folder: Path, filename: str, data: bytes, mode: int | None 
     try:
         taken = _taken(folder)
         for candidate in _candidates(filename):
-            if _name_key(candidate) in taken:
+            if name_key(candidate) in taken:
                 continue
             final = folder / candidate
             if _claim(temp, final):
-                _fsync_dir(folder)
+                fsync_folder(folder)
                 return final
         raise WriteFailed(f"no free name for {filename} in {folder} after {_MAX_SUFFIX} tries")
     except OSError as exc:
@@ -198,15 +184,15 @@ def _claim(temp: Path, final: Path) -> bool:
     except FileExistsError:
         return False
     except OSError as exc:
-        if exc.errno not in _NO_HARD_LINKS:
+        if not lacks_hard_links(exc):
             raise
     # No hard links here: reserve the name with O_EXCL, then rename the temp onto it.
     try:
-        os.close(os.open(final, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
+        os.close(os.open(final, os.O_WRONLY | os.O_CREAT | os.O_EXCL | O_BINARY, 0o600))
     except FileExistsError:
         return False
     try:
-        os.replace(temp, final)
+        replace_file(temp, final)
     except OSError:
         _unlink_quietly(final)
         raise
@@ -219,7 +205,8 @@ def note_filename(title: str) -> str:
     Removes characters illegal in file names and those that break wikilinks
     (``* " \\ / < > : | ? # ^ [ ]``) and control characters; collapses whitespace; strips
     leading dots and trailing dots and spaces; caps the stem at MAX_NAME_BYTES of UTF-8
-    (cut between characters); "Untitled" when nothing is left. Emoji and right-to-left
+    (cut between characters); adds ``_`` to a name Windows reserves (``CON``, ``NUL``,
+    ``COM1``...); "Untitled" when nothing is left. Emoji and right-to-left
     scripts are kept.
     """
     text = unicodedata.normalize("NFC", title)
@@ -233,6 +220,9 @@ def note_filename(title: str) -> str:
     if text.lower().endswith(".excalidraw"):
         # The reader treats *.excalidraw.md as a drawing and ignores its body.
         text = text[: -len(".excalidraw")] + " excalidraw"
+    base = text.split(".")[0]
+    if base.rstrip(" ").upper() in _WINDOWS_DEVICES:  # "CON.md" opens the console on Windows
+        text = base.rstrip(" ") + "_" + text[len(base):]
     return (text or "Untitled") + ".md"
 
 
@@ -259,11 +249,11 @@ def move_to_trash(root: Path, rel: str) -> str:
         trash.mkdir(exist_ok=True)
         taken = _taken(trash)
         for candidate in _candidates(source.name):
-            if _name_key(candidate) in taken:
+            if name_key(candidate) in taken:
                 continue
             if _move_no_clobber(source, trash / candidate):
-                _fsync_dir(trash)
-                _fsync_dir(source.parent)
+                fsync_folder(trash)
+                fsync_folder(source.parent)
                 return f"{TRASH_DIRNAME}/{candidate}"
     except FileNotFoundError as exc:
         raise NotFound(f"{rel} does not exist (deleted or moved already?)") from exc
@@ -279,13 +269,17 @@ def _move_no_clobber(source: Path, dest: Path) -> bool:
     except FileExistsError:
         return False
     except OSError as exc:
-        if exc.errno not in _NO_HARD_LINKS:
+        if not lacks_hard_links(exc):
             raise
         if os.path.lexists(dest):  # racy, but only on file systems without hard links
             return False
         os.rename(source, dest)
         return True
-    os.unlink(source)
+    try:
+        unlink_file(source)  # waits briefly while another program holds the note open (Windows)
+    except OSError:
+        _unlink_quietly(dest)  # the note stays where it was, not in two places
+        raise
     return True
 
 

@@ -27,7 +27,7 @@ from vault_mem.served.refs import resolve_ref
 from vault_mem.vault.dates import iso, parse_datetime
 from vault_mem.vault.gitcommit import write_commit
 from vault_mem.vault.note import SCOPES, Note, permalink_of
-from vault_mem.vault.paths import check_relative, confine, note_file
+from vault_mem.vault.paths import check_relative, confine, existing_spelling, note_file
 from vault_mem.vault.reader import CREATED_KEYS, file_etag, normalize_tags, read_note, read_whole
 from vault_mem.vault.writer import (
     append_paragraph,
@@ -147,7 +147,8 @@ def _body_text(args: Args, name: str) -> str | None:
 
 
 def _folder(view: View, domain: str) -> tuple[Path, str]:
-    domain = check_relative(domain.strip(), "domain")
+    # An existing folder keeps its spelling: "Projects" files into "projects/" (docs/platforms.md).
+    domain = existing_spelling(view.vault.root, check_relative(domain.strip(), "domain"))
     for segment in domain.split("/"):
         size = len(segment.encode("utf-8", "surrogatepass"))
         if size > MAX_SEGMENT_BYTES:
