@@ -217,8 +217,8 @@ def test_index_completes_within_bounded_memory(built: Built) -> None:
     assert built.peak_rss_kb < RSS_BOUND_KB, f"peak RSS {built.peak_rss_kb} kB"
 
 
-def test_doctor_exits_zero_and_lists_every_hostile_input(built: Built) -> None:
-    assert built.doctor_run.returncode == 0, built.doctor_run.stderr
+def test_doctor_exits_3_for_problems_and_lists_every_hostile_input(built: Built) -> None:
+    assert built.doctor_run.returncode == 3, built.doctor_run.stderr  # issue 12: problems found
     assert "Traceback" not in built.doctor_run.stderr
     # the ordinary notes read cleanly
     assert not {"ok.md", "work/plan.md", "loop/inside.md"} & set(built.doctor)

@@ -18,6 +18,7 @@ FORBIDDEN = {
     "reads": ("vault_mem.writes", "vault_mem.server", "vault_mem.cli", "mcp"),
     "writes": ("vault_mem.reads", "vault_mem.server", "vault_mem.cli", "mcp"),
     "server": ("vault_mem.cli",),
+    "cli": ("mcp", "whoosh"),  # the top: it reaches MCP only through server/, Whoosh through index/
 }
 
 

@@ -12,11 +12,14 @@ start's reconcile indexes whatever is missing.
 
 from __future__ import annotations
 
+import contextlib
 import multiprocessing as mp
 import os
 import queue
+import signal
+import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -35,6 +38,8 @@ from vault_mem.vault.walk import IgnoreRules, walk_vault
 
 BATCH = 500  # files per commit of a serial build, and the smallest worker segment
 MAX_BATCH = 5000  # the largest worker segment
+REPORT_EVERY = 50  # files a worker parses between two progress reports
+RESUMING = "resuming the interrupted build"  # the progress label of a reconcile after one
 
 
 @dataclass
@@ -51,9 +56,10 @@ class SyncReport:
     walk_problems: dict[str, str] = field(default_factory=dict)
 
     def summary(self) -> str:
+        notes = f"{self.total:,} note{'' if self.total == 1 else 's'}"
         if self.rebuilt:
-            return f"built the index of {self.total} notes in {self.seconds:.1f} s"
-        return (f"{self.total} notes: {self.added} added, {self.updated} updated, "
+            return f"built the index of {notes} in {self.seconds:.1f} s"
+        return (f"{notes}: {self.added} added, {self.updated} updated, "
                 f"{self.removed} removed, {self.unchanged} unchanged ({self.seconds:.2f} s)")
 
 
@@ -112,8 +118,9 @@ def _parallel_build(index: VaultIndex, files: list[str], bar: Progress, procs: i
                for _ in range(procs)]
     parent = index.acquire_writer()
     try:
-        for worker in workers:
-            worker.start()
+        with _sigint_ignored():  # inherited: Ctrl-C stops the parent, which stops the workers
+            for worker in workers:
+                worker.start()
         segments = list(parent.segments)
         generation = parent.generation
         received = 0
@@ -126,6 +133,9 @@ def _parallel_build(index: VaultIndex, files: list[str], bar: Progress, procs: i
                 continue
             if kind == "error":
                 raise RuntimeError(f"index worker failed: {payload}")
+            if kind == "progress":
+                bar.advance(count)
+                continue
             received += 1
             segments.append(payload)
             # Publish what is finished so far; old TOC files are cleaned by the final commit.
@@ -139,6 +149,10 @@ def _parallel_build(index: VaultIndex, files: list[str], bar: Progress, procs: i
         parent._finish()
     except BaseException:
         parent.cancel()
+        for worker in workers:  # interrupted or failed: stop at once, not after the batch
+            if worker.is_alive():
+                worker.terminate()
+        jobs.cancel_join_thread()  # batches no worker will read must not hold up the exit
         raise
     finally:
         for worker in workers:
@@ -147,8 +161,24 @@ def _parallel_build(index: VaultIndex, files: list[str], bar: Progress, procs: i
                 worker.kill()
 
 
+@contextlib.contextmanager
+def _sigint_ignored() -> Iterator[None]:
+    """SIGINT ignored while the block runs (only the main thread may change signal handlers)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
 def _worker(index_dir: str, root: str, jobs: Any, results: Any) -> None:
-    """A build worker: parse each batch of files and write it as one segment."""
+    """A build worker: parse each batch of files and write it as one segment, reporting progress
+    every REPORT_EVERY files."""
+    with contextlib.suppress(ValueError, OSError):
+        signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent decides when to stop
     try:
         open_history_readonly(Path(root), Path(index_dir))
         ix = whoosh_index.open_dir(index_dir)
@@ -161,11 +191,16 @@ def _worker(index_dir: str, root: str, jobs: Any, results: Any) -> None:
             if batch is None:
                 return
             writer = SegmentWriter(ix, _lk=False, limitmb=64)
+            unreported = 0
             for rel in batch:
                 writer.add_document(**document_of(read_note(Path(root), rel), rel))
+                unreported += 1
+                if unreported == REPORT_EVERY:
+                    results.put(("progress", None, unreported))
+                    unreported = 0
             segment = writer._finalize_segment()
             writer._tempstorage.destroy()
-            results.put(("segment", segment, len(batch)))
+            results.put(("segment", segment, unreported))
     except Exception as exc:  # reported to the parent, which stops the build
         results.put(("error", f"{type(exc).__name__}: {exc}", 0))
 
@@ -199,7 +234,9 @@ def reconcile(index: VaultIndex, progress: Callable[[str, int], Progress] | None
         else:
             candidates.append(rel)
     removed = [path for path in known if path not in on_disk and not _still_a_memory(index.root, path, rules)]
-    bar = progress("reconciling", len(candidates)) if progress and len(candidates) > 200 else None
+    resuming = not index.is_complete()
+    bar = (progress(RESUMING if resuming else "reconciling", len(candidates))
+           if progress and (resuming or len(candidates) > 200) else None)
     changed = []
     for rel in candidates:
         note = read_note(index.root, rel)
@@ -221,9 +258,8 @@ def reconcile(index: VaultIndex, progress: Callable[[str, int], Progress] | None
     index.apply(changed, removed)
     if bar:
         bar.finish()
-    if not index.is_complete():
-        index.set_state(complete=True)
     report.seconds = time.monotonic() - start
+    index.set_state(complete=True, last_reconcile=time.time(), last_reconcile_summary=report.summary())
     return report
 
 

@@ -1,9 +1,14 @@
-"""Progress of long index work: a bar on a terminal's stderr, a line per 10% elsewhere."""
+"""Progress of long index work: a bar on a terminal's stderr, a line per 10% elsewhere.
+
+Both show the rate and the time left. Build workers report every few files, so the bar
+moves from the first seconds (see ``index/build.py``).
+"""
 
 from __future__ import annotations
 
 import json
 import os
+import shutil
 import sys
 import time
 from pathlib import Path
@@ -36,18 +41,35 @@ class Progress:
                 self._last_draw = now
                 self._draw(now)
         elif self.total >= 1000:
-            decile = self.done * 10 // self.total
+            decile = min(self.done, self.total) * 10 // self.total
             if decile != self._last_decile:
                 self._last_decile = decile
-                self.stream.write(f"{self.label}: {self.done}/{self.total} notes\n")
+                self.stream.write(f"{self.label}: {self._numbers(now)}\n")
                 self.stream.flush()
 
+    def _numbers(self, now: float) -> str:
+        """``1,200/13,415 notes, 540/s, 23 s left`` (no rate before there is one)."""
+        text = f"{self.done:,}/{self.total:,} notes"
+        elapsed = now - self.start
+        if self.done and elapsed > 0.5:
+            rate = self.done / elapsed
+            text += f", {rate:,.0f}/s"
+            if self.done < self.total:
+                text += f", {eta((self.total - self.done) / rate)} left"
+        return text
+
     def _draw(self, now: float) -> None:
-        width = 30
-        filled = width * self.done // self.total
-        rate = self.done / max(now - self.start, 1e-6)
+        width = 20
+        filled = width * min(self.done, self.total) // self.total
         bar = "#" * filled + "." * (width - filled)
-        self.stream.write(f"\r{self.label} [{bar}] {self.done}/{self.total} notes, {rate:,.0f}/s ")
+        # Padded so that a shorter line fully covers the one before it; one that wraps on a
+        # narrow terminal could not be redrawn in place, so the bar goes first, then the label.
+        columns = shutil.get_terminal_size((80, 24)).columns - 1
+        numbers = f"{self._numbers(now):<44}"
+        line = f"{self.label} [{bar}] {numbers}"
+        if len(line) > columns:
+            line = f"{self.label}: {numbers}"[:columns]
+        self.stream.write(f"\r{line}")
         self.stream.flush()
 
     def finish(self) -> float:
@@ -56,6 +78,16 @@ class Progress:
             self.stream.write("\n")
             self.stream.flush()
         return elapsed
+
+
+def eta(seconds: float) -> str:
+    """``42 s``, ``3 min 05 s``, ``1 h 02 min``."""
+    whole = int(seconds + 0.5)
+    if whole < 60:
+        return f"{whole} s"
+    if whole < 3600:
+        return f"{whole // 60} min {whole % 60:02d} s"
+    return f"{whole // 3600} h {whole % 3600 // 60:02d} min"
 
 
 class ProgressFile(Progress):

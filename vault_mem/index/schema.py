@@ -20,7 +20,7 @@ from vault_mem.index import whoosh_fixes  # noqa: F401  (unique segment names be
 from vault_mem.vault.dates import parse_datetime
 from vault_mem.vault.note import PERMALINK_PREFIX, Note, domain_of, permalink_of
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3  # 3: `created` from a date in the file name (daily notes)
 SEP = "\x1f"  # separates the values of multi-valued exact fields
 HEAD_CHARS = 2000  # body characters kept in the stored record for snippets and previews
 

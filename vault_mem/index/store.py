@@ -36,7 +36,7 @@ log = logging.getLogger("vault_mem.index")
 STATE_FILE = "state.json"
 BUILD_LOCK = "build.lock"  # held for a whole build; kept when the folder is emptied
 HISTORY_CACHE = "git-history.json"  # the git history map (index/gitfollow.py): not the index
-KEPT_ON_REBUILD = frozenset({BUILD_LOCK, HISTORY_CACHE})
+KEPT_ON_REBUILD = frozenset({BUILD_LOCK, "presence", HISTORY_CACHE})
 LOCK_TIMEOUT = 60.0
 MAX_SEGMENTS = 12
 
@@ -51,9 +51,13 @@ def default_index_dir(root: Path) -> Path:
         probe.unlink()
         return preferred
     except OSError:
-        cache = user_cache_root()
-        digest = hashlib.sha256(str(root.resolve()).encode("utf-8", "surrogateescape")).hexdigest()[:16]
-        return cache / "vault-mem" / digest
+        return cache_index_dir(root)
+
+
+def cache_index_dir(root: Path) -> Path:
+    """The index folder of a vault that cannot be written: ``<user cache>/vault-mem/<hash>``."""
+    digest = hashlib.sha256(str(root.resolve()).encode("utf-8", "surrogateescape")).hexdigest()[:16]
+    return user_cache_root() / "vault-mem" / digest
 
 
 class VaultIndex:
@@ -111,7 +115,7 @@ class VaultIndex:
             self.close()
             if self.dir.exists():
                 for child in self.dir.iterdir():
-                    if child.name in KEPT_ON_REBUILD:
+                    if child.name in KEPT_ON_REBUILD:  # presence: see index/presence.py
                         continue
                     if child.is_dir() and not child.is_symlink():
                         shutil.rmtree(child, ignore_errors=True)

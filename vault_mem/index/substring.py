@@ -13,12 +13,18 @@ inside one of its tokens. ``hit_counts`` goes further and counts the occurrences
 
 from __future__ import annotations
 
+import io
+import pickle
 import re
-from collections.abc import Iterator
+import zlib
+from collections.abc import Iterable, Iterator
+from itertools import accumulate
 from typing import Any
 
+from whoosh.codec.whoosh3 import WHOOSH3_HEADER_MAGIC
 from whoosh.query import NullQuery, Or, Query, Term
 from whoosh.searching import Searcher
+from whoosh.system import unpack_int
 
 from vault_mem.index.columns import segment_key
 from vault_mem.index.lru import Lru
@@ -102,12 +108,102 @@ def hit_counts(searcher: Searcher, field: str, needle: str, cap: int | None = No
     return counts
 
 
-def _postings(reader: Any, field: str, term: str) -> Iterator[tuple[int, float]]:
-    """(segment document number, term frequency) for every posting of ``term``, deleted ones too.
+def form_hit_counts(searcher: Searcher, field: str, term: str,
+                    stem: str | None = None) -> tuple[dict[int, int], dict[int, int]]:
+    """Hits of a word-only ``term`` and of its other word form ``stem`` in ``field``.
 
-    Whoosh's matcher API costs three method calls a posting; its leaf matcher decodes whole
-    blocks of ids and weights anyway, so they are read a block at a time where it allows.
+    Returns two maps from the searcher's document numbers: how many times ``term`` occurs
+    (as ``hit_counts`` counts it), and how many times ``stem`` occurs outside the
+    occurrences of ``term`` (a stem that is part of the term, as ``support`` is of
+    ``supported``, is not counted again where the term itself stands). A document appears
+    in at least one map when its field contains either form; the second map is empty
+    without a ``stem``. Each posting list is read once, however many forms it holds.
     """
+    term = term.lower()
+    stem = stem.lower() if stem and stem.lower() != term else None
+    inside = term.count(stem) if stem else 0  # occurrences of the stem inside one of the term
+    exact: dict[int, int] = {}
+    alone: dict[int, int] = {}
+    for reader, offset in searcher.reader().leaf_readers():
+        deleted = reader.deleted_docs_set if reader.has_deletions() else frozenset()
+        tokens = segment_terms_containing(reader, field, stem if stem and inside else term)
+        if stem and not inside:
+            tokens = list(dict.fromkeys([*tokens, *segment_terms_containing(reader, field, stem)]))
+        for token in tokens:
+            n_exact = token.count(term)
+            n_alone = max(0, token.count(stem) - inside * n_exact) if stem else 0
+            if n_exact and n_alone:
+                for docid, freq in _postings(reader, field, token):
+                    if docid not in deleted:
+                        docnum = docid + offset
+                        exact[docnum] = exact.get(docnum, 0) + n_exact * int(freq)
+                        alone[docnum] = alone.get(docnum, 0) + n_alone * int(freq)
+                continue
+            counts, n = (exact, n_exact) if n_exact else (alone, n_alone)
+            get = counts.get
+            for docid, freq in _postings(reader, field, token):
+                if docid not in deleted:
+                    docnum = docid + offset
+                    counts[docnum] = get(docnum, 0) + n * int(freq)
+    return exact, alone
+
+
+def _postings(reader: Any, field: str, term: str) -> Iterable[tuple[int, float]]:
+    """(segment document number, term frequency) for every posting of ``term``, deleted ones too."""
+    decoded = _decoded_postings(reader, field, term)
+    return decoded if decoded is not None else _matcher_postings(reader, field, term)
+
+
+def _decoded_postings(reader: Any, field: str, term: str) -> list[tuple[int, float]] | None:
+    """The postings of ``term`` read in one piece from a whoosh3 segment, or None elsewhere.
+
+    A broad needle or stem expands to hundreds of rare terms; through the matcher API each
+    costs a header read, a seek and a pickle load per block before any posting comes out.
+    A term found in one document needs no read at all (its term info holds the document
+    and the frequency); otherwise the whole extent is one read, decoded as the whoosh3
+    codec writes it: a
+    magic tag, then blocks of (int length, negative for the last; pickled block info;
+    pickled, maybe zlib-compressed, (delta-coded ids, weights, values)). Anything else
+    (another codec, a layout this does not recognise) answers None: the caller falls back
+    to the matcher.
+    """
+    try:
+        terms = reader._terms
+        info = terms.term_info(field, term.encode("utf-8"))
+        if info.is_inlined():
+            ids, weights, _values = info.inlined_postings()
+            return list(zip(ids, weights, strict=True))
+        if info.doc_frequency() == 1 and info.min_id() is not None:
+            # the long tail of a lexicon: the term info already holds its one posting
+            return [(info.min_id(), info.weight())]
+        offset, length = info.extent()
+        if isinstance(length, tuple):  # whoosh-reloaded 2.7.5 decodes it as a 1-tuple
+            length = length[0]
+        buf = terms._postfile.get(offset, length)
+        if buf[:4] != WHOOSH3_HEADER_MAGIC:
+            return None
+        stream = io.BytesIO(buf)
+        pos = 4
+        found: list[tuple[int, float]] = []
+        while True:
+            (size,) = unpack_int(buf[pos:pos + 4])
+            end = pos + 4 + abs(size)
+            stream.seek(pos + 4)
+            count, _maxid, _maxweight, compression, _minlen, _maxlen = pickle.load(stream)
+            data = buf[stream.tell():end]
+            ids, weights = pickle.loads(zlib.decompress(data) if compression else data)[:2]
+            if weights is None or isinstance(weights, float):
+                weights = [1.0 if weights is None else weights] * count
+            found.extend(zip(accumulate(ids), weights, strict=True))
+            if size < 0 or end >= len(buf):
+                return found
+            pos = end
+    except Exception:  # not this codec, or not this layout: the matcher reads it instead
+        return None
+
+
+def _matcher_postings(reader: Any, field: str, term: str) -> Iterator[tuple[int, float]]:
+    """``_postings`` through Whoosh's matchers, a block at a time where they allow."""
     try:
         matcher = reader._terms.matcher(field, term.encode("utf-8"), reader.schema[field].format, scorer=None)
     except Exception:  # not a segment reader of the whoosh3 codec: the public, slower way

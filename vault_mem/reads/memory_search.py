@@ -2,9 +2,12 @@
 
 Terms are the query's word runs, matched as case-insensitive substrings of the title (and
 aliases), the permalink's path (``memory://`` itself is not searched: every note has it),
-the tags and the body. Scoring counts hits per field through the index (``hit_counts``),
-so records are loaded only for the page, and bodies are read from disk only for the
-page's excerpts. With no query the most recently updated notes come back, score 0.
+the tags and the body, by the term itself or its English stem. Best match first: the score
+(``ranking``: each term's rarity times its field-weighted hits, +10 for every term) is
+computed from the index's lexicons and postings, so records are loaded only for the page,
+and bodies are read from disk only for the page's excerpts; ties go to the most recently
+updated note, then the path. With no query the most recently updated notes come back,
+score 0.
 
 Answer: ``{status, count, notes:[digest], truncated, message?}``; ``count`` is the number of
 digests in the answer, ``truncated`` says that more notes matched than were returned
@@ -25,8 +28,8 @@ from whoosh.query import And, Or, Query, Term
 
 from vault_mem.errors import InvalidInput
 from vault_mem.index.schema import path_prefixes
-from vault_mem.index.substring import hit_counts, words
 from vault_mem.reads.excerpts import excerpt_around
+from vault_mem.reads.ranking import match_forms, score_notes, search_terms
 from vault_mem.reads.rows import bound_message
 from vault_mem.served.context import View, json_size, take_within
 from vault_mem.served.params import AGENT, Args, int_param, text_param
@@ -43,33 +46,10 @@ PARAMS = (
 )
 DEFAULT_LIMIT = 10
 MAX_LIMIT = 50
-MAX_TERMS = 32
-MIN_TERM_CHARS = 3
-FIELD_WEIGHTS = (("title", 6), ("perm", 5), ("tagtext", 4), ("body", 1))
-HIT_CAP = 3  # hits counted per field and term
-ALL_TERMS_BONUS = 10
 TITLE_CHARS = 300  # a digest's title is cut past this (marked), so one digest stays small
 EXACT_PATHS_FIELD = "paths_exact"  # used when the schema has it (each whole code path)
 LIST_BUDGET = 1_000  # JSON characters a digest's tags or paths may take
 _RFC3339 = re.compile(r"\d{4}-\d{2}-\d{2}[Tt ]\d{2}:\d{2}:\d{2}(\.\d+)?([Zz]|[+-]\d{2}:\d{2})")
-
-# Common English words that say little about a note; dropped from queries unless a query
-# holds nothing else. Words under three characters are dropped anyway.
-STOP_WORDS = frozenset({
-    "about", "above", "after", "again", "against", "all", "also", "and", "any", "are",
-    "aren", "because", "been", "before", "being", "below", "between", "both", "but", "can",
-    "cannot", "could", "couldn", "did", "didn", "does", "doesn", "doing", "don", "down",
-    "during", "each", "few", "for", "from", "further", "get", "got", "had", "hadn", "has",
-    "hasn", "have", "haven", "having", "her", "here", "hers", "herself", "him", "himself",
-    "his", "how", "into", "isn", "its", "itself", "just", "let", "more", "most", "mustn",
-    "myself", "nor", "not", "now", "off", "once", "only", "other", "ought", "our", "ours",
-    "ourselves", "out", "over", "own", "same", "shan", "she", "should", "shouldn", "some",
-    "such", "than", "that", "the", "their", "theirs", "them", "themselves", "then", "there",
-    "these", "they", "this", "those", "through", "too", "under", "until", "very", "was",
-    "wasn", "were", "weren", "what", "when", "where", "which", "while", "who", "whom",
-    "why", "will", "with", "won", "would", "wouldn", "you", "your", "yours", "yourself",
-    "yourselves",
-})
 
 
 def memory_search(view: View, raw: dict[str, Any]) -> dict[str, Any]:
@@ -95,7 +75,7 @@ def memory_search(view: View, raw: dict[str, Any]) -> dict[str, Any]:
         filters.append(Term("tags", tag))
 
     terms: list[str] = []
-    scores: dict[int, int] = {}
+    scores: dict[int, float] = {}
     if query:
         terms, dropped = search_terms(query)
         if not terms:
@@ -115,7 +95,7 @@ def memory_search(view: View, raw: dict[str, Any]) -> dict[str, Any]:
     if since is not None:  # the column, not a NumericRange query: that one costs ~100 ms on 10k notes
         candidates = [d for d in candidates if updated[d] is not None and updated[d] >= since]
 
-    def rank(d: int) -> tuple[int, int, str]:
+    def rank(d: int) -> tuple[float, int, str]:
         # Score, then context.newest_first_key's order spelled inline: calling that key from
         # here made ranking 100k candidates ~60% slower (measured).
         return -scores.get(d, 0), -(updated[d] or 0), paths[d] or ""
@@ -128,7 +108,8 @@ def memory_search(view: View, raw: dict[str, Any]) -> dict[str, Any]:
     if not page:
         return _none(messages)
     shortened: dict[str, list[str]] = {"title": [], "tags": [], "paths": []}
-    notes = [_digest(view, d, scores.get(d, 0), terms, shortened) for d in page]
+    forms = match_forms(terms)
+    notes = [_digest(view, d, scores.get(d, 0), forms, shortened) for d in page]
     fitted = take_within(notes)
     if fitted < len(notes):
         messages.append(bound_message(f"{fitted} of {len(notes)} notes", None))
@@ -144,41 +125,8 @@ def memory_search(view: View, raw: dict[str, Any]) -> dict[str, Any]:
     return answer
 
 
-def search_terms(query: str) -> tuple[list[str], list[str]]:
-    """The query's distinct lower-cased word runs to search for, and those dropped.
-
-    Short terms and stop words are dropped unless nothing else is left, in which case all
-    the terms are kept. Raises InvalidInput past MAX_TERMS distinct terms.
-    """
-    terms = list(dict.fromkeys(words(query)))
-    if len(terms) > MAX_TERMS:
-        raise InvalidInput("query", f"holds {len(terms)} distinct words; at most {MAX_TERMS} are accepted")
-    kept = [t for t in terms if len(t) >= MIN_TERM_CHARS and t not in STOP_WORDS]
-    if not kept:
-        return terms, []
-    return kept, [t for t in terms if t not in kept]
-
-
-def score_notes(view: View, terms: list[str]) -> dict[int, int]:
-    """Score of every document matching at least one term (the weights of docs/tools.md), by docnum."""
-    scores: dict[int, int] = {}
-    terms_matched: dict[int, int] = {}
-    for term in terms:
-        hit: set[int] = set()
-        for field, weight in FIELD_WEIGHTS:
-            for doc, n in hit_counts(view.searcher, field, term, cap=HIT_CAP).items():
-                scores[doc] = scores.get(doc, 0) + weight * n
-                hit.add(doc)
-        for doc in hit:
-            terms_matched[doc] = terms_matched.get(doc, 0) + 1
-    for doc, n in terms_matched.items():
-        if n == len(terms):
-            scores[doc] += ALL_TERMS_BONUS
-    return scores
-
-
 def _overlapping_page(view: View, candidates: list[int], path: str,
-                      rank: Callable[[int], tuple[int, int, str]], limit: int) -> tuple[list[int], bool]:
+                      rank: Callable[[int], tuple[float, int, str]], limit: int) -> tuple[list[int], bool]:
     """The first ``limit`` candidates, in rank order, whose code paths overlap ``path``, and
     whether more overlap.
 
@@ -212,7 +160,7 @@ def _overlapping_page(view: View, candidates: list[int], path: str,
     return page, False
 
 
-def _digest(view: View, doc: int, score: int, terms: list[str],
+def _digest(view: View, doc: int, score: float, terms: list[str],
             shortened: dict[str, list[str]]) -> dict[str, Any]:
     """The digest of one note; the permalinks of notes whose title, tags or paths had to be
     cut to keep a digest small are added to ``shortened``."""
@@ -236,7 +184,7 @@ def _digest(view: View, doc: int, score: int, terms: list[str],
         "tags": tags,
         "updated_at": rec.get("updated"),
         "excerpt": excerpt_around(view.body(rec), terms),
-        "score": score,
+        "score": float(score),
         "status": rec.get("status", "active"),
         "etag": rec.get("etag"),
     }

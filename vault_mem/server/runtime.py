@@ -15,6 +15,7 @@ import subprocess
 import sys
 import threading
 from pathlib import Path
+from typing import Any
 
 from vault_mem.errors import VaultUnavailable
 from vault_mem.index.build import SyncReport, reconcile
@@ -33,6 +34,8 @@ class Runtime:
     def __init__(self, index: VaultIndex) -> None:
         self.root = index.root
         self.index = index
+        self._child: subprocess.Popen[bytes] | None = None
+        self._stopping = False
         self._building = threading.Event()
         self._ready = threading.Event()
         self.report: SyncReport | None = None
@@ -97,8 +100,12 @@ class Runtime:
         return self._ready.wait(timeout)
 
     def stop(self) -> None:
+        self._stopping = True
         if self.watcher is not None:
             self.watcher.stop()
+        child = self._child
+        if child is not None and child.poll() is None:
+            child.terminate()  # it keeps what it committed; the next start resumes the build
 
     def _bring_up(self) -> None:
         try:
@@ -110,8 +117,10 @@ class Runtime:
                 try:
                     self._build_in_child()
                 except Exception as exc:  # still watch and reconcile what is there: serve, never stall
+                    if self._stopping:
+                        return  # stopped with the server (Ctrl-C): the next start resumes it
                     self.error = f"{type(exc).__name__}: {exc}"
-                    log.exception("the index build failed; reconciling instead")
+                    log.error("the index build failed (%s); reconciling instead", self.error)
             self.index.close()  # drop any searcher opened on a half-built index
             # Watch before reconciling: a change made during the reconcile is then seen twice, never lost.
             self.watcher = Watcher(self.index)
@@ -130,12 +139,18 @@ class Runtime:
     def _build_in_child(self) -> None:
         self.index.dir.mkdir(parents=True, exist_ok=True)
         # Not --rebuild: under the build lock the child finds out whether another process has
-        # built the index meanwhile, and then only reconciles.
+        # built the index meanwhile, and then only reconciles. --yes: serve has checked the vault.
         command = [sys.executable, "-m", "vault_mem", "index", "--quiet",
                    "--vault", str(self.root), "--index-dir", str(self.index.dir),
-                   "--progress-file", str(self.progress_path)]
+                   "--progress-file", str(self.progress_path), "--yes"]
         log.info("building the index of %s in the background", self.root)
-        result = subprocess.run(command, stdin=subprocess.DEVNULL, stdout=sys.stderr.fileno(),
-                                stderr=sys.stderr.fileno(), check=False, env=os.environ.copy())
-        if result.returncode != 0:
-            raise RuntimeError(f"index build exited with status {result.returncode}")
+        # Its own process group: a Ctrl-C in the terminal stops the server, which stops the child
+        # (stop()); the child never dies half-started with a traceback of its own.
+        group: dict[str, Any] = {"start_new_session": True}
+        if sys.platform == "win32":
+            group = {"creationflags": subprocess.CREATE_NEW_PROCESS_GROUP}
+        self._child = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=sys.stderr.fileno(),
+                                       stderr=sys.stderr.fileno(), env=os.environ.copy(), **group)
+        returncode = self._child.wait()
+        if returncode != 0:
+            raise RuntimeError(f"index build exited with status {returncode}")

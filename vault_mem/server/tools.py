@@ -56,10 +56,11 @@ def _compat_read(ref: Param) -> tuple[Param, ...]:
 TOOLS: tuple[ToolSpec, ...] = (
     ToolSpec(
         "memory_search",
-        "Find memory notes by free text, path, kind, tag or time, best match first; with no query it "
-        "lists the most recently updated (call it when a session starts). Rows are digests with an "
-        "excerpt and a score, never bodies: read one with memory_read. Terms match as substrings; "
-        "truncated is true when limit hid matches.",
+        "Find notes by free text, path, kind, tag or time, best match first; no query lists the most "
+        "recently updated (call it at session start). Rows are digests with excerpt and score, never "
+        "bodies (memory_read reads one). Words match as substrings; rare words and title hits weigh "
+        "most, other word forms half ('supported' finds 'support'); ties go to the newest. truncated: "
+        "limit hid matches.",
         memory_search.PARAMS,
         memory_search.memory_search,
     ),

@@ -3,13 +3,19 @@
 HTTP binds to 127.0.0.1 by default. Any other bind needs a bearer token and the host
 names to accept; requests without the right token get a bare 401. Host and Origin
 headers are checked by the SDK's DNS-rebinding protection. The token is never logged.
+
+``check_http_options`` says what is wrong with a host, port, token or host list before anything
+is announced; ``serve`` (cli/serve.py) runs the transports in a thread so that Ctrl-C stops
+them at once (a blocked stdin read or an open event stream would otherwise hold the exit).
 """
 
 from __future__ import annotations
 
+import errno
 import hmac
 import ipaddress
 import logging
+import socket
 from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Any
 
@@ -64,6 +70,55 @@ class BearerAuth:
         await self.app(scope, receive, send)
 
 
+def check_http_options(host: str, port: int, token: str | None, allowed_hosts: list[str]) -> None:
+    """InvalidInput naming the option when the HTTP server could not start as asked: a port out
+    of range or taken, a host that is not an address of this machine, a non-loopback bind
+    without a token or without the host names clients use."""
+    if not 1 <= port <= 65535:
+        raise InvalidInput("--port", f"{port} is out of range: a port is 1..65535")
+    address = _resolved(host, port)
+    if not is_loopback(host) and not token:
+        raise InvalidInput("--token", f"binding to {host} (not loopback) needs a bearer token: pass --token "
+                           "or set VAULT_MEM_TOKEN")
+    if not is_loopback(host) and not allowed_hosts:
+        raise InvalidInput("--allowed-host", f"binding to {host} needs the host names clients use: pass "
+                           "--allowed-host NAME (repeatable)")
+    for name in allowed_hosts:
+        if not name or any(c in name for c in "/ \t@"):
+            raise InvalidInput("--allowed-host", f"{name!r} is not a host name: give a name or address "
+                               "such as memory.example.org or 192.168.1.20")
+    _check_bindable(host, port, address)
+
+
+def _resolved(host: str, port: int) -> tuple[Any, ...]:
+    try:
+        infos = socket.getaddrinfo(host.strip("[]"), port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
+    except (socket.gaierror, UnicodeError) as exc:
+        raise InvalidInput("--host", f"{host!r} is not a known host or address ({exc}): give an address "
+                           "such as 127.0.0.1, 0.0.0.0 or ::1") from None
+    return tuple(infos[0])
+
+
+def _check_bindable(host: str, port: int, resolved: tuple[Any, ...]) -> None:
+    family, kind, proto, _, address = resolved
+    with socket.socket(family, kind, proto) as probe:
+        # As uvicorn binds: a port left in TIME_WAIT by a previous run is free.
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            probe.bind(address)
+        except OSError as exc:
+            if exc.errno == errno.EADDRINUSE or getattr(exc, "winerror", None) == 10048:
+                raise InvalidInput("--port", f"port {port} on {host} is already in use (another vault-mem "
+                                   "serve?): stop that server or pass another --port") from None
+            if exc.errno == errno.EADDRNOTAVAIL:
+                raise InvalidInput("--host", f"{host} is not an address of this machine: give one of its "
+                                   "addresses, 127.0.0.1 or 0.0.0.0") from None
+            if exc.errno == errno.EACCES:
+                raise InvalidInput("--port", f"port {port} needs special rights on this machine: pass a "
+                                   "port above 1023") from None
+            raise InvalidInput("--host", f"cannot listen on {host}:{port}: {exc.strerror or exc}") from None
+
+
 def http_app(server: Server[Any], host: str, port: int, token: str | None,
              allowed_hosts: list[str]) -> ASGIApp:
     """The streamable HTTP app at ``/mcp``, with token check and Host/Origin checks."""
@@ -88,4 +143,11 @@ def run_http(server: Server[Any], host: str, port: int, token: str | None, allow
     import uvicorn
 
     app = http_app(server, host, port, token, allowed_hosts)
-    uvicorn.run(app, host=host, port=port, log_level="warning", access_log=False)
+    # Not uvicorn.run: outside the main thread uvicorn installs no signal handlers, and a failed
+    # bind raises here instead of exiting the process.
+    config = uvicorn.Config(app, host=host.strip("[]"), port=port, log_level="warning", access_log=False,
+                            log_config=None)
+    web = uvicorn.Server(config)
+    web.run()
+    if not web.started:
+        raise OSError(f"the HTTP server could not listen on {host}:{port}")

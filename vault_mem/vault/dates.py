@@ -55,3 +55,19 @@ def from_timestamp(seconds: float) -> dt.datetime:
         return dt.datetime.fromtimestamp(seconds, UTC)
     except (OverflowError, OSError, ValueError):
         return dt.datetime.fromtimestamp(0, UTC)
+
+
+# A date in a file name, as daily notes are named (``2022-01-02.md``, ``Journal 2022-01-02``); not
+# part of a longer run of digits, so ``20220102-1234`` or an id ``12022-01-023`` is no date.
+_NAME_DATE = re.compile(r"(?<!\d)(\d{4})-(\d{2})-(\d{2})(?!\d)")
+
+
+def date_in_name(path: str) -> dt.datetime | None:
+    """The first valid ``YYYY-MM-DD`` in the file name of ``path`` (not its folders), as midnight UTC."""
+    name = path.rpartition("/")[2]
+    for m in _NAME_DATE.finditer(name):
+        try:
+            return dt.datetime(int(m.group(1)), int(m.group(2)), int(m.group(3)), tzinfo=UTC)
+        except ValueError:  # 2022-13-45: not a date, try the next one
+            continue
+    return None

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from vault_mem.vault import markdown
-from vault_mem.vault.dates import from_timestamp, iso, parse_datetime
+from vault_mem.vault.dates import date_in_name, from_timestamp, iso, parse_datetime
 from vault_mem.vault.frontmatter import load_yaml, split_frontmatter
 from vault_mem.vault.history import default_dates
 from vault_mem.vault.note import KNOWN_TYPES, TASK_STATES, Note, Progress
@@ -174,11 +174,10 @@ def parse_text(path: str, text: str, etag: str, size: int, mtime_ns: int, proble
     uid, has_id = _uid(path, data, problems)
     note_type = _type(data, problems)
     tags = _tags(data, masked, excalidraw, problems)
-    fallback = from_timestamp(mtime_ns / 1e9) if mtime_ns else from_timestamp(0)
-    # Defaults, weakest last: (a date in the file name,) git history, the mtime.
-    created_default, updated_default = history or (fallback, fallback)
-    created = _date(data, CREATED_KEYS, created_default, problems)
-    updated = _date(data, UPDATED_KEYS, updated_default, problems)
+    mtime = from_timestamp(mtime_ns / 1e9) if mtime_ns else from_timestamp(0)
+    created = _date(data, CREATED_KEYS, created_fallback(path, mtime, history), problems)
+    updated = _date(data, UPDATED_KEYS, (history[1], "the last commit that changed the file") if history
+                    else (mtime, "the file's mtime"), problems)
     marks = [] if excalidraw else markdown.task_marks(masked)
     state = _state(data.get("state"), marks, problems)
     aliases = _string_list(data.get("aliases"), "aliases", problems)
@@ -340,15 +339,35 @@ def _type(data: dict[str, Any], problems: list[str]) -> str:
     return text.lower() if text.lower() in KNOWN_TYPES else text
 
 
-def _date(data: dict[str, Any], keys: tuple[str, ...], fallback: Any, problems: list[str]) -> Any:
+def created_fallback(path: str, mtime: dt.datetime,
+                     history: tuple[dt.datetime, dt.datetime] | None = None) -> tuple[dt.datetime, str]:
+    """``created`` for a note whose frontmatter gives none, and where it came from (SPEC 3, 8).
+
+    The one place for the fallback chain, tried in order:
+    1. a ``YYYY-MM-DD`` date in the file name (daily notes: ``2022-01-02.md``);
+    2. in a git work tree, the commit that added the file, when the file is committed as it
+       is (``history``: vault/history.py; a checkout sets every mtime to its own moment);
+    3. the file's mtime.
+    """
+    named = date_in_name(path)
+    if named is not None:
+        return named, "the date in the file name"
+    if history is not None:
+        return history[0], "the commit that added the file"
+    return mtime, "the file's mtime"
+
+
+def _date(data: dict[str, Any], keys: tuple[str, ...], fallback: tuple[dt.datetime, str],
+          problems: list[str]) -> dt.datetime:
+    """The first of ``keys`` that is set, else ``fallback`` (a moment and where it came from)."""
     for key in keys:
         if key in data and data[key] is not None:
             moment = parse_datetime(data[key])
             if moment is None:
-                problems.append(f"{key}: {str(data[key])[:60]!r} is not a date; using the file's mtime")
-                return fallback
+                problems.append(f"{key}: {str(data[key])[:60]!r} is not a date; using {fallback[1]}")
+                return fallback[0]
             return moment
-    return fallback
+    return fallback[0]
 
 
 def _state(raw: Any, marks: list[str], problems: list[str]) -> str:

@@ -1,0 +1,124 @@
+"""What every command shares: finding the vault and its index, running a query, printing an
+answer for a person or as JSON. Messages name CLI options and commands, not MCP tool names."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from vault_mem.cli.app import PROG
+from vault_mem.errors import InvalidInput
+
+if TYPE_CHECKING:
+    from vault_mem.index.progress import Progress
+    from vault_mem.index.store import VaultIndex
+
+FAILED = ("invalid", "not_found", "conflict", "error")
+# Tool vocabulary in messages, as a person at a shell would say it.
+_FOR_PEOPLE = [
+    (re.compile(r"memory_read\(ref=('[^']*'|\"[^\"]*\"), offset=(\d+)\)"), r"vault-mem read \1 --offset \2"),
+    (re.compile(r"\bmemory_read\b"), "vault-mem read"),
+    (re.compile(r"\blist_domains\b"), "vault-mem domains"),
+    (re.compile(r"(?<![-\w])(since|until)="), r"--\1 "),
+    (re.compile(r"\bmemory_search\b"), "vault-mem search"),
+]
+# A message that starts with a tool parameter names the CLI option instead.
+_OPTION_OF = {"tag_filter": "--tags", "source_filter": "--source", "limit": "--limit", "offset": "--offset",
+              "since": "--since", "until": "--until", "kind": "--kind", "tag": "--tag", "type": "--type",
+              "status": "--status", "namespace": "--namespace", "scope": "--scope", "ref": "REF"}
+
+
+def say(text: str) -> None:
+    print(f"{PROG}: {text}", file=sys.stderr, flush=True)
+
+
+def for_people(message: str) -> str:
+    for pattern, replacement in _FOR_PEOPLE:
+        message = pattern.sub(replacement, message)
+    head, sep, rest = message.partition(":")
+    if sep and head in _OPTION_OF:
+        message = f"{_OPTION_OF[head]}:{rest}"
+    return " ".join(message.split())
+
+
+def vault_root(args: argparse.Namespace) -> Path:
+    from vault_mem.vault.walk import check_vault
+
+    given = getattr(args, "vault", None) or os.environ.get("VAULT_MEM_VAULT")
+    if not given:
+        raise InvalidInput("--vault", "no vault given: pass --vault PATH or set VAULT_MEM_VAULT")
+    return check_vault(Path(given).expanduser())
+
+
+def open_index(args: argparse.Namespace, root: Path | None = None, doing: str = "index it") -> VaultIndex:
+    """The vault's index in a folder that can be written; refuses an unlikely vault without --yes."""
+    from vault_mem.index.folder import has_index, usable_index_dir
+    from vault_mem.index.store import VaultIndex
+
+    root = root or vault_root(args)
+    given = getattr(args, "index_dir", None)
+    if not getattr(args, "yes", False) and not has_index(root, given):
+        check_likely_vault(root, doing)  # before anything is written into it
+    return VaultIndex(root, usable_index_dir(root, given))
+
+
+def check_likely_vault(root: Path, doing: str) -> None:
+    from vault_mem.vault.guard import unlikely_vault
+
+    why = unlikely_vault(root)
+    if why:
+        raise InvalidInput("--vault", f"{why}: is it really the vault? pass --yes to {doing} anyway")
+
+
+def progress_bar(label: str, total: int) -> Progress:
+    from vault_mem.index.progress import Progress
+
+    return Progress(label, total)
+
+
+def up_to_date(args: argparse.Namespace) -> VaultIndex:
+    """The vault's index, built (with a progress bar) or reconciled first."""
+    from vault_mem.index.build import sync
+
+    index = open_index(args)
+    sync(index, progress=progress_bar)
+    return index
+
+
+def run_query(args: argparse.Namespace, tool: str, raw: dict[str, Any]) -> dict[str, Any]:
+    """Answer ``raw`` as the MCP tool ``tool`` would (same handler), on an up-to-date index."""
+    from vault_mem.served.context import Vault, View
+    from vault_mem.server.tools import TOOLS_BY_NAME
+
+    index = up_to_date(args)
+    vault = Vault(index.root, index, project=getattr(args, "project", None))
+    handler = TOOLS_BY_NAME[tool].handler
+    with index.searching() as searcher:
+        answer: dict[str, Any] = handler(View(vault, searcher), {k: v for k, v in raw.items() if v is not None})
+    return answer
+
+
+def print_json(value: Any) -> None:
+    print(json.dumps(value, ensure_ascii=False, indent=2))
+
+
+def print_answer(args: argparse.Namespace, answer: dict[str, Any], human: Callable[[dict[str, Any]], None],
+                 none_fails: bool = False) -> int:
+    """Print ``answer`` as JSON or for a person; exit 1 when it failed (or found nothing, if
+    ``none_fails``), with the message as one line on stderr."""
+    status = answer.get("status")
+    failed = status in FAILED or (none_fails and status == "none")
+    if args.json:
+        print_json(answer)
+    elif not failed:
+        human(answer)
+    if failed:
+        label = {"none": "", "not_found": "not found: "}.get(str(status), f"{status}: ")
+        say(label + for_people(str(answer.get("message") or "nothing found")))
+    return 1 if failed else 0

@@ -1,0 +1,74 @@
+"""docs/cli.md, generated from the parser so that the reference never drifts from ``--help``.
+
+    python -m vault_mem.cli.reference > docs/cli.md
+
+``tests/test_cli_docs.py`` fails when the file differs from what this prints.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+from vault_mem.cli import COMMANDS
+from vault_mem.cli.app import LIMIT_RULE, build_parser, subparser
+
+INTRO = """\
+# The command line
+
+`vault-mem COMMAND [--vault PATH] [options]`. `vault-mem` alone lists the commands and
+`vault-mem COMMAND --help` shows one command's options and examples. This page is generated
+from the same parser (`python -m vault_mem.cli.reference > docs/cli.md`).
+
+- **The vault** comes from `--vault PATH`, else `$VAULT_MEM_VAULT`. The index lives in
+  `<vault>/.vault-mem/` unless `--index-dir` says otherwise (see [the vault format](vault-format.md)).
+- **Output**: text for people, sized to the terminal's width (`$COLUMNS`); with `--json`, one JSON
+  object on stdout, errors included (`{"status": "invalid", "message": ...}`). Every command but
+  `serve` (whose stdout belongs to the MCP protocol) takes `--json`.
+- **Errors** are one line on stderr that says what was wrong and what is accepted; see
+  [troubleshooting](troubleshooting.md) for each message.
+- **Exit status**: 0 done; 1 failed (bad value, unknown note or domain, unusable vault);
+  2 the command line does not parse; 3 `doctor` found problems; 130 stopped by Ctrl-C.
+- **Limits**: {limit_rule}
+- **Domains**: a domain is a folder path from the vault's top; `(root)` is the top itself, that is
+  the whole vault, wherever a domain is shown or taken.
+- **Dates** (`recall --since/--until`): `YYYY`, `YYYY-MM`, `YYYY-MM-DD` or an ISO datetime.
+- **A folder that does not look like a vault** (`/`, your home folder, or more than 50,000
+  Markdown files and no `.obsidian` folder) is not indexed without `--yes`.
+"""
+
+
+def _options(parser: argparse.ArgumentParser) -> list[tuple[str, str]]:
+    rows = []
+    for action in parser._actions:
+        if isinstance(action, argparse._HelpAction) or action.help == argparse.SUPPRESS:
+            continue
+        if action.option_strings:
+            name = ", ".join(action.option_strings)
+            if action.nargs != 0:
+                name += f" {action.metavar or action.dest.upper()}"
+        else:
+            name = str(action.metavar or action.dest)
+        rows.append((name, str(action.help or "")))
+    return rows
+
+
+def _cell(text: str) -> str:
+    return text.replace("|", "\\|").replace("<", "&lt;").replace(">", "&gt;")
+
+
+def markdown() -> str:
+    parser = build_parser()
+    parts = [INTRO.replace("{limit_rule}", LIMIT_RULE.removeprefix("--limit: ")), "## Commands\n"]
+    parts.append("| command | what it does |\n|---|---|")
+    parts += [f"| [`{name}`](#vault-mem-{name}) | {command.summary} |" for name, command in COMMANDS.items()]
+    for name, command in COMMANDS.items():
+        sub = subparser(parser, name)
+        parts.append(f"\n## vault-mem {name}\n\n{command.description}\n")
+        parts.append("| option | meaning |\n|---|---|")
+        parts += [f"| `{option}` | {_cell(text)} |" for option, text in _options(sub)]
+        parts.append("\nExamples:\n\n```sh\n" + "\n".join(command.examples) + "\n```")
+    return "\n".join(parts) + "\n"
+
+
+if __name__ == "__main__":
+    print(markdown(), end="")

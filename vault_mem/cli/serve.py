@@ -1,0 +1,157 @@
+"""``vault-mem serve``: every option checked before anything is announced, then the transport in
+a thread so that Ctrl-C (or SIGTERM) stops it at once with one line.
+
+The transports block where Python's own shutdown would wait (a thread reading stdin, an HTTP
+event stream that stays open), so a stop ends the process directly once the watcher and the
+index are closed. Files are never half-written by that: every write is a rename.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import logging
+import os
+import sys
+import threading
+from collections.abc import Callable
+from typing import Any
+
+from vault_mem import __version__
+from vault_mem.cli.app import PROG, Command, port_number, register
+from vault_mem.cli.common import open_index, say, vault_root
+from vault_mem.cli.gitsync import add_serve_options, start_serve_options
+
+
+def add_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--http", action="store_true",
+                        help="serve streamable HTTP at http://HOST:PORT/mcp instead of stdio")
+    parser.add_argument("--host", default="127.0.0.1", metavar="ADDRESS",
+                        help="HTTP bind address (default 127.0.0.1; any other needs --token and --allowed-host)")
+    parser.add_argument("--port", type=port_number, default=8765, metavar="1..65535",
+                        help="HTTP port (default 8765)")
+    parser.add_argument("--token", default=None, metavar="SECRET",
+                        help="bearer token HTTP clients must send (default: $VAULT_MEM_TOKEN)")
+    parser.add_argument("--allowed-host", action="append", default=[], metavar="NAME",
+                        help="a host name clients use to reach a non-loopback bind (repeatable)")
+    parser.add_argument("--project", default=None, metavar="NAME",
+                        help="the project whose project_shared and project_local memories recall includes "
+                             "by default (default: $VAULT_MEM_PROJECT)")
+    parser.add_argument("--compat", action="store_true",
+                        help="also serve get_memory(uid) and memory_get(memory_id), aliases of memory_read")
+    add_serve_options(parser)
+
+
+def cmd_serve(args: argparse.Namespace) -> int:
+    root = vault_root(args)
+    index = open_index(args, root, doing="serve it")
+    token = args.token or os.environ.get("VAULT_MEM_TOKEN") or None
+    if args.http:
+        from vault_mem.server.transports import check_http_options
+
+        check_http_options(args.host, args.port, token, args.allowed_host)
+    elif sys.stdin is None:
+        say("error: serve over stdio needs a standard input: an MCP client starts it")
+        return 1
+
+    from vault_mem.index.presence import present
+    from vault_mem.served.context import Vault
+    from vault_mem.server.app import build_server
+    from vault_mem.server.runtime import Runtime
+
+    project = args.project or os.environ.get("VAULT_MEM_PROJECT") or None
+    runtime = Runtime(index)
+    vault = Vault(root, index, project=project, compat=args.compat, health=runtime, git_commit=args.git_commit)
+    server = build_server(vault)
+    url = f"http://{_url_host(args.host)}:{args.port}/mcp"
+
+    say(f"{PROG} {__version__} serving the vault {root}")
+    say(f"index at {index.dir}" + ("; building it in the background (queries answer as it grows)"
+                                   if index.needs_build() else
+                                   "; resuming the interrupted build in the background" if not index.is_complete()
+                                   else "; checking it against the files"))
+    run: Callable[[], None]
+    if args.http:
+        from vault_mem.server.transports import run_http
+
+        say(f"streamable HTTP at {url}" + (" (bearer token required)" if token else ""))
+        say(f'connect a client with {{"url": "{url}"}}; Ctrl-C to stop')
+
+        def run() -> None:
+            run_http(server, args.host, args.port, token, args.allowed_host)
+    else:
+        from vault_mem.server.transports import run_stdio
+
+        if sys.stdin.isatty():
+            say("this is an MCP server speaking JSON-RPC on stdin/stdout: an MCP client starts it, e.g. "
+                f'{{"command": "vault-mem", "args": ["serve", "--vault", "{root}"]}} (see docs/clients.md)')
+        say("waiting for an MCP client on stdio; Ctrl-C to stop")
+
+        def run() -> None:
+            run_stdio(server)
+
+    with present(index.dir, "serve", transport="http" if args.http else "stdio",
+                 url=url if args.http else None, vault=str(root)):
+        runtime.start()
+        start_serve_options(args, root)
+        return _run_until_stopped(run, runtime)
+
+
+def _url_host(host: str) -> str:
+    return f"[{host}]" if ":" in host and not host.startswith("[") else host
+
+
+def _run_until_stopped(run: Callable[[], None], runtime: Any) -> int:
+    """Run the transport in a thread; return its outcome, or end the process on a stop signal."""
+    failure: list[BaseException] = []
+
+    def target() -> None:
+        try:
+            run()
+        except BaseException as exc:  # reported by the main thread, as one line
+            failure.append(exc)
+
+    thread = threading.Thread(target=target, name="vault-mem-transport", daemon=True)
+    try:  # SIGTERM raises KeyboardInterrupt too (cli/__init__.py)
+        thread.start()
+        while thread.is_alive():
+            thread.join(0.5)  # a timed join: Ctrl-C reaches the main thread on every platform
+    except KeyboardInterrupt:
+        _stop_now(runtime)
+    runtime.stop()
+    if failure and not (isinstance(failure[0], SystemExit) and not failure[0].code):
+        exc = failure[0]
+        reason = f"exit status {exc.code}" if isinstance(exc, SystemExit) else str(exc) or type(exc).__name__
+        say(f"error: the server stopped: {reason}")
+        return 1
+    return 0
+
+
+def _stop_now(runtime: Any) -> None:
+    """One line, the watcher and any child build stopped, then the process ends (status 130)."""
+    print(f"\n{PROG}: stopped", file=sys.stderr, flush=True)
+    try:
+        runtime.stop()
+        runtime.index.close()
+    finally:
+        logging.shutdown()
+        for stream in (sys.stdout, sys.stderr):
+            with contextlib.suppress(OSError, ValueError):
+                stream.flush()
+        os._exit(130)
+
+
+register(Command(
+    name="serve",
+    summary="serve the vault to MCP clients (stdio, or HTTP)",
+    description="Serve the vault over MCP: an MCP client (Claude Desktop, Claude Code, Cursor...) starts "
+                "it and speaks JSON-RPC on stdin/stdout, or with --http clients connect to "
+                "http://HOST:PORT/mcp. The index is built or checked in the background; queries answer "
+                "at once from what is indexed so far. Every option is checked before the server starts. "
+                "Ctrl-C stops it. See docs/clients.md for client set-up.",
+    examples=("vault-mem serve --vault ~/notes",
+              "vault-mem serve --vault ~/notes --http --port 8765",
+              "vault-mem serve --vault ~/notes --http --host 0.0.0.0 --token S3CRET --allowed-host memory.lan",
+              "vault-mem serve --vault ~/notes --git-commit --sync-every 300"),
+    run=cmd_serve, add_options=add_options, has_json=False,
+))
