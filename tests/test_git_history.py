@@ -79,6 +79,7 @@ async def test_dates_come_from_history_not_from_the_checkout(git_env, tmp_path, 
         "dated.md": "---\ncreated: 2020-01-01\nupdated: 2020-02-02\n---\n# Dated\n\nits own dates win\n",
         "plain.md": plain("Plain", "no dates in it"),
         "moved.md": plain("Moved", "renamed later"),
+        "2021-05-06.md": plain("Daily", "a daily note"),
     })
     commit_all(origin, "first", "2022-06-01T10:00:00Z")
     (origin / "plain.md").write_text(plain("Plain", "no dates in it, edited"), encoding="utf-8")
@@ -94,6 +95,8 @@ async def test_dates_come_from_history_not_from_the_checkout(git_env, tmp_path, 
                                                                   "2023-07-01T10:00:00+00:00")
         renamed = await c.call("memory_read", ref="renamed")
         assert renamed["created"] == "2022-06-01T10:00:00+00:00"  # added as moved.md
+        daily = await c.call("memory_read", ref="2021-05-06")  # a date in the name beats history
+        assert (daily["created"], daily["updated"]) == ("2021-05-06T00:00:00+00:00", "2022-06-01T10:00:00+00:00")
         dated = await c.call("memory_read", ref="dated")
         assert (dated["created"], dated["updated"]) == ("2020-01-01T00:00:00+00:00", "2020-02-02T00:00:00+00:00")
         assert (await c.call("memory_read", ref="edited"))["created"] > "2025"  # its mtime
