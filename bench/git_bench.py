@@ -1,4 +1,4 @@
-"""Git vault benchmark (SPEC 8): memory_read with and without history, the dates-from-history
+"""Git vault benchmark (docs/git.md): memory_read with and without history, the dates-from-history
 pass, and `vault-mem sync` for 1, 100 and 1,000 changed notes.
 
     python bench/git_bench.py --vault /path/to/vault [--commits 3000] [--keep DIR]

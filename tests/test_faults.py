@@ -210,10 +210,11 @@ async def test_read_only_vault_reads_work_writes_answer_clearly(read_only_vault,
 
 
 class ImpatientIndex(VaultIndex):
-    """The real index, waiting at most 0.3 s for its writer lock (60 s in the server)."""
+    """The real index, its write tools waiting at most 0.3 s for the writer lock (20 s in the server)."""
 
-    def acquire_writer(self, timeout: float = 0.3) -> Any:
-        return super().acquire_writer(min(timeout, 0.3))
+    def __init__(self, root: Path, index_dir: Path) -> None:
+        super().__init__(root, index_dir)
+        self.write_timeout = 0.3
 
 
 async def test_a_write_locked_out_of_the_index_answers_error_and_keeps_its_file(tmp_path: Path,

@@ -1,4 +1,4 @@
-"""Git vaults (SPEC 8), on one machine: memory_read's history, dates taken from history,
+"""Git vaults (docs/git.md), on one machine: memory_read's history, dates taken from history,
 attribution of agents' writes (serve --git-commit), and vaults that are not git work trees.
 Real git in temp folders, real MCP sessions; the machine's own git config is never used."""
 

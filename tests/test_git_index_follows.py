@@ -1,4 +1,4 @@
-"""The index follows whatever git does to the files (SPEC 8): checkout, merge, rebase, stash,
+"""The index follows whatever git does to the files (docs/git.md): checkout, merge, rebase, stash,
 pull, through the live watcher, and through the start-up reconcile when no server ran.
 History dates follow HEAD too. Real git, a real watcher; every wait has a deadline."""
 

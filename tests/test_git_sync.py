@@ -1,4 +1,4 @@
-"""``vault-mem sync`` between machines (SPEC 8): a local bare repository and two clones, real
+"""``vault-mem sync`` between machines (docs/git.md): a local bare repository and two clones, real
 git, real MCP sessions, a real watcher on the receiving clone; no network."""
 
 from __future__ import annotations

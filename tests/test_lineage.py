@@ -197,3 +197,34 @@ def test_lineage_api_for_memory_read(make_vault):
         assert [view.record(d)["uid"] for d in lineage.history(doc["c"])] == ["a", "b", "c"]
         assert lineage.latest(doc["x"]) == [doc["y"]] == lineage.latest(doc["y"])
         assert lineage.dangling(doc["d"]) == ["Gone note"] and lineage.dangling(doc["v2"]) == []
+
+
+def test_memory_reads_lineage_from_the_chain_alone_equals_the_whole_graphs_answer(make_vault) -> None:
+    """lineage_for walks one chain by index terms; on a tangle of chains (branches, cycles, targets
+    by uid, path, file name and title, the same title in two folders, dangling targets) it must
+    agree with the graph built from every note that declares an edge."""
+    import random
+
+    from vault_mem.reads.lineage import Lineage, lineage_for
+    from vault_mem.served.context import View
+
+    rng = random.Random(7)
+    notes: dict[str, str] = {}
+    names = [f"{'ab'[i % 2]}/n{i}.md" for i in range(40)]
+    for i, rel in enumerate(names):
+        lines = [f"id: u{i}", f"title: Title {i % 30}", f"aliases: [Alias {i % 25}]"]  # some shared
+        for key in ("supersedes", "superseded_by"):
+            if rng.random() < 0.35:
+                j = rng.randrange(len(names) + 3)
+                target = (f"u{j}", f"'[[{names[j % len(names)][:-3]}]]'", f"n{j}", f"Title {j % 30}",
+                          f"memory://{names[j % len(names)][:-3]}", f"Alias {j % 25}",
+                          f"'[[../{names[j % len(names)][:-3]}]]'")[rng.randrange(7)]
+                lines.append(f"{key}: {target if j < len(names) else 'gone-' + str(j)}")
+        notes[rel] = "---\n" + "\n".join(lines) + f"\n---\nbody {i}\n"
+    vault = make_vault(notes)
+    with vault.index.searching() as searcher:
+        view = View(vault, searcher)
+        whole = Lineage(view)
+        assert whole.has_edges() and whole.superseded_docs()
+        for doc in view.all_docs():
+            assert lineage_for(view, doc).lineage_of(doc) == whole.lineage_of(doc), view.record(doc)["path"]

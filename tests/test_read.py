@@ -377,3 +377,21 @@ async def test_list_domains_on_an_empty_vault(make_vault, mcp_session):
     async with mcp_session(vault) as c:
         a = await c.call("list_domains")
     assert a["status"] == "none" and a["domains"] == []
+
+
+async def test_list_domains_counts_follow_archives_edits_and_deletes_across_commits(make_vault, mcp_session):
+    vault = make_vault({"p/a.md": "# A\nbody\n", "p/b.md": "# B\nbody\n",
+                        "p/t.md": "---\nid: t1\ntype: task\n---\n- [ ] open item\n"})
+
+    async def counts(c: Any) -> dict[str, tuple[int, int]]:
+        answer = await c.call("list_domains")
+        return {row["domain"]: (row["active"], row["archived"]) for row in answer["domains"]}
+
+    async with mcp_session(vault) as c:
+        assert (await counts(c))["p"] == (3, 0)
+        await c.call("task_close", agent="t", ref="t1", state="completed")  # one more commit
+        assert (await counts(c))["p"] == (2, 1)
+        await c.call("memory_write", agent="t", title="New", content="x", domain="p/q")
+        assert (await counts(c))["p"] == (3, 1) and (await counts(c))["p/q"] == (1, 0)
+        await c.call("memory_delete", agent="t", ref="p/a")
+        assert (await counts(c))["p"] == (2, 1)

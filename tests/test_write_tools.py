@@ -656,9 +656,9 @@ async def test_no_temp_file_is_left_or_ever_indexed(make_vault, mcp_session):
     indexed: list[str] = []
     real_apply = vault.index.apply
 
-    def recording_apply(notes: list[Any], removed: list[str]) -> None:
+    def recording_apply(notes: list[Any], removed: list[str], timeout: float | None = None) -> None:
         indexed.extend(note.path for note, _ in notes)
-        real_apply(notes, removed)
+        real_apply(notes, removed, timeout)
 
     vault.index.apply = recording_apply
     watcher = Watcher(vault.index)

@@ -1,4 +1,4 @@
-"""The index and git history (SPEC 8): open a vault's history map once per process, make the
+"""The index and git history (docs/git.md): open a vault's history map once per process, make the
 reader take default dates from it, and re-index the notes whose dates move when HEAD does.
 
 A commit, pull, checkout or rebase may change a note's history dates without changing its

@@ -1,31 +1,78 @@
-"""A small thread-safe LRU cache, for the per-segment and per-file caches of the index and
-query layers (segments never change, so what is computed from one stays valid)."""
+"""One thread-safe LRU cache for the whole process, bounded in bytes.
+
+It holds what is computed from things that never change: a segment's column or joined
+lexicon (segments are immutable once written) and a parsed note keyed by its file's
+inode, size and mtime. Every call thread shares it, so a vault's columns are held once,
+not once per thread. The bound is ``VAULT_MEM_CACHE_MB`` (default 192 MB); a value
+larger than a quarter of it is computed and returned but not kept.
+"""
 
 from __future__ import annotations
 
+import os
+import sys
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Hashable
-from typing import Generic, TypeVar
+from typing import Any, TypeVar
 
 V = TypeVar("V")
+DEFAULT_MB = 192
 
 
-class Lru(Generic[V]):
-    def __init__(self, size: int) -> None:
-        self.size = size
-        self._items: OrderedDict[Hashable, V] = OrderedDict()
+def approx_size(value: Any) -> int:
+    """Bytes a cached value holds, roughly: containers and their str/bytes/int items."""
+    size = sys.getsizeof(value)
+    if isinstance(value, list | tuple):
+        getsize = sys.getsizeof
+        shared_small = (int, float, type(None), bool)
+        size += sum(getsize(item) for item in value if not isinstance(item, shared_small) or
+                    (isinstance(item, int) and not -5 <= item <= 256))
+    return size
+
+
+class Lru:
+    def __init__(self, max_bytes: int) -> None:
+        self.max_bytes = max_bytes
+        self.bytes = 0
+        self._items: OrderedDict[Hashable, tuple[Any, int]] = OrderedDict()
         self._lock = threading.Lock()
 
-    def get_or_make(self, key: Hashable, make: Callable[[], V]) -> V:
+    def get_or_make(self, key: Hashable, make: Callable[[], V], sizeof: Callable[[V], int] = approx_size) -> V:
         """The cached value of ``key``, or ``make()`` (computed outside the lock) cached."""
         with self._lock:
-            if key in self._items:
+            hit = self._items.get(key)
+            if hit is not None:
                 self._items.move_to_end(key)
-                return self._items[key]
+                value: V = hit[0]
+                return value
         value = make()
+        size = sizeof(value)
+        if size > self.max_bytes // 4:
+            return value
         with self._lock:
-            self._items[key] = value
-            while len(self._items) > self.size:
-                self._items.popitem(last=False)
+            old = self._items.pop(key, None)
+            if old is not None:
+                self.bytes -= old[1]
+            self._items[key] = (value, size)
+            self.bytes += size
+            while self.bytes > self.max_bytes and self._items:
+                _key, (_value, dropped) = self._items.popitem(last=False)
+                self.bytes -= dropped
         return value
+
+    def clear(self) -> None:
+        with self._lock:
+            self._items.clear()
+            self.bytes = 0
+
+
+def _budget() -> int:
+    try:
+        megabytes = float(os.environ.get("VAULT_MEM_CACHE_MB", DEFAULT_MB))
+    except ValueError:
+        megabytes = DEFAULT_MB
+    return int(max(megabytes, 1) * 2**20)
+
+
+CACHE = Lru(_budget())

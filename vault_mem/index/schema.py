@@ -20,7 +20,8 @@ from vault_mem.index import whoosh_fixes  # noqa: F401  (unique segment names be
 from vault_mem.vault.dates import parse_datetime
 from vault_mem.vault.note import PERMALINK_PREFIX, Note, domain_of, permalink_of
 
-SCHEMA_VERSION = 3  # 3: `created` from a date in the file name (daily notes)
+SCHEMA_VERSION = 4  # 3: `created` from a date in the file name (daily notes); 4: sup_keys, and text
+# fields keep frequencies, not positions (no phrase queries)
 SEP = "\x1f"  # separates the values of multi-valued exact fields
 HEAD_CHARS = 2000  # body characters kept in the stored record for snippets and previews
 
@@ -42,10 +43,10 @@ def make_schema() -> Schema:
         key_alias=multi(),
         dom_exact=ID(),
         dom_anc=multi(),  # the note's folder and every ancestor folder, lower-cased
-        title=TEXT(analyzer=WORDS),
-        perm=TEXT(analyzer=WORDS),
-        tagtext=TEXT(analyzer=WORDS),
-        body=TEXT(analyzer=WORDS),
+        title=TEXT(analyzer=WORDS, phrase=False),
+        perm=TEXT(analyzer=WORDS, phrase=False),
+        tagtext=TEXT(analyzer=WORDS, phrase=False),
+        body=TEXT(analyzer=WORDS, phrase=False),
         tags=multi(),  # each tag and its nested parents
         type=ID(),
         status=ID(),
@@ -54,6 +55,7 @@ def make_schema() -> Schema:
         scope=ID(),
         project=ID(),
         lineage=ID(),  # "y" when the note declares a supersession edge
+        sup_keys=multi(),  # "s:"/"b:" + each supersedes/superseded_by target's lookup keys
         paths_pre=multi(),  # every '/'-prefix of every code path
         link_keys=multi(),  # lower-cased wikilink targets, for backlinks
         # Whoosh's float columns cannot be sorted on (a struct error), so: whole seconds,
@@ -94,6 +96,20 @@ def tag_keys(tags: list[str]) -> list[str]:
 def path_prefixes(path: str) -> list[str]:
     parts = [p for p in path.strip("/").split("/") if p]
     return ["/".join(parts[: i + 1]) for i in range(len(parts))]
+
+
+def supersession_keys(target: str) -> list[str]:
+    """The keys a supersession target may be resolved by (uid, title or alias; path or file name),
+    as ``reads/lineage.py`` compares them; indexed so that the notes naming a note are found by
+    term (``lineage_for``)."""
+    text = target.strip()
+    if text.lower().startswith("memory://"):
+        text = text[len("memory://"):]
+    path = fold(strip_md(text.strip("/")))
+    # The last segment too: a wikilink-style target may name a note by a path's tail, or
+    # relative to the declaring note's folder ("../b/note"), and both end in the file name.
+    keys = [fold(text), path, path.rpartition("/")[2]]
+    return [k for k in dict.fromkeys(keys) if k]
 
 
 def epoch(iso_text: str) -> int:
@@ -163,6 +179,8 @@ def document_of(note: Note, fsrel: str) -> dict[str, Any]:
         "scope": fold(note.scope),
         "project": fold(note.project or ""),
         "lineage": "y" if note.supersedes or note.superseded_by else "n",
+        "sup_keys": SEP.join(["s:" + k for t in note.supersedes for k in supersession_keys(t)]
+                             + ["b:" + k for t in note.superseded_by for k in supersession_keys(t)]),
         "paths_pre": SEP.join(p for cp in note.paths for p in path_prefixes(cp)),
         "link_keys": SEP.join(fold(lk["target"]) for lk in note.links if lk.get("target")),
         "created": epoch(note.created),

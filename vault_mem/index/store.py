@@ -2,7 +2,8 @@
 
 One ``VaultIndex`` per process. Writers take Whoosh's lock with a retry, so two
 processes on one vault (two MCP clients) take turns instead of failing; searchers
-are refreshed whenever any process has committed.
+are refreshed whenever any process has committed. Commits never merge segments (a
+merge of a big index takes minutes): ``index/merge.py`` does that off the live path.
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ from whoosh.reading import EmptyReader, MultiReader, SegmentReader
 from whoosh.searching import Searcher
 from whoosh.writing import SegmentWriter
 
-from vault_mem.errors import VaultUnavailable
+from vault_mem.errors import IndexBusy, VaultUnavailable
 from vault_mem.index.schema import SCHEMA_VERSION, document_of, make_schema
 from vault_mem.vault.note import Note
 from vault_mem.vault.paths import INDEX_DIRNAME
@@ -35,10 +36,11 @@ from vault_mem.vault.portable import replace_file, user_cache_root
 log = logging.getLogger("vault_mem.index")
 STATE_FILE = "state.json"
 BUILD_LOCK = "build.lock"  # held for a whole build; kept when the folder is emptied
+MERGE_LOCK = "merge.lock"  # held by the one merging process; kept when the folder is emptied
 HISTORY_CACHE = "git-history.json"  # the git history map (index/gitfollow.py): not the index
-KEPT_ON_REBUILD = frozenset({BUILD_LOCK, "presence", HISTORY_CACHE})
-LOCK_TIMEOUT = 60.0
-MAX_SEGMENTS = 12
+KEPT_ON_REBUILD = frozenset({BUILD_LOCK, MERGE_LOCK, "presence", HISTORY_CACHE})  # presence: index/presence.py
+WRITE_TOOL_TIMEOUT = 20.0  # what a write tool waits for the lock before answering a retryable error
+WAIT_NOTICE = 30.0  # a writer still waiting after this long says so in the log
 
 
 def default_index_dir(root: Path) -> Path:
@@ -60,6 +62,55 @@ def cache_index_dir(root: Path) -> Path:
     return user_cache_root() / "vault-mem" / digest
 
 
+@contextlib.contextmanager
+def write_lock(ix: FileIndex, timeout: float | None = None) -> Iterator[None]:
+    """Whoosh's write lock itself, without a writer (for a merge's swap and for tidying), waited for
+    as ``VaultIndex.acquire_writer`` waits."""
+    lock = ix.lock("WRITELOCK")
+    start = time.monotonic()
+    delay = 0.005
+    while not lock.acquire(blocking=False):
+        if timeout is not None and time.monotonic() - start > timeout:
+            raise IndexBusy(f"the index stayed locked by another writer for {timeout:.0f} s")
+        time.sleep(delay)
+        delay = min(delay * 2, 0.1)
+    try:
+        yield
+    finally:
+        lock.release()
+
+
+def clean_debris(index_dir: Path, stale_after: float = 600.0) -> list[str]:
+    """Remove what killed writers left in the index folder; call it holding Whoosh's write lock.
+
+    Under that lock no other writer is at work (a build's parent holds it for the whole build),
+    so every temp folder (``*.tmp``: a writer's pool, a build worker's) and every unfinished
+    table of contents (``_MAIN_<n>.toc.<time>``) is debris. A temp file (``*.tmp``: the state
+    file's atomic write, done without that lock) is debris only once it is old. Orphan
+    segment files are Whoosh's to remove: every commit deletes those no TOC names.
+    """
+    removed: list[str] = []
+    now = time.time()
+    try:
+        entries = list(os.scandir(index_dir))
+    except OSError:
+        return removed
+    for entry in entries:
+        name = entry.name
+        try:
+            if name.endswith(".tmp") and entry.is_dir(follow_symlinks=False):
+                shutil.rmtree(entry.path, ignore_errors=True)
+            elif (".toc." in name and name.startswith("_")) or (
+                    name.endswith(".tmp") and now - entry.stat(follow_symlinks=False).st_mtime > stale_after):
+                os.unlink(entry.path)
+            else:
+                continue
+        except OSError:
+            continue
+        removed.append(name)
+    return removed
+
+
 class VaultIndex:
     """The Whoosh index of one vault."""
 
@@ -72,6 +123,7 @@ class VaultIndex:
         self._local = threading.local()
         self._epoch = 0
         self._lock = threading.RLock()
+        self.write_timeout = WRITE_TOOL_TIMEOUT
 
     # -- lifecycle -------------------------------------------------------------------------
 
@@ -115,7 +167,7 @@ class VaultIndex:
             self.close()
             if self.dir.exists():
                 for child in self.dir.iterdir():
-                    if child.name in KEPT_ON_REBUILD:  # presence: see index/presence.py
+                    if child.name in KEPT_ON_REBUILD:
                         continue
                     if child.is_dir() and not child.is_symlink():
                         shutil.rmtree(child, ignore_errors=True)
@@ -179,53 +231,82 @@ class VaultIndex:
             records = (reader.stored_fields(d)["record"] for d in reader.all_doc_ids())
             return {rec["path"]: rec for rec in records}
 
-    def fingerprints(self) -> dict[str, tuple[int, int, str]]:
-        """``{path: (size, mtime_ns, etag)}`` for every note, from columns (no stored records loaded)."""
+    def fingerprints(self, paths: list[str] | None = None) -> dict[str, tuple[int, int, str]]:
+        """``{path: (size, mtime_ns, etag)}`` for every note (or those of ``paths`` that are indexed),
+        from columns: no stored record is loaded."""
         from vault_mem.index.columns import column
 
         with self.searching() as s:
-            paths, sizes = column(s, "path"), column(s, "size")
-            mtimes, etags = column(s, "mtime_ns"), column(s, "etag")
-            return {paths[d]: (sizes[d], mtimes[d], etags[d]) for d in s.reader().all_doc_ids()}
+            sizes, mtimes, etags = column(s, "size"), column(s, "mtime_ns"), column(s, "etag")
+            if paths is not None:
+                found = {}
+                for path in paths:
+                    docnum = s.document_number(path=path)
+                    if docnum is not None:
+                        found[path] = (sizes[docnum], mtimes[docnum], etags[docnum])
+                return found
+            names = column(s, "path")
+            return {names[d]: (sizes[d], mtimes[d], etags[d]) for d in s.reader().all_doc_ids()}
 
     # -- writing ---------------------------------------------------------------------------
 
-    def acquire_writer(self, timeout: float = LOCK_TIMEOUT) -> SegmentWriter:
-        """Whoosh's writer, waiting for another process's lock (with backoff) instead of failing."""
+    def acquire_writer(self, timeout: float | None = None) -> SegmentWriter:
+        """Whoosh's writer, waiting its turn (with backoff) while another writer holds the lock.
+
+        A held lock is a wait, not a failure: with no ``timeout`` this waits as long as the other
+        writer works (a build in another process can take minutes; the lock dies with its holder).
+        With one, it raises ``IndexBusy`` when the lock stayed held that long.
+        """
         ix = self.open()
-        deadline = time.monotonic() + timeout
+        start = time.monotonic()
+        notice = start + WAIT_NOTICE
         delay = 0.005
         while True:
             try:
                 return ix.writer()
             except LockError:
-                if time.monotonic() > deadline:
-                    raise
+                now = time.monotonic()
+                if timeout is not None and now - start > timeout:
+                    raise IndexBusy(f"the index at {self.dir} stayed locked by another writer (a build or "
+                                    f"another server) for {timeout:.0f} s") from None
+                if now > notice:
+                    log.info("still waiting for the index lock (held by another writer for %.0f s)", now - start)
+                    notice = now + WAIT_NOTICE
                 time.sleep(delay)
                 delay = min(delay * 2, 0.1)
 
     @contextlib.contextmanager
-    def writer(self, timeout: float = LOCK_TIMEOUT) -> Iterator[SegmentWriter]:
-        """A writer committed when the block ends, cancelled (releasing the lock) when it raises."""
+    def writer(self, timeout: float | None = None) -> Iterator[SegmentWriter]:
+        """A writer committed when the block ends, cancelled (releasing the lock) when it raises.
+
+        The commit never merges segments: it adds one small segment, so its cost does not grow
+        with the index; ``index/merge.py`` merges in the background.
+        """
         w = self.acquire_writer(timeout)
         try:
             yield w
-            w.commit(merge=len(w.segments) >= MAX_SEGMENTS)
+            w.commit(merge=False)
         except BaseException:
             # A writer whose work or commit raised keeps Whoosh's lock until it is cancelled.
             with contextlib.suppress(Exception):
                 w.cancel()
             raise
 
-    def apply(self, notes: list[tuple[Note, str]], removed: list[str]) -> None:
-        """Index ``notes`` (each with its OS-relative path) and drop ``removed`` paths, in one commit."""
+    def apply(self, notes: list[tuple[Note, str]], removed: list[str], timeout: float | None = None) -> None:
+        """Index ``notes`` (each with its OS-relative path) and drop ``removed`` paths, in one commit
+        (waiting for the lock as ``acquire_writer`` does)."""
         if not notes and not removed:
             return
-        with self.writer() as w:
+        with self.writer(timeout) as w:
             for path in removed:
                 w.delete_by_term("path", path)
             for note, fsrel in notes:
                 w.update_document(**document_of(note, fsrel))
+
+    def tidy(self) -> list[str]:
+        """Remove what killed writers left in the index folder (see ``clean_debris``)."""
+        with write_lock(self.open()):
+            return clean_debris(self.dir)
 
 
 def _up_to_date(searcher: Searcher) -> bool:

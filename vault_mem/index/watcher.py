@@ -11,8 +11,8 @@ and a write tool's own change (already indexed) costs one stat, not a second ind
 Hidden top-level folders (``.git``, ``.obsidian``, ``.trash``, the index folder) are never
 watched: the root is watched non-recursively and every visible top-level folder
 recursively. Events under any hidden segment are ignored. watchdog tells us nothing when
-the kernel queue overflows, so a periodic stat reconcile (60 s) is the safety net; an
-observer that dies is restarted, followed by a reconcile.
+the kernel queue overflows, so a periodic stat check (60 s, in its own thread, queueing
+what it finds as events) is the safety net; an observer that dies is restarted.
 """
 
 from __future__ import annotations
@@ -34,7 +34,7 @@ from whoosh.query import Prefix
 
 from vault_mem.index.build import reconcile
 from vault_mem.index.schema import document_of
-from vault_mem.index.store import MAX_SEGMENTS, VaultIndex
+from vault_mem.index.store import VaultIndex
 from vault_mem.vault.history import history_for
 from vault_mem.vault.note import Note
 from vault_mem.vault.paths import display_path, listed_spelling, relative_to_root
@@ -46,6 +46,7 @@ DEBOUNCE = 0.05  # seconds of quiet before a flush
 MAX_DELAY = 0.3  # a steady stream of events is still flushed this often
 RECONCILE_EVERY = 60.0
 BATCH = 2000
+LOOKUP_LIMIT = 2000  # changed paths looked up one by one; above this, all fingerprints at once
 
 
 class Watcher:
@@ -69,8 +70,10 @@ class Watcher:
         self._watched_tops: dict[str, Any] = {}  # top-level folder -> its watchdog watch
         self._top_ids: dict[str, tuple[int, int]] = {}  # top-level folder -> (st_dev, st_ino) watched
         self._thread: threading.Thread | None = None
+        self._sweeper: threading.Thread | None = None
         self.flushes = 0  # batches applied (for tests and benchmarks)
         self.indexed = 0  # notes (re)indexed by the watcher
+        self.swept = 0  # paths the periodic check found changed although no event said so
 
     # -- lifecycle -------------------------------------------------------------------------
 
@@ -217,7 +220,44 @@ class Watcher:
             for name in set(_top_folders(self.root)) | set(self._watched_tops):
                 self._watch_top(name)
         _follow_head(self.root)
-        self._try_reconcile()
+        self._start_sweep()
+
+    def _start_sweep(self) -> None:
+        """The periodic check, off this thread: a stat walk over 100,000 notes takes seconds, and
+        saves made meanwhile must not wait for it. What it finds is queued like events, so the
+        flush decides from the disk, under the lock, as for any event."""
+        if self._sweeper is not None and self._sweeper.is_alive():
+            return
+        self._sweeper = threading.Thread(target=self._sweep, name="vault-mem-sweep", daemon=True)
+        self._sweeper.start()
+
+    def _sweep(self) -> None:
+        try:
+            known = self.index.fingerprints()  # the index first: see build.reconcile
+            rules = IgnoreRules(self.root)
+            walked = walk_vault(self.root, rules)
+            on_disk: set[str] = set()
+            missed: list[str] = []
+            for rel in walked.files:
+                shown = display_path(rel)
+                on_disk.add(shown)
+                seen = known.get(shown)
+                try:
+                    st = os.stat(self.root / rel)
+                except OSError:
+                    missed.append(rel)
+                    continue
+                if seen is None or (st.st_size, st.st_mtime_ns) != seen[:2]:
+                    missed.append(rel)
+            gone = [path for path in known if path not in on_disk]
+            for rel in [*missed, *gone]:
+                self.note_event(str(self.root / rel), False)
+            self.swept += len(missed) + len(gone)
+            if missed or gone:
+                log.info("periodic check: %d changed and %d removed notes queued that no event reported",
+                         len(missed), len(gone))
+        except Exception:
+            log.exception("the periodic check failed; it runs again later")
 
     def _try_reconcile(self) -> None:
         try:
@@ -240,7 +280,9 @@ class Watcher:
         listings: dict[str, dict[str, list[str]]] = {}
         spelled = {rel: listed_spelling(self.root, rel, listings) for rel in candidates}
         candidates |= {name for name in spelled.values() if name is not None}
-        fingerprints = self.index.fingerprints()
+        # A few paths are looked up one by one: a whole-index map costs ~100 ms at 100k notes.
+        shown_paths = [display_path(rel) for rel in candidates]
+        fingerprints = self.index.fingerprints(shown_paths if len(shown_paths) <= LOOKUP_LIMIT else None)
         changed: list[tuple[Note, str]] = []
         removed: list[str] = []
         for rel in sorted(candidates):
@@ -295,7 +337,7 @@ class Watcher:
         except BaseException:
             writer.cancel()
             raise
-        writer.commit(merge=len(writer.segments) >= MAX_SEGMENTS)
+        writer.commit(merge=False)  # never a merge on the live path (index/merge.py)
         self.indexed += len(todo)
 
     def _subtree(self, rel_dir: str) -> set[str]:

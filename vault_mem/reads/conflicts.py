@@ -1,4 +1,4 @@
-"""Conflicted copies left by ``vault-mem sync`` (SPEC 8): ``<name> (conflict <host> <date>).md``
+"""Conflicted copies left by ``vault-mem sync`` (docs/git.md): ``<name> (conflict <host> <date>).md``
 beside the note whose remote version won. Served answers carry a hint naming them until a
 person resolves each one (merges what they want into the note and deletes the copy)."""
 

@@ -1,4 +1,4 @@
-"""``memory_read``'s git fields (SPEC 8): ``history``, the last commits that touched the note
+"""``memory_read``'s git fields (docs/git.md): ``history``, the last commits that touched the note
 (following renames), and ``uncommitted``, when the file differs from HEAD. Both come from the
 vault's history map (vault/history.py), which runs git only when HEAD moved since the last
 look; outside a git work tree the answer has neither field."""

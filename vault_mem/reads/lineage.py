@@ -26,7 +26,8 @@ from typing import Any
 
 from whoosh.query import Term
 
-from vault_mem.index.schema import fold
+from vault_mem.index.columns import term_docs
+from vault_mem.index.schema import fold, strip_md
 from vault_mem.reads.links import LinkResolver
 from vault_mem.served.context import View, newest_first_key
 from vault_mem.served.refs import without_prefix
@@ -36,8 +37,10 @@ from vault_mem.vault.note import domain_of, permalink_of
 class Lineage:
     """The supersession graph of one view of the index (document numbers as nodes)."""
 
-    def __init__(self, view: View) -> None:
+    def __init__(self, view: View, docs: list[int] | None = None) -> None:
+        """The graph of the whole index, or of ``docs`` only (a closed chain: ``lineage_for``)."""
         self.view = view
+        self._members = docs
         # superseders[b] = notes that supersede b; predecessors[a] = notes a supersedes
         self._superseders: dict[int, set[int]] = {}
         self._predecessors: dict[int, set[int]] = {}
@@ -53,7 +56,8 @@ class Lineage:
     # -- building -------------------------------------------------------------------
 
     def _build(self) -> None:
-        for doc in self.view.docs(Term("lineage", "y")):
+        members = self._members if self._members is not None else self.view.docs(Term("lineage", "y"))
+        for doc in members:
             rec = self.view.record(doc)
             for target in rec.get("supersedes") or []:
                 old = self._resolve(target, rec["path"])
@@ -207,6 +211,47 @@ class Lineage:
 
     def _permalink(self, doc: int) -> str:
         return permalink_of(self.view.record(doc)["path"])
+
+
+CHAIN_LIMIT = 5000  # a chain past this many notes is walked on the whole graph instead
+
+
+def lineage_for(view: View, doc: int) -> Lineage:
+    """The lineage graph of ``doc``'s chain only, for memory_read.
+
+    The chain is found by index terms, not by loading every note that declares an edge: the
+    notes ``doc`` names are resolved from its record, and the notes that may name ``doc`` come
+    from the ``sup_keys`` field (each declared target's lookup keys), walked until closed. A
+    candidate that names another note is harmless: the graph resolves every edge itself.
+    """
+    if "sup_keys" not in view.searcher.schema:
+        return Lineage(view)
+    chain = {doc}
+    frontier = [doc]
+    resolver = Lineage(view, docs=[])
+    while frontier:
+        node = frontier.pop()
+        rec = view.record(node)
+        near = [resolver._resolve(t, rec["path"]) for t in [*(rec.get("supersedes") or []),
+                                                            *(rec.get("superseded_by") or [])]]
+        keys = _keys_naming(rec)
+        if keys:
+            near += term_docs(view.searcher, "sup_keys", [f"{side}:{k}" for side in "sb" for k in keys])
+        for other in near:
+            if other is not None and other not in chain:
+                chain.add(other)
+                frontier.append(other)
+        if len(chain) > CHAIN_LIMIT:
+            return Lineage(view)
+    return Lineage(view, docs=sorted(chain))
+
+
+def _keys_naming(rec: dict[str, Any]) -> list[str]:
+    """The keys a target naming this note may have: uid, path, file name, title, aliases."""
+    path = strip_md(str(rec.get("path") or ""))
+    keys = [fold(str(rec.get("uid") or "")), fold(path), fold(path.rpartition("/")[2]),
+            fold(str(rec.get("title") or "")), *(fold(str(a)) for a in rec.get("aliases") or [])]
+    return [k for k in dict.fromkeys(keys) if k]
 
 
 def _strong_components(nodes: set[int], edges: dict[int, set[int]]) -> list[list[int]]:

@@ -28,8 +28,7 @@ from __future__ import annotations
 import posixpath
 from typing import Any
 
-from whoosh.query import Or, Term
-
+from vault_mem.index.columns import term_docs
 from vault_mem.index.schema import fold, strip_md
 from vault_mem.index.substring import terms_containing
 from vault_mem.served.context import View
@@ -171,7 +170,7 @@ def backlinks(view: View, doc: int, record: dict[str, Any],
     terms.discard("")
     if not terms:
         return []
-    candidates = view.docs(Or([Term("link_keys", t) for t in sorted(terms)]))
+    candidates = term_docs(view.searcher, "link_keys", sorted(terms))
     found: set[str] = set()
     for cand in candidates:
         if cand == doc:

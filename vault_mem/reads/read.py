@@ -47,10 +47,11 @@ from typing import Any
 from whoosh.query import Term
 
 from vault_mem.errors import InvalidInput, NotFound
-from vault_mem.index.lru import Lru
+from vault_mem.index.columns import segment_column, segment_key
+from vault_mem.index.lru import CACHE
 from vault_mem.index.schema import ancestors, fold
 from vault_mem.reads.githistory import DEFAULT_HISTORY, MAX_HISTORY, git_fields
-from vault_mem.reads.lineage import Lineage
+from vault_mem.reads.lineage import lineage_for
 from vault_mem.reads.links import LinkResolver, backlinks, outgoing
 from vault_mem.reads.rows import cut_to_fit
 from vault_mem.served.context import MAX_ANSWER_CHARS, View, json_size, take_within
@@ -123,9 +124,6 @@ def memory_read(view: View, raw: dict[str, Any]) -> dict[str, Any]:
     return answer
 
 
-_PARSED: Lru[Note] = Lru(8)
-
-
 def _parsed(root: Path, fsrel: str) -> Note:
     """The note as read now, reusing the last parse while the file is unchanged (same inode, size
     and mtime): paging a 2 MiB note must not re-read and re-parse it for every page."""
@@ -133,8 +131,12 @@ def _parsed(root: Path, fsrel: str) -> Note:
         st = os.stat(root / fsrel)
     except OSError:
         return read_note(root, fsrel)
-    key = (str(root), fsrel, st.st_ino, st.st_size, st.st_mtime_ns)
-    return _PARSED.get_or_make(key, lambda: read_note(root, fsrel))
+    key = ("note", str(root), fsrel, st.st_ino, st.st_size, st.st_mtime_ns)
+    return CACHE.get_or_make(key, lambda: read_note(root, fsrel), _note_size)
+
+
+def _note_size(note: Note) -> int:
+    return 4 * len(note.body) + 512 * len(note.links) + 4096  # the body and the parsed rest, roughly
 
 
 def _head(view: View, doc: int, note: Note) -> dict[str, Any]:
@@ -173,7 +175,7 @@ def _head(view: View, doc: int, note: Note) -> dict[str, Any]:
         "body_chars": len(note.body),
         "links": outgoing(view, note, resolver),
         "backlinks": backlinks(view, doc, view.record(doc), resolver),
-        "lineage": Lineage(view).lineage_of(doc),
+        "lineage": lineage_for(view, doc).lineage_of(doc),
     }
     return head
 
@@ -222,25 +224,15 @@ def list_domains(view: View, raw: dict[str, Any]) -> dict[str, Any]:
     args = Args(raw, DOMAINS_PARAMS)
     offset = args.integer("offset", 0, 0)
 
-    paths = view.column("path")
-    updated = view.column("updated")
-    archived = set(view.docs(Term("status", "archived")))
-    reader = view.searcher.reader()
-    docs = view.all_docs() if reader.has_deletions() else range(reader.doc_count_all())
-    # Group by the note's own folder first, then spread each folder's totals to its ancestors.
+    # Group by the note's own folder first (per segment, cached), then spread each folder's
+    # totals to its ancestors.
     own: dict[str, list[int]] = {}  # folder -> [active, archived, newest updated]
-    for doc in docs:
-        path = paths[doc]
-        if not path:
-            continue
-        folder = path.rpartition("/")[0]
-        entry = own.get(folder)
-        if entry is None:
-            entry = own[folder] = [0, 0, 0]
-        entry[doc in archived] += 1
-        stamp = updated[doc] or 0
-        if stamp > entry[2]:
-            entry[2] = stamp
+    for reader, _offset in view.searcher.reader().leaf_readers():
+        for folder, (active, arch, newest) in _segment_folders(reader).items():
+            entry = own.setdefault(folder, [0, 0, 0])
+            entry[0] += active
+            entry[1] += arch
+            entry[2] = max(entry[2], newest)
     totals: dict[str, list[int]] = {}
     for folder, (active, arch, newest) in own.items():
         for name in ["", *ancestors(folder)]:
@@ -265,6 +257,32 @@ def list_domains(view: View, raw: dict[str, Any]) -> dict[str, Any]:
     if offset + len(rows) < len(names):
         answer["next_offset"] = offset + len(rows)
     return answer
+
+
+def _segment_folders(reader: Any) -> dict[str, tuple[int, int, int]]:
+    """One segment's live notes by own folder: (active, archived, newest updated), cached by the
+    segment and its deletion count (a segment's deletions only ever grow)."""
+    segment = reader.segment()
+    deleted = segment.deleted_count() if segment is not None else -1
+
+    def count() -> dict[str, tuple[int, int, int]]:
+        paths = segment_column(reader, "path")
+        updated = segment_column(reader, "updated")
+        archived: set[int] = set()
+        if ("status", b"archived") in reader:
+            archived = set(reader.postings("status", b"archived").all_ids())
+        own: dict[str, list[int]] = {}
+        docs = reader.all_doc_ids() if reader.has_deletions() else range(reader.doc_count_all())
+        for doc in docs:
+            path = paths[doc]
+            if not path:
+                continue
+            entry = own.setdefault(path.rpartition("/")[0], [0, 0, 0])
+            entry[doc in archived] += 1
+            entry[2] = max(entry[2], updated[doc] or 0)
+        return {folder: (a, b, c) for folder, (a, b, c) in own.items()}
+
+    return CACHE.get_or_make(("folders", segment_key(reader), deleted), count)
 
 
 def _tree_key(domain: str) -> list[tuple[str, str]]:

@@ -4,10 +4,16 @@ answer from what is committed so far and say how far the build got (docs/index-a
 
 A cold build runs in a child process (``vault-mem index``) with its stdout pointed at our
 stderr: the build forks workers, and nothing a child does may reach the protocol's stdout.
+
+Segments are merged off the live path: a scheduler thread checks the index's segments
+every few seconds and, when the tiered policy asks for a merge and no process holds the
+merge lock, starts ``python -m vault_mem.index.merge`` at low priority (see
+``index/merge.py`` and docs/index-and-scale.md). Nothing here ever waits for it.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import os
@@ -20,12 +26,14 @@ from typing import Any
 from vault_mem.errors import VaultUnavailable
 from vault_mem.index.build import SyncReport, reconcile
 from vault_mem.index.gitfollow import attach_history
+from vault_mem.index.merge import merge_due, merge_lock
 from vault_mem.index.schema import SCHEMA_VERSION
 from vault_mem.index.store import VaultIndex
 from vault_mem.index.watcher import Watcher
 
 log = logging.getLogger("vault_mem.server")
 PROGRESS_FILE = "build-progress.json"
+MERGE_CHECK = 2.0  # seconds between looks at whether a merge is due
 
 
 class Runtime:
@@ -43,6 +51,9 @@ class Runtime:
         self.error: str | None = None
         self._bringing_up = threading.Lock()
         self._vault_missing = False
+        self._stop_merging = threading.Event()
+        self._merger: subprocess.Popen[bytes] | None = None
+        self._merge_thread: threading.Thread | None = None
 
     @property
     def progress_path(self) -> Path:
@@ -106,6 +117,46 @@ class Runtime:
         child = self._child
         if child is not None and child.poll() is None:
             child.terminate()  # it keeps what it committed; the next start resumes the build
+        self._stop_merging.set()
+        merger = self._merger
+        if merger is not None and merger.poll() is None:
+            merger.terminate()  # a merge stopped at any moment loses nothing
+            try:
+                merger.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                merger.kill()
+
+    # -- merging off the live path -----------------------------------------------------------
+
+    def _start_merge_scheduler(self) -> None:
+        if self._merge_thread is None:
+            self._merge_thread = threading.Thread(target=self._schedule_merges, name="vault-mem-merge",
+                                                  daemon=True)
+            self._merge_thread.start()
+
+    def _schedule_merges(self) -> None:
+        while not self._stop_merging.wait(MERGE_CHECK):
+            try:
+                self.merge_if_due()
+            except Exception:  # never let scheduling stop: log it, look again later
+                log.exception("could not start a background merge")
+
+    def merge_if_due(self) -> bool:
+        """Start a background merge when one is due and none runs (here or in another process)."""
+        if self._building.is_set() or not self._ready.is_set():
+            return False
+        if self._merger is not None and self._merger.poll() is None:
+            return False
+        if not merge_due(self.index.dir):
+            return False
+        with merge_lock(self.index.dir) as free:  # another server's merge is running: leave it be
+            if not free:
+                return False
+        command = [sys.executable, "-m", "vault_mem.index.merge", str(self.index.dir)]
+        self._merger = subprocess.Popen(
+            command, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=sys.stderr.fileno(),
+            creationflags=getattr(subprocess, "BELOW_NORMAL_PRIORITY_CLASS", 0))
+        return True
 
     def _bring_up(self) -> None:
         try:
@@ -125,14 +176,21 @@ class Runtime:
             # Watch before reconciling: a change made during the reconcile is then seen twice, never lost.
             self.watcher = Watcher(self.index)
             self.watcher.start()
-            attach_history(self.index)  # a git work tree: dates, history and HEAD's moves (SPEC 8)
+            attach_history(self.index)  # a git work tree: dates, history and HEAD's moves (docs/git.md)
             self.report = reconcile(self.index)
             log.info("index ready: %s", self.report.summary())
+            debris = self.index.tidy()
+            if debris:
+                log.info("removed %d leftovers of interrupted writes from %s", len(debris), self.index.dir)
+            self._start_merge_scheduler()
         except Exception as exc:  # the server keeps answering; the error is logged and shown
             self.error = f"{type(exc).__name__}: {exc}"
             log.exception("indexing failed")
         finally:
-            self._building.clear()
+            if self._building.is_set():
+                self._building.clear()
+                with contextlib.suppress(OSError):  # only the index belongs in the index folder
+                    self.progress_path.unlink()
             self._ready.set()
             self._bringing_up.release()
 

@@ -1,4 +1,4 @@
-"""Committing exactly some files, whatever else a person has staged or changed (SPEC 8).
+"""Committing exactly some files, whatever else a person has staged or changed (docs/git.md).
 
 ``commit_paths`` builds the commit in a temporary index (HEAD's tree plus the given files as
 they are on disk), writes it with ``git commit-tree`` and moves the branch with ``git
@@ -26,7 +26,7 @@ _AGENT_NAME = re.compile(r"[^A-Za-z0-9._-]+")
 
 
 def agent_identity(agent: str) -> dict[str, str]:
-    """The author of an agent's commit: ``<agent> <<agent>@vault-mem>`` (SPEC 8)."""
+    """The author of an agent's commit: ``<agent> <<agent>@vault-mem>`` (docs/git.md)."""
     name = _AGENT_NAME.sub("-", agent).strip("-") or "agent"
     return {"GIT_AUTHOR_NAME": name, "GIT_AUTHOR_EMAIL": f"{name}@vault-mem"}
 

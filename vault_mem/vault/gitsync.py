@@ -1,4 +1,4 @@
-"""``vault-mem sync`` (SPEC 8): commit the vault's pending note changes, fetch, integrate, push.
+"""``vault-mem sync`` (docs/git.md): commit the vault's pending note changes, fetch, integrate, push.
 
 1. **Commit** every changed, new or deleted note of the vault (``*.md`` outside hidden
    folders, so never ``.vault-mem/`` or ``.obsidian/``) in one commit, through a temporary

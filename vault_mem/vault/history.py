@@ -1,5 +1,5 @@
 """What git knows about each note: when it was created and last changed, by whom, and whether
-the file on disk is what HEAD holds (SPEC 8).
+the file on disk is what HEAD holds (docs/git.md).
 
 One ``git log`` pass over the repository (oldest first, renames followed) gives every note's
 life: the commit that added it, the commits that touched it since (the last ``MAX_COMMITS``

@@ -341,7 +341,7 @@ def _type(data: dict[str, Any], problems: list[str]) -> str:
 
 def created_fallback(path: str, mtime: dt.datetime,
                      history: tuple[dt.datetime, dt.datetime] | None = None) -> tuple[dt.datetime, str]:
-    """``created`` for a note whose frontmatter gives none, and where it came from (SPEC 3, 8).
+    """``created`` for a note whose frontmatter gives none, and where it came from (docs/git.md for git).
 
     The one place for the fallback chain, tried in order:
     1. a ``YYYY-MM-DD`` date in the file name (daily notes: ``2022-01-02.md``);

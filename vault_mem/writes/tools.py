@@ -18,8 +18,6 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from whoosh.index import LockError
-
 from vault_mem.errors import Conflict, IndexBusy, InvalidInput, NotFound, WriteFailed
 from vault_mem.served.context import View
 from vault_mem.served.params import AGENT, IF_ETAG, REF, Args, mapping_param, number_param, strings_param, text_param
@@ -126,16 +124,19 @@ def _index_file(view: View, rel: str) -> Note:
 
 def _index(view: View, notes: list[tuple[Note, str]], removed: list[str], done: str) -> None:
     """Index what a write tool just did to the files; ``done`` says what that was."""
+    index = view.vault.index
     try:
-        view.vault.index.apply(notes, removed)
-    except LockError:
+        index.apply(notes, removed, timeout=index.write_timeout)
+    except IndexBusy:
         # The file change stands: the watcher (or the next reconcile) indexes it later. A retry
-        # would repeat a change that already happened, so the advice says not to.
+        # would repeat a change that already happened, so the advice says not to; the answer
+        # still says which note the file is.
+        written = {k: v for k, v in _answer(notes[0][0]).items() if k != "status"} if len(notes) == 1 else {}
         raise IndexBusy(f"{done}, but the index's write lock was not obtained in time (another process, "
                         "a build or a merge, holds it); read tools show the change once the index catches "
                         "up on its own", retry=False,
                         advice="do not repeat this call: the change is already in the file and a retry "
-                        "would make it twice") from None
+                        "would make it twice", **written) from None
 
 
 def _body_text(args: Args, name: str) -> str | None:

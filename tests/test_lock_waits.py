@@ -1,0 +1,137 @@
+"""A held index lock is a wait, not a failure (SPEC 6): reconciles and the watcher take their
+turn; a write tool that cannot get the lock in time answers a retryable ``error`` after its
+file is safely written, and the watcher indexes that file once the lock is free. The lock is
+held by a real second process, as another server or a build would hold it."""
+
+from __future__ import annotations
+
+import logging
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+import pytest
+
+from vault_mem.index.build import SyncReport, reconcile
+from vault_mem.index.store import VaultIndex
+from vault_mem.index.watcher import Watcher
+from vault_mem.served.context import Vault
+from vault_mem.server.runtime import Runtime
+
+pytestmark = pytest.mark.anyio
+
+HOLDER = """
+import sys
+from whoosh import index
+w = index.open_dir(sys.argv[1]).writer()
+print("locked", flush=True)
+sys.stdin.readline()
+w.cancel()
+"""
+
+
+@contextmanager
+def lock_held_by_another_process(index: VaultIndex) -> Iterator[None]:
+    proc = subprocess.Popen([sys.executable, "-c", HOLDER, str(index.dir)], stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout is not None and proc.stdout.readline().strip() == "locked"
+        yield
+    finally:
+        if proc.stdin is not None:
+            proc.stdin.write("\n")
+            proc.stdin.close()
+        proc.wait(30)
+        if proc.stdout is not None:
+            proc.stdout.close()
+
+
+def test_a_reconcile_meeting_a_held_lock_waits_instead_of_failing(make_vault) -> None:
+    vault = make_vault({"a.md": "# A\nfirst\n"})
+    index = vault.index
+    outcome: list[object] = []
+
+    def run() -> None:
+        try:
+            outcome.append(reconcile(index))
+        except BaseException as exc:
+            outcome.append(exc)
+
+    with lock_held_by_another_process(index):
+        (vault.root / "b.md").write_text("# B\nsecond note, written while the lock is held\n", encoding="utf-8")
+        worker = threading.Thread(target=run)
+        worker.start()
+        worker.join(1.5)  # long past a reconcile of two notes: it is waiting, not failing
+        assert worker.is_alive() and not outcome, outcome
+    worker.join(60)
+    assert len(outcome) == 1 and isinstance(outcome[0], SyncReport), outcome
+    assert outcome[0].added == 1
+    index.close()
+    assert set(index.fingerprints()) == {"a.md", "b.md"}
+
+
+def test_the_start_up_reconcile_waits_for_a_held_lock_and_never_reports_indexing_failed(
+        make_vault, caplog: pytest.LogCaptureFixture) -> None:
+    vault = make_vault({"a.md": "# A\nfirst\n"})
+    runtime = Runtime(vault.index)
+    try:
+        with caplog.at_level(logging.INFO), lock_held_by_another_process(vault.index):
+            (vault.root / "c.md").write_text("# C\nadded before the start\n", encoding="utf-8")
+            runtime.start()
+            assert not runtime.wait_ready(1.5), "the reconcile cannot have finished: the lock is held"
+        assert runtime.wait_ready(60)
+        assert runtime.error is None
+        assert runtime.report is not None and runtime.report.added == 1
+        assert "indexing failed" not in caplog.text and "LockError" not in caplog.text
+    finally:
+        runtime.stop()
+
+
+async def test_a_write_tool_that_cannot_get_the_lock_answers_a_retryable_error_after_writing_its_file(
+        make_vault, mcp_session) -> None:
+    vault: Vault = make_vault({"a.md": "# A\nfirst\n"})
+    vault.index.write_timeout = 0.3
+    watcher = Watcher(vault.index)
+    watcher.start()
+    try:
+        async with mcp_session(vault) as client:
+            with lock_held_by_another_process(vault.index):
+                answer = await client.call("memory_write", agent="tester", title="Written while locked",
+                                           content="The body of a note written while the lock is held.")
+                assert answer["status"] == "error"
+                assert "was saved" in answer["message"] and "do not repeat" in answer["message"]
+                path = vault.root / answer["path"]
+                assert "written while the lock is held" in path.read_text(encoding="utf-8")
+            # Once the lock is free, the watcher indexes the file the tool wrote.
+            found: dict[str, object] = {}
+            deadline = time.monotonic() + 30
+            while not found.get("notes"):
+                assert time.monotonic() < deadline, "the watcher did not index the written file"
+                found = await client.call("memory_search", agent="tester", query="Written while locked")
+            assert [n["permalink"] for n in found["notes"]] == [answer["permalink"]]  # type: ignore[index]
+    finally:
+        watcher.stop()
+
+
+def test_the_watcher_waits_for_a_held_lock_and_then_indexes(make_vault) -> None:
+    vault = make_vault({"a.md": "# A\nfirst\n"})
+    watcher = Watcher(vault.index)
+    watcher.start()
+    try:
+        with lock_held_by_another_process(vault.index):
+            (vault.root / "d.md").write_text("# D\nsaved while the lock is held\n", encoding="utf-8")
+            deadline = time.monotonic() + 30
+            while watcher.wait_idle(0.0):  # until the event has reached the watcher
+                assert time.monotonic() < deadline, "the watcher saw no event"
+                time.sleep(0.01)
+            # The flush waits for the lock: the change stays pending, not dropped.
+            assert not watcher.wait_idle(1.5), "the watcher cannot have indexed it: the lock is held"
+        assert watcher.wait_idle(60)
+        vault.index.close()
+        assert "d.md" in vault.index.fingerprints()
+    finally:
+        watcher.stop()
+

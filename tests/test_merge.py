@@ -1,0 +1,230 @@
+"""Merging off the live path (SPEC 6, docs/index-and-scale.md): a save during a merge is visible
+without waiting for it, a merge killed at any moment loses nothing, two processes never merge at
+once, and the index folder holds only what the index needs."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+from conftest import write_notes
+from filelock import FileLock
+from whoosh.reading import SegmentReader
+
+from vault_mem.index import merge
+from vault_mem.index.build import build
+from vault_mem.index.merge import FACTOR, MERGE_LOCK, merge_all, plan
+from vault_mem.index.store import VaultIndex
+from vault_mem.index.watcher import Watcher
+from vault_mem.reads.memory_search import memory_search
+from vault_mem.served.context import Vault, View
+from vault_mem.vault.reader import read_note
+from vault_mem.vault.walk import walk_vault
+
+NEEDED = {".gitignore", "state.json", "MAIN_WRITELOCK", "build.lock", MERGE_LOCK, "presence"}
+
+
+def note(i: int, extra: str = "") -> str:
+    return f"---\nid: n{i}\ntitle: Note {i}\n---\nBody of note number {i} about gardening. {extra}\n"
+
+
+def many_segments(tmp_path: Path, notes: int = 60, singles: int = 2 * FACTOR, due: bool = True) -> VaultIndex:
+    """A vault of ``notes`` notes whose index holds a built segment plus ``singles`` one-note commits."""
+    root = write_notes(tmp_path / "vault", {f"d{i % 3}/n{i}.md": note(i) for i in range(notes)})
+    index = VaultIndex(root, tmp_path / "index")
+    build(index, procs=1)
+    for i in range(singles):
+        rel = f"d{i % 3}/n{i}.md"
+        (root / rel).write_text(note(i, f"edited {i}"), encoding="utf-8")
+        index.apply([(read_note(root, rel), rel)], [])
+    assert bool(plan(index.open()._read_toc().segments)) == due
+    return index
+
+
+def search(index: VaultIndex, word: str) -> list[str]:
+    with index.searching() as searcher:
+        answer = memory_search(View(Vault(index.root, index), searcher), {"agent": "test", "query": word})
+    return [row["permalink"] for row in answer.get("notes", [])]
+
+
+def assert_index_equals_files(index: VaultIndex) -> None:
+    index.close()
+    on_disk = {rel: read_note(index.root, rel).etag for rel in walk_vault(index.root).files}
+    stored = {path: etag for path, (_size, _mtime, etag) in index.fingerprints().items()}
+    assert stored == on_disk
+    with index.searching() as searcher:
+        assert searcher.doc_count() == len(on_disk)  # no duplicates left by a merge
+
+
+def segment_files(index: VaultIndex) -> tuple[set[str], set[str]]:
+    toc = index.open()._read_toc()
+    wanted = {f"{s.segment_id()}.seg" for s in toc.segments} | {f"_MAIN_{toc.generation}.toc"}
+    return wanted, {name for name in os.listdir(index.dir) if name not in NEEDED}
+
+
+def assert_no_debris(index: VaultIndex) -> None:
+    index.close()
+    wanted, present = segment_files(index)
+    assert present == wanted, f"unexpected: {sorted(present - wanted)}; missing: {sorted(wanted - present)}"
+
+
+def test_a_save_during_a_merge_is_visible_without_waiting_for_it(tmp_path: Path) -> None:
+    index = many_segments(tmp_path)
+    root = index.root
+    toc = index.open()._read_toc()
+    before = len(toc.segments)
+    # Two notes whose live copies the merge will rewrite: one to edit, one to delete meanwhile.
+    in_merge = []
+    for segment in plan(toc.segments):
+        reader = SegmentReader(index.open().storage, toc.schema, segment)
+        in_merge += [reader.stored_fields(d)["path"] for d in reader.all_doc_ids()]
+        reader.close()
+    edited, deleted = sorted(in_merge)[:2]
+    written, release = threading.Event(), threading.Event()
+    outcome: list[object] = []
+
+    def hold() -> None:  # the merged segment is written; the swap waits for the test
+        written.set()
+        assert release.wait(60)
+
+    def run() -> None:
+        try:
+            outcome.append(merge.merge_once(index.dir, hold))
+        except BaseException as exc:
+            outcome.append(exc)
+
+    watcher = Watcher(index)
+    watcher.start()
+    merging = threading.Thread(target=run)
+    try:
+        merging.start()
+        assert written.wait(60)
+        # While the merge is under way: a new note, an edit and a deletion of merged notes.
+        temp = root / "d0" / ".new.md.tmp"
+        temp.write_text(note(900, "zucchinimerge"), encoding="utf-8")
+        os.replace(temp, root / "d0" / "new.md")
+        (root / edited).write_text(note(1, "pumpkinmerge"), encoding="utf-8")
+        (root / deleted).unlink()
+        deadline = time.monotonic() + 30
+        while not (search(index, "zucchinimerge") and search(index, "pumpkinmerge")):
+            assert time.monotonic() < deadline, "the saves were not visible while the merge ran"
+            time.sleep(0.02)
+        assert merging.is_alive() and not outcome, "the merge must still be under way"
+        assert watcher.wait_idle(30)
+        release.set()
+        merging.join(60)
+        assert outcome and isinstance(outcome[0], merge.MergeResult), outcome
+        assert outcome[0].carried >= 2  # the edit's and the deletion's old copies went too
+        assert len(index.open()._read_toc().segments) < before
+        assert search(index, "zucchinimerge") == ["memory://d0/new"]
+        assert search(index, "pumpkinmerge") == [f"memory://{edited[:-3]}"]
+        assert_index_equals_files(index)
+        assert_no_debris(index)
+    finally:
+        release.set()
+        watcher.stop()
+
+
+def test_a_merge_killed_at_any_moment_leaves_an_index_equal_to_the_files(tmp_path: Path) -> None:
+    index = many_segments(tmp_path, notes=400, singles=4 * FACTOR)
+    command = [sys.executable, "-m", "vault_mem.index.merge", str(index.dir)]
+    killed_mid_merge = 0
+    for delay in (0.0, 0.05, 0.1, 0.2, 0.3, 0.45, 0.6, 0.8, 1.0, 1.3):
+        if not plan(index.open()._read_toc().segments):
+            index.close()
+            for i in range(FACTOR):  # more small commits, so that there is a merge to kill
+                rel = f"d{i % 3}/n{i}.md"
+                (index.root / rel).write_text(note(i, f"again {delay} {i}"), encoding="utf-8")
+                index.apply([(read_note(index.root, rel), rel)], [])
+        proc = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                                stderr=subprocess.DEVNULL)
+        deadline = time.monotonic() + delay
+        while time.monotonic() < deadline and proc.poll() is None:
+            time.sleep(0.005)
+        if proc.poll() is None:
+            killed_mid_merge += (index.dir / merge.WORK_DIR).exists()
+            proc.kill()
+        proc.wait(30)
+        index.close()
+        assert_index_equals_files(index)
+        assert search(index, "gardening")
+    assert killed_mid_merge, "no kill landed while a merge was writing"
+    # The next merge (or any commit) cleans what the killed ones left.
+    assert merge_all(index.dir) is not None
+    assert_index_equals_files(index)
+    index.tidy()
+    assert_no_debris(index)
+
+
+def test_two_processes_never_merge_at_once(tmp_path: Path) -> None:
+    index = many_segments(tmp_path, notes=200, singles=3 * FACTOR)
+    index.close()
+    command = [sys.executable, "-m", "vault_mem.index.merge", str(index.dir)]
+    # While another process holds the merge lock, a merge process does nothing.
+    generation = index.open()._read_toc().generation
+    with FileLock(str(index.dir / MERGE_LOCK)):
+        held = subprocess.run(command, capture_output=True, text=True, timeout=120, check=True)
+    assert "another process is merging" in held.stderr
+    assert index.open()._read_toc().generation == generation
+    # Two started at once: exactly one merges, the other finds the lock held (or nothing left).
+    procs = [subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+             for _ in range(2)]
+    logs = [proc.communicate(timeout=120)[1] for proc in procs]
+    merged = [log.count("merged ") for log in logs]
+    assert sorted(merged)[0] == 0 and sorted(merged)[1] >= 1, logs
+    index.close()
+    assert not plan(index.open()._read_toc().segments)
+    assert_index_equals_files(index)
+    assert_no_debris(index)
+
+
+def test_a_parallel_build_leaves_only_the_index_in_its_folder(tmp_path: Path) -> None:
+    root = write_notes(tmp_path / "vault", {f"d{i % 7}/n{i}.md": note(i) for i in range(1200)})
+    index = VaultIndex(root, tmp_path / "index")
+    build(index, procs=2)
+    assert_no_debris(index)
+    assert not plan(index.open()._read_toc().segments), "a cold build ends with few segments"
+    assert_index_equals_files(index)
+
+
+def test_debris_of_killed_writers_is_removed_under_the_lock(tmp_path: Path) -> None:
+    index = many_segments(tmp_path, notes=20, singles=1, due=False)
+    (index.dir / "MAIN.tmp").mkdir()  # a live writer's pool, killed
+    (index.dir / "MAIN-4242.tmp").mkdir()  # a build worker's
+    (index.dir / "_MAIN_99.toc.1733000000.5").write_bytes(b"half")  # a TOC write cut short
+    old = index.dir / ".state.json.4242.tmp"
+    old.write_text("{}")
+    os.utime(old, (time.time() - 3600, time.time() - 3600))
+    fresh = index.dir / ".state.json.4343.tmp"  # maybe being written right now: kept
+    fresh.write_text("{}")
+    assert sorted(index.tidy()) == sorted(["MAIN.tmp", "MAIN-4242.tmp", "_MAIN_99.toc.1733000000.5",
+                                           ".state.json.4242.tmp"])
+    fresh.unlink()
+    assert_no_debris(index)
+
+
+def test_a_served_vault_merges_its_small_segments_in_the_background(make_vault) -> None:
+    from vault_mem.server.runtime import Runtime
+
+    vault = make_vault({f"d/n{i}.md": note(i) for i in range(20)})
+    runtime = Runtime(vault.index)
+    runtime.start()
+    try:
+        assert runtime.wait_ready(60)
+        for i in range(FACTOR + 2):  # live commits: one small segment each, never a merge
+            rel = f"d/n{i}.md"
+            (vault.root / rel).write_text(note(i, f"live {i}"), encoding="utf-8")
+            vault.index.apply([(read_note(vault.root, rel), rel)], [])
+        assert len(vault.index.open()._read_toc().segments) > FACTOR
+        deadline = time.monotonic() + 120
+        while merge.merge_due(vault.index.dir) or (runtime._merger and runtime._merger.poll() is None):
+            assert time.monotonic() < deadline, "no background merge happened"
+            time.sleep(0.05)
+        assert len(vault.index.open()._read_toc().segments) <= FACTOR
+        assert_index_equals_files(vault.index)
+    finally:
+        runtime.stop()
