@@ -1,5 +1,5 @@
-"""SPEC 4 "Bounded answers" through the real MCP session: no answer of any read tool passes
-40,000 characters of JSON, big results page with ``next_offset`` (and paging walks every
+"""Bounded answers (docs/tools.md, "Rules every tool follows") through the real MCP session: no answer of
+any read tool passes 40,000 characters of JSON, big results page with ``next_offset`` (and paging walks every
 result exactly once), big notes page their body in ``memory_read``, and nothing is cut
 without saying so.
 
@@ -8,7 +8,7 @@ One vault, built once for the module: 5,000 notes under ``bulk/`` (4,000 filed d
 a note of 200,000 lines, a note with 10,000 tags, one with a 100,000-character title and
 one with a 5,000-key frontmatter mapping.
 
-A file over 2 MiB is indexed up to that size (SPEC 3), and ``memory_read`` pages exactly
+A file over 2 MiB is indexed up to that size (docs/vault-format.md), and ``memory_read`` pages exactly
 that indexed text: ``body_chars``, ``est_tokens``, the pages and search all agree, and the
 answer's ``problems`` says how big the file is and where it was cut.
 """

@@ -1,4 +1,4 @@
-"""kill -9 at any moment loses nothing (SPEC 6): a note being rewritten is the old or the new file,
+"""kill -9 at any moment loses nothing (docs/index-and-sync.md): a note being rewritten is the old or the new file,
 never torn; a stray temp file is never a memory; a server killed during its first build answers
 every note after a restart. (A killed ``vault-mem index --rebuild`` is in test_index.py.)
 """

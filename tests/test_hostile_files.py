@@ -1,4 +1,4 @@
-"""Hostile files (SPEC 3, "Bad files never stop indexing"): each is recorded as a problem,
+"""Hostile files (docs/vault-format.md: bad files never stop indexing): each is recorded as a problem,
 the rest of the vault is indexed and searchable, nothing stalls and memory stays bounded.
 
 One vault holds every hostile input beside ordinary notes. ``vault-mem index`` and

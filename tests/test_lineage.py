@@ -1,5 +1,5 @@
-"""Supersession lineage (SPEC 3, 4.3): memory_list's ``follow`` modes through a real MCP
-client session, and the Lineage API memory_read uses, on real indexed vaults."""
+"""Supersession lineage (docs/vault-format.md; docs/tools.md, memory_list): memory_list's ``follow`` modes through a
+real MCP client session, and the Lineage API memory_read uses, on real indexed vaults."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""list_by_domain (SPEC 4.1) through a real MCP client session."""
+"""list_by_domain (docs/tools.md) through a real MCP client session."""
 
 from __future__ import annotations
 

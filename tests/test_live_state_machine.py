@@ -1,5 +1,5 @@
 """Random file operations on a real vault with a running Watcher: after every step, once the
-watcher is idle, the index answers exactly what the files say (SPEC 6, "Live").
+watcher is idle, the index answers exactly what the files say (docs/index-and-sync.md, "While serving").
 
 Each step is one thing an editor, a file manager or git does: create, edit in place, atomic
 save (temp file renamed over the note), rename or move a note, move a folder, delete.

@@ -1,4 +1,4 @@
-"""A held index lock is a wait, not a failure (SPEC 6): reconciles and the watcher take their
+"""A held index lock is a wait, not a failure (docs/index-and-sync.md): reconciles and the watcher take their
 turn; a write tool that cannot get the lock in time answers a retryable ``error`` after its
 file is safely written, and the watcher indexes that file once the lock is free. The lock is
 held by a real second process, as another server or a build would hold it."""

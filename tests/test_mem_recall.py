@@ -1,4 +1,4 @@
-"""mem_recall (SPEC 4.2) through a real MCP client session, on real files."""
+"""mem_recall (docs/tools.md) through a real MCP client session, on real files."""
 
 from __future__ import annotations
 

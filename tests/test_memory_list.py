@@ -1,4 +1,4 @@
-"""memory_list (SPEC 4.3) through a real MCP client session: filters, order, paging,
+"""memory_list (docs/tools.md) through a real MCP client session: filters, order, paging,
 content modes, projection and the size bound. Lineage (``follow``) is in test_lineage.py."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""memory_search (SPEC 4.4) through a real MCP client session on real files."""
+"""memory_search (docs/tools.md, docs/ranking.md) through a real MCP client session on real files."""
 
 from __future__ import annotations
 
@@ -51,7 +51,7 @@ SCORING = {
 
 
 def idf(notes: int, df: int) -> float:
-    """BM25's idf, as SPEC 4.4 states it."""
+    """BM25's idf, as docs/ranking.md states it."""
     return math.log(1 + (notes - df + 0.5) / (df + 0.5))
 
 
@@ -414,7 +414,7 @@ def _hits(text: str, term: str, stem: str | None) -> tuple[int, int]:
 
 
 def _plain_scores(fields: dict[str, dict[str, str]], terms: list[str]) -> dict[str, float]:
-    """SPEC 4.4 computed by scanning every note's text: rarity x weighted hits, +10 for all."""
+    """The score of docs/ranking.md computed by scanning every note's text: rarity x weighted hits, +10 for all."""
     weights = {"title": 6, "perm": 5, "tagtext": 4, "body": 1}
     totals: dict[str, float] = {}
     matched: dict[str, int] = {}

@@ -1,4 +1,4 @@
-"""Merging off the live path (SPEC 6, docs/index-and-scale.md): a save during a merge is visible
+"""Merging off the live path (docs/index-and-scale.md): a save during a merge is visible
 without waiting for it, a merge killed at any moment loses nothing, two processes never merge at
 once, and the index folder holds only what the index needs."""
 

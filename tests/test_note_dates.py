@@ -1,4 +1,4 @@
-"""Where a note's ``created`` comes from when its frontmatter gives none (SPEC 3): a date in the
+"""Where a note's ``created`` comes from when its frontmatter gives none (docs/vault-format.md): a date in the
 file name (daily notes), else the file's mtime; ``updated`` stays the mtime."""
 
 from __future__ import annotations

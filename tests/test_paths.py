@@ -1,4 +1,4 @@
-"""Confinement (SPEC 7) through a real MCP client session: no ref and no domain leaves the
+"""Confinement (docs/safety.md) through a real MCP client session: no ref and no domain leaves the
 vault or reaches a hidden folder, whatever the tool; titles are not paths.
 
 Every refused form is tried against every ref (memory_read, memory_edit, memory_delete,

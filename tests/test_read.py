@@ -1,4 +1,4 @@
-"""memory_read and list_domains (SPEC 5) through a real MCP client session."""
+"""memory_read and list_domains (docs/tools.md) through a real MCP client session."""
 
 from __future__ import annotations
 

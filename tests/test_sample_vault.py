@@ -1,4 +1,4 @@
-"""The shape of sample_vault/ (SPEC 1): what the demos and the other tests rely on."""
+"""The shape of sample_vault/ (the README runs it): what the demos and the other tests rely on."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Two real ``vault-mem serve`` processes on the same vault and the same index folder (SPEC 6: two
+"""Two real ``vault-mem serve`` processes on the same vault and the same index folder (docs/index-and-sync.md: two
 MCP clients open at once both keep working and see each other's writes)."""
 
 from __future__ import annotations

@@ -1,8 +1,8 @@
-"""The write tools of SPEC 5 (memory_write, memory_edit, task_close, memory_supersede,
+"""The write tools of docs/tools.md (memory_write, memory_edit, task_close, memory_supersede,
 memory_delete) through a real MCP client session, on real files, with the real index.
 
 Every write must be visible to every read tool when the call returns, stay inside the
-vault (SPEC 7) and leave files that look hand-written: a minimal diff, the file's BOM,
+vault (docs/safety.md) and leave files that look hand-written: a minimal diff, the file's BOM,
 line endings and permissions kept, no temp file left behind or indexed.
 """
 

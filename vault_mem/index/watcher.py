@@ -174,43 +174,62 @@ class Watcher:
             return True
 
     def _run(self) -> None:
+        """The indexing loop: take a debounced batch (or wake for the periodic check), apply it."""
         next_reconcile = time.monotonic() + self.reconcile_every
         while True:
-            with self._cond:
-                while not self._stopping and not self._files and not self._dirs:
-                    if time.monotonic() >= next_reconcile:
-                        break
-                    self._cond.wait(0.5)
-                if self._stopping:
-                    return
-                if self._files or self._dirs:
-                    # Debounce: wait for a quiet moment, but never longer than MAX_DELAY.
-                    while not self._stopping:
-                        now = time.monotonic()
-                        quiet = now - self._last_event
-                        waited = now - self._first_event
-                        if quiet >= DEBOUNCE or waited >= MAX_DELAY:
-                            break
-                        self._cond.wait(min(DEBOUNCE - quiet, MAX_DELAY - waited))
-                files, dirs = self._files, self._dirs
-                self._files, self._dirs = set(), set()
-                self._first_event = 0.0
-                self._busy = True
-            try:
-                if files or dirs:
-                    self._flush(files, dirs)
+            batch = self._next_batch(next_reconcile)
+            if batch is None:
+                return
+            check_due = time.monotonic() >= next_reconcile
+            if check_due:
+                next_reconcile = time.monotonic() + self.reconcile_every
+            self._process(*batch, check_due)
+
+    def _next_batch(self, next_reconcile: float) -> tuple[set[str], set[str]] | None:
+        """Wait for events (or until ``next_reconcile``), let a burst settle, then take every
+        queued path and mark the watcher busy. None when the watcher is stopping."""
+        with self._cond:
+            while not self._stopping and not self._files and not self._dirs:
                 if time.monotonic() >= next_reconcile:
-                    next_reconcile = time.monotonic() + self.reconcile_every
-                    self._safety_net()
-            except Exception as exc:  # never stop watching: report, then reconcile everything
-                log.exception("applying file changes failed; reconciling the whole vault")
-                if self.on_error:
-                    self.on_error(f"{type(exc).__name__}: {exc}")
-                self._try_reconcile()
-            finally:
-                with self._cond:
-                    self._busy = False
-                    self._cond.notify_all()
+                    break
+                self._cond.wait(0.5)
+            if self._stopping:
+                return None
+            if self._files or self._dirs:
+                self._debounce()
+            files, dirs = self._files, self._dirs
+            self._files, self._dirs = set(), set()
+            self._first_event = 0.0
+            self._busy = True
+            return files, dirs
+
+    def _debounce(self) -> None:
+        """Under the condition: wait for DEBOUNCE of quiet, but never longer than MAX_DELAY."""
+        while not self._stopping:
+            now = time.monotonic()
+            quiet = now - self._last_event
+            waited = now - self._first_event
+            if quiet >= DEBOUNCE or waited >= MAX_DELAY:
+                return
+            self._cond.wait(min(DEBOUNCE - quiet, MAX_DELAY - waited))
+
+    def _process(self, files: set[str], dirs: set[str], check_due: bool) -> None:
+        """Apply one batch (and the periodic check when due); on any failure, recover by a
+        whole-vault reconcile rather than stop watching."""
+        try:
+            if files or dirs:
+                self._flush(files, dirs)
+            if check_due:
+                self._safety_net()
+        except Exception as exc:  # never stop watching: report, then reconcile everything
+            log.exception("applying file changes failed; reconciling the whole vault")
+            if self.on_error:
+                self.on_error(f"{type(exc).__name__}: {exc}")
+            self._try_reconcile()
+        finally:
+            with self._cond:
+                self._busy = False
+                self._cond.notify_all()
 
     def _safety_net(self) -> None:
         if self._observer is None or not _observer_alive(self._observer):

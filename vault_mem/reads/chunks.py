@@ -1,4 +1,4 @@
-"""Heading chunks of a note body, as ``mem_recall`` returns them (SPEC 4.2).
+"""Heading chunks of a note body, as ``mem_recall`` returns them (docs/tools.md).
 
 - The text before the first heading, when it holds anything, is a chunk with an empty
   hierarchy; a note without headings is one chunk.

@@ -4,7 +4,7 @@
 text lines (ATX headings outside code are left out), collapses whitespace, and returns at
 most ``EXCERPT_CHARS`` code points of that text, centred on the first case-insensitive
 occurrence of any term, with ``...`` added at each end where the text was cut (the markers
-come on top of the limit, SPEC 4 "Text limits"). With no match, the window starts at the
+come on top of the limit, docs/tools.md "Rules every tool follows"). With no match, the window starts at the
 beginning of the text.
 """
 

@@ -1,4 +1,4 @@
-"""``list_by_domain`` (SPEC 4.1): memories under a domain and its subdomains, newest first.
+"""``list_by_domain`` (docs/tools.md): memories under a domain and its subdomains, newest first.
 
 Domain resolution: the literal path (case-insensitive, with its subtree) wins whenever it
 has rows after the filters; otherwise the name is matched as a run of whole segments

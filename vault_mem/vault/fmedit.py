@@ -3,7 +3,7 @@
 Everything here works on ``str`` and never touches the disk. An edited file keeps
 its BOM (a leading U+FEFF), its line endings, its comments, its quoting, its key
 order and every line the call did not change, so that ``git diff`` shows only what
-was set (SPEC 5, "Written files look hand-written").
+was set (docs/tools.md, "The write tools").
 
 YAML is checked against the reader, not trusted: values are written by
 ``vault.yamlstyle`` and every edited block is re-read and compared before it is

@@ -1,4 +1,4 @@
-"""Vault-relative paths: display forms, and confinement of domains and refs (SPEC 7)."""
+"""Vault-relative paths: display forms, and confinement of domains and refs (docs/safety.md)."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from vault_mem.errors import PathRefused
 INDEX_DIRNAME = ".vault-mem"
 _LOOKALIKES = "\u2044\u2215\uff0f\uff3c\u2024\u2025\uff0e"
 _PERCENT = re.compile(r"%(2e|2f|5c|00)", re.IGNORECASE)
-# A drive letter is "X:" then a separator (SPEC 7); "C: notes" is an ordinary title.
+# A drive letter is "X:" then a separator (docs/safety.md); "C: notes" is an ordinary title.
 _DRIVE = re.compile(r"^[A-Za-z]:[/\\]")
 _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
 
