@@ -1,7 +1,7 @@
-"""The read tools of SPEC 5: ``memory_read`` (one whole record, body paged) and
+"""The read tools of docs/tools.md: ``memory_read`` (one whole record, body paged) and
 ``list_domains`` (every folder with its memory counts).
 
-``memory_read(ref, offset=0, max_chars=20000)`` resolves ``ref`` (SPEC 3; an ambiguous
+``memory_read(ref, offset=0, max_chars=20000)`` resolves ``ref`` (docs/tools.md "Words used below"; an ambiguous
 ref is ``invalid`` and lists the candidates' permalinks) and reads the file as it is on
 disk now, so fields, ``etag`` and ``body`` always agree with the file. The answer:
 
@@ -181,7 +181,7 @@ def _head(view: View, doc: int, note: Note) -> dict[str, Any]:
 
 
 def _shared_id_problem(view: View, doc: int, note: Note) -> list[str]:
-    """SPEC 3: two files with the same ``id`` is a problem memory_read shows."""
+    """docs/vault-format.md: two files with the same ``id`` is a problem memory_read shows."""
     if not note.has_id:
         return []
     others = [d for d in view.docs(Term("key_uid", fold(note.uid))) if d != doc]
