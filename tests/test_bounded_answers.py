@@ -175,6 +175,19 @@ async def test_mem_recall_pages_every_chunk_once(vault: Vault) -> None:
     assert compact["count"] <= 500 and "next_offset" in compact
 
 
+async def test_mem_recall_rows_leave_room_for_hints_that_echo_long_filters(vault: Vault) -> None:
+    """Filters of the longest accepted size that also name nothing are echoed in hints; the
+    chunks that do match must then take less of the page, not push the answer past the bound."""
+    junk = lambda prefix: ",".join(f"{prefix}{i:04d}" for i in range(400))[:1990]  # noqa: E731
+    async with session(vault) as c:
+        for output in ("structured", "compact"):
+            answer = await call(c, "mem_recall", since="2024", limit=500, output_format=output,
+                                tag_filter="bulk," + junk("nosuchtag"), namespace="default," + junk("nons"),
+                                scope="user," + junk("nosc"))
+            assert answer["status"] == "ok" and answer["count"] > 0 and "next_offset" in answer, said_so(answer)
+            assert "matched no memory" in said_so(answer)
+
+
 async def test_list_domains_pages_every_folder_once(vault: Vault) -> None:
     async with session(vault) as c:
         rows = await walk(c, "list_domains", "domains")

@@ -293,7 +293,7 @@ PARAM_VALUES: dict[str, Values] = {
 }
 # (lo, hi, usual): good values come mostly from the usual range, sometimes from past its edges
 INT_RANGES = {"limit": (-2, 600, (1, 50)), "offset": (-2, 200_000, (0, 40)), "max_chars": (-2, 31_000, (1, 30_000)),
-              "preview_chars": (-2, 2_100, (1, 2_000))}
+              "preview_chars": (-2, 2_100, (1, 2_000)), "history": (-2, 60, (0, 50))}
 EXTRA_KEYS = ["bogus", "", " ", "Limit", "LIMIT", "uid", "ref", "memory_id", "__proto__", "constructor",
               "x" * 100, "agent ", "a\x00b", "😀", "arguments", "status"]
 

@@ -53,3 +53,15 @@ def test_modules_stay_small() -> None:
     big = [f"{p.relative_to(PACKAGE)}: {n} lines" for p in PACKAGE.rglob("*.py")
            if (n := len(p.read_text(encoding="utf-8").splitlines())) > 520]
     assert not big, "\n".join(big)
+
+
+# Who may start processes: git only through vault/git.py (no shell, timeouts, LC_ALL=C), and the
+# server's runtime for its background index build. vault/history.py, vault/gitcommit.py and
+# vault/gitsync.py all go through vault/git.py.
+MAY_RUN_PROCESSES = {"vault/git.py", "server/runtime.py"}
+
+
+def test_only_the_git_module_and_the_runtime_start_processes() -> None:
+    starting = [p for p in sorted(PACKAGE.rglob("*.py")) if "subprocess" in imported_modules(p)]
+    offenders = [rel for p in starting if (rel := p.relative_to(PACKAGE).as_posix()) not in MAY_RUN_PROCESSES]
+    assert not offenders, "\n".join(offenders)

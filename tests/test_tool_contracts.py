@@ -44,7 +44,8 @@ CONTRACT: dict[str, tuple[tuple[bool, bool, bool], list[tuple[str, str | list[st
         ("content_mode", "string", "preview"), ("preview_chars", "integer", 120),
         ("fields", ["array", "string"], NONE), ("follow", "string", "active"),
     ]),
-    "memory_read": (READ, [("ref", "string", REQUIRED), ("offset", "integer", 0), ("max_chars", "integer", 20000)]),
+    "memory_read": (READ, [("ref", "string", REQUIRED), ("offset", "integer", 0), ("max_chars", "integer", 20000),
+                                ("history", "integer", 5)]),
     "list_domains": (READ, [("offset", "integer", 0)]),
     "memory_write": (WRITE, [
         ("agent", "string", REQUIRED), ("title", "string", REQUIRED), ("content", "string", REQUIRED),

@@ -10,7 +10,8 @@
         ├── VaultUnavailable      the vault folder (or its index) is missing or cannot be read
         ├── WriteFailed           the file system refused what a write needed (disk full, read-only)
         ├── IndexBusy             the index lock was not obtained in time (another process holds it)
-        └── InternalError         a bug in vault-mem: a query failed or broke the answer bound
+        ├── InternalError         a bug in vault-mem: a query failed or broke the answer bound
+        └── GitError              a git command failed or could not run (vault/git.py)
 
 Caller errors say what was wrong with the call; faults say what failed and whether a retry
 can help (``retry``, and the end of ``message``): an agent must never be told its input was
@@ -155,3 +156,10 @@ class InternalError(Fault):
     """A bug in vault-mem: a query module raised or built an answer over the size bound."""
 
     advice_no_retry = "this is a bug in vault-mem (logged on the server's stderr); the same call will fail again"
+
+
+class GitError(Fault):
+    """A git command failed or could not run (vault/git.py); ``str()`` of it is git's own reason,
+    which sync lines and write warnings quote without the advice."""
+
+    advice_no_retry = "docs/git.md says how a vault works with git"

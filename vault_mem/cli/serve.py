@@ -20,6 +20,7 @@ from typing import Any
 from vault_mem import __version__
 from vault_mem.cli.app import PROG, Command, port_number, register
 from vault_mem.cli.common import open_index, say, vault_root
+from vault_mem.cli.gitsync import add_serve_options, start_serve_options
 
 
 def add_options(parser: argparse.ArgumentParser) -> None:
@@ -38,6 +39,7 @@ def add_options(parser: argparse.ArgumentParser) -> None:
                              "by default (default: $VAULT_MEM_PROJECT)")
     parser.add_argument("--compat", action="store_true",
                         help="also serve get_memory(uid) and memory_get(memory_id), aliases of memory_read")
+    add_serve_options(parser)
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
@@ -59,7 +61,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
     project = args.project or os.environ.get("VAULT_MEM_PROJECT") or None
     runtime = Runtime(index)
-    vault = Vault(root, index, project=project, compat=args.compat, health=runtime)
+    vault = Vault(root, index, project=project, compat=args.compat, health=runtime, git_commit=args.git_commit)
     server = build_server(vault)
     url = f"http://{_url_host(args.host)}:{args.port}/mcp"
 
@@ -91,6 +93,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
     with present(index.dir, "serve", transport="http" if args.http else "stdio",
                  url=url if args.http else None, vault=str(root)):
         runtime.start()
+        start_serve_options(args, root)
         return _run_until_stopped(run, runtime)
 
 
@@ -148,6 +151,7 @@ register(Command(
                 "Ctrl-C stops it. See docs/clients.md for client set-up.",
     examples=("vault-mem serve --vault ~/notes",
               "vault-mem serve --vault ~/notes --http --port 8765",
-              "vault-mem serve --vault ~/notes --http --host 0.0.0.0 --token S3CRET --allowed-host memory.lan"),
+              "vault-mem serve --vault ~/notes --http --host 0.0.0.0 --token S3CRET --allowed-host memory.lan",
+              "vault-mem serve --vault ~/notes --git-commit --sync-every 300"),
     run=cmd_serve, add_options=add_options, has_json=False,
 ))

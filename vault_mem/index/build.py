@@ -30,6 +30,7 @@ from whoosh import index as whoosh_index
 from whoosh.index import TOC
 from whoosh.writing import SegmentWriter
 
+from vault_mem.index.gitfollow import attach_history, open_history_readonly
 from vault_mem.index.progress import Progress
 from vault_mem.index.schema import document_of
 from vault_mem.index.store import VaultIndex
@@ -73,6 +74,7 @@ def sync(index: VaultIndex, rebuild: bool = False, progress: Callable[[str, int]
     The decision is taken under the index's build lock: when two processes start on a vault
     with no index, the second waits for the first build and then only reconciles.
     """
+    attach_history(index)  # in a git work tree, default dates come from history (docs/git.md)
     with index.build_lock():
         if rebuild or index.needs_build():
             return build(index, progress, procs)
@@ -200,6 +202,7 @@ def _worker(index_dir: str, root: str, jobs: Any, results: Any) -> None:
     with contextlib.suppress(ValueError, OSError):
         signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent decides when to stop
     try:
+        open_history_readonly(Path(root), Path(index_dir))
         ix = whoosh_index.open_dir(index_dir)
         # Every writer of an index shares one temp folder ("MAIN.tmp") by default; a worker that
         # destroys it would pull it from under its sibling, so each worker gets its own (one name,

@@ -37,6 +37,8 @@ log = logging.getLogger("vault_mem.index")
 STATE_FILE = "state.json"
 BUILD_LOCK = "build.lock"  # held for a whole build; kept when the folder is emptied
 MERGE_LOCK = "merge.lock"  # held by the one merging process; kept when the folder is emptied
+HISTORY_CACHE = "git-history.json"  # the git history map (index/gitfollow.py): not the index
+KEPT_ON_REBUILD = frozenset({BUILD_LOCK, MERGE_LOCK, "presence", HISTORY_CACHE})  # presence: index/presence.py
 WRITE_TOOL_TIMEOUT = 20.0  # what a write tool waits for the lock before answering a retryable error
 WAIT_NOTICE = 30.0  # a writer still waiting after this long says so in the log
 
@@ -165,7 +167,7 @@ class VaultIndex:
             self.close()
             if self.dir.exists():
                 for child in self.dir.iterdir():
-                    if child.name in (BUILD_LOCK, MERGE_LOCK, "presence"):  # presence: see index/presence.py
+                    if child.name in KEPT_ON_REBUILD:
                         continue
                     if child.is_dir() and not child.is_symlink():
                         shutil.rmtree(child, ignore_errors=True)

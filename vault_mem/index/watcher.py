@@ -35,6 +35,7 @@ from whoosh.query import Prefix
 from vault_mem.index.build import reconcile
 from vault_mem.index.schema import document_of
 from vault_mem.index.store import VaultIndex
+from vault_mem.vault.history import history_for
 from vault_mem.vault.note import Note
 from vault_mem.vault.paths import display_path, listed_spelling, relative_to_root
 from vault_mem.vault.reader import read_note
@@ -237,6 +238,7 @@ class Watcher:
         else:  # top-level folders whose events were lost (an overflow) are watched again
             for name in set(_top_folders(self.root)) | set(self._watched_tops):
                 self._watch_top(name)
+        _follow_head(self.root)
         self._start_sweep()
 
     def _start_sweep(self) -> None:
@@ -285,6 +287,7 @@ class Watcher:
             log.exception("reconcile failed")
 
     def _flush(self, files: set[str], dirs: set[str]) -> None:
+        _follow_head(self.root)  # a pull or checkout moved HEAD: history dates first, then the files
         rules = IgnoreRules(self.root)
         candidates = set(files)
         for rel_dir in dirs:
@@ -382,6 +385,14 @@ class _Handler(FileSystemEventHandler):
         self.watcher.note_event(_text(event.src_path), is_dir)
         if isinstance(event, FileMovedEvent | DirMovedEvent) and event.dest_path:
             self.watcher.note_event(_text(event.dest_path), is_dir)
+
+
+def _follow_head(root: Path) -> None:
+    """When the vault is a git work tree whose HEAD moved, catch the history map up (which
+    re-indexes the notes whose dates changed); a stat of three files when nothing moved."""
+    history = history_for(root)
+    if history is not None:
+        history.refresh()
 
 
 def _identity(path: Path) -> tuple[int, int] | None:

@@ -32,7 +32,7 @@ from vault_mem.index.schema import fold
 from vault_mem.reads.chunks import Chunk, ChunkCache, chunk_body
 from vault_mem.reads.dates import epoch_bounds, parse_period
 from vault_mem.reads.rows import bound_message, cut_message, fit_row, snippet
-from vault_mem.served.context import View, take_within
+from vault_mem.served.context import ROW_BUDGET, View, json_size, take_within
 from vault_mem.served.params import OFFSET, Args, int_param, text_param
 from vault_mem.vault.dates import iso
 from vault_mem.vault.note import permalink_of
@@ -94,7 +94,8 @@ def mem_recall(view: View, raw: dict[str, Any]) -> dict[str, Any]:
         hints.append(f"offset {offset} is past the last chunk; start again from offset 0")
         return _answer("none", output, [], hints, None)
     rendered = [(_compact_block if output == "compact" else _row)(view, p) for p in picked]
-    fitted = take_within(rendered)
+    # Hints can echo long filter values: the rows get what the hints leave of the budget.
+    fitted = take_within(rendered, ROW_BUDGET - json_size(hints))
     cut = [r["chunk_id"] for r in rendered[:fitted] if isinstance(r, dict) and "truncated_fields" in r]
     if cut:
         hints.append(cut_message(cut))

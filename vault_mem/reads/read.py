@@ -1,7 +1,7 @@
-"""The read tools of SPEC 5: ``memory_read`` (one whole record, body paged) and
+"""The read tools of docs/tools.md: ``memory_read`` (one whole record, body paged) and
 ``list_domains`` (every folder with its memory counts).
 
-``memory_read(ref, offset=0, max_chars=20000)`` resolves ``ref`` (SPEC 3; an ambiguous
+``memory_read(ref, offset=0, max_chars=20000)`` resolves ``ref`` (docs/tools.md "Words used below"; an ambiguous
 ref is ``invalid`` and lists the candidates' permalinks) and reads the file as it is on
 disk now, so fields, ``etag`` and ``body`` always agree with the file. The answer:
 
@@ -15,6 +15,9 @@ disk now, so fields, ``etag`` and ``body`` always agree with the file. The answe
     problems, etag, est_tokens (of the whole body),
     body              body[offset : offset + n], n <= max_chars; ``offset``, ``body_chars``,
     next_offset       only when more body remains,
+    history           in a git work tree: the last commits that touched the note, newest
+                      first, {sha, date, author, subject} (``history`` of them, 0..50, default
+                      5), and ``uncommitted``: the file differs from HEAD (reads/githistory.py),
     links             outgoing links: {target, permalink, resolved, heading?, block?,
                       embed?, markdown?}; an unresolved link has permalink null and
                       resolved false (see ``links``),
@@ -47,6 +50,7 @@ from vault_mem.errors import InvalidInput, NotFound
 from vault_mem.index.columns import segment_column, segment_key
 from vault_mem.index.lru import CACHE
 from vault_mem.index.schema import ancestors, fold
+from vault_mem.reads.githistory import DEFAULT_HISTORY, MAX_HISTORY, git_fields
 from vault_mem.reads.lineage import lineage_for
 from vault_mem.reads.links import LinkResolver, backlinks, outgoing
 from vault_mem.reads.rows import cut_to_fit
@@ -61,6 +65,7 @@ READ_PARAMS = (
     REF,
     int_param("offset", "Body offset in characters, default 0."),
     int_param("max_chars", "Body characters per page, 1-30000, default 20000."),
+    int_param("history", "In a git vault: last commits shown, 0-50, default 5."),
 )
 DOMAINS_PARAMS = (OFFSET,)
 DEFAULT_MAX_CHARS = 20_000
@@ -70,7 +75,7 @@ ENVELOPE = 600  # room for next_offset, the message and JSON punctuation
 # Fields that may be cut when the record is huge; identity, etag and sizes never are.
 CUTTABLE = ("tags", "aliases", "metadata", "links", "backlinks", "lineage", "problems", "paths",
             "supersedes", "superseded_by", "title", "agent", "namespace", "scope", "project",
-            "type", "uid", "created", "updated")
+            "type", "uid", "created", "updated", "history")
 
 
 def memory_read(view: View, raw: dict[str, Any]) -> dict[str, Any]:
@@ -78,6 +83,7 @@ def memory_read(view: View, raw: dict[str, Any]) -> dict[str, Any]:
     ref = args.required_str("ref", max_len=4096)
     offset = args.integer("offset", 0, 0)
     max_chars = args.integer("max_chars", DEFAULT_MAX_CHARS, 1, MAX_CHARS)
+    history = args.integer("history", DEFAULT_HISTORY, 0, MAX_HISTORY)
 
     doc = resolve_ref(view, ref)
     record = view.record(doc)
@@ -90,7 +96,7 @@ def memory_read(view: View, raw: dict[str, Any]) -> dict[str, Any]:
         raise InvalidInput("offset", f"must be from 0 to {len(note.body)} (the body's length) "
                            f"for {note.permalink}, got {offset}")
 
-    answer = _head(view, doc, note)
+    answer = _head(view, doc, note) | git_fields(view.vault.root, note.path, record["fsrel"], history)
     cuts = cut_to_fit(answer, HEAD_BUDGET, CUTTABLE)
     notes: list[str] = []
     if cuts:
@@ -175,7 +181,7 @@ def _head(view: View, doc: int, note: Note) -> dict[str, Any]:
 
 
 def _shared_id_problem(view: View, doc: int, note: Note) -> list[str]:
-    """SPEC 3: two files with the same ``id`` is a problem memory_read shows."""
+    """docs/vault-format.md: two files with the same ``id`` is a problem memory_read shows."""
     if not note.has_id:
         return []
     others = [d for d in view.docs(Term("key_uid", fold(note.uid))) if d != doc]

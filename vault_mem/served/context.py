@@ -50,6 +50,7 @@ class Vault:
     project: str | None = None
     compat: bool = False
     health: Health = field(default_factory=SteadyHealth)
+    git_commit: bool = False  # serve --git-commit: each write tool's change is its own commit (docs/git.md)
 
     def indexing(self) -> dict[str, int] | None:
         return self.health.indexing()

@@ -14,6 +14,7 @@ from mcp.server.lowlevel import Server
 
 from vault_mem import __version__
 from vault_mem.errors import InternalError, InvalidInput, NotFound, VaultMemError, VaultUnavailable
+from vault_mem.reads.conflicts import conflict_hint
 from vault_mem.served.context import Vault, View
 from vault_mem.served.refs import resolve_ref
 from vault_mem.server.answers import error_answer, to_result
@@ -47,7 +48,13 @@ def call(vault: Vault, spec: ToolSpec, arguments: dict[str, Any] | None) -> dict
         vault.check()
         try:
             with vault.index.searching() as searcher:
-                answer = handler(View(vault, searcher), raw)
+                view = View(vault, searcher)
+                answer = handler(view, raw)
+                conflicts = conflict_hint(view) if answer.get("status") in ("ok", "none") else None
+                if conflicts:
+                    hints = answer.setdefault("hints", [])
+                    if isinstance(hints, list):
+                        hints.append(conflicts)
         except Exception as exc:
             # While a build replaces the index, reads may find it half there: say so, not fail.
             if vault.indexing() is None or (isinstance(exc, VaultMemError) and not isinstance(exc, VaultUnavailable)):

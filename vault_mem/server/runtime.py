@@ -25,6 +25,7 @@ from typing import Any
 
 from vault_mem.errors import VaultUnavailable
 from vault_mem.index.build import SyncReport, reconcile
+from vault_mem.index.gitfollow import attach_history
 from vault_mem.index.merge import merge_due, merge_lock
 from vault_mem.index.schema import SCHEMA_VERSION
 from vault_mem.index.store import VaultIndex
@@ -175,6 +176,7 @@ class Runtime:
             # Watch before reconciling: a change made during the reconcile is then seen twice, never lost.
             self.watcher = Watcher(self.index)
             self.watcher.start()
+            attach_history(self.index)  # a git work tree: dates, history and HEAD's moves (docs/git.md)
             self.report = reconcile(self.index)
             log.info("index ready: %s", self.report.summary())
             debris = self.index.tidy()

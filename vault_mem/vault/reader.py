@@ -19,6 +19,7 @@ from typing import Any
 from vault_mem.vault import markdown
 from vault_mem.vault.dates import date_in_name, from_timestamp, iso, parse_datetime
 from vault_mem.vault.frontmatter import load_yaml, split_frontmatter
+from vault_mem.vault.history import default_dates
 from vault_mem.vault.note import KNOWN_TYPES, TASK_STATES, Note, Progress
 from vault_mem.vault.paths import display_path
 from vault_mem.vault.portable import O_BINARY
@@ -149,11 +150,13 @@ def read_note(root: Path, rel: str) -> Note:
     problems += read_problems
     text, decode_problems = decode(data)
     problems += decode_problems
-    return parse_text(shown, text, etag, size, mtime_ns, problems)
+    return parse_text(shown, text, etag, size, mtime_ns, problems, default_dates(root, shown, data, size))
 
 
-def parse_text(path: str, text: str, etag: str, size: int, mtime_ns: int, problems: list[str]) -> Note:
-    """Build a Note from decoded text. ``path`` is the display form of the vault-relative path.
+def parse_text(path: str, text: str, etag: str, size: int, mtime_ns: int, problems: list[str],
+               history: tuple[dt.datetime, dt.datetime] | None = None) -> Note:
+    """Build a Note from decoded text. ``path`` is the display form of the vault-relative path;
+    ``history`` the (created, updated) git gives a committed file (docs/git.md), before the mtime.
 
     One step per field group, each appending its problems as it runs, so ``problems`` keeps
     one order: those given (reading, decoding), the frontmatter block and its YAML, git
@@ -172,8 +175,9 @@ def parse_text(path: str, text: str, etag: str, size: int, mtime_ns: int, proble
     note_type = _type(data, problems)
     tags = _tags(data, masked, excalidraw, problems)
     mtime = from_timestamp(mtime_ns / 1e9) if mtime_ns else from_timestamp(0)
-    created = _date(data, CREATED_KEYS, created_fallback(path, mtime), problems)
-    updated = _date(data, UPDATED_KEYS, (mtime, "the file's mtime"), problems)
+    created = _date(data, CREATED_KEYS, created_fallback(path, mtime, history), problems)
+    updated = _date(data, UPDATED_KEYS, (history[1], "the last commit that changed the file") if history
+                    else (mtime, "the file's mtime"), problems)
     marks = [] if excalidraw else markdown.task_marks(masked)
     state = _state(data.get("state"), marks, problems)
     aliases = _string_list(data.get("aliases"), "aliases", problems)
@@ -335,16 +339,21 @@ def _type(data: dict[str, Any], problems: list[str]) -> str:
     return text.lower() if text.lower() in KNOWN_TYPES else text
 
 
-def created_fallback(path: str, mtime: dt.datetime) -> tuple[dt.datetime, str]:
-    """``created`` for a note whose frontmatter gives none, and where it came from (SPEC 3).
+def created_fallback(path: str, mtime: dt.datetime,
+                     history: tuple[dt.datetime, dt.datetime] | None = None) -> tuple[dt.datetime, str]:
+    """``created`` for a note whose frontmatter gives none, and where it came from (docs/git.md for git).
 
     The one place for the fallback chain, tried in order:
     1. a ``YYYY-MM-DD`` date in the file name (daily notes: ``2022-01-02.md``);
-    2. the file's mtime.
+    2. in a git work tree, the commit that added the file, when the file is committed as it
+       is (``history``: vault/history.py; a checkout sets every mtime to its own moment);
+    3. the file's mtime.
     """
     named = date_in_name(path)
     if named is not None:
         return named, "the date in the file name"
+    if history is not None:
+        return history[0], "the commit that added the file"
     return mtime, "the file's mtime"
 
 

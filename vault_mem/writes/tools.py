@@ -23,6 +23,7 @@ from vault_mem.served.context import View
 from vault_mem.served.params import AGENT, IF_ETAG, REF, Args, mapping_param, number_param, strings_param, text_param
 from vault_mem.served.refs import resolve_ref
 from vault_mem.vault.dates import iso, parse_datetime
+from vault_mem.vault.gitcommit import write_commit
 from vault_mem.vault.note import SCOPES, Note, permalink_of
 from vault_mem.vault.paths import check_relative, confine, existing_spelling, note_file
 from vault_mem.vault.reader import CREATED_KEYS, file_etag, normalize_tags, read_note, read_whole
@@ -104,6 +105,17 @@ def _answer(note: Note) -> dict[str, Any]:
             "updated": note.updated, "etag": note.etag}
 
 
+def _attributed(view: View, answer: dict[str, Any], tool: str, agent: str, title: str,
+                before: dict[str, bytes | None]) -> dict[str, Any]:
+    """With ``serve --git-commit``: commit the files this call touched, author the agent; a commit
+    that fails is a warning in the answer, never a failed write (vault/gitcommit.py)."""
+    if view.vault.git_commit:
+        warning = write_commit(view.vault.root, tool, agent, title, list(before), before)
+        if warning:
+            answer.setdefault("warnings", []).append(warning)
+    return answer
+
+
 def _index_file(view: View, rel: str) -> Note:
     note = read_note(view.vault.root, rel)
     _index(view, [(note, rel)], [], f"{note.path} was saved")
@@ -176,7 +188,7 @@ def _new_fields(args: Args, agent: str, title: str, defaults: dict[str, Any]) ->
     return fields
 
 
-def _create(view: View, args: Args, agent: str, defaults: dict[str, Any]) -> dict[str, Any]:
+def _create(view: View, args: Args, agent: str, defaults: dict[str, Any], tool: str) -> dict[str, Any]:
     title = args.required_str("title", max_len=MAX_TITLE).strip()
     content = _body_text(args, "content") or ""
     domain = args.text("domain", None, max_len=1000)
@@ -185,13 +197,14 @@ def _create(view: View, args: Args, agent: str, defaults: dict[str, Any]) -> dic
     data = render_note(fields, content).encode("utf-8")
     final = create_exclusive(folder, note_filename(title), data)
     rel = final.relative_to(view.vault.root).as_posix()
-    return _answer(_index_file(view, rel))
+    note = _index_file(view, rel)
+    return _attributed(view, _answer(note), tool, agent, note.title, {rel: None})
 
 
 @one_at_a_time
 def memory_write(view: View, raw: dict[str, Any]) -> dict[str, Any]:
     args = Args(raw, WRITE_PARAMS)
-    return _create(view, args, args.agent(), {})
+    return _create(view, args, args.agent(), {}, "memory_write")
 
 
 @one_at_a_time
@@ -201,7 +214,7 @@ def memory_supersede(view: View, raw: dict[str, Any]) -> dict[str, Any]:
     old = view.record(resolve_ref(view, args.required_str("ref", max_len=1000)))
     defaults = {"domain": old["path"].rpartition("/")[0], "type": old["type"], "tags": old["tags"],
                 "extra": {"supersedes": old["uid"]}}
-    return _create(view, args, agent, defaults)
+    return _create(view, args, agent, defaults, "memory_supersede")
 
 
 def _current(view: View, ref: str) -> tuple[str, bytes]:
@@ -247,7 +260,7 @@ def _stamped(view: View, rel: str, updates: dict[str, Any]) -> dict[str, Any]:
     return {**keep, **updates, "updated": now_iso()}
 
 
-def _rewrite(view: View, rel: str, before: bytes, new_text: str) -> dict[str, Any]:
+def _rewrite(view: View, rel: str, before: bytes, new_text: str, tool: str, agent: str) -> dict[str, Any]:
     """Write ``new_text`` over ``rel`` unless the file changed since ``before`` was read."""
     path = view.vault.root / rel
     try:
@@ -258,13 +271,14 @@ def _rewrite(view: View, rel: str, before: bytes, new_text: str) -> dict[str, An
     except FileNotFoundError:
         raise NotFound(f"{rel} was removed while it was being edited") from None
     atomic_write(path, new_text.encode("utf-8"))
-    return _answer(_index_file(view, rel))
+    note = _index_file(view, rel)
+    return _attributed(view, _answer(note), tool, agent, note.title, {rel: before})
 
 
 @one_at_a_time
 def memory_edit(view: View, raw: dict[str, Any]) -> dict[str, Any]:
     args = Args(raw, EDIT_PARAMS)
-    args.agent()
+    agent = args.agent()
     ref = args.required_str("ref", max_len=1000)
     content = _body_text(args, "content")
     append = _body_text(args, "append")
@@ -288,7 +302,7 @@ def memory_edit(view: View, raw: dict[str, Any]) -> dict[str, Any]:
             text = append_paragraph(text, append, rel)
         text = set_keys(text, _stamped(view, rel, updates or {}), rel)
         try:
-            return _rewrite(view, rel, data, text)
+            return _rewrite(view, rel, data, text, "memory_edit", agent)
         except Conflict:
             # Someone saved in between: an append re-reads and tries again; anything else reports it.
             if append is None or content is not None or attempt == 2:
@@ -299,7 +313,7 @@ def memory_edit(view: View, raw: dict[str, Any]) -> dict[str, Any]:
 @one_at_a_time
 def task_close(view: View, raw: dict[str, Any]) -> dict[str, Any]:
     args = Args(raw, CLOSE_PARAMS)
-    args.agent()
+    agent = args.agent()
     ref = args.required_str("ref", max_len=1000)
     state = args.choice("state", "completed", CLOSED_STATES)
     record = view.record(resolve_ref(view, ref))
@@ -308,22 +322,23 @@ def task_close(view: View, raw: dict[str, Any]) -> dict[str, Any]:
     rel, data = _current(view, ref)
     _check_preconditions(args, rel, data, view.vault.root)
     text = set_keys(decode_for_edit(data, rel), _stamped(view, rel, {"state": state, "status": "archived"}), rel)
-    return _rewrite(view, rel, data, text)
+    return _rewrite(view, rel, data, text, "task_close", agent)
 
 
 @one_at_a_time
 def memory_delete(view: View, raw: dict[str, Any]) -> dict[str, Any]:
     args = Args(raw, DELETE_PARAMS)
-    args.agent()
+    agent = args.agent()
     ref = args.required_str("ref", max_len=1000)
     rel, data = _current(view, ref)
     _check_preconditions(args, rel, data, view.vault.root)
     note = read_note(view.vault.root, rel)
     trashed = move_to_trash(view.vault.root, rel)
     _index(view, [], [note.path], f"{note.path} was moved to {trashed}")
-    return {"status": "ok", "uid": note.uid, "permalink": permalink_of(note.path), "path": trashed,
-            "updated": note.updated, "etag": note.etag, "deleted": True,
-            "message": f"moved {note.path} to {trashed}; restore it by moving it back"}
+    answer = {"status": "ok", "uid": note.uid, "permalink": permalink_of(note.path), "path": trashed,
+              "updated": note.updated, "etag": note.etag, "deleted": True,
+              "message": f"moved {note.path} to {trashed}; restore it by moving it back"}
+    return _attributed(view, answer, "memory_delete", agent, note.title, {note.path: data})
 
 
 __all__ = ["memory_delete", "memory_edit", "memory_supersede", "memory_write", "task_close"]

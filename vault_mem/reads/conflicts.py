@@ -1,0 +1,32 @@
+"""Conflicted copies left by ``vault-mem sync`` (docs/git.md): ``<name> (conflict <host> <date>).md``
+beside the note whose remote version won. Served answers carry a hint naming them until a
+person resolves each one (merges what they want into the note and deletes the copy)."""
+
+from __future__ import annotations
+
+from whoosh.query import Term
+
+from vault_mem.served.context import View
+from vault_mem.vault.gitsync import CONFLICT_COPY
+
+SHOWN = 5
+
+
+def conflict_copies(view: View) -> list[str]:
+    """Vault-relative paths of the conflicted copies in the index, sorted."""
+    found = []
+    for doc in view.docs(Term("perm", "conflict")):
+        path = view.record(doc)["path"]
+        if CONFLICT_COPY.search(path):
+            found.append(path)
+    return sorted(found)
+
+
+def conflict_hint(view: View) -> str | None:
+    copies = conflict_copies(view)
+    if not copies:
+        return None
+    more = f" and {len(copies) - SHOWN} more" if len(copies) > SHOWN else ""
+    return (f"{len(copies)} conflicted cop{'y' if len(copies) == 1 else 'ies'} from a git sync await a person: "
+            f"{', '.join(copies[:SHOWN])}{more}; each holds this machine's version of the note beside it "
+            "(merge what matters into the note, then delete the copy)")
