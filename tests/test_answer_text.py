@@ -141,3 +141,25 @@ async def test_answers_keep_readable_permalinks_that_refs_accept(tmp_path: Path,
         for permalink in permalinks:
             read = await c.call("memory_read", ref=permalink)
             assert read["status"] == "ok" and read["permalink"] == permalink
+
+
+class HalfBuilt:
+    """The health of a vault whose build is half done (what the server's runtime reports then)."""
+
+    def indexing(self) -> dict[str, int] | None:
+        return {"done": 1, "total": 2}
+
+    def check(self) -> None:
+        return None
+
+
+async def test_every_answer_during_a_build_says_the_index_is_incomplete(tmp_path: Path, mcp_session) -> None:
+    vault = open_vault(write_notes(tmp_path / "v", NOTES))
+    vault.health = HalfBuilt()
+    async with mcp_session(vault) as c:
+        for tool, args in (("memory_read", {"ref": "not there yet"}), ("memory_read", {"ref": "d1"}),
+                           ("memory_search", {"agent": "me", "query": "queue"}),
+                           ("memory_edit", {"agent": "me", "ref": "not there yet", "append": "x"})):
+            answer = await c.call(tool, **args)
+            assert answer["indexing"] == {"done": 1, "total": 2}, (tool, answer)
+            assert any("still being built" in h for h in answer["hints"]), answer

@@ -10,6 +10,7 @@ import sys
 import time
 from pathlib import Path
 
+import anyio
 import httpx2
 import pytest
 from conftest import write_notes
@@ -98,9 +99,15 @@ async def test_http_requires_the_token_and_checks_the_host(http_server) -> None:
         assert origin.status_code in (400, 403)
     authed = httpx2.AsyncClient(headers={"Authorization": "Bearer s3cret-token"})
     async with authed, Client(streamable_http_client(url, http_client=authed), mode="legacy") as client:
-        result = await client.call_tool("memory_read", {"ref": "n1"})
-        assert result.structured_content is not None
-        assert result.structured_content["status"] in ("ok", "none")
+        deadline = time.monotonic() + 60  # the index is built in the background; wait for it
+        while True:
+            result = await client.call_tool("memory_read", {"ref": "n1"})
+            answer = result.structured_content
+            assert answer is not None
+            if "indexing" not in answer or time.monotonic() > deadline:
+                break
+            await anyio.sleep(0.05)
+        assert answer["status"] == "ok" and answer["uid"] == "n1", answer
 
 
 def test_non_loopback_bind_without_token_is_refused(tmp_path: Path) -> None:

@@ -55,24 +55,35 @@ def call(vault: Vault, spec: ToolSpec, arguments: dict[str, Any] | None) -> dict
                     hints = answer.setdefault("hints", [])
                     if isinstance(hints, list):
                         hints.append(conflicts)
-        except Exception as exc:
+        except VaultMemError as exc:
+            if vault.indexing() is None or not isinstance(exc, VaultUnavailable):
+                raise
             # While a build replaces the index, reads may find it half there: say so, not fail.
-            if vault.indexing() is None or (isinstance(exc, VaultMemError) and not isinstance(exc, VaultUnavailable)):
+            answer = {"status": "none", "message": "the index is being built; try again shortly"}
+        except Exception:
+            if vault.indexing() is None:
                 raise
             answer = {"status": "none", "message": "the index is being built; try again shortly"}
-        progress = vault.indexing()
-        if progress is not None:
-            answer["indexing"] = progress
-            hints = answer.setdefault("hints", [])
-            if isinstance(hints, list):
-                hints.append(f"the index is still being built ({progress['done']} of {progress['total']} "
-                             "notes): answers may be incomplete")
-        return answer
+        return _with_progress(vault, answer)
     except VaultMemError as exc:
-        return error_answer(exc, {ours: theirs for theirs, ours in spec.arg_map})
+        # A ref not found (or any other answer) during a build must say the index is incomplete.
+        return _with_progress(vault, error_answer(exc, {ours: theirs for theirs, ours in spec.arg_map}))
     except Exception as exc:  # the server must answer, whatever a query module did
         log.exception("tool %s failed", spec.name)
         return error_answer(InternalError(f"internal error in {spec.name}: {type(exc).__name__}"))
+
+
+def _with_progress(vault: Vault, answer: dict[str, Any]) -> dict[str, Any]:
+    """``answer`` with ``indexing`` and a hint while a build runs: until it ends, any answer
+    (a ref not found included) may only reflect part of the vault."""
+    progress = vault.indexing()
+    if progress is not None:
+        answer["indexing"] = progress
+        hints = answer.setdefault("hints", [])
+        if isinstance(hints, list):
+            hints.append(f"the index is still being built ({progress['done']} of {progress['total']} "
+                         "notes): answers may be incomplete")
+    return answer
 
 
 def build_server(vault: Vault) -> Server[Any]:
