@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import json
 import textwrap
+import time
 from collections.abc import AsyncIterator, Callable
 from dataclasses import asdict
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import pytest
 from mcp import Client
@@ -85,6 +86,21 @@ def make_vault(tmp_path: Path) -> Callable[..., Vault]:
         return open_vault(root, project, compat)
 
     return make
+
+
+T = TypeVar("T")
+
+
+def eventually(check: Callable[[], T], timeout: float = 10.0, what: str = "condition") -> T:
+    """Poll ``check`` every 10 ms until it returns something truthy; fail after ``timeout`` seconds."""
+    deadline = time.monotonic() + timeout
+    while True:
+        result = check()
+        if result:
+            return result
+        if time.monotonic() > deadline:
+            raise AssertionError(f"{what} still false after {timeout} s")
+        time.sleep(0.01)
 
 
 class ToolClient:

@@ -5,14 +5,11 @@ from __future__ import annotations
 
 import os
 import subprocess
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
-from typing import TypeVar
 
 import pytest
 
-T = TypeVar("T")
 MACHINE = ("Machine Person", "person@example.org")
 
 
@@ -32,18 +29,6 @@ def commit_all(cwd: Path, message: str, date: str | None = None, author: tuple[s
         env |= {"GIT_AUTHOR_NAME": author[0], "GIT_AUTHOR_EMAIL": author[1]}
     git(cwd, "add", "-A")
     git(cwd, "commit", "-q", "-m", message, env=env)
-
-
-def eventually(check: Callable[[], T], timeout: float = 30.0, what: str = "condition") -> T:
-    """Poll ``check`` every 10 ms until it returns something truthy; fail after ``timeout`` seconds."""
-    deadline = time.monotonic() + timeout
-    while True:
-        result = check()
-        if result:
-            return result
-        if time.monotonic() > deadline:
-            raise AssertionError(f"{what} still false after {timeout} s")
-        time.sleep(0.01)
 
 
 @pytest.fixture

@@ -16,9 +16,9 @@ from pathlib import Path
 
 import anyio
 import pytest
-from conftest import write_notes
+from conftest import eventually, write_notes
 from mcp import Client, StdioServerParameters
-from test_watcher import eventually, in_sync, index_etags
+from test_watcher import in_sync, index_etags
 
 from vault_mem.index.build import reconcile, sync
 from vault_mem.index.store import VaultIndex

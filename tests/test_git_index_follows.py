@@ -7,8 +7,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from conftest import stored
-from git_helpers import commit_all, eventually, git, git_env, new_repo
+from conftest import eventually, stored
+from git_helpers import commit_all, git, git_env, new_repo
 
 from vault_mem.index.build import sync
 from vault_mem.index.store import VaultIndex

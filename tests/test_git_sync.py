@@ -10,7 +10,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from git_helpers import commit_all, eventually, git, git_env, new_repo
+from conftest import eventually
+from git_helpers import commit_all, git, git_env, new_repo
 
 from vault_mem import cli
 from vault_mem.index.build import sync

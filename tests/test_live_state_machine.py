@@ -13,10 +13,11 @@ import tempfile
 from pathlib import Path
 
 import pytest
+from conftest import eventually
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, rule
-from test_watcher import disk_etags, eventually, index_etags
+from test_watcher import disk_etags, index_etags
 
 from vault_mem.index.build import sync
 from vault_mem.index.store import VaultIndex

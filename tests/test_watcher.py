@@ -8,13 +8,12 @@ from __future__ import annotations
 
 import os
 import shutil
-import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 import pytest
-from conftest import has_path, stored, write_notes
+from conftest import eventually, has_path, stored, write_notes
 
 from vault_mem.index.build import reconcile, sync
 from vault_mem.index.schema import document_of
@@ -27,19 +26,6 @@ from vault_mem.vault.reader import file_etag, read_note
 from vault_mem.vault.walk import walk_vault
 
 pytestmark = pytest.mark.anyio
-T = TypeVar("T")
-
-
-def eventually(check: Callable[[], T], timeout: float = 10.0, what: str = "condition") -> T:
-    """Poll ``check`` every 10 ms until it returns something truthy; fail after ``timeout`` seconds."""
-    deadline = time.monotonic() + timeout
-    while True:
-        result = check()
-        if result:
-            return result
-        if time.monotonic() > deadline:
-            raise AssertionError(f"{what} still false after {timeout} s")
-        time.sleep(0.01)
 
 
 def disk_etags(root: Path) -> dict[str, str]:

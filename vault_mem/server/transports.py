@@ -77,12 +77,7 @@ def check_http_options(host: str, port: int, token: str | None, allowed_hosts: l
     if not 1 <= port <= 65535:
         raise InvalidInput("--port", f"{port} is out of range: a port is 1..65535")
     address = _resolved(host, port)
-    if not is_loopback(host) and not token:
-        raise InvalidInput("--token", f"binding to {host} (not loopback) needs a bearer token: pass --token "
-                           "or set VAULT_MEM_TOKEN")
-    if not is_loopback(host) and not allowed_hosts:
-        raise InvalidInput("--allowed-host", f"binding to {host} needs the host names clients use: pass "
-                           "--allowed-host NAME (repeatable)")
+    _check_exposure(host, token, allowed_hosts)
     for name in allowed_hosts:
         if not name or any(c in name for c in "/ \t@"):
             raise InvalidInput("--allowed-host", f"{name!r} is not a host name: give a name or address "
@@ -119,15 +114,20 @@ def _check_bindable(host: str, port: int, resolved: tuple[Any, ...]) -> None:
             raise InvalidInput("--host", f"cannot listen on {host}:{port}: {exc.strerror or exc}") from None
 
 
-def http_app(server: Server[Any], host: str, port: int, token: str | None,
-             allowed_hosts: list[str]) -> ASGIApp:
-    """The streamable HTTP app at ``/mcp``, with token check and Host/Origin checks."""
+def _check_exposure(host: str, token: str | None, allowed_hosts: list[str]) -> None:
+    """A non-loopback bind needs a bearer token and the host names clients use (docs/safety.md)."""
     if not is_loopback(host) and not token:
         raise InvalidInput("--token", f"binding to {host} (not loopback) needs a bearer token: pass --token "
                            "or set VAULT_MEM_TOKEN")
     if not is_loopback(host) and not allowed_hosts:
         raise InvalidInput("--allowed-host", f"binding to {host} needs the host names clients use: pass "
                            "--allowed-host NAME (repeatable)")
+
+
+def http_app(server: Server[Any], host: str, port: int, token: str | None,
+             allowed_hosts: list[str]) -> ASGIApp:
+    """The streamable HTTP app at ``/mcp``, with token check and Host/Origin checks."""
+    _check_exposure(host, token, allowed_hosts)
     hosts = ["127.0.0.1", "localhost", "[::1]", *allowed_hosts]
     security = TransportSecuritySettings(
         enable_dns_rebinding_protection=True,
