@@ -55,13 +55,9 @@ def call(vault: Vault, spec: ToolSpec, arguments: dict[str, Any] | None) -> dict
                     hints = answer.setdefault("hints", [])
                     if isinstance(hints, list):
                         hints.append(conflicts)
-        except VaultMemError as exc:
-            if vault.indexing() is None or not isinstance(exc, VaultUnavailable):
-                raise
+        except Exception as exc:
             # While a build replaces the index, reads may find it half there: say so, not fail.
-            answer = {"status": "none", "message": "the index is being built; try again shortly"}
-        except Exception:
-            if vault.indexing() is None:
+            if vault.indexing() is None or (isinstance(exc, VaultMemError) and not isinstance(exc, VaultUnavailable)):
                 raise
             answer = {"status": "none", "message": "the index is being built; try again shortly"}
         return _with_progress(vault, answer)
