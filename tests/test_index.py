@@ -165,3 +165,41 @@ def json_str(text: str) -> str:
     import json
 
     return json.dumps(text, ensure_ascii=False)
+
+
+def test_postings_spilled_to_run_files_index_the_same_as_postings_sorted_in_memory(tmp_path: Path) -> None:
+    """The build's posting pool (``whoosh_fixes.ChunkedPostingPool``) spills sorted runs to temp
+    files when it outgrows its limit and merges them back: a tiny limit (hundreds of runs, so
+    runs are merged into runs first) must give the same terms and postings as no spill."""
+    from whoosh import index as whoosh_index
+    from whoosh.writing import SegmentWriter
+
+    from vault_mem.index.schema import document_of, make_schema
+    from vault_mem.index.whoosh_fixes import RUN_CHUNK, ChunkedPostingPool
+    from vault_mem.vault.reader import read_note
+
+    rng = random.Random(7)
+    words = [f"w{i}" for i in range(400)]
+    notes = {f"d{i % 4}/n{i}.md": note(f"u{i}", f"Note {i}", " ".join(rng.choices(words, k=60)))
+             for i in range(300)}
+    root = write_notes(tmp_path / "v", notes)
+
+    def postings(limitmb: float, folder: str) -> tuple[int, dict[tuple[str, bytes], list[tuple[int, float]]]]:
+        (tmp_path / folder).mkdir()
+        ix = whoosh_index.create_in(str(tmp_path / folder), make_schema())
+        writer = SegmentWriter(ix, limitmb=limitmb)
+        assert isinstance(writer.pool, ChunkedPostingPool)
+        for rel in sorted(notes):
+            writer.add_document(**document_of(read_note(root, rel), rel))
+        runs = len(writer.pool.runs)
+        writer.commit()
+        with ix.reader() as reader:
+            found = {(field, text): list(reader.postings(field, text).items_as("weight"))
+                     for field, text in reader.all_terms()}
+        return runs, found
+
+    spilled_runs, spilled = postings(0.004, "spilled")
+    kept_runs, kept = postings(256, "kept")
+    assert kept_runs == 0 and spilled_runs > 128  # more runs than files open at once: runs merged first
+    assert spilled == kept
+    assert sum(len(p) for p in kept.values()) > RUN_CHUNK  # more postings than one pickled chunk

@@ -21,15 +21,24 @@
    reads go through one shared mapping per segment file instead (docs/index-and-scale.md).
 
 4. No file-system question per posting: a missing length column is remembered too.
+
+5. Cheaper sorting of postings. A writer sorts its postings in a pool that spills sorted runs
+   to temp files when it outgrows ``limitmb``; Whoosh pickled and unpickled each posting on
+   its own (about 60% of a 16,000-note build batch), and saved the last in-memory run to disk
+   too before merging. Runs are pickled in chunks, and the last run is merged from memory.
 """
 
 from __future__ import annotations
 
 import contextlib
+import heapq
+import itertools
 import logging
 import os
+import pickle
 import secrets
 import threading
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 import whoosh.codec.base
@@ -172,6 +181,47 @@ def _cached_reader(self: Any, fieldname: str, column: Any) -> Any:
 
 
 whoosh.codec.whoosh3.W3PerDocReader._cached_reader = _cached_reader
+
+RUN_CHUNK = 8192  # postings per pickled chunk of a pool's run file
+
+
+class ChunkedPostingPool(whoosh.writing.PostingPool):  # type: ignore[misc]
+    """Whoosh's posting pool, with runs written as pickled chunks and the last run kept in memory."""
+
+    runs: list[str]  # run files, set by Whoosh's pool
+    current: list[Any]  # the postings not yet in a run
+
+    def _write_run(self, f: Any, items: Iterable[Any]) -> None:
+        rest = iter(items)
+        while chunk := list(itertools.islice(rest, RUN_CHUNK)):
+            pickle.dump(chunk, f, pickle.HIGHEST_PROTOCOL)
+        f.close()
+
+    def _read_run(self, path: str) -> Iterator[Any]:
+        f = self._open_run(path)
+        try:
+            while True:
+                try:
+                    chunk = pickle.load(f)
+                except EOFError:
+                    return
+                yield from chunk
+        finally:
+            f.close()
+            self._remove_run(path)
+
+    def items(self, maxfiles: int = 128) -> Any:
+        runs = self.runs
+        if not runs:
+            return sorted(self.current)
+        if len(runs) >= maxfiles:
+            self.reduce_to(maxfiles - 1, maxfiles)
+        self.current.sort()
+        self.runs = []
+        return heapq.merge(*[self._read_run(path) for path in runs], iter(self.current))
+
+
+whoosh.writing.PostingPool = ChunkedPostingPool
 
 _delete_file = FileStorage.delete_file
 _clean_files = whoosh.index.clean_files

@@ -18,8 +18,6 @@ other frontmatter keys; a list-valued field matches when any element does.
 from __future__ import annotations
 
 import math
-import threading
-from collections import OrderedDict
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -27,6 +25,7 @@ from whoosh.query import And, AndNot, Every, Or, Query, Term
 
 from vault_mem.errors import InvalidInput
 from vault_mem.index.columns import segment_key
+from vault_mem.index.lru import CACHE
 from vault_mem.index.schema import fold
 from vault_mem.index.substring import is_word, substring_query, words
 from vault_mem.reads.dates import epoch_bounds, parse_period
@@ -262,10 +261,6 @@ def _norm(value: Any) -> str | float | None:
 # -- order and lineage --------------------------------------------------------------
 
 
-_RANKS: OrderedDict[tuple[Any, ...], list[int]] = OrderedDict()
-_RANKS_LOCK = threading.Lock()
-
-
 def _rank(view: View, by_importance: bool) -> list[int]:
     """Each document's position in the listing order, cached per set of segments.
 
@@ -273,26 +268,21 @@ def _rank(view: View, by_importance: bool) -> list[int]:
     Segments never change, so a rank stays valid until the index gains a segment.
     """
     readers = view.searcher.reader().leaf_readers()
-    key = (by_importance, *(segment_key(r) for r, _ in readers))
-    with _RANKS_LOCK:
-        hit = _RANKS.get(key)
-        if hit is not None:
-            _RANKS.move_to_end(key)
-            return hit
-    created = view.column("created")
-    paths = view.column("path")
-    importance = view.column("importance") if by_importance else [0] * len(created)
-    # context.newest_first_key's order behind importance, spelled inline for speed.
-    order = sorted(range(len(created)),
-                   key=lambda d: (-(importance[d] or 0), -(created[d] or 0), paths[d] or ""))
-    rank = [0] * len(created)
-    for position, doc in enumerate(order):
-        rank[doc] = position
-    with _RANKS_LOCK:
-        _RANKS[key] = rank
-        while len(_RANKS) > 8:
-            _RANKS.popitem(last=False)
-    return rank
+
+    def make() -> list[int]:
+        created = view.column("created")
+        paths = view.column("path")
+        importance = view.column("importance") if by_importance else [0] * len(created)
+        # context.newest_first_key's order behind importance, spelled inline for speed.
+        order = sorted(range(len(created)),
+                       key=lambda d: (-(importance[d] or 0), -(created[d] or 0), paths[d] or ""))
+        rank = [0] * len(created)
+        for position, doc in enumerate(order):
+            rank[doc] = position
+        return rank
+
+    key = ("memory_list.rank", by_importance, *(segment_key(r) for r, _ in readers))
+    return CACHE.get_or_make(key, make)
 
 
 def _follow(lineage: Lineage, docs: list[int], passes: Callable[[int], bool], follow: str,
