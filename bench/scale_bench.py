@@ -19,7 +19,7 @@ removed:
    (polled), then each read tool called 40 times with random arguments (6+-letter words
    from random notes, random domains, months, refs), then 40 more saves spaced 0.25 s
    apart (steady state, background merges included).
-3. The server's peak resident memory (VmHWM, else its last RSS), the index size, and a
+3. The server's peak resident memory (VmHWM, on Linux), the index size, and a
    *warm start*: a second server on the built index, spawn to first answer.
 
 Prints one table with the load average beside it. The machine is shared: repeat runs
@@ -82,20 +82,16 @@ def load() -> str:
         return "?"
 
 
-def server_pid(name: str) -> int | None:
-    """The pid of our child ``vault-mem serve`` whose command line holds ``name``."""
-    import psutil
+def server_pid(index_dir: Path) -> int | None:
+    """The pid of the running ``vault-mem serve`` on ``index_dir`` (from its presence file)."""
+    from vault_mem.index.presence import live
 
-    for child in psutil.Process().children(recursive=True):
-        try:
-            if "serve" in child.cmdline() and any(name in part for part in child.cmdline()):
-                return int(child.pid)
-        except psutil.Error:
-            continue
-    return None
+    servers = live(index_dir, "serve")
+    return int(servers[0]["pid"]) if servers else None
 
 
 def peak_rss_mb(pid: int | None) -> float:
+    """The process's peak resident memory (VmHWM, Linux), or nan where that is not readable."""
     if pid is None:
         return float("nan")
     try:
@@ -104,9 +100,7 @@ def peak_rss_mb(pid: int | None) -> float:
                 return int(line.split()[1]) / 1024
     except OSError:
         pass
-    import psutil
-
-    return float(psutil.Process(pid).memory_info().rss) / 2**20
+    return float("nan")
 
 
 def index_mb(index_dir: Path) -> float:
@@ -239,7 +233,7 @@ async def run(vault: Path, index_dir: Path, seed: int) -> None:
         await wait_built(session)
         cold = time.perf_counter() - spawn
         print(f"  cold build: {cold:.1f} s (load {load()})", file=sys.stderr)
-        pid = server_pid(str(index_dir))
+        pid = server_pid(index_dir)
         first_saves = [await save_and_wait(session, vault, files, rng) for _ in range(FIRST_SAVES)]
         print(f"  first saves: {ms(first_saves)} ms", file=sys.stderr)
         failed: dict[str, int] = {}

@@ -19,10 +19,9 @@ from vault_mem.index.lru import CACHE, approx_size
 def column(searcher: Searcher, field: str) -> list[Any]:
     """Values of a sortable ``field`` for every document number of ``searcher`` (do not modify).
 
-    The concatenation over the segments is in the shared cache (every thread's searcher on
-    the same segments uses one copy), and the searcher keeps a reference for its lifetime:
-    joining 100,000 values costs a millisecond or two, which link resolution would otherwise
-    pay per lookup.
+    The concatenation is kept on the searcher: its segments never change while it lives (a
+    thread's searcher is renewed after a commit), and joining 100,000 values costs a
+    millisecond or two, which link resolution would otherwise pay per lookup.
     """
     memo: dict[str, list[Any]] | None = getattr(searcher, "_vault_mem_columns", None)
     if memo is None:
@@ -31,19 +30,12 @@ def column(searcher: Searcher, field: str) -> list[Any]:
     values = memo.get(field)
     if values is not None:
         return values
-    leaves = searcher.reader().leaf_readers()
-
-    def join() -> list[Any]:
-        joined: list[Any] = []
-        for reader, offset in leaves:
-            if len(joined) < offset:
-                joined.extend([None] * (offset - len(joined)))
-            joined.extend(_segment_column(reader, field))
-        return joined
-
-    # The items are the segments' cached values: only the joined list's own slots count.
-    key = ("joined", field, *((segment_key(reader), offset) for reader, offset in leaves))
-    values = memo[field] = CACHE.get_or_make(key, join, sys.getsizeof)
+    values = []
+    for reader, offset in searcher.reader().leaf_readers():
+        if len(values) < offset:
+            values.extend([None] * (offset - len(values)))
+        values.extend(_segment_column(reader, field))
+    memo[field] = values
     return values
 
 
