@@ -228,6 +228,17 @@ def docs_in_range(searcher: Searcher, field: str, lo: Any | None, hi: Any | None
         values, docs = _ordered(reader, field)
         start = 0 if lo is None else bisect.bisect_left(values, lo)
         end = len(values) if hi is None else bisect.bisect_left(values, hi)
-        deleted = reader.has_deletions()
-        found.extend(sorted(offset + d for d in docs[start:end] if not (deleted and reader.is_deleted(d))))
+        picked = sorted(docs[start:end])
+        if reader.has_deletions():  # the segment's own set: Whoosh's is_deleted is 3 calls a document
+            dead = deleted_set(reader)
+            picked = [d for d in picked if d not in dead]
+        found.extend(map(offset.__add__, picked))
     return found
+
+
+def deleted_set(reader: Any) -> set[int]:
+    """The deleted document numbers of one segment."""
+    segment = reader.segment()
+    if segment is None:
+        return {d for d in range(reader.doc_count_all()) if reader.is_deleted(d)}
+    return set(segment.deleted_docs())

@@ -14,12 +14,9 @@ SHOWN = 5
 
 def conflict_copies(view: View) -> list[str]:
     """Vault-relative paths of the conflicted copies in the index, sorted."""
-    found = []
-    for doc in view.docs(Term("perm", "conflict")):
-        path = view.record(doc)["path"]
-        if CONFLICT_COPY.search(path):
-            found.append(path)
-    return sorted(found)
+    paths = view.column("path")  # asked on every call: no stored record is loaded
+    return sorted(path for doc in view.docs(Term("perm", "conflict"))
+                  if (path := paths[doc]) and CONFLICT_COPY.search(path))
 
 
 def conflict_hint(view: View) -> str | None:

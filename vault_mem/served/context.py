@@ -98,9 +98,13 @@ class View:
         """``docs`` in the order of ``newest_first_key`` on ``field`` (two stable sorts: faster)."""
         dates = self.column(field)
         paths = self.column("path")
-        docs = sorted(docs, key=lambda d: paths[d] or "")
-        docs.sort(key=lambda d: dates[d] or 0, reverse=True)
-        return docs
+        try:  # the columns' own item lookup as the key: no Python frame per document
+            ordered = sorted(docs, key=paths.__getitem__)
+            ordered.sort(key=dates.__getitem__, reverse=True)
+        except TypeError:  # a document without a value (None) sorts as "" or 0
+            ordered = sorted(docs, key=lambda d: paths[d] or "")
+            ordered.sort(key=lambda d: dates[d] or 0, reverse=True)
+        return ordered
 
     def body(self, record: dict[str, Any]) -> str:
         """The note's body as it is on disk now ('' when the file is gone or now leads outside the vault)."""
