@@ -91,8 +91,8 @@ def path_key_docs(searcher: Searcher, field: str, value: str) -> list[int]:
     for reader, offset, table in tables:
         hits = table.get(value)
         if hits:
-            deleted = reader.has_deletions()
-            found.extend(offset + d for d in hits if not (deleted and reader.is_deleted(d)))
+            dead = deleted_set(reader) if reader.has_deletions() else ()
+            found.extend(offset + d for d in hits if d not in dead)
     return found
 
 
@@ -125,13 +125,11 @@ def term_docs(searcher: Searcher, field: str, values: list[str]) -> list[int]:
     """
     found: set[int] = set()
     for reader, offset in searcher.reader().leaf_readers():
-        deleted = reader.has_deletions()
+        dead = deleted_set(reader) if reader.has_deletions() else ()
         for value in values:
             if (field, value) not in reader:
                 continue
-            for docnum in reader.postings(field, value).all_ids():
-                if not (deleted and reader.is_deleted(docnum)):
-                    found.add(offset + docnum)
+            found.update(offset + d for d in reader.postings(field, value).all_ids() if d not in dead)
     return sorted(found)
 
 
@@ -197,8 +195,8 @@ def docs_where(searcher: Searcher, require: list[tuple[str, str]],
                     hits.update(reader.postings(field, value).all_ids())
             if not hits:
                 continue
-            deleted = reader.has_deletions()
-            candidates = sorted(d for d in hits if not (deleted and reader.is_deleted(d)))
+            dead = deleted_set(reader) if reader.has_deletions() else ()
+            candidates = sorted(d for d in hits if d not in dead)
         for f, v in require:
             mask = term_mask(reader, f, v)
             candidates = [d for d in candidates if mask[d]]
