@@ -228,3 +228,34 @@ def test_a_served_vault_merges_its_small_segments_in_the_background(make_vault) 
         assert_index_equals_files(vault.index)
     finally:
         runtime.stop()
+
+
+def test_a_few_edits_leave_a_built_segment_in_its_tier_and_many_merge_it_down(tmp_path: Path, monkeypatch) -> None:
+    """Tiers count a segment's deleted documents too (``merge.tier_size``): editing a few notes
+    of a cold build's smallest segments must not drop them into the lowest tier, where the
+    live commits' one-note segments are merged (that rewrote them right after every build);
+    once more than half its notes are deleted, a segment is merged down and its dead dropped."""
+    monkeypatch.setattr(merge, "FLOOR", 20)
+    notes = 24  # one built segment: 24 documents, tier 1 with a floor of 20
+    root = write_notes(tmp_path / "vault", {f"d/n{i}.md": note(i) for i in range(notes)})
+    index = VaultIndex(root, tmp_path / "index")
+    build(index, procs=1)
+
+    def edit(i: int) -> None:
+        rel = f"d/n{i}.md"
+        (root / rel).write_text(note(i, f"edited {i}"), encoding="utf-8")
+        index.apply([(read_note(root, rel), rel)], [])
+
+    for i in range(FACTOR):  # 8 edits: 16 of 24 built documents live, 8 one-note segments
+        edit(i)
+    segments = index.open()._read_toc().segments
+    built = max(segments, key=lambda s: s.doc_count_all())
+    assert (built.doc_count(), built.doc_count_all()) == (notes - FACTOR, notes)
+    chosen = plan(segments)
+    assert len(chosen) == FACTOR and built not in chosen  # the one-note segments only
+    for i in range(FACTOR, FACTOR + 5):  # 11 of 24 live: under half, so it tiers by its live count
+        edit(i)
+    segments = index.open()._read_toc().segments
+    assert any(s.segment_id() == built.segment_id() for s in plan(segments))
+    merge_all(index.dir)
+    assert_index_equals_files(index)

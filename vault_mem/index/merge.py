@@ -6,8 +6,8 @@ size. Segments are merged here instead, by one background process at a time (a
 ``merge.lock`` file taken with ``filelock``), at low priority:
 
 1. Read the table of contents (TOC) without any lock and pick the segments to merge
-   with a tiered policy (``plan``): segments are put in tiers by live document count
-   (under ``FLOOR`` documents, then each tier ``FACTOR`` times larger); a merge takes
+   with a tiered policy (``plan``): segments are put in tiers by document count
+   (``tier_size``: under ``FLOOR`` documents, then each tier ``FACTOR`` times larger); a merge takes
    the ``FACTOR`` smallest segments of the lowest tier that holds ``FACTOR`` of them.
    So a segment is rewritten about once per tier it climbs, and the biggest one only
    when ``FACTOR`` segments of its size have piled up.
@@ -65,11 +65,19 @@ def tier(docs: int) -> int:
     return 0 if docs < FLOOR else 1 + int(math.log(docs / FLOOR, FACTOR))
 
 
+def tier_size(segment: Any) -> int:
+    """What puts a segment in its tier: all its documents, deleted ones included, so that a few
+    edits do not drop a segment of the cold build into the tier below, to be rewritten there;
+    its live count once more than half are deleted, so that its dead documents get merged away."""
+    everything, live = segment.doc_count_all(), segment.doc_count()
+    return live if 2 * live < everything else everything
+
+
 def plan(segments: list[Any]) -> list[Any]:
     """The segments the next merge should combine (empty when none is due)."""
     tiers: dict[int, list[Any]] = {}
     for segment in segments:
-        tiers.setdefault(tier(segment.doc_count()), []).append(segment)
+        tiers.setdefault(tier(tier_size(segment)), []).append(segment)
     for level in sorted(tiers):
         group = tiers[level]
         if len(group) >= FACTOR:
