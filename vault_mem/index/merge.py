@@ -69,7 +69,7 @@ def tier_size(segment: Any) -> int:
     """What puts a segment in its tier: all its documents, deleted ones included, so that a few
     edits do not drop a segment of the cold build into the tier below, to be rewritten there;
     its live count once more than half are deleted, so that its dead documents get merged away."""
-    everything, live = segment.doc_count_all(), segment.doc_count()
+    everything, live = int(segment.doc_count_all()), int(segment.doc_count())
     return live if 2 * live < everything else everything
 
 
