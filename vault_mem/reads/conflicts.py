@@ -4,8 +4,7 @@ person resolves each one (merges what they want into the note and deletes the co
 
 from __future__ import annotations
 
-from whoosh.query import Term
-
+from vault_mem.index.columns import term_docs
 from vault_mem.served.context import View
 from vault_mem.vault.gitsync import CONFLICT_COPY
 
@@ -14,8 +13,10 @@ SHOWN = 5
 
 def conflict_copies(view: View) -> list[str]:
     """Vault-relative paths of the conflicted copies in the index, sorted."""
-    paths = view.column("path")  # asked on every call: no stored record is loaded
-    return sorted(path for doc in view.docs(Term("perm", "conflict"))
+    # Asked on every call: a term lookup per segment (no matcher) and the path column (no
+    # stored record).
+    paths = view.column("path")
+    return sorted(path for doc in term_docs(view.searcher, "perm", ["conflict"])
                   if (path := paths[doc]) and CONFLICT_COPY.search(path))
 
 
