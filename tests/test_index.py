@@ -106,6 +106,43 @@ def test_build_killed_half_way_is_repaired_at_next_start(tmp_path: Path) -> None
     assert snapshot(index) == snapshot(fresh)
 
 
+def test_a_build_worker_killed_fails_the_build_at_once_and_the_next_sync_repairs_it(tmp_path: Path) -> None:
+    """A worker that dies (killed, out of memory) ends the build with a message naming it, at
+    once and not after the other workers' batches; what was committed stays, the next sync
+    finishes it."""
+    import multiprocessing
+    import threading
+
+    import pytest
+
+    notes = {f"d{i % 5}/n{i}.md": note(f"u{i}", f"Note {i}", "x " * 200) for i in range(4000)}
+    root = write_notes(tmp_path / "v", notes)
+    index = VaultIndex(root, tmp_path / "ix")
+    killed: list[int] = []
+
+    def kill_a_worker() -> None:
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline and not killed:
+            for child in multiprocessing.active_children():
+                if child.pid is not None:
+                    child.kill()
+                    killed.append(child.pid)
+                    return
+            time.sleep(0.005)
+
+    killer = threading.Thread(target=kill_a_worker)
+    killer.start()
+    try:
+        with pytest.raises(RuntimeError, match="index worker stopped"):
+            build(index, procs=2)
+    finally:
+        killer.join(timeout=150)
+    assert killed
+    assert not index.is_complete()
+    sync(index, procs=1)
+    assert index.is_complete() and len(index.records()) == 4000
+
+
 WORDS = ["alpha", "beta", "gamma", "delta", "alphabet", "betamax", "omega", "megaphone", "über", "straße"]
 
 

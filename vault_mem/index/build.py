@@ -17,12 +17,13 @@ from __future__ import annotations
 import contextlib
 import multiprocessing as mp
 import os
-import queue
 import signal
 import threading
 import time
+from collections import deque
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from multiprocessing.connection import Connection, wait
 from pathlib import Path
 from typing import Any
 
@@ -108,41 +109,63 @@ def _serial_build(index: VaultIndex, files: list[str], bar: Progress) -> None:
 
 def _parallel_build(index: VaultIndex, files: list[str], bar: Progress, procs: int) -> None:
     ctx = mp.get_context("spawn")  # no fork: the server has threads and a protocol stdout
-    jobs: Any = ctx.Queue()
-    results: Any = ctx.Queue()
-    batches = _batches(files, procs)
-    for batch in batches:
-        jobs.put(batch)
+    # One pipe per worker, batches handed out as workers finish theirs: no multiprocessing
+    # queue, so no semaphores and no feeder threads that an interrupted build could leave behind.
+    pending = deque(_batches(files, procs))
+    expected = len(pending)
+    pipes: list[Any] = []  # Connection, or PipeConnection on Windows
+    ends: list[Any] = []  # the workers' ends, closed here once they are started
+    workers = []
     for _ in range(procs):
-        jobs.put(None)
-    workers = [ctx.Process(target=_worker, args=(str(index.dir), str(index.root), jobs, results), daemon=True)
-               for _ in range(procs)]
+        mine, theirs = ctx.Pipe()
+        pipes.append(mine)
+        ends.append(theirs)
+        workers.append(ctx.Process(target=_worker, args=(str(index.dir), str(index.root), theirs), daemon=True))
     parent = index.acquire_writer()
     try:
         with _sigint_ignored():  # inherited: Ctrl-C stops the parent, which stops the workers
             for worker in workers:
                 worker.start()
+        for end in ends:  # a worker that dies now shows as the end of its pipe
+            end.close()
+        busy: list[Any] = []  # the pipes of workers with a batch to finish
+
+        def hand_out(conn: Any) -> None:
+            try:
+                if pending:
+                    conn.send(pending.popleft())
+                    busy.append(conn)
+                else:
+                    conn.send(None)  # the worker ends; its pipe is no longer waited on
+            except OSError:  # its process is gone (a pipe cut on send)
+                raise RuntimeError("an index worker stopped before the build finished") from None
+
+        for conn in pipes:
+            hand_out(conn)
         segments = list(parent.segments)
         generation = parent.generation
         received = 0
-        while received < len(batches):
-            try:
-                kind, payload, count = results.get(timeout=5)
-            except queue.Empty:
-                if not any(w.is_alive() for w in workers):
-                    raise RuntimeError("index workers stopped before the build finished") from None
-                continue
-            if kind == "error":
-                raise RuntimeError(f"index worker failed: {payload}")
-            if kind == "progress":
+        while received < expected:
+            ready: list[Any] = wait(busy, timeout=5)
+            if not ready and not any(w.is_alive() for w in workers):
+                raise RuntimeError("index workers stopped before the build finished")
+            for conn in ready:
+                try:
+                    kind, payload, count = conn.recv()
+                except (EOFError, OSError):  # its process is gone: the pipe ended, or was cut
+                    raise RuntimeError("an index worker stopped before it finished its batch") from None
+                if kind == "error":
+                    raise RuntimeError(f"index worker failed: {payload}")
                 bar.advance(count)
-                continue
-            received += 1
-            segments.append(payload)
-            # Publish what is finished so far; old TOC files are cleaned by the final commit.
-            TOC(parent.schema, segments, generation).write(parent.storage, parent.indexname)
-            generation += 1
-            bar.advance(count)
+                if kind == "progress":
+                    continue
+                received += 1
+                busy.remove(conn)
+                hand_out(conn)
+                segments.append(payload)
+                # Publish what is finished so far; old TOC files are cleaned by the final commit.
+                TOC(parent.schema, segments, generation).write(parent.storage, parent.indexname)
+                generation += 1
         # The final commit publishes the segments as they are: the merge is left for later.
         parent.generation = generation
         parent._close_segment()
@@ -153,13 +176,14 @@ def _parallel_build(index: VaultIndex, files: list[str], bar: Progress, procs: i
         for worker in workers:  # interrupted or failed: stop at once, not after the batch
             if worker.is_alive():
                 worker.terminate()
-        jobs.cancel_join_thread()  # batches no worker will read must not hold up the exit
         raise
     finally:
         for worker in workers:
             worker.join(timeout=10)
             if worker.is_alive():
                 worker.kill()
+        for conn in pipes:
+            conn.close()
 
 
 def _batches(files: list[str], procs: int) -> list[list[str]]:
@@ -196,9 +220,9 @@ def _sigint_ignored() -> Iterator[None]:
         signal.signal(signal.SIGINT, previous)
 
 
-def _worker(index_dir: str, root: str, jobs: Any, results: Any) -> None:
-    """A build worker: parse each batch of files and write it as one segment, reporting progress
-    every REPORT_EVERY files."""
+def _worker(index_dir: str, root: str, conn: Connection) -> None:
+    """A build worker: parse each batch of files it is sent and write it as one segment, reporting
+    progress every REPORT_EVERY files; ``None`` ends it."""
     with contextlib.suppress(ValueError, OSError):
         signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent decides when to stop
     try:
@@ -211,7 +235,7 @@ def _worker(index_dir: str, root: str, jobs: Any, results: Any) -> None:
         shared_temp = ix.storage.temp_storage
         ix.storage.temp_storage = lambda name=None: shared_temp(own_temp)
         while True:
-            batch = jobs.get()
+            batch = conn.recv()
             if batch is None:
                 return
             writer = SegmentWriter(ix, _lk=False, limitmb=64)
@@ -220,13 +244,16 @@ def _worker(index_dir: str, root: str, jobs: Any, results: Any) -> None:
                 writer.add_document(**document_of(read_note(Path(root), rel), rel))
                 unreported += 1
                 if unreported == REPORT_EVERY:
-                    results.put(("progress", None, unreported))
+                    conn.send(("progress", None, unreported))
                     unreported = 0
             segment = writer._finalize_segment()
             writer._tempstorage.destroy()
-            results.put(("segment", segment, unreported))
+            conn.send(("segment", segment, unreported))
+    except (EOFError, BrokenPipeError):
+        return  # the parent has gone (interrupted): nothing to report to
     except Exception as exc:  # reported to the parent, which stops the build
-        results.put(("error", f"{type(exc).__name__}: {exc}", 0))
+        with contextlib.suppress(OSError):
+            conn.send(("error", f"{type(exc).__name__}: {exc}", 0))
 
 
 def reconcile(index: VaultIndex, progress: Callable[[str, int], Progress] | None = None) -> SyncReport:
