@@ -32,7 +32,9 @@ import argparse
 import os
 import random
 import re
+import secrets
 import shutil
+import string
 import sys
 import time
 from contextlib import AsyncExitStack
@@ -156,7 +158,11 @@ async def save_and_wait(session: Session, vault: Path, files: list[str], rng: ra
     while rel.lower().endswith(".excalidraw.md") or (vault / rel).stat().st_size > 1_000_000:
         rel = rng.choice(files)
     path = vault / rel
-    word = "scalesave" + "".join(rng.choice("abcdefghijklmnopqrstuvwxyz") for _ in range(10))
+    # A word no earlier run can have left in the replica (the files keep what each run saved,
+    # and the seeded generator repeats its choices): drawn from the OS, and checked unknown.
+    word = "scalesave" + "".join(secrets.choice(string.ascii_lowercase) for _ in range(12))
+    if (await session.call("memory_search", agent=AGENT, query=word)).get("notes"):
+        raise SystemExit(f"the fresh word {word!r} is already in the index: the measure would be void")
     text = path.read_text(encoding="utf-8", errors="replace")
     temp = path.parent / f".{path.name}.bench-tmp"
     temp.write_text(text + f"\n\nSaved by the scale bench: {word}\n", encoding="utf-8")
