@@ -201,8 +201,9 @@ def _batches(files: list[str], procs: int) -> list[list[str]]:
             if first >= len(files):
                 break
         size = min(size * 2, MAX_BATCH)
-    # A last batch far smaller than its neighbour is folded into it: one segment fewer.
-    if len(batches) > 1 and len(batches[-1]) < BATCH:
+    # A last batch smaller than the lowest merge tier is folded into its neighbour: alone, it
+    # would be rewritten by every merge of the saves' one-note segments.
+    if len(batches) > 1 and len(batches[-1]) < FIRST_BATCH:
         batches[-2].extend(batches.pop())
     return batches
 
