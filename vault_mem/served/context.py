@@ -11,7 +11,7 @@ from typing import Any, Protocol
 from whoosh.query import Query, Term
 from whoosh.searching import Searcher
 
-from vault_mem.index.columns import column
+from vault_mem.index.columns import column, live_docs
 from vault_mem.index.store import VaultIndex
 from vault_mem.vault.frontmatter import split_frontmatter
 from vault_mem.vault.paths import resolves_inside
@@ -71,14 +71,9 @@ class View:
         return list(self.searcher.docs_for_query(query))
 
     def all_docs(self) -> list[int]:
-        # per segment: a plain range unless it has deletions (all_doc_ids checks every docnum)
-        docs: list[int] = []
-        for reader, offset in self.searcher.reader().leaf_readers():
-            if reader.has_deletions():
-                docs.extend(offset + d for d in reader.all_doc_ids())
-            else:
-                docs.extend(range(offset, offset + reader.doc_count_all()))
-        return docs
+        """Every live document, ascending (per segment from its deleted set: Whoosh's
+        all_doc_ids asks is_deleted of every document)."""
+        return live_docs(self.searcher)
 
     def record(self, docnum: int) -> dict[str, Any]:
         rec = self._records.get(docnum)
