@@ -119,6 +119,53 @@ async def test_stop_words_and_short_terms_dropped_unless_nothing_else(make_vault
         assert nothing["status"] == "none" and "query" in nothing["message"]
 
 
+async def test_recent_notes_equal_a_full_ranking_over_segments_ties_and_deletions(make_vault, mcp_session):
+    """No query: the newest come from each segment's cached date order (``columns.newest_docs``);
+    across several segments, deleted documents, many notes sharing a date, a tag filter and
+    ``since``, the page must be what ranking every note would give."""
+    from vault_mem.vault.reader import read_note
+
+    rng = random.Random(11)
+    days = [f"2025-0{m}-0{d}T00:00:00Z" for m in (1, 2, 3) for d in (1, 2)]  # 6 dates for 120 notes
+    meta: dict[str, tuple[str, str]] = {}  # path -> (updated, tag)
+
+    def text(rel: str) -> str:
+        updated, tag = meta[rel]
+        return note(rel, "words", updated, tags=[tag])
+
+    for i in range(120):
+        meta[f"d{i % 4}/n{i:03d}.md"] = (rng.choice(days), rng.choice(["even", "odd"]))
+    vault = make_vault({rel: text(rel) for rel in meta})
+    for rel in rng.sample(sorted(meta), 15):  # edits: a deletion in the built segment, a new segment each
+        meta[rel] = (rng.choice(days), meta[rel][1])
+        (vault.root / rel).write_text(text(rel), encoding="utf-8")
+        vault.index.apply([(read_note(vault.root, rel), rel)], [])
+    for rel in rng.sample(sorted(meta), 10):
+        del meta[rel]
+        (vault.root / rel).unlink()
+        vault.index.apply([], [rel])
+    with vault.index.searching() as searcher:
+        assert len(searcher.reader().leaf_readers()) > 1
+
+    def expected(limit: int, tag: str | None = None, since: str | None = None) -> tuple[list[str], bool]:
+        ranked = sorted((rel for rel, (updated, t) in meta.items()
+                         if (tag is None or t == tag) and (since is None or updated >= since)),
+                        key=lambda rel: (-int(meta[rel][0][:10].replace("-", "")), rel))
+        return [rel.removesuffix(".md") for rel in ranked[:limit]], len(ranked) > limit
+
+    async with mcp_session(vault) as c:
+        for limit in (1, 5, 17, 50):
+            for tag in (None, "even"):
+                for since in (None, "2025-02-02T00:00:00Z"):
+                    args: dict[str, Any] = {"limit": limit}
+                    if tag:
+                        args["tag"] = tag
+                    if since:
+                        args["since"] = since
+                    answer = await search(c, **args)
+                    assert (order(answer), answer["truncated"]) == expected(limit, tag, since), args
+
+
 async def test_no_query_lists_most_recently_updated(make_vault, mcp_session):
     vault = make_vault({
         "b.md": note("B", "x", "2025-03-01T00:00:00Z"),

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import bisect
 import sys
+from collections.abc import Callable
 from typing import Any
 
 from whoosh.searching import Searcher
@@ -140,20 +141,20 @@ def term_docs(searcher: Searcher, field: str, values: list[str]) -> list[int]:
 # column's document numbers in value order; deletions (which only grow) are applied per call.
 
 
-def live_ids(reader: Any) -> list[int] | range:
-    """The document numbers of one segment that are not deleted, ascending."""
+def live_ids(reader: Any, offset: int = 0) -> list[int] | range:
+    """The document numbers of one segment that are not deleted, ascending, plus ``offset``."""
     count = reader.doc_count_all()
     if not reader.has_deletions():
-        return range(count)
+        return range(offset, offset + count)
     segment = reader.segment()
     if segment is None:
-        return [d for d in range(count) if not reader.is_deleted(d)]
+        return [offset + d for d in range(count) if not reader.is_deleted(d)]
     live: list[int] = []
     start = 0
     for dead in sorted(segment.deleted_docs()):
-        live.extend(range(start, dead))
+        live.extend(range(offset + start, offset + dead))
         start = dead + 1
-    live.extend(range(start, count))
+    live.extend(range(offset + start, offset + count))
     return live
 
 
@@ -161,8 +162,7 @@ def live_docs(searcher: Searcher) -> list[int]:
     """Every document number of ``searcher`` that is not deleted, ascending."""
     docs: list[int] = []
     for reader, offset in searcher.reader().leaf_readers():
-        ids = live_ids(reader)
-        docs.extend(range(offset, offset + len(ids)) if isinstance(ids, range) else [offset + d for d in ids])
+        docs.extend(live_ids(reader, offset))
     return docs
 
 
@@ -207,10 +207,14 @@ def docs_where(searcher: Searcher, require: list[tuple[str, str]],
 
 
 def _ordered(reader: Any, field: str) -> tuple[list[Any], list[int]]:
-    """One segment's (values, document numbers) of a sortable ``field`` in value order,
-    documents without a value left out (cached)."""
+    """One segment's (values, document numbers) of a sortable ``field`` in value order, equal
+    values by path descending (read backwards: newest first, ties by path ascending), documents
+    without a value left out (cached)."""
     def make() -> tuple[list[Any], list[int]]:
-        pairs = sorted((v, d) for d, v in enumerate(_segment_column(reader, field)) if v is not None)
+        paths = _segment_column(reader, "path")
+        pairs = [(v, d) for d, v in enumerate(_segment_column(reader, field)) if v is not None]
+        pairs.sort(key=lambda p: paths[p[1]] or "", reverse=True)
+        pairs.sort(key=lambda p: p[0])  # stable: equal values keep the path order
         return [v for v, _d in pairs], [d for _v, d in pairs]
 
     def size(value: tuple[list[Any], list[int]]) -> int:
@@ -240,3 +244,33 @@ def deleted_set(reader: Any) -> set[int]:
     if segment is None:
         return {d for d in range(reader.doc_count_all()) if reader.is_deleted(d)}
     return set(segment.deleted_docs())
+
+
+def newest_docs(searcher: Searcher, field: str, limit: int, keep: Callable[[int], bool] | None = None,
+                floor: Any | None = None) -> list[int] | None:
+    """Up to ``limit`` live documents with the highest ``field`` values, newest first, ties by path
+    ascending (docs/tools.md, "Order"): only those ``keep`` accepts, with a value at least
+    ``floor``. None when fewer than ``limit`` have a value (the caller ranks them all then).
+
+    Each segment's order is cached (``_ordered``: read backwards it is this order), so this
+    reads the first ``limit`` entries of each segment instead of ranking every document: the
+    first ``limit`` overall are among them.
+    """
+    picked: list[tuple[Any, int]] = []
+    for reader, offset in searcher.reader().leaf_readers():
+        values, docs = _ordered(reader, field)
+        dead = deleted_set(reader) if reader.has_deletions() else ()
+        taken = 0
+        for i in range(len(values) - 1, -1, -1):
+            if taken == limit or (floor is not None and values[i] < floor):
+                break
+            doc = docs[i]
+            if doc in dead or (keep is not None and not keep(offset + doc)):
+                continue
+            picked.append((values[i], offset + doc))
+            taken += 1
+    if len(picked) < limit:
+        return None
+    paths = column(searcher, "path")
+    picked.sort(key=lambda p: (-p[0], paths[p[1]] or ""))
+    return [doc for _value, doc in picked[:limit]]

@@ -27,6 +27,7 @@ from typing import Any
 from whoosh.query import And, Or, Query, Term
 
 from vault_mem.errors import InvalidInput
+from vault_mem.index.columns import newest_docs
 from vault_mem.index.schema import path_prefixes
 from vault_mem.reads.excerpts import excerpt_around
 from vault_mem.reads.ranking import match_forms, score_notes, search_terms
@@ -100,7 +101,10 @@ def memory_search(view: View, raw: dict[str, Any]) -> dict[str, Any]:
         # here made ranking 100k candidates ~60% slower (measured).
         return -scores.get(d, 0), -(updated[d] or 0), paths[d] or ""
 
-    if path and candidates:
+    newest = None if query or path else _newest(view, candidates, limit, since)
+    if newest is not None:  # no query: the newest, from each segment's cached date order
+        page, truncated = newest[:limit], len(newest) > limit
+    elif path and candidates:
         page, truncated = _overlapping_page(view, candidates, path, rank, limit)
     else:
         page = heapq.nsmallest(limit, _contenders(candidates, scores, limit), key=rank)
@@ -123,6 +127,13 @@ def memory_search(view: View, raw: dict[str, Any]) -> dict[str, Any]:
     if messages:
         answer["message"] = "; ".join(messages)
     return answer
+
+
+def _newest(view: View, candidates: list[int], limit: int, since: int | None) -> list[int] | None:
+    """The first ``limit + 1`` candidates newest first (one more tells whether more follow),
+    or None to rank them all (fewer than that)."""
+    keep = None if len(candidates) == view.searcher.doc_count() else set(candidates).__contains__
+    return newest_docs(view.searcher, "updated", limit + 1, keep, since)
 
 
 def _contenders(candidates: list[int], scores: dict[int, float], limit: int) -> list[int]:
