@@ -108,6 +108,49 @@ async def test_default_newest_created_first_ties_by_path_and_row_shape(make_vaul
         assert archived["status"] == "archived"
 
 
+async def test_listing_order_over_segments_ties_and_deletions_equals_a_full_sort(make_vault, mcp_session):
+    """With no filter, the listing is merged lazily from each segment's cached order: across
+    several segments, shared dates and importances, edits and deletions, every page (both
+    orders, paged with offsets) must be what sorting every note would give."""
+    import random
+
+    from vault_mem.vault.reader import read_note
+
+    rng = random.Random(5)
+    days = ["2025-01-01", "2025-01-02", "2025-02-01", "2025-03-01"]
+    meta: dict[str, tuple[str, float]] = {}  # path -> (created, importance)
+
+    def text(rel: str) -> str:
+        created, importance = meta[rel]
+        return f"---\nid: {rel}\ncreated: {created}\nimportance: {importance}\n---\nbody\n"
+
+    for i in range(90):
+        meta[f"d{i % 3}/n{i:03d}.md"] = (rng.choice(days), rng.choice([0.2, 0.5, 0.9]))
+    vault = make_vault({rel: text(rel) for rel in meta})
+    for rel in rng.sample(sorted(meta), 12):  # each edit: a deletion in an old segment, a new one
+        meta[rel] = (rng.choice(days), rng.choice([0.2, 0.5, 0.9]))
+        (vault.root / rel).write_text(text(rel), encoding="utf-8")
+        vault.index.apply([(read_note(vault.root, rel), rel)], [])
+    for rel in rng.sample(sorted(meta), 9):
+        del meta[rel]
+        (vault.root / rel).unlink()
+        vault.index.apply([], [rel])
+    with vault.index.searching() as searcher:
+        assert len(searcher.reader().leaf_readers()) > 1
+
+    def expected(by_importance: bool) -> list[str]:
+        return sorted(meta, key=lambda rel: (-meta[rel][1] if by_importance else 0,
+                                             -int(meta[rel][0].replace("-", "")), rel))
+
+    async with mcp_session(vault) as c:
+        for by_importance in (False, True):
+            want = expected(by_importance)
+            for offset, limit in ((0, 20), (0, 1), (7, 13), (60, 50), (len(want), 5)):
+                answer = await c.call("memory_list", offset=offset, limit=limit, sort_by_importance=by_importance)
+                assert [m["path"] for m in answer["memories"]] == want[offset:offset + limit], (offset, limit)
+                assert ("next_offset" in answer) == (offset + limit < len(want))
+
+
 async def test_sort_by_importance_then_newest_then_path(make_vault, mcp_session):
     vault = make_vault(NOTES)
     async with mcp_session(vault) as c:
