@@ -75,6 +75,24 @@ def test_parallel_build_matches_serial_build(tmp_path: Path) -> None:
     assert (tmp_path / "ix2" / ".gitignore").read_text() == "*\n"
 
 
+def test_an_index_of_an_older_schema_is_rebuilt_at_the_next_sync(tmp_path: Path) -> None:
+    """After an upgrade that changes the index format (docs/index-and-sync.md), the old index
+    is not read with the new schema: the next sync builds it again, from the files."""
+    from vault_mem.index.schema import SCHEMA_VERSION
+
+    root = write_notes(tmp_path / "v", {f"d/n{i}.md": note(f"u{i}", f"Note {i}", f"body {i}") for i in range(30)})
+    index = VaultIndex(root, tmp_path / "ix")
+    sync(index, procs=1)
+    before = snapshot(index)
+    index.close()
+    index.set_state(schema=SCHEMA_VERSION - 1)  # what the previous version wrote
+    assert VaultIndex(root, tmp_path / "ix").needs_build()
+    again = VaultIndex(root, tmp_path / "ix")
+    report = sync(again, procs=1)
+    assert report.rebuilt and report.total == 30
+    assert not again.needs_build() and again.is_complete() and snapshot(again) == before
+
+
 def test_build_killed_half_way_is_repaired_at_next_start(tmp_path: Path) -> None:
     notes = {f"d{i % 5}/n{i}.md": note(f"u{i}", f"Note {i}", "x " * 200) for i in range(3000)}
     root = write_notes(tmp_path / "v", notes)
