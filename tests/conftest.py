@@ -18,6 +18,7 @@ from vault_mem.index.store import VaultIndex
 from vault_mem.served.context import Vault
 from vault_mem.server.app import build_server
 from vault_mem.vault.note import Note
+from vault_mem.vault.reader import read_note
 
 SAMPLE_VAULT = Path(__file__).resolve().parent.parent / "sample_vault"
 
@@ -48,6 +49,19 @@ def write_notes(root: Path, notes: dict[str, str]) -> Path:
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(textwrap.dedent(text).lstrip("\n"), encoding="utf-8")
     return root
+
+
+def commit_note(index: VaultIndex, rel: str, text: str) -> None:
+    """Write the note ``rel`` and index it in a commit of its own, as the watcher commits a save:
+    one new one-note segment, and its old copy (if any) deleted where it was."""
+    (index.root / rel).write_text(text, encoding="utf-8")
+    index.apply([(read_note(index.root, rel), rel)], [])
+
+
+def commit_removal(index: VaultIndex, rel: str) -> None:
+    """Delete the note ``rel`` and drop it from the index in a commit of its own."""
+    (index.root / rel).unlink()
+    index.apply([], [rel])
 
 
 def open_vault(root: Path, project: str | None = None, compat: bool = False) -> Vault:

@@ -114,7 +114,7 @@ async def test_listing_order_over_segments_ties_and_deletions_equals_a_full_sort
     orders, paged with offsets) must be what sorting every note would give."""
     import random
 
-    from vault_mem.vault.reader import read_note
+    from conftest import commit_note, commit_removal
 
     rng = random.Random(5)
     days = ["2025-01-01", "2025-01-02", "2025-02-01", "2025-03-01"]
@@ -129,12 +129,10 @@ async def test_listing_order_over_segments_ties_and_deletions_equals_a_full_sort
     vault = make_vault({rel: text(rel) for rel in meta})
     for rel in rng.sample(sorted(meta), 12):  # each edit: a deletion in an old segment, a new one
         meta[rel] = (rng.choice(days), rng.choice([0.2, 0.5, 0.9]))
-        (vault.root / rel).write_text(text(rel), encoding="utf-8")
-        vault.index.apply([(read_note(vault.root, rel), rel)], [])
+        commit_note(vault.index, rel, text(rel))
     for rel in rng.sample(sorted(meta), 9):
         del meta[rel]
-        (vault.root / rel).unlink()
-        vault.index.apply([], [rel])
+        commit_removal(vault.index, rel)
     with vault.index.searching() as searcher:
         assert len(searcher.reader().leaf_readers()) > 1
 

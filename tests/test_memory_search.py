@@ -123,7 +123,7 @@ async def test_recent_notes_equal_a_full_ranking_over_segments_ties_and_deletion
     """No query: the newest come from each segment's cached date order (``columns.newest_docs``);
     across several segments, deleted documents, many notes sharing a date, a tag filter and
     ``since``, the page must be what ranking every note would give."""
-    from vault_mem.vault.reader import read_note
+    from conftest import commit_note, commit_removal
 
     rng = random.Random(11)
     days = [f"2025-0{m}-0{d}T00:00:00Z" for m in (1, 2, 3) for d in (1, 2)]  # 6 dates for 120 notes
@@ -138,12 +138,10 @@ async def test_recent_notes_equal_a_full_ranking_over_segments_ties_and_deletion
     vault = make_vault({rel: text(rel) for rel in meta})
     for rel in rng.sample(sorted(meta), 15):  # edits: a deletion in the built segment, a new segment each
         meta[rel] = (rng.choice(days), meta[rel][1])
-        (vault.root / rel).write_text(text(rel), encoding="utf-8")
-        vault.index.apply([(read_note(vault.root, rel), rel)], [])
+        commit_note(vault.index, rel, text(rel))
     for rel in rng.sample(sorted(meta), 10):
         del meta[rel]
-        (vault.root / rel).unlink()
-        vault.index.apply([], [rel])
+        commit_removal(vault.index, rel)
     with vault.index.searching() as searcher:
         assert len(searcher.reader().leaf_readers()) > 1
 

@@ -11,7 +11,7 @@ import threading
 import time
 from pathlib import Path
 
-from conftest import write_notes
+from conftest import commit_note, write_notes
 from filelock import FileLock
 from whoosh.reading import SegmentReader
 
@@ -38,9 +38,7 @@ def many_segments(tmp_path: Path, notes: int = 60, singles: int = 2 * FACTOR, du
     index = VaultIndex(root, tmp_path / "index")
     build(index, procs=1)
     for i in range(singles):
-        rel = f"d{i % 3}/n{i}.md"
-        (root / rel).write_text(note(i, f"edited {i}"), encoding="utf-8")
-        index.apply([(read_note(root, rel), rel)], [])
+        commit_note(index, f"d{i % 3}/n{i}.md", note(i, f"edited {i}"))
     assert bool(plan(index.open()._read_toc().segments)) == due
     return index
 
@@ -137,9 +135,7 @@ def test_a_merge_killed_at_any_moment_leaves_an_index_equal_to_the_files(tmp_pat
         if not plan(index.open()._read_toc().segments):
             index.close()
             for i in range(FACTOR):  # more small commits, so that there is a merge to kill
-                rel = f"d{i % 3}/n{i}.md"
-                (index.root / rel).write_text(note(i, f"again {delay} {i}"), encoding="utf-8")
-                index.apply([(read_note(index.root, rel), rel)], [])
+                commit_note(index, f"d{i % 3}/n{i}.md", note(i, f"again {delay} {i}"))
         proc = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                                 stderr=subprocess.DEVNULL)
         deadline = time.monotonic() + delay
@@ -220,9 +216,7 @@ def test_a_served_vault_merges_its_small_segments_in_the_background(make_vault) 
     try:
         assert runtime.wait_ready(60)
         for i in range(FACTOR + 2):  # live commits: one small segment each, never a merge
-            rel = f"d/n{i}.md"
-            (vault.root / rel).write_text(note(i, f"live {i}"), encoding="utf-8")
-            vault.index.apply([(read_note(vault.root, rel), rel)], [])
+            commit_note(vault.index, f"d/n{i}.md", note(i, f"live {i}"))
         assert len(vault.index.open()._read_toc().segments) > FACTOR
         deadline = time.monotonic() + 120
         while merge.merge_due(vault.index.dir) or (runtime._merger and runtime._merger.poll() is None):
@@ -246,9 +240,7 @@ def test_a_few_edits_leave_a_built_segment_in_its_tier_and_many_merge_it_down(tm
     build(index, procs=1)
 
     def edit(i: int) -> None:
-        rel = f"d/n{i}.md"
-        (root / rel).write_text(note(i, f"edited {i}"), encoding="utf-8")
-        index.apply([(read_note(root, rel), rel)], [])
+        commit_note(index, f"d/n{i}.md", note(i, f"edited {i}"))
 
     for i in range(FACTOR):  # 8 edits: 16 of 24 built documents live, 8 one-note segments
         edit(i)

@@ -19,6 +19,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from conftest import commit_note
 from whoosh.filedb.filestore import FileStorage
 
 from vault_mem.index.build import sync
@@ -127,10 +128,7 @@ def _index(tmp_path: Path, count: int) -> VaultIndex:
 
 
 def _add_note(index: VaultIndex, name: str) -> None:
-    from vault_mem.vault.reader import read_note
-
-    (index.root / name).write_text(f"# {name}\n\nmore\n", encoding="utf-8")
-    index.apply([(read_note(index.root, name), name)], [])
+    commit_note(index, name, f"# {name}\n\nmore\n")
 
 
 def test_a_deletion_refused_by_the_os_is_skipped_not_raised(tmp_path: Path) -> None:
