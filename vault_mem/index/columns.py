@@ -92,7 +92,7 @@ def path_key_docs(searcher: Searcher, field: str, value: str) -> list[int]:
     for reader, offset, table in tables:
         hits = table.get(value)
         if hits:
-            dead = deleted_set(reader) if reader.has_deletions() else ()
+            dead = reader.deleted_docs_set if reader.has_deletions() else ()
             found.extend(offset + d for d in hits if d not in dead)
     return found
 
@@ -126,7 +126,7 @@ def term_docs(searcher: Searcher, field: str, values: list[str]) -> list[int]:
     """
     found: set[int] = set()
     for reader, offset in searcher.reader().leaf_readers():
-        dead = deleted_set(reader) if reader.has_deletions() else ()
+        dead = reader.deleted_docs_set if reader.has_deletions() else ()
         for value in values:
             if (field, value) not in reader:
                 continue
@@ -195,7 +195,7 @@ def docs_where(searcher: Searcher, require: list[tuple[str, str]],
                     hits.update(reader.postings(field, value).all_ids())
             if not hits:
                 continue
-            dead = deleted_set(reader) if reader.has_deletions() else ()
+            dead = reader.deleted_docs_set if reader.has_deletions() else ()
             candidates = sorted(d for d in hits if d not in dead)
         for f, v in require:
             mask = term_mask(reader, f, v)
@@ -231,19 +231,12 @@ def docs_in_range(searcher: Searcher, field: str, lo: Any | None, hi: Any | None
         start = 0 if lo is None else bisect.bisect_left(values, lo)
         end = len(values) if hi is None else bisect.bisect_left(values, hi)
         picked = sorted(docs[start:end])
-        if reader.has_deletions():  # the segment's own set: Whoosh's is_deleted is 3 calls a document
-            dead = deleted_set(reader)
+        if reader.has_deletions():  # the reader's set: Whoosh's is_deleted is 3 calls a document
+            dead = reader.deleted_docs_set
             picked = [d for d in picked if d not in dead]
         found.extend(map(offset.__add__, picked))
     return found
 
-
-def deleted_set(reader: Any) -> set[int]:
-    """The deleted document numbers of one segment."""
-    segment = reader.segment()
-    if segment is None:
-        return {d for d in range(reader.doc_count_all()) if reader.is_deleted(d)}
-    return set(segment.deleted_docs())
 
 
 def newest_docs(searcher: Searcher, field: str, limit: int, keep: Callable[[int], bool] | None = None,
@@ -259,7 +252,7 @@ def newest_docs(searcher: Searcher, field: str, limit: int, keep: Callable[[int]
     picked: list[tuple[Any, int]] = []
     for reader, offset in searcher.reader().leaf_readers():
         values, docs = _ordered(reader, field)
-        dead = deleted_set(reader) if reader.has_deletions() else ()
+        dead = reader.deleted_docs_set if reader.has_deletions() else ()
         taken = 0
         for i in range(len(values) - 1, -1, -1):
             if taken == limit or (floor is not None and values[i] < floor):

@@ -26,7 +26,7 @@ from typing import Any
 from whoosh.query import And, AndNot, Every, Or, Query, Term
 
 from vault_mem.errors import InvalidInput
-from vault_mem.index.columns import deleted_set, segment_column, segment_key
+from vault_mem.index.columns import segment_column, segment_key
 from vault_mem.index.lru import CACHE
 from vault_mem.index.schema import fold
 from vault_mem.index.substring import hit_counts, is_word, words
@@ -330,7 +330,7 @@ def _every_note_in_order(view: View, by_importance: bool,
     a few keys, not a ranking of the whole vault."""
     streams = []
     for reader, offset in view.searcher.reader().leaf_readers():
-        dead = deleted_set(reader) if reader.has_deletions() else frozenset()
+        dead = reader.deleted_docs_set if reader.has_deletions() else frozenset()
         streams.append(_live_in_order(_segment_order(reader, by_importance), offset, dead))
     return heapq.merge(*streams, key=key)
 
