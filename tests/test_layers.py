@@ -1,5 +1,6 @@
 """The layers stay apart: imports point down, never up:
-vault <- index <- served <- reads, writes (apart from each other) <- server <- cli."""
+vault <- index <- served <- reads, writes (apart from each other) <- server <- cli;
+imports (import and export) and clients (their config files) stand on vault alone, for cli."""
 
 from __future__ import annotations
 
@@ -12,7 +13,11 @@ PACKAGE = Path(__file__).resolve().parent.parent / "vault_mem"
 # What each layer must never import.
 ABOVE_INDEX = ("vault_mem.served", "vault_mem.reads", "vault_mem.writes", "vault_mem.server", "vault_mem.cli", "mcp")
 FORBIDDEN = {
-    "vault": ("vault_mem.index", *ABOVE_INDEX, "whoosh"),
+    "vault": ("vault_mem.index", "vault_mem.imports", "vault_mem.clients", *ABOVE_INDEX, "whoosh"),
+    # Files in, files out: an import writes notes as the write tools do, and the index catches up
+    # as with any other change, so neither needs the index nor anything above it.
+    "imports": ("vault_mem.index", "vault_mem.clients", *ABOVE_INDEX, "whoosh"),
+    "clients": ("vault_mem.index", "vault_mem.imports", *ABOVE_INDEX, "whoosh"),
     "index": ABOVE_INDEX,
     "served": ABOVE_INDEX[1:],
     "reads": ("vault_mem.writes", "vault_mem.server", "vault_mem.cli", "mcp"),
@@ -57,8 +62,10 @@ def test_modules_stay_small() -> None:
 
 # Who may start processes: git only through vault/git.py (no shell, timeouts, LC_ALL=C), and the
 # server's runtime for its background index build. vault/history.py, vault/gitcommit.py and
-# vault/gitsync.py all go through vault/git.py.
-MAY_RUN_PROCESSES = {"vault/git.py", "server/runtime.py"}
+# vault/gitsync.py all go through vault/git.py. clients/claude_code.py runs `claude mcp add/remove`
+# for `vault-mem connect claude-code`: Claude Code rewrites its own config file while it runs, so
+# its command is the safe way to change it (no shell, a timeout, only when `claude` is installed).
+MAY_RUN_PROCESSES = {"vault/git.py", "server/runtime.py", "clients/claude_code.py"}
 
 
 def test_only_the_git_module_and_the_runtime_start_processes() -> None:
