@@ -77,14 +77,16 @@ def _record(item: Any, where: str, fallback: str) -> Record | Skipped:
     messages = [m for node in _branch(mapping, item.get("current_node")) if (m := _message(node))]
     if not messages:
         return Skipped(where, f"conversation {source_id!r} has no user or assistant text on its current branch")
-    created = moment(item.get("create_time")) or fallback
+    dated = moment(item.get("create_time"))
+    created = dated or fallback
     updated = moment(item.get("update_time")) or created
     title = " ".join(str(text_or_none(item.get("title")) or "Untitled conversation").split())
     fields: dict[str, Any] = {"type": "note", "tags": ["chatgpt"], "created": created, "updated": updated}
     model = text_or_none(item.get("default_model_slug"))
     if model:
         fields["model"] = model
-    return Record(source_id=source_id, title=title, body=transcript(messages), fields=fields, where=where)
+    return Record(source_id=source_id, title=title, body=transcript(messages), fields=fields, where=where,
+                  dated=dated is not None)
 
 
 def read(source: Path) -> Source:

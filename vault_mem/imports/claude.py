@@ -47,11 +47,13 @@ def _record(item: Any, where: str, fallback: str) -> Record | Skipped:
     messages = [m for message in chat if (m := _message(message))]
     if not messages:
         return Skipped(where, f"conversation {source_id!r} has no human or assistant text")
-    created = moment(item.get("created_at")) or fallback
+    dated = moment(item.get("created_at"))
+    created = dated or fallback
     updated = moment(item.get("updated_at")) or created
     title = " ".join(str(text_or_none(item.get("name")) or "Untitled conversation").split())
     fields: dict[str, Any] = {"type": "note", "tags": ["claude"], "created": created, "updated": updated}
-    return Record(source_id=source_id, title=title, body=transcript(messages), fields=fields, where=where)
+    return Record(source_id=source_id, title=title, body=transcript(messages), fields=fields, where=where,
+                  dated=dated is not None)
 
 
 def read(source: Path) -> Source:

@@ -77,18 +77,19 @@ def _record(obj: Any, where: str, fallback: str) -> Record | Skipped:
     if title is None and not text.strip():
         return Skipped(where, "empty: neither text nor a title")
     title = " ".join((title or first_line_title(text)).split())
-    created = moment(obj.get("created", obj.get("date"))) or fallback
+    dated = moment(obj.get("created", obj.get("date")))
+    created = dated or fallback
     updated = moment(obj.get("updated")) or created
     uid = text_or_none(obj.get("uid"))
     source_id = text_or_none(obj.get("id")) or uid
     if source_id is None:
-        seed = json.dumps([title, created, text], ensure_ascii=False)
+        seed = json.dumps([title, dated, text], ensure_ascii=False)
         source_id = "sha256-" + hashlib.sha256(seed.encode("utf-8", "surrogatepass")).hexdigest()[:24]
     domain = text_or_none(obj.get("domain"))
     path = text_or_none(obj.get("path"))
     return Record(source_id=source_id.strip(), title=title, body=text, fields=_fields(obj, created, updated),
                   domain=domain.strip() if domain else ("" if "domain" in obj else None),
-                  path=path, uid=uid.strip() if uid else None, where=where)
+                  path=path, uid=uid.strip() if uid else None, where=where, dated=dated is not None)
 
 
 def read(source: Path) -> Source:

@@ -96,5 +96,5 @@ def read(source: Path) -> Source:
         note_type = kind.lower() if kind.lower() in KNOWN_TYPES else kind
         out.records.append(Record(source_id=name, title=_one_line(name), body=body,
                                   fields={"type": note_type, "created": stamp, "updated": stamp},
-                                  where=where))
+                                  where=where, dated=False))
     return out

@@ -55,7 +55,8 @@ def _record(item: Any, where: str, fallback: str) -> Record | Skipped:
         return Skipped(where, f"memory {source_id!r} has no text (memory or content)")
     if str(item.get("state", "")).lower() == "deleted":
         return Skipped(where, f"memory {source_id!r} was deleted in the source")
-    created = moment(item.get("created_at")) or fallback
+    dated = moment(item.get("created_at"))
+    created = dated or fallback
     updated = moment(item.get("updated_at")) or created
     categories = string_list(item.get("categories"))
     fields: dict[str, Any] = {"type": "fact", "tags": categories, "created": created, "updated": updated}
@@ -67,7 +68,7 @@ def _record(item: Any, where: str, fallback: str) -> Record | Skipped:
     if isinstance(metadata, dict) and metadata:
         fields["mem0_metadata"] = metadata
     return Record(source_id=source_id.strip(), title=first_line_title(text), body=text.strip(), fields=fields,
-                  where=where)
+                  where=where, dated=dated is not None)
 
 
 def read(source: Path) -> Source:

@@ -205,6 +205,16 @@ class _Importer:
             return
         stored = data.get(IMPORT_HASH)
         current = digest(data, body)
+        if not record.dated:
+            # Dates that are only the source file's time say nothing about this record: the note keeps
+            # its own unless the record changed, and then ``updated`` moves to the file's time.
+            kept = {key: data[key] for key in ("created", "updated") if key in data}
+            _, same_hash = rendered({**fields, **kept}, record.body)
+            if same_hash in (stored, current):
+                self.report.unchanged += 1
+                return
+            if "created" in data:
+                new_text, new_hash = rendered({**fields, "created": data["created"]}, record.body)
         if new_hash == stored or current == new_hash:
             self.report.unchanged += 1
             return

@@ -32,6 +32,7 @@ class Record:
     path: str | None = None  # a vault-relative path to use as is (the jsonl form of an export)
     uid: str | None = None  # the note id to keep (an export's uid); None: a new one
     where: str = ""  # "line 12", "conversation 3": for messages
+    dated: bool = True  # False: created/updated are the source file's time, not the record's own
 
 
 @dataclass
