@@ -35,7 +35,7 @@ from vault_mem.errors import InvalidInput
 from vault_mem.imports.records import Record, Skipped, Source
 from vault_mem.vault.dates import parse_datetime
 from vault_mem.vault.frontmatter import load_yaml, split_frontmatter
-from vault_mem.vault.paths import check_relative, confine, existing_spelling
+from vault_mem.vault.paths import check_relative, confine, existing_spelling, name_key
 from vault_mem.vault.walk import walk_vault
 from vault_mem.vault.writer import TRASH_DIRNAME as TRASH_NAME
 from vault_mem.vault.writer import atomic_write, create_exclusive, note_filename, render_note
@@ -126,6 +126,13 @@ def _folder(root: Path, domain: str, param: str) -> tuple[Path, str]:
     return confine(root, domain, param), domain
 
 
+def _names_in(folder: Path) -> set[str]:
+    try:
+        return {name_key(name) for name in os.listdir(folder)}
+    except FileNotFoundError:
+        return set()
+
+
 class _Importer:
     def __init__(self, root: Path, fmt: str, domain: str | None, dry_run: bool,
                  default_domain: Callable[[Record], str]) -> None:
@@ -134,6 +141,15 @@ class _Importer:
         self.report = Report(fmt, dry_run)
         self.found, self.trashed = find_imported(root, fmt)
         self.seen: dict[str, str] = {}
+        # Listing a folder for each note would make an import of n notes into one folder O(n²).
+        self.folders: dict[tuple[str, str], Path] = {}
+        self.names: dict[Path, set[str]] = {}
+
+    def folder(self, domain: str, param: str) -> Path:
+        key = (domain, param)
+        if key not in self.folders:
+            self.folders[key] = _folder(self.root, domain, param)[0]
+        return self.folders[key]
 
     def fields(self, record: Record) -> dict[str, Any]:
         fields = {"title": record.title, **{k: v for k, v in record.fields.items() if v not in (None, [], {})}}
@@ -170,11 +186,11 @@ class _Importer:
                 folder_rel, _, name = rel.rpartition("/")
                 if not name.lower().endswith(".md"):
                     raise InvalidInput("path", f"{rel!r} is not a Markdown file name (.md)")
-                folder, _ = _folder(self.root, folder_rel, "path")
+                folder = self.folder(folder_rel, "path")
             else:
                 domain = self.domain if self.domain is not None else (
                     record.domain if record.domain is not None else self.default_domain(record))
-                folder, _ = _folder(self.root, domain, "domain")
+                folder = self.folder(domain, "domain")
                 name = note_filename(record.title)
         except InvalidInput as exc:
             self.report.skipped.append(Skipped(where, exc.message))
@@ -182,7 +198,8 @@ class _Importer:
         if self.dry_run:
             self.report.created.append((folder / name).relative_to(self.root).as_posix())
             return
-        final = create_exclusive(folder, name, text.encode("utf-8"))
+        names = self.names.setdefault(folder, _names_in(folder))
+        final = create_exclusive(folder, name, text.encode("utf-8"), taken=names)
         self.report.created.append(final.relative_to(self.root).as_posix())
 
     def update(self, rel: str, record: Record) -> None:
@@ -208,7 +225,7 @@ class _Importer:
         if not record.dated:
             # Dates that are only the source file's time say nothing about this record: the note keeps
             # its own unless the record changed, and then ``updated`` moves to the file's time.
-            kept = {key: data[key] for key in ("created", "updated") if key in data}
+            kept: dict[str, Any] = {key: data[key] for key in ("created", "updated") if key in data}
             _, same_hash = rendered({**fields, **kept}, record.body)
             if same_hash in (stored, current):
                 self.report.unchanged += 1
