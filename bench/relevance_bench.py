@@ -2,18 +2,29 @@
 
     python bench/relevance_bench.py                  # tests/relevance/questions.yaml
     python bench/relevance_bench.py --misses 10      # also list questions the new order misses
+    python bench/relevance_bench.py --known-items [--corpus DIR]   # one-word searches for known items
 
 The set (tests/relevance/) holds agent-style questions over sample_vault and a
 conversation vault, each with the notes that answer it. A question counts as found at k
 when one of its answers is among the first k results. Compared on the same index:
 
-- new order: memory_search as it ships (docs/ranking.md: rarity x field-weighted hits, stems, +10
-  for all terms, then newest, then path);
+- new order: memory_search as it ships (docs/ranking.md: each word form's rarity x its
+  field-weighted hits, +10 for all terms, the query's ceiling for all terms exactly, then
+  newest, then path);
+- one rarity for both forms: the score before issue 18 (a term's df counted the notes holding
+  it or its stem, and the +10 was the only bonus), the order where a stem-only title hit
+  could outrank an exact body hit;
 - old order: the score before rarity and stems (weights x capped substring hits, +10 for
   all terms, then newest, then path), with its stop words;
 - BM25F: Whoosh's own BM25F scorer (default B and K1, every field weighted alike) over the
   same title, permalink, tag and body fields, OR of the same query terms;
 - two ablations of the new order: without stems, and without rarity.
+
+With ``--known-items`` it asks each known item (bench/known_items.py) alone, by the new
+order and by the one-rarity order, and counts how many of the notes holding it come in the
+first 10 and how many words have one of their notes first: on the stored set of the
+13,415-note corpus (``--corpus DIR``, the folder it was made from), on sample_vault, on a
+generated vault (bench/gen_vault.py) and on the hub-like vault of bench/known_items.py.
 
 Prints numbers; it is not a test, and no test pins them.
 """
@@ -39,6 +50,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from vault_mem.index.build import build
 from vault_mem.index.store import VaultIndex
 from vault_mem.index.substring import hit_counts, words
+from vault_mem.reads import memory_search as memory_search_module
 from vault_mem.reads import ranking
 from vault_mem.reads.memory_search import memory_search
 from vault_mem.served.context import Vault, View
@@ -82,6 +94,31 @@ def old_order(view: View, question: str) -> list[str]:
     return [paths[d] for d in ranked[:max(KS)]]
 
 
+def one_rarity_scores(view: View, terms: list[str]) -> dict[int, float]:
+    """The score before issue 18: one df per term (notes holding it or its stem), +10 for all."""
+    notes = view.searcher.doc_count()
+    totals: dict[int, float] = {}
+    matched: dict[int, int] = {}
+    for term in terms:
+        hits = ranking.weighted_hits(view, term)
+        either = {d: hits.exact.get(d, 0) + hits.stem.get(d, 0) for d in hits.exact.keys() | hits.stem.keys()}
+        idf = ranking.rarity(notes, len(either))
+        for doc, value in either.items():
+            totals[doc] = totals.get(doc, 0.0) + idf * value
+            matched[doc] = matched.get(doc, 0) + 1
+    return {doc: round(total + (ranking.ALL_TERMS_BONUS if matched[doc] == len(terms) else 0), 4)
+            for doc, total in totals.items()}
+
+
+def one_rarity_order(view: View, question: str) -> list[str]:
+    saved = memory_search_module.score_notes
+    memory_search_module.score_notes = one_rarity_scores
+    try:
+        return new_order(view, question)
+    finally:
+        memory_search_module.score_notes = saved
+
+
 def bm25f(view: View, question: str) -> list[str]:
     terms, _dropped = ranking.search_terms(question)
     query = Or([Term(field, term) for field in TEXT_FIELDS for term in terms])
@@ -111,6 +148,7 @@ def without_rarity(view: View, question: str) -> list[str]:
 
 RANKERS: dict[str, Ranker] = {
     "new order": new_order,
+    "one rarity (before #18)": one_rarity_order,
     "old order": old_order,
     "BM25F (Whoosh)": bm25f,
     "new, without stems": without_stems,
