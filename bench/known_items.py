@@ -108,6 +108,21 @@ def hub_vault(root: Path) -> None:
             (root / "topics" / f"Theme notes {k}{j}.md").write_text(text, encoding="utf-8")
 
 
+def seed_rare_words(root: Path, words_of_vault: list[str], every: int = 20) -> None:
+    """Add to every ``every``-th note of a generated vault one rare word made of a common one and
+    a suffix ("deployable", "cachelike"): its stem is in the titles of many notes, the word in one."""
+    suffixes = ["able", "izing", "ations", "ingly", "ness", "ward", "like"]
+    rng = random.Random(SEED)
+    common = [w for w in words_of_vault if len(w) >= 4]
+    for i, rel in enumerate(sorted(walk_vault(root).files)):
+        if i % every:
+            continue
+        rare = rng.choice(common) + rng.choice(suffixes)
+        path = root / rel
+        path.write_text(path.read_text(encoding="utf-8") + f"\nIn the end it was {rare}, said the review.\n",
+                        encoding="utf-8")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command", required=True)

@@ -32,6 +32,7 @@ Prints numbers; it is not a test, and no test pins them.
 from __future__ import annotations
 
 import argparse
+import json
 import shutil
 import sys
 import tempfile
@@ -46,6 +47,10 @@ from whoosh.query import Or, Term
 from whoosh.searching import Searcher
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import gen_vault  # noqa: E402  (bench/, beside this file)
+import known_items  # noqa: E402
 
 from vault_mem.index.build import build
 from vault_mem.index.store import VaultIndex
@@ -161,11 +166,72 @@ def first_rank(found: list[str], answers: list[str]) -> int | None:
     return next((i + 1 for i, path in enumerate(found) if path in answers), None)
 
 
+KNOWN_ITEM_ORDERS: dict[str, Ranker] = {"new order": new_order, "one rarity (before #18)": one_rarity_order}
+
+
+def known_item_counts(view: View, items: dict[str, list[str]], ranker: Ranker) -> tuple[int, int, list[str]]:
+    """(notes found in the first 10, words with one of their notes first, words missing a note at 10)."""
+    in_ten = first = 0
+    missed: list[str] = []
+    for word, holding in items.items():
+        found = ranker(view, word)
+        hits = sum(1 for path in holding if path in found[:10])
+        in_ten += hits
+        first += bool(found) and found[0] in holding
+        if hits < len(holding):
+            missed.append(word)
+    return in_ten, first, missed
+
+
+def check_known_items(corpus: Path | None, show: int) -> None:
+    print("known items: one-word memory_search for each word of 6+ letters held by at most 3 notes")
+    print(f"  {'vault':<34}{'words':>7}{'notes':>7}  " + "  ".join(f"{n + ' top10/top1':>36}" for n in KNOWN_ITEM_ORDERS))
+    with tempfile.TemporaryDirectory(prefix="vault-mem-known-") as tmp:
+        vaults: list[tuple[str, Path, dict[str, list[str]] | None]] = []
+        if corpus is not None:
+            stored = json.loads(known_items.KNOWN_ITEMS.read_text(encoding="utf-8"))
+            vaults.append((f"corpus ({stored['notes']} notes, stored set)", corpus, stored["items"]))
+        vaults.append(("sample_vault", REPO / "sample_vault", None))
+        generated = Path(tmp) / "generated"
+        gen_vault.generate(generated, 2000, seed=1)
+        vaults.append(("generated (gen_vault, 2000 notes)", generated, None))
+        seeded = Path(tmp) / "seeded"
+        gen_vault.generate(seeded, 2000, seed=1)
+        known_items.seed_rare_words(seeded, gen_vault.WORDS)
+        vaults.append(("generated + rare words (1 in 20)", seeded, None))
+        hub = Path(tmp) / "hub"
+        known_items.hub_vault(hub)
+        vaults.append(("hub-like (stem-sharing titles)", hub, None))
+        for i, (name, root, items) in enumerate(vaults):
+            index = VaultIndex(root, Path(tmp) / f"index{i}")
+            build(index, procs=1)
+            if items is None:
+                items = known_items.known_items(root, index)
+            pairs = sum(len(v) for v in items.values())
+            with index.searching() as searcher:
+                view = View(Vault(root, index), searcher)
+                cells, misses = [], []
+                for order_name, ranker in KNOWN_ITEM_ORDERS.items():
+                    in_ten, first, missed = known_item_counts(view, items, ranker)
+                    cells.append(f"{in_ten:>5}/{pairs} ({in_ten / max(pairs, 1):6.1%}) {first:>5}/{len(items)}")
+                    misses.append((order_name, missed))
+            index.close()
+            print(f"  {name:<34}{len(items):>7}{pairs:>7}  " + "  ".join(f"{c:>36}" for c in cells))
+            for order_name, missed in misses:
+                if missed and show:
+                    print(f"    {order_name} misses {len(missed)}: {', '.join(missed[:show])}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description="vault-mem relevance benchmark")
     parser.add_argument("--questions", type=Path, default=QUESTIONS)
     parser.add_argument("--misses", type=int, default=0, help="list this many questions the new order misses at 10")
+    parser.add_argument("--known-items", action="store_true", help="count known items found by one-word searches")
+    parser.add_argument("--corpus", type=Path, help="the corpus tests/relevance/known_items.json was made from")
     args = parser.parse_args()
+    if args.known_items:
+        check_known_items(args.corpus, args.misses or 12)
+        return
     questions = yaml.safe_load(args.questions.read_text(encoding="utf-8"))
     ranks: dict[str, dict[str, list[int | None]]] = {name: {} for name in RANKERS}
     misses: list[tuple[str, str, list[str]]] = []
