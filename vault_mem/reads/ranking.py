@@ -149,7 +149,7 @@ def _segment_weighted_hits(reader: Any, term: str, stem: str | None) -> TermHits
             counted = hits if hits < HIT_CAP else HIT_CAP
             exact_weighted[doc] = get_exact(doc, 0) + weight * counted
             extra = stem_only.get(doc, 0) if stem_only else 0
-            if extra and counted < HIT_CAP:
+            if extra:  # the note holds the stem form even when the cap leaves its hits no room
                 stem_weighted[doc] = get_stem(doc, 0) + weight * STEM_HIT * min(extra, HIT_CAP - counted)
         for doc, extra in stem_only.items():
             if doc not in exact:
