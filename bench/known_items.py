@@ -91,8 +91,8 @@ def hub_vault(root: Path) -> None:
              "utter": ["Utter", "Utters"], "highlight": ["Highlight", "Highlighter", "Highlights"]}
     rare = {"color": "colorizing", "visual": "visualizes", "transition": "transitionable",
             "utter": "utterances", "highlight": "highlighting"}
-    filler = ("plugin adds a command palette entry settings pane and hotkeys for the editor "
-              "works on desktop and mobile see the readme for options").split()
+    filler = ["plugin", "adds", "a", "command", "palette", "entry", "settings", "pane", "and", "hotkeys",
+              "for", "the", "editor", "works", "on", "desktop", "mobile", "see", "readme", "options"]
     (root / "plugins").mkdir(parents=True, exist_ok=True)
     (root / "topics").mkdir(parents=True, exist_ok=True)
     for k, (stem, forms) in enumerate(stems.items()):

@@ -49,8 +49,8 @@ from whoosh.searching import Searcher
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-import gen_vault  # noqa: E402  (bench/, beside this file)
-import known_items  # noqa: E402
+import gen_vault  # bench/, beside this file
+import known_items
 
 from vault_mem.index.build import build
 from vault_mem.index.store import VaultIndex
@@ -116,12 +116,12 @@ def one_rarity_scores(view: View, terms: list[str]) -> dict[int, float]:
 
 
 def one_rarity_order(view: View, question: str) -> list[str]:
-    saved = memory_search_module.score_notes
-    memory_search_module.score_notes = one_rarity_scores
+    saved = getattr(memory_search_module, "score_notes")  # noqa: B009  (not exported: mypy)
+    setattr(memory_search_module, "score_notes", one_rarity_scores)  # noqa: B010
     try:
         return new_order(view, question)
     finally:
-        memory_search_module.score_notes = saved
+        setattr(memory_search_module, "score_notes", saved)  # noqa: B010
 
 
 def bm25f(view: View, question: str) -> list[str]:
@@ -185,7 +185,8 @@ def known_item_counts(view: View, items: dict[str, list[str]], ranker: Ranker) -
 
 def check_known_items(corpus: Path | None, show: int) -> None:
     print("known items: one-word memory_search for each word of 6+ letters held by at most 3 notes")
-    print(f"  {'vault':<34}{'words':>7}{'notes':>7}  " + "  ".join(f"{n + ' top10/top1':>36}" for n in KNOWN_ITEM_ORDERS))
+    columns = "  ".join(f"{n + ' top10/top1':>36}" for n in KNOWN_ITEM_ORDERS)
+    print(f"  {'vault':<34}{'words':>7}{'notes':>7}  {columns}")
     with tempfile.TemporaryDirectory(prefix="vault-mem-known-") as tmp:
         vaults: list[tuple[str, Path, dict[str, list[str]] | None]] = []
         if corpus is not None:
