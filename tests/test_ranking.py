@@ -207,6 +207,18 @@ def test_the_relevance_set_is_well_formed():
     assert {q["vault"] for q in questions} == set(VAULTS)
 
 
+def test_the_known_item_set_is_well_formed():
+    # made from a corpus outside the repo (bench/known_items.py make); only its shape is checked here
+    document = json.loads((HERE / "relevance" / "known_items.json").read_text(encoding="utf-8"))
+    assert set(document) == {"about", "notes", "items"} and document["notes"] > 10_000
+    items = document["items"]
+    assert len(items) >= 300
+    for word, holding in items.items():
+        assert len(word) >= 6 and word.isalpha() and word == word.lower(), word
+        assert 1 <= len(holding) <= 3 and len(set(holding)) == len(holding), word
+        assert all(isinstance(p, str) and p.endswith(".md") for p in holding), word
+
+
 # --- counting a term and its stem from the index -------------------------------------
 
 def test_form_hit_counts_match_a_plain_scan_over_long_posting_lists(make_vault):
