@@ -40,6 +40,7 @@ from vault_mem.vault.paths import check_relative, confine, existing_spelling, na
 from vault_mem.vault.walk import walk_vault
 from vault_mem.vault.writer import TRASH_DIRNAME as TRASH_NAME
 from vault_mem.vault.writer import atomic_write, create_exclusive, note_filename, render_note
+from vault_mem.vault.yamlstyle import plain_value
 
 IMPORTED_FROM, IMPORT_ID, IMPORT_HASH = "imported_from", "import_id", "import_hash"
 _NOT_HASHED = ("id", IMPORT_HASH)
@@ -79,11 +80,17 @@ def parsed(text: str) -> tuple[dict[str, Any], str, bool]:
     return loaded.data, split.body, loaded.parsed
 
 
+def expected_digest(fields: dict[str, Any], body: str) -> str:
+    """The digest of the note ``fields`` and ``body`` render to, without rendering it: render_note
+    refuses any value that would not read back the same (type included), so what is read back is
+    ``plain_value`` of each field, and the body only gains LF endings and a final newline."""
+    return digest({key: plain_value(value) for key, value in fields.items()}, body)
+
+
 def rendered(fields: dict[str, Any], body: str) -> tuple[str, str]:
     """(the note's text with ``import_hash``, that hash). InvalidInput for a value YAML cannot hold."""
     text = render_note(fields, body)
-    data, note_body, _ = parsed(text)
-    value = digest(data, note_body)
+    value = expected_digest(fields, body)
     end = text.index("\n---\n") + 1  # render_note's block: the first closing fence
     return text[:end] + f"{IMPORT_HASH}: {value}\n" + text[end:], value
 
@@ -230,29 +237,28 @@ class _Importer:
             self.report.conflicts.append((rel, "its frontmatter no longer parses; fix it by hand"))
             return
         fields = {"id": data.get("id") or _note_id(record.fields.get("created")), **self.fields(record)}
-        try:
-            new_text, new_hash = rendered(fields, record.body)
-        except InvalidInput as exc:
-            self.report.skipped.append(Skipped(record.where or rel, exc.message))
-            return
         stored = data.get(IMPORT_HASH)
         current = digest(data, body)
         if not record.dated:
             # Dates that are only the source file's time say nothing about this record: the note keeps
             # its own unless the record changed, and then ``updated`` moves to the file's time.
             kept: dict[str, Any] = {key: data[key] for key in ("created", "updated") if key in data}
-            _, same_hash = rendered({**fields, **kept}, record.body)
-            if same_hash in (stored, current):
+            if expected_digest({**fields, **kept}, record.body) in (stored, current):
                 self.report.unchanged += 1
                 return
             if "created" in data:
-                new_text, new_hash = rendered({**fields, "created": data["created"]}, record.body)
-        if new_hash == stored or current == new_hash:
+                fields["created"] = data["created"]
+        if expected_digest(fields, record.body) in (stored, current):
             self.report.unchanged += 1
             return
         if current != stored:
             self.report.conflicts.append((rel, "edited since the last import; left as it is (delete "
                                           "import_hash from it to let the next import overwrite it)"))
+            return
+        try:
+            new_text, _ = rendered(fields, record.body)
+        except InvalidInput as exc:
+            self.report.skipped.append(Skipped(record.where or rel, exc.message))
             return
         if not self.dry_run:
             if path.read_bytes() != before:
