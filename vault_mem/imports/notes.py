@@ -193,7 +193,7 @@ class _Importer:
         fields = {"id": record.uid or _note_id(record.fields.get("created")), **self.fields(record)}
         try:
             text, _ = rendered(fields, record.body)
-            if record.path is not None:
+            if record.path is not None and self.domain is None:
                 rel = check_relative(record.path, "path")
                 folder_rel, _, name = rel.rpartition("/")
                 if not name.lower().endswith(".md"):
