@@ -20,7 +20,7 @@ from __future__ import annotations
 from typing import Any
 
 from whoosh.searching import Searcher
-from whoosh.spelling import ListCorrector
+from whoosh.support.levenshtein import distance
 
 from vault_mem.index.columns import segment_key
 from vault_mem.index.lru import CACHE
@@ -57,21 +57,35 @@ def holds(searcher: Searcher, fields: tuple[str, ...], needle: str, substring: b
 
 def closest_words(searcher: Searcher, fields: tuple[str, ...], word: str, limit: int = SUGGESTIONS) -> list[str]:
     """Up to ``limit`` words of ``fields`` closest to ``word`` (which the vault does not hold):
-    within one edit, else within two for words of five characters or more; the words more
-    notes hold first. Empty when nothing is that close."""
+    within one edit, else within two (``_plausible``); the words more notes hold first. Empty
+    when nothing is that close."""
     word = word.lower()
     leaves = searcher.reader().leaf_readers()
     reader = searcher.reader()
-    for maxdist in (1, 2) if len(word) >= 5 else (1,):
+    for maxdist in _distances(word):
         found: dict[str, int] = {}
         for leaf, _offset in leaves:
             for field in fields:
                 for term in _within(leaf, field, word, maxdist):
-                    if term != word and (term in found or _live(leaf, field, term)):
+                    if _plausible(term, word, maxdist) and (term in found or _live(leaf, field, term)):
                         found[term] = found.get(term, 0) + reader.doc_frequency(field, term)
         if found:
             return sorted(found, key=lambda t: (-found[t], t))[:limit]
     return []
+
+
+def _distances(word: str) -> tuple[int, ...]:
+    """The edit distances to try, nearest first: two edits only from four characters on."""
+    return (1, 2) if len(word) >= 4 else (1,)
+
+
+def _plausible(term: str, word: str, maxdist: int) -> bool:
+    """Whether a suggestion two edits away is worth offering: for a word under five characters
+    only a swap of two letters (Whoosh's automaton counts a swap as two edits, and any other
+    two edits of a four-letter word is a different word)."""
+    if term == word:
+        return False
+    return maxdist < 2 or len(word) >= 5 or sorted(term) == sorted(word)
 
 
 def _within(reader: Any, field: str, word: str, maxdist: int) -> list[str]:
@@ -87,15 +101,16 @@ def _within(reader: Any, field: str, word: str, maxdist: int) -> list[str]:
 
 
 def closest_names(names: list[str], word: str, limit: int = SUGGESTIONS) -> list[str]:
-    """Up to ``limit`` of ``names`` (a small list: folder names, kinds) closest to ``word``, by
-    Whoosh's list corrector: within one edit, else two for five characters or more."""
+    """Up to ``limit`` of ``names`` (a short list: folder names, kinds) closest to ``word``, by
+    the Damerau-Levenshtein distance Whoosh's base reader corrects with (a swap of two letters
+    is one edit): within one edit, else two from five characters on; ties by name.
+
+    Whoosh's ``ListCorrector`` would walk the sorted list with an automaton, but its skipper
+    steps past the next name whenever it is asked for a smaller one, so it misses most of them
+    (``acm`` does not find ``acme``); for a few hundred names the plain distance is fast."""
     word = word.lower()
-    ordered = sorted({n.lower() for n in names if n})
-    if not ordered:
-        return []
-    corrector = ListCorrector(ordered)
-    for maxdist in (1, 2) if len(word) >= 5 else (1,):
-        found = [s for s in corrector.suggest(word, limit=limit, maxdist=maxdist) if s != word]
-        if found:
-            return found
-    return []
+    found: dict[str, int] = {}
+    for name in {n.lower() for n in names if n}:
+        if name != word and (d := distance(name, word, limit=2)) <= (2 if len(word) >= 5 else 1):
+            found[name] = d
+    return sorted(found, key=lambda n: (found[n], n))[:limit]

@@ -29,10 +29,18 @@ from whoosh.query import And, Or, Query, Term
 from vault_mem.errors import InvalidInput
 from vault_mem.index.columns import newest_docs, term_docs
 from vault_mem.index.schema import path_prefixes
-from vault_mem.reads.excerpts import excerpt_around
 from vault_mem.index.vocabulary import closest_words
-from vault_mem.reads.misses import (Filter, did_you_mean, echo, newest_value, present_kinds, search_term_hints,
-                                    tag_hints, why_empty)
+from vault_mem.reads.excerpts import excerpt_around
+from vault_mem.reads.misses import (
+    Filter,
+    did_you_mean,
+    echo,
+    newest_value,
+    present_kinds,
+    search_term_hints,
+    tag_hints,
+    why_empty,
+)
 from vault_mem.reads.ranking import match_forms, score_notes, search_terms
 from vault_mem.reads.rows import bound_message
 from vault_mem.served.context import View, json_size, take_within
