@@ -26,6 +26,7 @@ ECHO = 40  # characters of a caller's value a hint repeats
 MAX_WORDS = 3  # words (or tags) that get "did you mean" suggestions in one answer
 MAX_LISTED = 5  # values named in one hint
 SEARCH_FIELDS = ("title", "perm", "tagtext", "body")  # what memory_search matches
+SINGULAR = {"notes": "note", "memories": "memory"}
 SUGGEST_FIELDS = ("title", "tagtext", "body")  # where its suggestions come from (perm repeats title)
 
 
@@ -54,6 +55,8 @@ def search_term_hints(view: View, terms: list[str]) -> list[str]:
     offers the closest words the vault holds."""
     hints: list[str] = []
     suggested = 0
+    if view.searcher.doc_count() == 0:
+        return hints  # the filters' hint says the index is empty
     for term in terms:
         if holds(view.searcher, SEARCH_FIELDS, term):
             continue
@@ -150,7 +153,12 @@ def why_empty(found: Collection[int] | None, filters: Iterable[Filter], noun: st
     exclude each other together."""
     given = list(filters)
     admitted = [(f, f.admits()) for f in given]
-    alone = [f.when_empty() for f, docs in admitted if not docs]
+    empty = [f for f, docs in admitted if not docs]
+    alone = [f.when_empty() for f in empty[:MAX_WORDS]]
+    if len(empty) > MAX_WORDS:
+        alone.append(f"{len(empty) - MAX_WORDS} more filters admit no {SINGULAR.get(noun, noun)}: "
+                     + ", ".join(f.label for f in empty[MAX_WORDS:MAX_WORDS + MAX_LISTED])
+                     + (" ..." if len(empty) > MAX_WORDS + MAX_LISTED else ""))
     if alone or not given:
         return alone
     if found is not None:
@@ -159,10 +167,10 @@ def why_empty(found: Collection[int] | None, filters: Iterable[Filter], noun: st
         matches = set(found)
         left = [(f, len(matches.intersection(docs))) for f, docs in admitted]
         zero = [f.label for f, n in left if n == 0]
-        head = f"{text} matches {len(matches)} {noun}"
+        head = f"{text} matches {len(matches)} {noun if len(matches) != 1 else SINGULAR.get(noun, noun)}"
         if zero:
             return [f"{head}, none of them with {' and '.join(zero)}"]
         kept = ", ".join(f"{f.label} leaves {n}" for f, n in left)
         return [f"{head}; {kept}; none passes every filter"]
     counts = ", ".join(f"{f.label} admits {len(docs)}" for f, docs in admitted)
-    return [f"no {noun[:-1] if noun.endswith('s') else noun} passes every filter together ({counts})"]
+    return [f"no {SINGULAR.get(noun, noun)} passes every filter together ({counts})"]
