@@ -11,8 +11,8 @@ A segment never changes, so what it suggests for a word is cached with it.
 Costs, measured on the 13,415-note corpus (6 segments, ~70,000 body terms): a word's
 presence 0.01-0.1 ms (a whole-token lookup per segment; a substring scan of the cached
 lexicon, ~0.4 ms, only when the word is no whole token); suggestions within one edit
-5-20 ms, within two 15-90 ms with the first letter kept (without it: 300-900 ms, which is
-why the first letter is kept, as Whoosh's docs advise).
+5-30 ms with the first letter kept (without it 30-45 ms), within two 10-75 ms with the first
+two kept (the first only: 30-700 ms; none: 300-900 ms), as Whoosh's docs advise.
 """
 
 from __future__ import annotations
@@ -27,7 +27,11 @@ from vault_mem.index.lru import CACHE
 from vault_mem.index.substring import segment_terms_containing
 
 SUGGESTIONS = 3  # closest words offered per word
-KEEP_PREFIX = 1  # suggestions share the word's first character (Whoosh's corrector is 20x faster so)
+# Suggestions share the word's first character, and its first two at two edits: Whoosh's
+# automaton then skips most of the lexicon (2-14x faster on 13,415 notes), and a misspelling
+# rarely starts there. Past these lengths building the automaton alone costs seconds.
+KEEP_PREFIX = {1: 1, 2: 2}
+MAX_CHARS = {1: 30, 2: 20}  # the longest word looked up at each distance
 
 
 def _live(reader: Any, field: str, term: str) -> bool:
@@ -76,7 +80,7 @@ def closest_words(searcher: Searcher, fields: tuple[str, ...], word: str, limit:
 
 def _distances(word: str) -> tuple[int, ...]:
     """The edit distances to try, nearest first: two edits only from four characters on."""
-    return (1, 2) if len(word) >= 4 else (1,)
+    return tuple(d for d in (1, 2) if len(word) <= MAX_CHARS[d] and (d == 1 or len(word) >= 4))
 
 
 def _plausible(term: str, word: str, maxdist: int) -> bool:
@@ -93,7 +97,7 @@ def _within(reader: Any, field: str, word: str, maxdist: int) -> list[str]:
 
     def find() -> list[str]:
         try:
-            return sorted(reader.terms_within(field, word, maxdist, prefix=KEEP_PREFIX))
+            return sorted(reader.terms_within(field, word, maxdist, prefix=KEEP_PREFIX[maxdist]))
         except Exception:  # a field with no terms in this segment
             return []
 
