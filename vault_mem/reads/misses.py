@@ -25,7 +25,7 @@ from vault_mem.served.context import View
 ECHO = 40  # characters of a caller's value a hint repeats
 MAX_WORDS = 3  # words (or tags) that get "did you mean" suggestions in one answer
 MAX_LISTED = 5  # values named in one hint
-SEARCH_FIELDS = ("title", "perm", "tagtext", "body")  # what memory_search matches
+SEARCH_FIELDS = ("body", "title", "tagtext", "perm")  # what memory_search matches, likeliest first
 SINGULAR = {"notes": "note", "memories": "memory"}
 SUGGEST_FIELDS = ("title", "tagtext", "body")  # where its suggestions come from (perm repeats title)
 
