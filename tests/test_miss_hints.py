@@ -164,6 +164,16 @@ async def test_hints_stay_short_whatever_the_caller_passed(make_vault, mcp_sessi
         assert len(json.dumps(reply)) < MAX_ANSWER_CHARS
         assert all(len(h) < 400 for h in reply["hints"])
     assert any("137 more tags match no memory" in h for h in recalled["hints"])
+    assert len(answer["hints"]) == 6 and answer["hints"][-1].startswith("26 more words no note holds: ")
+
+
+async def test_a_hit_with_many_unheld_words_keeps_its_hints_short(make_vault, mcp_session):
+    nonsense = [f"zq{i:02d}" + "w" * 300 for i in range(31)]
+    async with mcp_session(make_vault(VAULT)) as c:
+        answer = await search(c, query=" ".join(["jetstream", *nonsense]), limit=50)
+    assert answer["status"] == "ok" and answer["count"] == 1
+    assert len(answer["hints"]) == 6 and all(len(h) < 400 for h in answer["hints"])
+    assert answer["hints"][-1].startswith("26 more words no note holds: 'zq05")
 
 
 async def test_an_empty_vault_says_so(make_vault, mcp_session):

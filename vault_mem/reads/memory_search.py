@@ -43,7 +43,7 @@ from vault_mem.reads.misses import (
 )
 from vault_mem.reads.ranking import match_forms, score_notes, search_terms
 from vault_mem.reads.rows import bound_message
-from vault_mem.served.context import View, json_size, take_within
+from vault_mem.served.context import ROW_BUDGET, View, json_size, take_within
 from vault_mem.served.params import AGENT, Args, int_param, text_param
 from vault_mem.vault.note import KNOWN_TYPES, permalink_of
 
@@ -134,7 +134,7 @@ def memory_search(view: View, raw: dict[str, Any]) -> dict[str, Any]:
     shortened: dict[str, list[str]] = {"title": [], "tags": [], "paths": []}
     forms = match_forms(terms)
     notes = [_digest(view, d, scores.get(d, 0), forms, shortened) for d in page]
-    fitted = take_within(notes)
+    fitted = take_within(notes, ROW_BUDGET - json_size(hints))
     if fitted < len(notes):
         messages.append(bound_message(f"{fitted} of {len(notes)} notes", None))
         notes = notes[:fitted]

@@ -57,8 +57,12 @@ def search_term_hints(view: View, terms: list[str]) -> list[str]:
     suggested = 0
     if view.searcher.doc_count() == 0:
         return hints  # the filters' hint says the index is empty
+    unheld: list[str] = []
     for term in terms:
         if holds(view.searcher, SEARCH_FIELDS, term):
+            continue
+        if len(hints) == MAX_LISTED:
+            unheld.append(term)
             continue
         stem = stem_of(term)
         by_stem = stem is not None and holds(view.searcher, SEARCH_FIELDS, stem)
@@ -69,6 +73,8 @@ def search_term_hints(view: View, terms: list[str]) -> list[str]:
                          + did_you_mean(close))
         else:
             hints.append(f"no note holds {echo(term)}" + (did_you_mean(close) or ", nor a word close to it"))
+    if unheld:
+        hints.append(f"{len(unheld)} more words no note holds: {listed(unheld, 'and')}")
     return hints
 
 
