@@ -10,9 +10,10 @@ A segment never changes, so what it suggests for a word is cached with it.
 
 Costs, measured on the 13,415-note corpus (6 segments, ~70,000 body terms): a word's
 presence 0.01 ms median, 0.09 ms p95 (a whole-token lookup per segment and field; a
-substring scan of the cached lexicon, ~0.4 ms, only when the word is no whole token); suggestions within one edit
-5-30 ms with the first letter kept (without it 30-45 ms), within two 10-75 ms with the first
-two kept (the first only: 30-700 ms; none: 300-900 ms), as Whoosh's docs advise.
+substring scan of the cached lexicon, ~0.4 ms, only when the word is no whole token);
+suggestions within one edit 5-30 ms with the first letter kept (without it 30-45 ms),
+within two 10-75 ms with the first two kept (the first only: 30-700 ms; none: 300-900
+ms), as Whoosh's docs advise.
 """
 
 from __future__ import annotations

@@ -37,7 +37,10 @@ def echo(value: str) -> str:
 
 
 def listed(values: list[str], last: str = "or") -> str:
+    """Up to MAX_LISTED ``values``, echoed, joined with ``last`` before the final one."""
     shown = [echo(v) for v in values[:MAX_LISTED]]
+    if not shown:
+        return "none"
     if len(values) > MAX_LISTED:
         return ", ".join(shown) + f" and {len(values) - MAX_LISTED} more"
     return shown[0] if len(shown) == 1 else ", ".join(shown[:-1]) + f" {last} " + shown[-1]
@@ -66,13 +69,15 @@ def search_term_hints(view: View, terms: list[str]) -> list[str]:
             continue
         stem = stem_of(term)
         by_stem = stem is not None and holds(view.searcher, SEARCH_FIELDS, stem)
-        close = closest_words(view.searcher, SUGGEST_FIELDS, term) if suggested < MAX_WORDS else []
+        looked = suggested < MAX_WORDS
+        close = closest_words(view.searcher, SUGGEST_FIELDS, term) if looked else []
         suggested += 1
         if by_stem:
             hints.append(f"no note holds {echo(term)}: matched by its stem {echo(str(stem))} only"
                          + did_you_mean(close))
         else:
-            hints.append(f"no note holds {echo(term)}" + (did_you_mean(close) or ", nor a word close to it"))
+            nothing_close = ", nor a word close to it" if looked else ""
+            hints.append(f"no note holds {echo(term)}" + (did_you_mean(close) or nothing_close))
     if unheld:
         hints.append(f"{len(unheld)} more words no note holds: {listed(unheld, 'and')}")
     return hints
@@ -82,9 +87,12 @@ def missing_word_hints(view: View, words: list[str], fields: tuple[str, ...], wh
     """For substring filters (``memory_list``'s query): each word no note holds in ``fields``,
     with the closest words; ``where`` names the fields in the hint ("title or body")."""
     hints: list[str] = []
-    for i, word in enumerate(w for w in words if not holds(view.searcher, fields, w)):
+    unheld = [w for w in words if not holds(view.searcher, fields, w)]
+    for i, word in enumerate(unheld[:MAX_LISTED]):
         close = closest_words(view.searcher, fields, word) if i < MAX_WORDS else []
         hints.append(f"no memory's {where} holds {echo(word)}" + did_you_mean(close))
+    if len(unheld) > MAX_LISTED:
+        hints.append(f"{len(unheld) - MAX_LISTED} more words no memory holds: {listed(unheld[MAX_LISTED:], 'and')}")
     return hints
 
 
