@@ -171,6 +171,9 @@ async def test_a_hit_with_many_unheld_words_keeps_its_hints_short(make_vault, mc
     nonsense = [f"zq{i:02d}" + "w" * 300 for i in range(31)]
     async with mcp_session(make_vault(VAULT)) as c:
         answer = await search(c, query=" ".join(["jetstream", *nonsense]), limit=50)
+        listed = await c.call("memory_list", query=" ".join(nonsense[:3] + ["qx" + str(i) for i in range(9)]))
+    assert listed["status"] == "none" and len(listed["hints"]) == 6
+    assert listed["hints"][-1].startswith("7 more words no memory holds: 'qx2'")
     assert answer["status"] == "ok" and answer["count"] == 1
     assert len(answer["hints"]) == 6 and all(len(h) < 400 for h in answer["hints"])
     assert answer["hints"][-1].startswith("26 more words no note holds: 'zq05")
