@@ -36,6 +36,15 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             item.add_marker(skip)
 
 
+@pytest.fixture(autouse=True)
+def own_config_folder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """Agent keys (served/keys.py) go to a folder of the test's own, never the real home's;
+    servers started as subprocesses inherit it through the environment."""
+    folder = tmp_path / "config"
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(folder))
+    return folder
+
+
 @pytest.fixture
 def anyio_backend() -> str:
     return "asyncio"
