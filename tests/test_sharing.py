@@ -184,7 +184,7 @@ async def test_a_read_only_agent_sees_no_write_tool_and_cannot_write(shared) -> 
 
 async def test_the_shared_token_still_reads_and_writes_everything(shared) -> None:
     async with http_session(shared["url"], TOKEN) as owner:
-        assert WRITE_TOOLS <= await owner.tools()
+        assert await owner.tools() >= WRITE_TOOLS
         assert (await owner.call("memory_read", ref="salary"))["status"] == "ok"
         written = await owner.call("memory_write", agent="person", title="Raise", content="x", domain="private")
         assert written["status"] == "ok"
