@@ -147,6 +147,7 @@ NOTES = {
     "private/Old plan.md": "---\nid: old\ntitle: Old plan\ntags: [zebra]\ncreated: 2025-01-01\n---\n"
                            "## Steps\nZebra secret steps, [[Plan]].\n",
     "private/Task.md": "---\nid: task\ntitle: Task\ntype: task\ntags: [zebra]\ncreated: 2025-01-03\n---\nDo it.\n",
+    "private/Pay.md": "---\nid: pay\ntitle: Pay\ntype: payroll\nnamespace: hr\n---\nSalaries.\n",
 }
 
 
@@ -171,6 +172,10 @@ async def test_every_read_tool_leaves_out_what_the_agent_may_not_read(tmp_path: 
         assert tasks["status"] == "none"
         by_tag = await c.call("memory_search", agent="coder", tag="zebra")
         assert [row["permalink"] for row in by_tag["notes"]] == ["memory://projects/Plan"]
+        kinds = await c.call("memory_search", agent="coder", kind="payrol")
+        assert kinds["status"] == "invalid" and "payroll" not in kinds["message"], "no kind of a hidden note"
+        spaces = await c.call("mem_recall", since="2000", namespace="hr*")
+        assert "matched no namespace" in json.dumps(spaces), "no namespace of a hidden note"
         closed = await c.call("task_close", agent="coder", ref="task")
         assert closed["status"] == "not_found"
     assert "status: archived" not in (root / "private/Task.md").read_text(encoding="utf-8")

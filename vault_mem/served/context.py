@@ -20,7 +20,7 @@ from whoosh.query import Query, Term
 from whoosh.searching import Searcher
 
 from vault_mem.errors import NotFound
-from vault_mem.index.columns import column, live_docs
+from vault_mem.index.columns import column, live_docs, term_docs
 from vault_mem.index.masked import masked_searcher
 from vault_mem.index.store import VaultIndex
 from vault_mem.served.agents import Agent
@@ -110,6 +110,14 @@ class View:
 
     def column(self, field: str) -> list[Any]:
         return column(self.searcher, field)
+
+    def terms(self, field: str) -> list[str]:
+        """The values of ``field`` in the index; for a limited caller only those held by a note it
+        may see (a segment's lexicon lists the terms of every note in it)."""
+        found = [t.decode("utf-8") if isinstance(t, bytes) else str(t) for t in self.searcher.reader().lexicon(field)]
+        if self.limited:
+            found = [t for t in found if term_docs(self.searcher, field, [t])]
+        return found
 
     def by_path(self, path: str) -> int | None:
         docs = self.docs(Term("path", path))
