@@ -154,6 +154,15 @@ async def test_a_limited_agent_never_sees_a_note_outside_its_folders(shared, mod
                 await coder.client.read_resource(uri)
 
 
+async def test_two_agents_at_once_each_get_their_own_answers(shared) -> None:
+    async with http_session(shared["url"], shared["keys"]["coder"]) as coder, \
+            http_session(shared["url"], shared["keys"]["reviewer"]) as reviewer:
+        for _ in range(3):  # interleaved on one server: a caller never leaks into another's call
+            assert (await coder.call("memory_read", ref="salary"))["status"] == "not_found"
+            assert (await reviewer.call("memory_read", ref="salary"))["status"] == "ok"
+        assert await coder.tools() >= WRITE_TOOLS and not await reviewer.tools() & WRITE_TOOLS
+
+
 async def test_a_limited_agent_writes_only_inside_its_globs_and_only_as_itself(shared) -> None:
     async with http_session(shared["url"], shared["keys"]["coder"]) as coder:
         outside = await coder.call("memory_write", agent="coder", title="Leak", content="x", domain="private")
