@@ -206,3 +206,19 @@ async def test_two_agents_hiding_as_many_notes_each_get_their_own_folder_counts(
             answer = await ToolClient(client).call("list_domains")
             seen[agent.name if agent else "owner"] = sorted(row["domain"] for row in answer["domains"])
     assert seen == {"x": ["", "a", "b"], "y": ["", "b", "c"], "owner": ["", "a", "b", "c"]}
+
+
+def test_agents_added_at_the_same_time_all_keep_their_keys(tmp_path: Path) -> None:
+    import threading
+
+    root = write_notes(tmp_path / "v", {"a.md": "# a\n"})
+    issued: dict[str, str] = {}
+    threads = [threading.Thread(target=lambda n=n: issued.__setitem__(n, keys.add_agent(root, n, [], [], False)[1]))
+               for n in (f"agent-{i}" for i in range(8))]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=60)
+    ring = keys.KeyRing(root)
+    assert sorted(issued) == [f"agent-{i}" for i in range(8)]
+    assert all(ring.agent_for(key) == Agent(name) for name, key in issued.items())
