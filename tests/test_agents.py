@@ -222,3 +222,15 @@ def test_agents_added_at_the_same_time_all_keep_their_keys(tmp_path: Path) -> No
     ring = keys.KeyRing(root)
     assert sorted(issued) == [f"agent-{i}" for i in range(8)]
     assert all(ring.agent_for(key) == Agent(name) for name, key in issued.items())
+
+
+async def test_a_title_shared_with_a_hidden_note_names_the_visible_one(tmp_path: Path) -> None:
+    root = write_notes(tmp_path / "v", {"projects/Plan.md": "---\nid: mine\n---\nmine\n",
+                                        "private/Plan.md": "---\nid: theirs\n---\ntheirs\n"})
+    vault = open_vault(root)
+    async with Client(build_server(vault), mode="legacy") as client:
+        owner = await ToolClient(client).call("memory_read", ref="Plan")
+        assert owner["status"] == "invalid" and "memory://private/Plan" in owner["candidates"]
+    async with Client(build_server(vault, caller=Agent("coder", read=("projects/",))), mode="legacy") as client:
+        coder = await ToolClient(client).call("memory_read", ref="Plan")
+        assert coder["status"] == "ok" and coder["uid"] == "mine"
