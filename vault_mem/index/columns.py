@@ -54,6 +54,13 @@ def segment_key(reader: Any) -> tuple[Any, ...]:
     return (folder, segment.segment_id(), reader.doc_count_all())
 
 
+def deletions_key(reader: Any) -> tuple[Any, ...]:
+    """What a cache of per-segment results that depend on its deletions adds to ``segment_key``:
+    the deletion count (deletions only grow) and, for a masked reader (index/masked.py), its mask."""
+    segment = reader.segment()
+    return (segment.deleted_count() if segment is not None else -1, getattr(reader, "mask", None))
+
+
 def segment_column(reader: Any, field: str) -> list[Any]:
     """The values of ``field`` for every document number of one segment (cached)."""
     return _segment_column(reader, field)

@@ -174,7 +174,7 @@ def _list_param(args: Args, name: str) -> list[str] | None:
 
 
 def _lexicon(view: View, field: str) -> list[str]:
-    return [t.decode("utf-8") for t in view.searcher.reader().lexicon(field)]
+    return view.lexicon(field)
 
 
 def _any(view: View, query: Query) -> bool:

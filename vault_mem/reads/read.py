@@ -47,7 +47,7 @@ from typing import Any
 from whoosh.query import Term
 
 from vault_mem.errors import InvalidInput, NotFound
-from vault_mem.index.columns import segment_column, segment_key
+from vault_mem.index.columns import deletions_key, segment_column, segment_key
 from vault_mem.index.lru import CACHE
 from vault_mem.index.schema import ancestors, fold
 from vault_mem.reads.githistory import DEFAULT_HISTORY, MAX_HISTORY, git_fields
@@ -263,8 +263,7 @@ def list_domains(view: View, raw: dict[str, Any]) -> dict[str, Any]:
 def _segment_folders(reader: Any) -> dict[str, tuple[int, int, int]]:
     """One segment's live notes by own folder: (active, archived, newest updated), cached by the
     segment and its deletion count (a segment's deletions only ever grow)."""
-    segment = reader.segment()
-    deleted = segment.deleted_count() if segment is not None else -1
+    deleted = deletions_key(reader)  # a masked reader (index/masked.py) has its own
 
     def count() -> dict[str, tuple[int, int, int]]:
         paths = segment_column(reader, "path")

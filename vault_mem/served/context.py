@@ -1,4 +1,12 @@
-"""What every query runs against: the vault root, its index, and the server's settings."""
+"""What every query runs against: the vault root, its index, the server's settings, and what
+each caller may see.
+
+A ``View`` is made for one call and one caller (``served/agents.py``): for an agent limited
+to some folders its searcher counts every other note as deleted (``index/masked.py``), so
+every document set a read gets (queries, live documents, ref resolution, columns walked by
+document number) is already filtered, and a hidden note is ``not_found``; ``record`` refuses
+one as well, should a document number reach it some other way. Writes ask
+``check_write``."""
 
 from __future__ import annotations
 
@@ -11,8 +19,11 @@ from typing import Any, Protocol
 from whoosh.query import Query, Term
 from whoosh.searching import Searcher
 
-from vault_mem.index.columns import column, live_docs
+from vault_mem.errors import NotFound
+from vault_mem.index.columns import column, live_docs, term_docs
+from vault_mem.index.masked import masked_searcher
 from vault_mem.index.store import VaultIndex
+from vault_mem.served.agents import Agent
 from vault_mem.vault.frontmatter import split_frontmatter
 from vault_mem.vault.paths import resolves_inside
 from vault_mem.vault.reader import decode, read_bytes
@@ -60,12 +71,25 @@ class Vault:
 
 
 class View:
-    """One consistent look at the index for the length of a call."""
+    """One consistent look at the index for the length of a call, as ``caller`` may see it
+    (None: the vault's owner, who sees everything)."""
 
-    def __init__(self, vault: Vault, searcher: Searcher) -> None:
+    def __init__(self, vault: Vault, searcher: Searcher, caller: Agent | None = None) -> None:
         self.vault = vault
+        self.caller = caller
+        self.limited = caller is not None and not caller.reads_everything
+        if caller is not None and self.limited:
+            searcher = masked_searcher(searcher, caller.mask, caller.may_read)
         self.searcher = searcher
         self._records: dict[int, dict[str, Any]] = {}
+
+    def may_read(self, path: str) -> bool:
+        return self.caller is None or self.caller.may_read(path)
+
+    def check_write(self, path: str, tool: str) -> None:
+        """Forbidden (naming the rule) unless this caller may write the note at ``path``."""
+        if self.caller is not None:
+            self.caller.check_write(path, tool)
 
     def docs(self, query: Query) -> list[int]:
         return list(self.searcher.docs_for_query(query))
@@ -79,11 +103,22 @@ class View:
         rec = self._records.get(docnum)
         if rec is None:
             rec = self.searcher.stored_fields(docnum)["record"]
+            if self.limited and not self.may_read(str(rec.get("path", ""))):
+                raise NotFound("no such note")  # masked already; a second lock on the same door
             self._records[docnum] = rec
         return rec
 
     def column(self, field: str) -> list[Any]:
         return column(self.searcher, field)
+
+    def lexicon(self, field: str) -> list[str]:
+        """Every term of ``field`` in the index (a term only deleted notes hold included); for a
+        limited caller only those held by a note it may see (a segment's lexicon lists the terms
+        of every note in it, whoever may read them)."""
+        found = [t.decode("utf-8") if isinstance(t, bytes) else str(t) for t in self.searcher.reader().lexicon(field)]
+        if self.limited:
+            found = [t for t in found if term_docs(self.searcher, field, [t])]
+        return found
 
     def by_path(self, path: str) -> int | None:
         docs = self.docs(Term("path", path))

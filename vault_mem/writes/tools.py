@@ -192,7 +192,8 @@ def _create(view: View, args: Args, agent: str, defaults: dict[str, Any], tool: 
     title = args.required_str("title", max_len=MAX_TITLE).strip()
     content = _body_text(args, "content") or ""
     domain = args.text("domain", None, max_len=1000)
-    folder, _ = _folder(view, domain if domain is not None else defaults.get("domain", ""))
+    folder, domain = _folder(view, domain if domain is not None else defaults.get("domain", ""))
+    view.check_write(f"{domain}/{note_filename(title)}".lstrip("/"), tool)
     fields = _new_fields(args, agent, title, defaults)
     data = render_note(fields, content).encode("utf-8")
     final = create_exclusive(folder, note_filename(title), data)
@@ -217,9 +218,11 @@ def memory_supersede(view: View, raw: dict[str, Any]) -> dict[str, Any]:
     return _create(view, args, agent, defaults, "memory_supersede")
 
 
-def _current(view: View, ref: str) -> tuple[str, bytes]:
-    """The target's OS-relative path and its bytes as they are now."""
+def _current(view: View, ref: str, tool: str) -> tuple[str, bytes]:
+    """The target's OS-relative path and its bytes as they are now; Forbidden when the caller
+    may not change it."""
     record = view.record(resolve_ref(view, ref))
+    view.check_write(record["path"], tool)
     rel = record.get("fsrel") or record["path"]
     try:
         return rel, read_whole(note_file(view.vault.root, rel))
@@ -293,7 +296,7 @@ def memory_edit(view: View, raw: dict[str, Any]) -> dict[str, Any]:
             if key == "id":
                 raise InvalidInput("set", "the id of a memory cannot be changed")
     for attempt in range(3):
-        rel, data = _current(view, ref)
+        rel, data = _current(view, ref, "memory_edit")
         _check_preconditions(args, rel, data, view.vault.root, view.vault.index.history)
         text = decode_for_edit(data, rel)
         if content is not None:
@@ -319,7 +322,7 @@ def task_close(view: View, raw: dict[str, Any]) -> dict[str, Any]:
     record = view.record(resolve_ref(view, ref))
     if record["type"] != "task":
         raise InvalidInput("ref", f"{permalink_of(record['path'])} is a {record['type']}, not a task")
-    rel, data = _current(view, ref)
+    rel, data = _current(view, ref, "task_close")
     _check_preconditions(args, rel, data, view.vault.root, view.vault.index.history)
     text = set_keys(decode_for_edit(data, rel), _stamped(view, rel, {"state": state, "status": "archived"}), rel)
     return _rewrite(view, rel, data, text, "task_close", agent)
@@ -330,7 +333,7 @@ def memory_delete(view: View, raw: dict[str, Any]) -> dict[str, Any]:
     args = Args(raw, DELETE_PARAMS)
     agent = args.agent()
     ref = args.required_str("ref", max_len=1000)
-    rel, data = _current(view, ref)
+    rel, data = _current(view, ref, "memory_delete")
     _check_preconditions(args, rel, data, view.vault.root, view.vault.index.history)
     note = read_note(view.vault.root, rel, view.vault.index.history)
     trashed = move_to_trash(view.vault.root, rel)
