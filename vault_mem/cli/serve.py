@@ -15,6 +15,7 @@ import os
 import sys
 import threading
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 from vault_mem import __version__
@@ -34,6 +35,9 @@ def add_options(parser: argparse.ArgumentParser) -> None:
                         help="HTTP port (default 8765)")
     parser.add_argument("--token", default=None, metavar="SECRET",
                         help="bearer token HTTP clients must send (default: $VAULT_MEM_TOKEN)")
+    parser.add_argument("--workers", type=worker_count, default=None, metavar="N",
+                        help="with --http: N server processes on one port, each with its own index reader "
+                             "(default: the number of cores); a legacy session stays on its worker")
     parser.add_argument("--allowed-host", action="append", default=[], metavar="NAME",
                         help="a host name clients use to reach a non-loopback bind (repeatable)")
     parser.add_argument("--project", default=None, metavar="NAME",
@@ -49,14 +53,30 @@ def add_options(parser: argparse.ArgumentParser) -> None:
     add_serve_options(parser)
 
 
+def worker_count(text: str) -> int:
+    try:
+        count = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of workers: give 1 or more") from None
+    if not 1 <= count <= 64:
+        raise argparse.ArgumentTypeError(f"{count} workers: give 1..64 (default: the number of cores)")
+    return count
+
+
 def cmd_serve(args: argparse.Namespace) -> int:
     root = vault_root(args)
     index = open_index(args, root, doing="serve it")
     token = args.token or os.environ.get("VAULT_MEM_TOKEN") or None
+    seat = None
     if args.http:
         from vault_mem.mcp_server.transports import check_http_options
+        from vault_mem.mcp_server.workers import seat_from_env
 
-        check_http_options(args.host, args.port, token, args.allowed_host)
+        seat = seat_from_env()  # one of `serve --workers N`: the parent checked the options and holds the port
+        if seat is None:
+            check_http_options(args.host, args.port, token, args.allowed_host)
+    elif args.workers is not None:
+        raise InvalidInput("--workers", "applies to --http only: a stdio server has one client")
     elif sys.stdin is None:
         say("error: serve over stdio needs a standard input: an MCP client starts it")
         return 1
@@ -77,31 +97,38 @@ def cmd_serve(args: argparse.Namespace) -> int:
     from vault_mem.runtime.lifecycle import Runtime
     from vault_mem.served.context import Vault
 
+    url = f"http://{_url_host(args.host)}:{args.port}/mcp"
+    workers = args.workers or os.cpu_count() or 1
+    if args.http and seat is None and workers > 1:
+        index.close()
+        return _serve_workers(args, root, url, workers)
+
     project = args.project or os.environ.get("VAULT_MEM_PROJECT") or None
-    runtime = Runtime(index)
+    runtime = Runtime(index, merges=seat is None or seat.leads)
     vault = Vault(root, index, project=project, compat=args.compat, health=runtime, git_commit=args.git_commit)
     server = build_server(vault, caller=caller, read_only=args.read_only)
-    url = f"http://{_url_host(args.host)}:{args.port}/mcp"
 
-    if args.read_only:
-        say("read-only: no write tools are served")
-    say(f"{PROG} {__version__} serving the vault {root}")
-    say(f"index at {index.dir}" + ("; building it in the background (queries answer as it grows)"
-                                   if index.needs_build() else
-                                   "; resuming the interrupted build in the background" if not index.is_complete()
-                                   else "; checking it against the files"))
+    if seat is not None:
+        say(f"worker {seat.index + 1} of {seat.count} (pid {os.getpid()}) serving"
+            + (": it runs the background merges and the git sync" if seat.leads else ""))
+    else:
+        if args.read_only:
+            say("read-only: no write tools are served")
+        say(f"{PROG} {__version__} serving the vault {root}")
+    if seat is None or seat.leads:
+        say(f"index at {index.dir}" + ("; building it in the background (queries answer as it grows)"
+                                       if index.needs_build() else
+                                       "; resuming the interrupted build in the background"
+                                       if not index.is_complete() else "; checking it against the files"))
     run: Callable[[], None]
     if args.http:
         from vault_mem.mcp_server.transports import run_http
 
-        say(f"streamable HTTP at {url}" + (" (bearer token required)" if token else ""))
-        if keys.any():
-            say(f"this vault has {len(list_agents(root))} agent key(s): each request needs one of them"
-                + (" or the token" if token else "") + ", even on loopback")
-        say(f'connect a client with {{"url": "{url}"}}; Ctrl-C to stop')
+        if seat is None:
+            _say_http(root, url, token, keys)
 
         def run() -> None:
-            run_http(server, args.host, args.port, token, args.allowed_host, keys)
+            run_http(server, args.host, args.port, token, args.allowed_host, keys, seat)
     else:
         from vault_mem.mcp_server.transports import run_stdio
 
@@ -116,10 +143,45 @@ def cmd_serve(args: argparse.Namespace) -> int:
             run_stdio(server)
 
     with present(index.dir, "serve", transport="http" if args.http else "stdio",
-                 url=url if args.http else None, vault=str(root)):
+                 url=url if args.http else None, vault=str(root),
+                 **({"worker": seat.index + 1} if seat is not None else {})):
         runtime.start()
-        start_serve_options(args, root)
+        if seat is None or seat.leads:
+            start_serve_options(args, root)
         return _run_until_stopped(run, runtime)
+
+
+def _say_http(root: Path, url: str, token: str | None, keys: KeyRing) -> None:
+    say(f"streamable HTTP at {url}" + (" (bearer token required)" if token else ""))
+    if keys.any():
+        say(f"this vault has {len(list_agents(root))} agent key(s): each request needs one of them"
+            + (" or the token" if token else "") + ", even on loopback")
+    say(f'connect a client with {{"url": "{url}"}}; Ctrl-C to stop')
+
+
+def _serve_workers(args: argparse.Namespace, root: Path, url: str, count: int) -> int:
+    """The parent of ``--workers N``: it binds the port, starts N workers (each a whole serve on
+    that socket, mcp_server/workers.py), and stops them all when it stops or one of them ends."""
+    from vault_mem.mcp_server.workers import Workers
+
+    token = args.token or os.environ.get("VAULT_MEM_TOKEN") or None
+    say(f"{PROG} {__version__} serving the vault {root}")
+    if args.read_only:
+        say("read-only: no write tools are served")
+    workers = Workers([sys.executable, "-m", "vault_mem", *args.argv], args.host, args.port, count)
+    pids = workers.start()
+    say(f"{count} worker processes on one port (pids {', '.join(map(str, pids))}), each with its own "
+        "index reader; a legacy session stays on the worker that opened it")
+    _say_http(root, url, token, KeyRing(root))
+    try:
+        code = workers.wait()
+    except KeyboardInterrupt:  # SIGTERM too (cli/__init__.py)
+        print(f"\n{PROG}: stopping {count} workers", file=sys.stderr, flush=True)
+        workers.stop()
+        print(f"{PROG}: stopped", file=sys.stderr, flush=True)
+        return 130
+    say(f"error: a worker stopped (exit status {code}); the others were stopped with it")
+    return 1
 
 
 def _url_host(host: str) -> str:

@@ -40,7 +40,8 @@ MERGE_CHECK = 2.0  # seconds between looks at whether a merge is due
 class Runtime:
     """Owns the background indexing of one served vault; it is the vault's ``Health``."""
 
-    def __init__(self, index: VaultIndex) -> None:
+    def __init__(self, index: VaultIndex, merges: bool = True) -> None:
+        """``merges``: schedule background merges (of ``serve --workers N``, only one worker does)."""
         self.root = index.root
         self.index = index
         self._child: subprocess.Popen[bytes] | None = None
@@ -55,6 +56,7 @@ class Runtime:
         self._stop_merging = threading.Event()
         self._merger: subprocess.Popen[bytes] | None = None
         self._merge_thread: threading.Thread | None = None
+        self.merges = merges
 
     @property
     def progress_path(self) -> Path:
@@ -184,7 +186,8 @@ class Runtime:
             debris = self.index.tidy()
             if debris:
                 log.info("removed %d leftovers of interrupted writes from %s", len(debris), self.index.dir)
-            self._start_merge_scheduler()
+            if self.merges:
+                self._start_merge_scheduler()
         except Exception as exc:  # the server keeps answering; the error is logged and shown
             self.error = f"{type(exc).__name__}: {exc}"
             log.exception("indexing failed")
