@@ -148,7 +148,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
         runtime.start()
         if seat is None or seat.leads:
             start_serve_options(args, root)
-        return _run_until_stopped(run, runtime)
+        return _run_until_stopped(run, runtime, quiet=seat is not None)
 
 
 def _say_http(root: Path, url: str, token: str | None, keys: KeyRing) -> None:
@@ -188,7 +188,7 @@ def _url_host(host: str) -> str:
     return f"[{host}]" if ":" in host and not host.startswith("[") else host
 
 
-def _run_until_stopped(run: Callable[[], None], runtime: Any) -> int:
+def _run_until_stopped(run: Callable[[], None], runtime: Any, quiet: bool = False) -> int:
     """Run the transport in a thread; return its outcome, or end the process on a stop signal."""
     failure: list[BaseException] = []
 
@@ -204,7 +204,7 @@ def _run_until_stopped(run: Callable[[], None], runtime: Any) -> int:
         while thread.is_alive():
             thread.join(0.5)  # a timed join: Ctrl-C reaches the main thread on every platform
     except KeyboardInterrupt:
-        _stop_now(runtime)
+        _stop_now(runtime, quiet)
     runtime.stop()
     if failure and not (isinstance(failure[0], SystemExit) and not failure[0].code):
         exc = failure[0]
@@ -214,9 +214,11 @@ def _run_until_stopped(run: Callable[[], None], runtime: Any) -> int:
     return 0
 
 
-def _stop_now(runtime: Any) -> None:
-    """One line, the watcher and any child build stopped, then the process ends (status 130)."""
-    print(f"\n{PROG}: stopped", file=sys.stderr, flush=True)
+def _stop_now(runtime: Any, quiet: bool = False) -> None:
+    """One line (none from a worker: its parent says it), the watcher and any child build
+    stopped, then the process ends (status 130)."""
+    if not quiet:
+        print(f"\n{PROG}: stopped", file=sys.stderr, flush=True)
     try:
         runtime.stop()
         runtime.index.close()
