@@ -11,7 +11,8 @@ strips the tag from the requests it gets. A request whose tag names another work
 connection was accepted by this one) is passed, as it came, to that worker's private loopback
 port and the answer streamed back: one proxy hop, only for those requests. The owner checks
 the token, keys, Host and Origin as for any request. Each answer says which worker gave it
-(``Vault-Mem-Worker``), so that tests and benchmarks can see where requests went.
+(``Vault-Mem-Worker``) and, after a hop, which one passed it on (``Vault-Mem-Passed-By``), so
+that tests and benchmarks can see where requests went.
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ logging.getLogger("httpx2").setLevel(logging.WARNING)  # not a line per passed r
 
 SESSION = b"mcp-session-id"
 WORKER = b"vault-mem-worker"
+PASSED = b"vault-mem-passed-by"  # on an answer that took the hop: the worker that passed it on
 # Hop-by-hop headers (RFC 9110 7.6.1) and the framing the hop redoes itself.
 HOP = {b"connection", b"keep-alive", b"proxy-connection", b"te", b"trailer", b"transfer-encoding",
        b"upgrade", b"content-length"}
@@ -105,6 +107,7 @@ class Affinity:
             return
         try:
             out = [(k.lower(), v) for k, v in response.headers.raw if k.lower() not in HOP]
+            out.append((PASSED, str(self.me).encode()))
             await send({"type": "http.response.start", "status": response.status_code, "headers": out})
             async with anyio.create_task_group() as tg:
 
