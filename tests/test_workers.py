@@ -154,6 +154,22 @@ async def test_a_write_on_one_worker_is_found_by_a_2026_client_on_the_other(serv
         assert answer is not None and [n["title"] for n in answer["notes"]] == ["Zephyrine plan"], answer
 
 
+async def test_a_file_saved_in_an_editor_is_found_through_every_worker(served: Served) -> None:
+    await ready(served)
+    (served.root / "work" / "saved.md").write_text("# Quillwort\n\nSaved by hand.\n", encoding="utf-8")
+    seen: list[tuple[str | None, str | None]] = []
+    found: set[str | None] = set()
+    http, mcp = client(served.url, "2026-07-28", seen)
+    async with http, mcp as c:
+        deadline = time.monotonic() + 60  # the watchers' debounce, and a request landing on each worker
+        while found != {"0", "1"}:
+            answer = (await c.call_tool("memory_search", {"agent": "t", "query": "quillwort"})).structured_content
+            if answer and [n["title"] for n in answer.get("notes", [])] == ["Quillwort"]:
+                found.add(seen[-1][0])
+            assert time.monotonic() < deadline, f"found through workers {found} only"
+            await anyio.sleep(0.02)
+
+
 async def test_stopping_the_parent_stops_every_worker(served: Served) -> None:
     await ready(served)
     pids = served.pids()
