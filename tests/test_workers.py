@@ -199,6 +199,30 @@ def test_workers_end_when_the_parent_is_killed(tmp_path: Path) -> None:
         time.sleep(0.05)
 
 
+def test_the_handshake_versions_are_the_sdks() -> None:
+    from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
+
+    from vault_mem.mcp_server.affinity import HANDSHAKES
+
+    assert {v.encode() for v in HANDSHAKE_PROTOCOL_VERSIONS} == HANDSHAKES
+
+
+async def test_sessions_opened_together_are_dealt_to_both_workers(served: Served) -> None:
+    await ready(served)
+    seen: list[tuple[str | None, str | None]] = []
+    http = httpx2.AsyncClient(event_hooks={"response": [lambda r: _note(r, seen)]})  # keep-alive: one connection
+    async with http:
+        for _ in range(4):
+            async with Client(streamable_http_client(served.url, http_client=http), mode="legacy") as c:  # type: ignore[arg-type]
+                await c.call_tool("list_domains", {})
+    opened = {session[:3] for _, session in seen if session}
+    assert opened == {"w0-", "w1-"}, opened
+
+
+async def _note(response: httpx2.Response, seen: list[tuple[str | None, str | None]]) -> None:
+    seen.append((response.headers.get("vault-mem-worker"), response.request.headers.get("mcp-session-id")))
+
+
 def test_workers_need_http_and_a_count(tmp_path: Path) -> None:
     root = write_notes(tmp_path / "v", NOTES)
     base = [sys.executable, "-m", "vault_mem", "serve", "--vault", str(root), "--index-dir", str(tmp_path / "ix")]

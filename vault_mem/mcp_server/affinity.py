@@ -7,7 +7,9 @@ request) lives in the memory of the worker that opened it; the SDK's session man
 replays events of one process's streams, it does not move a session).
 
 So each worker tags the session ids it hands out with its number (``w1-`` + the SDK's id) and
-strips the tag from the requests it gets. A request whose tag names another worker (its
+strips the tag from the requests it gets. New sessions are dealt out in turn: each worker
+passes its k-th ``initialize`` to worker (own + k) mod N, so that clients starting together do
+not all open their sessions on the worker that happened to accept first. A request whose tag names another worker (its
 connection was accepted by this one) is passed, as it came, to that worker's private loopback
 port and the answer streamed back: one proxy hop, only for those requests. The owner checks
 the token, keys, Host and Origin as for any request. Each answer says which worker gave it
@@ -32,6 +34,10 @@ ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
 logging.getLogger("httpx2").setLevel(logging.WARNING)  # not a line per passed request
 
 SESSION = b"mcp-session-id"
+VERSION = b"mcp-protocol-version"
+# The versions the SDK still opens sessions for (mcp_types.version.HANDSHAKE_PROTOCOL_VERSIONS,
+# compared in tests/test_workers.py); a request naming any other version is stateless.
+HANDSHAKES = {b"2024-11-05", b"2025-03-26", b"2025-06-18", b"2025-11-25"}
 WORKER = b"vault-mem-worker"
 PASSED = b"vault-mem-passed-by"  # on an answer that took the hop: the worker that passed it on
 # Hop-by-hop headers (RFC 9110 7.6.1) and the framing the hop redoes itself.
@@ -52,12 +58,22 @@ class Affinity:
         self.ports = ports
         self._mine = tag(me)
         self._client: httpx2.AsyncClient | None = None
+        self._turn = 0
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
         headers = list(scope.get("headers") or [])
+        named = dict(headers)
+        if scope["method"] == "POST" and SESSION not in named and named.get(VERSION, b"2025-06-18") in HANDSHAKES:
+            # A new legacy session: its worker is taken in turn, not left to whichever accepted the
+            # connection (32 clients starting at once would otherwise all open on one).
+            self._turn += 1
+            owner = (self.me + self._turn) % len(self.ports)
+            if owner != self.me:
+                await self._forward(self.ports[owner], scope, receive, send)
+                return
         for i, (name, value) in enumerate(headers):
             if name == SESSION and value[:1] == b"w" and b"-" in value:
                 owner, _, rest = value[1:].partition(b"-")
