@@ -125,7 +125,7 @@ def common_words(root: Path, paths: list[str], top: int = 8) -> list[str]:
     for path in paths:
         text = (root / path).read_text(encoding="utf-8", errors="replace").lower()
         spread.update(set(WORD.findall(text)))
-    return [w for w, _ in spread.most_common(top)]
+    return sorted(spread, key=lambda w: (-spread[w], w))[:top]  # ties by the word: the same list every run
 
 
 def pct(values: list[float], q: float) -> float:
