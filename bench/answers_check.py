@@ -46,7 +46,7 @@ def plan(root: Path, records: list[dict[str, Any]], seed: int, count: int) -> li
     calls += [("memory_search", {**agent, "query": w}) for w in words]
     calls += [("memory_search", {**agent, "query": w}) for w in common]
     calls += [("memory_search", {**agent, "query": w, "limit": 50}) for w in common[:4]]
-    calls += [("memory_search", {**agent, "query": f"{a} {b}"}) for a, b in zip(words[::2], words[1::2])]
+    calls += [("memory_search", {**agent, "query": f"{a} {b}"}) for a, b in zip(words[::2], words[1::2], strict=False)]
     calls += [("memory_search", {**agent, "query": rng.choice(words), "tag": rng.choice(tags)})
               for _ in range(10) if tags]
     calls += [("memory_search", {**agent, "query": rng.choice(common), "kind": rng.choice(kinds)})
@@ -89,7 +89,7 @@ def main() -> None:
         print(f"recorded {len(got)} answers in {args.file}")
         return
     want = args.file.read_text(encoding="utf-8").splitlines()
-    differ = [i for i, (a, b) in enumerate(zip(want, got)) if a != b]
+    differ = [i for i, (a, b) in enumerate(zip(want, got, strict=False)) if a != b]
     if len(want) != len(got):
         print(f"{len(want)} answers recorded, {len(got)} now")
     for i in differ[:10]:

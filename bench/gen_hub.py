@@ -203,14 +203,14 @@ def generate(root: Path, notes: int = 6500, seed: int = 1) -> None:
     people = person_names(rng, n_people)
     authors = [rng.choice(people) for _ in plugins]
     made: dict[str, list[str]] = {}
-    for plugin, author in zip(plugins, authors):
+    for plugin, author in zip(plugins, authors, strict=True):
         made.setdefault(author, []).append(plugin)
 
     def write(folder: str, title: str, text: str) -> None:
         (root / folder).mkdir(parents=True, exist_ok=True)
         (root / folder / f"{title}.md").write_text(text, encoding="utf-8")
 
-    for title, author in zip(plugins, authors):
+    for title, author in zip(plugins, authors, strict=True):
         write(PLUGINS, title, plugin_note(rng, title, author, rng.sample(plugins, rng.randint(0, 3)),
                                           f"{PLUGINS}/{title}.md"))
     for name in people:

@@ -183,7 +183,8 @@ def main() -> None:
             run(client, [c for c in calls[::10]])  # warm-up: imports, searchers, caches
             spy = None
             if args.py_spy:
-                spy = subprocess.Popen([shutil.which("py-spy", path=str(Path(sys.executable).parent)) or "py-spy", "record", "-r", "500", "-f", "raw",
+                spy_exe = shutil.which("py-spy", path=str(Path(sys.executable).parent)) or "py-spy"
+                spy = subprocess.Popen([spy_exe, "record", "-r", "500", "-f", "raw",
                                         "-o", str(args.py_spy), "--pid", str(client.proc.pid)],
                                        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
                 time.sleep(1.0)  # py-spy attaches
