@@ -2,6 +2,8 @@
 
     python bench/rpc_bench.py --vault DIR [--index-dir IX] [--runs 200] [--seed 1]
     python bench/rpc_bench.py --vault DIR --py-spy profile.txt   # also sample the server
+    python bench/rpc_bench.py --vault DIR --mode sdk      # the same calls from the SDK's client
+    python bench/rpc_bench.py --vault DIR --mode inproc   # ... through the call path, in process
 
 The index is built (or reused when complete) before the server starts, so the server
 never builds while it is timed. Then one `vault-mem serve` process gets the legacy
@@ -34,6 +36,7 @@ import sys
 import tempfile
 import time
 from collections import Counter
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -59,13 +62,15 @@ class RawClient:
     def __init__(self, root: Path, index_dir: Path) -> None:
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "vault_mem", "serve", "--vault", str(root), "--index-dir", str(index_dir)],
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, bufsize=0)
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)  # buffered: a raw
+        # pipe's readline reads one byte per system call, which would time this client, not the server
         assert self.proc.stdin is not None and self.proc.stdout is not None
         self.stdin, self.stdout = self.proc.stdin, self.proc.stdout
         self.next_id = 0
 
     def send(self, message: dict[str, Any]) -> None:
         self.stdin.write(json.dumps(message, separators=(",", ":")).encode() + b"\n")
+        self.stdin.flush()
 
     def request(self, method: str, params: dict[str, Any] | None = None) -> dict[str, Any]:
         self.next_id += 1
@@ -147,18 +152,73 @@ def plan(root: Path, paths: list[str], runs: int, seed: int) -> list[tuple[str, 
     return calls
 
 
-def run(client: RawClient, calls: list[tuple[str, str, dict[str, Any]]]) -> dict[str, list[float]]:
+def run(call_one: Callable[[str, dict[str, Any]], str | None],
+        calls: list[tuple[str, str, dict[str, Any]]]) -> dict[str, list[float]]:
+    """Each call through ``call_one(tool, args) -> status`` (None for ping), timed."""
     times: dict[str, list[float]] = {}
     for label, tool, args in calls:
         start = time.perf_counter()
+        status = call_one(tool, args)
+        times.setdefault(label, []).append((time.perf_counter() - start) * 1000)
+        if tool != "ping" and status not in ("ok", "none"):
+            raise RuntimeError(f"{tool} {args}: status {status}")
+    return times
+
+
+def raw_call(client: RawClient) -> Callable[[str, dict[str, Any]], str | None]:
+    def call_one(tool: str, args: dict[str, Any]) -> str | None:
         if tool == "ping":
             client.request("ping")
-        else:
-            result = client.call_tool(tool, args)
-            status = result.get("structuredContent", {}).get("status")
-            if status not in ("ok", "none"):
-                raise RuntimeError(f"{tool} {args}: status {status}")
-        times.setdefault(label, []).append((time.perf_counter() - start) * 1000)
+            return None
+        return client.call_tool(tool, args).get("structuredContent", {}).get("status")  # type: ignore[no-any-return]
+    return call_one
+
+
+def in_process(root: Path, index_dir: Path, calls: list[tuple[str, str, dict[str, Any]]]) -> dict[str, list[float]]:
+    """The same calls through the server's call path in this one thread (no transport)."""
+    from vault_mem.served.context import Vault
+    from vault_mem.server.app import call
+    from vault_mem.server.tools import TOOLS_BY_NAME
+
+    vault = Vault(root, VaultIndex(root, index_dir))
+
+    def call_one(tool: str, args: dict[str, Any]) -> str | None:
+        if tool == "ping":
+            return None
+        return call(vault, TOOLS_BY_NAME[tool], dict(args)).get("status")
+
+    run(call_one, calls[::10])
+    print(f"load average before: {loadavg()}")
+    times = run(call_one, [c for c in calls if c[1] != "ping"])
+    print(f"load average after:  {loadavg()}")
+    return times
+
+
+def over_sdk(root: Path, index_dir: Path, calls: list[tuple[str, str, dict[str, Any]]]) -> dict[str, list[float]]:
+    """The same calls from the MCP SDK's own client over stdio (what an agent's client costs too)."""
+    import anyio
+    from mcp import Client, StdioServerParameters
+
+    times: dict[str, list[float]] = {}
+
+    async def main() -> None:
+        params = StdioServerParameters(command=sys.executable, args=[
+            "-m", "vault_mem", "serve", "--vault", str(root), "--index-dir", str(index_dir)])
+        async with Client(params, mode="legacy") as client:
+            for warm_up in (True, False):
+                if not warm_up:
+                    print(f"load average before: {loadavg()}")
+                for label, tool, args in calls[::10] if warm_up else calls:
+                    start = time.perf_counter()
+                    if tool == "ping":
+                        await client.send_ping()
+                    else:
+                        await client.call_tool(tool, args)
+                    if not warm_up:
+                        times.setdefault(label, []).append((time.perf_counter() - start) * 1000)
+            print(f"load average after:  {loadavg()}")
+
+    anyio.run(main)
     return times
 
 
@@ -168,7 +228,9 @@ def main() -> None:
     parser.add_argument("--index-dir", type=Path, help="index folder, reused when complete (default: a temp one)")
     parser.add_argument("--runs", type=int, default=200)
     parser.add_argument("--seed", type=int, default=1)
-    parser.add_argument("--py-spy", type=Path, help="record the server with py-spy into this file")
+    parser.add_argument("--mode", choices=("raw", "sdk", "inproc"), default="raw",
+                        help="raw JSON-RPC lines (default), the SDK's client over stdio, or in process")
+    parser.add_argument("--py-spy", type=Path, help="record the server with py-spy into this file (raw mode)")
     args = parser.parse_args()
     root = args.vault.resolve()
     with tempfile.TemporaryDirectory(prefix="vault-mem-rpc-") as tmp:
@@ -177,28 +239,42 @@ def main() -> None:
         paths = sorted(str(r["path"]) for r in index.records().values())
         index.close()
         calls = plan(root, paths, args.runs, args.seed)
-        client = RawClient(root, index_dir)
-        try:
-            client.initialize()
-            run(client, [c for c in calls[::10]])  # warm-up: imports, searchers, caches
-            spy = None
-            if args.py_spy:
-                spy_exe = shutil.which("py-spy", path=str(Path(sys.executable).parent)) or "py-spy"
-                spy = subprocess.Popen([spy_exe, "record", "-r", "500", "-f", "raw",
-                                        "-o", str(args.py_spy), "--pid", str(client.proc.pid)],
-                                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-                time.sleep(1.0)  # py-spy attaches
-            print(f"load average before: {loadavg()}")
-            times = run(client, calls)
-            print(f"load average after:  {loadavg()}")
-            if spy is not None:
-                spy.send_signal(signal.SIGINT)
-                spy.wait(timeout=60)
-        finally:
-            client.close()
-    print(f"\nserver alone, raw JSON-RPC over stdio ({args.runs} calls each)   p50 ms   p95 ms   max ms")
+        if args.mode == "inproc":
+            times = in_process(root, index_dir, calls)
+        elif args.mode == "sdk":
+            times = over_sdk(root, index_dir, calls)
+        else:
+            times = over_raw(root, index_dir, calls, args.py_spy)
+    where = {"raw": "server alone, raw JSON-RPC over stdio", "sdk": "MCP SDK client over stdio",
+             "inproc": "in process, one thread"}[args.mode]
+    print(f"\n{where} ({args.runs} calls each)".ljust(60) + "p50 ms   p95 ms   max ms")
     for label, values in times.items():
-        print(f"  {label:<40} {statistics.median(values):7.2f}  {pct(values, 0.95):7.2f}  {max(values):7.2f}")
+        print(f"  {label:<55} {statistics.median(values):7.2f}  {pct(values, 0.95):7.2f}  {max(values):7.2f}")
+
+
+def over_raw(root: Path, index_dir: Path, calls: list[tuple[str, str, dict[str, Any]]],
+             py_spy: Path | None) -> dict[str, list[float]]:
+    client = RawClient(root, index_dir)
+    try:
+        client.initialize()
+        call_one = raw_call(client)
+        run(call_one, calls[::10])  # warm-up: imports, searchers, caches
+        spy = None
+        if py_spy:
+            spy_exe = shutil.which("py-spy", path=str(Path(sys.executable).parent)) or "py-spy"
+            spy = subprocess.Popen([spy_exe, "record", "-r", "500", "-f", "raw",
+                                    "-o", str(py_spy), "--pid", str(client.proc.pid)],
+                                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            time.sleep(1.0)  # py-spy attaches
+        print(f"load average before: {loadavg()}")
+        times = run(call_one, calls)
+        print(f"load average after:  {loadavg()}")
+        if spy is not None:
+            spy.send_signal(signal.SIGINT)
+            spy.wait(timeout=60)
+        return times
+    finally:
+        client.close()
 
 
 if __name__ == "__main__":
