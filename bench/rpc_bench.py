@@ -262,7 +262,7 @@ def over_raw(root: Path, index_dir: Path, calls: list[tuple[str, str, dict[str, 
         spy = None
         if py_spy:
             spy_exe = shutil.which("py-spy", path=str(Path(sys.executable).parent)) or "py-spy"
-            spy = subprocess.Popen([spy_exe, "record", "-r", "500", "-f", "raw",
+            spy = subprocess.Popen([spy_exe, "record", "-r", "500", "--nonblocking", "-f", "raw",
                                     "-o", str(py_spy), "--pid", str(client.proc.pid)],
                                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
             time.sleep(1.0)  # py-spy attaches

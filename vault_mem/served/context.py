@@ -66,6 +66,7 @@ class View:
         self.vault = vault
         self.searcher = searcher
         self._records: dict[int, dict[str, Any]] = {}
+        self._real_root: Path | None = None  # the root resolved once a call, not once a row
 
     def docs(self, query: Query) -> list[int]:
         return list(self.searcher.docs_for_query(query))
@@ -103,7 +104,12 @@ class View:
 
     def body(self, record: dict[str, Any]) -> str:
         """The note's body as it is on disk now ('' when the file is gone or now leads outside the vault)."""
-        if not resolves_inside(self.vault.root, self.vault.root / record["fsrel"]):
+        if self._real_root is None:
+            try:
+                self._real_root = self.vault.root.resolve()
+            except (OSError, RuntimeError):
+                return ""
+        if not resolves_inside(self.vault.root, self.vault.root / record["fsrel"], self._real_root):
             return ""
         data, _etag, _size, _mtime, problems = read_bytes(self.vault.root / record["fsrel"])
         if problems and not data:

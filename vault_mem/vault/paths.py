@@ -70,10 +70,11 @@ def confine(root: Path, rel: str, param: str) -> Path:
     return target
 
 
-def resolves_inside(root: Path, target: Path) -> bool:
-    """True when ``target``, with every symlink followed, is ``root`` or lies under it."""
+def resolves_inside(root: Path, target: Path, real_root: Path | None = None) -> bool:
+    """True when ``target``, with every symlink followed, is ``root`` or lies under it.
+    ``real_root`` is ``root`` already resolved, for a caller checking many targets at once."""
     try:
-        real_root = root.resolve()
+        real_root = root.resolve() if real_root is None else real_root
         resolved = target.resolve()
     except (OSError, RuntimeError):  # a symlink loop
         return False
