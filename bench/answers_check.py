@@ -27,10 +27,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from rpc_bench import ISSUE_WORDS, common_words, ready_index, sample_words
 
+from vault_mem.mcp_server.answers import to_result
+from vault_mem.mcp_server.app import call
+from vault_mem.mcp_server.tools import TOOLS_BY_NAME
 from vault_mem.served.context import Vault
-from vault_mem.server.answers import to_result
-from vault_mem.server.app import call
-from vault_mem.server.tools import TOOLS_BY_NAME
 
 
 def plan(root: Path, records: list[dict[str, Any]], seed: int, count: int) -> list[tuple[str, dict[str, Any]]]:

@@ -176,9 +176,9 @@ def raw_call(client: RawClient) -> Callable[[str, dict[str, Any]], str | None]:
 
 def in_process(root: Path, index_dir: Path, calls: list[tuple[str, str, dict[str, Any]]]) -> dict[str, list[float]]:
     """The same calls through the server's call path in this one thread (no transport)."""
+    from vault_mem.mcp_server.app import call
+    from vault_mem.mcp_server.tools import TOOLS_BY_NAME
     from vault_mem.served.context import Vault
-    from vault_mem.server.app import call
-    from vault_mem.server.tools import TOOLS_BY_NAME
 
     vault = Vault(root, VaultIndex(root, index_dir))
 

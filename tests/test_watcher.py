@@ -18,8 +18,8 @@ from conftest import eventually, has_path, stored, write_notes
 from vault_mem.index.build import reconcile, sync
 from vault_mem.index.schema import document_of
 from vault_mem.index.store import VaultIndex
-from vault_mem.index.watcher import Watcher
 from vault_mem.reads.list_by_domain import list_by_domain
+from vault_mem.runtime.watcher import Watcher
 from vault_mem.served.context import Vault, View
 from vault_mem.vault.paths import display_path
 from vault_mem.vault.reader import file_etag, read_note
@@ -399,7 +399,7 @@ def test_the_servers_own_reads_reach_no_handler(tmp_path: Path) -> None:
     from watchdog.events import FileSystemEvent, FileSystemEventHandler
     from watchdog.observers import Observer
 
-    from vault_mem.index.watcher import CHANGES
+    from vault_mem.runtime.watcher import CHANGES
 
     (tmp_path / "read.md").write_text("# Read\n\nonly read\n", encoding="utf-8")
     seen: list[tuple[str, str]] = []
