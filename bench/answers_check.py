@@ -9,7 +9,9 @@ and kind filters; memory_read of random notes (their backlinks included);
 list_by_domain, memory_list, mem_recall and list_domains. Each goes through the server's
 own call path (``server.app.call`` then ``server.answers.to_result``) and is kept as the
 wire JSON of its tool result, one line per call. ``compare`` runs the same calls and
-prints every call whose answer differs; exit status 1 if any does. The index must be
+prints every call whose answer differs; exit status 1 if any does. Both run the calls
+``--passes`` times (default 2) in one process and fail if a later pass, on warm caches,
+answers differently (a shared cached value that some call modified). The index must be
 the same (same files, same build) on both sides: build it once and reuse ``--index-dir``.
 """
 
@@ -77,12 +79,19 @@ def main() -> None:
     parser.add_argument("--index-dir", type=Path, required=True)
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--count", type=int, default=60, help="random searches and reads each")
+    parser.add_argument("--passes", type=int, default=2, help="run the calls this many times; all must agree")
     args = parser.parse_args()
     root = args.vault.resolve()
     index = ready_index(root, args.index_dir.resolve())
     records = list(index.records().values())
     vault = Vault(root, index)
-    got = answers(vault, plan(root, records, args.seed, args.count))
+    calls = plan(root, records, args.seed, args.count)
+    got = answers(vault, calls)
+    for _ in range(args.passes - 1):  # warm caches must give the same answers (nothing mutated them)
+        again = answers(vault, calls)
+        if again != got:
+            print(f"{sum(a != b for a, b in zip(got, again, strict=True))} answers changed on a later pass")
+            sys.exit(1)
     index.close()
     if args.mode == "record":
         args.file.write_text("\n".join(got) + "\n", encoding="utf-8")

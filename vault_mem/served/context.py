@@ -11,7 +11,7 @@ from typing import Any, Protocol
 from whoosh.query import Query, Term
 from whoosh.searching import Searcher
 
-from vault_mem.index.columns import column, live_docs
+from vault_mem.index.columns import column, live_docs, stored_record
 from vault_mem.index.store import VaultIndex
 from vault_mem.vault.frontmatter import split_frontmatter
 from vault_mem.vault.paths import resolves_inside
@@ -79,7 +79,7 @@ class View:
     def record(self, docnum: int) -> dict[str, Any]:
         rec = self._records.get(docnum)
         if rec is None:
-            rec = self.searcher.stored_fields(docnum)["record"]
+            rec = stored_record(self.searcher, docnum)
             self._records[docnum] = rec
         return rec
 
