@@ -1,0 +1,142 @@
+"""Saves made while a server starts: how long until ``memory_search`` finds each one.
+
+    python bench/start_bench.py --vault /work/data/r107k    # an indexed vault (vault-mem index first)
+    python bench/start_bench.py --vault DIR --saves 10 --spacing 0.2
+
+A fresh ``vault-mem serve`` is spawned over stdio on a vault whose index is complete. As soon as
+the server says it is checking the index against the files (its start-up reconcile), a thread
+writes ``--saves`` new notes, ``--spacing`` seconds apart, each an editor's atomic save (temp
+file renamed onto the note) holding a word of its own, spread over the vault's top-level
+folders. Each is timed from its rename until ``memory_search`` finds its word (polled over the
+session). The table says, for each save, whether it was made before the start-up check ended
+(the server's ``index ready`` line) and how long it took to become visible. The notes are
+removed at the end (the running server drops them), so the vault is left as it was.
+
+Prints the load average beside the numbers: the machine is shared, repeat runs and compare.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import secrets
+import string
+import sys
+import threading
+import time
+from contextlib import AsyncExitStack
+from pathlib import Path
+from typing import Any
+
+import anyio
+from mcp import Client, StdioServerParameters
+from mcp.client.stdio import stdio_client
+
+AGENT = "start-bench"
+TIMEOUT = 120.0
+CHECKING = "checking it against the files"
+READY = "index ready"
+
+
+def load() -> str:
+    try:
+        return " ".join(Path("/proc/loadavg").read_text().split()[:3])
+    except OSError:
+        return "n/a"
+
+
+def wait_for_line(log: Path, text: str, timeout: float) -> float | None:
+    """perf_counter() when ``text`` first shows in ``log`` (polled), None after ``timeout``."""
+    deadline = time.perf_counter() + timeout
+    while time.perf_counter() < deadline:
+        if text in log.read_text(errors="replace"):
+            return time.perf_counter()
+        time.sleep(0.005)
+    return None
+
+
+def save_notes(vault: Path, folders: list[Path], words: list[str], spacing: float,
+               saved: dict[str, tuple[Path, float]]) -> None:
+    for i, word in enumerate(words):
+        folder = folders[i % len(folders)]
+        path = folder / f"startbench {word}.md"
+        temp = folder / f".{path.name}.tmp"
+        temp.write_text(f"# Start bench {i}\n\nSaved while the server starts: {word}\n", encoding="utf-8")
+        os.replace(temp, path)
+        saved[word] = (path, time.perf_counter())
+        time.sleep(spacing)
+
+
+async def run(vault: Path, saves: int, spacing: float) -> None:
+    errlog = Path(f"/tmp/start-bench-{os.getpid()}.log")
+    errlog.write_text("")
+    folders = sorted(p for p in vault.iterdir() if p.is_dir() and not p.name.startswith(".")) or [vault]
+    words = ["startsave" + "".join(secrets.choice(string.ascii_lowercase) for _ in range(10)) for _ in range(saves)]
+    saved: dict[str, tuple[Path, float]] = {}
+    found: dict[str, float] = {}
+    print(f"start bench: {vault}; load average before: {load()}", file=sys.stderr)
+    params = StdioServerParameters(command=sys.executable, env=dict(os.environ),
+                                   args=["-m", "vault_mem", "serve", "--yes", "--vault", str(vault)])
+    async with AsyncExitStack() as stack:
+        sink = stack.enter_context(errlog.open("a"))
+        spawn = time.perf_counter()
+        client = await stack.enter_async_context(Client(stdio_client(params, errlog=sink), mode="legacy"))
+        checking = await anyio.to_thread.run_sync(wait_for_line, errlog, CHECKING, 60.0)
+        if checking is None:
+            raise SystemExit(f"the server never said {CHECKING!r} (is the index complete?); see {errlog}")
+        saver = threading.Thread(target=save_notes, args=(vault, folders, words, spacing, saved), daemon=True)
+        saver.start()
+        ready_box: list[float | None] = []
+
+        def watch_ready() -> None:
+            ready_box.append(wait_for_line(errlog, READY, TIMEOUT))
+
+        threading.Thread(target=watch_ready, daemon=True).start()
+        while len(found) < saves:
+            pending = [w for w in words if w in saved and w not in found]
+            for word in pending:
+                result = await client.call_tool("memory_search", {"agent": AGENT, "query": word})
+                answer: Any = result.structured_content or {}
+                if answer.get("notes"):
+                    found[word] = time.perf_counter()
+            if saved and time.perf_counter() - min(t for _, t in saved.values()) > TIMEOUT + saves * spacing:
+                break
+            await anyio.sleep(0.005)
+        saver.join()
+        for path, _ in saved.values():
+            path.unlink(missing_ok=True)
+        deadline = time.perf_counter() + 30
+        while time.perf_counter() < deadline:  # the server drops them before it is stopped
+            result = await client.call_tool("memory_search", {"agent": AGENT, "query": words[-1]})
+            if not (result.structured_content or {}).get("notes"):
+                break
+            await anyio.sleep(0.05)
+    ready = ready_box[0] if ready_box else None
+    print(f"spawn to 'checking': {checking - spawn:.2f} s; check ended at "
+          + (f"{ready - spawn:.2f} s" if ready else "(not seen)") + " after the spawn")
+    print(f"{'save':>4} | {'at (s after spawn)':>18} | {'during check':>12} | {'to visible (ms)':>15}")
+    worst = 0.0
+    for i, word in enumerate(words):
+        _, at = saved[word]
+        took = found.get(word, float("inf")) - at
+        worst = max(worst, took)
+        during = "yes" if ready is None or at < ready else "no"
+        print(f"{i + 1:>4} | {at - spawn:>18.2f} | {during:>12} | {took * 1000:>15.0f}")
+    print(f"worst: {worst * 1000:.0f} ms; load average after: {load()}")
+    log = errlog.read_text(errors="replace")
+    for line in log.splitlines():
+        if "periodic check" in line or "Traceback" in line:
+            print(f"server: {line}")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--vault", type=Path, required=True, help="a vault whose index is complete")
+    parser.add_argument("--saves", type=int, default=10)
+    parser.add_argument("--spacing", type=float, default=0.2, help="seconds between two saves")
+    args = parser.parse_args()
+    anyio.run(run, args.vault.resolve(), args.saves, args.spacing)
+
+
+if __name__ == "__main__":
+    main()
