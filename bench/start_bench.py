@@ -2,6 +2,7 @@
 
     python bench/start_bench.py --vault /work/data/r107k    # an indexed vault (vault-mem index first)
     python bench/start_bench.py --vault DIR --saves 10 --spacing 0.2
+    python bench/start_bench.py --vault DIR --from connected   # saves once the session is up
 
 A fresh ``vault-mem serve`` is spawned over stdio on a vault whose index is complete. As soon as
 the server says it is checking the index against the files (its start-up reconcile), a thread
@@ -67,42 +68,63 @@ def save_notes(vault: Path, folders: list[Path], words: list[str], spacing: floa
         time.sleep(spacing)
 
 
-async def run(vault: Path, saves: int, spacing: float) -> None:
+async def run(vault: Path, saves: int, spacing: float, begin: str) -> None:
     errlog = Path(f"/tmp/start-bench-{os.getpid()}.log")
     errlog.write_text("")
     folders = sorted(p for p in vault.iterdir() if p.is_dir() and not p.name.startswith(".")) or [vault]
     words = ["startsave" + "".join(secrets.choice(string.ascii_lowercase) for _ in range(10)) for _ in range(saves)]
     saved: dict[str, tuple[Path, float]] = {}
     found: dict[str, float] = {}
+    first_asked: dict[str, float] = {}  # when memory_search was first asked for the word
+    at_once: dict[str, bool] = {}  # found by the first memory_search that asked for it
     print(f"start bench: {vault}; load average before: {load()}", file=sys.stderr)
     params = StdioServerParameters(command=sys.executable, env=dict(os.environ),
                                    args=["-m", "vault_mem", "serve", "--yes", "--vault", str(vault)])
     async with AsyncExitStack() as stack:
         sink = stack.enter_context(errlog.open("a"))
-        spawn = time.perf_counter()
-        client = await stack.enter_async_context(Client(stdio_client(params, errlog=sink), mode="legacy"))
-        checking = await anyio.to_thread.run_sync(wait_for_line, errlog, CHECKING, 60.0)
-        if checking is None:
-            raise SystemExit(f"the server never said {CHECKING!r} (is the index complete?); see {errlog}")
-        saver = threading.Thread(target=save_notes, args=(vault, folders, words, spacing, saved), daemon=True)
-        saver.start()
+        checking_box: list[float | None] = []
         ready_box: list[float | None] = []
+
+        session_up = threading.Event()
+
+        def save_when_checking() -> None:
+            """From the server's 'checking' line on (while the session is still connecting), or
+            from the moment the session is up (``--from connected``)."""
+            checking_box.append(wait_for_line(errlog, CHECKING, 60.0))
+            if checking_box[0] is not None and (begin == "checking" or session_up.wait(60.0)):
+                save_notes(vault, folders, words, spacing, saved)
 
         def watch_ready() -> None:
             ready_box.append(wait_for_line(errlog, READY, TIMEOUT))
 
+        spawn = time.perf_counter()
+        saver = threading.Thread(target=save_when_checking, daemon=True)
+        saver.start()
         threading.Thread(target=watch_ready, daemon=True).start()
+        client = await stack.enter_async_context(Client(stdio_client(params, errlog=sink), mode="legacy"))
+        connected = time.perf_counter()
+        session_up.set()
+        while not checking_box:
+            await anyio.sleep(0.01)
+        checking = checking_box[0]
+        if checking is None:
+            raise SystemExit(f"the server never said {CHECKING!r} (is the index complete?); see {errlog}")
         while len(found) < saves:
             pending = [w for w in words if w in saved and w not in found]
             for word in pending:
+                asked = time.perf_counter()
                 result = await client.call_tool("memory_search", {"agent": AGENT, "query": word})
                 answer: Any = result.structured_content or {}
+                first_asked.setdefault(word, asked)
                 if answer.get("notes"):
                     found[word] = time.perf_counter()
+                    at_once.setdefault(word, first_asked[word] == asked)
             if saved and time.perf_counter() - min(t for _, t in saved.values()) > TIMEOUT + saves * spacing:
                 break
             await anyio.sleep(0.005)
         saver.join()
+        while not ready_box:  # the table says which saves the check was still running for
+            await anyio.sleep(0.05)
         for path, _ in saved.values():
             path.unlink(missing_ok=True)
         deadline = time.perf_counter() + 30
@@ -112,16 +134,20 @@ async def run(vault: Path, saves: int, spacing: float) -> None:
                 break
             await anyio.sleep(0.05)
     ready = ready_box[0] if ready_box else None
-    print(f"spawn to 'checking': {checking - spawn:.2f} s; check ended at "
+    print(f"spawn to 'checking': {checking - spawn:.2f} s; session connected at {connected - spawn:.2f} s; "
+          "check ended at "
           + (f"{ready - spawn:.2f} s" if ready else "(not seen)") + " after the spawn")
-    print(f"{'save':>4} | {'at (s after spawn)':>18} | {'during check':>12} | {'to visible (ms)':>15}")
+    print(f"{'save':>4} | {'at (s after spawn)':>18} | {'during check':>12} | {'to visible (ms)':>15} | "
+          "found by the first query for it")
     worst = 0.0
     for i, word in enumerate(words):
         _, at = saved[word]
         took = found.get(word, float("inf")) - at
         worst = max(worst, took)
         during = "yes" if ready is None or at < ready else "no"
-        print(f"{i + 1:>4} | {at - spawn:>18.2f} | {during:>12} | {took * 1000:>15.0f}")
+        first = "yes" if at_once.get(word) else "no"
+        print(f"{i + 1:>4} | {at - spawn:>18.2f} | {during:>12} | {took * 1000:>15.0f} | {first} "
+              f"(asked {(first_asked.get(word, at) - at) * 1000:.0f} ms after the save)")
     print(f"worst: {worst * 1000:.0f} ms; load average after: {load()}")
     log = errlog.read_text(errors="replace")
     for line in log.splitlines():
@@ -134,8 +160,10 @@ def main() -> None:
     parser.add_argument("--vault", type=Path, required=True, help="a vault whose index is complete")
     parser.add_argument("--saves", type=int, default=10)
     parser.add_argument("--spacing", type=float, default=0.2, help="seconds between two saves")
+    parser.add_argument("--from", dest="begin", choices=("checking", "connected"), default="checking",
+                        help="save from the server's 'checking' line (default), or once the session is up")
     args = parser.parse_args()
-    anyio.run(run, args.vault.resolve(), args.saves, args.spacing)
+    anyio.run(run, args.vault.resolve(), args.saves, args.spacing, args.begin)
 
 
 if __name__ == "__main__":

@@ -65,8 +65,10 @@ def cmd_serve(args: argparse.Namespace) -> int:
              else "; checking it against the files")
     with present(index.dir, "serve", transport="http" if args.http else "stdio",
                  url=url if args.http else None, vault=str(root)):
-        # The watcher listens and the build (or check) runs while the MCP SDK loads (about 2 s).
-        runtime.start()
+        # The watcher listens, and a build runs, while the MCP SDK loads (about 2 s); the check of an
+        # existing index starts once it is loaded.
+        loaded = threading.Event()
+        runtime.start(check_after=loaded)
         try:
             say(f"{PROG} {__version__} serving the vault {root}")
             say(f"index at {index.dir}{doing}")
@@ -76,6 +78,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
             vault = Vault(root, index, project=project, compat=args.compat, health=runtime,
                           git_commit=args.git_commit)
             server = build_server(vault)
+            loaded.set()
             run = _transport(args, server, url, token, root)
             start_serve_options(args, root)
         except BaseException:
