@@ -181,6 +181,11 @@ class Watcher:
 
     # -- the indexing thread ---------------------------------------------------------------
 
+    def queued(self) -> int:
+        """Paths heard and not yet applied (held, or waiting for the debounce)."""
+        with self._cond:
+            return len(self._files) + len(self._dirs)
+
     def wait_idle(self, timeout: float = 30.0) -> bool:
         """Block until every event seen so far has been applied (True), or ``timeout`` passes."""
         deadline = time.monotonic() + timeout

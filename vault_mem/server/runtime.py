@@ -54,11 +54,13 @@ CHECK_AFTER_AT_MOST = 30.0  # seconds the start-up check waits for the server to
 class Runtime:
     """Owns the background indexing of one served vault; it is the vault's ``Health``."""
 
-    def __init__(self, index: VaultIndex, pace: Callable[[str], None] | None = None) -> None:
+    def __init__(self, index: VaultIndex, pace: Callable[[str], None] | None = None,
+                 first_answer_wait: float = FIRST_ANSWER_WAIT) -> None:
         """``pace`` is called with each file a full check of the vault reaches (tests slow it down)."""
         self.root = index.root
         self.index = index
         self.pace = pace
+        self.first_answer_wait = first_answer_wait
         self._patience_until = 0.0  # calls before this monotonic time wait for the build
         self._counted: int | None = None  # memory files on disk, counted for a build's progress
         self._counting = threading.Lock()
@@ -125,7 +127,7 @@ class Runtime:
         if building:
             self._building.set()
         if building or not self.index.is_complete():
-            self._patience_until = time.monotonic() + FIRST_ANSWER_WAIT
+            self._patience_until = time.monotonic() + self.first_answer_wait
         try:
             self._listen(held=building)  # before any walk of the vault: the build's or the check's
         except Exception:
@@ -166,7 +168,7 @@ class Runtime:
         self._wait_for_first_build()
 
     def _wait_for_first_build(self) -> None:
-        """In the first FIRST_ANSWER_WAIT seconds of a build, wait for it to end (not longer)."""
+        """In the first ``first_answer_wait`` seconds of a build, wait for it to end (not longer)."""
         left = self._patience_until - time.monotonic()
         if left > 0 and not self._ready.is_set():
             self._ready.wait(left)
