@@ -27,13 +27,13 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from vault_mem.git.history import History, history_for, register, unregister
+from vault_mem.git.repo import Repo
+from vault_mem.git.sync import sync_vault
 from vault_mem.index.build import sync
 from vault_mem.index.store import VaultIndex
 from vault_mem.reads.read import memory_read
 from vault_mem.served.context import Vault, View
-from vault_mem.vault.git import Repo
-from vault_mem.vault.gitsync import sync_vault
-from vault_mem.vault.history import History, history_for, register, unregister
 
 IDENTITY = {"GIT_AUTHOR_NAME": "Bench", "GIT_AUTHOR_EMAIL": "bench@example.org",
             "GIT_COMMITTER_NAME": "Bench", "GIT_COMMITTER_EMAIL": "bench@example.org"}

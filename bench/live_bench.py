@@ -29,8 +29,8 @@ from gen_vault import generate
 
 from vault_mem.index.build import build
 from vault_mem.index.store import VaultIndex
-from vault_mem.index.watcher import Watcher
 from vault_mem.reads.memory_search import memory_search
+from vault_mem.runtime.watcher import Watcher
 from vault_mem.served.context import Vault, View
 from vault_mem.vault.walk import walk_vault
 

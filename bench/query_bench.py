@@ -27,8 +27,8 @@ from gen_vault import generate
 
 from vault_mem.index.build import build
 from vault_mem.index.store import VaultIndex
+from vault_mem.mcp_server.tools import TOOLS_BY_NAME
 from vault_mem.served.context import Vault, View
-from vault_mem.server.tools import TOOLS_BY_NAME
 
 
 def calls(sample_domain: str, sample_ref: str) -> list[tuple[str, str, dict[str, Any]]]:

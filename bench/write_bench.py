@@ -3,7 +3,7 @@
     python bench/write_bench.py                 # 10,000 generated notes, 100 calls per tool
     python bench/write_bench.py --notes 2000 --runs 50
 
-Each call goes through the server's own call path (``vault_mem.server.app.call``: argument
+Each call goes through the server's own call path (``vault_mem.mcp_server.app.call``: argument
 validation, one searcher, the write, the index commit that makes it visible to every read
 tool before the answer), without the MCP transport. Prints p50, p95 and max per tool in
 milliseconds. Target on a 2-core machine: p50 <= 60 ms for each write tool.
@@ -28,9 +28,9 @@ from gen_vault import generate
 
 from vault_mem.index.build import build
 from vault_mem.index.store import VaultIndex
+from vault_mem.mcp_server.app import call
+from vault_mem.mcp_server.tools import ToolSpec, tools_for
 from vault_mem.served.context import Vault
-from vault_mem.server.app import call
-from vault_mem.server.tools import ToolSpec, tools_for
 
 AGENT = "bench"
 TARGET_P50_MS = 60.0

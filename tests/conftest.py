@@ -15,8 +15,8 @@ from mcp import Client
 
 from vault_mem.index.build import sync
 from vault_mem.index.store import VaultIndex
+from vault_mem.mcp_server.app import build_server
 from vault_mem.served.context import Vault
-from vault_mem.server.app import build_server
 from vault_mem.vault.note import Note
 from vault_mem.vault.reader import read_note
 

@@ -14,7 +14,7 @@ import pytest
 from conftest import open_vault, write_notes
 from mcp import Client
 
-from vault_mem.server.app import build_server
+from vault_mem.mcp_server.app import build_server
 
 pytestmark = pytest.mark.anyio
 

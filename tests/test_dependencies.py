@@ -66,5 +66,5 @@ def test_every_declared_dependency_is_imported() -> None:
 
 def test_the_scan_sees_imports_inside_functions_and_ignores_the_standard_library() -> None:
     modules = imported_modules()
-    assert "uvicorn" in modules, "uvicorn is imported inside a function in server/transports.py"
+    assert "uvicorn" in modules, "uvicorn is imported inside a function in mcp_server/transports.py"
     assert not {"json", "os", "tomllib", "vault_mem"} & set(modules)

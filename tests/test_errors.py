@@ -11,7 +11,7 @@ import pytest
 
 import vault_mem.errors as errors
 from vault_mem.errors import CallerError, Fault, InvalidInput, VaultMemError, WriteFailed
-from vault_mem.server.answers import IS_ERROR, error_answer, to_result
+from vault_mem.mcp_server.answers import IS_ERROR, error_answer, to_result
 
 CLASSES = [c for _, c in inspect.getmembers(errors, inspect.isclass)
            if issubclass(c, VaultMemError) and c not in (VaultMemError, CallerError, Fault)]

@@ -34,10 +34,10 @@ from hypothesis import strategies as st
 from mcp import Client
 from mcp.types import CallToolResult, TextContent
 
+from vault_mem.mcp_server.app import build_server
+from vault_mem.mcp_server.tools import ToolSpec, tools_for
 from vault_mem.reads.memory_list import ROW_FIELDS
 from vault_mem.served.context import MAX_ANSWER_CHARS, Vault
-from vault_mem.server.app import build_server
-from vault_mem.server.tools import ToolSpec, tools_for
 from vault_mem.vault.note import KNOWN_TYPES
 
 pytestmark = pytest.mark.filterwarnings("ignore:Generating overly large repr")

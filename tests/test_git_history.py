@@ -210,8 +210,8 @@ async def test_a_vault_in_a_subfolder_of_a_repository(git_env, tmp_path, mcp_ses
 def test_the_map_followed_commit_by_commit_equals_a_fresh_pass(git_env, tmp_path) -> None:
     import random
 
-    from vault_mem.vault.git import Repo
-    from vault_mem.vault.history import History
+    from vault_mem.git.history import History
+    from vault_mem.git.repo import Repo
 
     rng = random.Random(13)
     root = new_repo(tmp_path / "vault", {f"n{i}.md": plain(f"N{i}", "start") for i in range(8)})

@@ -14,11 +14,11 @@ from conftest import eventually
 from git_helpers import commit_all, git, git_env, new_repo
 
 from vault_mem import cli
+from vault_mem.git.sync import host_name, sync_vault
 from vault_mem.index.build import sync
 from vault_mem.index.store import VaultIndex
-from vault_mem.index.watcher import Watcher
+from vault_mem.runtime.watcher import Watcher
 from vault_mem.served.context import Vault
-from vault_mem.vault.gitsync import host_name, sync_vault
 
 pytestmark = pytest.mark.anyio
 __all__ = ["git_env"]

@@ -1,5 +1,6 @@
 """The layers stay apart: imports point down, never up:
-vault <- index <- served <- reads, writes (apart from each other) <- server <- cli."""
+vault <- git <- index <- served <- reads, writes (apart from each other) <- mcp_server <- cli,
+with runtime (what runs while serving) beside served, above the index and below the cli."""
 
 from __future__ import annotations
 
@@ -10,15 +11,19 @@ import pytest
 
 PACKAGE = Path(__file__).resolve().parent.parent / "vault_mem"
 # What each layer must never import.
-ABOVE_INDEX = ("vault_mem.served", "vault_mem.reads", "vault_mem.writes", "vault_mem.server", "vault_mem.cli", "mcp")
+TOOLS = ("vault_mem.reads", "vault_mem.writes")
+TOP = ("vault_mem.mcp_server", "vault_mem.cli", "mcp")
+ABOVE_INDEX = ("vault_mem.served", "vault_mem.runtime", *TOOLS, *TOP)
 FORBIDDEN = {
-    "vault": ("vault_mem.index", *ABOVE_INDEX, "whoosh"),
+    "vault": ("vault_mem.git", "vault_mem.index", *ABOVE_INDEX, "whoosh"),
+    "git": ("vault_mem.index", *ABOVE_INDEX, "whoosh"),
     "index": ABOVE_INDEX,
-    "served": ABOVE_INDEX[1:],
-    "reads": ("vault_mem.writes", "vault_mem.server", "vault_mem.cli", "mcp"),
-    "writes": ("vault_mem.reads", "vault_mem.server", "vault_mem.cli", "mcp"),
-    "server": ("vault_mem.cli",),
-    "cli": ("mcp", "whoosh"),  # the top: it reaches MCP only through server/, Whoosh through index/
+    "served": ("vault_mem.runtime", *TOOLS, *TOP),
+    "runtime": ("vault_mem.served", *TOOLS, *TOP),
+    "reads": ("vault_mem.writes", "vault_mem.runtime", *TOP),
+    "writes": ("vault_mem.reads", "vault_mem.runtime", *TOP),
+    "mcp_server": ("vault_mem.runtime", "vault_mem.cli"),
+    "cli": ("mcp", "whoosh"),  # the top: it reaches MCP only through mcp_server/, Whoosh through index/
 }
 
 
@@ -55,10 +60,10 @@ def test_modules_stay_small() -> None:
     assert not big, "\n".join(big)
 
 
-# Who may start processes: git only through vault/git.py (no shell, timeouts, LC_ALL=C), and the
-# server's runtime for its background index build. vault/history.py, vault/gitcommit.py and
-# vault/gitsync.py all go through vault/git.py.
-MAY_RUN_PROCESSES = {"vault/git.py", "server/runtime.py"}
+# Who may start processes: git only through git/repo.py (no shell, timeouts, LC_ALL=C), and the
+# server's runtime for its background index build. git/history.py, git/commit.py and
+# git/sync.py all go through git/repo.py.
+MAY_RUN_PROCESSES = {"git/repo.py", "runtime/lifecycle.py"}
 
 
 def test_only_the_git_module_and_the_runtime_start_processes() -> None:

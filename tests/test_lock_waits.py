@@ -17,9 +17,9 @@ import pytest
 
 from vault_mem.index.build import SyncReport, reconcile
 from vault_mem.index.store import VaultIndex
-from vault_mem.index.watcher import Watcher
+from vault_mem.runtime.lifecycle import Runtime
+from vault_mem.runtime.watcher import Watcher
 from vault_mem.served.context import Vault
-from vault_mem.server.runtime import Runtime
 
 pytestmark = pytest.mark.anyio
 

@@ -19,8 +19,8 @@ from vault_mem.index import merge
 from vault_mem.index.build import build
 from vault_mem.index.merge import FACTOR, MERGE_LOCK, merge_all, plan
 from vault_mem.index.store import VaultIndex
-from vault_mem.index.watcher import Watcher
 from vault_mem.reads.memory_search import memory_search
+from vault_mem.runtime.watcher import Watcher
 from vault_mem.served.context import Vault, View
 from vault_mem.vault.reader import read_note
 from vault_mem.vault.walk import walk_vault
@@ -208,7 +208,7 @@ def test_debris_of_killed_writers_is_removed_under_the_lock(tmp_path: Path) -> N
 
 
 def test_a_served_vault_merges_its_small_segments_in_the_background(make_vault) -> None:
-    from vault_mem.server.runtime import Runtime
+    from vault_mem.runtime.lifecycle import Runtime
 
     vault = make_vault({f"d/n{i}.md": note(i) for i in range(20)})
     runtime = Runtime(vault.index)

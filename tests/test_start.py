@@ -17,15 +17,15 @@ from typing import Any
 
 import anyio
 import pytest
+from conftest import SAMPLE_VAULT, ToolClient, eventually, write_notes
 from mcp import Client, StdioServerParameters
 
-from conftest import SAMPLE_VAULT, ToolClient, eventually, write_notes
 from vault_mem.index.build import sync
 from vault_mem.index.store import VaultIndex
-from vault_mem.index.watcher import Watcher
+from vault_mem.mcp_server.app import build_server
+from vault_mem.runtime.lifecycle import Runtime
+from vault_mem.runtime.watcher import Watcher
 from vault_mem.served.context import Vault
-from vault_mem.server.app import build_server
-from vault_mem.server.runtime import Runtime
 from vault_mem.vault.walk import walk_vault
 
 pytestmark = pytest.mark.anyio

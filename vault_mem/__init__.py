@@ -3,14 +3,16 @@
 Layers, each importing only from the ones above it in this list:
 
     errors      the exception tree
-    vault/      reading and writing the Markdown files (knows nothing of Whoosh)
-    index/      the Whoosh index: schema, build, reconcile, substring search, watcher
+    vault/      the Markdown files: paths, walking, parsing, writing (knows nothing of git or Whoosh)
+    git/        git, the only place it runs: history dates, commits as an agent, sync between clones
+    index/      the Whoosh index: schema, build, reconcile, merges, substring search
     served/     what every tool call runs against: the served vault and its index (context),
                 parameter declarations and validation (params), the ref resolver (refs)
+    runtime/    what runs while serving (beside served/): the first build, the watcher, merges, sync
     reads/      the read tools, one module per contract, plain functions over the index
     writes/     the write tools: atomic file writes, the trash, indexing before answering
-    server/     MCP wiring only
+    mcp_server/ MCP wiring only: the tool table, answers, transports
     cli         argument parsing and printing only
 """
 
-__version__ = "0.1.0"
+__version__ = "0.3.0"

@@ -11,7 +11,7 @@
         ├── WriteFailed           the file system refused what a write needed (disk full, read-only)
         ├── IndexBusy             the index lock was not obtained in time (another process holds it)
         ├── InternalError         a bug in vault-mem: a query failed or broke the answer bound
-        └── GitError              a git command failed or could not run (vault/git.py)
+        └── GitError              a git command failed or could not run (git/repo.py)
 
 Caller errors say what was wrong with the call; faults say what failed and whether a retry
 can help (``retry``, and the end of ``message``): an agent must never be told its input was
@@ -159,7 +159,7 @@ class InternalError(Fault):
 
 
 class GitError(Fault):
-    """A git command failed or could not run (vault/git.py); ``str()`` of it is git's own reason,
+    """A git command failed or could not run (git/repo.py); ``str()`` of it is git's own reason,
     which sync lines and write warnings quote without the advice."""
 
     advice_no_retry = "docs/git.md says how a vault works with git"

@@ -93,8 +93,8 @@ def up_to_date(args: argparse.Namespace) -> VaultIndex:
 
 def run_query(args: argparse.Namespace, tool: str, raw: dict[str, Any]) -> dict[str, Any]:
     """Answer ``raw`` as the MCP tool ``tool`` would (same handler), on an up-to-date index."""
+    from vault_mem.mcp_server.tools import TOOLS_BY_NAME
     from vault_mem.served.context import Vault, View
-    from vault_mem.server.tools import TOOLS_BY_NAME
 
     index = up_to_date(args)
     vault = Vault(index.root, index, project=getattr(args, "project", None))

@@ -1,5 +1,5 @@
 """``vault-mem sync`` and serve's git options (``--git-commit``, ``--sync-every``): the command
-line of docs/git.md. The sync itself is vault/gitsync.py; this only parses and prints."""
+line of docs/git.md. The sync itself is git/sync.py; this only parses and prints."""
 
 from __future__ import annotations
 
@@ -33,7 +33,7 @@ def start_serve_options(args: argparse.Namespace, root: Path) -> None:
     """Say what --git-commit and --sync-every will do, and start the sync loop."""
     if not (args.git_commit or args.sync_every):
         return
-    from vault_mem.vault.git import Repo
+    from vault_mem.git.repo import Repo
 
     if Repo.find(root) is None:
         say(f"warning: {root} is not a git work tree: --git-commit and --sync-every do nothing (see docs/git.md)")
@@ -41,7 +41,7 @@ def start_serve_options(args: argparse.Namespace, root: Path) -> None:
     if args.git_commit:
         say("each write tool's change becomes a git commit, authored by the calling agent")
     if args.sync_every:
-        from vault_mem.server.syncloop import SyncLoop
+        from vault_mem.runtime.syncloop import SyncLoop
 
         SyncLoop(root, args.sync_every).start()
         say(f"syncing with git every {args.sync_every:g} s")
@@ -49,7 +49,7 @@ def start_serve_options(args: argparse.Namespace, root: Path) -> None:
 
 def cmd_sync(args: argparse.Namespace) -> int:
     """One sync; exit 0 synced, 1 not finished (the lines say why), 3 synced with conflicted copies."""
-    from vault_mem.vault.gitsync import sync_vault
+    from vault_mem.git.sync import sync_vault
 
     root = vault_root(args)
     result = sync_vault(root)

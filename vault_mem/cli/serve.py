@@ -47,7 +47,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
     index = open_index(args, root, doing="serve it")
     token = args.token or os.environ.get("VAULT_MEM_TOKEN") or None
     if args.http:
-        from vault_mem.server.transports import check_http_options
+        from vault_mem.mcp_server.transports import check_http_options
 
         check_http_options(args.host, args.port, token, args.allowed_host)
     elif sys.stdin is None:
@@ -55,7 +55,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
         return 1
 
     from vault_mem.index.presence import present
-    from vault_mem.server.runtime import STOP_GRACE, Runtime
+    from vault_mem.runtime.lifecycle import STOP_GRACE, Runtime
 
     project = args.project or os.environ.get("VAULT_MEM_PROJECT") or None
     runtime = Runtime(index)
@@ -72,8 +72,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
         try:
             say(f"{PROG} {__version__} serving the vault {root}")
             say(f"index at {index.dir}{doing}")
+            from vault_mem.mcp_server.app import build_server
             from vault_mem.served.context import Vault
-            from vault_mem.server.app import build_server
 
             vault = Vault(root, index, project=project, compat=args.compat, health=runtime,
                           git_commit=args.git_commit)
@@ -90,12 +90,12 @@ def cmd_serve(args: argparse.Namespace) -> int:
 def _transport(args: argparse.Namespace, server: Any, url: str, token: str | None, root: Any) -> Callable[[], None]:
     """Say how to connect, and return the function that serves until the client or a signal ends it."""
     if args.http:
-        from vault_mem.server.transports import run_http
+        from vault_mem.mcp_server.transports import run_http
 
         say(f"streamable HTTP at {url}" + (" (bearer token required)" if token else ""))
         say(f'connect a client with {{"url": "{url}"}}; Ctrl-C to stop')
         return lambda: run_http(server, args.host, args.port, token, args.allowed_host)
-    from vault_mem.server.transports import run_stdio
+    from vault_mem.mcp_server.transports import run_stdio
 
     if sys.stdin.isatty():
         say("this is an MCP server speaking JSON-RPC on stdin/stdout: an MCP client starts it, e.g. "

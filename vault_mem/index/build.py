@@ -107,7 +107,7 @@ def _serial_build(index: VaultIndex, files: list[str], bar: Progress) -> None:
     while first < len(files):
         with index.writer() as w:
             for rel in files[first:first + size]:
-                w.add_document(**document_of(read_note(index.root, rel), rel))
+                w.add_document(**document_of(read_note(index.root, rel, index.history), rel))
                 bar.advance()
         first, size = first + size, min(size * 2, BATCH)
 
@@ -232,7 +232,7 @@ def _worker(index_dir: str, root: str, conn: Connection) -> None:
     with contextlib.suppress(ValueError, OSError):
         signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent decides when to stop
     try:
-        open_history_readonly(Path(root), Path(index_dir))
+        history = open_history_readonly(Path(root), Path(index_dir))
         ix = whoosh_index.open_dir(index_dir)
         # Every writer of an index shares one temp folder ("MAIN.tmp") by default; a worker that
         # destroys it would pull it from under its sibling, so each worker gets its own (one name,
@@ -247,7 +247,7 @@ def _worker(index_dir: str, root: str, conn: Connection) -> None:
             writer = SegmentWriter(ix, _lk=False, limitmb=64)
             unreported = 0
             for rel in batch:
-                writer.add_document(**document_of(read_note(Path(root), rel), rel))
+                writer.add_document(**document_of(read_note(Path(root), rel, history), rel))
                 unreported += 1
                 if unreported == REPORT_EVERY:
                     conn.send(("progress", None, unreported))
@@ -300,7 +300,7 @@ def reconcile(index: VaultIndex, progress: Callable[[str, int], Progress] | None
            if progress and (resuming or len(candidates) > 200) else None)
     changed = []
     for rel in candidates:
-        note = read_note(index.root, rel)
+        note = read_note(index.root, rel, index.history)
         seen = known.get(note.path)
         if seen is not None and seen[2] == note.etag:
             report.unchanged += 1

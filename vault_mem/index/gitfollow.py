@@ -1,5 +1,6 @@
-"""The index and git history (docs/git.md): open a vault's history map once per process, make the
-reader take default dates from it, and re-index the notes whose dates move when HEAD does.
+"""The index and git history (docs/git.md): open a vault's history map once per process (the
+index hands it to the reader for default dates, ``VaultIndex.history``), and re-index the notes
+whose dates move when HEAD does.
 
 A commit, pull, checkout or rebase may change a note's history dates without changing its
 bytes (a person commits an edit: the note is no longer "uncommitted", so ``updated`` goes
@@ -12,9 +13,9 @@ from __future__ import annotations
 import logging
 from pathlib import Path
 
+from vault_mem.git.history import History, history_for, register
+from vault_mem.git.repo import Repo
 from vault_mem.index.store import HISTORY_CACHE, VaultIndex
-from vault_mem.vault.git import Repo
-from vault_mem.vault.history import History, history_for, register
 from vault_mem.vault.reader import read_note
 
 log = logging.getLogger("vault_mem.git")
@@ -43,15 +44,18 @@ def attach_history(index: VaultIndex, redate: bool = True) -> History | None:
     return history
 
 
-def open_history_readonly(root: Path, index_dir: Path) -> None:
-    """In a build worker process: register the map the parent has just saved (no re-indexing)."""
-    if history_for(root) is not None:
-        return
+def open_history_readonly(root: Path, index_dir: Path) -> History | None:
+    """In a build worker process: the map the parent has just saved (no re-indexing)."""
+    history = history_for(root)
+    if history is not None:
+        return history
     repo = Repo.find(root)
-    if repo is not None:
-        history = History(repo, index_dir / HISTORY_CACHE)
-        history.load()
-        register(root, history)
+    if repo is None:
+        return None
+    history = History(repo, index_dir / HISTORY_CACHE)
+    history.load()
+    register(root, history)
+    return history
 
 
 def redate_notes(index: VaultIndex, paths: set[str]) -> int:
@@ -69,7 +73,7 @@ def redate_notes(index: VaultIndex, paths: set[str]) -> int:
         record = records.get(path)
         if record is None or not (index.root / path).is_file():
             continue
-        note = read_note(index.root, record.get("fsrel") or path)
+        note = read_note(index.root, record.get("fsrel") or path, index.history)
         if (note.created, note.updated) != (record.get("created"), record.get("updated")):
             changed.append((note, record.get("fsrel") or path))
     for first in range(0, len(changed), 1000):

@@ -28,6 +28,7 @@ from whoosh.searching import Searcher
 from whoosh.writing import SegmentWriter
 
 from vault_mem.errors import IndexBusy, VaultUnavailable
+from vault_mem.git.history import History, history_for
 from vault_mem.index.schema import SCHEMA_VERSION, document_of, make_schema
 from vault_mem.vault.note import Note
 from vault_mem.vault.paths import INDEX_DIRNAME
@@ -124,6 +125,12 @@ class VaultIndex:
         self._epoch = 0
         self._lock = threading.RLock()
         self.write_timeout = WRITE_TOOL_TIMEOUT
+
+    @property
+    def history(self) -> History | None:
+        """The vault's git history map when one is open in this process (``index/gitfollow.py``),
+        for the reader's default dates; None outside a git work tree."""
+        return history_for(self.root)
 
     # -- lifecycle -------------------------------------------------------------------------
 

@@ -4,9 +4,9 @@ person resolves each one (merges what they want into the note and deletes the co
 
 from __future__ import annotations
 
+from vault_mem.git.sync import CONFLICT_COPY
 from vault_mem.index.columns import term_docs
 from vault_mem.served.context import View
-from vault_mem.vault.gitsync import CONFLICT_COPY
 
 SHOWN = 5
 

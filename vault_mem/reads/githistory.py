@@ -1,6 +1,6 @@
 """``memory_read``'s git fields (docs/git.md): ``history``, the last commits that touched the note
 (following renames), and ``uncommitted``, when the file differs from HEAD. Both come from the
-vault's history map (vault/history.py), which runs git only when HEAD moved since the last
+vault's history map (git/history.py), which runs git only when HEAD moved since the last
 look; outside a git work tree the answer has neither field."""
 
 from __future__ import annotations
@@ -8,16 +8,16 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from vault_mem.vault.history import history_for
+from vault_mem.git.history import History
 from vault_mem.vault.reader import read_whole
 
 DEFAULT_HISTORY = 5
 MAX_HISTORY = 50
 
 
-def git_fields(root: Path, path: str, fsrel: str, count: int) -> dict[str, Any]:
-    """``{history, uncommitted}`` for the note at vault-relative ``path``; ``{}`` outside git."""
-    history = history_for(root)
+def git_fields(root: Path, history: History | None, path: str, fsrel: str, count: int) -> dict[str, Any]:
+    """``{history, uncommitted}`` for the note at vault-relative ``path``; ``{}`` outside git
+    (``history`` None)."""
     if history is None:
         return {}
     history.refresh()

@@ -59,7 +59,7 @@ from vault_mem.served.params import OFFSET, REF, Args, int_param
 from vault_mem.served.refs import resolve_ref
 from vault_mem.vault.dates import from_timestamp, iso
 from vault_mem.vault.note import Note, est_tokens, permalink_of
-from vault_mem.vault.reader import MAX_BYTES, read_note
+from vault_mem.vault.reader import MAX_BYTES, DateSource, read_note
 
 READ_PARAMS = (
     REF,
@@ -91,12 +91,13 @@ def memory_read(view: View, raw: dict[str, Any]) -> dict[str, Any]:
     if not path.exists() and not path.is_symlink():
         raise NotFound(f"{permalink_of(record['path'])} is indexed but its file is gone; "
                        "the index catches up shortly")
-    note = _parsed(view.vault.root, record["fsrel"])
+    note = _parsed(view.vault.root, record["fsrel"], view.vault.index.history)
     if offset > len(note.body):
         raise InvalidInput("offset", f"must be from 0 to {len(note.body)} (the body's length) "
                            f"for {note.permalink}, got {offset}")
 
-    answer = _head(view, doc, note) | git_fields(view.vault.root, note.path, record["fsrel"], history)
+    git = git_fields(view.vault.root, view.vault.index.history, note.path, record["fsrel"], history)
+    answer = _head(view, doc, note) | git
     cuts = cut_to_fit(answer, HEAD_BUDGET, CUTTABLE)
     notes: list[str] = []
     if cuts:
@@ -124,15 +125,15 @@ def memory_read(view: View, raw: dict[str, Any]) -> dict[str, Any]:
     return answer
 
 
-def _parsed(root: Path, fsrel: str) -> Note:
+def _parsed(root: Path, fsrel: str, history: DateSource | None) -> Note:
     """The note as read now, reusing the last parse while the file is unchanged (same inode, size
     and mtime): paging a 2 MiB note must not re-read and re-parse it for every page."""
     try:
         st = os.stat(root / fsrel)
     except OSError:
-        return read_note(root, fsrel)
+        return read_note(root, fsrel, history)
     key = ("note", str(root), fsrel, st.st_ino, st.st_size, st.st_mtime_ns)
-    return CACHE.get_or_make(key, lambda: read_note(root, fsrel), _note_size)
+    return CACHE.get_or_make(key, lambda: read_note(root, fsrel, history), _note_size)
 
 
 def _note_size(note: Note) -> int:

@@ -22,7 +22,7 @@ ROW_BUDGET = 36_000  # what rows may take, leaving room for the envelope
 
 
 class Health(Protocol):
-    """How the served vault is doing; the server's runtime keeps it (``server/runtime.py``)."""
+    """How the served vault is doing; the server's runtime keeps it (``runtime/lifecycle.py``)."""
 
     def indexing(self) -> dict[str, int] | None:
         """``{done, total}`` while a build runs, else None."""

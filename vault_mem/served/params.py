@@ -30,7 +30,7 @@ _SCHEMA_TYPES: dict[str, Any] = {
 @dataclass(frozen=True)
 class Param:
     """One tool parameter, declared once beside the function that reads it: the MCP input
-    schema (``server/tools.py``) and the accepted names (``Args``) both come from here.
+    schema (``mcp_server/tools.py``) and the accepted names (``Args``) both come from here.
     Defaults and ranges live in the reading code, which states them in its messages."""
 
     name: str

@@ -14,12 +14,11 @@ import re
 import stat
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from vault_mem.vault import markdown
 from vault_mem.vault.dates import date_in_name, from_timestamp, iso, parse_datetime
 from vault_mem.vault.frontmatter import load_yaml, split_frontmatter
-from vault_mem.vault.history import default_dates
 from vault_mem.vault.note import KNOWN_TYPES, TASK_STATES, Note, Progress
 from vault_mem.vault.paths import display_path
 from vault_mem.vault.portable import O_BINARY
@@ -129,8 +128,17 @@ def decode(data: bytes) -> tuple[str, list[str]]:
     return text, problems
 
 
-def read_note(root: Path, rel: str) -> Note:
-    """Read ``rel`` (an OS path relative to ``root``) into a Note. Never raises."""
+class DateSource(Protocol):
+    """Where a note without frontmatter dates takes them from before its mtime: the vault's git
+    history (``git/history.py``, docs/git.md). Passed in by the caller, never looked up."""
+
+    def dates(self, path: str, data: bytes) -> tuple[dt.datetime, dt.datetime] | None: ...
+
+
+def read_note(root: Path, rel: str, history: DateSource | None = None) -> Note:
+    """Read ``rel`` (an OS path relative to ``root``) into a Note. Never raises.
+
+    ``history``, when given, supplies the (created, updated) of a file committed as it is."""
     path = root / rel
     problems: list[str] = []
     shown = display_path(rel)
@@ -150,7 +158,8 @@ def read_note(root: Path, rel: str) -> Note:
     problems += read_problems
     text, decode_problems = decode(data)
     problems += decode_problems
-    return parse_text(shown, text, etag, size, mtime_ns, problems, default_dates(root, shown, data, size))
+    dates = history.dates(shown, data) if history is not None and len(data) == size else None
+    return parse_text(shown, text, etag, size, mtime_ns, problems, dates)
 
 
 def parse_text(path: str, text: str, etag: str, size: int, mtime_ns: int, problems: list[str],
@@ -346,7 +355,7 @@ def created_fallback(path: str, mtime: dt.datetime,
     The one place for the fallback chain, tried in order:
     1. a ``YYYY-MM-DD`` date in the file name (daily notes: ``2022-01-02.md``);
     2. in a git work tree, the commit that added the file, when the file is committed as it
-       is (``history``: vault/history.py; a checkout sets every mtime to its own moment);
+       is (``history``: git/history.py; a checkout sets every mtime to its own moment);
     3. the file's mtime.
     """
     named = date_in_name(path)

@@ -19,14 +19,14 @@ from pathlib import Path
 from typing import Any
 
 from vault_mem.errors import Conflict, IndexBusy, InvalidInput, NotFound, WriteFailed
+from vault_mem.git.commit import write_commit
 from vault_mem.served.context import View
 from vault_mem.served.params import AGENT, IF_ETAG, REF, Args, mapping_param, number_param, strings_param, text_param
 from vault_mem.served.refs import resolve_ref
 from vault_mem.vault.dates import iso, parse_datetime
-from vault_mem.vault.gitcommit import write_commit
 from vault_mem.vault.note import SCOPES, Note, permalink_of
 from vault_mem.vault.paths import check_relative, confine, existing_spelling, note_file
-from vault_mem.vault.reader import CREATED_KEYS, file_etag, normalize_tags, read_note, read_whole
+from vault_mem.vault.reader import CREATED_KEYS, DateSource, file_etag, normalize_tags, read_note, read_whole
 from vault_mem.vault.writer import (
     append_paragraph,
     atomic_write,
@@ -108,7 +108,7 @@ def _answer(note: Note) -> dict[str, Any]:
 def _attributed(view: View, answer: dict[str, Any], tool: str, agent: str, title: str,
                 before: dict[str, bytes | None]) -> dict[str, Any]:
     """With ``serve --git-commit``: commit the files this call touched, author the agent; a commit
-    that fails is a warning in the answer, never a failed write (vault/gitcommit.py)."""
+    that fails is a warning in the answer, never a failed write (git/commit.py)."""
     if view.vault.git_commit:
         warning = write_commit(view.vault.root, tool, agent, title, list(before), before)
         if warning:
@@ -117,7 +117,7 @@ def _attributed(view: View, answer: dict[str, Any], tool: str, agent: str, title
 
 
 def _index_file(view: View, rel: str) -> Note:
-    note = read_note(view.vault.root, rel)
+    note = read_note(view.vault.root, rel, view.vault.index.history)
     _index(view, [(note, rel)], [], f"{note.path} was saved")
     return note
 
@@ -229,12 +229,12 @@ def _current(view: View, ref: str) -> tuple[str, bytes]:
         raise WriteFailed(f"{record['path']} cannot be read ({exc.strerror}); nothing was changed") from exc
 
 
-def _check_preconditions(args: Args, rel: str, data: bytes, root: Path) -> None:
+def _check_preconditions(args: Args, rel: str, data: bytes, root: Path, history: DateSource | None) -> None:
     if_etag = args.text("if_etag", None, max_len=100)
     if_updated = args.text("if_updated", None, max_len=100)
     if if_etag is None and if_updated is None:
         return
-    note = read_note(root, rel)
+    note = read_note(root, rel, history)
     if if_etag is not None and if_etag.strip() != file_etag(data):
         raise Conflict(f"{note.path} changed since it was read (etag {if_etag} is stale); read it again",
                        etag=note.etag, updated=note.updated)
@@ -251,7 +251,7 @@ def _stamped(view: View, rel: str, updates: dict[str, Any]) -> dict[str, Any]:
     """``updates`` plus ``updated`` (now), and the ``id`` and ``created`` the note has had so far
     when its file does not declare them: write tools always write both (docs/tools.md), and without
     them the uid would change on a rename and ``created`` would follow this write's mtime."""
-    note = read_note(view.vault.root, rel)
+    note = read_note(view.vault.root, rel, view.vault.index.history)
     keep: dict[str, Any] = {}
     if "id" not in note.fields:
         keep["id"] = note.uid
@@ -265,7 +265,7 @@ def _rewrite(view: View, rel: str, before: bytes, new_text: str, tool: str, agen
     path = view.vault.root / rel
     try:
         if path.read_bytes() != before:
-            note = read_note(view.vault.root, rel)
+            note = read_note(view.vault.root, rel, view.vault.index.history)
             raise Conflict(f"{note.path} changed while it was being edited; read it again",
                            etag=note.etag, updated=note.updated)
     except FileNotFoundError:
@@ -294,7 +294,7 @@ def memory_edit(view: View, raw: dict[str, Any]) -> dict[str, Any]:
                 raise InvalidInput("set", "the id of a memory cannot be changed")
     for attempt in range(3):
         rel, data = _current(view, ref)
-        _check_preconditions(args, rel, data, view.vault.root)
+        _check_preconditions(args, rel, data, view.vault.root, view.vault.index.history)
         text = decode_for_edit(data, rel)
         if content is not None:
             text = replace_body(text, content, rel)
@@ -320,7 +320,7 @@ def task_close(view: View, raw: dict[str, Any]) -> dict[str, Any]:
     if record["type"] != "task":
         raise InvalidInput("ref", f"{permalink_of(record['path'])} is a {record['type']}, not a task")
     rel, data = _current(view, ref)
-    _check_preconditions(args, rel, data, view.vault.root)
+    _check_preconditions(args, rel, data, view.vault.root, view.vault.index.history)
     text = set_keys(decode_for_edit(data, rel), _stamped(view, rel, {"state": state, "status": "archived"}), rel)
     return _rewrite(view, rel, data, text, "task_close", agent)
 
@@ -331,8 +331,8 @@ def memory_delete(view: View, raw: dict[str, Any]) -> dict[str, Any]:
     agent = args.agent()
     ref = args.required_str("ref", max_len=1000)
     rel, data = _current(view, ref)
-    _check_preconditions(args, rel, data, view.vault.root)
-    note = read_note(view.vault.root, rel)
+    _check_preconditions(args, rel, data, view.vault.root, view.vault.index.history)
+    note = read_note(view.vault.root, rel, view.vault.index.history)
     trashed = move_to_trash(view.vault.root, rel)
     _index(view, [], [note.path], f"{note.path} was moved to {trashed}")
     answer = {"status": "ok", "uid": note.uid, "permalink": permalink_of(note.path), "path": trashed,

@@ -32,10 +32,10 @@ from watchdog.events import DirMovedEvent, FileMovedEvent, FileSystemEvent, File
 from watchdog.observers import Observer
 from whoosh.query import Prefix
 
+from vault_mem.git.history import history_for
 from vault_mem.index.build import reconcile
 from vault_mem.index.schema import document_of
 from vault_mem.index.store import VaultIndex
-from vault_mem.vault.history import history_for
 from vault_mem.vault.note import Note
 from vault_mem.vault.paths import display_path, listed_spelling, relative_to_root
 from vault_mem.vault.reader import read_note
@@ -347,7 +347,7 @@ class Watcher:
                     continue
                 if (st.st_size, st.st_mtime_ns) == seen[:2]:
                     continue
-            note = read_note(self.root, rel)
+            note = read_note(self.root, rel, self.index.history)
             if seen is not None and note.etag == seen[2]:
                 continue
             changed.append((note, rel))

@@ -10,11 +10,11 @@ elsewhere: a rebase, a reset, another branch) and is kept in the index folder
 
 Its three uses:
 
-- ``default_dates``: the ``created``/``updated`` a note without frontmatter dates takes: a
+- ``dates``: the ``created``/``updated`` a note without frontmatter dates takes: a
   clone or checkout sets every mtime to the checkout time, so history is the better
   default. A file whose bytes differ from its blob at HEAD (uncommitted) keeps its mtime.
-  ``vault.reader`` asks through the registry below, which costs a dictionary lookup for a
-  vault that is not a git work tree.
+  The reader is handed the map as an argument (``read_note(root, rel, history)``); the
+  index finds the one map open for its vault with ``history_for`` below.
 - ``history_of``: the last commits that touched a note, for ``memory_read``.
 - ``uncommitted``: whether the file differs from HEAD (or is not in it).
 
@@ -37,8 +37,8 @@ from pathlib import Path
 from typing import Any
 
 from vault_mem.errors import GitError
+from vault_mem.git.repo import Repo, blob_id
 from vault_mem.vault.dates import UTC, iso
-from vault_mem.vault.git import Repo, blob_id
 
 log = logging.getLogger("vault_mem.git")
 MAX_COMMITS = 50  # commits kept per note, the most memory_read's ``history`` asks for
@@ -336,33 +336,29 @@ def _read_cache(path: Path, prefix: str) -> _State | None:
         return None
 
 
-# -- the registry the reader asks -----------------------------------------------------------
+# -- the maps open in this process, one per vault ----------------------------------------------
 
 _OPEN: dict[str, History] = {}
 
 
-def register(root: Path, history: History) -> None:
-    """Make ``history`` the source of default dates for notes read under ``root``."""
-    _OPEN[os.fspath(root)] = history
+def _keys(root: Path) -> set[str]:
+    keys = {os.fspath(root)}
     with contextlib.suppress(OSError):
-        _OPEN[os.fspath(root.resolve())] = history
+        keys.add(os.fspath(root.resolve()))
+    return keys
+
+
+def register(root: Path, history: History) -> None:
+    """Make ``history`` the map that ``history_for(root)`` returns (loading one costs a git pass)."""
+    for key in _keys(root):
+        _OPEN[key] = history
 
 
 def unregister(root: Path) -> None:
-    for key in {os.fspath(root), os.fspath(root.absolute())}:
+    """Forget the map of ``root`` (a server that stops)."""
+    for key in _keys(root):
         _OPEN.pop(key, None)
 
 
 def history_for(root: Path) -> History | None:
     return _OPEN.get(os.fspath(root)) if _OPEN else None
-
-
-def default_dates(root: Path, path: str, data: bytes, size: int) -> tuple[dt.datetime, dt.datetime] | None:
-    """(created, updated) from git for the note at vault-relative ``path`` read under ``root``, when the
-    vault's history is registered and ``data`` (all ``size`` bytes of it) is what HEAD holds."""
-    if not _OPEN:
-        return None
-    history = _OPEN.get(os.fspath(root))
-    if history is None or len(data) != size:
-        return None
-    return history.dates(path, data)

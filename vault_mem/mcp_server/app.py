@@ -14,16 +14,16 @@ from mcp.server.lowlevel import Server
 
 from vault_mem import __version__
 from vault_mem.errors import InternalError, InvalidInput, NotFound, VaultMemError, VaultUnavailable
+from vault_mem.mcp_server.answers import error_answer, to_result
+from vault_mem.mcp_server.tools import STATUS_SCHEMA, ToolSpec, tools_for
 from vault_mem.reads.conflicts import conflict_hint
 from vault_mem.served.context import Vault, View
 from vault_mem.served.refs import resolve_ref
-from vault_mem.server.answers import error_answer, to_result
-from vault_mem.server.tools import STATUS_SCHEMA, ToolSpec, tools_for
 from vault_mem.vault.note import resource_uri
 from vault_mem.vault.paths import note_file
 from vault_mem.vault.reader import read_whole
 
-log = logging.getLogger("vault_mem.server")
+log = logging.getLogger("vault_mem.mcp_server")
 RESOURCE_PAGE = 500
 CALL_THREADS = 6  # tool calls running at once; each thread keeps its own index searcher
 

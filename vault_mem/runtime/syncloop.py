@@ -1,4 +1,4 @@
-"""``serve --sync-every SECONDS``: run ``vault-mem sync`` (vault/gitsync.py) in the background.
+"""``serve --sync-every SECONDS``: run ``vault-mem sync`` (git/sync.py) in the background.
 
 Each round's outcome is logged on stderr (never stdout: the protocol owns it). The watcher
 sees whatever the sync changed in the files, and the history map follows HEAD, so the
@@ -13,8 +13,8 @@ import threading
 from pathlib import Path
 
 from vault_mem.errors import GitError
-from vault_mem.vault.gitsync import SyncResult, sync_vault
-from vault_mem.vault.history import history_for
+from vault_mem.git.history import history_for
+from vault_mem.git.sync import SyncResult, sync_vault
 
 log = logging.getLogger("vault_mem.sync")
 

@@ -19,7 +19,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from vault_mem.errors import GitError
-from vault_mem.vault.git import Repo
+from vault_mem.git.repo import Repo
 
 ATTEMPTS = 3
 _AGENT_NAME = re.compile(r"[^A-Za-z0-9._-]+")

@@ -26,7 +26,7 @@ from mcp.server.transport_security import TransportSecuritySettings
 
 from vault_mem.errors import InvalidInput
 
-log = logging.getLogger("vault_mem.server")
+log = logging.getLogger("vault_mem.mcp_server")
 
 Scope = MutableMapping[str, Any]
 Receive = Callable[[], Awaitable[MutableMapping[str, Any]]]

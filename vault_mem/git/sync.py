@@ -2,7 +2,7 @@
 
 1. **Commit** every changed, new or deleted note of the vault (``*.md`` outside hidden
    folders, so never ``.vault-mem/`` or ``.obsidian/``) in one commit, through a temporary
-   index (vault/gitcommit.py): whatever else the person has staged stays as it was.
+   index (git/commit.py): whatever else the person has staged stays as it was.
 2. **Fetch** the branch's upstream (or the only remote, under the same branch name).
 3. **Integrate** without touching the work tree until the result is known: up to date, a
    fast-forward, or a merge computed by ``git merge-tree``. A note changed on both sides
@@ -31,8 +31,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from vault_mem.errors import GitError
-from vault_mem.vault.git import NETWORK_TIMEOUT, Repo, last_line
-from vault_mem.vault.gitcommit import commit_paths
+from vault_mem.git.commit import commit_paths
+from vault_mem.git.repo import NETWORK_TIMEOUT, Repo, last_line
 
 ROUNDS = 3
 CONFLICT_COPY = re.compile(r" \(conflict [^()/]* \d{4}-\d{2}-\d{2}\)(?: \d+)?\.md$", re.IGNORECASE)

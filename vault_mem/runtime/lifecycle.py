@@ -32,15 +32,16 @@ from pathlib import Path
 from typing import Any
 
 from vault_mem.errors import VaultUnavailable
+from vault_mem.git.history import unregister
 from vault_mem.index.build import SyncReport, reconcile
 from vault_mem.index.gitfollow import attach_history
 from vault_mem.index.merge import merge_due, merge_lock
 from vault_mem.index.schema import SCHEMA_VERSION
 from vault_mem.index.store import VaultIndex
-from vault_mem.index.watcher import Watcher
+from vault_mem.runtime.watcher import Watcher
 from vault_mem.vault.walk import walk_vault
 
-log = logging.getLogger("vault_mem.server")
+log = logging.getLogger("vault_mem.mcp_server")
 PROGRESS_FILE = "build-progress.json"
 MERGE_CHECK = 2.0  # seconds between looks at whether a merge is due
 # A call made in the first seconds of a build (or of the resume of one) waits for it, until the
@@ -205,6 +206,7 @@ class Runtime:
                 merger.wait(timeout=10)
             except subprocess.TimeoutExpired:
                 merger.kill()
+        unregister(self.index.root)  # the map of a stopped server is not kept for the process's life
 
     # -- merging off the live path -----------------------------------------------------------
 

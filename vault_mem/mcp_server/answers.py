@@ -18,7 +18,7 @@ import mcp.types as t
 from vault_mem.errors import Fault, InternalError, InvalidInput, VaultMemError
 from vault_mem.served.context import MAX_ANSWER_CHARS
 
-log = logging.getLogger("vault_mem.server")
+log = logging.getLogger("vault_mem.mcp_server")
 IS_ERROR = ("invalid", "error")  # the statuses that set the result's isError
 
 
