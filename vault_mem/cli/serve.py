@@ -15,7 +15,7 @@ import os
 import sys
 import threading
 from collections.abc import Callable
-from typing import Any
+from typing import Any, NoReturn
 
 from vault_mem import __version__
 from vault_mem.cli.app import PROG, Command, port_number, register
@@ -81,6 +81,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
             loaded.set()
             run = _transport(args, server, url, token, root)
             start_serve_options(args, root)
+        except KeyboardInterrupt:  # Ctrl-C while the server loads: the same one line as later
+            _stop_now(runtime)
         except BaseException:
             runtime.stop()
             raise
@@ -137,7 +139,7 @@ def _run_until_stopped(run: Callable[[], None], runtime: Any, grace: float) -> i
     return 0
 
 
-def _stop_now(runtime: Any) -> None:
+def _stop_now(runtime: Any) -> NoReturn:
     """One line, the watcher and any child build stopped, then the process ends (status 130)."""
     print(f"\n{PROG}: stopped", file=sys.stderr, flush=True)
     try:

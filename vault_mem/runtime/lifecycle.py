@@ -258,8 +258,12 @@ class Runtime:
                 self.watcher.release()
             if self._check_after is not None:
                 self._check_after.wait(CHECK_AFTER_AT_MOST)
+            if self._stopping:
+                return  # stopped while the server was loading: nothing more to say after "stopped"
             attach_history(self.index)  # a git work tree: dates, history and HEAD's moves (docs/git.md)
             self.report = reconcile(self.index, pace=self.pace)
+            if self._stopping:
+                return
             log.info("index ready: %s", self.report.summary())
             debris = self.index.tidy()
             if debris:
@@ -267,7 +271,8 @@ class Runtime:
             self._start_merge_scheduler()
         except Exception as exc:  # the server keeps answering; the error is logged and shown
             self.error = f"{type(exc).__name__}: {exc}"
-            log.exception("indexing failed")
+            if not self._stopping:  # a stop closes the index under the check: that is no failure
+                log.exception("indexing failed")
         finally:
             if self.watcher is not None:
                 self.watcher.release()  # whatever went wrong above, keep following the files
