@@ -28,13 +28,13 @@ from whoosh.query import And, AndNot, Every, Or, Query, Term
 from vault_mem.errors import InvalidInput
 from vault_mem.index.columns import segment_column, segment_key
 from vault_mem.index.lru import CACHE
-from vault_mem.index.schema import fold
 from vault_mem.index.substring import hit_counts, is_word, words
 from vault_mem.reads.dates import epoch_bounds, parse_period
 from vault_mem.reads.lineage import Lineage
 from vault_mem.reads.rows import bound_message, cut_message, fit_row
 from vault_mem.served.context import ROW_BUDGET, Budget, View, json_size
 from vault_mem.served.params import OFFSET, Args, flag_param, int_param, mapping_param, strings_param, text_param
+from vault_mem.vault.fields import FIELD, FIELDS, filter_names, layout, normalize_tag, plain
 from vault_mem.vault.note import permalink_of
 
 PARAMS = (
@@ -55,17 +55,14 @@ PARAMS = (
 )
 FOLLOWS = ("active", "latest", "full_history", "all")
 MODES = ("preview", "full")
-ROW_FIELDS = ("id", "title", "type", "tags", "metadata", "created", "updated", "importance",
-              "permalink", "path", "status", "etag", "supersedes", "superseded_by",
-              "content_preview", "content")
-# metadata_filters keys that name a core field: key -> record key
-CORE_KEYS = {"id": "uid", "uid": "uid", "title": "title", "alias": "aliases", "aliases": "aliases",
-             "type": "type", "kind": "type", "tags": "tags", "status": "status", "state": "state",
-             "importance": "importance", "namespace": "namespace", "scope": "scope",
-             "project": "project", "paths": "paths", "agent": "agent", "path": "path",
-             "created": "created", "updated": "updated"}
-# core keys the index holds exactly (lower-cased): filtered by a Term query, no record loads
-INDEXED_KEYS = ("type", "state", "namespace", "scope", "project", "tags")
+ROW_NAMES = {"uid": "id"}  # a row's name for a field of the table (vault/fields.py)
+# The rows' fields in the order they have always had; a new row of the field table follows them.
+ROW_FIELDS = layout(("id", "title", "type", "tags", "metadata", "created", "updated", "importance",
+                     "permalink", "path", "status", "etag", "supersedes", "superseded_by"),
+                    (ROW_NAMES.get(row.name, row.name) for row in FIELDS if row.row), ("content_preview", "content"))
+# metadata_filters keys that name a field of the table (its name or a frontmatter key of it), or
+# the path: key -> record key. A field held as exact terms is filtered by a Term query, no record loads.
+CORE_KEYS = {**filter_names(), "path": "path"}
 
 
 def memory_list(view: View, raw: dict[str, Any]) -> dict[str, Any]:
@@ -188,7 +185,7 @@ def _created_range(args: Args) -> tuple[int, int] | None:
 
 def _tags(args: Args, name: str) -> list[str]:
     values = args.str_list(name) or []
-    return [t for t in (v.strip().lstrip("#").strip().lower() for v in values) if t]
+    return [t for t in (normalize_tag(v) for v in values) if t]
 
 
 def _fields(requested: list[str] | None, mode: str) -> tuple[str, ...]:
@@ -242,11 +239,12 @@ def _contains(view: View, doc: int, needle: str) -> bool:
 
 def _indexed_filter(key: str, values: list[Any]) -> Query | None:
     field = CORE_KEYS.get(key.lower())
-    if field == "status" and all(_norm(v) in ("active", "archived") for v in values):
-        return Or([Term("status", str(_norm(v))) for v in values])
-    if field not in INDEXED_KEYS or not all(isinstance(v, str) for v in values):
+    exact = FIELD[field].exact if field in FIELD else None
+    if exact is None or not all(isinstance(v, str) for v in values):
         return None
-    terms = [fold(v.strip()).lstrip("#") if field == "tags" else fold(v.strip()) for v in values]
+    terms = [exact.query(v) for v in values]
+    if exact.only and not all(t in exact.only for t in terms):
+        return None  # a value the index does not hold (a status kept in metadata): the record decides
     return Or([Term(field, t) for t in terms])
 
 
@@ -433,7 +431,7 @@ def _row(view: View, lineage: Lineage, doc: int, fields: tuple[str, ...], previe
         "content_preview": lambda: _preview(rec, preview_chars),
         "content": lambda: view.body(rec),
     }
-    return {name: values[name]() for name in fields}
+    return {name: values[name]() if name in values else plain(rec.get(name)) for name in fields}
 
 
 def _preview(rec: dict[str, Any], chars: int) -> str:

@@ -58,6 +58,7 @@ from vault_mem.served.context import MAX_ANSWER_CHARS, View, json_size, take_wit
 from vault_mem.served.params import OFFSET, REF, Args, int_param
 from vault_mem.served.refs import resolve_ref
 from vault_mem.vault.dates import from_timestamp, iso
+from vault_mem.vault.fields import FIELD, FIELDS, layout, plain
 from vault_mem.vault.note import Note, est_tokens, permalink_of
 from vault_mem.vault.reader import MAX_BYTES, DateSource, read_note
 
@@ -72,10 +73,17 @@ DEFAULT_MAX_CHARS = 20_000
 MAX_CHARS = 30_000
 HEAD_BUDGET = 24_000  # what the record without its body may take
 ENVELOPE = 600  # room for next_offset, the message and JSON punctuation
-# Fields that may be cut when the record is huge; identity, etag and sizes never are.
-CUTTABLE = ("tags", "aliases", "metadata", "links", "backlinks", "lineage", "problems", "paths",
-            "supersedes", "superseded_by", "title", "agent", "namespace", "scope", "project",
-            "type", "uid", "created", "updated", "history")
+# The field table's rows in the order the answer has always shown them (a new row follows them);
+# ``status`` is ``memory_status`` here, the answer's own status taking the name.
+READ_FIELDS = layout(("title", "aliases", "type", "tags", "created", "updated", "status", "state", "progress",
+                      "importance", "namespace", "scope", "project", "paths", "agent", "metadata", "supersedes",
+                      "superseded_by"), (row.name for row in FIELDS if row.name != "uid"))
+ANSWER_NAMES = {"status": "memory_status"}
+# Fields that may be cut when the record is huge (each of the table's cuttable rows, and more);
+# identity, etag and sizes never are.
+CUTTABLE = layout(("tags", "aliases", "metadata", "links", "backlinks", "lineage", "problems", "paths",
+                   "supersedes", "superseded_by", "title", "agent", "namespace", "scope", "project",
+                   "type", "uid", "created", "updated", "history"), (row.name for row in FIELDS if row.cut))
 
 
 def memory_read(view: View, raw: dict[str, Any]) -> dict[str, Any]:
@@ -142,34 +150,14 @@ def _note_size(note: Note) -> int:
 
 def _head(view: View, doc: int, note: Note) -> dict[str, Any]:
     """Every field of the answer except the body page."""
-    head: dict[str, Any] = {
-        "status": "ok",
-        "uid": note.uid,
-        "permalink": note.permalink,
-        "path": note.path,
-        "domain": note.domain,
-        "title": note.title,
-        "aliases": note.aliases,
-        "type": note.type,
-        "tags": note.tags,
-        "created": note.created,
-        "updated": note.updated,
-        "memory_status": note.status,
-    }
-    if note.type == "task":
-        head["state"] = note.state or "open"
-        head["progress"] = {"done": note.progress.done, "total": note.progress.total}
+    head: dict[str, Any] = {"status": "ok", "uid": note.uid, "permalink": note.permalink, "path": note.path,
+                            "domain": note.domain}
+    for name in READ_FIELDS:
+        if FIELD[name].tasks and note.type != "task":
+            continue
+        head[ANSWER_NAMES.get(name, name)] = plain(note.value(name))
     resolver = LinkResolver(view)
     head |= {
-        "importance": note.importance,
-        "namespace": note.namespace,
-        "scope": note.scope,
-        "project": note.project,
-        "paths": note.paths,
-        "agent": note.agent,
-        "metadata": note.metadata,
-        "supersedes": note.supersedes,
-        "superseded_by": note.superseded_by,
         "problems": note.problems + _shared_id_problem(view, doc, note),
         "etag": note.etag,
         "est_tokens": est_tokens(note.body),
