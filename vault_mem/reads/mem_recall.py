@@ -35,6 +35,7 @@ from vault_mem.reads.rows import bound_message, cut_message, fit_row, snippet
 from vault_mem.served.context import ROW_BUDGET, View, json_size, take_within
 from vault_mem.served.params import OFFSET, Args, int_param, text_param
 from vault_mem.vault.dates import iso
+from vault_mem.vault.fields import normalize_tag
 from vault_mem.vault.note import permalink_of
 
 PARAMS = (
@@ -75,7 +76,7 @@ def mem_recall(view: View, raw: dict[str, Any]) -> dict[str, Any]:
 
     filters: list[DocSet] = []
     if tags is not None:
-        tags = [fold(t.lstrip("#")) for t in tags]
+        tags = [normalize_tag(t) for t in tags]
         filters.append(DocSet(set(view.docs(Or([Term("tags", t) for t in tags])))))
         hints += [f"tag_filter: tag {t!r} matched no memory" for t in tags if not _any(view, Term("tags", t))]
     filters += _scope_filters(view, _list_param(args, "scope"), hints)

@@ -34,6 +34,7 @@ from vault_mem.reads.ranking import match_forms, score_notes, search_terms
 from vault_mem.reads.rows import bound_message
 from vault_mem.served.context import View, json_size, take_within
 from vault_mem.served.params import AGENT, Args, int_param, text_param
+from vault_mem.vault.fields import normalize_tag
 from vault_mem.vault.note import KNOWN_TYPES, permalink_of
 
 PARAMS = (
@@ -240,7 +241,7 @@ def _check_kind(view: View, kind: str) -> None:
 def _tag(raw: str) -> str:
     if not raw.strip():
         return ""
-    tag = raw.strip().lstrip("#").strip("/").lower()
+    tag = normalize_tag(raw)
     if not tag:
         raise InvalidInput("tag", f"{raw[:60]!r} names no tag; give a tag like 'project' or 'project/api'")
     return tag

@@ -24,9 +24,10 @@ from vault_mem.served.context import View
 from vault_mem.served.params import AGENT, IF_ETAG, REF, Args, mapping_param, number_param, strings_param, text_param
 from vault_mem.served.refs import resolve_ref
 from vault_mem.vault.dates import iso, parse_datetime
+from vault_mem.vault.fields import FIELD, normalize_tags
 from vault_mem.vault.note import SCOPES, Note, permalink_of
 from vault_mem.vault.paths import check_relative, confine, existing_spelling, note_file
-from vault_mem.vault.reader import CREATED_KEYS, DateSource, file_etag, normalize_tags, read_note, read_whole
+from vault_mem.vault.reader import DateSource, file_etag, read_note, read_whole
 from vault_mem.vault.writer import (
     append_paragraph,
     atomic_write,
@@ -213,7 +214,7 @@ def memory_supersede(view: View, raw: dict[str, Any]) -> dict[str, Any]:
     agent = args.agent()
     old = view.record(resolve_ref(view, args.required_str("ref", max_len=1000)))
     defaults = {"domain": old["path"].rpartition("/")[0], "type": old["type"], "tags": old["tags"],
-                "extra": {"supersedes": old["uid"]}}
+                "extra": {FIELD["supersedes"].key: old["uid"]}}
     return _create(view, args, agent, defaults, "memory_supersede")
 
 
@@ -253,10 +254,10 @@ def _stamped(view: View, rel: str, updates: dict[str, Any]) -> dict[str, Any]:
     them the uid would change on a rename and ``created`` would follow this write's mtime."""
     note = read_note(view.vault.root, rel, view.vault.index.history)
     keep: dict[str, Any] = {}
-    if "id" not in note.fields:
-        keep["id"] = note.uid
-    if not any(key in note.fields for key in CREATED_KEYS):
-        keep["created"] = note.created
+    if FIELD["uid"].key not in note.fields:
+        keep[FIELD["uid"].key] = note.uid
+    if not any(key in note.fields for key in FIELD["created"].keys):
+        keep[FIELD["created"].key] = note.created
     return {**keep, **updates, "updated": now_iso()}
 
 
@@ -290,7 +291,7 @@ def memory_edit(view: View, raw: dict[str, Any]) -> dict[str, Any]:
         for key in updates:
             if not str(key).strip():
                 raise InvalidInput("set", "keys must not be empty")
-            if key == "id":
+            if key == FIELD["uid"].key:
                 raise InvalidInput("set", "the id of a memory cannot be changed")
     for attempt in range(3):
         rel, data = _current(view, ref)
