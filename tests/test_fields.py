@@ -62,6 +62,21 @@ def test_every_frontmatter_key_of_a_row_is_read_by_it_and_kept_out_of_metadata()
         assert row.name in NOTE_ATTRIBUTES or row.name in note.more, row.name
 
 
+# A value each row reads as something other than its default ("x1" for the rest).
+SAMPLE = {"created": "2020-01-01", "updated": "2020-01-01", "state": "completed", "status": "archived",
+          "importance": "0.3", "tags": "zz", "paths": "p/q"}
+
+
+@pytest.mark.parametrize(("name", "key"), [(row.name, key) for row in FIELDS for key in row.keys])
+def test_each_key_of_a_row_alone_gives_the_row_its_value(name: str, key: str) -> None:
+    """A key the table names but no parser reads would vanish: kept out of metadata, read by no row."""
+    def value(text: str) -> object:
+        return parse_text("n.md", text, "etag", len(text), 1_700_000_000 * 10**9, []).value(name)
+
+    given = f"---\n{key}: {SAMPLE.get(name, 'x1')}\n---\nbody\n"
+    assert value(given) != value("---\nother: 1\n---\nbody\n")
+
+
 def test_the_stored_record_holds_every_row_under_its_name() -> None:
     record = record_of(every_key_note(), "d/every.md")
     assert set(record) >= {row.name for row in FIELDS}

@@ -215,7 +215,9 @@ def _date(data: dict[str, Any], keys: tuple[str, ...], fallback: tuple[dt.dateti
 
 
 def _parse_text(src: Source, row: Field) -> str | None:
-    return text(src.data.get(row.key), row.key, src.problems)
+    """The first of the row's keys that is set, as one string."""
+    key = next((k for k in row.keys if src.data.get(k) is not None), row.key)
+    return text(src.data.get(key), key, src.problems)
 
 
 def _parse_list(src: Source, row: Field) -> list[str]:
