@@ -33,28 +33,37 @@ from vault_mem.reads.dates import epoch_bounds, parse_period
 from vault_mem.reads.lineage import Lineage
 from vault_mem.reads.rows import bound_message, cut_message, fit_row
 from vault_mem.served.context import ROW_BUDGET, Budget, View, json_size
-from vault_mem.served.params import OFFSET, Args, flag_param, int_param, mapping_param, strings_param, text_param
+from vault_mem.served.params import (
+    OFFSET,
+    Args,
+    choice_param,
+    flag_param,
+    int_param,
+    mapping_param,
+    strings_param,
+    text_param,
+)
 from vault_mem.vault.fields import FIELD, FIELDS, filter_names, layout, normalize_tag, plain
 from vault_mem.vault.note import permalink_of
 
+FOLLOWS = ("active", "latest", "full_history", "all")
+MODES = ("preview", "full")
 PARAMS = (
     text_param("query", "Substring of title or body."),
     mapping_param("metadata_filters", "Frontmatter key -> value (list: any of)."),
-    int_param("limit", "Default 20; -1: no limit."),
+    int_param("limit", "-1: no limit.", default=20, minimum=-1),
     OFFSET,
     text_param("date_from", "Created from: date (partial ok) or 7d, 2w, 1m, 1y."),
     text_param("date_to", "Created until, inclusive."),
     strings_param("tags_any", "Any of these."),
     strings_param("tags_all", "All of these."),
     strings_param("tags_none", "None of these."),
-    flag_param("sort_by_importance", "Most important first."),
-    text_param("content_mode", "preview (default) or full."),
-    int_param("preview_chars", "1-2000, default 120."),
+    flag_param("sort_by_importance", "Most important first.", default=False),
+    choice_param("content_mode", "full: whole bodies.", MODES, default="preview"),
+    int_param("preview_chars", "Preview length.", default=120, minimum=1, maximum=2000),
     strings_param("fields", "Fields to return."),
-    text_param("follow", "active, latest, full_history or all."),
+    choice_param("follow", "Lineage mode.", FOLLOWS, default="active"),
 )
-FOLLOWS = ("active", "latest", "full_history", "all")
-MODES = ("preview", "full")
 ROW_NAMES = {"uid": "id"}  # a row's name for a field of the table (vault/fields.py)
 # The rows' fields in the order they have always had; a new row of the field table follows them.
 ROW_FIELDS = layout(("id", "title", "type", "tags", "metadata", "created", "updated", "importance",
@@ -69,17 +78,17 @@ def memory_list(view: View, raw: dict[str, Any]) -> dict[str, Any]:
     args = Args(raw, PARAMS)
     query = args.text("query", "", max_len=1000) or ""
     filters = _metadata_filters(args.mapping("metadata_filters"))
-    limit = args.integer("limit", 20, -1, accepted="-1 for no limit, or at least 1")
+    limit = args.integer("limit", accepted="-1 for no limit, or at least 1")
     if limit == 0:
         raise InvalidInput("limit", "must be -1 for no limit, or at least 1; got 0")
-    offset = args.integer("offset", 0, 0)
+    offset = args.integer("offset")
     created = _created_range(args)
     tags_any, tags_all, tags_none = (_tags(args, name) for name in ("tags_any", "tags_all", "tags_none"))
-    by_importance = args.flag("sort_by_importance", False)
-    mode = args.choice("content_mode", "preview", MODES)
-    preview_chars = args.integer("preview_chars", 120, 1, 2000)
+    by_importance = args.flag("sort_by_importance")
+    mode = args.choice("content_mode")
+    preview_chars = args.integer("preview_chars")
     fields = _fields(args.str_list("fields"), mode)
-    follow = args.choice("follow", "active", FOLLOWS)
+    follow = args.choice("follow")
 
     parts: list[Query] = []
     if tags_any:

@@ -62,15 +62,16 @@ from vault_mem.vault.fields import FIELD, FIELDS, layout, plain
 from vault_mem.vault.note import Note, est_tokens, permalink_of
 from vault_mem.vault.reader import MAX_BYTES, DateSource, read_note
 
-READ_PARAMS = (
-    REF,
-    int_param("offset", "Body offset in characters, default 0."),
-    int_param("max_chars", "Body characters per page, 1-30000, default 20000."),
-    int_param("history", "In a git vault: last commits shown, 0-50, default 5."),
-)
-DOMAINS_PARAMS = (OFFSET,)
 DEFAULT_MAX_CHARS = 20_000
 MAX_CHARS = 30_000
+READ_PARAMS = (
+    REF,
+    int_param("offset", "Body offset in characters.", default=0, minimum=0),
+    int_param("max_chars", "Body characters per page.", default=DEFAULT_MAX_CHARS, minimum=1, maximum=MAX_CHARS),
+    int_param("history", "In a git vault: last commits shown.", default=DEFAULT_HISTORY, minimum=0,
+              maximum=MAX_HISTORY),
+)
+DOMAINS_PARAMS = (OFFSET,)
 HEAD_BUDGET = 24_000  # what the record without its body may take
 ENVELOPE = 600  # room for next_offset, the message and JSON punctuation
 # The field table's rows in the order the answer has always shown them (a new row follows them);
@@ -89,9 +90,9 @@ CUTTABLE = layout(("tags", "aliases", "metadata", "links", "backlinks", "lineage
 def memory_read(view: View, raw: dict[str, Any]) -> dict[str, Any]:
     args = Args(raw, READ_PARAMS)
     ref = args.required_str("ref", max_len=4096)
-    offset = args.integer("offset", 0, 0)
-    max_chars = args.integer("max_chars", DEFAULT_MAX_CHARS, 1, MAX_CHARS)
-    history = args.integer("history", DEFAULT_HISTORY, 0, MAX_HISTORY)
+    offset = args.integer("offset")
+    max_chars = args.integer("max_chars")
+    history = args.integer("history")
 
     doc = resolve_ref(view, ref)
     record = view.record(doc)
@@ -211,7 +212,7 @@ DOMAIN_PAGE = 500
 
 def list_domains(view: View, raw: dict[str, Any]) -> dict[str, Any]:
     args = Args(raw, DOMAINS_PARAMS)
-    offset = args.integer("offset", 0, 0)
+    offset = args.integer("offset")
 
     # Group by the note's own folder first (per segment, cached), then spread each folder's
     # totals to its ancestors.
