@@ -11,7 +11,8 @@ run, so a change of what the index stores shows too. The calls are fixed per vau
 note through ``memory_read``; ``memory_list`` with every filter kind (each core key the
 field table names, a metadata key, tags with and without ``#`` and a trailing ``/``, dates,
 lineage modes, fields, full content); ``memory_search`` (no query, words, tag, kind, path);
-``mem_recall``; ``list_by_domain`` of every folder; ``list_domains``. Each goes through the
+the relevance set's questions (``tests/relevance/questions.yaml``) of sample_vault and
+chat_vault; ``mem_recall``; ``list_by_domain`` of every folder; ``list_domains``. Each goes through the
 server's call path (``mcp_server.app.call``, then ``to_result``) and is kept as the wire
 JSON of its result, one line per call. ``compare`` prints every call whose answer differs
 and exits 1 if any does.
@@ -32,6 +33,7 @@ REPO = HERE.parent
 sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(REPO))
 
+import yaml
 from gen_vault import generate
 
 from vault_mem.index.build import build
@@ -64,7 +66,14 @@ def vaults(work: Path) -> dict[str, Path]:
     return out
 
 
-def plan(records: list[dict[str, Any]]) -> list[tuple[str, dict[str, Any]]]:
+def questions(vault: str) -> list[str]:
+    """The relevance set's questions asked of ``vault`` (tests/relevance/questions.yaml)."""
+    entries = yaml.safe_load((REPO / "tests/relevance/questions.yaml").read_text(encoding="utf-8"))
+    names = {"sample": "sample_vault", "chat": "chat_vault"}
+    return [e["question"] for e in entries if e["vault"] == names.get(vault)]
+
+
+def plan(records: list[dict[str, Any]], vault: str = "") -> list[tuple[str, dict[str, Any]]]:
     records = sorted(records, key=lambda r: str(r["path"]))
     paths = [str(r["path"]) for r in records]
     tags = sorted({t for r in records for t in r.get("tags") or []})
@@ -96,6 +105,7 @@ def plan(records: list[dict[str, Any]]) -> list[tuple[str, dict[str, Any]]]:
                                       *({"tag": t} for t in tags[:10]), *({"tag": f"{t}/"} for t in tags[:3]),
                                       *({"kind": k} for k in kinds), *({"path": f} for f in folders[:5] if f)]
     calls += [("memory_search", {**AGENT, **args}) for args in searches]
+    calls += [("memory_search", {**AGENT, "query": q, "limit": 10}) for q in questions(vault)]
     recalls: list[dict[str, Any]] = [{"since": "2000"}, {"since": "2000", "limit": 200},
                                      *({"since": "2000", "tag_filter": t} for t in tags[:5]),
                                      {"since": "2000", "output_format": "structured", "limit": 30}]
@@ -120,7 +130,7 @@ def answers(root: Path, index_dir: Path) -> list[str]:
         vault = Vault(root, index)
         specs = {spec.name: spec for spec in tools_for(compat=False)}
         out = []
-        for tool, args in plan(list(index.records().values())):
+        for tool, args in plan(list(index.records().values()), root.name):
             result = to_result(tool, call(vault, specs[tool], dict(args)))
             out.append(json.dumps({"vault": root.name, "tool": tool, "args": args,
                                    "result": result.model_dump(mode="json", by_alias=True, exclude_none=True)},
