@@ -4,7 +4,9 @@ session: ``metadata_filters`` on ``supersedes``, and a tag with a trailing ``/``
 
 from __future__ import annotations
 
+import re
 import textwrap
+from pathlib import Path
 
 import pytest
 
@@ -122,6 +124,14 @@ def test_metadata_filters_know_every_filterable_row_by_its_name_and_keys() -> No
         for name in (row.name, *row.keys):
             assert (memory_list.CORE_KEYS.get(name) == row.name) is row.filter, name
     assert set(memory_list.CORE_KEYS) == set(filter_names()) | {"path"}
+
+
+def test_the_vault_format_reference_names_every_key_of_every_row() -> None:
+    text = (Path(__file__).parent.parent / "docs" / "vault-format.md").read_text(encoding="utf-8")
+    table = text.partition("| key | meaning | when absent |")[2].partition("\n\n")[0]
+    documented = {key for line in table.splitlines()[2:] for key in re.findall(r"`([^`]+)`", line.split("|")[1])}
+    keys = {key for row in FIELDS for key in row.keys}
+    assert documented == keys, (keys - documented, documented - keys)
 
 
 def test_the_cli_record_view_lays_out_only_fields_of_the_table() -> None:

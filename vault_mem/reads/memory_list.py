@@ -10,9 +10,11 @@ added until the answer's size bound; a full body that alone passes it is cut, an
 
 ``metadata_filters`` compares case-insensitively: strings after stripping and
 lower-casing, numbers by value (``"0.8"`` equals ``0.8``), booleans as true/false, null
-as a missing key. A key is looked up among the core fields (id, title, type, tags,
-status, state, importance, namespace, scope, project, paths, agent, ...) and among the
-other frontmatter keys; a list-valued field matches when any element does.
+as a missing key. A key is looked up among the fields of the field table
+(``vault/fields.py``: id, title, type, tags, created, status, importance, supersedes, ...,
+under any of their frontmatter keys), the path, and the other frontmatter keys; a
+list-valued field matches when any element does. Tags are compared as ``normalize_tag``
+gives them (``#project/`` is ``project``).
 """
 
 from __future__ import annotations
