@@ -31,7 +31,7 @@ import hashlib
 import re
 import unicodedata
 from collections.abc import Callable, Iterable
-from dataclasses import asdict, dataclass, field, is_dataclass
+from dataclasses import dataclass, field, is_dataclass
 from typing import Any
 
 from vault_mem.vault import markdown
@@ -397,9 +397,11 @@ def leading_keys() -> tuple[str, ...]:
 
 def parse_fields(src: Source) -> dict[str, Any]:
     """Every row's value, parsed in table order (so ``problems`` follows that order)."""
+    values = src.values
     for row in FIELDS:
-        src.value(row.name)
-    return src.values
+        if row.name not in values:
+            values[row.name] = row.parse(src, row)
+    return values
 
 
 def filter_names() -> dict[str, str]:
@@ -408,8 +410,8 @@ def filter_names() -> dict[str, str]:
 
 
 def plain(value: Any) -> Any:
-    """A field value as JSON: a dataclass (``Progress``) as its dict."""
-    return asdict(value) if is_dataclass(value) and not isinstance(value, type) else value
+    """A field value as JSON: a (flat) dataclass such as ``Progress`` as its dict."""
+    return dict(vars(value)) if is_dataclass(value) and not isinstance(value, type) else value
 
 
 def layout(before: Iterable[str], wanted: Iterable[str], after: Iterable[str] = ()) -> tuple[str, ...]:
