@@ -85,9 +85,8 @@ TOOLS: tuple[ToolSpec, ...] = (
     ToolSpec(
         "memory_list",
         "List memories filtered by substring query, metadata, tags, dates or importance, newest first. "
-        "Compact previews; content_mode='full' for whole bodies. follow: 'active' "
-        "hides superseded memories, 'latest' resolves to current versions, 'full_history' expands "
-        "chains, 'all' is unfiltered.",
+        "follow: 'active' hides superseded memories, 'latest' resolves to current versions, "
+        "'full_history' expands chains, 'all' is unfiltered.",
         memory_list.PARAMS,
         memory_list.memory_list,
     ),
