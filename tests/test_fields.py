@@ -13,7 +13,7 @@ import pytest
 from vault_mem.cli import queries
 from vault_mem.index.schema import EXACT, FILE_FIELDS, document_of, make_schema, record_of
 from vault_mem.reads import memory_list, read, rows
-from vault_mem.vault.fields import CORE_KEYS, FIELD, FIELDS, filter_names, normalize_tag
+from vault_mem.vault.fields import CORE_KEYS, FIELD, FIELDS, READ_LAYOUT, filter_names, normalize_tag
 from vault_mem.vault.note import NOTE_ATTRIBUTES
 from vault_mem.vault.reader import parse_text
 from vault_mem.vault.yamlstyle import KEY_ORDER
@@ -105,7 +105,7 @@ def test_exact_rows_make_the_terms_a_filter_value_asks_for() -> None:
 
 
 def test_memory_read_shows_every_row_and_may_cut_every_cuttable_one() -> None:
-    shown = {"uid", *read.READ_FIELDS}
+    shown = {"uid", *READ_LAYOUT}
     assert shown == {row.name for row in FIELDS}
     assert {row.name for row in FIELDS if row.cut} <= set(read.CUTTABLE)
 

@@ -58,7 +58,7 @@ from vault_mem.served.context import MAX_ANSWER_CHARS, View, json_size, take_wit
 from vault_mem.served.params import OFFSET, REF, Args, int_param
 from vault_mem.served.refs import resolve_ref
 from vault_mem.vault.dates import from_timestamp, iso
-from vault_mem.vault.fields import FIELD, FIELDS, layout, plain
+from vault_mem.vault.fields import FIELDS, layout, note_fields
 from vault_mem.vault.note import Note, est_tokens, permalink_of
 from vault_mem.vault.reader import MAX_BYTES, DateSource, read_note
 
@@ -74,12 +74,6 @@ READ_PARAMS = (
 DOMAINS_PARAMS = (OFFSET,)
 HEAD_BUDGET = 24_000  # what the record without its body may take
 ENVELOPE = 600  # room for next_offset, the message and JSON punctuation
-# The field table's rows in the order the answer has always shown them (a new row follows them);
-# ``status`` is ``memory_status`` here, the answer's own status taking the name.
-READ_FIELDS = layout(("title", "aliases", "type", "tags", "created", "updated", "status", "state", "progress",
-                      "importance", "namespace", "scope", "project", "paths", "agent", "metadata", "supersedes",
-                      "superseded_by"), (row.name for row in FIELDS if row.name != "uid"))
-ANSWER_NAMES = {"status": "memory_status"}
 # Fields that may be cut when the record is huge (each of the table's cuttable rows, and more);
 # identity, etag and sizes never are.
 CUTTABLE = layout(("tags", "aliases", "metadata", "links", "backlinks", "lineage", "problems", "paths",
@@ -152,11 +146,7 @@ def _note_size(note: Note) -> int:
 def _head(view: View, doc: int, note: Note) -> dict[str, Any]:
     """Every field of the answer except the body page."""
     head: dict[str, Any] = {"status": "ok", "uid": note.uid, "permalink": note.permalink, "path": note.path,
-                            "domain": note.domain}
-    for name in READ_FIELDS:
-        if FIELD[name].tasks and note.type != "task":
-            continue
-        head[ANSWER_NAMES.get(name, name)] = plain(note.value(name))
+                            "domain": note.domain, **note_fields(note)}
     resolver = LinkResolver(view)
     head |= {
         "problems": note.problems + _shared_id_problem(view, doc, note),

@@ -409,6 +409,19 @@ def filter_names() -> dict[str, str]:
     return {name.lower(): row.name for row in FIELDS if row.filter for name in (row.name, *row.keys)}
 
 
+# The rows as memory_read (and the jsonl export) show them, in the order they always have; a
+# new row follows them. ``status`` is ``memory_status`` there: the answer's own status has the name.
+READ_LAYOUT: tuple[str, ...] = ()  # set below, once ``layout`` is defined
+ANSWER_NAMES = {"status": "memory_status"}
+
+
+def note_fields(note: Any) -> dict[str, Any]:
+    """A Note's rows as memory_read shows them: READ_LAYOUT order, answer names, tasks-only rows
+    only for tasks, values as JSON."""
+    return {ANSWER_NAMES.get(name, name): plain(note.value(name)) for name in READ_LAYOUT
+            if not FIELD[name].tasks or note.type == "task"}
+
+
 def plain(value: Any) -> Any:
     """A field value as JSON: a (flat) dataclass such as ``Progress`` as its dict."""
     return dict(vars(value)) if is_dataclass(value) and not isinstance(value, type) else value
@@ -420,3 +433,8 @@ def layout(before: Iterable[str], wanted: Iterable[str], after: Iterable[str] = 
     head = tuple(before)
     tail = tuple(after)
     return (*head, *(name for name in wanted if name not in head and name not in tail), *tail)
+
+
+READ_LAYOUT = layout(("title", "aliases", "type", "tags", "created", "updated", "status", "state", "progress",
+                      "importance", "namespace", "scope", "project", "paths", "agent", "metadata", "supersedes",
+                      "superseded_by"), (row.name for row in FIELDS if row.name != "uid"))
