@@ -15,15 +15,19 @@ import os
 import sys
 import threading
 from collections.abc import Callable
-from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from vault_mem import __version__
 from vault_mem.cli.app import PROG, Command, port_number, register
 from vault_mem.cli.common import open_index, say, vault_root
 from vault_mem.cli.gitsync import add_serve_options, start_serve_options
+from vault_mem.cli.workers import worker_count
 from vault_mem.errors import InvalidInput
+from vault_mem.served.agents import Agent
 from vault_mem.served.keys import KeyRing, list_agents
+
+if TYPE_CHECKING:
+    from vault_mem.mcp_server.workers import Seat
 
 
 def add_options(parser: argparse.ArgumentParser) -> None:
@@ -53,16 +57,6 @@ def add_options(parser: argparse.ArgumentParser) -> None:
     add_serve_options(parser)
 
 
-def worker_count(text: str) -> int:
-    try:
-        count = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number of workers: give 1 or more") from None
-    if not 1 <= count <= 64:
-        raise argparse.ArgumentTypeError(f"{count} workers: give 1..64 (default: the number of cores)")
-    return count
-
-
 def cmd_serve(args: argparse.Namespace) -> int:
     root = vault_root(args)
     index = open_index(args, root, doing="serve it")
@@ -81,77 +75,94 @@ def cmd_serve(args: argparse.Namespace) -> int:
         say("error: serve over stdio needs a standard input: an MCP client starts it")
         return 1
     keys = KeyRing(root)
-    caller = None
-    if args.agent is not None:
-        if args.http:
-            raise InvalidInput("--agent", "applies to stdio, where the one client is that agent; over HTTP "
-                                          "each agent sends its own key (docs/sharing.md)")
-        caller = keys.named(args.agent)
-        if caller is None:
-            known = ", ".join(e.agent.name for e in list_agents(root)) or "none yet"
-            raise InvalidInput("--agent", f"{args.agent!r} has no key for this vault (agents: {known}); "
-                                          f"add it with {PROG} agents add {args.agent} --vault {root}")
-
-    from vault_mem.index.presence import present
-    from vault_mem.mcp_server.app import build_server
-    from vault_mem.runtime.lifecycle import Runtime
-    from vault_mem.served.context import Vault
-
+    caller = _stdio_agent(args, keys, root)
     url = f"http://{_url_host(args.host)}:{args.port}/mcp"
     workers = args.workers or os.cpu_count() or 1
     if args.http and seat is None and workers > 1:
+        from vault_mem.cli.workers import serve_workers
+
         index.close()
-        return _serve_workers(args, root, url, workers)
+        return serve_workers(args, root, workers, lambda: _say_http(root, url, token, keys))
+
+    from vault_mem.index.presence import present
+    from vault_mem.runtime.lifecycle import STOP_GRACE, Runtime
 
     project = args.project or os.environ.get("VAULT_MEM_PROJECT") or None
     runtime = Runtime(index, merges=seat is None or seat.leads)
-    vault = Vault(root, index, project=project, compat=args.compat, health=runtime, git_commit=args.git_commit)
-    server = build_server(vault, caller=caller, read_only=args.read_only)
-
-    if seat is not None:
-        say(f"worker {seat.index + 1} of {seat.count} (pid {os.getpid()}) serving"
-            + (": it runs the background merges and the git sync" if seat.leads else ""))
-    else:
-        if args.read_only:
-            say("read-only: no write tools are served")
-        say(f"{PROG} {__version__} serving the vault {root}")
-    if seat is None or seat.leads:
-        say(f"index at {index.dir}" + ("; building it in the background (queries answer as it grows)"
-                                       if index.needs_build() else
-                                       "; resuming the interrupted build in the background"
-                                       if not index.is_complete() else "; checking it against the files"))
-    run: Callable[[], None]
-    if args.http:
-        from vault_mem.mcp_server.transports import run_http
-
-        if seat is None:
-            _say_http(root, url, token, keys)
-
-        def run() -> None:
-            run_http(server, args.host, args.port, token, args.allowed_host, keys, seat)
-    else:
-        from vault_mem.mcp_server.transports import run_stdio
-
-        if sys.stdin.isatty():
-            say("this is an MCP server speaking JSON-RPC on stdin/stdout: an MCP client starts it, e.g. "
-                f'{{"command": "vault-mem", "args": ["serve", "--vault", "{root}"]}} (see docs/clients.md)')
-        if caller is not None:
-            say(f"the client acts as agent {caller.name!r}, with the limits of its key")
-        say("waiting for an MCP client on stdio; Ctrl-C to stop")
-
-        def run() -> None:
-            run_stdio(server)
-
+    doing = ("; building it in the background (queries answer as it grows)" if index.needs_build() else
+             "; resuming the interrupted build in the background" if not index.is_complete()
+             else "; checking it against the files")
     with present(index.dir, "serve", transport="http" if args.http else "stdio",
                  url=url if args.http else None, vault=str(root),
                  **({"worker": seat.index + 1} if seat is not None else {})):
-        runtime.start()
-        if seat is None or seat.leads:
-            start_serve_options(args, root)
-        return _run_until_stopped(run, runtime, quiet=seat is not None)
+        # The watcher listens, and a build runs, while the MCP SDK loads (about 2 s); the check of an
+        # existing index starts once it is loaded.
+        loaded = threading.Event()
+        runtime.start(check_after=loaded)
+        try:
+            if seat is not None:
+                say(f"worker {seat.index + 1} of {seat.count} (pid {os.getpid()}) serving"
+                    + (": it runs the background merges and the git sync" if seat.leads else ""))
+            else:
+                if args.read_only:
+                    say("read-only: no write tools are served")
+                say(f"{PROG} {__version__} serving the vault {root}")
+            if seat is None or seat.leads:
+                say(f"index at {index.dir}{doing}")
+            from vault_mem.mcp_server.app import build_server
+            from vault_mem.served.context import Vault
+
+            vault = Vault(root, index, project=project, compat=args.compat, health=runtime,
+                          git_commit=args.git_commit)
+            server = build_server(vault, caller=caller, read_only=args.read_only)
+            loaded.set()
+            run = _transport(args, server, url, token, root, keys, caller, seat)
+            if seat is None or seat.leads:
+                start_serve_options(args, root)
+        except KeyboardInterrupt:  # Ctrl-C while the server loads: the same one line as later
+            _stop_now(runtime, quiet=seat is not None)
+        except BaseException:
+            runtime.stop()
+            raise
+        return _run_until_stopped(run, runtime, STOP_GRACE, quiet=seat is not None)
 
 
-def _say_http(root: Path, url: str, token: str | None, keys: KeyRing) -> None:
+def _stdio_agent(args: argparse.Namespace, keys: KeyRing, root: Any) -> Agent | None:
+    """The agent ``--agent`` names (stdio only), with the limits of its key."""
+    if args.agent is None:
+        return None
+    if args.http:
+        raise InvalidInput("--agent", "applies to stdio, where the one client is that agent; over HTTP "
+                                      "each agent sends its own key (docs/sharing.md)")
+    caller = keys.named(args.agent)
+    if caller is None:
+        known = ", ".join(e.agent.name for e in list_agents(root)) or "none yet"
+        raise InvalidInput("--agent", f"{args.agent!r} has no key for this vault (agents: {known}); "
+                                      f"add it with {PROG} agents add {args.agent} --vault {root}")
+    return caller
+
+
+def _transport(args: argparse.Namespace, server: Any, url: str, token: str | None, root: Any, keys: KeyRing,
+               caller: Agent | None, seat: Seat | None = None) -> Callable[[], None]:
+    """Say how to connect, and return the function that serves until the client or a signal ends it."""
+    if args.http:
+        from vault_mem.mcp_server.transports import run_http
+
+        if seat is None:  # the workers' parent says it once
+            _say_http(root, url, token, keys)
+        return lambda: run_http(server, args.host, args.port, token, args.allowed_host, keys, seat)
+    from vault_mem.mcp_server.transports import run_stdio
+
+    if sys.stdin.isatty():
+        say("this is an MCP server speaking JSON-RPC on stdin/stdout: an MCP client starts it, e.g. "
+            f'{{"command": "vault-mem", "args": ["serve", "--vault", "{root}"]}} (see docs/clients.md)')
+    if caller is not None:
+        say(f"the client acts as agent {caller.name!r}, with the limits of its key")
+    say("waiting for an MCP client on stdio; Ctrl-C to stop")
+    return lambda: run_stdio(server)
+
+
+def _say_http(root: Any, url: str, token: str | None, keys: KeyRing) -> None:
     say(f"streamable HTTP at {url}" + (" (bearer token required)" if token else ""))
     if keys.any():
         say(f"this vault has {len(list_agents(root))} agent key(s): each request needs one of them"
@@ -159,37 +170,15 @@ def _say_http(root: Path, url: str, token: str | None, keys: KeyRing) -> None:
     say(f'connect a client with {{"url": "{url}"}}; Ctrl-C to stop')
 
 
-def _serve_workers(args: argparse.Namespace, root: Path, url: str, count: int) -> int:
-    """The parent of ``--workers N``: it binds the port, starts N workers (each a whole serve on
-    that socket, mcp_server/workers.py), and stops them all when it stops or one of them ends."""
-    from vault_mem.mcp_server.workers import Workers
-
-    token = args.token or os.environ.get("VAULT_MEM_TOKEN") or None
-    say(f"{PROG} {__version__} serving the vault {root}")
-    if args.read_only:
-        say("read-only: no write tools are served")
-    workers = Workers([sys.executable, "-m", "vault_mem", *args.argv], args.host, args.port, count)
-    pids = workers.start()
-    say(f"{count} worker processes on one port (pids {', '.join(map(str, pids))}), each with its own "
-        "index reader; a legacy session stays on the worker that opened it")
-    _say_http(root, url, token, KeyRing(root))
-    try:
-        code = workers.wait()
-    except KeyboardInterrupt:  # SIGTERM too (cli/__init__.py)
-        print(f"\n{PROG}: stopping {count} workers", file=sys.stderr, flush=True)
-        workers.stop()
-        print(f"{PROG}: stopped", file=sys.stderr, flush=True)
-        return 130
-    say(f"error: a worker stopped (exit status {code}); the others were stopped with it")
-    return 1
-
-
 def _url_host(host: str) -> str:
     return f"[{host}]" if ":" in host and not host.startswith("[") else host
 
 
-def _run_until_stopped(run: Callable[[], None], runtime: Any, quiet: bool = False) -> int:
-    """Run the transport in a thread; return its outcome, or end the process on a stop signal."""
+def _run_until_stopped(run: Callable[[], None], runtime: Any, grace: float, quiet: bool = False) -> int:
+    """Run the transport in a thread; return its outcome, or end the process on a stop signal.
+
+    When the client leaves, a build still running gets ``grace`` seconds to finish; a signal
+    (Ctrl-C, SIGTERM) stops it at once (it keeps what it committed either way)."""
     failure: list[BaseException] = []
 
     def target() -> None:
@@ -205,7 +194,7 @@ def _run_until_stopped(run: Callable[[], None], runtime: Any, quiet: bool = Fals
             thread.join(0.5)  # a timed join: Ctrl-C reaches the main thread on every platform
     except KeyboardInterrupt:
         _stop_now(runtime, quiet)
-    runtime.stop()
+    runtime.stop(grace)
     if failure and not (isinstance(failure[0], SystemExit) and not failure[0].code):
         exc = failure[0]
         reason = f"exit status {exc.code}" if isinstance(exc, SystemExit) else str(exc) or type(exc).__name__
@@ -214,7 +203,7 @@ def _run_until_stopped(run: Callable[[], None], runtime: Any, quiet: bool = Fals
     return 0
 
 
-def _stop_now(runtime: Any, quiet: bool = False) -> None:
+def _stop_now(runtime: Any, quiet: bool = False) -> NoReturn:
     """One line (none from a worker: its parent says it), the watcher and any child build
     stopped, then the process ends (status 130)."""
     if not quiet:
