@@ -223,14 +223,14 @@ def json_str(text: str) -> str:
 
 
 def test_postings_spilled_to_run_files_index_the_same_as_postings_sorted_in_memory(tmp_path: Path) -> None:
-    """The build's posting pool (``whoosh_fixes.ChunkedPostingPool``) spills sorted runs to temp
+    """The build's posting pool (``whoosh_seam.ChunkedPostingPool``) spills sorted runs to temp
     files when it outgrows its limit and merges them back: a tiny limit (hundreds of runs, so
     runs are merged into runs first) must give the same terms and postings as no spill."""
     from whoosh import index as whoosh_index
     from whoosh.writing import SegmentWriter
 
     from vault_mem.index.schema import document_of, make_schema
-    from vault_mem.index.whoosh_fixes import RUN_CHUNK, ChunkedPostingPool
+    from vault_mem.index.whoosh_seam import RUN_CHUNK, ChunkedPostingPool
     from vault_mem.vault.reader import read_note
 
     rng = random.Random(7)

@@ -29,12 +29,12 @@ from typing import Any
 
 from whoosh import index as whoosh_index
 from whoosh.index import TOC
-from whoosh.writing import SegmentWriter
 
 from vault_mem.index.gitfollow import attach_history, open_history_readonly
 from vault_mem.index.progress import Progress
 from vault_mem.index.schema import document_of
 from vault_mem.index.store import VaultIndex
+from vault_mem.index.whoosh_seam import drop_temp_folder, finish_segment, publish, unlocked_writer
 from vault_mem.vault.note import Note
 from vault_mem.vault.paths import display_path
 from vault_mem.vault.reader import read_note
@@ -168,9 +168,7 @@ def _parallel_build(index: VaultIndex, files: list[str], bar: Progress, procs: i
                 generation += 1
         # The final commit publishes the segments as they are: the merge is left for later.
         parent.generation = generation
-        parent._close_segment()
-        parent._commit_toc(segments)
-        parent._finish()
+        publish(parent, segments)
     except BaseException:
         parent.cancel()
         for worker in workers:  # interrupted or failed: stop at once, not after the batch
@@ -239,7 +237,7 @@ def _worker(index_dir: str, root: str, conn: Connection) -> None:
             batch = conn.recv()
             if batch is None:
                 return
-            writer = SegmentWriter(ix, _lk=False, limitmb=64)
+            writer = unlocked_writer(ix)
             unreported = 0
             for rel in batch:
                 writer.add_document(**document_of(read_note(Path(root), rel, history), rel))
@@ -247,8 +245,8 @@ def _worker(index_dir: str, root: str, conn: Connection) -> None:
                 if unreported == REPORT_EVERY:
                     conn.send(("progress", None, unreported))
                     unreported = 0
-            segment = writer._finalize_segment()
-            writer._tempstorage.destroy()
+            segment = finish_segment(writer)
+            drop_temp_folder(writer)
             conn.send(("segment", segment, unreported))
     except (EOFError, BrokenPipeError):
         return  # the parent has gone (interrupted): nothing to report to

@@ -15,6 +15,7 @@ from typing import Any
 from whoosh.searching import Searcher
 
 from vault_mem.index.lru import CACHE, approx_size
+from vault_mem.index.whoosh_seam import reader_folder, searcher_memo
 
 
 def column(searcher: Searcher, field: str) -> list[Any]:
@@ -24,10 +25,7 @@ def column(searcher: Searcher, field: str) -> list[Any]:
     thread's searcher is renewed after a commit), and joining 100,000 values costs a
     millisecond or two, which link resolution would otherwise pay per lookup.
     """
-    memo: dict[str, list[Any]] | None = getattr(searcher, "_vault_mem_columns", None)
-    if memo is None:
-        memo = {}
-        searcher._vault_mem_columns = memo
+    memo: dict[str, list[Any]] = searcher_memo(searcher).setdefault("columns", {})
     values = memo.get(field)
     if values is not None:
         return values
@@ -43,15 +41,13 @@ def column(searcher: Searcher, field: str) -> list[Any]:
 def segment_key(reader: Any) -> tuple[Any, ...]:
     """What identifies a segment's unchanging content across every index in the process.
 
-    Whoosh draws segment ids from the ``random`` module, which tests (Hypothesis) reseed, so
-    the same id can name segments of two indexes: the index folder and size are part of the key.
+    A segment id is unique within one index only: an index folder copied elsewhere (a test's
+    fixture, a backup) keeps its ids, so the index folder and size are part of the key.
     """
     segment = reader.segment()
     if segment is None:
         return ("reader", id(reader))
-    storage = getattr(reader, "_storage", None)
-    folder = getattr(getattr(storage, "b", storage), "folder", None)
-    return (folder, segment.segment_id(), reader.doc_count_all())
+    return (reader_folder(reader), segment.segment_id(), reader.doc_count_all())
 
 
 def segment_column(reader: Any, field: str) -> list[Any]:
@@ -79,11 +75,8 @@ PATH_KEY_FIELDS = ("key_path", "key_name")
 
 def path_key_docs(searcher: Searcher, field: str, value: str) -> list[int]:
     """Document numbers of ``searcher`` whose ``field`` (one of PATH_KEY_FIELDS) equals ``value``."""
-    memo: dict[str, list[tuple[Any, int, dict[str, list[int]]]]] | None = getattr(
-        searcher, "_vault_mem_path_keys", None)
-    if memo is None:
-        memo = {}
-        searcher._vault_mem_path_keys = memo
+    memo: dict[str, list[tuple[Any, int, dict[str, list[int]]]]] = searcher_memo(searcher).setdefault(
+        "path_keys", {})
     tables = memo.get(field)
     if tables is None:  # kept on the searcher, like its columns: its segments do not change
         tables = memo[field] = [(reader, offset, _path_keys(reader, field))

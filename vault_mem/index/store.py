@@ -30,6 +30,7 @@ from whoosh.writing import SegmentWriter
 from vault_mem.errors import IndexBusy, VaultUnavailable
 from vault_mem.git.history import History, history_for
 from vault_mem.index.schema import SCHEMA_VERSION, document_of, make_schema
+from vault_mem.index.whoosh_seam import read_toc
 from vault_mem.vault.note import Note
 from vault_mem.vault.paths import INDEX_DIRNAME
 from vault_mem.vault.portable import replace_file, user_cache_root
@@ -337,7 +338,7 @@ def _renewed(ix: FileIndex, stale: Searcher | None) -> Searcher:
                 if reader.segment() is not None and not reader.is_closed}
     readers = []
     try:
-        toc = ix._read_toc()
+        toc = read_toc(ix)
         for segment in toc.segments:
             reader = reusable.get(segment.segment_id())
             if reader is not None and reader.segment().deleted_count() == segment.deleted_count():

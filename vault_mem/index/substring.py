@@ -13,22 +13,15 @@ inside one of its tokens. ``hit_counts`` goes further and counts the occurrences
 
 from __future__ import annotations
 
-import io
-import pickle
 import re
-import struct
-import zlib
-from collections.abc import Iterable, Iterator
-from itertools import accumulate
 from typing import Any
 
-from whoosh.codec.whoosh3 import WHOOSH3_HEADER_MAGIC
 from whoosh.query import NullQuery, Or, Query, Term
 from whoosh.searching import Searcher
-from whoosh.system import unpack_int
 
 from vault_mem.index.columns import segment_key
 from vault_mem.index.lru import CACHE
+from vault_mem.index.whoosh_seam import field_terms, postings
 
 _WORD_RUN = re.compile(r"\w+")
 
@@ -47,50 +40,12 @@ def _joined_lexicon(reader: Any, field: str) -> str:
 
     def join() -> str:
         try:
-            terms = _field_terms(reader, field)
+            terms = field_terms(reader, field)
         except Exception:  # a field with no terms in this segment
             terms = []
         return "\n".join(terms) + "\n" if terms else ""
 
     return CACHE.get_or_make(("lexicon", segment_key(reader), field), join)
-
-
-_LENGTHS = struct.Struct("!ii")  # Whoosh's hash-file record header: key length, value length
-
-
-def _field_terms(reader: Any, field: str) -> list[str]:
-    """Every term of ``field`` in one segment, in order.
-
-    Whoosh's ``lexicon()`` costs ~5 us a term in Python (half a million terms: seconds, on the
-    first search after a start). The terms file is one sorted run of records (header, key
-    = field number + term, value), so the field's terms are read off the mapped file directly;
-    any other kind of reader goes the public way.
-    """
-    try:
-        terms_reader = reader._terms
-        tindex = terms_reader._tindex
-        fieldnum = terms_reader._fieldmap[field]
-        buf = tindex.dbfile._buf
-        start = tindex.closest_key_pos(struct.pack("!H", fieldnum))
-        end = tindex.endofdata
-        if not isinstance(buf, memoryview):
-            raise TypeError("not a mapped file")
-    except (AttributeError, KeyError, TypeError):
-        return [t.decode("utf-8") for t in reader.lexicon(field)]
-    if start is None:
-        return []
-    high, low = fieldnum >> 8, fieldnum & 0xFF
-    unpack = _LENGTHS.unpack_from
-    found: list[str] = []
-    pos = start
-    while pos < end:
-        keylen, datalen = unpack(buf, pos)
-        key = pos + 8
-        if buf[key] != high or buf[key + 1] != low:
-            break
-        found.append(str(buf[key + 2:key + keylen], "utf-8"))
-        pos = key + keylen + datalen
-    return found
 
 
 def segment_terms_containing(reader: Any, field: str, needle: str) -> list[str]:
@@ -137,7 +92,7 @@ def hit_counts(searcher: Searcher, field: str, needle: str, cap: int | None = No
         deleted = reader.deleted_docs_set if reader.has_deletions() else frozenset()
         for term in segment_terms_containing(reader, field, needle):
             per_token = term.count(needle)
-            for docid, freq in _postings(reader, field, term):
+            for docid, freq in postings(reader, field, term):
                 if docid not in deleted:
                     docnum = docid + offset
                     counts[docnum] = get(docnum, 0) + per_token * int(freq)
@@ -191,91 +146,12 @@ def segment_form_hit_counts(reader: Any, field: str, term: str,
         n_exact = token.count(term)
         n_alone = max(0, token.count(stem) - inside * n_exact) if stem else 0
         if n_exact and n_alone:
-            for docid, freq in _postings(reader, field, token):
+            for docid, freq in postings(reader, field, token):
                 exact[docid] = exact.get(docid, 0) + n_exact * int(freq)
                 alone[docid] = alone.get(docid, 0) + n_alone * int(freq)
             continue
         counts, n = (exact, n_exact) if n_exact else (alone, n_alone)
         get = counts.get
-        for docid, freq in _postings(reader, field, token):
+        for docid, freq in postings(reader, field, token):
             counts[docid] = get(docid, 0) + n * int(freq)
     return exact, alone
-
-
-def _postings(reader: Any, field: str, term: str) -> Iterable[tuple[int, float]]:
-    """(segment document number, term frequency) for every posting of ``term``, deleted ones too."""
-    decoded = _decoded_postings(reader, field, term)
-    return decoded if decoded is not None else _matcher_postings(reader, field, term)
-
-
-def _decoded_postings(reader: Any, field: str, term: str) -> list[tuple[int, float]] | None:
-    """The postings of ``term`` read in one piece from a whoosh3 segment, or None elsewhere.
-
-    A broad needle or stem expands to hundreds of rare terms; through the matcher API each
-    costs a header read, a seek and a pickle load per block before any posting comes out.
-    A term found in one document needs no read at all (its term info holds the document
-    and the frequency); otherwise the whole extent is one read, decoded as the whoosh3
-    codec writes it: a
-    magic tag, then blocks of (int length, negative for the last; pickled block info;
-    pickled, maybe zlib-compressed, (delta-coded ids, weights, values)). Anything else
-    (another codec, a layout this does not recognise) answers None: the caller falls back
-    to the matcher.
-    """
-    try:
-        terms = reader._terms
-        info = terms.term_info(field, term.encode("utf-8"))
-        if info.is_inlined():
-            ids, weights, _values = info.inlined_postings()
-            return list(zip(ids, weights, strict=True))
-        if info.doc_frequency() == 1 and info.min_id() is not None:
-            # the long tail of a lexicon: the term info already holds its one posting
-            return [(info.min_id(), info.weight())]
-        offset, length = info.extent()
-        if isinstance(length, tuple):  # whoosh-reloaded 2.7.5 decodes it as a 1-tuple
-            length = length[0]
-        buf = terms._postfile.get(offset, length)
-        if buf[:4] != WHOOSH3_HEADER_MAGIC:
-            return None
-        stream = io.BytesIO(buf)
-        pos = 4
-        found: list[tuple[int, float]] = []
-        while True:
-            (size,) = unpack_int(buf[pos:pos + 4])
-            end = pos + 4 + abs(size)
-            stream.seek(pos + 4)
-            count, _maxid, _maxweight, compression, _minlen, _maxlen = pickle.load(stream)
-            data = buf[stream.tell():end]
-            ids, weights = pickle.loads(zlib.decompress(data) if compression else data)[:2]
-            if weights is None or isinstance(weights, float):
-                weights = [1.0 if weights is None else weights] * count
-            found.extend(zip(accumulate(ids), weights, strict=True))
-            if size < 0 or end >= len(buf):
-                return found
-            pos = end
-    except Exception:  # not this codec, or not this layout: the matcher reads it instead
-        return None
-
-
-def _matcher_postings(reader: Any, field: str, term: str) -> Iterator[tuple[int, float]]:
-    """``_postings`` through Whoosh's matchers, a block at a time where they allow."""
-    try:
-        matcher = reader._terms.matcher(field, term.encode("utf-8"), reader.schema[field].format, scorer=None)
-    except Exception:  # not a segment reader of the whoosh3 codec: the public, slower way
-        matcher = reader.postings(field, term)
-        while matcher.is_active():
-            yield matcher.id(), matcher.weight()
-            matcher.next()
-        return
-    if not all(hasattr(matcher, name) for name in ("_read_ids", "_read_weights", "_next_block", "_i")):
-        while matcher.is_active():
-            yield matcher.id(), matcher.weight()
-            matcher.next()
-        return
-    while matcher.is_active():
-        if matcher._ids is None:
-            matcher._read_ids()
-        if matcher._weights is None:
-            matcher._read_weights()
-        start = matcher._i
-        yield from zip(matcher._ids[start:], matcher._weights[start:], strict=True)
-        matcher._next_block()
