@@ -14,13 +14,12 @@ inside one of its tokens. ``hit_counts`` goes further and counts the occurrences
 from __future__ import annotations
 
 import re
-from typing import Any
 
 from whoosh.query import NullQuery, Or, Query, Term
 from whoosh.searching import Searcher
 
-from vault_mem.index.columns import segment_key
 from vault_mem.index.lru import CACHE
+from vault_mem.index.segments import Segment, segments
 from vault_mem.index.whoosh_seam import field_terms, postings
 
 _WORD_RUN = re.compile(r"\w+")
@@ -35,22 +34,22 @@ def is_word(needle: str) -> bool:
     return bool(needle) and _WORD_RUN.fullmatch(needle) is not None
 
 
-def _joined_lexicon(reader: Any, field: str) -> str:
+def _joined_lexicon(seg: Segment, field: str) -> str:
     """Every term of ``field`` in one segment, each followed by a newline."""
 
     def join() -> str:
         try:
-            terms = field_terms(reader, field)
+            terms = field_terms(seg.reader, field)
         except Exception:  # a field with no terms in this segment
             terms = []
         return "\n".join(terms) + "\n" if terms else ""
 
-    return CACHE.get_or_make(("lexicon", segment_key(reader), field), join)
+    return CACHE.get_or_make(("lexicon", seg.key, field), join)
 
 
-def segment_terms_containing(reader: Any, field: str, needle: str) -> list[str]:
+def segment_terms_containing(seg: Segment, field: str, needle: str) -> list[str]:
     """The terms of one segment's ``field`` that contain ``needle`` (lower-case, no newline)."""
-    joined = _joined_lexicon(reader, field)
+    joined = _joined_lexicon(seg, field)
     found: list[str] = []
     pos = joined.find(needle)
     while pos >= 0:
@@ -64,8 +63,8 @@ def segment_terms_containing(reader: Any, field: str, needle: str) -> list[str]:
 def terms_containing(searcher: Searcher, field: str, needle: str) -> list[str]:
     """The terms of ``field`` across all segments that contain ``needle``."""
     terms: dict[str, None] = {}
-    for reader, _offset in searcher.reader().leaf_readers():
-        terms.update(dict.fromkeys(segment_terms_containing(reader, field, needle)))
+    for seg in segments(searcher):
+        terms.update(dict.fromkeys(segment_terms_containing(seg, field, needle)))
     return list(terms)
 
 
@@ -88,11 +87,11 @@ def hit_counts(searcher: Searcher, field: str, needle: str, cap: int | None = No
     needle = needle.lower()
     counts: dict[int, int] = {}
     get = counts.get
-    for reader, offset in searcher.reader().leaf_readers():
-        deleted = reader.deleted_docs_set if reader.has_deletions() else frozenset()
-        for term in segment_terms_containing(reader, field, needle):
+    for seg in segments(searcher):
+        deleted, offset = seg.dead, seg.offset
+        for term in segment_terms_containing(seg, field, needle):
             per_token = term.count(needle)
-            for docid, freq in postings(reader, field, term):
+            for docid, freq in postings(seg.reader, field, term):
                 if docid not in deleted:
                     docnum = docid + offset
                     counts[docnum] = get(docnum, 0) + per_token * int(freq)
@@ -116,19 +115,14 @@ def form_hit_counts(searcher: Searcher, field: str, term: str,
     stem = stem.lower() if stem and stem.lower() != term else None
     exact: dict[int, int] = {}
     alone: dict[int, int] = {}
-    for reader, offset in searcher.reader().leaf_readers():
-        seg_exact, seg_alone = segment_form_hit_counts(reader, field, term, stem)
-        if reader.has_deletions():
-            deleted = reader.deleted_docs_set
-            exact.update((d + offset, n) for d, n in seg_exact.items() if d not in deleted)
-            alone.update((d + offset, n) for d, n in seg_alone.items() if d not in deleted)
-        else:
-            exact.update((d + offset, n) for d, n in seg_exact.items())
-            alone.update((d + offset, n) for d, n in seg_alone.items())
+    for seg in segments(searcher):
+        seg_exact, seg_alone = segment_form_hit_counts(seg, field, term, stem)
+        exact.update(seg.lift_items(seg_exact))
+        alone.update(seg.lift_items(seg_alone))
     return exact, alone
 
 
-def segment_form_hit_counts(reader: Any, field: str, term: str,
+def segment_form_hit_counts(seg: Segment, field: str, term: str,
                             stem: str | None = None) -> tuple[dict[int, int], dict[int, int]]:
     """``form_hit_counts`` of one segment, by segment document number, deleted ones too.
 
@@ -139,19 +133,19 @@ def segment_form_hit_counts(reader: Any, field: str, term: str,
     inside = term.count(stem) if stem else 0  # occurrences of the stem inside one of the term
     exact: dict[int, int] = {}
     alone: dict[int, int] = {}
-    tokens = segment_terms_containing(reader, field, stem if stem and inside else term)
+    tokens = segment_terms_containing(seg, field, stem if stem and inside else term)
     if stem and not inside:
-        tokens = list(dict.fromkeys([*tokens, *segment_terms_containing(reader, field, stem)]))
+        tokens = list(dict.fromkeys([*tokens, *segment_terms_containing(seg, field, stem)]))
     for token in tokens:
         n_exact = token.count(term)
         n_alone = max(0, token.count(stem) - inside * n_exact) if stem else 0
         if n_exact and n_alone:
-            for docid, freq in postings(reader, field, token):
+            for docid, freq in postings(seg.reader, field, token):
                 exact[docid] = exact.get(docid, 0) + n_exact * int(freq)
                 alone[docid] = alone.get(docid, 0) + n_alone * int(freq)
             continue
         counts, n = (exact, n_exact) if n_exact else (alone, n_alone)
         get = counts.get
-        for docid, freq in postings(reader, field, token):
+        for docid, freq in postings(seg.reader, field, token):
             counts[docid] = get(docid, 0) + n * int(freq)
     return exact, alone

@@ -20,16 +20,14 @@ from __future__ import annotations
 import heapq
 import math
 from collections.abc import Callable, Iterable, Iterator
-from collections.abc import Set as AbstractSet
 from typing import Any
 
-from whoosh.query import And, AndNot, Every, Or, Query, Term
-
 from vault_mem.errors import InvalidInput
-from vault_mem.index.columns import segment_column, segment_key
+from vault_mem.index.columns import segment_column
 from vault_mem.index.lru import CACHE
 from vault_mem.index.schema import fold
-from vault_mem.index.substring import hit_counts, is_word, words
+from vault_mem.index.segments import Segment
+from vault_mem.index.substring import is_word, words
 from vault_mem.reads.dates import epoch_bounds, parse_period
 from vault_mem.reads.lineage import Lineage
 from vault_mem.reads.rows import bound_message, cut_message, fit_row
@@ -84,10 +82,10 @@ def memory_list(view: View, raw: dict[str, Any]) -> dict[str, Any]:
     fields = _fields(args.str_list("fields"), mode)
     follow = args.choice("follow", "active", FOLLOWS)
 
-    parts: list[Query] = []
+    parts: list[tuple[str, list[str]]] = []  # (field, terms): each part requires any of its terms
     if tags_any:
-        parts.append(Or([Term("tags", t) for t in tags_any]))
-    parts += [Term("tags", t) for t in tags_all]
+        parts.append(("tags", tags_any))
+    parts += [("tags", [t]) for t in tags_all]
     record_filters: dict[str, list[Any]] = {}
     for key, values in filters.items():
         indexed = _indexed_filter(key, values)
@@ -95,13 +93,10 @@ def memory_list(view: View, raw: dict[str, Any]) -> dict[str, Any]:
             parts.append(indexed)
         else:
             record_filters[key] = values
-    where: Query = And(parts) if len(parts) > 1 else parts[0] if parts else Every()
-    if tags_none:
-        where = AndNot(where, Or([Term("tags", t) for t in tags_none]))
     candidates = _query_candidates(view, query) if query.strip() else None
     docs: list[int] | None = None  # None: every live note
     if parts or tags_none:
-        docs = view.docs(where)
+        docs = _docs_matching(view, parts, tags_none)
         if candidates is not None:
             docs = [d for d in docs if d in candidates]
     elif candidates is not None:
@@ -223,7 +218,7 @@ def _query_candidates(view: View, query: str) -> set[int] | None:
         needle = needle.lower()
         docs: set[int] = set()
         for field in ("title", "body"):
-            docs.update(hit_counts(view.searcher, field, needle))
+            docs.update(view.hit_counts(field, needle))
         found = docs if found is None else found & docs
         if not found:
             break
@@ -240,14 +235,26 @@ def _contains(view: View, doc: int, needle: str) -> bool:
     return needle in body.lower()
 
 
-def _indexed_filter(key: str, values: list[Any]) -> Query | None:
+def _docs_matching(view: View, parts: list[tuple[str, list[str]]], tags_none: list[str]) -> list[int]:
+    """The live documents holding a term of every part and none of the ``tags_none``, ascending."""
+    found: set[int] | None = None
+    for field, terms in parts:
+        docs = set(view.term_docs(field, terms))
+        found = docs if found is None else found & docs
+    excluded = set(view.term_docs("tags", tags_none)) if tags_none else set()
+    if found is None:
+        return [d for d in view.all_docs() if d not in excluded]
+    return sorted(found - excluded)
+
+
+def _indexed_filter(key: str, values: list[Any]) -> tuple[str, list[str]] | None:
+    """The (field, terms) part a metadata filter is, when the index holds its field exactly."""
     field = CORE_KEYS.get(key.lower())
     if field == "status" and all(_norm(v) in ("active", "archived") for v in values):
-        return Or([Term("status", str(_norm(v))) for v in values])
+        return "status", [str(_norm(v)) for v in values]
     if field not in INDEXED_KEYS or not all(isinstance(v, str) for v in values):
         return None
-    terms = [fold(v.strip()).lstrip("#") if field == "tags" else fold(v.strip()) for v in values]
-    return Or([Term(field, t) for t in terms])
+    return field, [fold(v.strip()).lstrip("#") if field == "tags" else fold(v.strip()) for v in values]
 
 
 def _matches(record: dict[str, Any], filters: dict[str, list[Any]]) -> bool:
@@ -309,7 +316,7 @@ def _listing_key(view: View, by_importance: bool) -> Callable[[int], tuple[int, 
 def _rank(view: View, by_importance: bool) -> list[int]:
     """Each document's position in the listing order, cached per set of segments: sorting many
     matches by it beats building their keys. A rank stays valid until the index gains a segment."""
-    readers = view.searcher.reader().leaf_readers()
+    parts = view.segments()
 
     def make() -> list[int]:
         key = _listing_key(view, by_importance)
@@ -319,7 +326,7 @@ def _rank(view: View, by_importance: bool) -> list[int]:
             rank[doc] = position
         return rank
 
-    cache_key = ("memory_list.rank", by_importance, *(segment_key(r) for r, _ in readers))
+    cache_key = ("memory_list.rank", by_importance, *(seg.key for seg in parts))
     return CACHE.get_or_make(cache_key, make)
 
 
@@ -328,27 +335,20 @@ def _every_note_in_order(view: View, by_importance: bool,
     """Every live note in listing order, lazily: each segment's order is cached (segments never
     change) and the segments are merged as far as they are read, so a page after a commit costs
     a few keys, not a ranking of the whole vault."""
-    streams = []
-    for reader, offset in view.searcher.reader().leaf_readers():
-        dead = reader.deleted_docs_set if reader.has_deletions() else frozenset()
-        streams.append(_live_in_order(_segment_order(reader, by_importance), offset, dead))
+    streams = [seg.lift(_segment_order(seg, by_importance)) for seg in view.segments()]
     return heapq.merge(*streams, key=key)
 
 
-def _live_in_order(order: list[int], offset: int, dead: AbstractSet[int]) -> Iterator[int]:
-    return (offset + d for d in order if d not in dead)
-
-
-def _segment_order(reader: Any, by_importance: bool) -> list[int]:
-    """One segment's document numbers in listing order (cached)."""
+def _segment_order(seg: Segment, by_importance: bool) -> list[int]:
+    """One segment's local numbers in listing order (cached)."""
     def make() -> list[int]:
-        created = segment_column(reader, "created")
-        paths = segment_column(reader, "path")
-        importance = segment_column(reader, "importance") if by_importance else None
+        created = segment_column(seg, "created")
+        paths = segment_column(seg, "path")
+        importance = segment_column(seg, "importance") if by_importance else None
         return sorted(range(len(created)), key=lambda d: (
             -(importance[d] or 0) if importance else 0, -(created[d] or 0), paths[d] or ""))
 
-    return CACHE.get_or_make(("memory_list.order", segment_key(reader), by_importance), make)
+    return CACHE.get_or_make(("memory_list.order", seg.key, by_importance), make)
 
 
 def _follow(lineage: Lineage, ordered: Iterable[int], docs: list[int] | None, passes: Callable[[int], bool],

@@ -24,10 +24,8 @@ import re
 from collections.abc import Callable
 from typing import Any
 
-from whoosh.query import And, Or, Query, Term
-
 from vault_mem.errors import InvalidInput
-from vault_mem.index.columns import newest_docs
+from vault_mem.index.query import ranked_newest_key
 from vault_mem.index.schema import path_prefixes
 from vault_mem.reads.excerpts import excerpt_around
 from vault_mem.reads.ranking import match_forms, score_notes, search_terms
@@ -48,7 +46,6 @@ PARAMS = (
 DEFAULT_LIMIT = 10
 MAX_LIMIT = 50
 TITLE_CHARS = 300  # a digest's title is cut past this (marked), so one digest stays small
-EXACT_PATHS_FIELD = "paths_exact"  # used when the schema has it (each whole code path)
 LIST_BUDGET = 1_000  # JSON characters a digest's tags or paths may take
 _RFC3339 = re.compile(r"\d{4}-\d{2}-\d{2}[Tt ]\d{2}:\d{2}:\d{2}(\.\d+)?([Zz]|[+-]\d{2}:\d{2})")
 
@@ -68,12 +65,12 @@ def memory_search(view: View, raw: dict[str, Any]) -> dict[str, Any]:
         messages.append(f"limit {limit} is above the maximum; clamped to {MAX_LIMIT}")
         limit = MAX_LIMIT
 
-    filters: list[Query] = []
+    filters: list[tuple[str, str]] = []  # (field, term): every one required
     if kind:
         _check_kind(view, kind)
-        filters.append(Term("type", kind))
+        filters.append(("type", kind))
     if tag:
-        filters.append(Term("tags", tag))
+        filters.append(("tags", tag))
 
     terms: list[str] = []
     scores: dict[int, float] = {}
@@ -87,25 +84,22 @@ def memory_search(view: View, raw: dict[str, Any]) -> dict[str, Any]:
         scores = score_notes(view, terms)
         candidates = list(scores)
     else:
-        scope = view.docs(And(filters)) if filters else None  # None: every live note
+        scope = view.docs_where(filters) if filters else None  # None: every live note
         filters = []
         if not path:  # read from each segment's cached date order, not by ranking every note
             keep = None if scope is None else set(scope).__contains__
-            newest = newest_docs(view.searcher, "updated", limit + 1, keep, since)
+            newest = view.newest("updated", limit + 1, keep, since)
         # Ranked below only when that did not answer (a path, or fewer notes than limit + 1).
         candidates = [] if newest is not None else view.all_docs() if scope is None else scope
     if filters and candidates:
-        allowed = set(view.docs(And(filters) if len(filters) > 1 else filters[0]))
+        allowed = set(view.docs_where(filters))
         candidates = [d for d in candidates if d in allowed]
     updated = view.column("updated")
     paths = view.column("path")
     if since is not None:  # the column, not a NumericRange query: that one costs ~100 ms on 10k notes
         candidates = [d for d in candidates if updated[d] is not None and updated[d] >= since]
 
-    def rank(d: int) -> tuple[float, int, str]:
-        # Score, then context.newest_first_key's order spelled inline: calling that key from
-        # here made ranking 100k candidates ~60% slower (measured).
-        return -scores.get(d, 0), -(updated[d] or 0), paths[d] or ""
+    rank = ranked_newest_key(scores, updated, paths)  # score first, then newest first
 
     if newest is not None:
         page, truncated = newest[:limit], len(newest) > limit
@@ -145,7 +139,7 @@ def _contenders(candidates: list[int], scores: dict[int, float], limit: int) -> 
 
 
 def _overlapping_page(view: View, candidates: list[int], path: str,
-                      rank: Callable[[int], tuple[float, int, str]], limit: int) -> tuple[list[int], bool]:
+                      rank: Callable[[int], tuple[Any, int, str]], limit: int) -> tuple[list[int], bool]:
     """The first ``limit`` candidates, in rank order, whose code paths overlap ``path``, and
     whether more overlap.
 
@@ -155,15 +149,11 @@ def _overlapping_page(view: View, candidates: list[int], path: str,
     a whole code path (a match) or only as the start of a longer one: those candidates are
     checked against the record's ``paths``, in rank order, and only until the page is full.
     """
-    extends = set(view.docs(Term("paths_pre", path)))
+    extends = set(view.term_docs("paths_pre", [path]))
     shorter = path_prefixes(path)[:-1]
-    if shorter and EXACT_PATHS_FIELD in view.searcher.schema:
-        # an index that stores each whole code path answers the second kind with terms too
-        extends |= set(view.docs(Or([Term(EXACT_PATHS_FIELD, p) for p in shorter])))
-        shorter = []
     maybe: set[int] = set()
     if shorter:
-        maybe = set(view.docs(Or([Term("paths_pre", p) for p in shorter]))) - extends
+        maybe = set(view.term_docs("paths_pre", shorter)) - extends
     candidates = [d for d in candidates if d in extends or d in maybe]
     if not any(d in maybe for d in candidates):
         page = heapq.nsmallest(limit, candidates, key=rank)
@@ -228,7 +218,7 @@ def _cut_report(name: str, permalinks: list[str]) -> str:
 
 
 def _check_kind(view: View, kind: str) -> None:
-    present = {t.decode("utf-8") if isinstance(t, bytes) else str(t) for t in view.searcher.lexicon("type")}
+    present = set(view.lexicon("type"))
     if kind in KNOWN_TYPES or kind in present:
         return
     valid = list(KNOWN_TYPES) + sorted(present - set(KNOWN_TYPES) - {""})

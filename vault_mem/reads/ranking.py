@@ -22,13 +22,11 @@ from __future__ import annotations
 import math
 import sys
 from functools import lru_cache, partial
-from typing import Any
-
-from whoosh.lang.snowball.english import EnglishStemmer
 
 from vault_mem.errors import InvalidInput
-from vault_mem.index.columns import segment_key
 from vault_mem.index.lru import CACHE
+from vault_mem.index.query import english_stem
+from vault_mem.index.segments import Segment
 from vault_mem.index.substring import segment_form_hit_counts, words
 from vault_mem.served.context import View
 
@@ -59,13 +57,11 @@ STOP_WORDS = frozenset({
     "wouldn", "yet", "you", "your", "yours", "yourself", "yourselves",
 })
 
-_stemmer = EnglishStemmer()
-
 
 @lru_cache(maxsize=4096)
 def stem_of(term: str) -> str | None:
     """The term's English Snowball stem when it is another, useful form (3+ characters)."""
-    stem = str(_stemmer.stem(term))
+    stem = str(english_stem(term))
     return stem if stem != term and len(stem) >= MIN_TERM_CHARS else None
 
 
@@ -98,23 +94,19 @@ def weighted_hits(view: View, term: str) -> dict[int, float]:
     and the segments' offsets are applied per call."""
     stem = stem_of(term)
     weighted: dict[int, float] = {}
-    for reader, offset in view.searcher.reader().leaf_readers():
-        hits = CACHE.get_or_make(("weighted_hits", segment_key(reader), term, stem),
-                                 partial(_segment_weighted_hits, reader, term, stem), _hits_size)
-        if reader.has_deletions():
-            deleted = reader.deleted_docs_set
-            weighted.update((d + offset, v) for d, v in hits.items() if d not in deleted)
-        else:
-            weighted.update((d + offset, v) for d, v in hits.items())
+    for seg in view.segments():
+        hits = CACHE.get_or_make(("weighted_hits", seg.key, term, stem),
+                                 partial(_segment_weighted_hits, seg, term, stem), _hits_size)
+        weighted.update(seg.lift_items(hits))
     return weighted
 
 
-def _segment_weighted_hits(reader: Any, term: str, stem: str | None) -> dict[int, float]:
+def _segment_weighted_hits(seg: Segment, term: str, stem: str | None) -> dict[int, float]:
     """``weighted_hits`` of one segment, by segment document number, deleted ones too."""
     weighted: dict[int, float] = {}
     get = weighted.get
     for field, weight in FIELD_WEIGHTS:
-        exact, stem_only = segment_form_hit_counts(reader, field, term, stem)
+        exact, stem_only = segment_form_hit_counts(seg, field, term, stem)
         for doc, hits in exact.items():
             counted = hits if hits < HIT_CAP else HIT_CAP
             extra = stem_only.get(doc, 0) if stem_only else 0
@@ -135,7 +127,7 @@ def _hits_size(hits: dict[int, float]) -> int:
 
 def score_notes(view: View, terms: list[str]) -> dict[int, float]:
     """The score of every note matching at least one term, by docnum."""
-    notes = view.searcher.doc_count()
+    notes = view.doc_count()
     totals: dict[int, float] = {}
     matched: dict[int, int] = {}
     for term in terms:

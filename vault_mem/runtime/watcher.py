@@ -30,10 +30,10 @@ from typing import Any
 
 from watchdog.events import DirMovedEvent, FileMovedEvent, FileSystemEvent, FileSystemEventHandler
 from watchdog.observers import Observer
-from whoosh.query import Prefix
 
 from vault_mem.git.history import history_for
 from vault_mem.index.build import reconcile
+from vault_mem.index.query import prefix_records
 from vault_mem.index.schema import document_of
 from vault_mem.index.store import VaultIndex
 from vault_mem.vault.note import Note
@@ -363,7 +363,7 @@ class Watcher:
         """Every memory path the index has under ``rel_dir`` plus every one on disk there."""
         found: set[str] = set()
         with self.index.searching() as searcher:
-            for fields in searcher.search(Prefix("path", display_path(rel_dir) + "/"), limit=None):
+            for fields in prefix_records(searcher, "path", display_path(rel_dir) + "/"):
                 found.add(fields["record"].get("fsrel") or fields["path"])
         folder = self.root / rel_dir
         if folder.is_dir():

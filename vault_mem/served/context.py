@@ -3,16 +3,17 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
-from whoosh.query import Query, Term
-from whoosh.searching import Searcher
-
-from vault_mem.index.columns import column, live_docs
+from vault_mem.index import query
+from vault_mem.index.columns import column, path_key_docs
+from vault_mem.index.query import Searcher
+from vault_mem.index.segments import Segment, segments
 from vault_mem.index.store import VaultIndex
+from vault_mem.index.substring import hit_counts, terms_containing
 from vault_mem.vault.frontmatter import split_frontmatter
 from vault_mem.vault.paths import resolves_inside
 from vault_mem.vault.reader import decode, read_bytes
@@ -60,20 +61,69 @@ class Vault:
 
 
 class View:
-    """One consistent look at the index for the length of a call."""
+    """One consistent look at the index for the length of a call: every document set a read
+    uses comes from these methods (``index/query.py`` behind them), so what one caller may see
+    can be applied here, once. Document numbers are the searcher's; sets are ascending."""
 
     def __init__(self, vault: Vault, searcher: Searcher) -> None:
         self.vault = vault
         self.searcher = searcher
         self._records: dict[int, dict[str, Any]] = {}
 
-    def docs(self, query: Query) -> list[int]:
-        return list(self.searcher.docs_for_query(query))
+    # -- document sets ----------------------------------------------------------------
 
     def all_docs(self) -> list[int]:
-        """Every live document, ascending (per segment from its deleted set: Whoosh's
-        all_doc_ids asks is_deleted of every document)."""
-        return live_docs(self.searcher)
+        """Every live document."""
+        return query.live_docs(self.searcher)
+
+    def term_docs(self, field: str, values: Iterable[str]) -> list[int]:
+        """The documents holding any of the exact ``values`` in ``field``."""
+        return query.term_docs(self.searcher, field, values)
+
+    def docs_where(self, require: list[tuple[str, str]], field: str | None = None,
+                   values: list[str] | None = None) -> list[int]:
+        """The documents holding every (field, value) of ``require`` and, when ``field`` is
+        given, any of ``values`` in it."""
+        return query.docs_where(self.searcher, require, field, values)
+
+    def docs_in_range(self, field: str, lo: Any | None, hi: Any | None) -> list[int]:
+        """The documents whose sortable ``field`` is in ``[lo, hi)`` (None: open)."""
+        return query.docs_in_range(self.searcher, field, lo, hi)
+
+    def newest(self, field: str, limit: int, keep: Callable[[int], bool] | None = None,
+               floor: Any | None = None) -> list[int] | None:
+        """Up to ``limit`` documents newest first on ``field`` (see ``index.query.newest_docs``)."""
+        return query.newest_docs(self.searcher, field, limit, keep, floor)
+
+    def path_key_docs(self, field: str, value: str) -> list[int]:
+        """The documents whose ``key_path`` or ``key_name`` is ``value``."""
+        return path_key_docs(self.searcher, field, value)
+
+    def hit_counts(self, field: str, needle: str) -> dict[int, int]:
+        """For each document whose ``field`` contains the word-only ``needle``: how many times."""
+        return hit_counts(self.searcher, field, needle)
+
+    def segments(self) -> list[Segment]:
+        """The index's segments, for a read that caches what it derives per segment."""
+        return segments(self.searcher)
+
+    # -- what the index knows besides document sets ------------------------------------
+
+    def has_term(self, field: str, value: str) -> bool:
+        return query.has_term(self.searcher, field, value)
+
+    def lexicon(self, field: str) -> list[str]:
+        """Every term of ``field`` (a term only deleted notes hold included)."""
+        return query.lexicon(self.searcher, field)
+
+    def terms_containing(self, field: str, needle: str) -> list[str]:
+        return terms_containing(self.searcher, field, needle)
+
+    def doc_frequency(self, field: str, value: str) -> int:
+        return query.doc_frequency(self.searcher, field, value)
+
+    def doc_count(self) -> int:
+        return query.doc_count(self.searcher)
 
     def record(self, docnum: int) -> dict[str, Any]:
         rec = self._records.get(docnum)
@@ -86,20 +136,12 @@ class View:
         return column(self.searcher, field)
 
     def by_path(self, path: str) -> int | None:
-        docs = self.docs(Term("path", path))
+        docs = self.term_docs("path", [path])
         return docs[0] if docs else None
 
-    def sort_newest(self, docs: list[int], field: str = "updated") -> list[int]:
-        """``docs`` in the order of ``newest_first_key`` on ``field`` (two stable sorts: faster)."""
-        dates = self.column(field)
-        paths = self.column("path")
-        try:  # the columns' own item lookup as the key: no Python frame per document
-            ordered = sorted(docs, key=paths.__getitem__)
-            ordered.sort(key=dates.__getitem__, reverse=True)
-        except TypeError:  # a document without a value (None) sorts as "" or 0
-            ordered = sorted(docs, key=lambda d: paths[d] or "")
-            ordered.sort(key=lambda d: dates[d] or 0, reverse=True)
-        return ordered
+    def sort_newest(self, docs: Iterable[int], field: str = "updated") -> list[int]:
+        """``docs`` in the one newest-first order on ``field`` (``index.query.newest_first_key``)."""
+        return query.sort_newest(self.searcher, docs, field)
 
     def body(self, record: dict[str, Any]) -> str:
         """The note's body as it is on disk now ('' when the file is gone or now leads outside the vault)."""
@@ -110,13 +152,6 @@ class View:
             return str(record.get("head", ""))
         text, _ = decode(data)
         return "" if record.get("excalidraw") else split_frontmatter(text).body
-
-
-def newest_first_key(dates: list[Any], paths: list[Any]) -> Callable[[int], tuple[int, str]]:
-    """The one newest-first order: date descending, ties by vault-relative path ascending
-    (docs/tools.md, "Order"). ``dates`` and ``paths`` are columns; a missing date is oldest.
-    Put other keys in front of it (a score, importance) to rank by them first."""
-    return lambda d: (-(dates[d] or 0), paths[d] or "")
 
 
 def json_size(value: Any) -> int:
