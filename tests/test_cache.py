@@ -6,8 +6,8 @@ from __future__ import annotations
 import threading
 
 from vault_mem.index.columns import segment_column
-from vault_mem.index.segments import segments
 from vault_mem.index.lru import CACHE, Lru
+from vault_mem.index.segments import segments
 
 
 def test_the_cache_stays_within_its_byte_bound_dropping_the_least_recently_used() -> None:

@@ -1,6 +1,7 @@
 """The layers stay apart: imports point down, never up:
 vault <- git <- index <- served <- reads, writes (apart from each other) <- mcp_server <- cli,
-with runtime (what runs while serving) beside served, above the index and below the cli."""
+with runtime (what runs while serving) beside served, above the index and below the cli;
+Whoosh is imported only inside index/ (and its internals only in index/whoosh_seam.py)."""
 
 from __future__ import annotations
 

@@ -33,7 +33,7 @@ from whoosh.index import TOC
 from vault_mem.index.gitfollow import attach_history, open_history_readonly
 from vault_mem.index.progress import Progress
 from vault_mem.index.schema import document_of
-from vault_mem.index.store import VaultIndex
+from vault_mem.index.store import VaultIndex, same_content, stat_state
 from vault_mem.index.whoosh_seam import drop_temp_folder, finish_segment, publish, unlocked_writer
 from vault_mem.vault.note import Note
 from vault_mem.vault.paths import display_path
@@ -270,16 +270,7 @@ def reconcile(index: VaultIndex, progress: Callable[[str, int], Progress] | None
     for rel in walked.files:
         shown = display_path(rel)
         on_disk.add(shown)
-        seen = known.get(shown)
-        if seen is None:
-            candidates.append(rel)
-            continue
-        try:
-            st = os.stat(index.root / rel)
-        except OSError:
-            candidates.append(rel)
-            continue
-        if (st.st_size, st.st_mtime_ns) == seen[:2]:
+        if stat_state(index.root / rel, known.get(shown)) == "same":
             report.unchanged += 1
         else:
             candidates.append(rel)
@@ -291,7 +282,7 @@ def reconcile(index: VaultIndex, progress: Callable[[str, int], Progress] | None
     for rel in candidates:
         note = read_note(index.root, rel, index.history)
         seen = known.get(note.path)
-        if seen is not None and seen[2] == note.etag:
+        if same_content(note, seen):
             report.unchanged += 1
         else:
             changed.append((note, rel))
@@ -318,12 +309,9 @@ def _still_as_read(root: Path, notes: list[tuple[Note, str]]) -> list[tuple[Note
     index (its event is queued), and writing the older read would put stale text back."""
     kept = []
     for note, rel in notes:
-        try:
-            st = os.stat(root / rel)
-        except OSError:
-            continue
+        state = stat_state(root / rel, (note.size, note.mtime_ns, note.etag))
         # (An unreadable file was read as size 0, time 0: nothing newer can be lost by keeping it.)
-        if not note.mtime_ns or (st.st_size, st.st_mtime_ns) == (note.size, note.mtime_ns):
+        if state == "same" or (state == "changed" and not note.mtime_ns):
             kept.append((note, rel))
     return kept
 

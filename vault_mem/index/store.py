@@ -45,6 +45,28 @@ WRITE_TOOL_TIMEOUT = 20.0  # what a write tool waits for the lock before answeri
 WAIT_NOTICE = 30.0  # a writer still waiting after this long says so in the log
 
 
+Fingerprint = tuple[int, int, str]  # what the index holds of a file: (size, mtime_ns, etag)
+
+
+def stat_state(path: Path, seen: Fingerprint | None) -> str:
+    """Whether the file at ``path`` has changed since ``seen``, asked of its size and mtime only:
+    ``"same"``, ``"changed"`` (other values, or nothing indexed: not asked) or ``"unreadable"``
+    (no stat: gone or refused). "changed" only says the file must be read: ``same_content``
+    then decides (an editor may rewrite a file unchanged)."""
+    if seen is None:
+        return "changed"
+    try:
+        st = os.stat(path)
+    except OSError:
+        return "unreadable"
+    return "same" if (st.st_size, st.st_mtime_ns) == seen[:2] else "changed"
+
+
+def same_content(note: Note, seen: Fingerprint | None) -> bool:
+    """Whether ``note``, as read now, holds what the index holds (``seen``): the same content hash."""
+    return seen is not None and seen[2] == note.etag
+
+
 def default_index_dir(root: Path) -> Path:
     """``<vault>/.vault-mem``, or the user's cache folder when the vault cannot be written."""
     preferred = root / INDEX_DIRNAME
@@ -239,7 +261,7 @@ class VaultIndex:
             records = (reader.stored_fields(d)["record"] for d in reader.all_doc_ids())
             return {rec["path"]: rec for rec in records}
 
-    def fingerprints(self, paths: list[str] | None = None) -> dict[str, tuple[int, int, str]]:
+    def fingerprints(self, paths: list[str] | None = None) -> dict[str, Fingerprint]:
         """``{path: (size, mtime_ns, etag)}`` for every note (or those of ``paths`` that are indexed),
         from columns: no stored record is loaded."""
         from vault_mem.index.columns import column

@@ -25,6 +25,7 @@ from typing import Any
 from vault_mem.errors import InvalidInput
 from vault_mem.index.columns import segment_column
 from vault_mem.index.lru import CACHE
+from vault_mem.index.query import newest_first_key, ranked_newest_key
 from vault_mem.index.schema import fold
 from vault_mem.index.segments import Segment
 from vault_mem.index.substring import is_word, words
@@ -301,16 +302,18 @@ def _norm(value: Any) -> str | float | None:
 DIRECT_SORT = 20_000  # up to this many matches are sorted by their listing key directly
 
 
-def _listing_key(view: View, by_importance: bool) -> Callable[[int], tuple[int, int, str]]:
-    """The listing order as a sort key: newest ``created`` first, or importance first then
-    newest; ties by path ascending (context.newest_first_key's order behind importance,
-    spelled inline for speed)."""
-    created = view.column("created")
-    paths = view.column("path")
-    if not by_importance:
-        return lambda d: (0, -(created[d] or 0), paths[d] or "")
-    importance = view.column("importance")
-    return lambda d: (-(importance[d] or 0), -(created[d] or 0), paths[d] or "")
+def _listing_key(view: View, by_importance: bool) -> Callable[[int], tuple[Any, ...]]:
+    """The listing order as a sort key: the newest-first order on ``created``, behind the
+    highest importance when ``by_importance``."""
+    return _order_key(view.column("created"), view.column("path"),
+                      view.column("importance") if by_importance else None)
+
+
+def _order_key(created: list[Any], paths: list[Any],
+               importance: list[Any] | None) -> Callable[[int], tuple[Any, ...]]:
+    if importance is None:
+        return newest_first_key(created, paths)
+    return ranked_newest_key(importance, created, paths)
 
 
 def _rank(view: View, by_importance: bool) -> list[int]:
@@ -331,7 +334,7 @@ def _rank(view: View, by_importance: bool) -> list[int]:
 
 
 def _every_note_in_order(view: View, by_importance: bool,
-                         key: Callable[[int], tuple[int, int, str]]) -> Iterator[int]:
+                         key: Callable[[int], tuple[Any, ...]]) -> Iterator[int]:
     """Every live note in listing order, lazily: each segment's order is cached (segments never
     change) and the segments are merged as far as they are read, so a page after a commit costs
     a few keys, not a ranking of the whole vault."""
@@ -343,16 +346,15 @@ def _segment_order(seg: Segment, by_importance: bool) -> list[int]:
     """One segment's local numbers in listing order (cached)."""
     def make() -> list[int]:
         created = segment_column(seg, "created")
-        paths = segment_column(seg, "path")
-        importance = segment_column(seg, "importance") if by_importance else None
-        return sorted(range(len(created)), key=lambda d: (
-            -(importance[d] or 0) if importance else 0, -(created[d] or 0), paths[d] or ""))
+        key = _order_key(created, segment_column(seg, "path"),
+                         segment_column(seg, "importance") if by_importance else None)
+        return sorted(range(len(created)), key=key)
 
     return CACHE.get_or_make(("memory_list.order", seg.key, by_importance), make)
 
 
 def _follow(lineage: Lineage, ordered: Iterable[int], docs: list[int] | None, passes: Callable[[int], bool],
-            follow: str, key: Callable[[int], tuple[int, int, str]], warnings: list[str]) -> Iterator[int]:
+            follow: str, key: Callable[[int], tuple[Any, ...]], warnings: list[str]) -> Iterator[int]:
     """The hits in answer order, after the lineage mode; lazy where the mode allows. ``ordered``
     is the matches in listing order; ``docs`` the same as a list, or None when every live note
     matches (then only the modes ``all`` and ``active`` are asked for)."""

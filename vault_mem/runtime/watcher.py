@@ -35,7 +35,7 @@ from vault_mem.git.history import history_for
 from vault_mem.index.build import reconcile
 from vault_mem.index.query import prefix_records
 from vault_mem.index.schema import document_of
-from vault_mem.index.store import VaultIndex
+from vault_mem.index.store import VaultIndex, same_content, stat_state
 from vault_mem.vault.note import Note
 from vault_mem.vault.paths import display_path, listed_spelling, relative_to_root
 from vault_mem.vault.reader import read_note
@@ -260,13 +260,7 @@ class Watcher:
             for rel in walked.files:
                 shown = display_path(rel)
                 on_disk.add(shown)
-                seen = known.get(shown)
-                try:
-                    st = os.stat(self.root / rel)
-                except OSError:
-                    missed.append(rel)
-                    continue
-                if seen is None or (st.st_size, st.st_mtime_ns) != seen[:2]:
+                if stat_state(self.root / rel, known.get(shown)) != "same":
                     missed.append(rel)
             gone = [path for path in known if path not in on_disk]
             for rel in [*missed, *gone]:
@@ -313,16 +307,14 @@ class Watcher:
                     removed.append(shown)
                 continue
             seen = fingerprints.get(shown)
-            if seen is not None:
-                try:
-                    st = os.stat(path)
-                except OSError:
-                    removed.append(shown)
-                    continue
-                if (st.st_size, st.st_mtime_ns) == seen[:2]:
-                    continue
+            state = stat_state(path, seen)
+            if state == "unreadable":
+                removed.append(shown)
+                continue
+            if state == "same":
+                continue
             note = read_note(self.root, rel, self.index.history)
-            if seen is not None and note.etag == seen[2]:
+            if same_content(note, seen):
                 continue
             changed.append((note, rel))
             if len(changed) >= BATCH:
