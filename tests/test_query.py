@@ -50,19 +50,20 @@ def test_the_vault_has_several_segments_with_deletions(vault: Vault) -> None:
         parts = segments(searcher)
         assert len(parts) > 2 and any(seg.dead for seg in parts)
         assert [seg.offset for seg in parts] == sorted(seg.offset for seg in parts)
-        assert query.live_docs(searcher) == whoosh_docs(searcher, Every()) and query.doc_count(searcher) == 31
+        assert query.live_docs(parts) == whoosh_docs(searcher, Every()) and query.doc_count(searcher) == 31
 
 
 def test_term_lookups_answer_what_whoosh_queries_answer(vault: Vault) -> None:
     with vault.index.searching() as searcher:
+        parts = segments(searcher)
         for values in (["alpha"], ["alpha", "gamma"], ["nothing"], []):
             want = whoosh_docs(searcher, Or([Term("tags", v) for v in values])) if values else []
-            assert query.term_docs(searcher, "tags", values) == want
+            assert query.term_docs(parts, "tags", values) == want
         for tag in [*TAGS, "nothing"]:
-            assert query.has_term(searcher, "tags", tag) == bool(whoosh_docs(searcher, Term("tags", tag)))
+            assert query.has_term(parts, "tags", tag) == bool(whoosh_docs(searcher, Term("tags", tag)))
         require = [("type", "fact"), ("tags", "beta")]
-        assert query.docs_where(searcher, require) == whoosh_docs(searcher, And([Term(f, v) for f, v in require]))
-        assert query.docs_where(searcher, [("type", "note")], "tags", ["alpha", "delta"]) == whoosh_docs(
+        assert query.docs_where(parts, require) == whoosh_docs(searcher, And([Term(f, v) for f, v in require]))
+        assert query.docs_where(parts, [("type", "note")], "tags", ["alpha", "delta"]) == whoosh_docs(
             searcher, And([Or([Term("tags", "alpha"), Term("tags", "delta")]), Term("type", "note")]))
         records = query.prefix_records(searcher, "path", "d1/")
         assert sorted(r["path"] for r in records) == sorted(
@@ -72,16 +73,17 @@ def test_term_lookups_answer_what_whoosh_queries_answer(vault: Vault) -> None:
 
 def test_ranges_and_the_newest_first_order(vault: Vault) -> None:
     with vault.index.searching() as searcher:
+        parts = segments(searcher)
         created = column(searcher, "created")
         paths = column(searcher, "path")
-        live = query.live_docs(searcher)
+        live = query.live_docs(parts)
         lo, hi = sorted(created[d] for d in live)[5], sorted(created[d] for d in live)[20]
-        assert query.docs_in_range(searcher, "created", lo, hi) == [d for d in live if lo <= created[d] < hi]
-        assert query.docs_in_range(searcher, "created", None, None) == live
+        assert query.docs_in_range(parts, "created", lo, hi) == [d for d in live if lo <= created[d] < hi]
+        assert query.docs_in_range(parts, "created", None, None) == live
         full = sorted(live, key=lambda d: (-created[d], paths[d]))
         assert query.sort_newest(searcher, live, "created") == full
         assert sorted(live, key=query.newest_first_key(created, paths)) == full
-        assert query.newest_docs(searcher, "created", 7) == full[:7]
+        assert query.newest_docs(parts, "created", 7) == full[:7]
         odd = [d for d in full if d % 2]
-        assert query.newest_docs(searcher, "created", 3, keep=lambda d: d % 2 == 1) == odd[:3]
-        assert query.newest_docs(searcher, "created", len(live) + 1) is None  # fewer than asked: the caller ranks
+        assert query.newest_docs(parts, "created", 3, keep=lambda d: d % 2 == 1) == odd[:3]
+        assert query.newest_docs(parts, "created", len(live) + 1) is None  # fewer than asked: the caller ranks

@@ -13,7 +13,7 @@ from typing import Any
 from whoosh.searching import Searcher
 
 from vault_mem.index.lru import CACHE
-from vault_mem.index.segments import Segment, segments
+from vault_mem.index.segments import Parts, Segment, segments
 from vault_mem.index.whoosh_seam import searcher_memo
 
 
@@ -56,15 +56,15 @@ def segment_column(seg: Segment, field: str) -> list[Any]:
 PATH_KEY_FIELDS = ("key_path", "key_name")
 
 
-def path_key_docs(searcher: Searcher, field: str, value: str) -> list[int]:
-    """Document numbers of ``searcher`` whose ``field`` (one of PATH_KEY_FIELDS) equals ``value``."""
-    memo: dict[str, list[tuple[Segment, dict[str, list[int]]]]] = searcher_memo(searcher).setdefault(
-        "path_keys", {})
+def path_key_docs(searcher: Searcher, parts: Parts, field: str, value: str) -> list[int]:
+    """The live documents (as ``parts``, the searcher's segments, see them) whose ``field`` (one of
+    PATH_KEY_FIELDS) equals ``value``."""
+    memo: dict[str, list[dict[str, list[int]]]] = searcher_memo(searcher).setdefault("path_keys", {})
     tables = memo.get(field)
     if tables is None:  # kept on the searcher, like its columns: its segments do not change
-        tables = memo[field] = [(seg, _path_keys(seg, field)) for seg in segments(searcher)]
+        tables = memo[field] = [_path_keys(seg, field) for seg in segments(searcher)]
     found: list[int] = []
-    for seg, table in tables:
+    for seg, table in zip(parts, tables, strict=True):
         hits = table.get(value)
         if hits:
             found.extend(seg.lift(hits))

@@ -22,7 +22,7 @@ from whoosh.searching import Searcher as Searcher  # re-exported: the type the l
 
 from vault_mem.index.columns import column, segment_column
 from vault_mem.index.lru import CACHE, approx_size
-from vault_mem.index.segments import Segment, segments
+from vault_mem.index.segments import Parts, Segment, segments
 
 english_stem: Callable[[str], str] = EnglishStemmer().stem  # the Snowball English stemmer
 
@@ -32,27 +32,27 @@ def doc_count(searcher: Searcher) -> int:
     return int(searcher.doc_count())
 
 
-def live_docs(searcher: Searcher) -> list[int]:
+def live_docs(parts: Parts) -> list[int]:
     """Every live document."""
     docs: list[int] = []
-    for seg in segments(searcher):
+    for seg in parts:
         docs.extend(seg.live())
     return docs
 
 
-def term_docs(searcher: Searcher, field: str, values: Iterable[str]) -> list[int]:
+def term_docs(parts: Parts, field: str, values: Iterable[str]) -> list[int]:
     """The documents holding any of the exact ``values`` in ``field``."""
     values = list(values)
     found: set[int] = set()
-    for seg in segments(searcher):
+    for seg in parts:
         for value in values:
             found.update(seg.lift(seg.term_docs(field, value)))
     return sorted(found)
 
 
-def has_term(searcher: Searcher, field: str, value: str) -> bool:
+def has_term(parts: Parts, field: str, value: str) -> bool:
     """Whether any live document holds ``value`` in ``field``."""
-    return any(seg.term_docs(field, value) for seg in segments(searcher))
+    return any(next(seg.lift(seg.term_docs(field, value)), None) is not None for seg in parts)
 
 
 def lexicon(searcher: Searcher, field: str) -> list[str]:
@@ -68,7 +68,7 @@ def doc_frequency(searcher: Searcher, field: str, value: str) -> int:
 def prefix_records(searcher: Searcher, field: str, prefix: str) -> list[dict[str, Any]]:
     """The stored fields of every live document with a term of ``field`` starting with ``prefix``."""
     found: set[int] = set()
-    for seg in segments(searcher):
+    for seg in segments(searcher):  # (not a view's: what the index holds, for the watcher)
         for raw in seg.reader.expand_prefix(field, prefix):
             term = raw.decode("utf-8") if isinstance(raw, bytes) else raw
             found.update(seg.lift(seg.term_docs(field, term)))
@@ -86,12 +86,12 @@ def term_mask(seg: Segment, field: str, value: str) -> bytes:
     return CACHE.get_or_make(("term_mask", seg.key, field, value), make)
 
 
-def docs_where(searcher: Searcher, require: list[tuple[str, str]],
+def docs_where(parts: Parts, require: list[tuple[str, str]],
                field: str | None = None, values: list[str] | None = None) -> list[int]:
     """The documents holding every (field, value) of ``require`` and, when ``field`` is given,
     any of ``values`` in it."""
     found: list[int] = []
-    for seg in segments(searcher):
+    for seg in parts:
         if field is None:
             candidates: list[int] | range = seg.live_local()
         else:
@@ -101,7 +101,7 @@ def docs_where(searcher: Searcher, require: list[tuple[str, str]],
                 hits.update(seg.term_docs(field, value))
             if not hits:
                 continue
-            candidates = sorted(hits)
+            candidates = sorted(hits - seg.dead) if seg.dead else sorted(hits)
         for f, v in require:
             mask = term_mask(seg, f, v)
             candidates = [d for d in candidates if mask[d]]
@@ -154,10 +154,10 @@ def _ordered(seg: Segment, field: str) -> tuple[list[Any], list[int]]:
     return CACHE.get_or_make(("ordered", seg.key, field), make, size)
 
 
-def docs_in_range(searcher: Searcher, field: str, lo: Any | None, hi: Any | None) -> list[int]:
+def docs_in_range(parts: Parts, field: str, lo: Any | None, hi: Any | None) -> list[int]:
     """The documents whose ``field`` value is in ``[lo, hi)`` (None: open)."""
     found: list[int] = []
-    for seg in segments(searcher):
+    for seg in parts:
         values, docs = _ordered(seg, field)
         start = 0 if lo is None else bisect.bisect_left(values, lo)
         end = len(values) if hi is None else bisect.bisect_left(values, hi)
@@ -165,7 +165,7 @@ def docs_in_range(searcher: Searcher, field: str, lo: Any | None, hi: Any | None
     return found
 
 
-def newest_docs(searcher: Searcher, field: str, limit: int, keep: Callable[[int], bool] | None = None,
+def newest_docs(parts: Parts, field: str, limit: int, keep: Callable[[int], bool] | None = None,
                 floor: Any | None = None) -> list[int] | None:
     """Up to ``limit`` documents with the highest ``field`` values, in ``newest_first_key`` order:
     only those ``keep`` accepts, with a value at least ``floor``. None when fewer than ``limit``
@@ -174,9 +174,10 @@ def newest_docs(searcher: Searcher, field: str, limit: int, keep: Callable[[int]
     Each segment's order is cached (``_ordered``: read backwards it is this order), so this
     reads the first ``limit`` entries of each segment instead of ranking every document.
     """
-    picked: list[int] = []
-    for seg in segments(searcher):
+    picked: list[tuple[Any, str, int]] = []  # (date, path, document)
+    for seg in parts:
         values, docs = _ordered(seg, field)
+        paths = segment_column(seg, "path")
         dead, offset = seg.dead, seg.offset
         taken = 0
         for i in range(len(values) - 1, -1, -1):
@@ -185,9 +186,9 @@ def newest_docs(searcher: Searcher, field: str, limit: int, keep: Callable[[int]
             doc = docs[i]
             if doc in dead or (keep is not None and not keep(offset + doc)):
                 continue
-            picked.append(offset + doc)
+            picked.append((values[i], paths[doc] or "", offset + doc))
             taken += 1
     if len(picked) < limit:
         return None
-    picked.sort(key=newest_first_key(column(searcher, field), column(searcher, "path")))
-    return picked[:limit]
+    picked.sort(key=lambda p: (-p[0], p[1]))  # newest_first_key's order
+    return [doc for _date, _path, doc in picked[:limit]]

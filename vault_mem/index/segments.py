@@ -4,12 +4,13 @@ A searcher's document numbers run over its segments one after another: segment `
 the searcher's numbers ``s.offset .. s.offset + s.size - 1`` (its local numbers ``0 ..
 size - 1``). A segment never changes once written except that deletions are added to it
 (kept apart, and only ever growing), so what is derived from its documents is cached by
-``s.key`` and the deletions (``s.dead``) are applied per call, here.
+``s.key`` and the deletions (``s.dead``) are applied per call, here. Every document set of
+``index/query.py`` goes through ``dead`` (``lift``, ``live``): it is what a view does not see.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from functools import cached_property
 from typing import Any, TypeVar
 
@@ -59,12 +60,9 @@ class Segment:
         """The local numbers not deleted, ascending."""
         if not self.dead:
             return range(self.size)
-        segment = self.reader.segment()
-        if segment is None:
-            return [d for d in range(self.size) if not self.reader.is_deleted(d)]
         live: list[int] = []
         start = 0
-        for dead in sorted(segment.deleted_docs()):
+        for dead in sorted(self.dead):
             live.extend(range(start, dead))
             start = dead + 1
         live.extend(range(start, self.size))
@@ -92,10 +90,14 @@ class Segment:
         return ((offset + d, v) for d, v in values.items() if d not in dead)
 
     def term_docs(self, field: str, value: str) -> list[int]:
-        """The live local numbers whose ``field`` holds ``value``, ascending."""
+        """The local numbers whose ``field`` holds ``value``, ascending, without Whoosh's deletions
+        (``lift`` applies ``dead``)."""
         if (field, value) not in self.reader:
             return []
         return list(self.reader.postings(field, value).all_ids())
+
+
+Parts = Sequence[Segment]  # a searcher's segments, as a view sees them
 
 
 def segments(searcher: Searcher) -> list[Segment]:

@@ -19,7 +19,7 @@ from whoosh.query import NullQuery, Or, Query, Term
 from whoosh.searching import Searcher
 
 from vault_mem.index.lru import CACHE
-from vault_mem.index.segments import Segment, segments
+from vault_mem.index.segments import Parts, Segment, segments
 from vault_mem.index.whoosh_seam import field_terms, postings
 
 _WORD_RUN = re.compile(r"\w+")
@@ -60,10 +60,10 @@ def segment_terms_containing(seg: Segment, field: str, needle: str) -> list[str]
     return found
 
 
-def terms_containing(searcher: Searcher, field: str, needle: str) -> list[str]:
+def terms_containing(parts: Parts, field: str, needle: str) -> list[str]:
     """The terms of ``field`` across all segments that contain ``needle``."""
     terms: dict[str, None] = {}
-    for seg in segments(searcher):
+    for seg in parts:
         terms.update(dict.fromkeys(segment_terms_containing(seg, field, needle)))
     return list(terms)
 
@@ -72,14 +72,14 @@ def substring_query(searcher: Searcher, fields: tuple[str, ...], needle: str) ->
     """A query matching documents where any of ``fields`` contains the word-only ``needle``."""
     needle = needle.lower()
     subqueries: list[Query] = [
-        Term(field, term) for field in fields for term in terms_containing(searcher, field, needle)
+        Term(field, term) for field in fields for term in terms_containing(segments(searcher), field, needle)
     ]
     if not subqueries:
         return NullQuery
     return Or(subqueries)
 
 
-def hit_counts(searcher: Searcher, field: str, needle: str, cap: int | None = None) -> dict[int, int]:
+def hit_counts(parts: Parts, field: str, needle: str, cap: int | None = None) -> dict[int, int]:
     """For each document whose ``field`` contains the word-only ``needle``: how many times.
 
     Keys are the searcher's document numbers; counts are capped at ``cap`` when given.
@@ -87,7 +87,7 @@ def hit_counts(searcher: Searcher, field: str, needle: str, cap: int | None = No
     needle = needle.lower()
     counts: dict[int, int] = {}
     get = counts.get
-    for seg in segments(searcher):
+    for seg in parts:
         deleted, offset = seg.dead, seg.offset
         for term in segment_terms_containing(seg, field, needle):
             per_token = term.count(needle)
@@ -100,7 +100,7 @@ def hit_counts(searcher: Searcher, field: str, needle: str, cap: int | None = No
     return counts
 
 
-def form_hit_counts(searcher: Searcher, field: str, term: str,
+def form_hit_counts(parts: Parts, field: str, term: str,
                     stem: str | None = None) -> tuple[dict[int, int], dict[int, int]]:
     """Hits of a word-only ``term`` and of its other word form ``stem`` in ``field``.
 
@@ -115,7 +115,7 @@ def form_hit_counts(searcher: Searcher, field: str, term: str,
     stem = stem.lower() if stem and stem.lower() != term else None
     exact: dict[int, int] = {}
     alone: dict[int, int] = {}
-    for seg in segments(searcher):
+    for seg in parts:
         seg_exact, seg_alone = segment_form_hit_counts(seg, field, term, stem)
         exact.update(seg.lift_items(seg_exact))
         alone.update(seg.lift_items(seg_alone))

@@ -11,7 +11,7 @@ from typing import Any, Protocol
 from vault_mem.index import query
 from vault_mem.index.columns import column, path_key_docs
 from vault_mem.index.query import Searcher
-from vault_mem.index.segments import Segment, segments
+from vault_mem.index.segments import Parts, segments
 from vault_mem.index.store import VaultIndex
 from vault_mem.index.substring import hit_counts, terms_containing
 from vault_mem.vault.frontmatter import split_frontmatter
@@ -61,63 +61,67 @@ class Vault:
 
 
 class View:
-    """One consistent look at the index for the length of a call: every document set a read
-    uses comes from these methods (``index/query.py`` behind them), so what one caller may see
-    can be applied here, once. Document numbers are the searcher's; sets are ascending."""
+    """One consistent look at the index for the length of a call. Every document set a read
+    uses comes from these methods (``index/query.py`` behind them), over the view's segments
+    ``parts``: a document a segment counts as dead (deleted, or one day not this caller's to
+    see) is in none of them, so what one caller may see is applied there, once. Document
+    numbers are the searcher's; sets are ascending."""
 
     def __init__(self, vault: Vault, searcher: Searcher) -> None:
         self.vault = vault
         self.searcher = searcher
+        self.parts = segments(searcher)
         self._records: dict[int, dict[str, Any]] = {}
 
     # -- document sets ----------------------------------------------------------------
 
     def all_docs(self) -> list[int]:
         """Every live document."""
-        return query.live_docs(self.searcher)
+        return query.live_docs(self.parts)
 
     def term_docs(self, field: str, values: Iterable[str]) -> list[int]:
         """The documents holding any of the exact ``values`` in ``field``."""
-        return query.term_docs(self.searcher, field, values)
+        return query.term_docs(self.parts, field, values)
 
     def docs_where(self, require: list[tuple[str, str]], field: str | None = None,
                    values: list[str] | None = None) -> list[int]:
         """The documents holding every (field, value) of ``require`` and, when ``field`` is
         given, any of ``values`` in it."""
-        return query.docs_where(self.searcher, require, field, values)
+        return query.docs_where(self.parts, require, field, values)
 
     def docs_in_range(self, field: str, lo: Any | None, hi: Any | None) -> list[int]:
         """The documents whose sortable ``field`` is in ``[lo, hi)`` (None: open)."""
-        return query.docs_in_range(self.searcher, field, lo, hi)
+        return query.docs_in_range(self.parts, field, lo, hi)
 
     def newest(self, field: str, limit: int, keep: Callable[[int], bool] | None = None,
                floor: Any | None = None) -> list[int] | None:
         """Up to ``limit`` documents newest first on ``field`` (see ``index.query.newest_docs``)."""
-        return query.newest_docs(self.searcher, field, limit, keep, floor)
+        return query.newest_docs(self.parts, field, limit, keep, floor)
 
     def path_key_docs(self, field: str, value: str) -> list[int]:
         """The documents whose ``key_path`` or ``key_name`` is ``value``."""
-        return path_key_docs(self.searcher, field, value)
+        return path_key_docs(self.searcher, self.parts, field, value)
 
     def hit_counts(self, field: str, needle: str) -> dict[int, int]:
         """For each document whose ``field`` contains the word-only ``needle``: how many times."""
-        return hit_counts(self.searcher, field, needle)
+        return hit_counts(self.parts, field, needle)
 
-    def segments(self) -> list[Segment]:
-        """The index's segments, for a read that caches what it derives per segment."""
-        return segments(self.searcher)
+    def segments(self) -> Parts:
+        """The view's segments, for a read that caches what it derives per segment (and applies
+        each one's ``dead`` through ``lift``)."""
+        return self.parts
 
     # -- what the index knows besides document sets ------------------------------------
 
     def has_term(self, field: str, value: str) -> bool:
-        return query.has_term(self.searcher, field, value)
+        return query.has_term(self.parts, field, value)
 
     def lexicon(self, field: str) -> list[str]:
         """Every term of ``field`` (a term only deleted notes hold included)."""
         return query.lexicon(self.searcher, field)
 
     def terms_containing(self, field: str, needle: str) -> list[str]:
-        return terms_containing(self.searcher, field, needle)
+        return terms_containing(self.parts, field, needle)
 
     def doc_frequency(self, field: str, value: str) -> int:
         return query.doc_frequency(self.searcher, field, value)
