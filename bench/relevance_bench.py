@@ -2,18 +2,29 @@
 
     python bench/relevance_bench.py                  # tests/relevance/questions.yaml
     python bench/relevance_bench.py --misses 10      # also list questions the new order misses
+    python bench/relevance_bench.py --known-items [--corpus DIR]   # one-word searches for known items
 
 The set (tests/relevance/) holds agent-style questions over sample_vault and a
 conversation vault, each with the notes that answer it. A question counts as found at k
 when one of its answers is among the first k results. Compared on the same index:
 
-- new order: memory_search as it ships (docs/ranking.md: rarity x field-weighted hits, stems, +10
-  for all terms, then newest, then path);
+- new order: memory_search as it ships (docs/ranking.md: each word form's rarity x its
+  field-weighted hits, +10 for all terms, the query's ceiling for all terms exactly, then
+  newest, then path);
+- one rarity for both forms: the score before issue 18 (a term's df counted the notes holding
+  it or its stem, and the +10 was the only bonus), the order where a stem-only title hit
+  could outrank an exact body hit;
 - old order: the score before rarity and stems (weights x capped substring hits, +10 for
   all terms, then newest, then path), with its stop words;
 - BM25F: Whoosh's own BM25F scorer (default B and K1, every field weighted alike) over the
   same title, permalink, tag and body fields, OR of the same query terms;
 - two ablations of the new order: without stems, and without rarity.
+
+With ``--known-items`` it asks each known item (bench/known_items.py) alone, by the new
+order and by the one-rarity order, and counts how many of the notes holding it come in the
+first 10 and how many words have one of their notes first: on the stored set of the
+13,415-note corpus (``--corpus DIR``, the folder it was made from), on sample_vault, on a
+generated vault (bench/gen_vault.py) and on the hub-like vault of bench/known_items.py.
 
 Prints numbers; it is not a test, and no test pins them.
 """
@@ -21,6 +32,7 @@ Prints numbers; it is not a test, and no test pins them.
 from __future__ import annotations
 
 import argparse
+import json
 import shutil
 import sys
 import tempfile
@@ -35,10 +47,15 @@ from whoosh.query import Or, Term
 from whoosh.searching import Searcher
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import gen_vault  # bench/, beside this file
+import known_items
 
 from vault_mem.index.build import build
 from vault_mem.index.store import VaultIndex
 from vault_mem.index.substring import hit_counts, words
+from vault_mem.reads import memory_search as memory_search_module
 from vault_mem.reads import ranking
 from vault_mem.reads.memory_search import memory_search
 from vault_mem.served.context import Vault, View
@@ -82,6 +99,31 @@ def old_order(view: View, question: str) -> list[str]:
     return [paths[d] for d in ranked[:max(KS)]]
 
 
+def one_rarity_scores(view: View, terms: list[str]) -> dict[int, float]:
+    """The score before issue 18: one df per term (notes holding it or its stem), +10 for all."""
+    notes = view.searcher.doc_count()
+    totals: dict[int, float] = {}
+    matched: dict[int, int] = {}
+    for term in terms:
+        hits = ranking.weighted_hits(view, term)
+        either = {d: hits.exact.get(d, 0) + hits.stem.get(d, 0) for d in hits.exact.keys() | hits.stem.keys()}
+        idf = ranking.rarity(notes, len(either))
+        for doc, value in either.items():
+            totals[doc] = totals.get(doc, 0.0) + idf * value
+            matched[doc] = matched.get(doc, 0) + 1
+    return {doc: round(total + (ranking.ALL_TERMS_BONUS if matched[doc] == len(terms) else 0), 4)
+            for doc, total in totals.items()}
+
+
+def one_rarity_order(view: View, question: str) -> list[str]:
+    saved = getattr(memory_search_module, "score_notes")  # noqa: B009  (not exported: mypy)
+    setattr(memory_search_module, "score_notes", one_rarity_scores)  # noqa: B010
+    try:
+        return new_order(view, question)
+    finally:
+        setattr(memory_search_module, "score_notes", saved)  # noqa: B010
+
+
 def bm25f(view: View, question: str) -> list[str]:
     terms, _dropped = ranking.search_terms(question)
     query = Or([Term(field, term) for field in TEXT_FIELDS for term in terms])
@@ -111,6 +153,7 @@ def without_rarity(view: View, question: str) -> list[str]:
 
 RANKERS: dict[str, Ranker] = {
     "new order": new_order,
+    "one rarity (before #18)": one_rarity_order,
     "old order": old_order,
     "BM25F (Whoosh)": bm25f,
     "new, without stems": without_stems,
@@ -123,11 +166,73 @@ def first_rank(found: list[str], answers: list[str]) -> int | None:
     return next((i + 1 for i, path in enumerate(found) if path in answers), None)
 
 
+KNOWN_ITEM_ORDERS: dict[str, Ranker] = {"new order": new_order, "one rarity (before #18)": one_rarity_order}
+
+
+def known_item_counts(view: View, items: dict[str, list[str]], ranker: Ranker) -> tuple[int, int, list[str]]:
+    """(notes found in the first 10, words with one of their notes first, words missing a note at 10)."""
+    in_ten = first = 0
+    missed: list[str] = []
+    for word, holding in items.items():
+        found = ranker(view, word)
+        hits = sum(1 for path in holding if path in found[:10])
+        in_ten += hits
+        first += bool(found) and found[0] in holding
+        if hits < len(holding):
+            missed.append(word)
+    return in_ten, first, missed
+
+
+def check_known_items(corpus: Path | None, show: int) -> None:
+    print("known items: one-word memory_search for each word of 6+ letters held by at most 3 notes")
+    columns = "  ".join(f"{n + ' top10/top1':>36}" for n in KNOWN_ITEM_ORDERS)
+    print(f"  {'vault':<34}{'words':>7}{'notes':>7}  {columns}")
+    with tempfile.TemporaryDirectory(prefix="vault-mem-known-") as tmp:
+        vaults: list[tuple[str, Path, dict[str, list[str]] | None]] = []
+        if corpus is not None:
+            stored = json.loads(known_items.KNOWN_ITEMS.read_text(encoding="utf-8"))
+            vaults.append((f"corpus ({stored['notes']} notes, stored set)", corpus, stored["items"]))
+        vaults.append(("sample_vault", REPO / "sample_vault", None))
+        generated = Path(tmp) / "generated"
+        gen_vault.generate(generated, 2000, seed=1)
+        vaults.append(("generated (gen_vault, 2000 notes)", generated, None))
+        seeded = Path(tmp) / "seeded"
+        gen_vault.generate(seeded, 2000, seed=1)
+        known_items.seed_rare_words(seeded, gen_vault.WORDS)
+        vaults.append(("generated + rare words (1 in 20)", seeded, None))
+        hub = Path(tmp) / "hub"
+        known_items.hub_vault(hub)
+        vaults.append(("hub-like (stem-sharing titles)", hub, None))
+        for i, (name, root, items) in enumerate(vaults):
+            index = VaultIndex(root, Path(tmp) / f"index{i}")
+            build(index, procs=1)
+            if items is None:
+                items = known_items.known_items(root, index)
+            pairs = sum(len(v) for v in items.values())
+            with index.searching() as searcher:
+                view = View(Vault(root, index), searcher)
+                cells, misses = [], []
+                for order_name, ranker in KNOWN_ITEM_ORDERS.items():
+                    in_ten, first, missed = known_item_counts(view, items, ranker)
+                    cells.append(f"{in_ten:>5}/{pairs} ({in_ten / max(pairs, 1):6.1%}) {first:>5}/{len(items)}")
+                    misses.append((order_name, missed))
+            index.close()
+            print(f"  {name:<34}{len(items):>7}{pairs:>7}  " + "  ".join(f"{c:>36}" for c in cells))
+            for order_name, missed in misses:
+                if missed and show:
+                    print(f"    {order_name} misses {len(missed)}: {', '.join(missed[:show])}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description="vault-mem relevance benchmark")
     parser.add_argument("--questions", type=Path, default=QUESTIONS)
     parser.add_argument("--misses", type=int, default=0, help="list this many questions the new order misses at 10")
+    parser.add_argument("--known-items", action="store_true", help="count known items found by one-word searches")
+    parser.add_argument("--corpus", type=Path, help="the corpus tests/relevance/known_items.json was made from")
     args = parser.parse_args()
+    if args.known_items:
+        check_known_items(args.corpus, args.misses or 12)
+        return
     questions = yaml.safe_load(args.questions.read_text(encoding="utf-8"))
     ranks: dict[str, dict[str, list[int | None]]] = {name: {} for name in RANKERS}
     misses: list[tuple[str, str, list[str]]] = []

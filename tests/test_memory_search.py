@@ -55,6 +55,11 @@ def idf(notes: int, df: int) -> float:
     return math.log(1 + (notes - df + 0.5) / (df + 0.5))
 
 
+def ceiling(*rarities: float) -> float:
+    """What a note holding every term exactly gets on top (docs/ranking.md): 48 x each term's rarity, + 10."""
+    return 48 * sum(rarities) + 10
+
+
 async def test_weights_cap_rarity_and_all_terms_bonus(make_vault, mcp_session):
     vault = make_vault(SCORING)
     kafka = idf(8, 7)  # 7 of the 8 notes hold "kafka" somewhere
@@ -62,11 +67,12 @@ async def test_weights_cap_rarity_and_all_terms_bonus(make_vault, mcp_session):
     async with mcp_session(vault) as c:
         one = await search(c, query="kafka", limit=50)
         assert one["status"] == "ok" and one["truncated"] is False
-        # one term: every match gets the +10 bonus; title x6, permalink x5, tags x4, body x1 (cap 3),
-        # each times the term's rarity
+        # one term: every match holds it exactly, so gets the +10 and the ceiling; title x6,
+        # permalink x5, tags x4, body x1 (cap 3), each times the term's rarity
+        top = 10 + ceiling(kafka)
         assert scores(one) == pytest.approx({
-            "n/title": 6 * kafka + 10, "kafka/perm": 5 * kafka + 10, "n/tagged": 4 * kafka + 10,
-            "n/body5": 3 * kafka + 10, "n/body3": 3 * kafka + 10, "n/body1": kafka + 10, "n/both": kafka + 10,
+            "n/title": 6 * kafka + top, "kafka/perm": 5 * kafka + top, "n/tagged": 4 * kafka + top,
+            "n/body5": 3 * kafka + top, "n/body3": 3 * kafka + top, "n/body1": kafka + top, "n/both": kafka + top,
         }, abs=1e-4)
         assert "n/nothing" not in scores(one)
         # a title hit outranks many body hits; the 3-hit cap makes 5 hits tie with 3, newest first
@@ -76,7 +82,7 @@ async def test_weights_cap_rarity_and_all_terms_bonus(make_vault, mcp_session):
 
         two = await search(c, query="kafka zookeeper", limit=50)
         got = scores(two)
-        assert got["n/both"] == pytest.approx(kafka + zookeeper + 10, abs=1e-4)  # both terms: +10
+        assert got["n/both"] == pytest.approx(kafka + zookeeper + 10 + ceiling(kafka, zookeeper), abs=1e-4)
         assert got["n/title"] == pytest.approx(6 * kafka, abs=1e-4)  # one term of two: no bonus
         assert got["n/body5"] == pytest.approx(3 * kafka, abs=1e-4)
         assert order(two)[:4] == ["n/both", "n/title", "kafka/perm", "n/tagged"]
@@ -107,14 +113,15 @@ async def test_stop_words_and_short_terms_dropped_unless_nothing_else(make_vault
     async with mcp_session(vault) as c:
         kafka = await search(c, query="kafka")
         with_noise = await search(c, query="the kafka of it")
-        assert scores(with_noise) == scores(kafka) == {"k": pytest.approx(idf(3, 1) + 10, abs=1e-4)}
+        alone = idf(3, 1) + 10 + ceiling(idf(3, 1))
+        assert scores(with_noise) == scores(kafka) == {"k": pytest.approx(alone, abs=1e-4)}
         assert "the" in with_noise["message"] and "of" in with_noise["message"]
         # only stop words / short terms: they are all kept
         the = await search(c, query="the")
         assert set(scores(the)) == {"o"}  # "oTHEr"
         assert set(scores(await search(c, query="ox"))) == {"s"}
         both = await search(c, query="an ox")
-        assert scores(both) == {"s": pytest.approx(2 * idf(3, 1) + 10, abs=1e-4)}
+        assert scores(both) == {"s": pytest.approx(2 * idf(3, 1) + 10 + ceiling(idf(3, 1), idf(3, 1)), abs=1e-4)}
         nothing = await search(c, query="?! ...")
         assert nothing["status"] == "none" and "query" in nothing["message"]
 
@@ -459,26 +466,35 @@ def _hits(text: str, term: str, stem: str | None) -> tuple[int, int]:
 
 
 def _plain_scores(fields: dict[str, dict[str, str]], terms: list[str]) -> dict[str, float]:
-    """The score of docs/ranking.md computed by scanning every note's text: rarity x weighted hits, +10 for all."""
+    """The score of docs/ranking.md computed by scanning every note's text: each form's rarity x
+    its weighted hits, +10 for every term, + the query's ceiling for every term exactly."""
     weights = {"title": 6, "perm": 5, "tagtext": 4, "body": 1}
     totals: dict[str, float] = {}
     matched: dict[str, int] = {}
+    exactly: dict[str, int] = {}
+    ceiling = 10.0
     for term in terms:
         stem = _stem(term)
-        weighted: dict[str, float] = {}
+        exact_hits: dict[str, float] = {}
+        stem_hits: dict[str, float] = {}
         for path, note_fields in fields.items():
-            value = 0.0
             for field, weight in weights.items():
                 exact, alone = _hits(note_fields[field], term, stem)
                 counted = min(exact, 3)
-                value += weight * (counted + 0.5 * min(alone, 3 - counted))
-            if value:
-                weighted[path] = value
-        rarity = idf(len(fields), len(weighted))
-        for path, value in weighted.items():
-            totals[path] = totals.get(path, 0.0) + rarity * value
+                if exact:
+                    exact_hits[path] = exact_hits.get(path, 0) + weight * counted
+                if alone:
+                    stem_hits[path] = stem_hits.get(path, 0) + weight * 0.5 * min(alone, 3 - counted)
+        exact_rarity = idf(len(fields), len(exact_hits)) if exact_hits else 0
+        stem_rarity = idf(len(fields), len(stem_hits)) if stem_hits else 0
+        ceiling += 48 * max(exact_rarity, stem_rarity / 2)
+        for path in exact_hits.keys() | stem_hits.keys():
+            totals[path] = (totals.get(path, 0.0) + exact_rarity * exact_hits.get(path, 0)
+                            + stem_rarity * stem_hits.get(path, 0))
             matched[path] = matched.get(path, 0) + 1
-    return {p: t + (10 if matched[p] == len(terms) else 0) for p, t in totals.items()}
+            exactly[path] = exactly.get(path, 0) + (path in exact_hits)
+    return {p: t + (10 if matched[p] == len(terms) else 0) + (ceiling if exactly[p] == len(terms) else 0)
+            for p, t in totals.items()}
 
 
 async def test_plain_scan_cross_check(make_vault, mcp_session):

@@ -102,19 +102,61 @@ async def test_an_exact_hit_beats_a_stem_only_hit(make_vault, mcp_session):
         "full.md": note("E", "supported supported supported support", "2025-01-01T00:00:00Z"),
         "none.md": note("F", "Nothing.", "2025-06-01T00:00:00Z"),
     })
-    rarity = idf(6, 5)  # df counts the notes the term or its stem matches
+    exact_rarity = idf(6, 3)  # full, mixed and exact hold "supported"
+    stem_rarity = idf(6, 4)  # stem, stems, mixed and full hold "support" outside it
+    ceiling = 48 * max(exact_rarity, stem_rarity / 2) + 10  # for holding every term exactly
     async with mcp_session(vault) as c:
         answer = await search(c, "supported")
         assert scores(answer) == pytest.approx({
-            "full": 3 * rarity + 10,  # at most 3 hits a field, exact ones first
-            "mixed": 2.5 * rarity + 10,  # 2 exact, then 1 of the stem's 2 hits
-            "stems": 1.5 * rarity + 10,  # 3 stem-only hits, each 0.5
-            "exact": rarity + 10,
-            "stem": 0.5 * rarity + 10,
+            "full": 3 * exact_rarity + 10 + ceiling,  # at most 3 hits a field, exact ones first
+            "mixed": 2 * exact_rarity + 0.5 * stem_rarity + 10 + ceiling,  # 2 exact, 1 of the stem's 2
+            "exact": exact_rarity + 10 + ceiling,
+            "stems": 1.5 * stem_rarity + 10,  # 3 stem-only hits, each 0.5, and no ceiling
+            "stem": 0.5 * stem_rarity + 10,
         }, abs=1e-4)
-        assert order(answer) == ["full", "mixed", "stems", "exact", "stem"]
-        # in the title (x6) the stem-only hit still counts, at half weight
-        assert order(await search(c, "plan")) == ["stem", "exact"]
+        assert order(answer) == ["full", "mixed", "exact", "stems", "stem"]
+        assert order(await search(c, "plan")) == ["stem", "exact"]  # both exact: newest first
+
+
+async def test_a_rare_exact_word_beats_any_number_of_stem_only_title_hits(make_vault, mcp_session):
+    # A hub of plugin notes whose titles, permalinks, tags and bodies hold the stems of rare
+    # words ("Colorful Picker" for "colorizing"), each hit capped, all newer than the two notes
+    # that say the rare words themselves.
+    rng = random.Random(18)
+    forms = {"color": ["Color", "Colored", "Colorful", "Colors"], "visual": ["Visual", "Visuals"],
+             "utter": ["Utter", "Utters"]}
+    notes = {}
+    for stem, titles in forms.items():
+        for i in range(15):
+            title = f"{rng.choice(titles)} {rng.choice(['Picker', 'Tools', 'Blocks'])} {stem} {i}"
+            notes[f"plugins/{title}.md"] = note(title, f"{' '.join(titles)} {stem} " * 3,
+                                                f"2025-06-{i + 1:02}T00:00:00Z", tags=[stem, f"{stem}s"])
+    notes["topics/themes.md"] = note("Themes", "One option is colorizing the output.", "2020-01-01T00:00:00Z")
+    notes["topics/charts.md"] = note("Charts", "It visualizes every series; utterances too.", "2020-01-01T00:00:00Z")
+    vault = make_vault(notes)
+    async with mcp_session(vault) as c:
+        for word, holder in (("colorizing", "topics/themes"), ("visualizes", "topics/charts"),
+                             ("utterances", "topics/charts")):
+            answer = await search(c, word)
+            assert order(answer)[0] == holder, (word, order(answer)[:3])
+            by_note = scores(answer)
+            assert all(by_note[holder] > s for path, s in by_note.items() if path != holder), word
+            assert answer["count"] > 10  # the stem-only notes are still results, after it
+
+
+async def test_a_note_holding_every_term_exactly_beats_one_holding_some_only_by_stem(make_vault, mcp_session):
+    fillers = {f"f/{i:02}.md": note(f"Filler {i}", f"Weather report {i}.", "2025-01-01T00:00:00Z")
+               for i in range(10)}
+    vault = make_vault(fillers | {
+        # every hit capped on the rarer term, in every field, and the other term by its stem
+        "heavy.md": note("Lighthouse lighthouse lighthouse", "lighthouse " * 3 + "support " * 3,
+                         "2025-06-01T00:00:00Z", tags=["lighthouse"]),
+        "plain.md": note("Keeper", "The lighthouse keeper supported the plan.", "2020-01-01T00:00:00Z"),
+    })
+    async with mcp_session(vault) as c:
+        answer = await search(c, "lighthouse supported")
+        assert order(answer) == ["plain", "heavy"]
+        assert scores(answer)["plain"] > scores(answer)["heavy"]
 
 
 async def test_ties_break_by_newest_then_path(make_vault, mcp_session):
@@ -147,8 +189,8 @@ async def test_rarity_follows_edits_to_the_vault(make_vault, mcp_session, tmp_pa
             assert written["status"] == "ok", written
         after = await search(c, "lighthouse")
         assert after["count"] == 5
-        # more notes hold the word now: each of its hits weighs less
-        assert scores(after)["rare"] == pytest.approx(idf(6, 5) + 10, abs=1e-4) and scores(after)["rare"] < before
+        # more notes hold the word now: each of its hits weighs less (and so does the ceiling)
+        assert scores(after)["rare"] == pytest.approx(49 * idf(6, 5) + 20, abs=1e-4) and scores(after)["rare"] < before
 
 
 # --- the relevance set ----------------------------------------------------------------
@@ -165,6 +207,18 @@ def test_the_relevance_set_is_well_formed():
         for answer in q["answers"]:
             assert answer in indexed[q["vault"]], f"{answer!r} is not an indexed note of {q['vault']}"
     assert {q["vault"] for q in questions} == set(VAULTS)
+
+
+def test_the_known_item_set_is_well_formed():
+    # made from a corpus outside the repo (bench/known_items.py make); only its shape is checked here
+    document = json.loads((HERE / "relevance" / "known_items.json").read_text(encoding="utf-8"))
+    assert set(document) == {"about", "notes", "items"} and document["notes"] > 10_000
+    items = document["items"]
+    assert len(items) >= 300
+    for word, holding in items.items():
+        assert len(word) >= 6 and word.isalpha() and word == word.lower(), word
+        assert 1 <= len(holding) <= 3 and len(set(holding)) == len(holding), word
+        assert all(isinstance(p, str) and p.endswith(".md") for p in holding), word
 
 
 # --- counting a term and its stem from the index -------------------------------------

@@ -1,20 +1,22 @@
-"""The ``memory_search`` score (docs/ranking.md): term rarity times field-weighted hits, word forms too.
+"""The ``memory_search`` score (docs/ranking.md): each word form's rarity times its hits, exact first.
 
 For each query term ``t`` with English Snowball stem ``s`` (Whoosh's own stemmer; the stem
-is used only when it differs from ``t`` and has at least three characters):
+is used only when it differs from ``t`` and has at least three characters), in each field
+(title x6, permalink x5, tags x4, body x1) at most 3 hits count, hits of ``t`` first (the
+*exact* form, 1 each), then hits of ``s`` outside them (the *stem* form, 0.5 each). Each form
+has its own rarity, BM25's idf ``ln(1 + (N - df + 0.5) / (df + 0.5))``, with ``df`` the notes
+holding that form (``N`` the notes in the index). A note's score is:
 
-- a note matches ``t`` when its title, permalink, tags or body contains ``t`` or ``s`` as a
-  case-insensitive substring;
-- ``df`` is the number of notes matching ``t``; rarity is BM25's idf,
-  ``ln(1 + (N - df + 0.5) / (df + 0.5))`` with ``N`` the notes in the index;
-- field-weighted hits: title x6, permalink x5, tags x4, body x1; in each field at most 3
-  hits count, exact hits of ``t`` first (1 each), then hits of ``s`` alone (0.5 each);
-- the note's score is the sum over terms of rarity x weighted hits, +10 when it matches
-  every term, rounded to 4 decimals (so that equal sums compare equal).
+- the sum over terms of exact rarity x exact weighted hits + stem rarity x stem weighted hits;
+- +10 when it holds every term in some form;
+- + the query's *ceiling* when it holds every term exactly: the most any note can get from the
+  terms and the +10 (each term's ``48 x max(exact rarity, stem rarity / 2)``, summed, + 10),
+  so such a note ranks above every note holding some term only by its stem, or not at all;
+- rounded to 4 decimals (so that equal sums compare equal).
 
-``df`` and the hits come from the index's lexicons and postings (``segment_form_hit_counts``),
-never from reading files. A common word therefore weighs little, and the note that holds a
-question's rare words ranks above newer notes that only repeat its common ones.
+Every part is a function of per-term, per-form statistics (``TermStats``), so a bound per
+term is known before any note is scored. ``df`` and the hits come from the index's lexicons
+and postings (``segment_form_hit_counts``), never from reading files.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from __future__ import annotations
 import math
 import sys
 from functools import lru_cache, partial
+from typing import NamedTuple
 
 from vault_mem.errors import InvalidInput
 from vault_mem.index.lru import CACHE
@@ -36,6 +39,7 @@ FIELD_WEIGHTS = (("title", 6), ("perm", 5), ("tagtext", 4), ("body", 1))
 HIT_CAP = 3  # hits counted per field and term
 STEM_HIT = 0.5  # what a hit of the stem alone counts, against 1 for the exact term
 ALL_TERMS_BONUS = 10
+FULL_HITS = HIT_CAP * sum(weight for _field, weight in FIELD_WEIGHTS)  # a term's most weighted hits: 48
 SCORE_DECIMALS = 4
 
 # Common English words that say little about a note (the usual function words, plus the
@@ -85,59 +89,94 @@ def rarity(notes: int, df: int) -> float:
     return math.log(1 + (notes - df + 0.5) / (df + 0.5))
 
 
-def weighted_hits(view: View, term: str) -> dict[int, float]:
-    """Field-weighted hits of ``term`` (and its stem) for every note matching it, by docnum.
+class TermHits(NamedTuple):
+    """One term's field-weighted hits by docnum, per form: the term itself, and its stem alone."""
+
+    exact: dict[int, float]
+    stem: dict[int, float]
+
+
+class TermStats(NamedTuple):
+    """What a term can add to a note's score: each form's rarity, and the most it can add."""
+
+    exact_rarity: float  # 0 when no note holds the term exactly
+    stem_rarity: float  # 0 when no note holds the stem outside the term
+
+    @property
+    def ceiling(self) -> float:
+        """The most this term adds to any note: every field's hits capped, in its best form."""
+        return FULL_HITS * max(self.exact_rarity, STEM_HIT * self.stem_rarity)
+
+
+def term_stats(notes: int, hits: TermHits) -> TermStats:
+    return TermStats(rarity(notes, len(hits.exact)) if hits.exact else 0.0,
+                     rarity(notes, len(hits.stem)) if hits.stem else 0.0)
+
+
+def weighted_hits(view: View, term: str) -> TermHits:
+    """Field-weighted hits of ``term`` and of its stem alone, for every note holding either.
 
     Computed per segment and kept in the shared cache (segments never change): a question's
     short common stems ("file", "time") expand to hundreds of tokens whose postings cost
     milliseconds to read, and the same words come back question after question. Deletions
     and the segments' offsets are applied per call."""
     stem = stem_of(term)
-    weighted: dict[int, float] = {}
+    exact: dict[int, float] = {}
+    alone: dict[int, float] = {}
     for seg in view.segments():
         hits = CACHE.get_or_make(("weighted_hits", seg.key, term, stem),
                                  partial(_segment_weighted_hits, seg, term, stem), _hits_size)
-        weighted.update(seg.lift_items(hits))
-    return weighted
+        exact.update(seg.lift_items(hits.exact))
+        alone.update(seg.lift_items(hits.stem))
+    return TermHits(exact, alone)
 
 
-def _segment_weighted_hits(seg: Segment, term: str, stem: str | None) -> dict[int, float]:
+def _segment_weighted_hits(seg: Segment, term: str, stem: str | None) -> TermHits:
     """``weighted_hits`` of one segment, by segment document number, deleted ones too."""
-    weighted: dict[int, float] = {}
-    get = weighted.get
+    exact_weighted: dict[int, float] = {}
+    stem_weighted: dict[int, float] = {}
+    get_exact, get_stem = exact_weighted.get, stem_weighted.get
     for field, weight in FIELD_WEIGHTS:
         exact, stem_only = segment_form_hit_counts(seg, field, term, stem)
         for doc, hits in exact.items():
             counted = hits if hits < HIT_CAP else HIT_CAP
+            exact_weighted[doc] = get_exact(doc, 0) + weight * counted
             extra = stem_only.get(doc, 0) if stem_only else 0
-            if extra and counted < HIT_CAP:
-                weighted[doc] = get(doc, 0) + weight * (counted + STEM_HIT * min(extra, HIT_CAP - counted))
-            else:
-                weighted[doc] = get(doc, 0) + weight * counted
+            if extra:  # the note holds the stem form even when the cap leaves its hits no room
+                stem_weighted[doc] = get_stem(doc, 0) + weight * STEM_HIT * min(extra, HIT_CAP - counted)
         for doc, extra in stem_only.items():
             if doc not in exact:
-                weighted[doc] = get(doc, 0) + weight * STEM_HIT * min(extra, HIT_CAP)
-    return weighted
+                stem_weighted[doc] = get_stem(doc, 0) + weight * STEM_HIT * min(extra, HIT_CAP)
+    return TermHits(exact_weighted, stem_weighted)
 
 
-def _hits_size(hits: dict[int, float]) -> int:
-    # the dict's table plus, per entry, an int key and a float
-    return sys.getsizeof(hits) + 56 * len(hits)
+def _hits_size(hits: TermHits) -> int:
+    # each dict's table plus, per entry, an int key and a float
+    return sum(sys.getsizeof(d) + 56 * len(d) for d in hits)
 
 
 def score_notes(view: View, terms: list[str]) -> dict[int, float]:
-    """The score of every note matching at least one term, by docnum."""
+    """The score of every note holding at least one term in some form, by docnum."""
     notes = view.doc_count()
     totals: dict[int, float] = {}
-    matched: dict[int, int] = {}
+    matched: dict[int, int] = {}  # terms held in some form
+    exactly: dict[int, int] = {}  # terms held exactly
+    ceiling = float(ALL_TERMS_BONUS)
     for term in terms:
         hits = weighted_hits(view, term)
-        idf = rarity(notes, len(hits))
-        for doc, value in hits.items():
-            totals[doc] = totals.get(doc, 0.0) + idf * value
+        stats = term_stats(notes, hits)
+        ceiling += stats.ceiling
+        for doc, value in hits.exact.items():
+            totals[doc] = totals.get(doc, 0.0) + stats.exact_rarity * value
             matched[doc] = matched.get(doc, 0) + 1
+            exactly[doc] = exactly.get(doc, 0) + 1
+        for doc, value in hits.stem.items():
+            totals[doc] = totals.get(doc, 0.0) + stats.stem_rarity * value
+            if doc not in hits.exact:
+                matched[doc] = matched.get(doc, 0) + 1
     everything = len(terms)
-    return {doc: round(total + (ALL_TERMS_BONUS if matched[doc] == everything else 0), SCORE_DECIMALS)
+    return {doc: round(total + (ALL_TERMS_BONUS if matched[doc] == everything else 0)
+                       + (ceiling if exactly.get(doc) == everything else 0), SCORE_DECIMALS)
             for doc, total in totals.items()}
 
 
