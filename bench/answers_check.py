@@ -103,8 +103,16 @@ def plan(name: str, records: dict[str, dict[str, Any]]) -> list[Call]:
     calls += [("memory_search", {"since": f"{y}-03-01T00:00:00Z"}) for y in years[:2]]
     first = words[0] if words else "x"
     calls += [("memory_search", {"path": "src/"}), ("memory_search", {"query": first, "kind": "note"})]
+    calls += [("memory_search", {"limit": 60}), ("memory_search", {"query": "!!! ??"}),
+              ("memory_search", {"kind": "no-such-kind"}), ("memory_search", {"query": first, "limit": 0}),
+              ("memory_search", {"query": f"the {first} of it", "since": "2025-01-01"})]
     # memory_list
     calls.append(("memory_list", {}))
+    calls += [("memory_list", {"limit": 0}), ("memory_list", {"query": "!!"}), ("memory_list", {"query": "a-b"}),
+              ("memory_list", {"metadata_filters": {"agent": None}, "limit": 5}),
+              ("memory_list", {"metadata_filters": {"importance": 0.5}, "sort_by_importance": True, "limit": 5}),
+              ("memory_list", {"follow": "latest", "tags_any": some_tags[:1]}),
+              ("memory_list", {"offset": 100000})]
     calls.append(("memory_list", {"limit": -1, "fields": ["id", "path", "updated"]}))
     calls += [("memory_list", {"limit": 5, "offset": o}) for o in (0, 5, 17)]
     calls += [("memory_list", {"query": w}) for w in words[:6]]

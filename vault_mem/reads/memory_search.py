@@ -22,6 +22,7 @@ import heapq
 import math
 import re
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 from vault_mem.errors import InvalidInput
@@ -51,8 +52,54 @@ _RFC3339 = re.compile(r"\d{4}-\d{2}-\d{2}[Tt ]\d{2}:\d{2}:\d{2}(\.\d+)?([Zz]|[+-
 
 
 def memory_search(view: View, raw: dict[str, Any]) -> dict[str, Any]:
-    """Search notes; see the module docstring. Bad input raises InvalidInput (-> ``invalid``)."""
-    args = Args(raw, PARAMS)
+    """Search notes; see the module docstring. Bad input raises InvalidInput (-> ``invalid``).
+
+    Five steps: the parameters (``_parse``), the filters and search terms (``_plan``), the
+    candidates and their scores (``_matches``), the page in rank order (``_page``), and the
+    answer of digests (``_answer``)."""
+    request = _parse(Args(raw, PARAMS))
+    messages = list(request.messages)
+    plan = _plan(view, request, messages)
+    if plan is None:
+        return _none([*messages, f"query {request.query[:60]!r} holds no letters or digits to search for"])
+    matches = _matches(view, request, plan)
+    page, truncated = _page(view, request, matches)
+    if not page:
+        return _none(messages)
+    return _answer(view, page, truncated, matches.scores, plan.terms, messages)
+
+
+@dataclass(frozen=True)
+class Request:
+    """memory_search's parameters, validated (``messages``: what was clamped)."""
+
+    query: str
+    tag: str
+    kind: str
+    path: str
+    since: int | None  # epoch seconds
+    limit: int
+    messages: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class Plan:
+    """The index terms every note must hold, and the search terms (none: the newest notes)."""
+
+    filters: list[tuple[str, str]]  # (field, term)
+    terms: list[str]
+
+
+@dataclass(frozen=True)
+class Matches:
+    """The candidates (with their scores) or, with no query, the first ``limit + 1`` newest."""
+
+    candidates: list[int]
+    scores: dict[int, float]
+    newest: list[int] | None  # set when the newest answered directly (one more: whether more follow)
+
+
+def _parse(args: Args) -> Request:
     args.agent()
     query = (args.text("query", "") or "").strip()
     tag = _tag(args.text("tag", "", max_len=1000) or "")
@@ -60,56 +107,70 @@ def memory_search(view: View, raw: dict[str, Any]) -> dict[str, Any]:
     path = _code_path(args.text("path", "", max_len=4000) or "")
     since = _since(args.text("since", "", max_len=100) or "")
     limit = args.integer("limit", DEFAULT_LIMIT, lo=1, accepted=f"from 1 to {MAX_LIMIT}")
-    messages: list[str] = []
+    messages: tuple[str, ...] = ()
     if limit > MAX_LIMIT:
-        messages.append(f"limit {limit} is above the maximum; clamped to {MAX_LIMIT}")
+        messages = (f"limit {limit} is above the maximum; clamped to {MAX_LIMIT}",)
         limit = MAX_LIMIT
+    return Request(query, tag, kind, path, since, limit, messages)
 
-    filters: list[tuple[str, str]] = []  # (field, term): every one required
-    if kind:
-        _check_kind(view, kind)
-        filters.append(("type", kind))
-    if tag:
-        filters.append(("tags", tag))
 
+def _plan(view: View, request: Request, messages: list[str]) -> Plan | None:
+    """The plan, or None when the query holds nothing to search for."""
+    filters: list[tuple[str, str]] = []  # every one required
+    if request.kind:
+        _check_kind(view, request.kind)
+        filters.append(("type", request.kind))
+    if request.tag:
+        filters.append(("tags", request.tag))
     terms: list[str] = []
-    scores: dict[int, float] = {}
-    newest: list[int] | None = None  # no query: the first limit + 1 newest (one more: whether more follow)
-    if query:
-        terms, dropped = search_terms(query)
+    if request.query:
+        terms, dropped = search_terms(request.query)
         if not terms:
-            return _none([*messages, f"query {query[:60]!r} holds no letters or digits to search for"])
+            return None
         if dropped:
             messages.append("ignored short or common words: " + ", ".join(dropped[:20]))
-        scores = score_notes(view, terms)
+    return Plan(filters, terms)
+
+
+def _matches(view: View, request: Request, plan: Plan) -> Matches:
+    filters = plan.filters
+    scores: dict[int, float] = {}
+    newest: list[int] | None = None
+    if plan.terms:
+        scores = score_notes(view, plan.terms)
         candidates = list(scores)
     else:
         scope = view.docs_where(filters) if filters else None  # None: every live note
         filters = []
-        if not path:  # read from each segment's cached date order, not by ranking every note
+        if not request.path:  # read from each segment's cached date order, not by ranking every note
             keep = None if scope is None else set(scope).__contains__
-            newest = view.newest("updated", limit + 1, keep, since)
-        # Ranked below only when that did not answer (a path, or fewer notes than limit + 1).
+            newest = view.newest("updated", request.limit + 1, keep, request.since)
+        # Ranked later only when that did not answer (a path, or fewer notes than limit + 1).
         candidates = [] if newest is not None else view.all_docs() if scope is None else scope
     if filters and candidates:
         allowed = set(view.docs_where(filters))
         candidates = [d for d in candidates if d in allowed]
-    updated = view.column("updated")
-    paths = view.column("path")
-    if since is not None:  # the column, not a NumericRange query: that one costs ~100 ms on 10k notes
+    if request.since is not None:  # the column, not a NumericRange query: that one costs ~100 ms on 10k notes
+        updated, since = view.column("updated"), request.since
         candidates = [d for d in candidates if updated[d] is not None and updated[d] >= since]
+    return Matches(candidates, scores, newest)
 
-    rank = ranked_newest_key(scores, updated, paths)  # score first, then newest first
 
-    if newest is not None:
-        page, truncated = newest[:limit], len(newest) > limit
-    elif path and candidates:
-        page, truncated = _overlapping_page(view, candidates, path, rank, limit)
-    else:
-        page = heapq.nsmallest(limit, _contenders(candidates, scores, limit), key=rank)
-        truncated = len(candidates) > len(page)
-    if not page:
-        return _none(messages)
+def _page(view: View, request: Request, matches: Matches) -> tuple[list[int], bool]:
+    """The first ``limit`` matches in rank order, and whether more matched."""
+    limit, candidates, scores = request.limit, matches.candidates, matches.scores
+    if matches.newest is not None:
+        return matches.newest[:limit], len(matches.newest) > limit
+    rank = ranked_newest_key(scores, view.column("updated"), view.column("path"))  # score, then newest
+    if request.path and candidates:
+        return _overlapping_page(view, candidates, request.path, rank, limit)
+    page = heapq.nsmallest(limit, _contenders(candidates, scores, limit), key=rank)
+    return page, len(candidates) > len(page)
+
+
+def _answer(view: View, page: list[int], truncated: bool, scores: dict[int, float], terms: list[str],
+            messages: list[str]) -> dict[str, Any]:
+    """The page's digests, as many as the size bound allows, and what was cut or shortened."""
     shortened: dict[str, list[str]] = {"title": [], "tags": [], "paths": []}
     forms = match_forms(terms)
     notes = [_digest(view, d, scores.get(d, 0), forms, shortened) for d in page]
