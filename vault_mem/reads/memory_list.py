@@ -32,6 +32,7 @@ from vault_mem.index.segments import Segment
 from vault_mem.index.substring import is_word, words
 from vault_mem.reads.dates import epoch_bounds, parse_period
 from vault_mem.reads.lineage import Lineage
+from vault_mem.reads.list_misses import ListMiss, why_no_memories
 from vault_mem.reads.list_page import page_rows
 from vault_mem.reads.rows import bound_message
 from vault_mem.served.context import View
@@ -76,13 +77,15 @@ def memory_list(view: View, raw: dict[str, Any]) -> dict[str, Any]:
     mode and the page (``_follow``, ``list_page.page_rows``), and the answer (``_answer``)."""
     request = _parse(Args(raw, PARAMS))
     plan = _plan(request)
-    docs, ordered, order_key = _matching_in_order(view, request, plan)
+    matching = _matching_in_order(view, request, plan)
     lineage = Lineage(view)
     warnings: list[str] = []
-    hits = _follow(lineage, ordered, docs, _record_check(view, plan), request.follow, order_key, warnings)
+    hits = _follow(lineage, matching.ordered, matching.docs, _record_check(view, plan), request.follow,
+                   matching.key, warnings)
     rows, more, cut = page_rows(view, lineage, hits, request.offset, request.limit, request.fields,
                             request.preview_chars)
-    return _answer(request, rows, more, warnings + cut)
+    return _answer(request, rows, more, warnings + cut,
+                   lambda: why_no_memories(view, _miss(view, request, plan, matching.candidates)))
 
 
 @dataclass(frozen=True)
@@ -101,6 +104,7 @@ class Request:
     preview_chars: int
     fields: tuple[str, ...]
     follow: str
+    raw: dict[str, Any]  # the arguments as given, for the hints to echo
 
 
 @dataclass(frozen=True)
@@ -115,6 +119,7 @@ class Plan:
     created: tuple[int, int] | None
     needle: str | None
     record_filters: dict[str, list[Any]]
+    indexed_filters: dict[str, tuple[str, list[str]]]  # the metadata filters among ``parts``, by key
 
 
 def _parse(args: Args) -> Request:
@@ -132,7 +137,7 @@ def _parse(args: Args) -> Request:
     fields = _fields(args.str_list("fields"), mode)
     follow = args.choice("follow", "active", FOLLOWS)
     return Request(query, filters, limit, offset, created, tags_any, tags_all, tags_none, by_importance,
-                   preview_chars, fields, follow)
+                   preview_chars, fields, follow, args.raw)
 
 
 def _plan(request: Request) -> Plan:
@@ -141,21 +146,32 @@ def _plan(request: Request) -> Plan:
         parts.append(("tags", request.tags_any))
     parts += [("tags", [t]) for t in request.tags_all]
     record_filters: dict[str, list[Any]] = {}
+    indexed_filters: dict[str, tuple[str, list[str]]] = {}
     for key, values in request.filters.items():
         indexed = _indexed_filter(key, values)
         if indexed is not None:
             parts.append(indexed)
+            indexed_filters[key] = indexed
         else:
             record_filters[key] = values
     query = request.query
     needle = query.lower() if query.strip() and not is_word(query) else None
-    return Plan(query, parts, request.tags_none, request.created, needle, record_filters)
+    return Plan(query, parts, request.tags_none, request.created, needle, record_filters, indexed_filters)
 
 
-def _matching_in_order(view: View, request: Request,
-                       plan: Plan) -> tuple[list[int] | None, Iterable[int], Callable[[int], tuple[Any, ...]]]:
-    """The documents the index admits, as a list (None: every live note) and in listing order
-    (lazy when it is every note and the lineage mode reads it in order), and the order's key."""
+@dataclass(frozen=True)
+class Matching:
+    """The documents the index admits: ``docs`` (None: every live note) and ``ordered``, the same
+    in listing order (lazy when it is every note and the lineage mode reads it in order), by
+    ``key``; ``candidates``: what the query's words matched (None without a query)."""
+
+    candidates: set[int] | None
+    docs: list[int] | None
+    ordered: Iterable[int]
+    key: Callable[[int], tuple[Any, ...]]
+
+
+def _matching_in_order(view: View, request: Request, plan: Plan) -> Matching:
     candidates = _query_candidates(view, plan.query) if plan.query.strip() else None
     docs: list[int] | None = None  # None: every live note
     if plan.parts or plan.tags_none:
@@ -170,15 +186,15 @@ def _matching_in_order(view: View, request: Request,
         docs = [d for d in (view.all_docs() if docs is None else docs)
                 if column[d] is not None and lo <= column[d] <= hi]
     order_key = _listing_key(view, request.by_importance)
-    if docs is None and request.follow in ("all", "active"):
-        return None, _every_note_in_order(view, request.by_importance, order_key), order_key  # only the page is read
+    if docs is None and request.follow in ("all", "active"):  # lazy: only the page is read
+        return Matching(candidates, None, _every_note_in_order(view, request.by_importance, order_key), order_key)
     docs = view.all_docs() if docs is None else docs
     if len(docs) <= DIRECT_SORT:
         docs.sort(key=order_key)
     else:
         rank = _rank(view, request.by_importance)
         docs.sort(key=rank.__getitem__)
-    return docs, docs, order_key
+    return Matching(candidates, docs, docs, order_key)
 
 
 def _record_check(view: View, plan: Plan) -> Callable[[int], bool]:
@@ -193,7 +209,9 @@ def _record_check(view: View, plan: Plan) -> Callable[[int], bool]:
     return passes
 
 
-def _answer(request: Request, rows: list[dict[str, Any]], more: bool, warnings: list[str]) -> dict[str, Any]:
+def _answer(request: Request, rows: list[dict[str, Any]], more: bool, warnings: list[str],
+            why_none: Callable[[], list[str]]) -> dict[str, Any]:
+    """The answer; ``why_none`` gives the hints of an empty one (docs/tools.md, "Hints on a miss")."""
     answer: dict[str, Any] = {"status": "ok" if rows else "none", "count": len(rows), "memories": rows}
     if more:
         end = request.offset + len(rows)
@@ -203,9 +221,21 @@ def _answer(request: Request, rows: list[dict[str, Any]], more: bool, warnings: 
     if not rows:
         answer["message"] = (f"offset {request.offset} is past the last memory matching these filters"
                              if request.offset else "no memory matches these filters")
+        hints = [] if request.offset else why_none()
+        if hints:
+            answer["hints"] = hints
     if warnings:
         answer["warnings"] = warnings
     return answer
+
+
+def _miss(view: View, request: Request, plan: Plan, candidates: set[int] | None) -> ListMiss:
+    """What an empty call was asked, for its hints."""
+    record_filters = plan.record_filters
+    return ListMiss(request.query, plan.needle, candidates, request.tags_any, request.tags_all, request.tags_none,
+                    request.filters, plan.indexed_filters, request.created, request.raw,
+                    lambda d, n: _contains(view, d, n),
+                    lambda d: _matches(view.record(d), record_filters) if record_filters else True)
 
 
 # -- parameters ---------------------------------------------------------------------

@@ -29,9 +29,19 @@ from vault_mem.errors import InvalidInput
 from vault_mem.index.query import ranked_newest_key
 from vault_mem.index.schema import path_prefixes
 from vault_mem.reads.excerpts import excerpt_around
+from vault_mem.reads.misses import (
+    Filter,
+    did_you_mean,
+    echo,
+    newest_value,
+    present_kinds,
+    search_term_hints,
+    tag_hints,
+    why_empty,
+)
 from vault_mem.reads.ranking import match_forms, score_notes, search_terms
 from vault_mem.reads.rows import bound_message
-from vault_mem.served.context import View, json_size, take_within
+from vault_mem.served.context import ROW_BUDGET, View, json_size, take_within
 from vault_mem.served.params import AGENT, Args, int_param, text_param
 from vault_mem.vault.note import KNOWN_TYPES, permalink_of
 
@@ -63,10 +73,12 @@ def memory_search(view: View, raw: dict[str, Any]) -> dict[str, Any]:
     if plan is None:
         return _none([*messages, f"query {request.query[:60]!r} holds no letters or digits to search for"])
     matches = _matches(view, request, plan)
+    hints = search_term_hints(view, plan.terms) if plan.terms else []  # a whole-token lookup per term when held
     page, truncated = _page(view, request, matches)
     if not page:
-        return _none(messages)
-    return _answer(view, page, truncated, matches.scores, plan.terms, messages)
+        found = set(matches.scores) if request.query else None
+        return _none(messages, hints + _why_no_notes(view, request, found))
+    return _answer(view, page, truncated, matches.scores, plan.terms, messages, hints)
 
 
 @dataclass(frozen=True)
@@ -77,6 +89,7 @@ class Request:
     tag: str
     kind: str
     path: str
+    since_text: str  # as given, for the hints to echo
     since: int | None  # epoch seconds
     limit: int
     messages: tuple[str, ...]
@@ -105,13 +118,14 @@ def _parse(args: Args) -> Request:
     tag = _tag(args.text("tag", "", max_len=1000) or "")
     kind = (args.text("kind", "", max_len=200) or "").strip().lower()
     path = _code_path(args.text("path", "", max_len=4000) or "")
-    since = _since(args.text("since", "", max_len=100) or "")
+    since_text = (args.text("since", "", max_len=100) or "").strip()
+    since = _since(since_text)
     limit = args.integer("limit", DEFAULT_LIMIT, lo=1, accepted=f"from 1 to {MAX_LIMIT}")
     messages: tuple[str, ...] = ()
     if limit > MAX_LIMIT:
         messages = (f"limit {limit} is above the maximum; clamped to {MAX_LIMIT}",)
         limit = MAX_LIMIT
-    return Request(query, tag, kind, path, since, limit, messages)
+    return Request(query, tag, kind, path, since_text, since, limit, messages)
 
 
 def _plan(view: View, request: Request, messages: list[str]) -> Plan | None:
@@ -156,12 +170,17 @@ def _matches(view: View, request: Request, plan: Plan) -> Matches:
     return Matches(candidates, scores, newest)
 
 
+def _rank(view: View, scores: dict[int, float]) -> Callable[[int], tuple[Any, int, str]]:
+    """The rank order: score, then newest first."""
+    return ranked_newest_key(scores, view.column("updated"), view.column("path"))
+
+
 def _page(view: View, request: Request, matches: Matches) -> tuple[list[int], bool]:
     """The first ``limit`` matches in rank order, and whether more matched."""
     limit, candidates, scores = request.limit, matches.candidates, matches.scores
     if matches.newest is not None:
         return matches.newest[:limit], len(matches.newest) > limit
-    rank = ranked_newest_key(scores, view.column("updated"), view.column("path"))  # score, then newest
+    rank = _rank(view, scores)
     if request.path and candidates:
         return _overlapping_page(view, candidates, request.path, rank, limit)
     page = heapq.nsmallest(limit, _contenders(candidates, scores, limit), key=rank)
@@ -169,12 +188,13 @@ def _page(view: View, request: Request, matches: Matches) -> tuple[list[int], bo
 
 
 def _answer(view: View, page: list[int], truncated: bool, scores: dict[int, float], terms: list[str],
-            messages: list[str]) -> dict[str, Any]:
-    """The page's digests, as many as the size bound allows, and what was cut or shortened."""
+            messages: list[str], hints: list[str]) -> dict[str, Any]:
+    """The page's digests, as many as the size bound leaves room for beside the hints, and what
+    was cut or shortened."""
     shortened: dict[str, list[str]] = {"title": [], "tags": [], "paths": []}
     forms = match_forms(terms)
     notes = [_digest(view, d, scores.get(d, 0), forms, shortened) for d in page]
-    fitted = take_within(notes)
+    fitted = take_within(notes, ROW_BUDGET - json_size(hints))
     if fitted < len(notes):
         messages.append(bound_message(f"{fitted} of {len(notes)} notes", None))
         notes = notes[:fitted]
@@ -186,7 +206,39 @@ def _answer(view: View, page: list[int], truncated: bool, scores: dict[int, floa
     answer: dict[str, Any] = {"status": "ok", "count": len(notes), "notes": notes, "truncated": truncated}
     if messages:
         answer["message"] = "; ".join(messages)
+    if hints:
+        answer["hints"] = hints
     return answer
+
+
+def _why_no_notes(view: View, request: Request, found: set[int] | None) -> list[str]:
+    """The hints of an empty answer: which filter admits no note, or how they exclude the
+    query's matches together (docs/tools.md, "Hints on a miss")."""
+    if view.doc_count() == 0:
+        return ["the index holds no notes yet"]
+    kind, tag, path, since, since_text = request.kind, request.tag, request.path, request.since, request.since_text
+    filters: list[Filter] = []
+    if kind:
+        def no_kind() -> str:
+            return f"kind: no note is of kind {echo(kind)} (kinds present: {present_kinds(view)})"
+        filters.append(Filter(f"kind {echo(kind)}", lambda: view.term_docs("type", [kind]), no_kind))
+    if tag:
+        filters.append(Filter(f"tag {echo(tag)}", lambda: view.term_docs("tags", [tag]),
+                              lambda: tag_hints(view, [tag], "tag")[0]))
+    if path:
+        def overlapping() -> list[int]:
+            everything = view.all_docs()
+            return _overlapping_page(view, everything, path, _rank(view, {}), len(everything))[0]
+        filters.append(Filter(f"path {echo(path)}", overlapping,
+                              lambda: f"path: no note's code paths overlap {echo(path)}"
+                              + did_you_mean(view.closest_words(("paths_pre",), path))))
+    if since is not None:
+        updated = view.column("updated")
+        filters.append(Filter(
+            f"since {echo(since_text)}",
+            lambda: [d for d in view.all_docs() if updated[d] is not None and updated[d] >= since],
+            lambda: f"since: {echo(since_text)} is after the newest note (updated {newest_value(view, 'updated')})"))
+    return why_empty(found, filters)
 
 
 def _contenders(candidates: list[int], scores: dict[int, float], limit: int) -> list[int]:
@@ -325,8 +377,10 @@ def _since(raw: str) -> int | None:
         raise InvalidInput("since", f"{text[:60]!r} is not a real moment; must be {accepted}") from None
 
 
-def _none(messages: list[str]) -> dict[str, Any]:
+def _none(messages: list[str], hints: list[str] | None = None) -> dict[str, Any]:
     answer: dict[str, Any] = {"status": "none", "count": 0, "notes": [], "truncated": False}
     if messages:
         answer["message"] = "; ".join(messages)
+    if hints:
+        answer["hints"] = hints
     return answer

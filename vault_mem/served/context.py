@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
-from vault_mem.index import query
+from vault_mem.index import query, vocabulary
 from vault_mem.index.columns import column, path_key_docs
 from vault_mem.index.query import Searcher
 from vault_mem.index.segments import Parts, segments
@@ -122,6 +122,15 @@ class View:
 
     def terms_containing(self, field: str, needle: str) -> list[str]:
         return terms_containing(self.parts, field, needle)
+
+    def holds(self, fields: tuple[str, ...], needle: str, substring: bool = True) -> bool:
+        """Whether a live note holds the word ``needle`` in any of ``fields`` (inside a token too,
+        with ``substring``)."""
+        return vocabulary.holds(self.parts, fields, needle, substring)
+
+    def closest_words(self, fields: tuple[str, ...], word: str) -> list[str]:
+        """The words of ``fields`` closest to ``word`` ("did you mean"), the commonest first."""
+        return vocabulary.closest_words(self.parts, fields, word)
 
     def doc_frequency(self, field: str, value: str) -> int:
         return query.doc_frequency(self.searcher, field, value)
