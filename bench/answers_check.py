@@ -6,8 +6,9 @@ an earlier recording, to show that a change leaves every answer byte-identical.
     python bench/answers_check.py compare before.json after.json
     python bench/answers_check.py check before.json           # record to memory and compare
 
-The vaults: ``sample_vault``, ``tests/relevance/chat_vault`` and a generated vault
-(``bench/gen_vault.py``, 2,000 notes, seed 1; ``--notes`` changes it). Each is copied to a
+The vaults: ``sample_vault``, ``tests/relevance/chat_vault``, the conformance corpus
+(``tests/corpus``, every note read) and a generated vault (``bench/gen_vault.py``, 2,000 notes,
+seed 1; ``--notes`` changes it). Each is copied to a
 temporary folder with every file's mtime set from its sorted position, so that dates taken
 from mtimes (and the answers) do not depend on when the checkout was made. The calls are
 derived from each vault's own tags, types, folders and refs in a fixed order, plus every
@@ -54,7 +55,8 @@ def pin_mtimes(root: Path) -> None:
 
 
 def prepare(tmp: Path, notes: int) -> dict[str, Path]:
-    vaults = {"sample_vault": REPO / "sample_vault", "chat_vault": REPO / "tests" / "relevance" / "chat_vault"}
+    vaults = {"sample_vault": REPO / "sample_vault", "chat_vault": REPO / "tests" / "relevance" / "chat_vault",
+              "corpus": REPO / "tests" / "corpus"}
     out: dict[str, Path] = {}
     for name, src in vaults.items():
         shutil.copytree(src, tmp / name)
@@ -86,7 +88,7 @@ def plan(name: str, records: dict[str, dict[str, Any]]) -> list[Call]:
     types = sorted({r["type"] for r in recs})
     folders = sorted({r["path"].rpartition("/")[0] for r in recs})
     words = [w for r in spread(recs, 6) for w in r["title"].split()[:2]]
-    refs = [r["uid"] for r in spread(recs, 40)] + [r["path"] for r in spread(recs, 10)]
+    refs = [r["uid"] for r in spread(recs, 80)] + [r["path"] for r in spread(recs, 10)]
     years = sorted({r["created"][:4] for r in recs if r.get("created")})
     months = sorted({r["created"][:7] for r in recs if r.get("created")})
     some_tags = tags[:4]
