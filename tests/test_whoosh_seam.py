@@ -2,8 +2,8 @@
 target are checked at import with a clear message; each patch does what its docstring says;
 no module outside the seam touches a private Whoosh name.
 
-Patches 2 (deleting files still in use) and 5 (the chunked posting pool) are tested where
-their effects show: tests/test_portable.py and tests/test_index.py."""
+Patches 2 (deleting files still in use), 5 (the chunked posting pool) and 6 (field lengths
+decoded once) are tested where their effects show: tests/test_portable.py and tests/test_index.py."""
 
 from __future__ import annotations
 
@@ -19,7 +19,7 @@ import whoosh.writing
 from whoosh.fields import ID, TEXT, Schema
 
 from vault_mem.index import whoosh_seam
-from vault_mem.index.viewfile import ViewFile
+from vault_mem.index.mapping import ViewFile
 from vault_mem.index.whoosh_seam import WhooshMismatch, check_shapes, check_version, shape_problems
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -92,7 +92,7 @@ def test_patch_3_every_reader_of_a_segment_shares_one_mapping_and_copies_nothing
     key = (str(tmp_path / "ix"), segment.make_filename(segment.COMPOUND_EXT))
     first, second = ix.searcher(), ix.searcher()
     try:
-        entry = whoosh_seam._shared[key]
+        entry = whoosh_seam._shared.entries[key]
         assert entry[1] == 2  # two readers, one mapping
         for searcher in (first, second):
             stored = searcher.reader()._perdoc._storage.open_file(segment.make_filename(".pst"))  # a sub-file
@@ -102,7 +102,7 @@ def test_patch_3_every_reader_of_a_segment_shares_one_mapping_and_copies_nothing
     finally:
         first.close()
         second.close()
-    assert key not in whoosh_seam._shared  # the last reader closed the mapping
+    assert key not in whoosh_seam._shared.entries  # the last reader closed the mapping
 
 
 def test_patch_4_a_missing_length_column_is_asked_for_once(tmp_path: Path) -> None:

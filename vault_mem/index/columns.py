@@ -7,14 +7,14 @@ concatenation over its segments, indexed by the searcher's document numbers.
 
 from __future__ import annotations
 
+import bisect
 import sys
 from typing import Any
 
 from whoosh.searching import Searcher
 
 from vault_mem.index.lru import CACHE
-from vault_mem.index.segments import Parts, Segment, segments
-from vault_mem.index.whoosh_seam import searcher_memo
+from vault_mem.index.segments import Parts, Segment, searcher_memo, segments
 
 
 def column(searcher: Searcher, field: str) -> list[Any]:
@@ -35,6 +35,30 @@ def column(searcher: Searcher, field: str) -> list[Any]:
         values.extend(segment_column(seg, field))
     memo[field] = values
     return values
+
+
+def stored_record(searcher: Searcher, docnum: int) -> dict[str, Any]:
+    """The stored ``record`` of ``docnum`` (do not modify it: it is shared).
+
+    Unpickling a record was most of a search row's and a backlink candidate's cost, paid
+    again by each call thread; a segment's stored fields never change, so the record is
+    kept in the process's LRU by segment and local document number, one copy for all.
+    """
+    memo = searcher_memo(searcher)
+    offsets: list[int] | None = memo.get("offsets")
+    if offsets is None:  # kept with the searcher: its segments never change while it lives
+        offsets = memo["offsets"] = [seg.offset for seg in segments(searcher)]
+    seg = segments(searcher)[bisect.bisect_right(offsets, docnum) - 1]
+    local = docnum - seg.offset
+    record: dict[str, Any] = CACHE.get_or_make(("record", seg.key, local),
+                                               lambda: seg.reader.stored_fields(local)["record"], _record_size)
+    return record
+
+
+def _record_size(record: dict[str, Any]) -> int:
+    """Bytes an unpickled record holds, roughly (measured: 2.5-5 KB on ~1 KB notes)."""
+    many = sum(len(record.get(k) or ()) for k in ("tags", "aliases", "metadata", "paths", "problems"))
+    return 3000 + 2 * len(str(record.get("head", ""))) + 400 * len(record.get("links") or ()) + 100 * many
 
 
 def segment_column(seg: Segment, field: str) -> list[Any]:

@@ -10,15 +10,30 @@ size - 1``). A segment never changes once written except that deletions are adde
 
 from __future__ import annotations
 
+import threading
+import weakref
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from functools import cached_property
 from typing import Any, TypeVar
 
 from whoosh.searching import Searcher
 
-from vault_mem.index.whoosh_seam import reader_folder, searcher_memo
+from vault_mem.index.whoosh_seam import reader_folder
 
 V = TypeVar("V")
+
+
+_memos: weakref.WeakKeyDictionary[Searcher, dict[str, Any]] = weakref.WeakKeyDictionary()
+_memos_lock = threading.Lock()
+
+
+def searcher_memo(searcher: Searcher) -> dict[str, Any]:
+    """A dict for what is derived from ``searcher``'s segments, living as long as it does."""
+    memo = _memos.get(searcher)
+    if memo is None:
+        with _memos_lock:
+            memo = _memos.setdefault(searcher, {})
+    return memo
 
 
 class Segment:

@@ -14,13 +14,10 @@ The patches, applied when this module is first imported (before any writer exist
    each module that imported it).
 
 2. Deleting a file still open elsewhere. Windows refuses to delete a file another process
-   holds open (the second server's reader, a virus scanner): PermissionError. Whoosh deletes
-   files while it commits (loose files of a segment just packed into one ``.seg``, old
-   segments and tables of contents, its temp folder), so one such error failed the commit
-   after the new table of contents was written and left the lock held. Such a deletion is
-   skipped (logged) and retried at a later commit, where ``clean_files`` also sweeps loose
-   files left beside a packed segment (``FileStorage.delete_file`` and ``destroy``,
-   ``whoosh.index.clean_files``).
+   holds open (PermissionError), and Whoosh deletes files while it commits: one refusal failed
+   the commit after the new table of contents was written and left the lock held. Such a
+   deletion is skipped (logged) and retried at a later commit, where ``clean_files`` also sweeps
+   loose files left beside a packed segment (``FileStorage.delete_file``, ``destroy``, ``clean_files``).
 
 3. No copies of mapped segments. Whoosh wrapped each part of a memory-mapped compound
    segment in ``BytesIO``, which copies it, and every reader mapped its segment anew:
@@ -36,10 +33,14 @@ The patches, applied when this module is first imported (before any writer exist
    too before merging. Runs are pickled in chunks, and the last run is merged from memory.
    (``whoosh.writing.PostingPool``.)
 
-The private names read, each behind a function at the end (``PRIVATE_NAMES``, ``ATTRIBUTES``):
-writers that do not lock, finish a segment uncommitted or commit given segments (the parallel
-build, the merge); the table of contents; a segment reader's folder; a segment's lexicon and
-postings read off the mapped whoosh3 files (``field_terms``, ``postings``).
+6. Field lengths read once per segment. Writing a segment's postings, Whoosh asked its
+   per-document reader for a document's field length once per posting (a column read and a
+   byte decode each: a third of writing the postings on the Hub-shaped vault); each field's
+   lengths are decoded once, to the same values (``SegmentWriter._flush_segment``).
+
+The private names read (``PRIVATE_NAMES``, ``ATTRIBUTES``), each behind a function at the end:
+writers that do not lock, finish a segment or commit given segments; the table of contents; a
+reader's folder; a segment's lexicon and postings read off the mapped whoosh3 files.
 """
 
 from __future__ import annotations
@@ -54,8 +55,6 @@ import os
 import pickle
 import secrets
 import struct
-import threading
-import weakref
 import zlib
 from collections.abc import Iterable, Iterator
 from importlib import metadata
@@ -73,10 +72,10 @@ import whoosh.util
 import whoosh.writing
 from whoosh.codec.whoosh3 import WHOOSH3_HEADER_MAGIC
 from whoosh.filedb.filestore import FileStorage
-from whoosh.searching import Searcher
 from whoosh.system import unpack_int
+from whoosh.util.numeric import byte_to_length
 
-from vault_mem.index.viewfile import ViewFile
+from vault_mem.index.mapping import SharedFiles, ViewFile
 
 PINNED = "2.7.5"  # the whoosh-reloaded release everything below was written against
 
@@ -113,6 +112,7 @@ PATCHED: tuple[tuple[Any, str, tuple[str, ...]], ...] = (
     (whoosh.writing.PostingPool, "_write_run", ("self", "f", "items")),
     (whoosh.writing.PostingPool, "_read_run", ("self", "path")),
     (whoosh.writing.PostingPool, "items", ("self", "maxfiles")),
+    (whoosh.writing.SegmentWriter, "_flush_segment", ("self",)),
     (FileStorage, "delete_file", ("self", "name")),
     (FileStorage, "destroy", ("self",)),
     (whoosh.index, "clean_files", ("storage", "indexname", "gen", "segments")),
@@ -127,9 +127,10 @@ PRIVATE_NAMES: tuple[tuple[Any, str, tuple[str, ...]], ...] = (
     (whoosh.index.TOC, "_segment_pattern", ("indexname",)),
     *((whoosh.writing.PostingPool, n, ("self", "path")) for n in ("_open_run", "_remove_run")),  # patch 5
     (whoosh.codec.whoosh3.W3TermsReader, "matcher", ("self", "fieldname", "tbytes", "format_", "scorer")),
+    (whoosh.codec.whoosh3, "_lenfield", ("fieldname",)),  # patch 6
 )
 ATTRIBUTES: tuple[tuple[type, tuple[str, ...]], ...] = (
-    (whoosh.writing.SegmentWriter, ("_tempstorage",)),
+    (whoosh.writing.SegmentWriter, ("_tempstorage", "perdocwriter", "fieldwriter", "pool")),
     (whoosh.reading.SegmentReader, ("_storage", "_terms")),
     (whoosh.codec.whoosh3.W3TermsReader, ("_tindex", "_fieldmap", "_postfile")),
     (whoosh.codec.whoosh3.W3PerDocReader, ("_readers",)),  # patch 4
@@ -203,35 +204,7 @@ def _buffer_file_init(self: Any, buf: Any, name: str | None = None, onclose: Any
 whoosh.filedb.structfile.BufferFile.__init__ = _buffer_file_init
 
 
-class _SharedCompound:
-    """One reader's handle on a compound segment file mapped once for the whole process."""
-
-    def __init__(self, key: tuple[str, str], inner: Any) -> None:
-        self._key = key
-        self._inner = inner
-        self.is_closed = False
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._inner, name)
-
-    def close(self) -> None:
-        if self.is_closed:
-            return
-        self.is_closed = True
-        with _shared_lock:
-            entry = _shared.get(self._key)
-            if entry is None or entry[0] is not self._inner:
-                return
-            entry[1] -= 1
-            if entry[1] > 0:
-                return
-            del _shared[self._key]
-        with contextlib.suppress(Exception):
-            self._inner.close()
-
-
-_shared: dict[tuple[str, str], list[Any]] = {}  # (folder, file) -> [CompoundStorage, handles open]
-_shared_lock = threading.Lock()
+_shared = SharedFiles()  # each compound segment file mapped once for the whole process
 _open_compound_file = whoosh.codec.base.Segment.open_compound_file
 
 
@@ -243,12 +216,7 @@ def _open_shared_compound_file(self: Any, storage: Any) -> Any:
     if not folder or not getattr(storage, "supports_mmap", False):
         return _open_compound_file(self, storage)
     key = (str(folder), self.make_filename(self.COMPOUND_EXT))
-    with _shared_lock:
-        entry = _shared.get(key)
-        if entry is None:
-            entry = _shared[key] = [_open_compound_file(self, storage), 0]
-        entry[1] += 1
-        return _SharedCompound(key, entry[0])
+    return _shared.open(key, lambda: _open_compound_file(self, storage))
 
 
 whoosh.codec.base.Segment.open_compound_file = _open_shared_compound_file
@@ -267,6 +235,40 @@ def _cached_reader(self: Any, fieldname: str, column: Any) -> Any:
 
 
 whoosh.codec.whoosh3.W3PerDocReader._cached_reader = _cached_reader
+
+
+
+class _DecodedLengths:
+    """``doc_field_length`` of a per-document reader, each field's lengths decoded once (patch 6)."""
+
+    _BYTES = [None] + [byte_to_length(b) for b in range(1, 256)]
+
+    def __init__(self, reader: Any) -> None:
+        self.reader = reader
+        self.fields: dict[str, list[int | None] | None] = {}
+
+    def doc_field_length(self, docnum: int, fieldname: str, default: int = 0) -> int | None:
+        if fieldname not in self.fields:
+            column = self.reader._cached_reader(whoosh.codec.whoosh3._lenfield(fieldname),
+                                                whoosh.codec.whoosh3.LENGTHS_COLUMN)
+            table = self._BYTES
+            self.fields[fieldname] = None if column is None else [table[b] for b in column]
+        lengths = self.fields[fieldname]
+        return default if lengths is None else lengths[docnum]
+
+
+def _flush_segment(self: Any) -> None:
+    self.perdocwriter.close()
+    pdr = self.per_document_reader() if self.codec.length_stats else None
+    postings = self.pool.iter_postings()
+    self.fieldwriter.add_postings(self.schema, _DecodedLengths(pdr) if pdr else None, postings)
+    self.fieldwriter.close()
+    if pdr:
+        pdr.close()
+
+
+WHOOSH_FLUSH_SEGMENT = whoosh.writing.SegmentWriter._flush_segment  # kept for the test that compares
+whoosh.writing.SegmentWriter._flush_segment = _flush_segment
 
 RUN_CHUNK = 8192  # postings per pickled chunk of a pool's run file
 
@@ -408,19 +410,6 @@ def reader_folder(reader: Any) -> str | None:
     return getattr(getattr(storage, "b", storage), "folder", None)  # .b: an overlay over the folder
 
 
-_memos: weakref.WeakKeyDictionary[Searcher, dict[str, Any]] = weakref.WeakKeyDictionary()
-_memos_lock = threading.Lock()
-
-
-def searcher_memo(searcher: Searcher) -> dict[str, Any]:
-    """A dict for what is derived from ``searcher``'s segments, living as long as it does."""
-    memo = _memos.get(searcher)
-    if memo is None:
-        with _memos_lock:
-            memo = _memos.setdefault(searcher, {})
-    return memo
-
-
 _LENGTHS = struct.Struct("!ii")  # Whoosh's hash-file record header: key length, value length
 
 
@@ -467,11 +456,11 @@ def postings(reader: Any, field: str, term: str) -> Iterable[tuple[int, float]]:
 def _decoded_postings(reader: Any, field: str, term: str) -> list[tuple[int, float]] | None:
     """The postings of ``term`` read in one piece from a whoosh3 segment, or None elsewhere.
 
-    A broad needle expands to hundreds of rare terms; a matcher costs a header read, a seek and a
-    pickle load per block of each. A term in one document needs no read (its term info holds
-    it); otherwise the extent is one read, decoded as whoosh3 writes it: a magic tag, then blocks
-    of (int length, negative for the last; pickled block info; pickled, maybe zlib-compressed,
-    (delta-coded ids, weights, values)). Any other layout answers None (the matcher reads it).
+    A broad needle expands to hundreds of rare terms, and a matcher costs a read, a seek and a
+    pickle load per block of each. Here one read of the extent, decoded as whoosh3 writes it: a
+    magic tag, then blocks of (int length, negative for the last; pickled block info; pickled,
+    maybe zlib-compressed, (delta-coded ids, weights, values)); a term in one document needs no
+    read. Any other layout answers None (the matcher reads it).
     """
     try:
         terms = reader._terms
