@@ -62,6 +62,11 @@ def test_a_target_renamed_or_reshaped_upstream_is_named(monkeypatch: pytest.Monk
         check_shapes(problems)
 
 
+def test_an_attribute_the_seam_reads_and_upstream_dropped_is_named(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(whoosh_seam, "ATTRIBUTES", ((whoosh.writing.SegmentWriter, ("_tempstorage", "_gone")),))
+    assert shape_problems() == ["SegmentWriter no longer uses self._gone"]
+
+
 # -- one test per patch -------------------------------------------------------------------
 
 
