@@ -37,6 +37,12 @@ def column(searcher: Searcher, field: str) -> list[Any]:
     return values
 
 
+def has_columns(searcher: Searcher, *fields: str) -> bool:
+    """True when every one of ``fields`` is already joined on ``searcher`` (``column`` is then free)."""
+    memo: dict[str, list[Any]] = searcher_memo(searcher).get("columns") or {}
+    return all(field in memo for field in fields)
+
+
 def stored_record(searcher: Searcher, docnum: int) -> dict[str, Any]:
     """The stored ``record`` of ``docnum`` (do not modify it: it is shared).
 
