@@ -50,11 +50,12 @@ def stored_record(searcher: Searcher, docnum: int) -> dict[str, Any]:
     again by each call thread; a segment's stored fields never change, so the record is
     kept in the process's LRU by segment and local document number, one copy for all.
     """
-    memo = searcher_memo(searcher)
-    offsets: list[int] | None = memo.get("offsets")
-    if offsets is None:  # kept with the searcher: its segments never change while it lives
-        offsets = memo["offsets"] = [seg.offset for seg in segments(searcher)]
-    seg = segments(searcher)[bisect.bisect_right(offsets, docnum) - 1]
+    located: tuple[list[Segment], list[int]] | None = searcher_memo(searcher).get("located")
+    if located is None:  # kept with the searcher: its segments never change while it lives
+        parts = segments(searcher)
+        located = searcher_memo(searcher)["located"] = (parts, [seg.offset for seg in parts])
+    parts, offsets = located
+    seg = parts[bisect.bisect_right(offsets, docnum) - 1]
     local = docnum - seg.offset
     record: dict[str, Any] = CACHE.get_or_make(("record", seg.key, local),
                                                lambda: seg.reader.stored_fields(local)["record"], _record_size)

@@ -52,7 +52,7 @@ def term_docs(parts: Parts, field: str, values: Iterable[str]) -> list[int]:
 
 def has_term(parts: Parts, field: str, value: str) -> bool:
     """Whether any live document holds ``value`` in ``field``."""
-    return any(next(seg.lift(seg.term_docs(field, value)), None) is not None for seg in parts)
+    return any(seg.lift(seg.term_docs(field, value)) for seg in parts)
 
 
 def lexicon(searcher: Searcher, field: str) -> list[str]:

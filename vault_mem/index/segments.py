@@ -90,8 +90,15 @@ class Segment:
             return range(self.offset + local.start, self.offset + local.stop)
         return [self.offset + d for d in local]
 
-    def lift(self, docs: Iterable[int]) -> Iterator[int]:
+    def lift(self, docs: Iterable[int]) -> list[int]:
         """The searcher's numbers of the live ones among local numbers ``docs``, in their order."""
+        dead, offset = self.dead, self.offset
+        if not dead:
+            return list(map(offset.__add__, docs))
+        return [offset + d for d in docs if d not in dead]
+
+    def lift_lazily(self, docs: Iterable[int]) -> Iterator[int]:
+        """``lift``, read only as far as the caller reads (a listing merged up to its page)."""
         dead, offset = self.dead, self.offset
         if not dead:
             return (offset + d for d in docs)

@@ -45,7 +45,7 @@ def _live(seg: Segment, field: str, term: str) -> bool:
             return False
         if not seg.dead or frequency > len(seg.dead):
             return True
-        return next(seg.lift(seg.term_docs(field, term)), None) is not None
+        return bool(seg.lift(seg.term_docs(field, term)))
     except Exception:  # the term (or field) is not in this segment
         return False
 

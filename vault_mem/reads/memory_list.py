@@ -429,7 +429,7 @@ def _every_note_in_order(view: View, by_importance: bool,
     """Every live note in listing order, lazily: each segment's order is cached (segments never
     change) and the segments are merged as far as they are read, so a page after a commit costs
     a few keys, not a ranking of the whole vault."""
-    streams = [seg.lift(_segment_order(seg, by_importance)) for seg in view.segments()]
+    streams = [seg.lift_lazily(_segment_order(seg, by_importance)) for seg in view.segments()]
     return heapq.merge(*streams, key=key)
 
 
