@@ -10,6 +10,7 @@ from typing import Any
 from vault_mem.reads.lineage import Lineage
 from vault_mem.reads.rows import cut_message, fit_row
 from vault_mem.served.context import ROW_BUDGET, Budget, View, json_size
+from vault_mem.vault.fields import plain
 from vault_mem.vault.note import permalink_of
 
 
@@ -61,7 +62,7 @@ def _row(view: View, lineage: Lineage, doc: int, fields: tuple[str, ...], previe
         "content_preview": lambda: _preview(rec, preview_chars),
         "content": lambda: view.body(rec),
     }
-    return {name: values[name]() for name in fields}
+    return {name: values[name]() if name in values else plain(rec.get(name)) for name in fields}
 
 
 def _preview(rec: dict[str, Any], chars: int) -> str:
