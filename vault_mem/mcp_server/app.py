@@ -26,6 +26,7 @@ from vault_mem.mcp_server.tools import STATUS_SCHEMA, ToolSpec, tools_for
 from vault_mem.reads.conflicts import conflict_hint
 from vault_mem.served.agents import Agent
 from vault_mem.served.context import Vault, View
+from vault_mem.served.mailbox import annotate, caller_name
 from vault_mem.served.refs import resolve_ref
 from vault_mem.vault.note import resource_uri
 from vault_mem.vault.paths import note_file
@@ -56,11 +57,13 @@ def call(vault: Vault, spec: ToolSpec, arguments: dict[str, Any] | None, caller:
                 raw[ours] = raw.pop(theirs)
         _admit(spec, raw, caller, read_only)
         handler = spec.handler
+        agent = caller_name(caller, raw)
         vault.check()
         try:
             with vault.index.searching() as searcher:
                 view = View(vault, searcher, caller)
                 answer = handler(view, raw)
+                annotate(view, spec.name, agent, answer)  # inbox, lost, persist_error (served/mailbox.py)
                 conflicts = conflict_hint(view) if answer.get("status") in ("ok", "none") else None
                 if conflicts:
                     hints = answer.setdefault("hints", [])

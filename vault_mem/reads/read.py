@@ -55,7 +55,7 @@ from vault_mem.reads.lineage import lineage_for
 from vault_mem.reads.links import LinkResolver, backlinks, outgoing
 from vault_mem.reads.rows import cut_to_fit
 from vault_mem.served.context import MAX_ANSWER_CHARS, View, json_size, take_within
-from vault_mem.served.params import OFFSET, REF, Args, int_param
+from vault_mem.served.params import OFFSET, REF, Args, int_param, text_param
 from vault_mem.served.refs import resolve_ref
 from vault_mem.vault.dates import from_timestamp, iso
 from vault_mem.vault.note import Note, est_tokens, permalink_of
@@ -66,6 +66,7 @@ READ_PARAMS = (
     int_param("offset", "Body offset in characters, default 0."),
     int_param("max_chars", "Body characters per page, 1-30000, default 20000."),
     int_param("history", "In a git vault: last commits shown, 0-50, default 5."),
+    text_param("agent", "Your agent name: takes a note addressed to you out of your inbox."),
 )
 DOMAINS_PARAMS = (OFFSET,)
 DEFAULT_MAX_CHARS = 20_000
@@ -84,6 +85,8 @@ def memory_read(view: View, raw: dict[str, Any]) -> dict[str, Any]:
     offset = args.integer("offset", 0, 0)
     max_chars = args.integer("max_chars", DEFAULT_MAX_CHARS, 1, MAX_CHARS)
     history = args.integer("history", DEFAULT_HISTORY, 0, MAX_HISTORY)
+    if args.present("agent"):
+        args.agent()  # well formed; served/mailbox.py marks the note read for it
 
     doc = resolve_ref(view, ref)
     record = view.record(doc)
