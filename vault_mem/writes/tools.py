@@ -56,7 +56,7 @@ WRITE_PARAMS = (
     text_param("scope", "user, project_shared or project_local."),
     text_param("project", "Project, for project scopes."),
     strings_param("paths", "Code paths it is about."),
-    strings_param("to", "Agents it is addressed to: it is in their inbox until they read it."),
+    strings_param("to", "Agents to hand it to (their inbox)."),
 )
 SUPERSEDE_PARAMS = (
     AGENT, REF,
@@ -72,7 +72,7 @@ EDIT_PARAMS = (
     text_param("content", "New body."),
     text_param("append", "A paragraph to add at the end."),
     mapping_param("set", "Frontmatter keys to write."),
-    strings_param("to", "Agents it is addressed to (their inbox); [] for none."),
+    strings_param("to", "Agents to hand it to; [] for none."),
 )
 CLOSE_PARAMS = (AGENT, REF, text_param("state", "completed (default) or cancelled."), IF_ETAG)
 DELETE_PARAMS = (AGENT, REF, IF_ETAG)
