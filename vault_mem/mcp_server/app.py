@@ -12,6 +12,7 @@ write tools, nor does it list them to a read-only agent."""
 from __future__ import annotations
 
 import logging
+import time
 from typing import Any
 from urllib.parse import unquote
 
@@ -58,12 +59,13 @@ def call(vault: Vault, spec: ToolSpec, arguments: dict[str, Any] | None, caller:
         _admit(spec, raw, caller, read_only)
         handler = spec.handler
         agent = caller_name(caller, raw)
+        started = time.time()
         vault.check()
         try:
             with vault.index.searching() as searcher:
                 view = View(vault, searcher, caller)
                 answer = handler(view, raw)
-                annotate(view, spec.name, agent, answer)  # inbox, lost, persist_error (served/mailbox.py)
+                annotate(view, spec.name, agent, answer, started)  # inbox, lost, persist_error (served/mailbox.py)
                 conflicts = conflict_hint(view) if answer.get("status") in ("ok", "none") else None
                 if conflicts:
                     hints = answer.setdefault("hints", [])

@@ -65,33 +65,36 @@ def digest(view: View, doc: int) -> dict[str, Any]:
     return {k: v for k, v in row.items() if v is not None}
 
 
-def annotate(view: View, tool: str, agent: str | None, answer: dict[str, Any]) -> None:
+def annotate(view: View, tool: str, agent: str | None, answer: dict[str, Any], started: float) -> None:
     """Add the caller's inbox, persist errors and lost notes to ``answer``, and mark the note a
-    memory_read answered as read. Never raises: a state that cannot be kept is logged."""
+    memory_read answered as read. A persist error from this very call (``started``: when it
+    began, POSIX seconds) waits for the next one. Never raises: a state that cannot be kept
+    is logged."""
     if agent is None:
         return
     try:
-        _annotate(view, tool, agent, answer)
+        _annotate(view, tool, agent, answer, started)
     except OSError as exc:
         log.warning("cannot keep what agent %s has seen: %s", agent, exc)
 
 
-def _annotate(view: View, tool: str, agent: str, answer: dict[str, Any]) -> None:
+def _annotate(view: View, tool: str, agent: str, answer: dict[str, Any], started: float) -> None:
     index_dir = view.vault.index.dir
     state = agentstate.load(index_dir, agent)
     to_mark = _read_now(view, tool, agent, answer)
     lost = _lost(view, state["wrote"])
-    if state["errors"] or lost or (to_mark and to_mark not in state["read"]):
+    earlier = [e for e in state["errors"] if isinstance(e, dict) and float(e.get("t", 0)) < started]
+    if earlier or lost or (to_mark and to_mark not in state["read"]):
         def update(current: dict[str, Any]) -> list[dict[str, Any]]:
-            errors = current["errors"]
-            current["errors"] = []
+            errors = [e for e in current["errors"] if isinstance(e, dict) and float(e.get("t", 0)) < started]
+            current["errors"] = [e for e in current["errors"] if e not in errors]
             for fsrel, (_row, moved) in lost.items():
                 current["wrote"].pop(fsrel, None)
                 if moved is not None:
                     current["wrote"][moved[0]] = moved[1]
             if to_mark:
                 current["read"][to_mark] = iso(dt.datetime.now(dt.UTC))
-            return list(errors)
+            return [{k: v for k, v in e.items() if k != "t"} for e in errors]
 
         errors = agentstate.change(index_dir, agent, update)
         if to_mark:
@@ -115,8 +118,9 @@ def _read_now(view: View, tool: str, agent: str, answer: dict[str, Any]) -> str 
 
 
 def _lost(view: View, wrote: dict[str, Any]) -> dict[str, tuple[dict[str, Any], tuple[str, Any] | None]]:
-    """The notes of ``wrote`` (fsrel -> [uid, path, title]) whose file is gone: a row for ``lost``
-    and, when the uid is now indexed elsewhere, its new place."""
+    """The notes of ``wrote`` (fsrel -> [uid, path, title]) whose file is gone and that the index
+    no longer holds there: a row for ``lost`` and, when the uid is now indexed elsewhere, its new
+    place."""
     root = view.vault.root
     found: dict[str, tuple[dict[str, Any], tuple[str, Any] | None]] = {}
     for fsrel, info in wrote.items():
@@ -126,6 +130,8 @@ def _lost(view: View, wrote: dict[str, Any]) -> dict[str, tuple[dict[str, Any], 
             if os.path.lexists(root / fsrel):
                 continue
         uid, path, title = info
+        if view.by_path(str(path)) is not None:
+            continue  # the index has not caught up yet: in a moment it knows whether it moved
         row: dict[str, Any] = {"permalink": permalink_of(str(path)), "title": title, "uid": uid}
         moved: tuple[str, Any] | None = None
         for doc in view.docs(Term("key_uid", fold(str(uid)))):

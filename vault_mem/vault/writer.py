@@ -29,8 +29,8 @@ from vault_mem.vault.portable import O_BINARY, fsync_folder, lacks_hard_links, r
 from vault_mem.vault.yamlstyle import render_frontmatter
 
 __all__ = [
-    "MAX_NAME_BYTES", "TRASH_DIRNAME", "append_paragraph", "atomic_write", "create_exclusive",
-    "create_at", "decode_for_edit", "move_back", "move_to_trash", "note_filename", "render_frontmatter",
+    "MAX_NAME_BYTES", "TRASH_DIRNAME", "append_paragraph", "atomic_write", "create_at", "create_exclusive",
+    "decode_for_edit", "move_back", "move_to_trash", "note_filename", "render_frontmatter",
     "render_note", "replace_body", "set_keys",
 ]
 

@@ -50,8 +50,9 @@ def landed(view: View, tool: str, agent: str, changes: list[dict[str, Any]]) -> 
 
 def not_landed(view: View, agent: str, tool: str, path: str, message: str) -> None:
     """Keep ``message`` (a write of ``path`` that did not fully land) for the agent's next call."""
-    error = {"tool": tool, "permalink": permalink_of(path), "message": message,
-             "time": iso(dt.datetime.now(dt.UTC))}
+    now = dt.datetime.now(dt.UTC)
+    error = {"tool": tool, "permalink": permalink_of(path), "message": message, "time": iso(now),
+             "t": now.timestamp()}  # t: which call may report it (served/mailbox.py)
     try:
         agentstate.change(view.vault.index.dir, agent, lambda state: state["errors"].append(error))
     except OSError as exc:
