@@ -217,7 +217,8 @@ def test_status_builds_nothing(tmp_path: Path, capsys: pytest.CaptureFixture[str
     assert code == 0 and json.loads(out)["build"] == "none" and json.loads(out)["notes"] == 0
 
 
-ARGUMENTS = {"list": ["acme"], "read": ["Inbox"], "search": ["queue"]}
+ARGUMENTS = {"list": ["acme"], "read": ["Inbox"], "search": ["queue"], "inbox": ["reviewer"],
+             "undo": ["--agent", "coder", "--since", "1d"]}
 
 
 @pytest.mark.parametrize("name", [name for name in COMMANDS if name != "serve"])
