@@ -48,7 +48,8 @@ async def test_literal_inner_run_and_branches(make_vault, mcp_session):
         task = inner["results"][1]
         assert task["state"] == "open" and task["progress"] == {"done": 1, "total": 2}
         none = await c.call("list_by_domain", domain="zzz")
-        assert none == {"status": "none", "results": [], "est_tokens": 0, "domains": [], "message": none["message"]}
+        assert none == {"status": "none", "results": [], "est_tokens": 0, "domains": [], "message": none["message"],
+                        "hints": ["domain: no folder is named 'zzz'"]}
 
 
 async def test_paging_limit_one_returns_each_row_once(make_vault, mcp_session):

@@ -371,7 +371,7 @@ async def test_nothing_matched_answers_none_with_reasons(make_vault, mcp_session
     async with mcp_session(make_vault(DATES)) as c:
         answer = await c.call("mem_recall", since="1990", until="1991")
         assert answer["status"] == "none" and answer["count"] == 0
-        assert "no memory was created in the since/until range" in answer["hints"]
+        assert "until '1991' is before the oldest memory (created 2024-02-28T23:59:59+00:00)" in answer["hints"]
         assert answer["text"]
         together = await recall(c, since="2025-04", source_filter="feb/")
         assert together["status"] == "none"

@@ -252,7 +252,8 @@ async def test_kind_known_present_and_invalid(make_vault, mcp_session):
         assert order(await search(c, kind="FACT", query="alpha")) == ["f"]
         assert order(await search(c, kind="recipe")) == ["r"]  # not a known type, but present
         lesson = await search(c, kind="lesson")  # known, absent: valid, nothing found
-        assert lesson == {"status": "none", "count": 0, "notes": [], "truncated": False}
+        assert lesson == {"status": "none", "count": 0, "notes": [], "truncated": False,
+                          "hints": ["kind: no note is of kind 'lesson' (kinds present: fact, note, recipe)"]}
         bad = await search(c, kind="bogus")
         assert bad["status"] == "invalid" and bad["message"].startswith("kind")
         for valid in ("note", "fact", "lesson", "anti_pattern", "reasoning", "recipe"):
@@ -359,7 +360,9 @@ async def test_filters_combine_with_and(make_vault, mcp_session):
         assert order(await search(c, query="alpha", **both)) == ["hit"]
         assert set(order(await search(c, **both))) == {"hit", "text"}
         empty = await search(c, query="alpha", kind="fact", tag="dev", path="lib")
-        assert empty == {"status": "none", "count": 0, "notes": [], "truncated": False}
+        assert empty == {"status": "none", "count": 0, "notes": [], "truncated": False, "hints": [
+            "the query matches 5 notes; kind 'fact' leaves 4, tag 'dev' leaves 1, path 'lib' leaves 1; "
+            "none passes every filter"]}
 
 
 # --- limit, agent and bad input ---------------------------------------------------------

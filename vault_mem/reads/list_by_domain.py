@@ -7,11 +7,14 @@ inside stored folder paths, and every branch it names counts.
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Any
 
 from vault_mem.index.columns import docs_where
 from vault_mem.index.schema import fold
 from vault_mem.index.substring import segment_terms_containing
+from vault_mem.index.vocabulary import closest_names
+from vault_mem.reads.misses import Filter, closest_kinds, did_you_mean, echo, why_empty
 from vault_mem.reads.rows import body_tokens, cut_message, fit_row, identity, snippet_of, task_fields
 from vault_mem.served.context import View, take_within
 from vault_mem.served.params import OFFSET, Args, flag_param, int_param, text_param
@@ -53,8 +56,10 @@ def list_by_domain(view: View, raw: dict[str, Any]) -> dict[str, Any]:
         resolved = inner_runs(view, fold(domain))
         docs = _docs_under(view, resolved, subtree, filters) if resolved else []
     if not docs:
-        return {"status": "none", "results": [], "est_tokens": 0, "domains": [],
-                "message": f"no memories under domain {domain!r}; list_domains shows the paths"}
+        none: dict[str, Any] = {"status": "none", "results": [], "est_tokens": 0, "domains": [],
+                                "message": f"no memories under domain {domain!r}; list_domains shows the paths"}
+        hints = _why_none(view, domain, subtree, note_type, status)
+        return none | ({"hints": hints} if hints else {})
 
     docs = view.sort_newest(docs, "updated")
     page = docs[offset: offset + limit]
@@ -76,6 +81,39 @@ def list_by_domain(view: View, raw: dict[str, Any]) -> dict[str, Any]:
         answer["status"] = "none"
         answer["message"] = f"offset {offset} is past the last of {len(docs)} memories"
     return answer
+
+
+def _why_none(view: View, domain: str, subtree: bool, note_type: str, status: str) -> list[str]:
+    """The hints of an empty answer (docs/tools.md, "Hints on a miss"): a domain that names no
+    folder (with the closest folder names), or the filter that emptied a folder that exists."""
+    if view.searcher.doc_count() == 0:
+        return ["the index holds no memories yet"]
+    wanted = fold(domain)
+    resolved = [wanted] if _docs_under(view, [wanted], subtree, []) else inner_runs(view, wanted) if wanted else []
+    under = _docs_under(view, resolved, subtree, []) if resolved else []
+    if not under:
+        folders = folder_names(view)
+        if resolved and not subtree:
+            return [f"domain {echo(domain)} has no memories filed directly in it; subtree=true lists its subfolders"]
+        return [f"domain: no folder is named {echo(domain)}" + did_you_mean(closest_names(folders, wanted))]
+    filters = []
+    if note_type:
+        filters.append(Filter(f"type {echo(note_type)}", partial(_docs_under, view, resolved, subtree,
+                                                                 [("type", note_type)]),
+                              lambda: f"type: no memory under {echo(domain)} is of type {echo(note_type)}"
+                              + did_you_mean(closest_kinds(view, note_type))))
+    if status != "all":
+        other = "archived" if status == "active" else "active"
+        filters.append(Filter(f"status {status!r}", partial(_docs_under, view, resolved, subtree, [("status", status)]),
+                              lambda: f"status: every memory under {echo(domain)} is {other}; "
+                              f"status='{other}' or 'all' lists them"))
+    return why_empty(under, filters, "memories", f"domain {echo(domain)}")
+
+
+def folder_names(view: View) -> list[str]:
+    """Every folder path and folder name the index holds (for suggestions)."""
+    paths = [t.decode("utf-8") if isinstance(t, bytes) else str(t) for t in view.searcher.lexicon("dom_anc")]
+    return list(dict.fromkeys([*paths, *(p.rpartition("/")[2] for p in paths)]))
 
 
 def _docs_under(view: View, domains: list[str], subtree: bool, filters: list[tuple[str, str]]) -> list[int]:

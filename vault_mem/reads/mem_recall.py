@@ -31,6 +31,7 @@ from vault_mem.index.columns import docs_in_range, live_docs, segment_key
 from vault_mem.index.schema import fold
 from vault_mem.reads.chunks import Chunk, ChunkCache, chunk_body
 from vault_mem.reads.dates import epoch_bounds, parse_period
+from vault_mem.reads.misses import echo, range_hint, tag_hints
 from vault_mem.reads.rows import bound_message, cut_message, fit_row, snippet
 from vault_mem.served.context import ROW_BUDGET, View, json_size, take_within
 from vault_mem.served.params import OFFSET, Args, int_param, text_param
@@ -77,7 +78,7 @@ def mem_recall(view: View, raw: dict[str, Any]) -> dict[str, Any]:
     if tags is not None:
         tags = [fold(t.lstrip("#")) for t in tags]
         filters.append(DocSet(set(view.docs(Or([Term("tags", t) for t in tags])))))
-        hints += [f"tag_filter: tag {t!r} matched no memory" for t in tags if not _any(view, Term("tags", t))]
+        hints += tag_hints(view, tags, "tag_filter")
     filters += _scope_filters(view, _list_param(args, "scope"), hints)
     namespace, hidden = _namespace_filter(view, _list_param(args, "namespace"), hints)
 
@@ -86,7 +87,7 @@ def mem_recall(view: View, raw: dict[str, Any]) -> dict[str, Any]:
         candidates = view.docs(Or([Term("namespace", n) for n in hidden]))
         _hidden_hint(view, _matching(view, candidates, window, filters, source), hints)
     if not docs:
-        hints += _why_nothing(view, window, source, args)
+        hints += _why_nothing(view, window, source, args, explained=any("matched no" in h for h in hints))
         return _answer("none", output, [], hints, None)
     docs = view.sort_newest(docs, "created")
     picked, more = _page(view, docs, offset, limit)
@@ -371,14 +372,17 @@ def _hidden_hint(view: View, docs: list[int], hints: list[str]) -> None:
 
 
 def _why_nothing(view: View, window: tuple[int | None, int | None] | None,
-                 source: Callable[[str], bool] | None, args: Args) -> list[str]:
+                 source: Callable[[str], bool] | None, args: Args, explained: bool) -> list[str]:
     """Which filter, taken alone, matched nothing (tag, namespace and scope values that name no
-    memory are reported as they are read)."""
+    memory are reported as they are read: ``explained`` says one was)."""
     out: list[str] = []
     if window is not None and not _matching(view, None, window, [], None):
-        out.append("no memory was created in the since/until range")
+        lo, hi = window
+        names = [f"{n} {echo(str(args.raw[n]))}" if args.raw.get(n) is not None else "any date"
+                 for n in ("since", "until")]
+        out.append(range_hint(view, "created", lo, None if hi is None else hi - 1, *names))
     if source is not None and not _matching(view, None, None, [], source):
         out.append(f"source_filter {args.raw['source_filter']!r} matched no path in the vault")
-    if not out:
+    if not out and not explained:
         out.append("no memory matches all the filters together")
     return out

@@ -32,6 +32,7 @@ from vault_mem.index.schema import fold
 from vault_mem.index.substring import hit_counts, is_word, words
 from vault_mem.reads.dates import epoch_bounds, parse_period
 from vault_mem.reads.lineage import Lineage
+from vault_mem.reads.list_misses import ListMiss, why_no_memories
 from vault_mem.reads.rows import bound_message, cut_message, fit_row
 from vault_mem.served.context import ROW_BUDGET, Budget, View, json_size
 from vault_mem.served.params import OFFSET, Args, flag_param, int_param, mapping_param, strings_param, text_param
@@ -89,10 +90,12 @@ def memory_list(view: View, raw: dict[str, Any]) -> dict[str, Any]:
         parts.append(Or([Term("tags", t) for t in tags_any]))
     parts += [Term("tags", t) for t in tags_all]
     record_filters: dict[str, list[Any]] = {}
+    indexed_filters: dict[str, Query] = {}
     for key, values in filters.items():
         indexed = _indexed_filter(key, values)
         if indexed is not None:
             parts.append(indexed)
+            indexed_filters[key] = indexed
         else:
             record_filters[key] = values
     where: Query = And(parts) if len(parts) > 1 else parts[0] if parts else Every()
@@ -146,6 +149,12 @@ def memory_list(view: View, raw: dict[str, Any]) -> dict[str, Any]:
     if not rows:
         answer["message"] = (f"offset {offset} is past the last memory matching these filters" if offset
                              else "no memory matches these filters")
+        miss = ListMiss(query, needle, candidates, tags_any, tags_all, tags_none, filters, indexed_filters,
+                        created, args.raw, lambda d, n: _contains(view, d, n),
+                        lambda d: _matches(view.record(d), record_filters) if record_filters else True)
+        hints = [] if offset else why_no_memories(view, miss)
+        if hints:
+            answer["hints"] = hints
     if warnings:
         answer["warnings"] = warnings
     return answer

@@ -27,12 +27,23 @@ from typing import Any
 from whoosh.query import And, Or, Query, Term
 
 from vault_mem.errors import InvalidInput
-from vault_mem.index.columns import newest_docs
+from vault_mem.index.columns import newest_docs, term_docs
 from vault_mem.index.schema import path_prefixes
+from vault_mem.index.vocabulary import closest_words
 from vault_mem.reads.excerpts import excerpt_around
+from vault_mem.reads.misses import (
+    Filter,
+    did_you_mean,
+    echo,
+    newest_value,
+    present_kinds,
+    search_term_hints,
+    tag_hints,
+    why_empty,
+)
 from vault_mem.reads.ranking import match_forms, score_notes, search_terms
 from vault_mem.reads.rows import bound_message
-from vault_mem.served.context import View, json_size, take_within
+from vault_mem.served.context import ROW_BUDGET, View, json_size, take_within
 from vault_mem.served.params import AGENT, Args, int_param, text_param
 from vault_mem.vault.note import KNOWN_TYPES, permalink_of
 
@@ -61,7 +72,8 @@ def memory_search(view: View, raw: dict[str, Any]) -> dict[str, Any]:
     tag = _tag(args.text("tag", "", max_len=1000) or "")
     kind = (args.text("kind", "", max_len=200) or "").strip().lower()
     path = _code_path(args.text("path", "", max_len=4000) or "")
-    since = _since(args.text("since", "", max_len=100) or "")
+    since_text = (args.text("since", "", max_len=100) or "").strip()
+    since = _since(since_text)
     limit = args.integer("limit", DEFAULT_LIMIT, lo=1, accepted=f"from 1 to {MAX_LIMIT}")
     messages: list[str] = []
     if limit > MAX_LIMIT:
@@ -76,6 +88,7 @@ def memory_search(view: View, raw: dict[str, Any]) -> dict[str, Any]:
         filters.append(Term("tags", tag))
 
     terms: list[str] = []
+    hints: list[str] = []
     scores: dict[int, float] = {}
     newest: list[int] | None = None  # no query: the first limit + 1 newest (one more: whether more follow)
     if query:
@@ -86,6 +99,7 @@ def memory_search(view: View, raw: dict[str, Any]) -> dict[str, Any]:
             messages.append("ignored short or common words: " + ", ".join(dropped[:20]))
         scores = score_notes(view, terms)
         candidates = list(scores)
+        hints = search_term_hints(view, terms)  # one whole-token lookup per term when all are held
     else:
         scope = view.docs(And(filters)) if filters else None  # None: every live note
         filters = []
@@ -115,11 +129,12 @@ def memory_search(view: View, raw: dict[str, Any]) -> dict[str, Any]:
         page = heapq.nsmallest(limit, _contenders(candidates, scores, limit), key=rank)
         truncated = len(candidates) > len(page)
     if not page:
-        return _none(messages)
+        found = set(scores) if query else None
+        return _none(messages, hints + _why_no_notes(view, found, kind, tag, path, since_text, since, rank))
     shortened: dict[str, list[str]] = {"title": [], "tags": [], "paths": []}
     forms = match_forms(terms)
     notes = [_digest(view, d, scores.get(d, 0), forms, shortened) for d in page]
-    fitted = take_within(notes)
+    fitted = take_within(notes, ROW_BUDGET - json_size(hints))
     if fitted < len(notes):
         messages.append(bound_message(f"{fitted} of {len(notes)} notes", None))
         notes = notes[:fitted]
@@ -131,7 +146,40 @@ def memory_search(view: View, raw: dict[str, Any]) -> dict[str, Any]:
     answer: dict[str, Any] = {"status": "ok", "count": len(notes), "notes": notes, "truncated": truncated}
     if messages:
         answer["message"] = "; ".join(messages)
+    if hints:
+        answer["hints"] = hints
     return answer
+
+
+def _why_no_notes(view: View, found: set[int] | None, kind: str, tag: str, path: str, since_text: str,
+                  since: int | None, rank: Callable[[int], tuple[float, int, str]]) -> list[str]:
+    """The hints of an empty answer: which filter admits no note, or how they exclude the
+    query's matches together (docs/tools.md, "Hints on a miss")."""
+    if view.searcher.doc_count() == 0:
+        return ["the index holds no notes yet"]
+    searcher = view.searcher
+    filters: list[Filter] = []
+    if kind:
+        def no_kind() -> str:
+            return f"kind: no note is of kind {echo(kind)} (kinds present: {present_kinds(view)})"
+        filters.append(Filter(f"kind {echo(kind)}", lambda: term_docs(searcher, "type", [kind]), no_kind))
+    if tag:
+        filters.append(Filter(f"tag {echo(tag)}", lambda: term_docs(searcher, "tags", [tag]),
+                              lambda: tag_hints(view, [tag], "tag")[0]))
+    if path:
+        def overlapping() -> list[int]:
+            everything = view.all_docs()
+            return _overlapping_page(view, everything, path, rank, len(everything))[0]
+        filters.append(Filter(f"path {echo(path)}", overlapping,
+                              lambda: f"path: no note's code paths overlap {echo(path)}"
+                              + did_you_mean(closest_words(searcher, ("paths_pre",), path))))
+    if since is not None:
+        updated = view.column("updated")
+        filters.append(Filter(
+            f"since {echo(since_text)}",
+            lambda: [d for d in view.all_docs() if updated[d] is not None and updated[d] >= since],
+            lambda: f"since: {echo(since_text)} is after the newest note (updated {newest_value(view, 'updated')})"))
+    return why_empty(found, filters)
 
 
 def _contenders(candidates: list[int], scores: dict[int, float], limit: int) -> list[int]:
@@ -274,8 +322,10 @@ def _since(raw: str) -> int | None:
         raise InvalidInput("since", f"{text[:60]!r} is not a real moment; must be {accepted}") from None
 
 
-def _none(messages: list[str]) -> dict[str, Any]:
+def _none(messages: list[str], hints: list[str] | None = None) -> dict[str, Any]:
     answer: dict[str, Any] = {"status": "none", "count": 0, "notes": [], "truncated": False}
     if messages:
         answer["message"] = "; ".join(messages)
+    if hints:
+        answer["hints"] = hints
     return answer

@@ -1,0 +1,190 @@
+"""Why a read found nothing, or found a word only by its stem: the ``hints`` of a miss
+(docs/tools.md, "Hints on a miss").
+
+An empty answer looks the same whether the vault is empty, a word is misspelled or a
+filter names nothing; these hints tell them apart: the words no note holds and the
+closest words the vault does hold ("did you mean ..."), a word found only by its stem,
+and which filter emptied the result. They cost a few lexicon lookups (plus Whoosh's
+spelling corrector for a word no note holds), so the tools ask for them only on a miss;
+a normal hit pays one whole-token lookup per query word (``search_term_hints``).
+
+Hints stay short: a value is echoed to at most ``ECHO`` characters, at most ``MAX_WORDS``
+words get suggestions, and ``why_empty`` says one thing per filter.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Collection, Iterable
+from dataclasses import dataclass
+
+from vault_mem.index.columns import newest_docs
+from vault_mem.index.vocabulary import closest_names, closest_words, holds
+from vault_mem.reads.ranking import stem_of
+from vault_mem.served.context import View
+
+ECHO = 40  # characters of a caller's value a hint repeats
+MAX_WORDS = 3  # words (or tags) that get "did you mean" suggestions in one answer
+MAX_LISTED = 5  # values named in one hint
+SEARCH_FIELDS = ("body", "title", "tagtext", "perm")  # what memory_search matches, likeliest first
+SINGULAR = {"notes": "note", "memories": "memory"}
+SUGGEST_FIELDS = ("title", "tagtext", "body")  # where its suggestions come from (perm repeats title)
+
+
+def echo(value: str) -> str:
+    """``value`` quoted, cut to ECHO characters."""
+    text = value if len(value) <= ECHO else value[:ECHO] + "..."
+    return repr(text)
+
+
+def listed(values: list[str], last: str = "or") -> str:
+    """Up to MAX_LISTED ``values``, echoed, joined with ``last`` before the final one."""
+    shown = [echo(v) for v in values[:MAX_LISTED]]
+    if not shown:
+        return "none"
+    if len(values) > MAX_LISTED:
+        return ", ".join(shown) + f" and {len(values) - MAX_LISTED} more"
+    return shown[0] if len(shown) == 1 else ", ".join(shown[:-1]) + f" {last} " + shown[-1]
+
+
+def did_you_mean(suggestions: list[str]) -> str:
+    return f"; did you mean {listed(suggestions)}?" if suggestions else ""
+
+
+def search_term_hints(view: View, terms: list[str]) -> list[str]:
+    """For ``memory_search``: each term no note holds, and whether its stem found notes.
+
+    A term is held when a note's title, permalink, tags or body contains it; when none does,
+    the term matched by its English stem alone or not at all, and the hint says which and
+    offers the closest words the vault holds."""
+    hints: list[str] = []
+    suggested = 0
+    if view.searcher.doc_count() == 0:
+        return hints  # the filters' hint says the index is empty
+    unheld: list[str] = []
+    for term in terms:
+        if holds(view.searcher, SEARCH_FIELDS, term):
+            continue
+        if len(hints) == MAX_LISTED:
+            unheld.append(term)
+            continue
+        stem = stem_of(term)
+        by_stem = stem is not None and holds(view.searcher, SEARCH_FIELDS, stem)
+        looked = suggested < MAX_WORDS
+        close = closest_words(view.searcher, SUGGEST_FIELDS, term) if looked else []
+        suggested += 1
+        if by_stem:
+            hints.append(f"no note holds {echo(term)}: matched by its stem {echo(str(stem))} only"
+                         + did_you_mean(close))
+        else:
+            nothing_close = ", nor a word close to it" if looked else ""
+            hints.append(f"no note holds {echo(term)}" + (did_you_mean(close) or nothing_close))
+    if unheld:
+        hints.append(f"{len(unheld)} more words no note holds: {listed(unheld, 'and')}")
+    return hints
+
+
+def missing_word_hints(view: View, words: list[str], fields: tuple[str, ...], where: str) -> list[str]:
+    """For substring filters (``memory_list``'s query): each word no note holds in ``fields``,
+    with the closest words; ``where`` names the fields in the hint ("title or body")."""
+    hints: list[str] = []
+    unheld = [w for w in words if not holds(view.searcher, fields, w)]
+    for i, word in enumerate(unheld[:MAX_LISTED]):
+        close = closest_words(view.searcher, fields, word) if i < MAX_WORDS else []
+        hints.append(f"no memory's {where} holds {echo(word)}" + did_you_mean(close))
+    if len(unheld) > MAX_LISTED:
+        hints.append(f"{len(unheld) - MAX_LISTED} more words no memory holds: {listed(unheld[MAX_LISTED:], 'and')}")
+    return hints
+
+
+def tag_hints(view: View, tags: list[str], param: str) -> list[str]:
+    """For tag filters: each tag no note carries (nested tags count), with the closest tags."""
+    missing = [t for t in tags if not holds(view.searcher, ("tags",), t, substring=False)]
+    hints = []
+    for i, tag in enumerate(missing):
+        if i == MAX_WORDS:
+            hints.append(f"{param}: {len(missing) - MAX_WORDS} more tags match no memory: {listed(missing[i:])}")
+            break
+        close = closest_words(view.searcher, ("tags",), tag) if tag else []
+        hints.append(f"{param}: tag {echo(tag)} matched no memory" + did_you_mean(close))
+    return hints
+
+
+def _kinds(view: View) -> list[str]:
+    return [t.decode("utf-8") if isinstance(t, bytes) else str(t) for t in view.searcher.lexicon("type") if t]
+
+
+def present_kinds(view: View) -> str:
+    """The kinds (types) notes have, for a hint: at most MAX_LISTED, then how many more."""
+    kinds = _kinds(view)
+    more = f" and {len(kinds) - MAX_LISTED} more" if len(kinds) > MAX_LISTED else ""
+    return ", ".join(kinds[:MAX_LISTED]) + more
+
+
+def closest_kinds(view: View, kind: str) -> list[str]:
+    """The kinds (types) present in the vault closest to ``kind``."""
+    return closest_names(_kinds(view), kind)
+
+
+def range_hint(view: View, field: str, lo: int | None, hi: int | None, lo_name: str, hi_name: str) -> str:
+    """Why no note's ``field`` (``created``, ``updated``) falls in ``[lo, hi]`` (inclusive epoch
+    seconds, None: open): a start after the newest, an end before the oldest, or a gap between
+    notes. ``lo_name``/``hi_name`` say the bounds as the caller gave them (``date_from '2030'``)."""
+    column = view.column(field)
+    dated = [d for d in view.all_docs() if column[d] is not None]
+    if not dated:
+        return f"no memory has a {field} date"
+    newest = max(dated, key=column.__getitem__)
+    oldest = min(dated, key=column.__getitem__)
+    if lo is not None and column[newest] < lo:
+        return f"{lo_name} is after the newest memory ({field} {view.record(newest).get(field)})"
+    if hi is not None and column[oldest] > hi:
+        return f"{hi_name} is before the oldest memory ({field} {view.record(oldest).get(field)})"
+    return f"no memory was {field} from {lo_name} to {hi_name}"
+
+
+def newest_value(view: View, field: str) -> str | None:
+    """The stored (ISO) ``field`` of the note with the highest ``field`` value, if any."""
+    docs = newest_docs(view.searcher, field, 1)
+    return str(view.record(docs[0]).get(field)) if docs else None
+
+
+@dataclass
+class Filter:
+    """One filter of a call, for ``why_empty``: its name as the hint says it (``tag 'ops'``),
+    the notes it admits on its own, and what to say when it admits none."""
+
+    label: str
+    admits: Callable[[], Collection[int]]
+    when_empty: Callable[[], str]
+
+
+def why_empty(found: Collection[int] | None, filters: Iterable[Filter], noun: str = "notes",
+              text: str = "the query") -> list[str]:
+    """Which filter emptied a result. ``found``: what the text matched (None without text).
+
+    A filter that admits nothing on its own is named with its own explanation; otherwise the
+    hint says how many of the text's matches each filter leaves, or that the filters only
+    exclude each other together."""
+    given = list(filters)
+    admitted = [(f, f.admits()) for f in given]
+    empty = [f for f, docs in admitted if not docs]
+    alone = [f.when_empty() for f in empty[:MAX_WORDS]]
+    if len(empty) > MAX_WORDS:
+        alone.append(f"{len(empty) - MAX_WORDS} more filters admit no {SINGULAR.get(noun, noun)}: "
+                     + ", ".join(f.label for f in empty[MAX_WORDS:MAX_WORDS + MAX_LISTED])
+                     + (" ..." if len(empty) > MAX_WORDS + MAX_LISTED else ""))
+    if alone or not given:
+        return alone
+    if found is not None:
+        if not found:
+            return []
+        matches = set(found)
+        left = [(f, len(matches.intersection(docs))) for f, docs in admitted]
+        zero = [f.label for f, n in left if n == 0]
+        head = f"{text} matches {len(matches)} {noun if len(matches) != 1 else SINGULAR.get(noun, noun)}"
+        if zero:
+            return [f"{head}, none of them with {' and '.join(zero)}"]
+        kept = ", ".join(f"{f.label} leaves {n}" for f, n in left)
+        return [f"{head}; {kept}; none passes every filter"]
+    counts = ", ".join(f"{f.label} admits {len(docs)}" for f, docs in admitted)
+    return [f"no {SINGULAR.get(noun, noun)} passes every filter together ({counts})"]
