@@ -194,3 +194,31 @@ async def test_a_supersede_needs_the_new_notes_folder_to_be_writable(tmp_path: P
         deleted = await c.call("memory_delete", agent="coder", ref="task")
         assert deleted["status"] == "forbidden" and "outside its write globs (projects/)" in deleted["message"]
     assert (root / "private/Task.md").exists()
+
+
+async def test_two_agents_hiding_as_many_notes_each_get_their_own_folder_counts(tmp_path: Path) -> None:
+    """Per-segment results cached by deletion count must tell masks apart (columns.deletions_key)."""
+    root = write_notes(tmp_path / "v", {"a/one.md": "# one\n", "b/two.md": "# two\n", "c/three.md": "# three\n"})
+    vault = open_vault(root)
+    seen = {}
+    for agent in (Agent("x", read=("a/", "b/")), Agent("y", read=("b/", "c/")), None):
+        async with Client(build_server(vault, caller=agent), mode="legacy") as client:
+            answer = await ToolClient(client).call("list_domains")
+            seen[agent.name if agent else "owner"] = sorted(row["domain"] for row in answer["domains"])
+    assert seen == {"x": ["", "a", "b"], "y": ["", "b", "c"], "owner": ["", "a", "b", "c"]}
+
+
+def test_agents_added_at_the_same_time_all_keep_their_keys(tmp_path: Path) -> None:
+    import threading
+
+    root = write_notes(tmp_path / "v", {"a.md": "# a\n"})
+    issued: dict[str, str] = {}
+    threads = [threading.Thread(target=lambda n=n: issued.__setitem__(n, keys.add_agent(root, n, [], [], False)[1]))
+               for n in (f"agent-{i}" for i in range(8))]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=60)
+    ring = keys.KeyRing(root)
+    assert sorted(issued) == [f"agent-{i}" for i in range(8)]
+    assert all(ring.agent_for(key) == Agent(name) for name, key in issued.items())

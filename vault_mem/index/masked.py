@@ -9,7 +9,7 @@ filter: a hidden note is, for that caller, a note that was never indexed.
 
 The masked readers share the real readers' files (they are never closed) and their
 segment's content caches (``segment_key`` is unchanged: what a segment holds does not
-depend on who looks); a cache keyed by the deletions as well must add ``deletions_key``.
+depend on who looks); a cache keyed by the deletions as well must add ``deletions_key`` (index/columns.py).
 What stays visible of a hidden note: the terms of its fields in a lexicon (Whoosh keeps one
 per segment, whoever may read the documents) and its weight in term statistics.
 """

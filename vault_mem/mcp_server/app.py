@@ -92,8 +92,8 @@ def _admit(spec: ToolSpec, raw: dict[str, Any], caller: Agent | None, read_only:
         raise Forbidden(f"{spec.name} is not served: this server runs with --read-only", rule="read-only")
     if caller is None:
         return
-    if not spec.read_only and caller.read_only:
-        caller.check_write("", spec.name)
+    if not spec.read_only:
+        caller.check_writes(spec.name)
     if "agent" in spec.properties:
         caller.check_name(raw.get("agent"))
         raw.setdefault("agent", caller.name)

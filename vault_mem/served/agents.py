@@ -112,11 +112,15 @@ class Agent:
             return False
         return not self.write or self._matches("write", self.write, path)
 
-    def check_write(self, path: str, tool: str) -> None:
-        """Forbidden, naming the rule, unless this agent may write the note at ``path``."""
+    def check_writes(self, tool: str) -> None:
+        """Forbidden when this agent may not write at all (its key was made with --read-only)."""
         if self.read_only:
             raise Forbidden(f"agent {self.name!r} is read-only: {tool} is refused (its key was made with "
                             "--read-only; docs/sharing.md)", rule="read-only")
+
+    def check_write(self, path: str, tool: str) -> None:
+        """Forbidden, naming the rule, unless this agent may write the note at ``path``."""
+        self.check_writes(tool)
         if not self.may_read(path):
             raise Forbidden(f"agent {self.name!r} may not write {path}: it is outside its read globs "
                             f"({', '.join(self.read)}); docs/sharing.md", rule="read")

@@ -26,6 +26,8 @@ import secrets
 import sys
 import tempfile
 import threading
+import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -35,6 +37,8 @@ from vault_mem.served.agents import Agent, check_agent_name, check_globs
 
 FILE_NAME = "agents.json"
 KEY_PREFIX = "vmk_"
+LOCK_WAIT = 10.0  # seconds an `agents add` waits for another one to finish
+LOCK_STALE = 60.0  # a lock older than this was left by a process that died
 
 
 def config_dir() -> Path:
@@ -128,6 +132,37 @@ def _save(path: Path, data: dict[str, Any]) -> None:
         raise WriteFailed(f"cannot write the agent key file {path}: {exc.strerror or exc}") from exc
 
 
+@contextlib.contextmanager
+def _locked(path: Path) -> Iterator[None]:
+    """One change of the key file at a time (two `agents add` at once would lose one key)."""
+    lock = path.with_name(path.name + ".lock")
+    try:
+        path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+    except OSError as exc:
+        raise WriteFailed(f"cannot create the configuration folder {path.parent}: {exc.strerror or exc}") from exc
+    deadline = time.monotonic() + LOCK_WAIT
+    while True:
+        try:
+            os.close(os.open(lock, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600))
+            break
+        except FileExistsError:
+            with contextlib.suppress(OSError):
+                if time.time() - lock.stat().st_mtime > LOCK_STALE:
+                    os.unlink(lock)
+                    continue
+            if time.monotonic() > deadline:
+                raise WriteFailed(f"another vault-mem agents command holds {lock}; if none runs, delete "
+                                  "that file", retry=True) from None
+            time.sleep(0.05)
+        except OSError as exc:
+            raise WriteFailed(f"cannot lock the agent key file {path}: {exc.strerror or exc}") from exc
+    try:
+        yield
+    finally:
+        with contextlib.suppress(OSError):
+            os.unlink(lock)
+
+
 def list_agents(root: Path) -> list[Entry]:
     return sorted(_entries(_load(key_file()), root).values(), key=lambda e: e.agent.name)
 
@@ -137,6 +172,12 @@ def add_agent(root: Path, name: str, read: list[str], write: list[str], read_onl
     check_agent_name(name)
     agent = Agent(name, check_globs(read, "--read"), check_globs(write, "--write"), read_only)
     path = key_file()
+    with _locked(path):
+        return _add(path, root, agent)
+
+
+def _add(path: Path, root: Path, agent: Agent) -> tuple[Entry, str]:
+    name = agent.name
     data = _load(path)
     if name in _entries(data, root):
         raise InvalidInput("NAME", f"agent {name!r} already has a key for this vault: remove it first "
@@ -145,13 +186,18 @@ def add_agent(root: Path, name: str, read: list[str], write: list[str], read_onl
     created = dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
     agents = data["vaults"].setdefault(vault_key(root), {})
     agents[name] = {"sha256": hashed(key), "read": list(agent.read), "write": list(agent.write),
-                    "read_only": read_only, "created": created}
+                    "read_only": agent.read_only, "created": created}
     _save(path, data)
     return Entry(agent, hashed(key), created), key
 
 
 def remove_agent(root: Path, name: str) -> Entry:
     path = key_file()
+    with _locked(path):
+        return _remove(path, root, name)
+
+
+def _remove(path: Path, root: Path, name: str) -> Entry:
     data = _load(path)
     entries = _entries(data, root)
     if name not in entries:
