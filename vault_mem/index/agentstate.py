@@ -34,6 +34,8 @@ MAX_READ = 5_000  # uids remembered as read; the oldest are forgotten first
 MAX_WROTE = 2_000  # notes watched for ``lost``
 MAX_ERRORS = 20
 _UNSAFE = re.compile(r"[^a-z0-9._-]+")
+_cache: dict[str, tuple[tuple[int, int, int], dict[str, Any]]] = {}  # state file -> (its stat, its state)
+_cache_lock = threading.Lock()
 T = TypeVar("T")
 
 
@@ -52,9 +54,27 @@ def empty() -> dict[str, Any]:
 
 
 def load(index_dir: Path, agent: str) -> dict[str, Any]:
-    """The agent's state (an empty one when it has none or the file is damaged)."""
+    """The agent's state (an empty one when it has none or the file is damaged), shared with
+    other callers while the file is unchanged: read it, never change it (``change`` does)."""
+    path = state_file(index_dir, agent)
     try:
-        data = json.loads(state_file(index_dir, agent).read_text(encoding="utf-8"))
+        st = os.stat(path)
+    except OSError:
+        return empty()
+    key = (st.st_mtime_ns, st.st_size, st.st_ino)
+    with _cache_lock:
+        cached = _cache.get(str(path))
+    if cached is not None and cached[0] == key:
+        return cached[1]
+    state = _read(path)
+    with _cache_lock:
+        _cache[str(path)] = (key, state)
+    return state
+
+
+def _read(path: Path) -> dict[str, Any]:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return empty()
     state = empty()
@@ -71,7 +91,7 @@ def change(index_dir: Path, agent: str, edit: Callable[[dict[str, Any]], T]) -> 
     path = state_file(index_dir, agent)
     path.parent.mkdir(parents=True, exist_ok=True)
     with FileLock(path.parent / ".lock"):
-        state = load(index_dir, agent)
+        state = _read(path)
         before = json.dumps(state, sort_keys=True)
         result = edit(state)
         _bound(state)

@@ -21,7 +21,7 @@ from vault_mem.vault.dates import parse_datetime
 from vault_mem.vault.note import PERMALINK_PREFIX, Note, addressees, domain_of, permalink_of
 
 SCHEMA_VERSION = 6  # 3: `created` from a date in the file name (daily notes); 4: sup_keys, and text
-# fields keep frequencies, not positions (no phrase queries); 5: one term per number; 6: `to`
+# fields keep frequencies, not positions (no phrase queries); 5: one term per number; 6: `to`, `agent`
 SEP = "\x1f"  # separates the values of multi-valued exact fields
 HEAD_CHARS = 2000  # body characters kept in the stored record for snippets and previews
 
@@ -59,6 +59,7 @@ def make_schema() -> Schema:
         paths_pre=multi(),  # every '/'-prefix of every code path
         link_keys=multi(),  # lower-cased wikilink targets, for backlinks
         to=multi(),  # the lower-cased agent names a note is addressed to (its inbox: served/mailbox.py)
+        agent=ID(),  # the lower-cased agent that wrote it (served/mailbox.py: which of its notes are still there)
         # Whoosh's float columns cannot be sorted on (a struct error), so: whole seconds,
         # and importance in thousandths. Numbers are read from their columns, never searched
         # by range (a range query costs ~100x the column): one term each (``shift_step=0``),
@@ -191,6 +192,7 @@ def document_of(note: Note, fsrel: str) -> dict[str, Any]:
         "paths_pre": SEP.join(p for cp in note.paths for p in path_prefixes(cp)),
         "link_keys": SEP.join(fold(lk["target"]) for lk in note.links if lk.get("target")),
         "to": SEP.join(fold(name) for name in addressees(note.metadata.get("to"))),
+        "agent": fold(note.agent or ""),
         "created": epoch(note.created),
         "updated": epoch(note.updated),
         "importance": round(note.importance * 1000),

@@ -44,14 +44,16 @@ def caller_name(caller: Agent | None, raw: dict[str, Any]) -> str | None:
     return given if isinstance(given, str) and AGENT_NAME.fullmatch(given) else None
 
 
-def inbox(view: View, agent: str, read: dict[str, Any] | None = None) -> list[int]:
-    """The documents in ``agent``'s inbox, newest first (``read``: its state's read uids)."""
+def inbox(view: View, agent: str, read: dict[str, Any] | None = None, just_read: str | None = None) -> list[int]:
+    """The documents in ``agent``'s inbox, newest first (``read``: its state's read uids;
+    ``just_read``: one more, read by this very call)."""
     if read is None:
         read = agentstate.load(view.vault.index.dir, agent)["read"]
     found = []
     for doc in view.sort_newest(view.docs(Term("to", fold(agent)))):
         record = view.record(doc)
-        if record.get("status") == "archived" or record.get("state") in CLOSED or record["uid"] in read:
+        uid = record["uid"]
+        if record.get("status") == "archived" or record.get("state") in CLOSED or uid in read or uid == just_read:
             continue
         found.append(doc)
     return found
@@ -82,7 +84,7 @@ def _annotate(view: View, tool: str, agent: str, answer: dict[str, Any], started
     index_dir = view.vault.index.dir
     state = agentstate.load(index_dir, agent)
     to_mark = _read_now(view, tool, agent, answer)
-    lost = _lost(view, state["wrote"])
+    lost = _lost(view, agent, state["wrote"])
     earlier = [e for e in state["errors"] if isinstance(e, dict) and float(e.get("t", 0)) < started]
     if earlier or lost or (to_mark and to_mark not in state["read"]):
         def update(current: dict[str, Any]) -> list[dict[str, Any]]:
@@ -97,14 +99,12 @@ def _annotate(view: View, tool: str, agent: str, answer: dict[str, Any], started
             return [{k: v for k, v in e.items() if k != "t"} for e in errors]
 
         errors = agentstate.change(index_dir, agent, update)
-        if to_mark:
-            state["read"][to_mark] = True
         if errors:
             answer["persist_error"] = errors
         if lost:
             answer["lost"] = [row for row, _moved in lost.values()]
     if tool == "memory_search":
-        docs = inbox(view, agent, state["read"])
+        docs = inbox(view, agent, state["read"], to_mark)
         answer["inbox"] = [digest(view, d) for d in docs[:INBOX_SHOWN]]
         answer["inbox_more"] = max(0, len(docs) - INBOX_SHOWN)
 
@@ -117,14 +117,20 @@ def _read_now(view: View, tool: str, agent: str, answer: dict[str, Any]) -> str 
     return uid if view.docs(And([Term("to", fold(agent)), Term("key_uid", fold(uid))])) else None
 
 
-def _lost(view: View, wrote: dict[str, Any]) -> dict[str, tuple[dict[str, Any], tuple[str, Any] | None]]:
+def _lost(view: View, agent: str, wrote: dict[str, Any]) -> dict[str, tuple[dict[str, Any], tuple[str, Any] | None]]:
     """The notes of ``wrote`` (fsrel -> [uid, path, title]) whose file is gone and that the index
     no longer holds there: a row for ``lost`` and, when the uid is now indexed elsewhere, its new
     place."""
     root = view.vault.root
     found: dict[str, tuple[dict[str, Any], tuple[str, Any] | None]] = {}
+    if not wrote:
+        return found
+    # The notes still indexed with this agent as their writer are there: one term, one column,
+    # instead of a stat per note (an agent may have written a thousand).
+    paths = view.column("path")
+    there = {paths[d] for d in view.docs(Term("agent", fold(agent)))}
     for fsrel, info in wrote.items():
-        if not isinstance(info, list) or len(info) != 3:
+        if not isinstance(info, list) or len(info) != 3 or info[1] in there:
             continue
         with contextlib.suppress(ValueError, OSError):
             if os.path.lexists(root / fsrel):
