@@ -234,3 +234,26 @@ def test_what_agents_have_seen_is_kept_when_the_index_is_rebuilt(tmp_path: Path)
     agentstate.change(vault.index.dir, "r", lambda state: state["read"].update({"a": "now"}))
     vault.index.create()
     assert agentstate.load(vault.index.dir, "R")["read"] == {"a": "now"}
+
+
+CHANGER = """
+import sys
+from pathlib import Path
+from vault_mem.index import agentstate, journal
+index_dir, who = Path(sys.argv[1]), sys.argv[2]
+for i in range(40):
+    agentstate.change(index_dir, "reviewer", lambda state: state["read"].update({f"{who}-{i}": "t"}))
+    journal.record(index_dir, "coder", "memory_write", [{"path": f"{who}-{i}.md", "before": None, "after": b"x"}])
+"""
+
+
+def test_two_processes_marking_notes_read_and_journaling_keep_each_others_changes(tmp_path: Path) -> None:
+    index_dir = tmp_path / "ix"
+    procs = [subprocess.Popen([sys.executable, "-c", CHANGER, str(index_dir), who]) for who in ("a", "b")]
+    for proc in procs:
+        assert proc.wait(timeout=120) == 0
+    from vault_mem.index import agentstate, journal
+
+    read = agentstate.load(index_dir, "reviewer")["read"]
+    assert set(read) == {f"{who}-{i}" for who in "ab" for i in range(40)}
+    assert len(journal.entries(index_dir)) == 80
