@@ -131,6 +131,9 @@ async def test_undo_puts_back_each_note_the_agent_changed_and_leaves_a_later_edi
     assert again["would_restore"] == []  # nothing left to put back
     assert {s["path"]: s["reason"] for s in again["left"]}["edited.md"] == (
         "already as it was before the agent's change")
+    code, _, _ = cli(capsys, vault, "undo", "--agent", "vault-mem", "--since", "1h", "--apply", "--json")
+    visible = {rel: data for rel, data in files(vault.root).items() if not rel.startswith(".trash/")}
+    assert code == 0 and visible == {rel: data for rel, data in damaged.items() if not rel.startswith(".trash/")}
 
 
 async def test_undo_restores_the_state_before_the_agents_first_change_in_the_window(tmp_path: Path, capsys) -> None:
