@@ -65,8 +65,8 @@ READ_PARAMS = (
     REF,
     int_param("offset", "Body offset in characters, default 0."),
     int_param("max_chars", "Body characters per page, 1-30000, default 20000."),
-    int_param("history", "In a git vault: last commits shown, 0-50, default 5."),
-    text_param("agent", "Your agent name: marks an inbox note read."),
+    int_param("history", "Git vaults: commits shown, 0-50, default 5."),
+    text_param("agent", "Your agent name (clears your inbox)."),
 )
 DOMAINS_PARAMS = (OFFSET,)
 DEFAULT_MAX_CHARS = 20_000

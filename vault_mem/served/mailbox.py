@@ -76,7 +76,7 @@ def annotate(view: View, tool: str, agent: str | None, answer: dict[str, Any], s
         return
     try:
         _annotate(view, tool, agent, answer, started)
-    except OSError as exc:
+    except (OSError, ValueError, TypeError, KeyError) as exc:  # a state file that cannot be kept or read
         log.warning("cannot keep what agent %s has seen: %s", agent, exc)
 
 
@@ -85,28 +85,36 @@ def _annotate(view: View, tool: str, agent: str, answer: dict[str, Any], started
     state = agentstate.load(index_dir, agent)
     to_mark = _read_now(view, tool, agent, answer)
     lost = _lost(view, agent, state["wrote"])
-    earlier = [e for e in state["errors"] if isinstance(e, dict) and float(e.get("t", 0)) < started]
-    if earlier or lost or (to_mark and to_mark not in state["read"]):
-        def update(current: dict[str, Any]) -> list[dict[str, Any]]:
-            errors = [e for e in current["errors"] if isinstance(e, dict) and float(e.get("t", 0)) < started]
+    if _before(state["errors"], started) or lost or (to_mark and to_mark not in state["read"]):
+        def update(current: dict[str, Any]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+            # What another call (another server) reported meanwhile is gone from ``current``: not twice.
+            errors = _before(current["errors"], started)
             current["errors"] = [e for e in current["errors"] if e not in errors]
-            for fsrel, (_row, moved) in lost.items():
-                current["wrote"].pop(fsrel, None)
+            rows = []
+            for fsrel, (row, moved) in lost.items():
+                if current["wrote"].pop(fsrel, None) is None:
+                    continue
+                rows.append(row)
                 if moved is not None:
                     current["wrote"][moved[0]] = moved[1]
             if to_mark:
                 current["read"][to_mark] = iso(dt.datetime.now(dt.UTC))
-            return [{k: v for k, v in e.items() if k != "t"} for e in errors]
+            return [{k: v for k, v in e.items() if k != "t"} for e in errors], rows
 
-        errors = agentstate.change(index_dir, agent, update)
+        errors, rows = agentstate.change(index_dir, agent, update)
         if errors:
             answer["persist_error"] = errors
-        if lost:
-            answer["lost"] = [row for row, _moved in lost.values()]
+        if rows:
+            answer["lost"] = rows
     if tool == "memory_search":
         docs = inbox(view, agent, state["read"], to_mark)
         answer["inbox"] = [digest(view, d) for d in docs[:INBOX_SHOWN]]
         answer["inbox_more"] = max(0, len(docs) - INBOX_SHOWN)
+
+
+def _before(errors: list[Any], started: float) -> list[dict[str, Any]]:
+    """The persist errors recorded before this call began (a later one is this call's own)."""
+    return [e for e in errors if isinstance(e, dict) and isinstance(e.get("t"), int | float) and e["t"] < started]
 
 
 def _read_now(view: View, tool: str, agent: str, answer: dict[str, Any]) -> str | None:

@@ -48,7 +48,7 @@ WRITE_PARAMS = (
     AGENT,
     text_param("title", "Title; also the file name.", required=True),
     text_param("content", "The Markdown body.", required=True),
-    text_param("domain", "Folder path like 'acme/x100'; default the vault root."),
+    text_param("domain", "Folder like 'acme/x100'; default the vault root."),
     text_param("type", "note, fact, lesson, gotcha, decision, task, ..."),
     strings_param("tags", "Tags."),
     number_param("importance", "0..1, default 0.5."),
@@ -56,7 +56,7 @@ WRITE_PARAMS = (
     text_param("scope", "user, project_shared or project_local."),
     text_param("project", "Project, for project scopes."),
     strings_param("paths", "Code paths it is about."),
-    strings_param("to", "Agents to hand it to (their inbox)."),
+    strings_param("to", "Agents to hand it to."),
 )
 SUPERSEDE_PARAMS = (
     AGENT, REF,
@@ -72,7 +72,7 @@ EDIT_PARAMS = (
     text_param("content", "New body."),
     text_param("append", "A paragraph to add at the end."),
     mapping_param("set", "Frontmatter keys to write."),
-    strings_param("to", "Agents to hand it to; [] for none."),
+    strings_param("to", "Agents to hand it to; [] none."),
 )
 CLOSE_PARAMS = (AGENT, REF, text_param("state", "completed (default) or cancelled."), IF_ETAG)
 DELETE_PARAMS = (AGENT, REF, IF_ETAG)
