@@ -59,6 +59,8 @@ class Step:
     before: str | None  # the SHA-256 to put back (None: no file)
     expected: str | None  # the SHA-256 the agent left (None: no file), which the file must still have
     trash: str | None = None
+    title: str = ""
+    uid: str = ""
 
     def public(self) -> dict[str, Any]:
         return {"path": self.path, "action": self.action, "reason": self.reason}
@@ -76,7 +78,7 @@ def plan(index: VaultIndex, agent: str, since: dt.datetime) -> list[Step]:
 
 def _step(root: Path, index_dir: Path, everything: list[Entry], group: list[Entry]) -> Step:
     first, last = group[0], group[-1]
-    step = Step(first.path, first.fsrel, "leave", "", first.before, last.after, last.trash)
+    step = Step(first.path, first.fsrel, "leave", "", first.before, last.after, last.trash, first.title, first.uid)
     now = _current(root, first.fsrel)
     if now != last.after:
         if now == first.before:
@@ -159,7 +161,7 @@ def _do(root: Path, index_dir: Path, step: Step) -> dict[str, Any] | None:
     current = path.read_bytes() if path.exists() else None
     if (digest(current) if current is not None else None) != step.expected:
         return None
-    info = {"path": step.path, "fsrel": step.fsrel, "title": "", "uid": "", "trash": None}
+    info = {"path": step.path, "fsrel": step.fsrel, "title": step.title, "uid": step.uid, "trash": None}
     if step.action == "trash":
         trashed = move_to_trash(root, step.fsrel)
         return {**info, "before": current, "after": None, "trash": trashed}
