@@ -7,7 +7,9 @@ request sent, which the transport's middleware puts in the ASGI scope under ``CA
 (the SDK hands each handler that request, in the 2026-07-28 stateless protocol and in
 legacy sessions alike); over stdio the server's own (``serve --agent``); None for the
 shared token or an unlimited client. A read-only server (``serve --read-only``) lists no
-write tools, nor does it list them to a read-only agent."""
+write tools, nor does it list them to a read-only agent. Every answer to a call that names an
+agent (its caller, else its ``agent`` argument) gets that agent's ``inbox``, ``lost`` and
+``persist_error`` (``served/mailbox.py``)."""
 
 from __future__ import annotations
 
