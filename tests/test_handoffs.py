@@ -190,6 +190,11 @@ async def test_archived_or_closed_notes_leave_the_inbox_and_inbox_more_counts_pa
         box = await session.call("memory_search", agent="Reviewer")  # names compare in any case
         assert [r["permalink"] for r in box["inbox"]][:2] == ["memory://h5", "memory://h4"]
         assert box["inbox_more"] == 1
+        assert (await session.call("memory_read", ref="h5"))["status"] == "ok"  # no agent: nobody's read
+        assert (await session.call("memory_read", ref="h4", agent="reviewer"))["status"] == "ok"
+        box = await session.call("memory_search", agent="reviewer")
+        assert [r["permalink"] for r in box["inbox"]] == [f"memory://h{i}" for i in (5, 3, 2, 1, 0)]
+        assert box["inbox_more"] == 0
         edited = await session.call("memory_edit", agent="coder", ref="h0", to=["coder"])
         assert edited["status"] == "ok"
         assert [r["permalink"] for r in (await session.call("memory_search", agent="coder"))["inbox"]] == ["memory://h0"]
