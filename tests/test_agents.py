@@ -222,3 +222,40 @@ def test_agents_added_at_the_same_time_all_keep_their_keys(tmp_path: Path) -> No
     ring = keys.KeyRing(root)
     assert sorted(issued) == [f"agent-{i}" for i in range(8)]
     assert all(ring.agent_for(key) == Agent(name) for name, key in issued.items())
+
+
+async def test_a_title_shared_with_a_hidden_note_names_the_visible_one(tmp_path: Path) -> None:
+    root = write_notes(tmp_path / "v", {"projects/Plan.md": "---\nid: mine\n---\nmine\n",
+                                        "private/Plan.md": "---\nid: theirs\n---\ntheirs\n"})
+    vault = open_vault(root)
+    async with Client(build_server(vault), mode="legacy") as client:
+        owner = await ToolClient(client).call("memory_read", ref="Plan")
+        assert owner["status"] == "invalid" and "memory://private/Plan" in owner["candidates"]
+    async with Client(build_server(vault, caller=Agent("coder", read=("projects/",))), mode="legacy") as client:
+        coder = await ToolClient(client).call("memory_read", ref="Plan")
+        assert coder["status"] == "ok" and coder["uid"] == "mine"
+
+
+HIDDEN_WORDS = ("private", "payroll", "payslip", "confidential", "quarterly", "zebrafish")
+MISSES = [
+    ("list_by_domain", {"domain": "payrol"}), ("list_by_domain", {"domain": "", "type": "payslp"}),
+    ("memory_search", {"agent": "coder", "query": "quartrly"}), ("memory_search", {"agent": "coder", "kind": "payslp"}),
+    ("memory_search", {"agent": "coder", "tag": "confidentail"}), ("memory_list", {"query": "zebrafsh"}),
+    ("memory_list", {"tags_any": ["confidental"]}), ("mem_recall", {"since": "2000", "tag_filter": "confidentia"}),
+]
+
+
+@pytest.mark.parametrize(("tool", "arguments"), MISSES,
+                         ids=[f"{t}-{'-'.join(map(str, a.values()))}" for t, a in MISSES])
+async def test_hints_on_a_miss_never_suggest_what_the_agent_may_not_read(
+        tool: str, arguments: dict[str, Any], tmp_path: Path) -> None:
+    root = write_notes(tmp_path / "v", {
+        "projects/acme/Plan.md": "---\nid: plan\ntags: [alpha]\n---\nThe zebra plan.\n",
+        "private/payroll/Salary.md": "---\nid: sal\ntype: payslip\ntags: [confidential]\n---\nZebrafish quarterly.\n"})
+    vault = open_vault(root)
+    texts = {}
+    for who, caller in (("owner", None), ("coder", Agent("coder", read=("projects/",)))):
+        async with Client(build_server(vault, caller=caller), mode="legacy") as client:
+            texts[who] = json.dumps(await ToolClient(client).call(tool, **arguments)).lower()
+    assert any(word in texts["owner"] for word in HIDDEN_WORDS), "the owner is offered the hidden note's word"
+    assert not [word for word in HIDDEN_WORDS if word in texts["coder"]]

@@ -120,5 +120,12 @@ def print_answer(args: argparse.Namespace, answer: dict[str, Any], human: Callab
         human(answer)
     if failed:
         label = {"none": "", "not_found": "not found: "}.get(str(status), f"{status}: ")
-        say(label + for_people(str(answer.get("message") or "nothing found")))
+        why = [str(answer.get("message") or "nothing found"), *map(str, answer.get("hints", []))]
+        say(label + for_people("; ".join(why)))  # a failure stays one line, its hints included
     return 1 if failed else 0
+
+
+def print_hints(answer: dict[str, Any]) -> None:
+    """The answer's ``hints`` (why nothing matched, "did you mean"), one line each on stderr."""
+    for hint in answer.get("hints", []):
+        print(f"  {for_people(str(hint))}", file=sys.stderr)

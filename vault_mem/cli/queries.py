@@ -11,7 +11,7 @@ import sys
 from typing import Any
 
 from vault_mem.cli.app import Command, register
-from vault_mem.cli.common import for_people, print_answer, run_query
+from vault_mem.cli.common import for_people, print_answer, print_hints, run_query
 from vault_mem.cli.output import ROOT_LABEL, cut, domain_label, plural, table, width
 
 DATES = "YYYY, YYYY-MM, YYYY-MM-DD or an ISO datetime"
@@ -70,6 +70,7 @@ def cmd_search(args: argparse.Namespace) -> int:
         _footer(shown if notes else "no note matches")
         if a.get("message"):
             _footer(for_people(a["message"]))
+        print_hints(a)
 
     return print_answer(args, answer, human)
 
@@ -175,8 +176,7 @@ def cmd_recall(args: argparse.Namespace) -> int:
     def human(a: dict[str, Any]) -> None:
         if a.get("text"):
             print(for_people_text(a["text"]))
-        for hint in a.get("hints", []):
-            _footer(for_people(hint))
+        print_hints(a)
         more = f"; the next page: --offset {a['next_offset']}" if "next_offset" in a else ""
         _footer(f"{plural(a.get('count', 0), 'chunk')}{more}")
 

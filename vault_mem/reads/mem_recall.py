@@ -174,7 +174,7 @@ def _list_param(args: Args, name: str) -> list[str] | None:
 
 
 def _lexicon(view: View, field: str) -> list[str]:
-    return view.terms(field)
+    return view.lexicon(field)
 
 
 def _any(view: View, query: Query) -> bool:

@@ -277,7 +277,7 @@ def _cut_report(name: str, permalinks: list[str]) -> str:
 
 
 def _check_kind(view: View, kind: str) -> None:
-    present = set(view.terms("type"))
+    present = set(view.lexicon("type"))
     if kind in KNOWN_TYPES or kind in present:
         return
     valid = list(KNOWN_TYPES) + sorted(present - set(KNOWN_TYPES) - {""})

@@ -110,7 +110,7 @@ def tag_hints(view: View, tags: list[str], param: str) -> list[str]:
 
 
 def _kinds(view: View) -> list[str]:
-    return [t.decode("utf-8") if isinstance(t, bytes) else str(t) for t in view.searcher.lexicon("type") if t]
+    return [t for t in view.lexicon("type") if t]  # a limited caller's own kinds only (served/context.py)
 
 
 def present_kinds(view: View) -> str:

@@ -111,9 +111,10 @@ class View:
     def column(self, field: str) -> list[Any]:
         return column(self.searcher, field)
 
-    def terms(self, field: str) -> list[str]:
-        """The values of ``field`` in the index; for a limited caller only those held by a note it
-        may see (a segment's lexicon lists the terms of every note in it)."""
+    def lexicon(self, field: str) -> list[str]:
+        """Every term of ``field`` in the index (a term only deleted notes hold included); for a
+        limited caller only those held by a note it may see (a segment's lexicon lists the terms
+        of every note in it, whoever may read them)."""
         found = [t.decode("utf-8") if isinstance(t, bytes) else str(t) for t in self.searcher.reader().lexicon(field)]
         if self.limited:
             found = [t for t in found if term_docs(self.searcher, field, [t])]
