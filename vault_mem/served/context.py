@@ -20,12 +20,12 @@ from whoosh.query import Query, Term
 from whoosh.searching import Searcher
 
 from vault_mem.errors import NotFound
-from vault_mem.index.columns import column, live_docs, term_docs
+from vault_mem.index.columns import column, live_docs, stored_record, term_docs
 from vault_mem.index.masked import masked_searcher
 from vault_mem.index.store import VaultIndex
 from vault_mem.served.agents import Agent
 from vault_mem.vault.frontmatter import split_frontmatter
-from vault_mem.vault.paths import resolves_inside
+from vault_mem.vault.paths import InsideCheck
 from vault_mem.vault.reader import decode, read_bytes
 
 MAX_ANSWER_CHARS = 40_000  # no answer's JSON passes this (docs/tools.md, "Bounded")
@@ -82,6 +82,7 @@ class View:
             searcher = masked_searcher(searcher, caller.mask, caller.may_read)
         self.searcher = searcher
         self._records: dict[int, dict[str, Any]] = {}
+        self._inside: InsideCheck | None = None  # the root and folders resolved once a call, not once a row
 
     def may_read(self, path: str) -> bool:
         return self.caller is None or self.caller.may_read(path)
@@ -102,7 +103,7 @@ class View:
     def record(self, docnum: int) -> dict[str, Any]:
         rec = self._records.get(docnum)
         if rec is None:
-            rec = self.searcher.stored_fields(docnum)["record"]
+            rec = stored_record(self.searcher, docnum)
             if self.limited and not self.may_read(str(rec.get("path", ""))):
                 raise NotFound("no such note")  # masked already; a second lock on the same door
             self._records[docnum] = rec
@@ -138,7 +139,9 @@ class View:
 
     def body(self, record: dict[str, Any]) -> str:
         """The note's body as it is on disk now ('' when the file is gone or now leads outside the vault)."""
-        if not resolves_inside(self.vault.root, self.vault.root / record["fsrel"]):
+        if self._inside is None:
+            self._inside = InsideCheck(self.vault.root)
+        if not self._inside(self.vault.root / record["fsrel"]):
             return ""
         data, _etag, _size, _mtime, problems = read_bytes(self.vault.root / record["fsrel"])
         if problems and not data:
