@@ -15,13 +15,14 @@ import os
 import sys
 import threading
 from collections.abc import Callable
-from typing import Any
+from typing import Any, NoReturn
 
 from vault_mem import __version__
 from vault_mem.cli.app import PROG, Command, port_number, register
 from vault_mem.cli.common import open_index, say, vault_root
 from vault_mem.cli.gitsync import add_serve_options, start_serve_options
 from vault_mem.errors import InvalidInput
+from vault_mem.served.agents import Agent
 from vault_mem.served.keys import KeyRing, list_agents
 
 
@@ -61,36 +62,63 @@ def cmd_serve(args: argparse.Namespace) -> int:
         say("error: serve over stdio needs a standard input: an MCP client starts it")
         return 1
     keys = KeyRing(root)
-    caller = None
-    if args.agent is not None:
-        if args.http:
-            raise InvalidInput("--agent", "applies to stdio, where the one client is that agent; over HTTP "
-                                          "each agent sends its own key (docs/sharing.md)")
-        caller = keys.named(args.agent)
-        if caller is None:
-            known = ", ".join(e.agent.name for e in list_agents(root)) or "none yet"
-            raise InvalidInput("--agent", f"{args.agent!r} has no key for this vault (agents: {known}); "
-                                          f"add it with {PROG} agents add {args.agent} --vault {root}")
+    caller = _stdio_agent(args, keys, root)
 
     from vault_mem.index.presence import present
-    from vault_mem.mcp_server.app import build_server
-    from vault_mem.runtime.lifecycle import Runtime
-    from vault_mem.served.context import Vault
+    from vault_mem.runtime.lifecycle import STOP_GRACE, Runtime
 
     project = args.project or os.environ.get("VAULT_MEM_PROJECT") or None
     runtime = Runtime(index)
-    vault = Vault(root, index, project=project, compat=args.compat, health=runtime, git_commit=args.git_commit)
-    server = build_server(vault, caller=caller, read_only=args.read_only)
     url = f"http://{_url_host(args.host)}:{args.port}/mcp"
+    doing = ("; building it in the background (queries answer as it grows)" if index.needs_build() else
+             "; resuming the interrupted build in the background" if not index.is_complete()
+             else "; checking it against the files")
+    with present(index.dir, "serve", transport="http" if args.http else "stdio",
+                 url=url if args.http else None, vault=str(root)):
+        # The watcher listens, and a build runs, while the MCP SDK loads (about 2 s); the check of an
+        # existing index starts once it is loaded.
+        loaded = threading.Event()
+        runtime.start(check_after=loaded)
+        try:
+            if args.read_only:
+                say("read-only: no write tools are served")
+            say(f"{PROG} {__version__} serving the vault {root}")
+            say(f"index at {index.dir}{doing}")
+            from vault_mem.mcp_server.app import build_server
+            from vault_mem.served.context import Vault
 
-    if args.read_only:
-        say("read-only: no write tools are served")
-    say(f"{PROG} {__version__} serving the vault {root}")
-    say(f"index at {index.dir}" + ("; building it in the background (queries answer as it grows)"
-                                   if index.needs_build() else
-                                   "; resuming the interrupted build in the background" if not index.is_complete()
-                                   else "; checking it against the files"))
-    run: Callable[[], None]
+            vault = Vault(root, index, project=project, compat=args.compat, health=runtime,
+                          git_commit=args.git_commit)
+            server = build_server(vault, caller=caller, read_only=args.read_only)
+            loaded.set()
+            run = _transport(args, server, url, token, root, keys, caller)
+            start_serve_options(args, root)
+        except KeyboardInterrupt:  # Ctrl-C while the server loads: the same one line as later
+            _stop_now(runtime)
+        except BaseException:
+            runtime.stop()
+            raise
+        return _run_until_stopped(run, runtime, STOP_GRACE)
+
+
+def _stdio_agent(args: argparse.Namespace, keys: KeyRing, root: Any) -> Agent | None:
+    """The agent ``--agent`` names (stdio only), with the limits of its key."""
+    if args.agent is None:
+        return None
+    if args.http:
+        raise InvalidInput("--agent", "applies to stdio, where the one client is that agent; over HTTP "
+                                      "each agent sends its own key (docs/sharing.md)")
+    caller = keys.named(args.agent)
+    if caller is None:
+        known = ", ".join(e.agent.name for e in list_agents(root)) or "none yet"
+        raise InvalidInput("--agent", f"{args.agent!r} has no key for this vault (agents: {known}); "
+                                      f"add it with {PROG} agents add {args.agent} --vault {root}")
+    return caller
+
+
+def _transport(args: argparse.Namespace, server: Any, url: str, token: str | None, root: Any, keys: KeyRing,
+               caller: Agent | None) -> Callable[[], None]:
+    """Say how to connect, and return the function that serves until the client or a signal ends it."""
     if args.http:
         from vault_mem.mcp_server.transports import run_http
 
@@ -99,35 +127,27 @@ def cmd_serve(args: argparse.Namespace) -> int:
             say(f"this vault has {len(list_agents(root))} agent key(s): each request needs one of them"
                 + (" or the token" if token else "") + ", even on loopback")
         say(f'connect a client with {{"url": "{url}"}}; Ctrl-C to stop')
+        return lambda: run_http(server, args.host, args.port, token, args.allowed_host, keys)
+    from vault_mem.mcp_server.transports import run_stdio
 
-        def run() -> None:
-            run_http(server, args.host, args.port, token, args.allowed_host, keys)
-    else:
-        from vault_mem.mcp_server.transports import run_stdio
-
-        if sys.stdin.isatty():
-            say("this is an MCP server speaking JSON-RPC on stdin/stdout: an MCP client starts it, e.g. "
-                f'{{"command": "vault-mem", "args": ["serve", "--vault", "{root}"]}} (see docs/clients.md)')
-        if caller is not None:
-            say(f"the client acts as agent {caller.name!r}, with the limits of its key")
-        say("waiting for an MCP client on stdio; Ctrl-C to stop")
-
-        def run() -> None:
-            run_stdio(server)
-
-    with present(index.dir, "serve", transport="http" if args.http else "stdio",
-                 url=url if args.http else None, vault=str(root)):
-        runtime.start()
-        start_serve_options(args, root)
-        return _run_until_stopped(run, runtime)
+    if sys.stdin.isatty():
+        say("this is an MCP server speaking JSON-RPC on stdin/stdout: an MCP client starts it, e.g. "
+            f'{{"command": "vault-mem", "args": ["serve", "--vault", "{root}"]}} (see docs/clients.md)')
+    if caller is not None:
+        say(f"the client acts as agent {caller.name!r}, with the limits of its key")
+    say("waiting for an MCP client on stdio; Ctrl-C to stop")
+    return lambda: run_stdio(server)
 
 
 def _url_host(host: str) -> str:
     return f"[{host}]" if ":" in host and not host.startswith("[") else host
 
 
-def _run_until_stopped(run: Callable[[], None], runtime: Any) -> int:
-    """Run the transport in a thread; return its outcome, or end the process on a stop signal."""
+def _run_until_stopped(run: Callable[[], None], runtime: Any, grace: float) -> int:
+    """Run the transport in a thread; return its outcome, or end the process on a stop signal.
+
+    When the client leaves, a build still running gets ``grace`` seconds to finish; a signal
+    (Ctrl-C, SIGTERM) stops it at once (it keeps what it committed either way)."""
     failure: list[BaseException] = []
 
     def target() -> None:
@@ -143,7 +163,7 @@ def _run_until_stopped(run: Callable[[], None], runtime: Any) -> int:
             thread.join(0.5)  # a timed join: Ctrl-C reaches the main thread on every platform
     except KeyboardInterrupt:
         _stop_now(runtime)
-    runtime.stop()
+    runtime.stop(grace)
     if failure and not (isinstance(failure[0], SystemExit) and not failure[0].code):
         exc = failure[0]
         reason = f"exit status {exc.code}" if isinstance(exc, SystemExit) else str(exc) or type(exc).__name__
@@ -152,7 +172,7 @@ def _run_until_stopped(run: Callable[[], None], runtime: Any) -> int:
     return 0
 
 
-def _stop_now(runtime: Any) -> None:
+def _stop_now(runtime: Any) -> NoReturn:
     """One line, the watcher and any child build stopped, then the process ends (status 130)."""
     print(f"\n{PROG}: stopped", file=sys.stderr, flush=True)
     try:
