@@ -24,6 +24,7 @@ from vault_mem.cli import (  # noqa: F401  (each registers its commands)
     agents,
     connect,
     gitsync,
+    history,
     imports,
     maintenance,
     queries,

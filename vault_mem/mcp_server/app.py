@@ -7,11 +7,14 @@ request sent, which the transport's middleware puts in the ASGI scope under ``CA
 (the SDK hands each handler that request, in the 2026-07-28 stateless protocol and in
 legacy sessions alike); over stdio the server's own (``serve --agent``); None for the
 shared token or an unlimited client. A read-only server (``serve --read-only``) lists no
-write tools, nor does it list them to a read-only agent."""
+write tools, nor does it list them to a read-only agent. Every answer to a call that names an
+agent (its caller, else its ``agent`` argument) gets that agent's ``inbox``, ``lost`` and
+``persist_error`` (``served/mailbox.py``)."""
 
 from __future__ import annotations
 
 import logging
+import time
 from typing import Any
 from urllib.parse import unquote
 
@@ -26,6 +29,7 @@ from vault_mem.mcp_server.tools import STATUS_SCHEMA, ToolSpec, tools_for
 from vault_mem.reads.conflicts import conflict_hint
 from vault_mem.served.agents import Agent
 from vault_mem.served.context import Vault, View
+from vault_mem.served.mailbox import annotate, caller_name
 from vault_mem.served.refs import resolve_ref
 from vault_mem.vault.note import resource_uri
 from vault_mem.vault.paths import note_file
@@ -56,11 +60,14 @@ def call(vault: Vault, spec: ToolSpec, arguments: dict[str, Any] | None, caller:
                 raw[ours] = raw.pop(theirs)
         _admit(spec, raw, caller, read_only)
         handler = spec.handler
+        agent = caller_name(caller, raw)
+        started = time.time()
         vault.check()
         try:
             with vault.index.searching() as searcher:
                 view = View(vault, searcher, caller)
                 answer = handler(view, raw)
+                annotate(view, spec.name, agent, answer, started)  # inbox, lost, persist_error (served/mailbox.py)
                 conflicts = conflict_hint(view) if answer.get("status") in ("ok", "none") else None
                 if conflicts:
                     hints = answer.setdefault("hints", [])
