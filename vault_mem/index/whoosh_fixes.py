@@ -25,26 +25,30 @@
 5. Cheaper sorting of postings. A writer sorts its postings in a pool that spills sorted runs
    to temp files when it outgrows ``limitmb``; Whoosh pickled and unpickled each posting on
    its own (about 60% of a 16,000-note build batch), and saved the last in-memory run to disk
-   too before merging. Runs are pickled in chunks, and the last run is merged from memory.
+   too before merging. Runs are pickled in chunks, and the last run is merged from memory
+   (the pool is now the one of patch 7).
 
 6. Field lengths read once per segment. Writing a segment's postings, Whoosh asked its
    per-document reader for the document's field length once per posting (a column read and
    a byte decode each: a third of writing the postings on the Hub-shaped vault); each
    field's lengths are decoded once instead, to the same values (``None`` for a zero byte,
    as Whoosh's ``doc_field_length`` answers), so the segment written is the same.
+
+7. Documents to postings without a Token per word or a sorted tuple per posting
+   (``postings.py``): the terms of the schema's text, keyword and id fields come from one
+   ``findall`` and a ``Counter``, and the pool keeps each term's postings together, so a
+   segment's postings are written term by term after sorting the terms, not every posting.
+   The same terms, postings and lengths (about 45% of a build worker's time on the
+   Hub-shaped vault before).
 """
 
 from __future__ import annotations
 
 import contextlib
-import heapq
-import itertools
 import logging
 import os
-import pickle
 import secrets
 import threading
-from collections.abc import Iterable, Iterator
 from typing import Any
 
 import whoosh.codec.base
@@ -57,6 +61,9 @@ import whoosh.util
 import whoosh.writing
 from whoosh.filedb.filestore import FileStorage
 from whoosh.util.numeric import byte_to_length
+
+from vault_mem.index.postings import TermPool
+from vault_mem.index.postings import add_document as postings_add_document
 
 log = logging.getLogger("vault_mem.index")
 _IDCHARS = "0123456789abcdefghijklmnopqrstuvwxyz"
@@ -200,20 +207,27 @@ class _DecodedLengths:
         self._fields: dict[str, list[int | None] | None] = {}
 
     def doc_field_length(self, docnum: int, fieldname: str, default: int = 0) -> int | None:
+        lengths = self.field_lengths(fieldname)
+        return default if lengths is None else lengths[docnum]
+
+    def field_lengths(self, fieldname: str) -> list[int | None] | None:
+        """Every document's length of ``fieldname`` (None: the field keeps none, read as 0)."""
         if fieldname not in self._fields:
             column = self._reader._cached_reader(whoosh.codec.whoosh3._lenfield(fieldname),
                                                  whoosh.codec.whoosh3.LENGTHS_COLUMN)
             table = self._BYTES
             self._fields[fieldname] = None if column is None else [table[b] for b in column]
-        lengths = self._fields[fieldname]
-        return default if lengths is None else lengths[docnum]
+        return self._fields[fieldname]
 
 
 def _flush_segment(self: Any) -> None:
     self.perdocwriter.close()
     pdr = self.per_document_reader() if self.codec.length_stats else None
-    postings = self.pool.iter_postings()
-    self.fieldwriter.add_postings(self.schema, _DecodedLengths(pdr) if pdr else None, postings)
+    lengths = _DecodedLengths(pdr) if pdr else None
+    if isinstance(self.pool, TermPool):
+        self.pool.write_postings(self.fieldwriter, self.schema, lengths)
+    else:
+        self.fieldwriter.add_postings(self.schema, lengths, self.pool.iter_postings())
     self.fieldwriter.close()
     if pdr:
         pdr.close()
@@ -222,46 +236,9 @@ def _flush_segment(self: Any) -> None:
 WHOOSH_FLUSH_SEGMENT = whoosh.writing.SegmentWriter._flush_segment  # kept for the test that compares
 whoosh.writing.SegmentWriter._flush_segment = _flush_segment
 
-RUN_CHUNK = 8192  # postings per pickled chunk of a pool's run file
-
-
-class ChunkedPostingPool(whoosh.writing.PostingPool):  # type: ignore[misc]
-    """Whoosh's posting pool, with runs written as pickled chunks and the last run kept in memory."""
-
-    runs: list[str]  # run files, set by Whoosh's pool
-    current: list[Any]  # the postings not yet in a run
-
-    def _write_run(self, f: Any, items: Iterable[Any]) -> None:
-        rest = iter(items)
-        while chunk := list(itertools.islice(rest, RUN_CHUNK)):
-            pickle.dump(chunk, f, pickle.HIGHEST_PROTOCOL)
-        f.close()
-
-    def _read_run(self, path: str) -> Iterator[Any]:
-        f = self._open_run(path)
-        try:
-            while True:
-                try:
-                    chunk = pickle.load(f)
-                except EOFError:
-                    return
-                yield from chunk
-        finally:
-            f.close()
-            self._remove_run(path)
-
-    def items(self, maxfiles: int = 128) -> Any:
-        runs = self.runs
-        if not runs:
-            return sorted(self.current)
-        if len(runs) >= maxfiles:
-            self.reduce_to(maxfiles - 1, maxfiles)
-        self.current.sort()
-        self.runs = []
-        return heapq.merge(*[self._read_run(path) for path in runs], iter(self.current))
-
-
-whoosh.writing.PostingPool = ChunkedPostingPool
+# 7. Documents to postings without a Token per word or a sorted tuple per posting (postings.py).
+whoosh.writing.PostingPool = TermPool
+whoosh.writing.SegmentWriter.add_document = postings_add_document
 
 _delete_file = FileStorage.delete_file
 _clean_files = whoosh.index.clean_files
