@@ -115,7 +115,7 @@ def test_a_segment_written_here_holds_exactly_what_whoosh_writes(tmp_path: Path,
     want = segment_content(tmp_path / "whoosh")
     assert segment_content(tmp_path / "ours") == want
     assert segment_content(spilled) == want
-    assert any(stats[1] > 100 for stats in want["terms"].values())
+    assert any(stats[1] > 128 for stats in want["terms"].values())  # over one block of postings
     assert any(any(w > 255 for _, w, _ in stats[0]) for stats in want["terms"].values())
 
 
