@@ -20,7 +20,6 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import random
 import string
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -442,9 +441,6 @@ def _fuzz(session: Session, tool: str, examples: int) -> None:
     @fuzz_settings(examples)
     @given(call_arguments(SPECS[tool]))
     def run(args: dict[str, Any]) -> None:
-        # Hypothesis seeds the global ``random`` the same way for every example, and Whoosh
-        # names new segments with it: without fresh entropy two commits pick one name.
-        random.seed()
         session.call(tool, args)
 
     run()

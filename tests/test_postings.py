@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from whoosh import index as whoosh_index
 from whoosh.writing import SegmentWriter
 
-from vault_mem.index import postings, whoosh_fixes
+from vault_mem.index import postings, whoosh_seam
 from vault_mem.index.schema import document_of, make_schema
 from vault_mem.vault.reader import read_note
 
@@ -74,7 +74,7 @@ def segment_content(folder: Path) -> dict[str, Any]:
 def whooshs_own(monkeypatch: Any) -> None:
     monkeypatch.setattr(whoosh.writing, "PostingPool", postings.WHOOSH_POSTING_POOL)
     monkeypatch.setattr(SegmentWriter, "add_document", postings.WHOOSH_ADD_DOCUMENT)
-    monkeypatch.setattr(SegmentWriter, "_flush_segment", whoosh_fixes.WHOOSH_FLUSH_SEGMENT)
+    monkeypatch.setattr(SegmentWriter, "_flush_segment", whoosh_seam.WHOOSH_FLUSH_SEGMENT)
 
 
 def generated_vault(root: Path, count: int, seed: int) -> dict[str, str]:

@@ -29,19 +29,20 @@ from typing import Any
 
 from whoosh import index as whoosh_index
 from whoosh.index import TOC
-from whoosh.writing import SegmentWriter
 
 from vault_mem.index.gitfollow import attach_history, open_history_readonly
 from vault_mem.index.merge import tier
 from vault_mem.index.progress import Progress
 from vault_mem.index.schema import document_of
-from vault_mem.index.store import VaultIndex
+from vault_mem.index.store import VaultIndex, same_content, stat_state
+from vault_mem.index.whoosh_seam import drop_temp_folder, finish_segment, publish, unlocked_writer
 from vault_mem.vault.note import Note
 from vault_mem.vault.paths import display_path
 from vault_mem.vault.reader import read_note
 from vault_mem.vault.walk import IgnoreRules, walk_vault
 
-BATCH = 500  # files per commit of a serial build, and the smallest worker segment
+BATCH = 500  # files per commit of a serial build, at most
+SERIAL_FIRST_BATCH = 100  # files in the first commit of a serial build
 FIRST_BATCH = 1000  # the smallest worker segment
 MAX_BATCH = 16000  # the largest worker segment
 REPORT_EVERY = 50  # files a worker parses between two progress reports
@@ -101,11 +102,15 @@ def build(index: VaultIndex, progress: Callable[[str, int], Progress] | None = N
 
 
 def _serial_build(index: VaultIndex, files: list[str], bar: Progress) -> None:
-    for first in range(0, len(files), BATCH):
+    """Commits of SERIAL_FIRST_BATCH files, doubling up to BATCH: a build stopped early (its
+    server's client left) keeps what it committed, and the first answers see notes soon."""
+    first, size = 0, SERIAL_FIRST_BATCH
+    while first < len(files):
         with index.writer() as w:
-            for rel in files[first:first + BATCH]:
+            for rel in files[first:first + size]:
                 w.add_document(**document_of(read_note(index.root, rel, index.history), rel))
                 bar.advance()
+        first, size = first + size, min(size * 2, BATCH)
 
 
 def _parallel_build(index: VaultIndex, files: list[str], bar: Progress, procs: int) -> None:
@@ -169,9 +174,7 @@ def _parallel_build(index: VaultIndex, files: list[str], bar: Progress, procs: i
                 generation += 1
         # The final commit publishes the segments as they are: the merge is left for later.
         parent.generation = generation
-        parent._close_segment()
-        parent._commit_toc(segments)
-        parent._finish()
+        publish(parent, segments)
     except BaseException:
         parent.cancel()
         for worker in workers:  # interrupted or failed: stop at once, not after the batch
@@ -250,7 +253,7 @@ def _worker(index_dir: str, root: str, conn: Connection) -> None:
             batch = conn.recv()
             if batch is None:
                 return
-            writer = SegmentWriter(ix, _lk=False, limitmb=64)
+            writer = unlocked_writer(ix)
             unreported = 0
             for rel in batch:
                 writer.add_document(**document_of(read_note(Path(root), rel, history), rel))
@@ -258,8 +261,8 @@ def _worker(index_dir: str, root: str, conn: Connection) -> None:
                 if unreported == REPORT_EVERY:
                     conn.send(("progress", None, unreported))
                     unreported = 0
-            segment = writer._finalize_segment()
-            writer._tempstorage.destroy()
+            segment = finish_segment(writer)
+            drop_temp_folder(writer)
             conn.send(("segment", segment, unreported))
     except (EOFError, BrokenPipeError):
         return  # the parent has gone (interrupted): nothing to report to
@@ -268,9 +271,11 @@ def _worker(index_dir: str, root: str, conn: Connection) -> None:
             conn.send(("error", f"{type(exc).__name__}: {exc}", 0))
 
 
-def reconcile(index: VaultIndex, progress: Callable[[str, int], Progress] | None = None) -> SyncReport:
+def reconcile(index: VaultIndex, progress: Callable[[str, int], Progress] | None = None,
+              pace: Callable[[str], None] | None = None) -> SyncReport:
     """Stat every file; re-read only those whose size or mtime changed, re-index only those whose
-    content hash changed, drop what is gone."""
+    content hash changed, drop what is gone. ``pace`` is called with each file the walk reaches,
+    before its stat (tests make the walk slow with it)."""
     start = time.monotonic()
     # The index first, the disk second: a note written (and indexed) while the walk runs is then
     # either seen on disk or found still there below, never dropped as deleted.
@@ -281,18 +286,11 @@ def reconcile(index: VaultIndex, progress: Callable[[str, int], Progress] | None
     report = SyncReport(total=len(walked.files), walk_problems=walked.problems)
     candidates: list[str] = []
     for rel in walked.files:
+        if pace is not None:
+            pace(rel)
         shown = display_path(rel)
         on_disk.add(shown)
-        seen = known.get(shown)
-        if seen is None:
-            candidates.append(rel)
-            continue
-        try:
-            st = os.stat(index.root / rel)
-        except OSError:
-            candidates.append(rel)
-            continue
-        if (st.st_size, st.st_mtime_ns) == seen[:2]:
+        if stat_state(index.root / rel, known.get(shown)) == "same":
             report.unchanged += 1
         else:
             candidates.append(rel)
@@ -304,7 +302,7 @@ def reconcile(index: VaultIndex, progress: Callable[[str, int], Progress] | None
     for rel in candidates:
         note = read_note(index.root, rel, index.history)
         seen = known.get(note.path)
-        if seen is not None and seen[2] == note.etag:
+        if same_content(note, seen):
             report.unchanged += 1
         else:
             changed.append((note, rel))
@@ -331,12 +329,9 @@ def _still_as_read(root: Path, notes: list[tuple[Note, str]]) -> list[tuple[Note
     index (its event is queued), and writing the older read would put stale text back."""
     kept = []
     for note, rel in notes:
-        try:
-            st = os.stat(root / rel)
-        except OSError:
-            continue
+        state = stat_state(root / rel, (note.size, note.mtime_ns, note.etag))
         # (An unreadable file was read as size 0, time 0: nothing newer can be lost by keeping it.)
-        if not note.mtime_ns or (st.st_size, st.st_mtime_ns) == (note.size, note.mtime_ns):
+        if state == "same" or (state == "changed" and not note.mtime_ns):
             kept.append((note, rel))
     return kept
 

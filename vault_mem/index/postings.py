@@ -7,7 +7,7 @@ then one sort of all those tuples (spilled to disk past the writer's memory limi
 the segment's postings are written. That was most of a build worker's time (the
 Hub-shaped vault: text analysis about 37%, the pool and its sort about 30%).
 
-Here, applied by ``whoosh_fixes`` to every writer:
+Here, applied by ``whoosh_seam`` (patch 7) to every writer:
 
 - ``terms_of(field)`` recognises the field kinds this schema uses (words of a regex,
   optionally lower-cased, counted; a whole value as one term) and gives the same
@@ -22,12 +22,13 @@ Here, applied by ``whoosh_fixes`` to every writer:
   runs are merged with what is left in memory.
 
 The segment written is the one Whoosh writes: the same terms, postings, weights, values and
-lengths (``tests/test_postings.py`` compares them on generated documents). Whoosh names used
-here, none of them public: ``SegmentWriter`` internals (``_check_state``, ``_doc_boost``,
-``_check_fields``, ``_field_boost``, ``perdocwriter``, ``pool``, ``docnum``, ``_added``),
-``PostingPool`` (the base of the pool, for its run files: ``_new_run``, ``_open_run``,
-``_remove_run``, ``runs``, ``reduce_to``) and the codec's field writer calls
-(``start_field``, ``start_term``, ``add``, ``finish_term``, ``finish_field``).
+lengths (``tests/test_postings.py`` compares them on generated documents). The Whoosh names
+used here, none of them public, are used only on ``self`` and checked by the seam:
+``SegmentWriter``'s ``_check_state``, ``_doc_boost``, ``_check_fields``, ``_field_boost``,
+``perdocwriter``, ``pool``, ``docnum`` and ``_added``; ``PostingPool``'s run files
+(``_new_run``, ``_open_run``, ``_remove_run``, ``runs``, ``reduce_to``); and the codec's
+field writer calls (``start_field``, ``start_term``, ``add``, ``finish_term``,
+``finish_field``).
 """
 
 from __future__ import annotations
@@ -105,18 +106,13 @@ def _counted_words(pattern: re.Pattern[str], lower: bool, boost: float) -> Terms
     return index
 
 
-def _plan(writer: Any) -> dict[str, TermsOf | None] | None:
+def plan_of(schema: Any) -> dict[str, TermsOf | None] | None:
     """Each field's fast terms (None: Whoosh's ``index``); None for a schema with spelling or
     term vectors, whose documents go through Whoosh's ``add_document`` as a whole."""
-    try:
-        return writer._vm_terms_plan  # type: ignore[no-any-return]
-    except AttributeError:
-        pass
-    fields = list(writer.schema.items())
-    plan = None if any(f.separate_spelling() or f.vector for _, f in fields) else {
-        name: terms_of(field) for name, field in fields}
-    writer._vm_terms_plan = plan
-    return plan
+    fields = list(schema.items())
+    if any(field.separate_spelling() or field.vector for _, field in fields):
+        return None
+    return {name: terms_of(field) for name, field in fields}
 
 
 def add_document(self: Any, **fields: Any) -> None:
@@ -124,7 +120,11 @@ def add_document(self: Any, **fields: Any) -> None:
     and handed to the pool a field at a time."""
     self._check_state()
     pool = self.pool
-    plan = _plan(self) if isinstance(pool, TermPool) else None
+    if not isinstance(pool, TermPool):
+        return WHOOSH_ADD_DOCUMENT(self, **fields)  # type: ignore[no-any-return]
+    if not pool.planned:
+        pool.plan, pool.planned = plan_of(self.schema), True
+    plan = pool.plan
     if plan is None:
         return WHOOSH_ADD_DOCUMENT(self, **fields)  # type: ignore[no-any-return]
     perdocwriter = self.perdocwriter
@@ -176,6 +176,8 @@ class TermPool(whoosh.writing.PostingPool):  # type: ignore[misc]
         # Every term's postings arrived in document order, no document twice: they are then
         # already in the order Whoosh's sort of the tuples gives.
         self.in_order = True
+        self.plan: dict[str, TermsOf | None] | None = None  # plan_of(the writer's schema), once
+        self.planned = False
 
     def _field(self, fieldname: str, docnum: int) -> dict[bytes, list[Any]]:
         if docnum < self.last_doc:

@@ -44,12 +44,11 @@ import os
 from pathlib import Path
 from typing import Any
 
-from whoosh.query import Term
-
 from vault_mem.errors import InvalidInput, NotFound
-from vault_mem.index.columns import segment_column, segment_key
+from vault_mem.index.columns import segment_column
 from vault_mem.index.lru import CACHE
 from vault_mem.index.schema import ancestors, fold
+from vault_mem.index.segments import Segment
 from vault_mem.reads.githistory import DEFAULT_HISTORY, MAX_HISTORY, git_fields
 from vault_mem.reads.lineage import lineage_for
 from vault_mem.reads.links import LinkResolver, backlinks, outgoing
@@ -58,32 +57,35 @@ from vault_mem.served.context import MAX_ANSWER_CHARS, View, json_size, take_wit
 from vault_mem.served.params import OFFSET, REF, Args, int_param
 from vault_mem.served.refs import resolve_ref
 from vault_mem.vault.dates import from_timestamp, iso
+from vault_mem.vault.fields import FIELDS, layout, note_fields
 from vault_mem.vault.note import Note, est_tokens, permalink_of
 from vault_mem.vault.reader import MAX_BYTES, DateSource, read_note
 
-READ_PARAMS = (
-    REF,
-    int_param("offset", "Body offset in characters, default 0."),
-    int_param("max_chars", "Body characters per page, 1-30000, default 20000."),
-    int_param("history", "In a git vault: last commits shown, 0-50, default 5."),
-)
-DOMAINS_PARAMS = (OFFSET,)
 DEFAULT_MAX_CHARS = 20_000
 MAX_CHARS = 30_000
+READ_PARAMS = (
+    REF,
+    int_param("offset", "Body offset in characters.", default=0, minimum=0),
+    int_param("max_chars", "Body characters per page.", default=DEFAULT_MAX_CHARS, minimum=1, maximum=MAX_CHARS),
+    int_param("history", "In a git vault: last commits shown.", default=DEFAULT_HISTORY, minimum=0,
+              maximum=MAX_HISTORY),
+)
+DOMAINS_PARAMS = (OFFSET,)
 HEAD_BUDGET = 24_000  # what the record without its body may take
 ENVELOPE = 600  # room for next_offset, the message and JSON punctuation
-# Fields that may be cut when the record is huge; identity, etag and sizes never are.
-CUTTABLE = ("tags", "aliases", "metadata", "links", "backlinks", "lineage", "problems", "paths",
-            "supersedes", "superseded_by", "title", "agent", "namespace", "scope", "project",
-            "type", "uid", "created", "updated", "history")
+# Fields that may be cut when the record is huge (each of the table's cuttable rows, and more);
+# identity, etag and sizes never are.
+CUTTABLE = layout(("tags", "aliases", "metadata", "links", "backlinks", "lineage", "problems", "paths",
+                   "supersedes", "superseded_by", "title", "agent", "namespace", "scope", "project",
+                   "type", "uid", "created", "updated", "history"), (row.name for row in FIELDS if row.cut))
 
 
 def memory_read(view: View, raw: dict[str, Any]) -> dict[str, Any]:
     args = Args(raw, READ_PARAMS)
     ref = args.required_str("ref", max_len=4096)
-    offset = args.integer("offset", 0, 0)
-    max_chars = args.integer("max_chars", DEFAULT_MAX_CHARS, 1, MAX_CHARS)
-    history = args.integer("history", DEFAULT_HISTORY, 0, MAX_HISTORY)
+    offset = args.integer("offset")
+    max_chars = args.integer("max_chars")
+    history = args.integer("history")
 
     doc = resolve_ref(view, ref)
     record = view.record(doc)
@@ -142,34 +144,10 @@ def _note_size(note: Note) -> int:
 
 def _head(view: View, doc: int, note: Note) -> dict[str, Any]:
     """Every field of the answer except the body page."""
-    head: dict[str, Any] = {
-        "status": "ok",
-        "uid": note.uid,
-        "permalink": note.permalink,
-        "path": note.path,
-        "domain": note.domain,
-        "title": note.title,
-        "aliases": note.aliases,
-        "type": note.type,
-        "tags": note.tags,
-        "created": note.created,
-        "updated": note.updated,
-        "memory_status": note.status,
-    }
-    if note.type == "task":
-        head["state"] = note.state or "open"
-        head["progress"] = {"done": note.progress.done, "total": note.progress.total}
+    head: dict[str, Any] = {"status": "ok", "uid": note.uid, "permalink": note.permalink, "path": note.path,
+                            "domain": note.domain, **note_fields(note)}
     resolver = LinkResolver(view)
     head |= {
-        "importance": note.importance,
-        "namespace": note.namespace,
-        "scope": note.scope,
-        "project": note.project,
-        "paths": note.paths,
-        "agent": note.agent,
-        "metadata": note.metadata,
-        "supersedes": note.supersedes,
-        "superseded_by": note.superseded_by,
         "problems": note.problems + _shared_id_problem(view, doc, note),
         "etag": note.etag,
         "est_tokens": est_tokens(note.body),
@@ -185,7 +163,7 @@ def _shared_id_problem(view: View, doc: int, note: Note) -> list[str]:
     """docs/vault-format.md: two files with the same ``id`` is a problem memory_read shows."""
     if not note.has_id:
         return []
-    others = [d for d in view.docs(Term("key_uid", fold(note.uid))) if d != doc]
+    others = [d for d in view.term_docs("key_uid", [fold(note.uid)]) if d != doc]
     if not others:
         return []
     shown = sorted(permalink_of(view.record(d)["path"]) for d in others)
@@ -223,13 +201,13 @@ DOMAIN_PAGE = 500
 
 def list_domains(view: View, raw: dict[str, Any]) -> dict[str, Any]:
     args = Args(raw, DOMAINS_PARAMS)
-    offset = args.integer("offset", 0, 0)
+    offset = args.integer("offset")
 
     # Group by the note's own folder first (per segment, cached), then spread each folder's
     # totals to its ancestors.
     own: dict[str, list[int]] = {}  # folder -> [active, archived, newest updated]
-    for reader, _offset in view.searcher.reader().leaf_readers():
-        for folder, (active, arch, newest) in _segment_folders(reader).items():
+    for seg in view.segments():
+        for folder, (active, arch, newest) in _segment_folders(seg).items():
             entry = own.setdefault(folder, [0, 0, 0])
             entry[0] += active
             entry[1] += arch
@@ -260,21 +238,15 @@ def list_domains(view: View, raw: dict[str, Any]) -> dict[str, Any]:
     return answer
 
 
-def _segment_folders(reader: Any) -> dict[str, tuple[int, int, int]]:
+def _segment_folders(seg: Segment) -> dict[str, tuple[int, int, int]]:
     """One segment's live notes by own folder: (active, archived, newest updated), cached by the
     segment and its deletion count (a segment's deletions only ever grow)."""
-    segment = reader.segment()
-    deleted = segment.deleted_count() if segment is not None else -1
-
     def count() -> dict[str, tuple[int, int, int]]:
-        paths = segment_column(reader, "path")
-        updated = segment_column(reader, "updated")
-        archived: set[int] = set()
-        if ("status", b"archived") in reader:
-            archived = set(reader.postings("status", b"archived").all_ids())
+        paths = segment_column(seg, "path")
+        updated = segment_column(seg, "updated")
+        archived = set(seg.term_docs("status", "archived"))
         own: dict[str, list[int]] = {}
-        docs = reader.all_doc_ids() if reader.has_deletions() else range(reader.doc_count_all())
-        for doc in docs:
+        for doc in seg.live_local():
             path = paths[doc]
             if not path:
                 continue
@@ -283,7 +255,7 @@ def _segment_folders(reader: Any) -> dict[str, tuple[int, int, int]]:
             entry[2] = max(entry[2], updated[doc] or 0)
         return {folder: (a, b, c) for folder, (a, b, c) in own.items()}
 
-    return CACHE.get_or_make(("folders", segment_key(reader), deleted), count)
+    return CACHE.get_or_make(("folders", seg.key, seg.deletions), count)
 
 
 def _tree_key(domain: str) -> list[tuple[str, str]]:
