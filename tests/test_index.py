@@ -224,14 +224,14 @@ def json_str(text: str) -> str:
 
 
 def test_postings_spilled_to_run_files_index_the_same_as_postings_sorted_in_memory(tmp_path: Path) -> None:
-    """The build's posting pool (``whoosh_seam.ChunkedPostingPool``) spills sorted runs to temp
+    """The build's posting pool (``postings.TermPool``) spills sorted runs to temp
     files when it outgrows its limit and merges them back: a tiny limit (hundreds of runs, so
     runs are merged into runs first) must give the same terms and postings as no spill."""
     from whoosh import index as whoosh_index
     from whoosh.writing import SegmentWriter
 
+    from vault_mem.index.postings import RUN_CHUNK, TermPool
     from vault_mem.index.schema import document_of, make_schema
-    from vault_mem.index.whoosh_seam import RUN_CHUNK, ChunkedPostingPool
     from vault_mem.vault.reader import read_note
 
     rng = random.Random(7)
@@ -244,7 +244,7 @@ def test_postings_spilled_to_run_files_index_the_same_as_postings_sorted_in_memo
         (tmp_path / folder).mkdir()
         ix = whoosh_index.create_in(str(tmp_path / folder), make_schema())
         writer = SegmentWriter(ix, limitmb=limitmb)
-        assert isinstance(writer.pool, ChunkedPostingPool)
+        assert isinstance(writer.pool, TermPool)
         for rel in sorted(notes):
             writer.add_document(**document_of(read_note(root, rel), rel))
         runs = len(writer.pool.runs)

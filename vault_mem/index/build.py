@@ -31,6 +31,7 @@ from whoosh import index as whoosh_index
 from whoosh.index import TOC
 
 from vault_mem.index.gitfollow import attach_history, open_history_readonly
+from vault_mem.index.merge import tier
 from vault_mem.index.progress import Progress
 from vault_mem.index.schema import document_of
 from vault_mem.index.store import VaultIndex, same_content, stat_state
@@ -208,6 +209,16 @@ def _batches(files: list[str], procs: int) -> list[list[str]]:
     # would be rewritten by every merge of the saves' one-note segments.
     if len(batches) > 1 and len(batches[-1]) < FIRST_BATCH:
         batches[-2].extend(batches.pop())
+    # The last wave, one batch per worker, is split evenly so that the workers end together (the
+    # Hub's 6,500 notes: 2,000 and 2,500 became 2,250 each), unless a batch would change tier:
+    # the merge policy then still leaves the build's segments alone.
+    if procs > 1 and len(batches) >= procs:
+        wave = batches[-procs:]
+        files_left = [rel for batch in wave for rel in batch]
+        cuts = [len(files_left) * i // procs for i in range(procs + 1)]
+        even = [files_left[cuts[i]:cuts[i + 1]] for i in range(procs)]
+        if sorted(tier(len(b)) for b in even) == sorted(tier(len(b)) for b in wave):
+            batches[-procs:] = even
     return batches
 
 

@@ -30,13 +30,20 @@ The patches, applied when this module is first imported (before any writer exist
 5. Cheaper sorting of postings. A writer sorts its postings in a pool that spills sorted runs
    to temp files when it outgrows ``limitmb``; Whoosh pickled and unpickled each posting on
    its own (about 60% of a 16,000-note build batch), and saved the last in-memory run to disk
-   too before merging. Runs are pickled in chunks, and the last run is merged from memory.
-   (``whoosh.writing.PostingPool``.)
+   too before merging. Runs are pickled in chunks, and the last run is merged from memory
+   (``whoosh.writing.PostingPool``: the pool of patch 7).
 
 6. Field lengths read once per segment. Writing a segment's postings, Whoosh asked its
    per-document reader for a document's field length once per posting (a column read and a
    byte decode each: a third of writing the postings on the Hub-shaped vault); each field's
    lengths are decoded once, to the same values (``SegmentWriter._flush_segment``).
+
+7. Documents to postings without a Token per word or a sorted tuple per posting
+   (``index/postings.py``): the terms of the schema's text, keyword and id fields come from one
+   ``findall`` and a ``Counter``, and the pool keeps each term's postings together, so a
+   segment's postings are written term by term after sorting the terms, not every posting:
+   the same terms, postings and lengths (``SegmentWriter.add_document``, ``PostingPool``; about
+   45% of a build worker's time on the Hub-shaped vault before).
 
 The private names read (``PRIVATE_NAMES``, ``ATTRIBUTES``), each behind a function at the end:
 writers that do not lock, finish a segment or commit given segments; the table of contents; a
@@ -46,7 +53,6 @@ reader's folder; a segment's lexicon and postings read off the mapped whoosh3 fi
 from __future__ import annotations
 
 import contextlib
-import heapq
 import inspect
 import io
 import itertools
@@ -76,6 +82,8 @@ from whoosh.system import unpack_int
 from whoosh.util.numeric import byte_to_length
 
 from vault_mem.index.mapping import SharedFiles, ViewFile
+from vault_mem.index.postings import TermPool
+from vault_mem.index.postings import add_document as postings_add_document
 
 PINNED = "2.7.5"  # the whoosh-reloaded release everything below was written against
 
@@ -113,6 +121,7 @@ PATCHED: tuple[tuple[Any, str, tuple[str, ...]], ...] = (
     (whoosh.writing.PostingPool, "_read_run", ("self", "path")),
     (whoosh.writing.PostingPool, "items", ("self", "maxfiles")),
     (whoosh.writing.SegmentWriter, "_flush_segment", ("self",)),
+    (whoosh.writing.SegmentWriter, "add_document", ("self", "fields")),  # patch 7
     (FileStorage, "delete_file", ("self", "name")),
     (FileStorage, "destroy", ("self",)),
     (whoosh.index, "clean_files", ("storage", "indexname", "gen", "segments")),
@@ -128,9 +137,13 @@ PRIVATE_NAMES: tuple[tuple[Any, str, tuple[str, ...]], ...] = (
     *((whoosh.writing.PostingPool, n, ("self", "path")) for n in ("_open_run", "_remove_run")),  # patch 5
     (whoosh.codec.whoosh3.W3TermsReader, "matcher", ("self", "fieldname", "tbytes", "format_", "scorer")),
     (whoosh.codec.whoosh3, "_lenfield", ("fieldname",)),  # patch 6
+    (whoosh.writing.SegmentWriter, "_check_state", ("self",)),  # patch 7, and the three below
+    (whoosh.writing.SegmentWriter, "_doc_boost", ("self", "fields")),
+    (whoosh.writing.SegmentWriter, "_field_boost", ("self", "fields", "fieldname")),
+    (whoosh.writing.SegmentWriter, "_check_fields", ("self", "schema", "fieldnames")),
 )
 ATTRIBUTES: tuple[tuple[type, tuple[str, ...]], ...] = (
-    (whoosh.writing.SegmentWriter, ("_tempstorage", "perdocwriter", "fieldwriter", "pool")),
+    (whoosh.writing.SegmentWriter, ("_tempstorage", "perdocwriter", "fieldwriter", "pool", "docnum", "_added")),
     (whoosh.reading.SegmentReader, ("_storage", "_terms")),
     (whoosh.codec.whoosh3.W3TermsReader, ("_tindex", "_fieldmap", "_postfile")),
     (whoosh.codec.whoosh3.W3PerDocReader, ("_readers",)),  # patch 4
@@ -245,20 +258,27 @@ class _DecodedLengths:
         self.fields: dict[str, list[int | None] | None] = {}
 
     def doc_field_length(self, docnum: int, fieldname: str, default: int = 0) -> int | None:
+        lengths = self.field_lengths(fieldname)
+        return default if lengths is None else lengths[docnum]
+
+    def field_lengths(self, fieldname: str) -> list[int | None] | None:
+        """Every document's length of ``fieldname`` (None: the field keeps none, read as 0)."""
         if fieldname not in self.fields:
             column = self.reader._cached_reader(whoosh.codec.whoosh3._lenfield(fieldname),
                                                 whoosh.codec.whoosh3.LENGTHS_COLUMN)
             table = self._BYTES
             self.fields[fieldname] = None if column is None else [table[b] for b in column]
-        lengths = self.fields[fieldname]
-        return default if lengths is None else lengths[docnum]
+        return self.fields[fieldname]
 
 
 def _flush_segment(self: Any) -> None:
     self.perdocwriter.close()
     pdr = self.per_document_reader() if self.codec.length_stats else None
-    postings = self.pool.iter_postings()
-    self.fieldwriter.add_postings(self.schema, _DecodedLengths(pdr) if pdr else None, postings)
+    lengths = _DecodedLengths(pdr) if pdr else None
+    if isinstance(self.pool, TermPool):
+        self.pool.write_postings(self.fieldwriter, self.schema, lengths)
+    else:
+        self.fieldwriter.add_postings(self.schema, lengths, self.pool.iter_postings())
     self.fieldwriter.close()
     if pdr:
         pdr.close()
@@ -267,46 +287,9 @@ def _flush_segment(self: Any) -> None:
 WHOOSH_FLUSH_SEGMENT = whoosh.writing.SegmentWriter._flush_segment  # kept for the test that compares
 whoosh.writing.SegmentWriter._flush_segment = _flush_segment
 
-RUN_CHUNK = 8192  # postings per pickled chunk of a pool's run file
-
-
-class ChunkedPostingPool(whoosh.writing.PostingPool):  # type: ignore[misc]
-    """Whoosh's posting pool, with runs written as pickled chunks and the last run kept in memory."""
-
-    runs: list[str]  # run files, set by Whoosh's pool
-    current: list[Any]  # the postings not yet in a run
-
-    def _write_run(self, f: Any, items: Iterable[Any]) -> None:
-        rest = iter(items)
-        while chunk := list(itertools.islice(rest, RUN_CHUNK)):
-            pickle.dump(chunk, f, pickle.HIGHEST_PROTOCOL)
-        f.close()
-
-    def _read_run(self, path: str) -> Iterator[Any]:
-        f = self._open_run(path)
-        try:
-            while True:
-                try:
-                    chunk = pickle.load(f)
-                except EOFError:
-                    return
-                yield from chunk
-        finally:
-            f.close()
-            self._remove_run(path)
-
-    def items(self, maxfiles: int = 128) -> Any:
-        runs = self.runs
-        if not runs:
-            return sorted(self.current)
-        if len(runs) >= maxfiles:
-            self.reduce_to(maxfiles - 1, maxfiles)
-        self.current.sort()
-        self.runs = []
-        return heapq.merge(*[self._read_run(path) for path in runs], iter(self.current))
-
-
-whoosh.writing.PostingPool = ChunkedPostingPool
+# Patch 7 (and 5: the pool's runs).
+whoosh.writing.PostingPool = TermPool
+whoosh.writing.SegmentWriter.add_document = postings_add_document
 
 _delete_file = FileStorage.delete_file
 _clean_files = whoosh.index.clean_files

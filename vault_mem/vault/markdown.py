@@ -27,6 +27,8 @@ _MDLINK = re.compile(
 )
 _LINK_TARGET = re.compile(r"\]\([^()\[\]\n]*\)")
 _INLINE_TAG = re.compile(r"(?<![\w/#&\]\)\"'`])#([^\W\d_][\w/-]*|\d+[^\W\d][\w/-]*|_[\w/-]+)")
+_TAG_START = re.compile(r"#\w")  # every inline tag starts so (blanking links makes none)
+_NOT_A_BREAK = re.compile(r"[^\n\r]")
 _CONFLICT = re.compile(r"^(<{7} |={7}$|>{7} )", re.MULTILINE)
 
 
@@ -35,6 +37,8 @@ def mask_code(body: str) -> str:
 
     Positions and line breaks are kept, so offsets into the result are offsets into the body.
     """
+    if "`" not in body and "~~~" not in body:
+        return body  # no fence and no code span: nothing to blank (most notes, read at every build)
     out: list[str] = []
     fence: str | None = None
     for line in body.splitlines(keepends=True):
@@ -54,7 +58,10 @@ def mask_code(body: str) -> str:
 
 
 def _blank(text: str) -> str:
-    return re.sub(r"[^\n\r]", " ", text)
+    """``text`` with every character but CR and LF made a space."""
+    if "\n" not in text and "\r" not in text:
+        return " " * len(text)
+    return _NOT_A_BREAK.sub(" ", text)
 
 
 @dataclass(frozen=True)
@@ -121,6 +128,8 @@ def first_h1(body: str, masked: str | None = None) -> str | None:
 
 def inline_tags(masked: str) -> list[str]:
     """`#tags` in text already masked of code; links are blanked first so anchors are not tags."""
+    if not _TAG_START.search(masked):
+        return []
     text = _WIKILINK.sub(lambda m: _blank(m.group(0)), masked)
     text = _LINK_TARGET.sub(lambda m: _blank(m.group(0)), text)
     text = re.sub(r"https?://\S+", lambda m: _blank(m.group(0)), text)

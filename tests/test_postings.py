@@ -1,0 +1,158 @@
+"""The build's own path from documents to postings (``index/postings.py``) writes what Whoosh writes."""
+
+from __future__ import annotations
+
+import random
+from pathlib import Path
+from typing import Any
+
+import whoosh.writing
+from conftest import write_notes
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from whoosh import index as whoosh_index
+from whoosh.writing import SegmentWriter
+
+from vault_mem.index import postings, whoosh_seam
+from vault_mem.index.schema import document_of, make_schema
+from vault_mem.vault.reader import read_note
+
+# Words that lower-casing or Unicode make tricky: U+0130 lower-cases to "i" plus a combining dot
+# (not a word character), final sigma, ß, digits of other scripts, marks, joiners, emoji.
+_TRICKY = ["İstanbul", "ΣΊΣΥΦΟΣ", "Straße", "ǅemal", "١٢٣", "e\u0301te", "a\u200db", "naïve", "日本語",
+           "🙂x", "under_score", "Ⅻ", "ﬁne", "K", "x\x1fy", "", " ", "\x1f\x1f"]
+_TEXT = st.lists(st.one_of(st.sampled_from(_TRICKY), st.text(max_size=12)), max_size=30).map(" ".join)
+
+
+@settings(max_examples=300, deadline=None)
+@given(value=_TEXT)
+def test_the_fast_terms_of_every_field_kind_are_whooshs_own(value: str) -> None:
+    schema = make_schema()
+    known = 0
+    for name, field in schema.items():
+        fast = postings.terms_of(field)
+        if fast is None:
+            continue
+        known += 1
+        assert fast(value) == list(field.index(value)), name
+    assert known >= 20  # the text, keyword and id fields: all but numbers and the stored record
+
+
+def test_a_field_kind_not_known_here_is_left_to_whoosh() -> None:
+    from whoosh.analysis import StemmingAnalyzer
+    from whoosh.fields import NGRAM, NUMERIC, STORED, TEXT
+
+    for field in (TEXT(analyzer=StemmingAnalyzer()), TEXT(), NGRAM(), NUMERIC(), STORED()):
+        assert postings.terms_of(field) is None
+
+
+def segment_content(folder: Path) -> dict[str, Any]:
+    """Everything a segment holds, by document number: terms with postings and term statistics,
+    field lengths, columns and stored fields."""
+    ix = whoosh_index.open_dir(str(folder))
+    with ix.reader() as reader:
+        docs = list(reader.all_doc_ids())
+        schema = reader.schema
+        terms = {}
+        for key in reader.all_terms():
+            info = reader.term_info(*key)
+            m = reader.postings(*key)
+            items = []
+            while m.is_active():
+                items.append((m.id(), m.weight(), m.value()))
+                m.next()
+            terms[key] = (items, info.doc_frequency(), info.weight(), info.min_length(), info.max_length(),
+                          info.max_weight())
+        lengths = {(name, doc): reader.doc_field_length(doc, name)
+                   for name, field in schema.items() if field.scorable for doc in docs}
+        columns = {name: [reader.column_reader(name)[doc] for doc in docs]
+                   for name, field in schema.items() if field.column_type and reader.has_column(name)}
+        stored = [reader.stored_fields(doc) for doc in docs]
+    return {"terms": terms, "lengths": lengths, "columns": columns, "stored": stored}
+
+
+def whooshs_own(monkeypatch: Any) -> None:
+    monkeypatch.setattr(whoosh.writing, "PostingPool", postings.WHOOSH_POSTING_POOL)
+    monkeypatch.setattr(SegmentWriter, "add_document", postings.WHOOSH_ADD_DOCUMENT)
+    monkeypatch.setattr(SegmentWriter, "_flush_segment", whoosh_seam.WHOOSH_FLUSH_SEGMENT)
+
+
+def generated_vault(root: Path, count: int, seed: int) -> dict[str, str]:
+    rng = random.Random(seed)
+    words = [f"w{i}" for i in range(300)] + [w for w in _TRICKY if w.strip()] + ["Word", "WORD", "word"]
+    notes = {}
+    for i in range(count):
+        body_words = rng.choices(words, k=rng.randint(0, 120))
+        if i % 17 == 0:
+            body_words += ["often"] * 300  # a frequency past the small ones made once
+        tags = " ".join(f"#t{rng.randint(0, 9)}/sub{rng.randint(0, 3)}" for _ in range(rng.randint(0, 3)))
+        links = " ".join(f"[[n{rng.randint(0, count)}]]" for _ in range(rng.randint(0, 3)))
+        title = "" if i % 11 == 0 else f"title: {rng.choice(words)} {i}\n"
+        aliases = f"aliases: [{rng.choice(words)!r}, A{i}]\n" if i % 3 == 0 else ""
+        notes[f"d{i % 4}/sub{i % 3}/n{i}.md"] = (f"---\n{title}{aliases}importance: 0.{i % 10}\n---\n"
+                                                 f"{' '.join(body_words)}\n{tags}\n{links}\n")
+    write_notes(root, notes)
+    return notes
+
+
+def write_segment(root: Path, folder: Path, rels: list[str], limitmb: float = 64) -> None:
+    folder.mkdir()
+    ix = whoosh_index.create_in(str(folder), make_schema())
+    writer = SegmentWriter(ix, limitmb=limitmb)
+    for rel in rels:
+        writer.add_document(**document_of(read_note(root, rel), rel))
+    writer.commit()
+
+
+def test_a_segment_written_here_holds_exactly_what_whoosh_writes(tmp_path: Path, monkeypatch: Any) -> None:
+    rels = sorted(generated_vault(tmp_path / "v", 160, seed=3))
+    write_segment(tmp_path / "v", tmp_path / "ours", rels)
+    spilled = tmp_path / "spilled"  # a tiny memory limit: hundreds of sorted runs, merged first
+    write_segment(tmp_path / "v", spilled, rels, limitmb=0.002)
+    with monkeypatch.context() as m:
+        whooshs_own(m)
+        write_segment(tmp_path / "v", tmp_path / "whoosh", rels)
+    want = segment_content(tmp_path / "whoosh")
+    assert segment_content(tmp_path / "ours") == want
+    assert segment_content(spilled) == want
+    assert any(stats[1] > 128 for stats in want["terms"].values())  # over one block of postings
+    assert any(any(w > 255 for _, w, _ in stats[0]) for stats in want["terms"].values())
+
+
+def test_a_merge_through_the_term_pool_holds_exactly_what_whooshs_pool_merges(tmp_path: Path,
+                                                                                monkeypatch: Any) -> None:
+    """Merges add postings one at a time from the segments they read (``add_reader``)."""
+    rels = sorted(generated_vault(tmp_path / "v", 90, seed=5))
+
+    def merged(folder: Path) -> dict[str, Any]:
+        folder.mkdir()
+        ix = whoosh_index.create_in(str(folder), make_schema())
+        for part in (rels[:40], rels[40:70], rels[70:]):
+            with ix.writer() as w:
+                w.mergetype = whoosh.writing.NO_MERGE
+                for rel in part:
+                    w.add_document(**document_of(read_note(tmp_path / "v", rel), rel))
+        with ix.writer() as w:
+            w.delete_by_term("path", rels[3])  # a deleted document is dropped, the rest renumbered
+            w.mergetype = whoosh.writing.OPTIMIZE
+        return segment_content(folder)
+
+    ours = merged(tmp_path / "ours")
+    with monkeypatch.context() as m:
+        whooshs_own(m)
+        want = merged(tmp_path / "whoosh")
+    assert ours == want
+    assert len(want["stored"]) == len(rels) - 1
+
+
+def test_postings_out_of_document_order_are_sorted_as_whoosh_sorts_them(tmp_path: Path) -> None:
+    ix = whoosh_index.create_in(str(tmp_path), make_schema())
+    writer = SegmentWriter(ix)
+    pool = writer.pool
+    assert isinstance(pool, postings.TermPool)
+    added = [("body", b"b", 5, 1.0, b"x"), ("body", b"a", 2, 2.0, b"y"), ("body", b"b", 1, 1.0, b"z"),
+             ("body", b"b", 5, 0.5, b"w"), ("body", b"a", 2, 1.0, b"v"), ("tags", b"t", 0, 1.0, b"")]
+    for item in added:
+        pool.add(item)
+    assert list(pool.items()) == sorted(added)
+    writer.cancel()
