@@ -111,8 +111,10 @@ def memory_search(view: View, raw: dict[str, Any]) -> dict[str, Any]:
     if filters and candidates:
         allowed = set(view.docs(And(filters) if len(filters) > 1 else filters[0]))
         candidates = [d for d in candidates if d in allowed]
-    updated = view.column("updated")
-    paths = view.column("path")
+    # Cells, not whole columns: a query's candidates are often a handful, and the first search
+    # after a start (or a commit) would otherwise read two columns of every note.
+    updated = view.cells("updated")
+    paths = view.cells("path")
     if since is not None:  # the column, not a NumericRange query: that one costs ~100 ms on 10k notes
         candidates = [d for d in candidates if updated[d] is not None and updated[d] >= since]
 

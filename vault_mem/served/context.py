@@ -11,6 +11,7 @@ from typing import Any, Protocol
 from whoosh.query import Query, Term
 from whoosh.searching import Searcher
 
+from vault_mem.index.cells import Cells
 from vault_mem.index.columns import column, live_docs, stored_record
 from vault_mem.index.store import VaultIndex
 from vault_mem.vault.frontmatter import split_frontmatter
@@ -85,6 +86,11 @@ class View:
 
     def column(self, field: str) -> list[Any]:
         return column(self.searcher, field)
+
+    def cells(self, field: str) -> Cells:
+        """``field``'s values by document number, for a few documents: the column is read whole
+        only once many are asked for (``index/cells.py``)."""
+        return Cells(self.searcher, field)
 
     def by_path(self, path: str) -> int | None:
         docs = self.docs(Term("path", path))
