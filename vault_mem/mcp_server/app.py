@@ -15,7 +15,7 @@ from mcp.server.lowlevel import Server
 from vault_mem import __version__
 from vault_mem.errors import InternalError, InvalidInput, NotFound, VaultMemError, VaultUnavailable
 from vault_mem.mcp_server.answers import error_answer, to_result
-from vault_mem.mcp_server.tools import STATUS_SCHEMA, ToolSpec, tools_for
+from vault_mem.mcp_server.tools import STATUS_SCHEMA, Handler, ToolSpec, tools_for
 from vault_mem.reads.conflicts import conflict_hint
 from vault_mem.served.context import Vault, View
 from vault_mem.served.refs import resolve_ref
@@ -44,29 +44,34 @@ def call(vault: Vault, spec: ToolSpec, arguments: dict[str, Any] | None) -> dict
                                                  f"{', '.join(spec.properties)}"))
             if theirs in raw:
                 raw[ours] = raw.pop(theirs)
-        handler = spec.handler
-        vault.check()
-        try:
-            with vault.index.searching() as searcher:
-                view = View(vault, searcher)
-                answer = handler(view, raw)
-                conflicts = conflict_hint(view) if answer.get("status") in ("ok", "none") else None
-                if conflicts:
-                    hints = answer.setdefault("hints", [])
-                    if isinstance(hints, list):
-                        hints.append(conflicts)
-        except Exception as exc:
-            # While a build replaces the index, reads may find it half there: say so, not fail.
-            if vault.indexing() is None or (isinstance(exc, VaultMemError) and not isinstance(exc, VaultUnavailable)):
-                raise
-            answer = {"status": "none", "message": "the index is being built; try again shortly"}
-        return _with_progress(vault, answer)
+        vault.check()  # may wait for a first build: not yet a call in flight (the check waits for those)
+        with vault.answering():
+            return _answer(vault, spec.handler, raw)
     except VaultMemError as exc:
         # A ref not found (or any other answer) during a build must say the index is incomplete.
         return _with_progress(vault, error_answer(exc, {ours: theirs for theirs, ours in spec.arg_map}))
     except Exception as exc:  # the server must answer, whatever a query module did
         log.exception("tool %s failed", spec.name)
         return error_answer(InternalError(f"internal error in {spec.name}: {type(exc).__name__}"))
+
+
+def _answer(vault: Vault, handler: Handler, raw: dict[str, Any]) -> dict[str, Any]:
+    """The answer of one call, after the health check; a read that finds the index half built says so."""
+    try:
+        with vault.index.searching() as searcher:
+            view = View(vault, searcher)
+            answer = handler(view, raw)
+            conflicts = conflict_hint(view) if answer.get("status") in ("ok", "none") else None
+            if conflicts:
+                hints = answer.setdefault("hints", [])
+                if isinstance(hints, list):
+                    hints.append(conflicts)
+    except Exception as exc:
+        # While a build replaces the index, reads may find it half there: say so, not fail.
+        if vault.indexing() is None or (isinstance(exc, VaultMemError) and not isinstance(exc, VaultUnavailable)):
+            raise
+        answer = {"status": "none", "message": "the index is being built; try again shortly"}
+    return _with_progress(vault, answer)
 
 
 def _with_progress(vault: Vault, answer: dict[str, Any]) -> dict[str, Any]:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
@@ -31,6 +32,9 @@ class Health(Protocol):
     def check(self) -> None:
         """Raise VaultUnavailable when the vault cannot be served right now."""
 
+    def answering(self) -> AbstractContextManager[None]:
+        """Held for the length of each tool call (the runtime's start-up check gives way to calls)."""
+
 
 class SteadyHealth:
     """A vault indexed before serving (tests, the CLI): never building, always there."""
@@ -40,6 +44,9 @@ class SteadyHealth:
 
     def check(self) -> None:
         return None
+
+    def answering(self) -> AbstractContextManager[None]:
+        return nullcontext()
 
 
 @dataclass
@@ -58,6 +65,9 @@ class Vault:
 
     def check(self) -> None:
         self.health.check()
+
+    def answering(self) -> AbstractContextManager[None]:
+        return self.health.answering()
 
 
 class View:
