@@ -15,27 +15,21 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from vault_mem.vault.fields import note_fields
 from vault_mem.vault.note import Note, est_tokens
 from vault_mem.vault.reader import read_note
 from vault_mem.vault.walk import walk_vault
 
 
 def note_record(note: Note) -> dict[str, Any]:
-    record: dict[str, Any] = {
+    """The note's line: its identity, the field table's rows as memory_read shows them
+    (``note_fields``), then what it says about the file."""
+    return {
         "uid": note.uid, "permalink": note.permalink, "path": note.path, "domain": note.domain,
-        "title": note.title, "aliases": note.aliases, "type": note.type, "tags": note.tags,
-        "created": note.created, "updated": note.updated, "memory_status": note.status,
+        **note_fields(note),
+        "problems": note.problems, "etag": note.etag, "est_tokens": est_tokens(note.body),
+        "body_chars": len(note.body), "body": note.body,
     }
-    if note.type == "task":
-        record["state"] = note.state or "open"
-        record["progress"] = {"done": note.progress.done, "total": note.progress.total}
-    record |= {
-        "importance": note.importance, "namespace": note.namespace, "scope": note.scope,
-        "project": note.project, "paths": note.paths, "agent": note.agent, "metadata": note.metadata,
-        "supersedes": note.supersedes, "superseded_by": note.superseded_by, "problems": note.problems,
-        "etag": note.etag, "est_tokens": est_tokens(note.body), "body_chars": len(note.body), "body": note.body,
-    }
-    return record
 
 
 def export_lines(root: Path) -> Iterator[str]:
