@@ -14,10 +14,10 @@ from __future__ import annotations
 import bisect
 from typing import Any
 
-from whoosh.searching import Searcher
-
-from vault_mem.index.columns import column, has_columns, segment_key
+from vault_mem.index.columns import column, has_columns
 from vault_mem.index.lru import CACHE
+from vault_mem.index.query import Searcher
+from vault_mem.index.segments import segments
 
 WHOLE_AFTER = 2000  # lookups one by one before the whole column is joined instead
 
@@ -30,9 +30,8 @@ class Cells:
         self.field = field
         self._whole: list[Any] | None = column(searcher, field) if has_columns(searcher, field) else None
         self._seen: dict[int, Any] = {}
-        pairs = list(searcher.reader().leaf_readers())
-        self._readers = [reader for reader, _ in pairs]
-        self._offsets = [offset for _, offset in pairs]
+        self._segments = segments(searcher)
+        self._offsets = [seg.offset for seg in self._segments]
         self._segment_values: dict[int, Any] = {}  # leaf index -> its cached column or column reader
 
     def __getitem__(self, docnum: int) -> Any:
@@ -52,10 +51,10 @@ class Cells:
     def _leaf_values(self, i: int) -> Any:
         values = self._segment_values.get(i)
         if values is None:
-            reader = self._readers[i]
-            values = CACHE.peek(("column", segment_key(reader), self.field))  # as columns caches it
+            seg = self._segments[i]
+            values = CACHE.peek(("column", seg.key, self.field))  # as columns.segment_column caches it
             if values is None:
-                values = (reader.column_reader(self.field) if reader.has_column(self.field)
+                values = (seg.reader.column_reader(self.field) if seg.reader.has_column(self.field)
                           else _Nones())
             self._segment_values[i] = values
         return values

@@ -24,13 +24,12 @@ from __future__ import annotations
 import math
 import sys
 from functools import lru_cache, partial
-from typing import Any, NamedTuple
-
-from whoosh.lang.snowball.english import EnglishStemmer
+from typing import NamedTuple
 
 from vault_mem.errors import InvalidInput
-from vault_mem.index.columns import segment_key
 from vault_mem.index.lru import CACHE
+from vault_mem.index.query import english_stem
+from vault_mem.index.segments import Segment
 from vault_mem.index.substring import segment_form_hit_counts, words
 from vault_mem.served.context import View
 
@@ -62,13 +61,11 @@ STOP_WORDS = frozenset({
     "wouldn", "yet", "you", "your", "yours", "yourself", "yourselves",
 })
 
-_stemmer = EnglishStemmer()
-
 
 @lru_cache(maxsize=4096)
 def stem_of(term: str) -> str | None:
     """The term's English Snowball stem when it is another, useful form (3+ characters)."""
-    stem = str(_stemmer.stem(term))
+    stem = str(english_stem(term))
     return stem if stem != term and len(stem) >= MIN_TERM_CHARS else None
 
 
@@ -126,25 +123,21 @@ def weighted_hits(view: View, term: str) -> TermHits:
     stem = stem_of(term)
     exact: dict[int, float] = {}
     alone: dict[int, float] = {}
-    for reader, offset in view.searcher.reader().leaf_readers():
-        hits = CACHE.get_or_make(("weighted_hits", segment_key(reader), term, stem),
-                                 partial(_segment_weighted_hits, reader, term, stem), _hits_size)
-        deleted = reader.deleted_docs_set if reader.has_deletions() else ()
-        for found, into in ((hits.exact, exact), (hits.stem, alone)):
-            if deleted:
-                into.update((d + offset, v) for d, v in found.items() if d not in deleted)
-            else:
-                into.update((d + offset, v) for d, v in found.items())
+    for seg in view.segments():
+        hits = CACHE.get_or_make(("weighted_hits", seg.key, term, stem),
+                                 partial(_segment_weighted_hits, seg, term, stem), _hits_size)
+        exact.update(seg.lift_items(hits.exact))
+        alone.update(seg.lift_items(hits.stem))
     return TermHits(exact, alone)
 
 
-def _segment_weighted_hits(reader: Any, term: str, stem: str | None) -> TermHits:
+def _segment_weighted_hits(seg: Segment, term: str, stem: str | None) -> TermHits:
     """``weighted_hits`` of one segment, by segment document number, deleted ones too."""
     exact_weighted: dict[int, float] = {}
     stem_weighted: dict[int, float] = {}
     get_exact, get_stem = exact_weighted.get, stem_weighted.get
     for field, weight in FIELD_WEIGHTS:
-        exact, stem_only = segment_form_hit_counts(reader, field, term, stem)
+        exact, stem_only = segment_form_hit_counts(seg, field, term, stem)
         for doc, hits in exact.items():
             counted = hits if hits < HIT_CAP else HIT_CAP
             exact_weighted[doc] = get_exact(doc, 0) + weight * counted
@@ -164,7 +157,7 @@ def _hits_size(hits: TermHits) -> int:
 
 def score_notes(view: View, terms: list[str]) -> dict[int, float]:
     """The score of every note holding at least one term in some form, by docnum."""
-    notes = view.searcher.doc_count()
+    notes = view.doc_count()
     totals: dict[int, float] = {}
     matched: dict[int, int] = {}  # terms held in some form
     exactly: dict[int, int] = {}  # terms held exactly
