@@ -10,7 +10,9 @@ writes ``--saves`` new notes, ``--spacing`` seconds apart, each an editor's atom
 file renamed onto the note) holding a word of its own, spread over the vault's top-level
 folders. Each is timed from its rename until ``memory_search`` finds its word (polled over the
 session). The table says, for each save, whether it was made before the start-up check ended
-(the server's ``index ready`` line) and how long it took to become visible. The notes are
+(the server's ``index ready`` line), when the bench's own reader of the index saw it committed,
+and how long it took to become visible; then the server's CPU seconds until the last one was
+found (on Linux), which the shared machine's load does not inflate as it does the clock. The notes are
 removed at the end (the running server drops them), so the vault is left as it was.
 
 Prints the load average beside the numbers: the machine is shared, repeat runs and compare.
@@ -44,6 +46,20 @@ def load() -> str:
         return " ".join(Path("/proc/loadavg").read_text().split()[:3])
     except OSError:
         return "n/a"
+
+
+def server_cpu() -> float | None:
+    """CPU seconds (user + system) the spawned server has used so far; None off Linux."""
+    try:
+        me = os.getpid()
+        children = Path(f"/proc/{me}/task/{me}/children").read_text().split()
+        total = 0.0
+        for pid in children:
+            fields = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
+            total += (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+        return total if children else None
+    except (OSError, ValueError, IndexError):
+        return None
 
 
 def wait_for_line(log: Path, text: str, timeout: float) -> float | None:
@@ -123,6 +139,8 @@ async def run(vault: Path, saves: int, spacing: float, begin: str) -> None:
         saver = threading.Thread(target=save_when_checking, daemon=True)
         saver.start()
         threading.Thread(target=watch_ready, daemon=True).start()
+        # From the spawn on, not once the session is up: a save made before it is committed before it too.
+        threading.Thread(target=watch_commits, args=(vault, saved, committed, saves), daemon=True).start()
         client = await stack.enter_async_context(Client(stdio_client(params, errlog=sink), mode="legacy"))
         connected = time.perf_counter()
         session_up.set()
@@ -131,7 +149,6 @@ async def run(vault: Path, saves: int, spacing: float, begin: str) -> None:
         checking = checking_box[0]
         if checking is None:
             raise SystemExit(f"the server never said {CHECKING!r} (is the index complete?); see {errlog}")
-        threading.Thread(target=watch_commits, args=(vault, saved, committed, saves), daemon=True).start()
 
         while len(found) < saves:  # one call at a time: parallel polls would crowd the server's threads
             for word in [w for w in words if w in saved and w not in found]:
@@ -145,6 +162,7 @@ async def run(vault: Path, saves: int, spacing: float, begin: str) -> None:
             if saved and time.perf_counter() - min(t for _, t in saved.values()) > TIMEOUT + saves * spacing:
                 break
             await anyio.sleep(0.005)
+        cpu_at_last = server_cpu()  # the server's CPU from its spawn until every save was found
         saver.join()
         while not ready_box:  # the table says which saves the check was still running for
             await anyio.sleep(0.05)
@@ -174,6 +192,9 @@ async def run(vault: Path, saves: int, spacing: float, begin: str) -> None:
         print(f"{i + 1:>4} | {at - spawn:>18.2f} | {during:>12} | {landed:>14.0f} | {took * 1000:>15.0f} | {first} "
               f"(asked {(first_asked.get(word, at) - at) * 1000:.0f} ms after the save)")
     print(f"worst: {worst * 1000:.0f} ms to visible, {worst_commit:.0f} ms to committed; load average after: {load()}")
+    if cpu_at_last is not None:
+        print(f"server CPU from its spawn until the last save was found: {cpu_at_last:.2f} s "
+              f"(wall {max(found.values(), default=spawn) - spawn:.2f} s)")
     log = errlog.read_text(errors="replace")
     for line in log.splitlines():
         if "periodic check" in line or "Traceback" in line:

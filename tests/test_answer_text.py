@@ -4,6 +4,7 @@ URIs that read back their note, whatever characters the note's name holds."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import re
 from pathlib import Path
@@ -151,6 +152,9 @@ class HalfBuilt:
 
     def check(self) -> None:
         return None
+
+    def answering(self) -> contextlib.AbstractContextManager[None]:
+        return contextlib.nullcontext()
 
 
 async def test_every_answer_during_a_build_says_the_index_is_incomplete(tmp_path: Path, mcp_session) -> None:

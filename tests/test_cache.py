@@ -72,3 +72,32 @@ def test_threads_share_one_unpickled_record_and_an_edit_is_seen(make_vault) -> N
                    if not searcher.reader().is_deleted(d)]
         assert sorted(r["path"] for r in records) == sorted(f"n{i}.md" for i in range(30))
         assert stored_record(searcher, searcher.document_number(path="n7.md"))["title"] == "Note 7 edited"
+
+
+def test_cells_answer_as_the_whole_column_does_without_reading_it(make_vault, monkeypatch) -> None:
+    """index/cells.py: a few documents' values from the segments' column readers, equal to the
+    joined column's, across segments, deletions and a segment without a value; past
+    WHOLE_AFTER lookups the column is joined after all."""
+    from conftest import commit_note, commit_removal
+
+    from vault_mem.index import cells as cells_module
+    from vault_mem.index.cells import Cells
+    from vault_mem.index.columns import column, has_columns
+
+    vault = make_vault({f"n{i}.md": f"---\nupdated: 2024-01-{i + 1:02d}\n---\n# Note {i}\n" for i in range(20)})
+    commit_note(vault.index, "n3.md", "---\nupdated: 2025-02-02\n---\n# Note 3 again\n")  # a new segment
+    commit_note(vault.index, "late.md", "# No date of its own\n")
+    commit_removal(vault.index, "n5.md")
+    CACHE.clear()
+    for field in ("updated", "path", "created"):
+        with vault.index.searching() as searcher:
+            cells = Cells(searcher, field)
+            got = [cells[d] for d in reversed(range(searcher.doc_count_all()))]
+            assert not has_columns(searcher, field)  # nothing was joined
+            assert got == list(reversed(column(searcher, field)))
+    monkeypatch.setattr(cells_module, "WHOLE_AFTER", 3)
+    with vault.index.searching() as searcher:
+        searcher._vault_mem_columns = {}
+        cells = Cells(searcher, "path")
+        values = [cells[d] for d in range(searcher.doc_count_all())]
+        assert has_columns(searcher, "path") and values == column(searcher, "path")

@@ -246,3 +246,47 @@ async def test_a_held_watcher_applies_what_it_heard_once_released(tmp_path: Path
     finally:
         watcher.stop()
         index.close()
+
+
+async def test_the_start_up_check_lets_the_first_calls_go_first_and_gives_way_to_calls(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Once the server is loaded, the check of an existing index does not start while a call is in
+    flight (nor for a moment after one), and while it walks it pauses now and then for a call in
+    flight; it still ends (runtime/lifecycle.py)."""
+    import vault_mem.runtime.lifecycle as lifecycle
+
+    monkeypatch.setattr(lifecycle, "GIVE_WAY_EVERY", 1)
+    root = write_notes(tmp_path / "v", {f"n{i}.md": f"# Note {i}\n\nabout queues\n" for i in range(5)})
+    index = VaultIndex(root)
+    sync(index)
+    index.close()
+    calls_seen: list[int] = []
+    walking, call_open = threading.Event(), threading.Event()
+
+    def pace(rel: str) -> None:
+        calls_seen.append(runtime._calls)
+        if rel == "n2.md" and not call_open.is_set():
+            walking.set()
+            call_open.wait(HANG)
+
+    loaded = threading.Event()
+    runtime = Runtime(index, pace=pace)
+    runtime.start(check_after=loaded)
+    try:
+        with runtime.answering():  # a call in flight as the server finishes loading
+            loaded.set()
+            time.sleep(1.0)  # a window in which a check that did not wait would have walked
+            assert not calls_seen and not runtime.wait_ready(0)
+        assert walking.wait(HANG)
+        assert calls_seen and not any(calls_seen)  # it started once no call was in flight
+        with runtime.answering():  # a call arrives while the check walks
+            call_open.set()
+            eventually(lambda: runtime.gave_way, timeout=HANG, what="the check giving way")
+        assert runtime.wait_ready(HANG) and runtime.report is not None and runtime.report.unchanged == 5
+        async with Client(build_server(Vault(root, index, health=runtime)), mode="legacy") as client:
+            assert await found(ToolClient(client), "queues")
+        assert runtime._calls == 0  # a served call holds ``answering`` only while it runs
+    finally:
+        call_open.set()
+        runtime.stop()
+        index.close()

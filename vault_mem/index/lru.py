@@ -61,6 +61,15 @@ class Lru:
                 self.bytes -= dropped
         return value
 
+    def peek(self, key: Hashable) -> Any:
+        """The cached value of ``key``, or None; makes nothing."""
+        with self._lock:
+            hit = self._items.get(key)
+            if hit is None:
+                return None
+            self._items.move_to_end(key)
+            return hit[0]
+
     def clear(self) -> None:
         with self._lock:
             self._items.clear()

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import bisect
 from collections.abc import Callable, Iterable
-from typing import Any
+from typing import Any, Protocol
 
 from whoosh.lang.snowball.english import EnglishStemmer
 from whoosh.searching import Searcher as Searcher  # re-exported: the type the layers above name
@@ -25,6 +25,12 @@ from vault_mem.index.lru import CACHE, approx_size
 from vault_mem.index.segments import Parts, Segment, segments
 
 english_stem: Callable[[str], str] = EnglishStemmer().stem  # the Snowball English stemmer
+
+
+class ByDoc(Protocol):
+    """Values by document number: a column (a list), or ``index/cells.py``'s few of one."""
+
+    def __getitem__(self, docnum: int, /) -> Any: ...
 
 
 def doc_count(searcher: Searcher) -> int:
@@ -116,8 +122,8 @@ def newest_first_key(dates: list[Any], paths: list[Any]) -> Callable[[int], tupl
     return lambda d: (-(dates[d] or 0), paths[d] or "")
 
 
-def ranked_newest_key(first: list[Any] | dict[int, Any], dates: list[Any],
-                      paths: list[Any]) -> Callable[[int], tuple[Any, int, str]]:
+def ranked_newest_key(first: list[Any] | dict[int, Any], dates: ByDoc,
+                      paths: ByDoc) -> Callable[[int], tuple[Any, int, str]]:
     """Highest ``first`` (a column or a score map; missing is 0) ahead of the newest-first order."""
     if isinstance(first, dict):
         get = first.get

@@ -19,7 +19,9 @@ ms), as Whoosh's docs advise.
 from __future__ import annotations
 
 import contextlib
+from typing import Any
 
+from whoosh.codec.base import Automata
 from whoosh.support.levenshtein import distance
 
 from vault_mem.index.lru import CACHE
@@ -107,15 +109,30 @@ def _plausible(term: str, word: str, maxdist: int) -> bool:
 
 
 def _within(seg: Segment, field: str, word: str, maxdist: int) -> list[str]:
-    """The terms of one segment's ``field`` within ``maxdist`` edits of ``word`` (cached)."""
+    """The terms of one segment's ``field`` within ``maxdist`` edits of ``word`` (cached).
+
+    What ``seg.reader.terms_within`` answers, with the automaton built once per word and
+    distance (``_automaton``) instead of once per segment and field: building it was a third
+    of a miss's cost at 107,000 notes (20 segments, three fields)."""
 
     def find() -> list[str]:
         try:
-            return sorted(seg.reader.terms_within(field, word, maxdist, prefix=KEEP_PREFIX[maxdist]))
+            reader = seg.reader
+            if not hasattr(reader, "cursor"):  # not a segment reader: Whoosh's own way
+                return sorted(reader.terms_within(field, word, maxdist, prefix=KEEP_PREFIX[maxdist]))
+            cursor = reader.cursor(reader.schema[field].spelling_fieldname(field))
+            return sorted(Automata.find_matches(_automaton(word, maxdist), cursor))
         except Exception:  # a field with no terms in this segment
             return []
 
     return CACHE.get_or_make(("terms_within", seg.key, field, word, maxdist), find)
+
+
+def _automaton(word: str, maxdist: int) -> Any:
+    """Whoosh's Levenshtein DFA for ``word`` (the one its ``terms_within`` builds), cached."""
+    return CACHE.get_or_make(("levenshtein_dfa", word, maxdist),
+                             lambda: Automata.levenshtein_dfa(word, maxdist, KEEP_PREFIX[maxdist]),
+                             lambda _dfa: 4096 + 64 * len(word) * (maxdist + 1) ** 3)
 
 
 def closest_names(names: list[str], word: str, limit: int = SUGGESTIONS) -> list[str]:

@@ -62,9 +62,9 @@ def call(vault: Vault, spec: ToolSpec, arguments: dict[str, Any] | None, caller:
         handler = spec.handler
         agent = caller_name(caller, raw)
         started = time.time()
-        vault.check()
+        vault.check()  # may wait for a first build: not yet a call in flight (the check waits for those)
         try:
-            with vault.index.searching() as searcher:
+            with vault.answering(), vault.index.searching() as searcher:
                 view = View(vault, searcher, caller)
                 answer = handler(view, raw)
                 annotate(view, spec.name, agent, answer, started)  # inbox, lost, persist_error (served/mailbox.py)

@@ -12,9 +12,9 @@ SHOWN = 5
 
 def conflict_copies(view: View) -> list[str]:
     """Vault-relative paths of the conflicted copies in the index, sorted."""
-    # Asked on every call: a term lookup per segment (no matcher) and the path column (no
-    # stored record).
-    paths = view.column("path")
+    # Asked on every call: a term lookup per segment (no matcher) and the paths of its few hits
+    # (cells: the first call after a start would otherwise read the path of every note).
+    paths = view.cells("path")
     return sorted(path for doc in view.term_docs("perm", ["conflict"])
                   if (path := paths[doc]) and CONFLICT_COPY.search(path))
 

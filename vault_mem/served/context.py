@@ -12,12 +12,14 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Iterable
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
 from vault_mem.errors import NotFound
 from vault_mem.index import query, vocabulary
+from vault_mem.index.cells import Cells
 from vault_mem.index.columns import column, path_key_docs, stored_record
 from vault_mem.index.masked import masked_segments
 from vault_mem.index.query import Searcher
@@ -42,6 +44,9 @@ class Health(Protocol):
     def check(self) -> None:
         """Raise VaultUnavailable when the vault cannot be served right now."""
 
+    def answering(self) -> AbstractContextManager[None]:
+        """Held for the length of each tool call (the runtime's start-up check gives way to calls)."""
+
 
 class SteadyHealth:
     """A vault indexed before serving (tests, the CLI): never building, always there."""
@@ -51,6 +56,9 @@ class SteadyHealth:
 
     def check(self) -> None:
         return None
+
+    def answering(self) -> AbstractContextManager[None]:
+        return nullcontext()
 
 
 @dataclass
@@ -69,6 +77,9 @@ class Vault:
 
     def check(self) -> None:
         self.health.check()
+
+    def answering(self) -> AbstractContextManager[None]:
+        return self.health.answering()
 
 
 class View:
@@ -169,6 +180,11 @@ class View:
 
     def column(self, field: str) -> list[Any]:
         return column(self.searcher, field)
+
+    def cells(self, field: str) -> Cells:
+        """``field``'s values by document number, for a few documents: the column is read whole
+        only once many are asked for (``index/cells.py``)."""
+        return Cells(self.searcher, field)
 
     def lexicon(self, field: str) -> list[str]:
         """Every term of ``field`` in the index (a term only deleted notes hold included); for a
