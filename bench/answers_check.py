@@ -313,7 +313,10 @@ def compare(want: list[str], got: list[str]) -> int:
         print(f"{len(want)} answers recorded, {len(got)} now")
     differ = [i for i, (a, b) in enumerate(zip(want, got, strict=False)) if a != b]
     for i in differ[:20]:
-        print(f"differs: {want[i][:400]}\n    now: {got[i][:400]}")
+        at = next((k for k, (a, b) in enumerate(zip(want[i], got[i], strict=False)) if a != b),
+                  min(len(want[i]), len(got[i])))
+        cut = slice(max(0, at - 150), at + 150)
+        print(f"differs: {want[i][:160]}\n  at {at}: {want[i][cut]}\n     now: {got[i][cut]}")
     print(f"{len(got) - len(differ)} of {len(got)} answers identical")
     return len(differ) + abs(len(want) - len(got))
 
