@@ -278,6 +278,7 @@ PARAM_VALUES: dict[str, Values] = {
     "tags_none": _string_lists(TAGS),
     "tags": _string_lists(TAGS),
     "paths": _string_lists(PATHS),
+    "to": _string_lists(AGENTS),
     "fields": _string_lists([*ROW_FIELDS, *ROW_FIELDS, "ID", "body", "", "uid"]),
     "ref": _strings(REFS[:35], REFS),
     "uid": _strings(REFS[:35], REFS),

@@ -39,9 +39,12 @@ def searcher_memo(searcher: Searcher) -> dict[str, Any]:
 class Segment:
     """One segment as one searcher sees it (``reader`` is Whoosh's: for ``index/`` only)."""
 
-    def __init__(self, reader: Any, offset: int) -> None:
+    def __init__(self, reader: Any, offset: int, hidden: frozenset[int] = frozenset(),
+                 mask: str | None = None) -> None:
         self.reader = reader
         self.offset = offset
+        self.hidden = hidden  # local numbers a limited caller may not see (index/masked.py)
+        self.mask = mask  # names what ``hidden`` hides; None: nothing
 
     @cached_property
     def size(self) -> int:
@@ -62,14 +65,16 @@ class Segment:
     @cached_property
     def dead(self) -> frozenset[int] | set[int]:
         """The local numbers deleted (the reader's own set: Whoosh caches it per reader, and its
-        ``is_deleted`` costs three calls a document)."""
-        return self.reader.deleted_docs_set if self.reader.has_deletions() else frozenset()
+        ``is_deleted`` costs three calls a document), and those hidden from this view's caller."""
+        deleted = self.reader.deleted_docs_set if self.reader.has_deletions() else frozenset()
+        return deleted | self.hidden if self.hidden else deleted
 
     @property
-    def deletions(self) -> int:
-        """How many documents are deleted (only ever grows: part of a cache key with ``key``)."""
+    def deletions(self) -> tuple[int, str | None]:
+        """What ``dead`` depends on, for a cache key with ``key``: how many documents are deleted
+        (only ever grows) and the mask hiding others from a limited caller."""
         segment = self.reader.segment()
-        return segment.deleted_count() if segment is not None else -1
+        return (segment.deleted_count() if segment is not None else -1, self.mask)
 
     def live_local(self) -> list[int] | range:
         """The local numbers not deleted, ascending."""

@@ -40,7 +40,9 @@ STATE_FILE = "state.json"
 BUILD_LOCK = "build.lock"  # held for a whole build; kept when the folder is emptied
 MERGE_LOCK = "merge.lock"  # held by the one merging process; kept when the folder is emptied
 HISTORY_CACHE = "git-history.json"  # the git history map (index/gitfollow.py): not the index
-KEPT_ON_REBUILD = frozenset({BUILD_LOCK, MERGE_LOCK, "presence", HISTORY_CACHE})  # presence: index/presence.py
+# Not the index, so kept when a build empties the folder: presence (index/presence.py), what each
+# agent has seen (index/agentstate.py) and the journal of writes for undo (index/journal.py).
+KEPT_ON_REBUILD = frozenset({BUILD_LOCK, MERGE_LOCK, "presence", HISTORY_CACHE, "agents", "journal"})
 WRITE_TOOL_TIMEOUT = 20.0  # what a write tool waits for the lock before answering a retryable error
 WAIT_NOTICE = 30.0  # a writer still waiting after this long says so in the log
 FEW_PATHS = 50  # fingerprints of up to this many paths come from their stored records when columns are cold

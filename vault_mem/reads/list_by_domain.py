@@ -109,7 +109,8 @@ def _why_none(view: View, domain: str, subtree: bool, note_type: str, status: st
 
 
 def folder_names(view: View) -> list[str]:
-    """Every folder path and folder name the index holds (for suggestions)."""
+    """Every folder path and folder name the index holds (for suggestions), of the notes this caller
+    may see."""
     paths = view.lexicon("dom_anc")
     return list(dict.fromkeys([*paths, *(p.rpartition("/")[2] for p in paths)]))
 

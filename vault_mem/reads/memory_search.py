@@ -12,7 +12,8 @@ score 0.
 Answer: ``{status, count, notes:[digest], truncated, message?}``; ``count`` is the number of
 digests in the answer, ``truncated`` says that more notes matched than were returned
 (the limit, or the 40,000-character bound, hid them), and ``message`` says why whenever
-something was clamped, dropped or shortened.
+something was clamped, dropped or shortened. The server adds the calling agent's ``inbox``
+and ``inbox_more`` (``served/mailbox.py``).
 """
 
 from __future__ import annotations

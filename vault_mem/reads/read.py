@@ -54,7 +54,7 @@ from vault_mem.reads.lineage import lineage_for
 from vault_mem.reads.links import LinkResolver, backlinks, outgoing
 from vault_mem.reads.rows import cut_to_fit
 from vault_mem.served.context import MAX_ANSWER_CHARS, View, json_size, take_within
-from vault_mem.served.params import OFFSET, REF, Args, int_param
+from vault_mem.served.params import OFFSET, REF, Args, int_param, text_param
 from vault_mem.served.refs import resolve_ref
 from vault_mem.vault.dates import from_timestamp, iso
 from vault_mem.vault.fields import FIELDS, layout, note_fields
@@ -69,6 +69,7 @@ READ_PARAMS = (
     int_param("max_chars", "Body characters per page.", default=DEFAULT_MAX_CHARS, minimum=1, maximum=MAX_CHARS),
     int_param("history", "In a git vault: last commits shown.", default=DEFAULT_HISTORY, minimum=0,
               maximum=MAX_HISTORY),
+    text_param("agent", "Your agent name (clears your inbox)."),
 )
 DOMAINS_PARAMS = (OFFSET,)
 HEAD_BUDGET = 24_000  # what the record without its body may take
@@ -86,6 +87,8 @@ def memory_read(view: View, raw: dict[str, Any]) -> dict[str, Any]:
     offset = args.integer("offset")
     max_chars = args.integer("max_chars")
     history = args.integer("history")
+    if args.present("agent"):
+        args.agent()  # well formed; served/mailbox.py marks the note read for it
 
     doc = resolve_ref(view, ref)
     record = view.record(doc)

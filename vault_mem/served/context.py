@@ -1,4 +1,12 @@
-"""What every query runs against: the vault root, its index, and the server's settings."""
+"""What every query runs against: the vault root, its index, the server's settings, and what
+each caller may see.
+
+A ``View`` is made for one call and one caller (``served/agents.py``): for an agent limited
+to some folders its segments count every other note as dead (``index/masked.py``), so every
+document set a read gets (live documents, term lookups, ref resolution, links, hints) is
+already filtered, and a hidden note is ``not_found``; ``record`` refuses one as well, should
+a document number reach it some other way, and ``lexicon`` lists only its notes' terms.
+Writes ask ``check_write``."""
 
 from __future__ import annotations
 
@@ -8,12 +16,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
+from vault_mem.errors import NotFound
 from vault_mem.index import query, vocabulary
 from vault_mem.index.columns import column, path_key_docs, stored_record
+from vault_mem.index.masked import masked_segments
 from vault_mem.index.query import Searcher
 from vault_mem.index.segments import Parts, segments
 from vault_mem.index.store import VaultIndex
 from vault_mem.index.substring import hit_counts, terms_containing
+from vault_mem.served.agents import Agent
 from vault_mem.vault.frontmatter import split_frontmatter
 from vault_mem.vault.paths import InsideCheck
 from vault_mem.vault.reader import decode, read_bytes
@@ -61,18 +72,30 @@ class Vault:
 
 
 class View:
-    """One consistent look at the index for the length of a call. Every document set a read
-    uses comes from these methods (``index/query.py`` behind them), over the view's segments
-    ``parts``: a document a segment counts as dead (deleted, or one day not this caller's to
-    see) is in none of them, so what one caller may see is applied there, once. Document
-    numbers are the searcher's; sets are ascending."""
+    """One consistent look at the index for the length of a call, as ``caller`` may see it
+    (None: the vault's owner, who sees everything). Every document set a read uses comes
+    from these methods (``index/query.py`` behind them), over the view's segments ``parts``:
+    a document a segment counts as dead (deleted, or not this caller's to see:
+    ``index/masked.py``) is in none of them, so what one caller may see is applied there,
+    once. Document numbers are the searcher's; sets are ascending."""
 
-    def __init__(self, vault: Vault, searcher: Searcher) -> None:
+    def __init__(self, vault: Vault, searcher: Searcher, caller: Agent | None = None) -> None:
         self.vault = vault
+        self.caller = caller
+        self.limited = caller is not None and not caller.reads_everything
         self.searcher = searcher
-        self.parts = segments(searcher)
+        self.parts = (masked_segments(searcher, caller.mask, caller.may_read) if caller is not None and self.limited
+                      else segments(searcher))
         self._records: dict[int, dict[str, Any]] = {}
         self._inside: InsideCheck | None = None  # the root and folders resolved once a call, not once a row
+
+    def may_read(self, path: str) -> bool:
+        return self.caller is None or self.caller.may_read(path)
+
+    def check_write(self, path: str, tool: str) -> None:
+        """Forbidden (naming the rule) unless this caller may write the note at ``path``."""
+        if self.caller is not None:
+            self.caller.check_write(path, tool)
 
     # -- document sets ----------------------------------------------------------------
 
@@ -117,10 +140,6 @@ class View:
     def has_term(self, field: str, value: str) -> bool:
         return query.has_term(self.parts, field, value)
 
-    def lexicon(self, field: str) -> list[str]:
-        """Every term of ``field`` (a term only deleted notes hold included)."""
-        return query.lexicon(self.searcher, field)
-
     def terms_containing(self, field: str, needle: str) -> list[str]:
         return terms_containing(self.parts, field, needle)
 
@@ -143,11 +162,22 @@ class View:
         rec = self._records.get(docnum)
         if rec is None:
             rec = stored_record(self.searcher, docnum)
+            if self.limited and not self.may_read(str(rec.get("path", ""))):
+                raise NotFound("no such note")  # masked already; a second lock on the same door
             self._records[docnum] = rec
         return rec
 
     def column(self, field: str) -> list[Any]:
         return column(self.searcher, field)
+
+    def lexicon(self, field: str) -> list[str]:
+        """Every term of ``field`` in the index (a term only deleted notes hold included); for a
+        limited caller only those held by a note it may see (a segment's lexicon lists the terms
+        of every note in it, whoever may read them)."""
+        found = query.lexicon(self.searcher, field)
+        if self.limited:
+            found = [t for t in found if self.has_term(field, t)]
+        return found
 
     def by_path(self, path: str) -> int | None:
         docs = self.term_docs("path", [path])
