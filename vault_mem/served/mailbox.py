@@ -19,8 +19,6 @@ import logging
 import os
 from typing import Any
 
-from whoosh.query import And, Term
-
 from vault_mem.index import agentstate
 from vault_mem.index.schema import fold
 from vault_mem.served.agents import AGENT_NAME, Agent
@@ -50,7 +48,7 @@ def inbox(view: View, agent: str, read: dict[str, Any] | None = None, just_read:
     if read is None:
         read = agentstate.load(view.vault.index.dir, agent)["read"]
     found = []
-    for doc in view.sort_newest(view.docs(Term("to", fold(agent)))):
+    for doc in view.sort_newest(view.term_docs("to", [fold(agent)])):
         record = view.record(doc)
         uid = record["uid"]
         if record.get("status") == "archived" or record.get("state") in CLOSED or uid in read or uid == just_read:
@@ -122,7 +120,7 @@ def _read_now(view: View, tool: str, agent: str, answer: dict[str, Any]) -> str 
     uid = answer.get("uid")
     if tool not in READ_TOOLS or answer.get("status") != "ok" or not isinstance(uid, str):
         return None
-    return uid if view.docs(And([Term("to", fold(agent)), Term("key_uid", fold(uid))])) else None
+    return uid if view.docs_where([("to", fold(agent)), ("key_uid", fold(uid))]) else None
 
 
 def _lost(view: View, agent: str, wrote: dict[str, Any]) -> dict[str, tuple[dict[str, Any], tuple[str, Any] | None]]:
@@ -136,7 +134,7 @@ def _lost(view: View, agent: str, wrote: dict[str, Any]) -> dict[str, tuple[dict
     # The notes still indexed with this agent as their writer are there: one term, one column,
     # instead of a stat per note (an agent may have written a thousand).
     paths = view.column("path")
-    there = {paths[d] for d in view.docs(Term("agent", fold(agent)))}
+    there = {paths[d] for d in view.term_docs("agent", [fold(agent)])}
     for fsrel, info in wrote.items():
         if not isinstance(info, list) or len(info) != 3 or info[1] in there:
             continue
@@ -148,7 +146,7 @@ def _lost(view: View, agent: str, wrote: dict[str, Any]) -> dict[str, tuple[dict
             continue  # the index has not caught up yet: in a moment it knows whether it moved
         row: dict[str, Any] = {"permalink": permalink_of(str(path)), "title": title, "uid": uid}
         moved: tuple[str, Any] | None = None
-        for doc in view.docs(Term("key_uid", fold(str(uid)))):
+        for doc in view.term_docs("key_uid", [fold(str(uid))]):
             record = view.record(doc)
             if record["path"] != path and resolves_inside(root, root / record["fsrel"]):
                 row["moved_to"] = permalink_of(record["path"])
