@@ -14,9 +14,10 @@ and recipes, 5% categories, the rest community pages.
 
 from __future__ import annotations
 
-import argparse
 import random
 from pathlib import Path
+
+from gen_vault import generator_main
 
 STEMS = (
     "Color Colored Colorful Calendar Calendars Task Tasks Tasker Stopwatch Timer Timers Tag Tags "
@@ -233,14 +234,7 @@ def generate(root: Path, notes: int = 6500, seed: int = 1) -> None:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("dir", type=Path)
-    parser.add_argument("--notes", type=int, default=6500)
-    parser.add_argument("--seed", type=int, default=1)
-    args = parser.parse_args()
-    args.dir.mkdir(parents=True, exist_ok=True)
-    generate(args.dir, args.notes, args.seed)
-    print(f"generated {args.notes} hub-shaped notes in {args.dir}")
+    generator_main(__doc__ or "", generate, 6500, "hub-shaped notes")
 
 
 if __name__ == "__main__":

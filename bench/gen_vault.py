@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import random
+from collections.abc import Callable
 from pathlib import Path
 
 WORDS = (
@@ -84,15 +85,20 @@ def generate(root: Path, notes: int, seed: int = 1) -> None:
         (folder / f"{titles[i]}.md").write_text(note_text(rng, i, titles), encoding="utf-8")
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def generator_main(doc: str, make: Callable[[Path, int, int], None], default_notes: int, what: str) -> None:
+    """``DIR [--notes N] [--seed S]``: the command line of a vault generator (this one and gen_hub.py)."""
+    parser = argparse.ArgumentParser(description=doc.splitlines()[0])
     parser.add_argument("dir", type=Path)
-    parser.add_argument("--notes", type=int, default=10_000)
+    parser.add_argument("--notes", type=int, default=default_notes)
     parser.add_argument("--seed", type=int, default=1)
     args = parser.parse_args()
     args.dir.mkdir(parents=True, exist_ok=True)
-    generate(args.dir, args.notes, args.seed)
-    print(f"generated {args.notes} notes in {args.dir}")
+    make(args.dir, args.notes, args.seed)
+    print(f"generated {args.notes} {what} in {args.dir}")
+
+
+def main() -> None:
+    generator_main(__doc__ or "", generate, 10_000, "notes")
 
 
 if __name__ == "__main__":

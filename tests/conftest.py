@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import textwrap
+import threading
 import time
 from collections.abc import AsyncIterator, Callable
 from dataclasses import asdict
@@ -125,6 +126,18 @@ def eventually(check: Callable[[], T], timeout: float = 10.0, what: str = "condi
         if time.monotonic() > deadline:
             raise AssertionError(f"{what} still false after {timeout} s")
         time.sleep(0.01)
+
+
+def in_threads(target: Callable[[], object], count: int, timeout: float = 30.0) -> None:
+    """Run ``target`` in ``count`` threads at once and wait for all; fail if one is still running
+    after ``timeout`` seconds (a hang, not a slow machine)."""
+    threads = [threading.Thread(target=target) for _ in range(count)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout)
+        if thread.is_alive():
+            raise AssertionError(f"a thread still running after {timeout} s")
 
 
 class ToolClient:

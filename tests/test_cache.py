@@ -3,7 +3,7 @@ and shared by every call thread, so a segment's column is held once however many
 
 from __future__ import annotations
 
-import threading
+from conftest import in_threads
 
 from vault_mem.index.columns import segment_column
 from vault_mem.index.lru import CACHE, Lru
@@ -37,11 +37,7 @@ def test_threads_share_one_copy_of_a_segment_column(make_vault) -> None:
             for seg in segments(searcher):
                 seen.append(id(segment_column(seg, "path")))
 
-    threads = [threading.Thread(target=read) for _ in range(3)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
+    in_threads(read, 3)
     assert len(seen) == 3 and len(set(seen)) == 1
     assert 0 < CACHE.bytes <= CACHE.max_bytes
 
@@ -59,11 +55,7 @@ def test_threads_share_one_unpickled_record_and_an_edit_is_seen(make_vault) -> N
             doc = searcher.document_number(path="n7.md")
             seen.append(id(stored_record(searcher, doc)))
 
-    threads = [threading.Thread(target=read) for _ in range(3)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
+    in_threads(read, 3)
     assert len(seen) == 3 and len(set(seen)) == 1
     # An edit lands in a new segment: the record cached for the old one is never served for it.
     commit_note(vault.index, "n7.md", "# Note 7 edited\nnew body\n")

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 import subprocess
 import sys
 import time
@@ -20,9 +19,10 @@ from typing import Any
 import anyio
 import httpx2
 import pytest
-from conftest import open_vault, write_notes
+from conftest import ToolClient, open_vault, write_notes
 from mcp import Client, StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
+from serving import serve_args, start_http
 
 from vault_mem.cli import main
 from vault_mem.index.store import write_lock
@@ -40,47 +40,19 @@ def add_key(capsys: pytest.CaptureFixture[str], root: Path, name: str, *options:
     return str(json.loads(capsys.readouterr().out)["key"])
 
 
-def serve_args(root: Path, *extra: str) -> list[str]:
-    return ["-m", "vault_mem", "serve", "--vault", str(root), "--index-dir", str(root.parent / "ix"), *extra]
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 @contextmanager
 def http_server(root: Path) -> Iterator[str]:
     """``vault-mem serve --http`` as its own process (watcher included); yields its URL."""
-    port = free_port()
-    proc = subprocess.Popen([sys.executable, *serve_args(root, "--http", "--port", str(port))],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, cwd=root.parent)
+    proc, url = start_http(root, cwd=root.parent, stdout=subprocess.DEVNULL)
     try:
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
-                break
-            except OSError:
-                assert proc.poll() is None, proc.stderr.read().decode() if proc.stderr else ""
-                assert time.monotonic() < deadline, "the HTTP server did not start"
-                time.sleep(0.05)
-        yield f"http://127.0.0.1:{port}/mcp"
+        yield url
     finally:
         proc.terminate()
         proc.communicate(timeout=30)
 
 
-class Session:
-    def __init__(self, client: Client) -> None:
-        self.client = client
-
-    async def call(self, tool: str, **arguments: Any) -> dict[str, Any]:
-        result = await self.client.call_tool(tool, arguments)
-        answer = result.structured_content
-        assert isinstance(answer, dict) and json.loads(result.content[0].text) == answer
-        return answer
+class Session(ToolClient):
+    """A client session on a server process (conftest's checks on every answer)."""
 
     async def until(self, tool: str, check: Callable[[dict[str, Any]], bool], **arguments: Any) -> dict[str, Any]:
         """Call ``tool`` until its answer passes ``check`` (a generous deadline: the watcher, a build)."""

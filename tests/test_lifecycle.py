@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from serving import free_port
 
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="sends POSIX signals to a process group")
 HANG = 60.0  # generous: only a hang fails
@@ -92,12 +93,6 @@ def test_sigterm_stops_stdio_serve_quietly(small_vault: Path) -> None:
     wait_for_line(proc, "Ctrl-C to stop")
     code, err = interrupt(proc, signal.SIGTERM)
     assert code == 130 and "Traceback" not in err and "leaked" not in err, err
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def test_ctrl_c_stops_http_serve_at_once_even_with_a_client_connected(small_vault: Path) -> None:

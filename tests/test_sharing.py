@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 import subprocess
 import sys
 import time
@@ -18,10 +17,11 @@ from typing import Any
 import anyio
 import httpx2
 import pytest
-from conftest import write_notes
+from conftest import ToolClient, write_notes
 from mcp import Client, StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
+from serving import serve_args, start_http
 
 from vault_mem.cli import main
 
@@ -44,16 +44,6 @@ def add_key(capsys: pytest.CaptureFixture[str], root: Path, name: str, *options:
     return str(answer["key"])
 
 
-def serve_args(root: Path, *extra: str) -> list[str]:
-    return ["-m", "vault_mem", "serve", "--vault", str(root), "--index-dir", str(root.parent / "ix"), *extra]
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 @pytest.fixture
 def shared(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> Iterator[dict[str, Any]]:
     """An HTTP server on a vault with two agent keys (coder: projects/ only; reviewer: read-only)
@@ -61,20 +51,9 @@ def shared(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> Iterator[dict[
     root = write_notes(tmp_path / "v", NOTES)
     keys = {"coder": add_key(capsys, root, "coder", "--read", "projects/"),
             "reviewer": add_key(capsys, root, "reviewer", "--read-only")}
-    port = free_port()
     env = os.environ | {"VAULT_MEM_TOKEN": TOKEN}  # XDG_CONFIG_HOME: the test's own (conftest)
-    proc = subprocess.Popen([sys.executable, *serve_args(root, "--http", "--port", str(port))], env=env,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=tmp_path)
-    deadline = time.monotonic() + 60
-    while True:
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
-            break
-        except OSError:
-            assert proc.poll() is None, proc.stderr.read().decode() if proc.stderr else ""
-            assert time.monotonic() < deadline, "the HTTP server did not start"
-            time.sleep(0.05)
-    yield {"url": f"http://127.0.0.1:{port}/mcp", "keys": keys, "root": root}
+    proc, url = start_http(root, cwd=tmp_path, env=env)
+    yield {"url": url, "keys": keys, "root": root}
     proc.terminate()
     _out, err = proc.communicate(timeout=30)
     for secret in (TOKEN, *keys.values()):
@@ -82,16 +61,8 @@ def shared(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> Iterator[dict[
     assert b"agent key(s)" in err
 
 
-class Session:
-    def __init__(self, client: Client) -> None:
-        self.client = client
-
-    async def call(self, tool: str, **arguments: Any) -> dict[str, Any]:
-        result = await self.client.call_tool(tool, arguments)
-        answer = result.structured_content
-        assert isinstance(answer, dict) and json.loads(result.content[0].text) == answer
-        assert result.is_error == (answer["status"] in ("invalid", "forbidden", "error")), answer
-        return answer
+class Session(ToolClient):
+    """A client session on a server process (conftest's checks on every answer)."""
 
     async def settled(self) -> None:
         """Wait (with a deadline) until the background build is done."""

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 import subprocess
 import sys
 import time
@@ -16,6 +15,7 @@ import pytest
 from conftest import write_notes
 from mcp import Client, StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
+from serving import serve_args, start_http
 
 pytestmark = pytest.mark.anyio
 
@@ -23,10 +23,6 @@ NOTES = {
     "acme/x100/note.md": "---\nid: n1\ntitle: Queue decision\ntags: [queue]\n---\nWe chose NATS for the queue.\n",
     "personal/diary.md": "# Diary\n\nA walk in the park.\n",
 }
-
-
-def serve_args(root: Path, *extra: str) -> list[str]:
-    return ["-m", "vault_mem", "serve", "--vault", str(root), "--index-dir", str(root.parent / "ix"), *extra]
 
 
 async def test_stdio_server_answers_a_real_client(tmp_path: Path) -> None:
@@ -53,29 +49,12 @@ async def test_stdio_server_answers_a_real_client(tmp_path: Path) -> None:
         assert json.loads(result.content[0].text) == answer
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 @pytest.fixture
 def http_server(tmp_path: Path):
     root = write_notes(tmp_path / "v", NOTES)
-    port = free_port()
     env = os.environ | {"VAULT_MEM_TOKEN": "s3cret-token"}
-    proc = subprocess.Popen([sys.executable, *serve_args(root, "--http", "--port", str(port))], env=env,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=tmp_path)
-    deadline = time.monotonic() + 60
-    while True:
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
-            break
-        except OSError:
-            assert proc.poll() is None, proc.stderr.read().decode() if proc.stderr else ""
-            assert time.monotonic() < deadline, "the HTTP server did not start"
-            time.sleep(0.05)
-    yield f"http://127.0.0.1:{port}/mcp", proc
+    proc, url = start_http(root, cwd=tmp_path, env=env)
+    yield url, proc
     proc.terminate()
     _out, err = proc.communicate(timeout=30)
     assert b"s3cret-token" not in err, "the token must never be logged"

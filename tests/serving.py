@@ -1,0 +1,38 @@
+"""``vault-mem serve`` as its own process, for the tests that talk to it over stdio or HTTP."""
+
+from __future__ import annotations
+
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+
+def serve_args(root: Path, *extra: str) -> list[str]:
+    """The arguments of ``python -m vault_mem serve`` on ``root``, its index beside the vault."""
+    return ["-m", "vault_mem", "serve", "--vault", str(root), "--index-dir", str(root.parent / "ix"), *extra]
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def start_http(root: Path, cwd: Path, env: dict[str, str] | None = None,
+               stdout: int = subprocess.PIPE) -> tuple[subprocess.Popen[bytes], str]:
+    """``vault-mem serve --http`` on a free port, once it accepts connections: the process and its URL.
+    Fails (with the server's stderr) if it exits first, or if it does not listen within 60 s."""
+    port = free_port()
+    proc = subprocess.Popen([sys.executable, *serve_args(root, "--http", "--port", str(port))], env=env,
+                            stdout=stdout, stderr=subprocess.PIPE, cwd=cwd)
+    deadline = time.monotonic() + 60
+    while True:
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
+            return proc, f"http://127.0.0.1:{port}/mcp"
+        except OSError:
+            assert proc.poll() is None, proc.stderr.read().decode() if proc.stderr else ""
+            assert time.monotonic() < deadline, "the HTTP server did not start"
+            time.sleep(0.05)
