@@ -51,9 +51,11 @@ class Lru:
         if size > self.max_bytes // 4:
             return value
         with self._lock:
-            old = self._items.pop(key, None)
-            if old is not None:
-                self.bytes -= old[1]
+            raced = self._items.get(key)
+            if raced is not None:  # another thread made it meanwhile: every caller shares that one
+                self._items.move_to_end(key)
+                first: V = raced[0]
+                return first
             self._items[key] = (value, size)
             self.bytes += size
             while self.bytes > self.max_bytes and self._items:
