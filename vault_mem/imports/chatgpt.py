@@ -16,8 +16,8 @@ from pathlib import Path
 from typing import Any
 
 from vault_mem.errors import InvalidInput
-from vault_mem.imports.chats import SPEAKERS, DateFolder, transcript
-from vault_mem.imports.records import Record, Skipped, Source, json_kind, load_json, moment, source_moment, text_or_none
+from vault_mem.imports.chats import SPEAKERS, DateFolder, conversation
+from vault_mem.imports.records import Record, Skipped, Source, json_kind, load_json, source_moment, text_or_none
 
 FORMAT = "chatgpt"
 DEFAULT_DOMAIN = DateFolder("chatgpt")
@@ -77,16 +77,12 @@ def _record(item: Any, where: str, fallback: str) -> Record | Skipped:
     messages = [m for node in _branch(mapping, item.get("current_node")) if (m := _message(node))]
     if not messages:
         return Skipped(where, f"conversation {source_id!r} has no user or assistant text on its current branch")
-    dated = moment(item.get("create_time"))
-    created = dated or fallback
-    updated = moment(item.get("update_time")) or created
-    title = " ".join(str(text_or_none(item.get("title")) or "Untitled conversation").split())
-    fields: dict[str, Any] = {"type": "note", "tags": ["chatgpt"], "created": created, "updated": updated}
+    record = conversation(source_id, item, ("create_time", "update_time", "title"), "chatgpt", messages,
+                          where, fallback)
     model = text_or_none(item.get("default_model_slug"))
     if model:
-        fields["model"] = model
-    return Record(source_id=source_id, title=title, body=transcript(messages), fields=fields, where=where,
-                  dated=dated is not None)
+        record.fields["model"] = model
+    return record
 
 
 def read(source: Path) -> Source:

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from vault_mem.imports.records import Record
+from typing import Any
+
+from vault_mem.imports.records import Record, moment, text_or_none
 
 SPEAKERS = {"user": "user", "human": "user", "assistant": "assistant"}
 
@@ -21,3 +23,17 @@ class DateFolder:
     def __call__(self, record: Record) -> str:
         created = str(record.fields.get("created", ""))
         return f"{self.prefix}/{created[:7]}" if len(created) >= 7 else self.prefix
+
+
+def conversation(source_id: str, item: dict[str, Any], keys: tuple[str, str, str], tag: str,
+                 messages: list[tuple[str, str]], where: str, fallback: str) -> Record:
+    """The note of one conversation: ``keys`` name the export's (created, updated, title) fields;
+    without a creation time it takes ``fallback`` (the source file's) and says it is undated."""
+    created_key, updated_key, title_key = keys
+    dated = moment(item.get(created_key))
+    created = dated or fallback
+    updated = moment(item.get(updated_key)) or created
+    title = " ".join(str(text_or_none(item.get(title_key)) or "Untitled conversation").split())
+    fields: dict[str, Any] = {"type": "note", "tags": [tag], "created": created, "updated": updated}
+    return Record(source_id=source_id, title=title, body=transcript(messages), fields=fields, where=where,
+                  dated=dated is not None)

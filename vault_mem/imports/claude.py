@@ -13,8 +13,8 @@ from pathlib import Path
 from typing import Any
 
 from vault_mem.errors import InvalidInput
-from vault_mem.imports.chats import SPEAKERS, DateFolder, transcript
-from vault_mem.imports.records import Record, Skipped, Source, json_kind, load_json, moment, source_moment, text_or_none
+from vault_mem.imports.chats import SPEAKERS, DateFolder, conversation
+from vault_mem.imports.records import Record, Skipped, Source, json_kind, load_json, source_moment, text_or_none
 
 FORMAT = "claude"
 DEFAULT_DOMAIN = DateFolder("claude")
@@ -47,13 +47,7 @@ def _record(item: Any, where: str, fallback: str) -> Record | Skipped:
     messages = [m for message in chat if (m := _message(message))]
     if not messages:
         return Skipped(where, f"conversation {source_id!r} has no human or assistant text")
-    dated = moment(item.get("created_at"))
-    created = dated or fallback
-    updated = moment(item.get("updated_at")) or created
-    title = " ".join(str(text_or_none(item.get("name")) or "Untitled conversation").split())
-    fields: dict[str, Any] = {"type": "note", "tags": ["claude"], "created": created, "updated": updated}
-    return Record(source_id=source_id, title=title, body=transcript(messages), fields=fields, where=where,
-                  dated=dated is not None)
+    return conversation(source_id, item, ("created_at", "updated_at", "name"), "claude", messages, where, fallback)
 
 
 def read(source: Path) -> Source:

@@ -26,8 +26,8 @@ from vault_mem.imports.records import (
     Source,
     first_line_title,
     json_kind,
+    json_lines,
     moment,
-    read_text,
     source_moment,
     string_list,
     text_or_none,
@@ -95,15 +95,6 @@ def _record(obj: Any, where: str, fallback: str) -> Record | Skipped:
 def read(source: Path) -> Source:
     out = Source()
     fallback = source_moment(source)
-    for number, line in enumerate(read_text(source).splitlines(), start=1):
-        if not line.strip():
-            continue
-        where = f"line {number}"
-        try:
-            obj = json.loads(line)
-        except (json.JSONDecodeError, RecursionError) as exc:
-            reason = exc.msg if isinstance(exc, json.JSONDecodeError) else "nested too deeply"
-            out.skipped.append(Skipped(where, f"not a JSON object ({reason})"))
-            continue
+    for where, obj in json_lines(source, out):
         out.add(_record(obj, where, fallback))
     return out

@@ -11,11 +11,10 @@ does not parse, or does not fit, is skipped with its line number; the rest still
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
-from vault_mem.imports.records import Record, Skipped, Source, json_kind, read_text, source_moment
+from vault_mem.imports.records import Record, Skipped, Source, json_kind, json_lines, source_moment
 from vault_mem.vault.note import KNOWN_TYPES
 from vault_mem.vault.writer import note_filename
 
@@ -50,16 +49,7 @@ def read(source: Path) -> Source:
     out = Source()
     entities: dict[str, tuple[str, list[str], str]] = {}  # name -> (type, observations, where)
     relations: dict[str, list[tuple[str, str]]] = {}
-    for number, line in enumerate(read_text(source).splitlines(), start=1):
-        where = f"line {number}"
-        if not line.strip():
-            continue
-        try:
-            obj = json.loads(line)
-        except (json.JSONDecodeError, RecursionError) as exc:
-            reason = exc.msg if isinstance(exc, json.JSONDecodeError) else "nested too deeply"
-            out.skipped.append(Skipped(where, f"not a JSON object ({reason})"))
-            continue
+    for where, obj in json_lines(source, out):
         if not isinstance(obj, dict):
             out.skipped.append(Skipped(where, f"{json_kind(obj)}, not an entity or relation object"))
             continue

@@ -12,6 +12,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 import os
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -134,3 +135,17 @@ def string_list(value: Any) -> list[str]:
     if isinstance(value, list):
         return [str(item).strip() for item in value if isinstance(item, str | int) and str(item).strip()]
     return []
+
+
+def json_lines(source: Path, out: Source) -> Iterator[tuple[str, Any]]:
+    """Each non-blank line of ``source`` parsed as JSON, with where it is (``line N``); a line
+    that does not parse is added to ``out.skipped`` with its reason, and the rest go on."""
+    for number, line in enumerate(read_text(source).splitlines(), start=1):
+        if not line.strip():
+            continue
+        where = f"line {number}"
+        try:
+            yield where, json.loads(line)
+        except (json.JSONDecodeError, RecursionError) as exc:
+            reason = exc.msg if isinstance(exc, json.JSONDecodeError) else "nested too deeply"
+            out.skipped.append(Skipped(where, f"not a JSON object ({reason})"))
