@@ -6,7 +6,9 @@
 
 In process: the query function called directly inside one searcher, as the server does.
 Over stdio: one spawned `vault-mem serve` process, then many calls through a real MCP client.
-Prints p50 and p95 per tool in milliseconds. Targets on a 2-core machine: p50 <= 10 ms and
+Prints p50 and p95 per tool in milliseconds, then memory_search of the common words (issue
+22's slow words on the Obsidian Hub and the vault's most widespread 6+-letter words, as
+``bench/gen_hub.py`` makes plenty of) and the worst of them. Targets on a 2-core machine: p50 <= 10 ms and
 p95 <= 30 ms in process for each of the four contracts; p50 <= 15 ms over stdio.
 """
 
@@ -24,10 +26,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from gen_vault import generate
+from rpc_bench import ISSUE_WORDS, common_words, loadavg
 
 from vault_mem.index.build import build
 from vault_mem.index.store import VaultIndex
 from vault_mem.mcp_server.tools import TOOLS_BY_NAME
+from vault_mem.reads.ranking import score_notes
 from vault_mem.served.context import Vault, View
 
 
@@ -56,6 +60,26 @@ def calls(sample_domain: str, sample_ref: str) -> list[tuple[str, str, dict[str,
 def pct(values: list[float], q: float) -> float:
     ordered = sorted(values)
     return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
+
+
+def worst_common_word(vault: Vault, words: list[str], runs: int) -> None:
+    """memory_search of each common word in process; prints each and the worst p50."""
+    handler = TOOLS_BY_NAME["memory_search"].handler
+    print(f"\ncommon words in process ({runs} calls each)  p50 ms   p95 ms   matches")
+    worst = ("", 0.0)
+    for word in words:
+        times = []
+        with vault.index.searching() as searcher:
+            matches = len(score_notes(View(vault, searcher), [word]))
+        for _ in range(runs):
+            start = time.perf_counter()
+            with vault.index.searching() as searcher:
+                handler(View(vault, searcher), {"agent": "bench", "query": word})
+            times.append((time.perf_counter() - start) * 1000)
+        p50 = statistics.median(times)
+        worst = max(worst, (word, p50), key=lambda w: w[1])
+        print(f"  {word:<34} {p50:7.2f}  {pct(times, 0.95):7.2f}   {matches}")
+    print(f"worst common-word query: {worst[0]!r}, p50 {worst[1]:.2f} ms (load average {loadavg()})")
 
 
 def in_process(vault: Vault, plan: list[tuple[str, str, dict[str, Any]]], runs: int) -> None:
@@ -119,7 +143,11 @@ def main() -> None:
         domain = deepest["path"].rpartition("/")[0]
         plan = calls(domain, deepest["uid"])
         vault = Vault(root, index)
+        print(f"load average {loadavg()}")
         in_process(vault, plan, args.runs)
+        paths = sorted(str(r["path"]) for r in records.values())
+        words = list(dict.fromkeys(ISSUE_WORDS + common_words(root, paths)))
+        worst_common_word(vault, words, max(10, args.runs // 5))
         index.close()
         if not args.no_stdio:
             over_stdio(root, index.dir, plan, args.runs)

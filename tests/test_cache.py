@@ -43,3 +43,31 @@ def test_threads_share_one_copy_of_a_segment_column(make_vault) -> None:
         thread.join()
     assert len(seen) == 3 and len(set(seen)) == 1
     assert 0 < CACHE.bytes <= CACHE.max_bytes
+
+
+def test_threads_share_one_unpickled_record_and_an_edit_is_seen(make_vault) -> None:
+    from conftest import commit_note
+
+    from vault_mem.index.columns import stored_record
+
+    vault = make_vault({f"n{i}.md": f"# Note {i}\nbody {i}\n" for i in range(30)})
+    seen: list[int] = []
+
+    def read() -> None:
+        with vault.index.searching() as searcher:
+            doc = searcher.document_number(path="n7.md")
+            seen.append(id(stored_record(searcher, doc)))
+
+    threads = [threading.Thread(target=read) for _ in range(3)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert len(seen) == 3 and len(set(seen)) == 1
+    # An edit lands in a new segment: the record cached for the old one is never served for it.
+    commit_note(vault.index, "n7.md", "# Note 7 edited\nnew body\n")
+    with vault.index.searching() as searcher:
+        records = [stored_record(searcher, d) for d in range(searcher.doc_count_all())
+                   if not searcher.reader().is_deleted(d)]
+        assert sorted(r["path"] for r in records) == sorted(f"n{i}.md" for i in range(30))
+        assert stored_record(searcher, searcher.document_number(path="n7.md"))["title"] == "Note 7 edited"

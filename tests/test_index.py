@@ -258,3 +258,38 @@ def test_postings_spilled_to_run_files_index_the_same_as_postings_sorted_in_memo
     assert kept_runs == 0 and spilled_runs > 128  # more runs than files open at once: runs merged first
     assert spilled == kept
     assert sum(len(p) for p in kept.values()) > RUN_CHUNK  # more postings than one pickled chunk
+
+
+def test_term_lengths_written_from_decoded_lengths_are_whooshs_own(tmp_path: Path, monkeypatch) -> None:
+    """``whoosh_fixes`` decodes each field's lengths once per segment instead of once per
+    posting: every term's document frequency, min and max length and max weight must be what
+    Whoosh's own flush writes (zero lengths included: empty titles, notes without a body)."""
+    from whoosh import index as whoosh_index
+    from whoosh.writing import SegmentWriter
+
+    from vault_mem.index import whoosh_fixes
+    from vault_mem.index.schema import document_of, make_schema
+    from vault_mem.vault.reader import read_note
+
+    rng = random.Random(11)
+    words = [f"w{i}" for i in range(300)]
+    notes = {f"d{i % 3}/n{i}.md": note(f"u{i}", f"Note {i}" if i % 5 else "",
+                                       " ".join(rng.choices(words, k=rng.randint(0, 200))))
+             for i in range(150)}
+    root = write_notes(tmp_path / "v", notes)
+
+    def term_stats(folder: str) -> dict[tuple[str, bytes], tuple[int, int, int, float]]:
+        (tmp_path / folder).mkdir()
+        ix = whoosh_index.create_in(str(tmp_path / folder), make_schema())
+        writer = SegmentWriter(ix)
+        for rel in sorted(notes):
+            writer.add_document(**document_of(read_note(root, rel), rel))
+        writer.commit()
+        with ix.reader() as reader:
+            return {(f, t): (i.doc_frequency(), i.min_length(), i.max_length(), i.max_weight())
+                    for (f, t), i in ((key, reader.term_info(*key)) for key in reader.all_terms())}
+
+    decoded = term_stats("decoded")
+    monkeypatch.setattr(SegmentWriter, "_flush_segment", whoosh_fixes.WHOOSH_FLUSH_SEGMENT)
+    assert term_stats("whoosh") == decoded
+    assert any(stats[1] == 0 for stats in decoded.values()) and any(stats[2] > 100 for stats in decoded.values())

@@ -260,3 +260,26 @@ async def test_a_plain_domain_and_ref_still_work(world, mcp_session) -> None:
         assert written["status"] == "ok" and written["path"] == "a/b/Fresh.md"
         assert (await c.call("memory_read", ref="memory://a/b/Fresh"))["status"] == "ok"
         assert (await c.call("list_by_domain", domain="a/b/"))["status"] == "ok"
+
+
+def test_inside_check_agrees_with_resolves_inside_on_every_kind_of_link(tmp_path: Path) -> None:
+    from vault_mem.vault.paths import InsideCheck, resolves_inside
+
+    root, outside = tmp_path / "vault", tmp_path / "outside"
+    (root / "plain").mkdir(parents=True)
+    outside.mkdir()
+    (root / "plain" / "a.md").write_text("a", encoding="utf-8")
+    (outside / "secret.md").write_text("s", encoding="utf-8")
+    try:
+        os.symlink(outside, root / "out", target_is_directory=True)
+        os.symlink(root / "plain", root / "in", target_is_directory=True)
+        os.symlink(outside / "secret.md", root / "plain" / "leak.md")
+        os.symlink(root / "plain" / "a.md", root / "plain" / "alias.md")
+        os.symlink(root / "plain" / "loop.md", root / "plain" / "loop.md")
+    except (OSError, NotImplementedError):
+        pytest.skip("symlinks cannot be made here")
+    targets = ["plain/a.md", "plain/leak.md", "plain/alias.md", "plain/gone.md", "plain/loop.md",
+               "out/secret.md", "out/none.md", "in/a.md", "in/leak.md", "a.md"]
+    check = InsideCheck(root)
+    for _ in range(2):  # the second round answers from the folders resolved in the first
+        assert {t: check(root / t) for t in targets} == {t: resolves_inside(root, root / t) for t in targets}

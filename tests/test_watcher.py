@@ -390,3 +390,33 @@ def test_two_watchers_on_one_index_index_each_change_once(make_vault) -> None:
         for w in watchers:
             w.stop()
         second.close()
+
+
+def test_the_servers_own_reads_reach_no_handler(tmp_path: Path) -> None:
+    """The watch asks only for changes: opening and reading a note (what every excerpt and
+    memory_read does) reports nothing, so watchdog's threads do not wake for it. The reads come
+    before a write in the kernel's queue, so once the write is seen nothing of them can follow."""
+    from watchdog.events import FileSystemEvent, FileSystemEventHandler
+    from watchdog.observers import Observer
+
+    from vault_mem.runtime.watcher import CHANGES
+
+    (tmp_path / "read.md").write_text("# Read\n\nonly read\n", encoding="utf-8")
+    seen: list[tuple[str, str]] = []
+
+    class Recorder(FileSystemEventHandler):
+        def on_any_event(self, event: FileSystemEvent) -> None:
+            seen.append((event.event_type, os.path.basename(os.fsdecode(event.src_path))))
+
+    observer = Observer()
+    observer.schedule(Recorder(), str(tmp_path), recursive=True, event_filter=CHANGES)
+    observer.start()
+    try:
+        for _ in range(5):
+            (tmp_path / "read.md").read_bytes()
+        (tmp_path / "written.md").write_text("# Written\n", encoding="utf-8")
+        eventually(lambda: any(name == "written.md" for _, name in seen), timeout=15)
+    finally:
+        observer.stop()
+        observer.join(timeout=10)
+    assert [event for event in seen if event[1] == "read.md"] == []

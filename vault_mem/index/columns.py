@@ -54,6 +54,32 @@ def segment_key(reader: Any) -> tuple[Any, ...]:
     return (folder, segment.segment_id(), reader.doc_count_all())
 
 
+def stored_record(searcher: Searcher, docnum: int) -> dict[str, Any]:
+    """The stored ``record`` of ``docnum`` (do not modify it: it is shared).
+
+    Unpickling a record was most of a search row's and a backlink candidate's cost, paid
+    again by each call thread; a segment's stored fields never change, so the record is
+    kept in the process's LRU by segment and local document number, one copy for all.
+    """
+    leaves: tuple[list[Any], list[int]] | None = getattr(searcher, "_vault_mem_leaves", None)
+    if leaves is None:  # kept on the searcher: its segments never change while it lives
+        pairs = list(searcher.reader().leaf_readers())
+        leaves = [reader for reader, _ in pairs], [offset for _, offset in pairs]
+        searcher._vault_mem_leaves = leaves
+    readers, offsets = leaves
+    i = bisect.bisect_right(offsets, docnum) - 1
+    reader, local = readers[i], docnum - offsets[i]
+    record: dict[str, Any] = CACHE.get_or_make(("record", segment_key(reader), local),
+                                               lambda: reader.stored_fields(local)["record"], _record_size)
+    return record
+
+
+def _record_size(record: dict[str, Any]) -> int:
+    """Bytes an unpickled record holds, roughly (measured: 2.5-5 KB on ~1 KB notes)."""
+    many = sum(len(record.get(k) or ()) for k in ("tags", "aliases", "metadata", "paths", "problems"))
+    return 3000 + 2 * len(str(record.get("head", ""))) + 400 * len(record.get("links") or ()) + 100 * many
+
+
 def segment_column(reader: Any, field: str) -> list[Any]:
     """The values of ``field`` for every document number of one segment (cached)."""
     return _segment_column(reader, field)

@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from vault_mem.vault.markdown import headings
+from vault_mem.vault.markdown import heading_spans
 
 EXCERPT_CHARS = 160
 CUT = "..."
@@ -22,7 +22,7 @@ _SNAP = 16  # how far a cut may move to land between words instead of inside one
 
 def text_lines(body: str) -> str:
     """The body's non-heading lines joined into one whitespace-collapsed string."""
-    skipped = [(h.start, h.end) for h in headings(body)]
+    skipped = heading_spans(body)
     if not skipped:
         return " ".join(body.split())
     kept: list[str] = []

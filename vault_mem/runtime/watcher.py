@@ -28,7 +28,19 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from watchdog.events import DirMovedEvent, FileMovedEvent, FileSystemEvent, FileSystemEventHandler
+from watchdog.events import (
+    DirCreatedEvent,
+    DirDeletedEvent,
+    DirModifiedEvent,
+    DirMovedEvent,
+    FileClosedEvent,
+    FileCreatedEvent,
+    FileDeletedEvent,
+    FileModifiedEvent,
+    FileMovedEvent,
+    FileSystemEvent,
+    FileSystemEventHandler,
+)
 from watchdog.observers import Observer
 from whoosh.query import Prefix
 
@@ -40,6 +52,12 @@ from vault_mem.vault.note import Note
 from vault_mem.vault.paths import display_path, listed_spelling, relative_to_root
 from vault_mem.vault.reader import read_note
 from vault_mem.vault.walk import IgnoreRules, is_memory_name, walk_vault
+
+# Every change, but not a file being opened or closed unwritten: without this filter inotify
+# reports each read the server itself makes (two events per excerpt and per memory_read),
+# and watchdog's threads take the GIL to pass each one along only for the handler to drop it.
+CHANGES = [FileCreatedEvent, FileDeletedEvent, FileModifiedEvent, FileMovedEvent, FileClosedEvent,
+           DirCreatedEvent, DirDeletedEvent, DirModifiedEvent, DirMovedEvent]
 
 log = logging.getLogger("vault_mem.watch")
 DEBOUNCE = 0.05  # seconds of quiet before a flush
@@ -98,12 +116,13 @@ class Watcher:
             _stop_observer(old)
         observer = Observer()
         handler = _Handler(self)
-        observer.schedule(handler, str(self.root), recursive=False)
+        observer.schedule(handler, str(self.root), recursive=False, event_filter=CHANGES)
         self._watched_tops, self._top_ids = {}, {}
         for entry in _top_folders(self.root):
             identity = _identity(self.root / entry)
             if identity is not None:
-                self._watched_tops[entry] = observer.schedule(handler, str(self.root / entry), recursive=True)
+                self._watched_tops[entry] = observer.schedule(handler, str(self.root / entry), recursive=True,
+                                                             event_filter=CHANGES)
                 self._top_ids[entry] = identity
         observer.start()
         self._observer = observer
@@ -124,7 +143,7 @@ class Watcher:
             self._unwatch_top(name)
         try:
             self._watched_tops[name] = self._observer.schedule(_Handler(self), str(self.root / name),
-                                                               recursive=True)
+                                                               recursive=True, event_filter=CHANGES)
             self._top_ids[name] = identity
         except OSError as exc:
             log.warning("cannot watch %s: %s", name, exc)

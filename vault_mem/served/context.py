@@ -11,10 +11,10 @@ from typing import Any, Protocol
 from whoosh.query import Query, Term
 from whoosh.searching import Searcher
 
-from vault_mem.index.columns import column, live_docs
+from vault_mem.index.columns import column, live_docs, stored_record
 from vault_mem.index.store import VaultIndex
 from vault_mem.vault.frontmatter import split_frontmatter
-from vault_mem.vault.paths import resolves_inside
+from vault_mem.vault.paths import InsideCheck
 from vault_mem.vault.reader import decode, read_bytes
 
 MAX_ANSWER_CHARS = 40_000  # no answer's JSON passes this (docs/tools.md, "Bounded")
@@ -66,6 +66,7 @@ class View:
         self.vault = vault
         self.searcher = searcher
         self._records: dict[int, dict[str, Any]] = {}
+        self._inside: InsideCheck | None = None  # the root and folders resolved once a call, not once a row
 
     def docs(self, query: Query) -> list[int]:
         return list(self.searcher.docs_for_query(query))
@@ -78,7 +79,7 @@ class View:
     def record(self, docnum: int) -> dict[str, Any]:
         rec = self._records.get(docnum)
         if rec is None:
-            rec = self.searcher.stored_fields(docnum)["record"]
+            rec = stored_record(self.searcher, docnum)
             self._records[docnum] = rec
         return rec
 
@@ -103,7 +104,9 @@ class View:
 
     def body(self, record: dict[str, Any]) -> str:
         """The note's body as it is on disk now ('' when the file is gone or now leads outside the vault)."""
-        if not resolves_inside(self.vault.root, self.vault.root / record["fsrel"]):
+        if self._inside is None:
+            self._inside = InsideCheck(self.vault.root)
+        if not self._inside(self.vault.root / record["fsrel"]):
             return ""
         data, _etag, _size, _mtime, problems = read_bytes(self.vault.root / record["fsrel"])
         if problems and not data:

@@ -80,6 +80,38 @@ def headings(body: str, masked: str | None = None) -> list[Heading]:
     return found
 
 
+def heading_spans(body: str) -> list[tuple[int, int]]:
+    """``(start, end)`` of each of ``headings(body)``, found without masking the body.
+
+    The same lines as ``headings``: a line outside fenced code that starts with ``#`` and is
+    an ATX heading (inline code cannot start a line with ``#``, so it need not be blanked).
+    One subtlety of masking is kept: a fenced line blanked together with a line break other
+    than CR or LF (VT, FF, NEL, U+2028...) runs into the next line, which then cannot start a
+    heading. Excerpts ask for this on every search row; it costs a fraction of ``headings``.
+    """
+    if "#" not in body:
+        return []
+    fenced = "```" in body or "~~~" in body
+    found: list[tuple[int, int]] = []
+    fence: str | None = None
+    glued = False  # this line continues a blanked line whose break was blanked too
+    pos = 0
+    for line in body.splitlines(keepends=True):
+        m = _FENCE.match(line) if fenced else None
+        blanked = fence is not None or m is not None
+        if fence is None:
+            if m:
+                fence = m.group(1)
+            elif not glued and line.startswith("#") and _HEADING.match(line.rstrip("\r\n")):
+                found.append((pos, pos + len(line)))
+        elif m and m.group(1)[0] == fence[0] and len(m.group(1)) >= len(fence) and not line.strip()[len(
+                m.group(1)):].strip():
+            fence = None
+        glued = blanked and not line.endswith(("\n", "\r"))
+        pos += len(line)
+    return found
+
+
 def first_h1(body: str, masked: str | None = None) -> str | None:
     for h in headings(body, masked):
         if h.level == 1 and h.text:

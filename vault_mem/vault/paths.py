@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import re
+import stat
 import unicodedata
 from collections.abc import Sequence
 from pathlib import Path
@@ -78,6 +79,33 @@ def resolves_inside(root: Path, target: Path) -> bool:
     except (OSError, RuntimeError):  # a symlink loop
         return False
     return resolved == real_root or real_root in resolved.parents
+
+
+class InsideCheck:
+    """``resolves_inside(root, target)`` for many targets in a row (one call's search rows):
+    the root and each folder are resolved once, a target itself only when it is a symlink.
+    Folders can change between calls, so a check lives no longer than one call."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self._real_root: Path | None = None
+        self._folders: dict[Path, Path] = {}
+
+    def __call__(self, target: Path) -> bool:
+        try:
+            if self._real_root is None:
+                self._real_root = self.root.resolve()
+            folder = self._folders.get(target.parent)
+            if folder is None:
+                folder = self._folders[target.parent] = target.parent.resolve()
+            try:
+                link = stat.S_ISLNK(os.lstat(target).st_mode)
+            except OSError:
+                link = False  # gone: resolved as it is spelled, as Path.resolve does
+            resolved = target.resolve() if link else folder / target.name
+        except (OSError, RuntimeError):  # a symlink loop
+            return False
+        return resolved == self._real_root or self._real_root in resolved.parents
 
 
 def note_file(root: Path, fsrel: str, param: str = "ref") -> Path:
