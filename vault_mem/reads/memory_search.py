@@ -43,6 +43,7 @@ from vault_mem.reads.misses import (
 )
 from vault_mem.reads.ranking import match_forms, score_notes, search_terms
 from vault_mem.reads.rows import bound_message
+from vault_mem.reads.topk import Ranked, best_notes
 from vault_mem.served.context import ROW_BUDGET, View, json_size, take_within
 from vault_mem.served.params import AGENT, Args, int_param, text_param
 from vault_mem.vault.note import KNOWN_TYPES, permalink_of
@@ -91,14 +92,19 @@ def memory_search(view: View, raw: dict[str, Any]) -> dict[str, Any]:
     hints: list[str] = []
     scores: dict[int, float] = {}
     newest: list[int] | None = None  # no query: the first limit + 1 newest (one more: whether more follow)
+    ranked: Ranked | None = None
     if query:
         terms, dropped = search_terms(query)
         if not terms:
             return _none([*messages, f"query {query[:60]!r} holds no letters or digits to search for"])
         if dropped:
             messages.append("ignored short or common words: " + ", ".join(dropped[:20]))
-        scores = score_notes(view, terms)
-        candidates = list(scores)
+        if path:  # overlap is checked on records, in rank order: every match is scored
+            scores = score_notes(view, terms)
+            candidates = list(scores)
+        else:  # only what can reach the page is scored (topk)
+            ranked = best_notes(view, terms, limit, _allowed(view, filters, since))
+            scores, candidates = ranked.scores, []
         hints = search_term_hints(view, terms)  # one whole-token lookup per term when all are held
     else:
         scope = view.docs(And(filters)) if filters else None  # None: every live note
@@ -121,7 +127,9 @@ def memory_search(view: View, raw: dict[str, Any]) -> dict[str, Any]:
         # here made ranking 100k candidates ~60% slower (measured).
         return -scores.get(d, 0), -(updated[d] or 0), paths[d] or ""
 
-    if newest is not None:
+    if ranked is not None:
+        page, truncated = ranked.page, ranked.truncated
+    elif newest is not None:
         page, truncated = newest[:limit], len(newest) > limit
     elif path and candidates:
         page, truncated = _overlapping_page(view, candidates, path, rank, limit)
@@ -129,7 +137,7 @@ def memory_search(view: View, raw: dict[str, Any]) -> dict[str, Any]:
         page = heapq.nsmallest(limit, _contenders(candidates, scores, limit), key=rank)
         truncated = len(candidates) > len(page)
     if not page:
-        found = set(scores) if query else None
+        found = set(score_notes(view, terms) if ranked is not None else scores) if query else None
         return _none(messages, hints + _why_no_notes(view, found, kind, tag, path, since_text, since, rank))
     shortened: dict[str, list[str]] = {"title": [], "tags": [], "paths": []}
     forms = match_forms(terms)
@@ -180,6 +188,16 @@ def _why_no_notes(view: View, found: set[int] | None, kind: str, tag: str, path:
             lambda: [d for d in view.all_docs() if updated[d] is not None and updated[d] >= since],
             lambda: f"since: {echo(since_text)} is after the newest note (updated {newest_value(view, 'updated')})"))
     return why_empty(found, filters)
+
+
+def _allowed(view: View, filters: list[Query], since: int | None) -> set[int] | None:
+    """The notes that the kind and tag filters and ``since`` admit (None: every note)."""
+    allowed = set(view.docs(And(filters) if len(filters) > 1 else filters[0])) if filters else None
+    if since is not None:
+        updated = view.column("updated")
+        allowed = {d for d in (view.all_docs() if allowed is None else allowed)
+                   if updated[d] is not None and updated[d] >= since}
+    return allowed
 
 
 def _contenders(candidates: list[int], scores: dict[int, float], limit: int) -> list[int]:

@@ -30,6 +30,7 @@ from whoosh.lang.snowball.english import EnglishStemmer
 
 from vault_mem.errors import InvalidInput
 from vault_mem.index.columns import segment_key
+from vault_mem.index.impacts import grouped_in_tie_order
 from vault_mem.index.lru import CACHE
 from vault_mem.index.substring import segment_form_hit_counts, words
 from vault_mem.served.context import View
@@ -123,12 +124,10 @@ def weighted_hits(view: View, term: str) -> TermHits:
     short common stems ("file", "time") expand to hundreds of tokens whose postings cost
     milliseconds to read, and the same words come back question after question. Deletions
     and the segments' offsets are applied per call."""
-    stem = stem_of(term)
     exact: dict[int, float] = {}
     alone: dict[int, float] = {}
     for reader, offset in view.searcher.reader().leaf_readers():
-        hits = CACHE.get_or_make(("weighted_hits", segment_key(reader), term, stem),
-                                 partial(_segment_weighted_hits, reader, term, stem), _hits_size)
+        hits = segment_hits(reader, term)
         deleted = reader.deleted_docs_set if reader.has_deletions() else ()
         for found, into in ((hits.exact, exact), (hits.stem, alone)):
             if deleted:
@@ -136,6 +135,30 @@ def weighted_hits(view: View, term: str) -> TermHits:
             else:
                 into.update((d + offset, v) for d, v in found.items())
     return TermHits(exact, alone)
+
+
+def segment_hits(reader: Any, term: str) -> TermHits:
+    """``weighted_hits`` of one segment, by segment document number, deleted ones too (cached)."""
+    stem = stem_of(term)
+    return CACHE.get_or_make(("weighted_hits", segment_key(reader), term, stem),
+                             partial(_segment_weighted_hits, reader, term, stem), _hits_size)
+
+
+def segment_groups(reader: Any, term: str) -> list[tuple[tuple[float | None, float | None], list[int]]]:
+    """One segment's notes holding ``term`` in some form, grouped by their weighted hits
+    ``(exact, stem)`` (None: that form absent), each group in the tie order (cached; deleted
+    notes too). What ``reads/topk.py`` walks from the greatest contribution down."""
+    def make() -> list[tuple[tuple[float | None, float | None], list[int]]]:
+        hits = segment_hits(reader, term)
+        profile: dict[int, tuple[float | None, float | None]] = {d: (e, None) for d, e in hits.exact.items()}
+        for doc, s in hits.stem.items():
+            profile[doc] = (profile.get(doc, (None, None))[0], s)
+        return grouped_in_tie_order(reader, profile)
+
+    def size(groups: list[tuple[Any, list[int]]]) -> int:
+        return sum(120 + sys.getsizeof(docs) for _key, docs in groups)
+
+    return CACHE.get_or_make(("impact groups", segment_key(reader), term, stem_of(term)), make, size)
 
 
 def _segment_weighted_hits(reader: Any, term: str, stem: str | None) -> TermHits:
