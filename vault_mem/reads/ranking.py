@@ -113,8 +113,12 @@ class TermStats(NamedTuple):
 
 
 def term_stats(notes: int, hits: TermHits) -> TermStats:
-    return TermStats(rarity(notes, len(hits.exact)) if hits.exact else 0.0,
-                     rarity(notes, len(hits.stem)) if hits.stem else 0.0)
+    return form_stats(notes, len(hits.exact), len(hits.stem))
+
+
+def form_stats(notes: int, exact_df: int, stem_df: int) -> TermStats:
+    """A term's statistics from the notes holding each form (``df``) among ``notes``."""
+    return TermStats(rarity(notes, exact_df) if exact_df else 0.0, rarity(notes, stem_df) if stem_df else 0.0)
 
 
 def weighted_hits(view: View, term: str) -> TermHits:

@@ -35,7 +35,7 @@ from vault_mem.reads.ranking import (
     SCORE_DECIMALS,
     TermHits,
     TermStats,
-    rarity,
+    form_stats,
     segment_groups,
     segment_hits,
 )
@@ -89,7 +89,7 @@ class _Query:
         for per_segment in self.hits:
             exact_df = sum(self._live_count(i, h.exact) for i, h in enumerate(per_segment))
             stem_df = sum(self._live_count(i, h.stem) for i, h in enumerate(per_segment))
-            stats = TermStats(rarity(notes, exact_df) if exact_df else 0.0, rarity(notes, stem_df) if stem_df else 0.0)
+            stats = form_stats(notes, exact_df, stem_df)
             self.stats.append(stats)
             self.ceiling += stats.ceiling
         self.updated = view.column("updated")
