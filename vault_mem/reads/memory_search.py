@@ -4,7 +4,8 @@ Terms are the query's word runs, matched as case-insensitive substrings of the t
 aliases), the permalink's path (``memory://`` itself is not searched: every note has it),
 the tags and the body, by the term itself or its English stem. Best match first: the score
 (``ranking``: each word form's rarity times its field-weighted hits, +10 for every term, exact first) is
-computed from the index's lexicons and postings, so records are loaded only for the page,
+computed from the index's lexicons and postings, only for the notes that can reach the page
+(``topk``: the same page as scoring every match), so records are loaded only for the page,
 and bodies are read from disk only for the page's excerpts; ties go to the most recently
 updated note, then the path. With no query the most recently updated notes come back,
 score 0.
