@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import re
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
@@ -26,6 +27,7 @@ from conftest import ToolClient, connect
 
 from vault_mem.index.build import sync
 from vault_mem.index.store import VaultIndex
+from vault_mem.reads.rows import cut_message
 from vault_mem.served.context import Vault
 from vault_mem.vault.frontmatter import split_frontmatter
 from vault_mem.vault.reader import MAX_BYTES, decode
@@ -300,7 +302,10 @@ async def test_list_by_domain_rows_of_huge_records_are_cut_and_marked(vault: Vau
     assert cut_markers(by_uid["tags"])["tags"]["total"] == TAGS
     assert cut_markers(by_uid["title"])["title"]["total"] == TITLE_CHARS
     assert by_uid["title"]["title"].endswith("…")
-    assert "memory_read" in said_so(answer) or "next_offset" in answer
+    cut = [r["permalink"] for r in answer["results"] if "truncated_fields" in r]
+    assert sorted(cut) == ["memory://huge/heading", "memory://huge/tags", "memory://huge/title"]
+    assert "next_offset" not in answer  # the six rows fit one page once cut,
+    assert said_so(answer) == cut_message(cut)  # and the answer says which were cut and where the rest is
 
 
 async def test_memory_list_rows_of_huge_records_are_cut_and_marked(vault: Vault) -> None:
@@ -325,7 +330,8 @@ async def test_mem_recall_chunks_of_huge_records_are_cut_and_marked(vault: Vault
     assert cut_markers(by_uid["tags"])["tags"]["total"] == TAGS
     assert cut_markers(by_uid["heading"])["hierarchy"]["total"] == 1
     assert "see memory_read]" in text  # cut text is marked; every compact page stayed bounded (call)
-    assert "tags" in text and "title" in text
+    blocks = set(re.findall(r"^\[[^\]]+\] (memory://[^#\n]+)#\d+(?: \||$)", text, flags=re.MULTILINE))
+    assert blocks == {f"memory://huge/{uid}" for uid in by_uid}  # every chunk's note, as in structured rows
 
 
 async def walk_compact(c: ToolClient, **args: Any) -> str:

@@ -1,6 +1,7 @@
 """The layers stay apart: imports point down, never up:
 vault <- git <- index <- served <- reads, writes (apart from each other) <- mcp_server <- cli,
-with runtime (what runs while serving) beside served, above the index and below the cli."""
+with runtime (what runs while serving) beside served, above the index and below the cli;
+imports (import and export) and clients (their config files) stand on vault alone, for cli."""
 
 from __future__ import annotations
 
@@ -15,8 +16,12 @@ TOOLS = ("vault_mem.reads", "vault_mem.writes")
 TOP = ("vault_mem.mcp_server", "vault_mem.cli", "mcp")
 ABOVE_INDEX = ("vault_mem.served", "vault_mem.runtime", *TOOLS, *TOP)
 FORBIDDEN = {
-    "vault": ("vault_mem.git", "vault_mem.index", *ABOVE_INDEX, "whoosh"),
+    "vault": ("vault_mem.git", "vault_mem.index", "vault_mem.imports", "vault_mem.clients", *ABOVE_INDEX, "whoosh"),
     "git": ("vault_mem.index", *ABOVE_INDEX, "whoosh"),
+    # Files in, files out: an import writes notes as the write tools do, and the index catches up
+    # as with any other change, so neither needs git, the index or anything above them.
+    "imports": ("vault_mem.git", "vault_mem.index", "vault_mem.clients", *ABOVE_INDEX, "whoosh"),
+    "clients": ("vault_mem.git", "vault_mem.index", "vault_mem.imports", *ABOVE_INDEX, "whoosh"),
     "index": ABOVE_INDEX,
     "served": ("vault_mem.runtime", *TOOLS, *TOP),
     "runtime": ("vault_mem.served", *TOOLS, *TOP),
@@ -62,8 +67,10 @@ def test_modules_stay_small() -> None:
 
 # Who may start processes: git only through git/repo.py (no shell, timeouts, LC_ALL=C), and the
 # server's runtime for its background index build. git/history.py, git/commit.py and
-# git/sync.py all go through git/repo.py.
-MAY_RUN_PROCESSES = {"git/repo.py", "runtime/lifecycle.py"}
+# git/sync.py all go through git/repo.py. clients/claude_code.py runs `claude mcp add/remove` for
+# `vault-mem connect claude-code`: Claude Code rewrites its own config file while it runs, so its
+# command is the safe way to change it (no shell, a timeout, only when `claude` is installed).
+MAY_RUN_PROCESSES = {"git/repo.py", "runtime/lifecycle.py", "clients/claude_code.py"}
 
 
 def test_only_the_git_module_and_the_runtime_start_processes() -> None:

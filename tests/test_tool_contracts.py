@@ -1,6 +1,8 @@
 """The tool contracts, pinned: each tool's name, parameters (order, JSON type, required or
-default), annotations, and the size of ``tools/list`` (basic-memory's test_tool_contracts.py
-does the same). A change here is a change of the public contract: update docs/tools.md with it.
+default, range and choices), annotations, and the size of ``tools/list`` (basic-memory's
+test_tool_contracts.py does the same). Each parameter is declared once (``served.params.Param``):
+the listing's schema, the validation and docs/tools.md are checked against these pins here.
+A change here is a change of the public contract: update docs/tools.md with it.
 """
 
 from __future__ import annotations
@@ -76,6 +78,32 @@ COMPAT: dict[str, tuple[tuple[bool, bool, bool], list[tuple[str, str | list[str]
     "memory_get": (READ, [("memory_id", "string", REQUIRED), ("offset", "integer", 0),
                           ("max_chars", "integer", 20000)]),
 }
+# (tool, parameter) -> the schema's minimum, maximum and enum; any other parameter has none
+RANGES: dict[tuple[str, str], dict[str, Any]] = {
+    ("memory_search", "limit"): {"minimum": 1},
+    ("list_by_domain", "limit"): {"minimum": 1, "maximum": 200},
+    ("list_by_domain", "offset"): {"minimum": 0},
+    ("list_by_domain", "status"): {"enum": ["active", "archived", "all"]},
+    ("mem_recall", "limit"): {"minimum": 1, "maximum": 500},
+    ("mem_recall", "offset"): {"minimum": 0},
+    ("mem_recall", "output_format"): {"enum": ["compact", "structured"]},
+    ("memory_list", "limit"): {"minimum": -1},
+    ("memory_list", "offset"): {"minimum": 0},
+    ("memory_list", "content_mode"): {"enum": ["preview", "full"]},
+    ("memory_list", "preview_chars"): {"minimum": 1, "maximum": 2000},
+    ("memory_list", "follow"): {"enum": ["active", "latest", "full_history", "all"]},
+    ("memory_read", "offset"): {"minimum": 0},
+    ("memory_read", "max_chars"): {"minimum": 1, "maximum": 30000},
+    ("memory_read", "history"): {"minimum": 0, "maximum": 50},
+    ("list_domains", "offset"): {"minimum": 0},
+    ("memory_write", "importance"): {"minimum": 0, "maximum": 1},
+    ("memory_write", "scope"): {"enum": ["user", "project_shared", "project_local"]},
+    ("task_close", "state"): {"enum": ["completed", "cancelled"]},
+    ("get_memory", "offset"): {"minimum": 0},
+    ("get_memory", "max_chars"): {"minimum": 1, "maximum": 30000},
+    ("memory_get", "offset"): {"minimum": 0},
+    ("memory_get", "max_chars"): {"minimum": 1, "maximum": 30000},
+}
 MAX_LISTING_BYTES = 12_000  # the default tools/list, as compact JSON
 
 
@@ -113,8 +141,13 @@ async def test_each_tool_has_the_pinned_parameters_types_required_and_annotation
         for name, prop in schema["properties"].items():
             assert prop.get("description"), f"{tool.name}.{name} has no description"
             default = next(d for n, _, d in params if n == name)
-            if "default" in prop:  # once schemas carry defaults, they must be the pinned ones
-                assert prop["default"] == default, (tool.name, name)
+            if default is REQUIRED or default is NONE:
+                assert "default" not in prop, (tool.name, name)
+            else:
+                assert "default" in prop and prop["default"] == default, (tool.name, name)
+                assert type(prop["default"]) is type(default), (tool.name, name)
+            bounds = {k: prop[k] for k in ("minimum", "maximum", "enum") if k in prop}
+            assert bounds == RANGES.get((tool.name, name), {}), (tool.name, name)
         assert tool.output_schema == {"type": "object", "properties": {"status": {"type": "string"}},
                                       "required": ["status"]}, tool.name
 
@@ -144,6 +177,69 @@ def test_the_tool_reference_gives_the_pinned_defaults() -> None:
             if not ok:
                 problems.append(f"{tool}.{name}: docs say {cell!r}, the contract {shown(default)!r}")
     assert not problems, "\n".join(problems)
+
+
+def test_the_tool_reference_gives_the_pinned_ranges_and_choices() -> None:
+    """docs/tools.md's "accepted" cell names each bound and each choice (in backticks); a cell
+    saying "as `memory_read`" stands for that tool's cell."""
+    found = sections(TOOLS_MD.read_text(encoding="utf-8"))
+    problems = []
+    for (tool, name), bounds in RANGES.items():
+        cell = param_rows(found[tool]).get(name, ["", "", "(not documented)"])[2]
+        if cell.startswith("as `"):
+            cell = param_rows(found[cell[4:].partition("`")[0]]).get(name, ["", "", cell])[2]
+        wanted = [str(bounds[k]) for k in ("minimum", "maximum") if k in bounds]
+        wanted += [f"`{choice}`" for choice in bounds.get("enum", [])]
+        problems += [f"{tool}.{name}: docs say {cell!r}, without {w}" for w in wanted if w not in cell]
+    assert not problems, "\n".join(problems)
+
+
+def test_no_description_restates_a_default_the_schema_carries() -> None:
+    from vault_mem.mcp_server.tools import TOOLS
+
+    for spec in TOOLS:
+        for param in spec.params:
+            if param.default is None:
+                continue
+            value = shown(param.default).strip("`")
+            for text in (param.description, spec.description):
+                assert f"default {value}" not in text.lower() and f"{value} (default)" not in text, \
+                    (spec.name, param.name, text)
+
+
+def out_of_range(bounds: dict[str, Any]) -> list[Any]:
+    values: list[Any] = [bounds["minimum"] - 1] if "minimum" in bounds else []
+    values += [bounds["maximum"] + 1] if "maximum" in bounds else []
+    return values + (["no-such-choice"] if "enum" in bounds else [])
+
+
+async def test_validation_refuses_exactly_what_the_schema_leaves_out(make_vault, mcp_session) -> None:
+    """Each bound and each choice of the listing is the one the tool enforces: a value just past
+    it is ``invalid`` naming the parameter, and the bound itself (or each choice) is taken."""
+    vault: Vault = make_vault({"a.md": "---\nid: a1\ntype: task\n---\n# A\n"}, compat=True)
+    given = {"agent": "t", "ref": "a1", "uid": "a1", "memory_id": "a1", "domain": "", "title": "New",
+             "content": "Body."}
+    async with mcp_session(vault) as c:
+        for (tool, name), bounds in RANGES.items():
+            if tool in WRITING:
+                continue  # a write tool's accepted values would write; their refusals are checked
+            required = {n: given[n] for n, _, d in {**CONTRACT, **COMPAT}[tool][1] if d is REQUIRED}
+            for value in out_of_range(bounds):
+                answer = await c.call(tool, **required, **{name: value})
+                assert answer["status"] == "invalid" and answer["param"] == name, (tool, name, value, answer)
+            for value in [bounds[k] for k in ("minimum", "maximum") if k in bounds] + bounds.get("enum", []):
+                answer = await c.call(tool, **required, **{name: value})
+                assert answer["status"] in ("ok", "none"), (tool, name, value, answer)
+        for tool in WRITING:
+            required = {n: given[n] for n, _, d in CONTRACT[tool][1] if d is REQUIRED}
+            for (t, name), bounds in RANGES.items():
+                if t == tool:
+                    for value in out_of_range(bounds):
+                        answer = await c.call(tool, **required, **{name: value})
+                        assert answer["status"] == "invalid" and answer["param"] == name, (tool, value, answer)
+
+
+WRITING = ("memory_write", "task_close")
 
 
 async def test_validation_accepts_exactly_the_listed_parameter_names(make_vault, mcp_session) -> None:

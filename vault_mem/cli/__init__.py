@@ -20,7 +20,7 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
-from vault_mem.cli import gitsync, maintenance, queries, serve  # noqa: F401  (each registers its commands)
+from vault_mem.cli import connect, gitsync, imports, maintenance, queries, serve  # noqa: F401  (each registers its commands)
 from vault_mem.cli.app import COMMANDS, PROG, UsageError, parse, print_command_list
 from vault_mem.cli.common import for_people
 from vault_mem.errors import VaultMemError

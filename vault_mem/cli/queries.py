@@ -13,6 +13,7 @@ from typing import Any
 from vault_mem.cli.app import Command, register
 from vault_mem.cli.common import for_people, print_answer, print_hints, run_query
 from vault_mem.cli.output import ROOT_LABEL, cut, domain_label, plural, table, width
+from vault_mem.vault.fields import FIELDS
 
 DATES = "YYYY, YYYY-MM, YYYY-MM-DD or an ISO datetime"
 
@@ -214,6 +215,12 @@ def cmd_read(args: argparse.Namespace) -> int:
     return print_answer(args, answer, print_record)
 
 
+# The field table's rows that print_record lays out itself; any other row gets a line of its own.
+_SHOWN_ABOVE = frozenset(("title", "uid", "type", "status", "state", "progress", "created", "updated", "tags",
+                          "aliases", "namespace", "scope", "project", "importance", "agent", "paths", "supersedes",
+                          "superseded_by", "metadata"))
+
+
 def print_record(a: dict[str, Any]) -> None:
     room = width()
     rule = "─" * min(room, 80)
@@ -237,6 +244,10 @@ def print_record(a: dict[str, Any]) -> None:
     for key, label in (("supersedes", "supersedes"), ("superseded_by", "superseded by"), ("latest", "latest")):
         if lineage.get(key) and not (key == "latest" and lineage[key] == [a["permalink"]]):
             fields.append((label, ", ".join(lineage[key])))
+    for row in FIELDS:  # a field of the table shown in no line above
+        value = a.get(row.name)
+        if row.name not in _SHOWN_ABOVE and value not in (None, "", [], {}):
+            fields.append((row.name, ", ".join(map(str, value)) if isinstance(value, list) else str(value)))
     for key, value in (a.get("metadata") or {}).items():
         fields.append((str(key), str(value)))
     print(_name(a["title"], a["permalink"]))

@@ -23,7 +23,7 @@ from the same parser (`python -m vault_mem.cli.reference > docs/cli.md`).
   `<vault>/.vault-mem/` unless `--index-dir` says otherwise (see [the vault format](vault-format.md)).
 - **Output**: text for people, sized to the terminal's width (`$COLUMNS`); with `--json`, one JSON
   object on stdout, errors included (`{"status": "invalid", "message": ...}`). Every command but
-  `serve` (whose stdout belongs to the MCP protocol) takes `--json`.
+  `serve` and `export` (whose stdout belongs to the MCP protocol and to the notes) takes `--json`.
 - **Errors** are one line on stderr that says what was wrong and what is accepted; see
   [troubleshooting](troubleshooting.md) for each message.
 - **Exit status**: 0 done; 1 failed (bad value, unknown note or domain, unusable vault);

@@ -15,7 +15,7 @@ import os
 import sys
 import threading
 from collections.abc import Callable
-from typing import Any
+from typing import Any, NoReturn
 
 from vault_mem import __version__
 from vault_mem.cli.app import PROG, Command, port_number, register
@@ -55,54 +55,66 @@ def cmd_serve(args: argparse.Namespace) -> int:
         return 1
 
     from vault_mem.index.presence import present
-    from vault_mem.mcp_server.app import build_server
-    from vault_mem.runtime.lifecycle import Runtime
-    from vault_mem.served.context import Vault
+    from vault_mem.runtime.lifecycle import STOP_GRACE, Runtime
 
     project = args.project or os.environ.get("VAULT_MEM_PROJECT") or None
     runtime = Runtime(index)
-    vault = Vault(root, index, project=project, compat=args.compat, health=runtime, git_commit=args.git_commit)
-    server = build_server(vault)
     url = f"http://{_url_host(args.host)}:{args.port}/mcp"
+    doing = ("; building it in the background (queries answer as it grows)" if index.needs_build() else
+             "; resuming the interrupted build in the background" if not index.is_complete()
+             else "; checking it against the files")
+    with present(index.dir, "serve", transport="http" if args.http else "stdio",
+                 url=url if args.http else None, vault=str(root)):
+        # The watcher listens, and a build runs, while the MCP SDK loads (about 2 s); the check of an
+        # existing index starts once it is loaded.
+        loaded = threading.Event()
+        runtime.start(check_after=loaded)
+        try:
+            say(f"{PROG} {__version__} serving the vault {root}")
+            say(f"index at {index.dir}{doing}")
+            from vault_mem.mcp_server.app import build_server
+            from vault_mem.served.context import Vault
 
-    say(f"{PROG} {__version__} serving the vault {root}")
-    say(f"index at {index.dir}" + ("; building it in the background (queries answer as it grows)"
-                                   if index.needs_build() else
-                                   "; resuming the interrupted build in the background" if not index.is_complete()
-                                   else "; checking it against the files"))
-    run: Callable[[], None]
+            vault = Vault(root, index, project=project, compat=args.compat, health=runtime,
+                          git_commit=args.git_commit)
+            server = build_server(vault)
+            loaded.set()
+            run = _transport(args, server, url, token, root)
+            start_serve_options(args, root)
+        except KeyboardInterrupt:  # Ctrl-C while the server loads: the same one line as later
+            _stop_now(runtime)
+        except BaseException:
+            runtime.stop()
+            raise
+        return _run_until_stopped(run, runtime, STOP_GRACE)
+
+
+def _transport(args: argparse.Namespace, server: Any, url: str, token: str | None, root: Any) -> Callable[[], None]:
+    """Say how to connect, and return the function that serves until the client or a signal ends it."""
     if args.http:
         from vault_mem.mcp_server.transports import run_http
 
         say(f"streamable HTTP at {url}" + (" (bearer token required)" if token else ""))
         say(f'connect a client with {{"url": "{url}"}}; Ctrl-C to stop')
+        return lambda: run_http(server, args.host, args.port, token, args.allowed_host)
+    from vault_mem.mcp_server.transports import run_stdio
 
-        def run() -> None:
-            run_http(server, args.host, args.port, token, args.allowed_host)
-    else:
-        from vault_mem.mcp_server.transports import run_stdio
-
-        if sys.stdin.isatty():
-            say("this is an MCP server speaking JSON-RPC on stdin/stdout: an MCP client starts it, e.g. "
-                f'{{"command": "vault-mem", "args": ["serve", "--vault", "{root}"]}} (see docs/clients.md)')
-        say("waiting for an MCP client on stdio; Ctrl-C to stop")
-
-        def run() -> None:
-            run_stdio(server)
-
-    with present(index.dir, "serve", transport="http" if args.http else "stdio",
-                 url=url if args.http else None, vault=str(root)):
-        runtime.start()
-        start_serve_options(args, root)
-        return _run_until_stopped(run, runtime)
+    if sys.stdin.isatty():
+        say("this is an MCP server speaking JSON-RPC on stdin/stdout: an MCP client starts it, e.g. "
+            f'{{"command": "vault-mem", "args": ["serve", "--vault", "{root}"]}} (see docs/clients.md)')
+    say("waiting for an MCP client on stdio; Ctrl-C to stop")
+    return lambda: run_stdio(server)
 
 
 def _url_host(host: str) -> str:
     return f"[{host}]" if ":" in host and not host.startswith("[") else host
 
 
-def _run_until_stopped(run: Callable[[], None], runtime: Any) -> int:
-    """Run the transport in a thread; return its outcome, or end the process on a stop signal."""
+def _run_until_stopped(run: Callable[[], None], runtime: Any, grace: float) -> int:
+    """Run the transport in a thread; return its outcome, or end the process on a stop signal.
+
+    When the client leaves, a build still running gets ``grace`` seconds to finish; a signal
+    (Ctrl-C, SIGTERM) stops it at once (it keeps what it committed either way)."""
     failure: list[BaseException] = []
 
     def target() -> None:
@@ -118,7 +130,7 @@ def _run_until_stopped(run: Callable[[], None], runtime: Any) -> int:
             thread.join(0.5)  # a timed join: Ctrl-C reaches the main thread on every platform
     except KeyboardInterrupt:
         _stop_now(runtime)
-    runtime.stop()
+    runtime.stop(grace)
     if failure and not (isinstance(failure[0], SystemExit) and not failure[0].code):
         exc = failure[0]
         reason = f"exit status {exc.code}" if isinstance(exc, SystemExit) else str(exc) or type(exc).__name__
@@ -127,7 +139,7 @@ def _run_until_stopped(run: Callable[[], None], runtime: Any) -> int:
     return 0
 
 
-def _stop_now(runtime: Any) -> None:
+def _stop_now(runtime: Any) -> NoReturn:
     """One line, the watcher and any child build stopped, then the process ends (status 130)."""
     print(f"\n{PROG}: stopped", file=sys.stderr, flush=True)
     try:

@@ -40,7 +40,8 @@ from vault_mem.vault.paths import display_path
 from vault_mem.vault.reader import read_note
 from vault_mem.vault.walk import IgnoreRules, walk_vault
 
-BATCH = 500  # files per commit of a serial build, and the smallest worker segment
+BATCH = 500  # files per commit of a serial build, at most
+SERIAL_FIRST_BATCH = 100  # files in the first commit of a serial build
 FIRST_BATCH = 1000  # the smallest worker segment
 MAX_BATCH = 16000  # the largest worker segment
 REPORT_EVERY = 50  # files a worker parses between two progress reports
@@ -100,11 +101,15 @@ def build(index: VaultIndex, progress: Callable[[str, int], Progress] | None = N
 
 
 def _serial_build(index: VaultIndex, files: list[str], bar: Progress) -> None:
-    for first in range(0, len(files), BATCH):
+    """Commits of SERIAL_FIRST_BATCH files, doubling up to BATCH: a build stopped early (its
+    server's client left) keeps what it committed, and the first answers see notes soon."""
+    first, size = 0, SERIAL_FIRST_BATCH
+    while first < len(files):
         with index.writer() as w:
-            for rel in files[first:first + BATCH]:
+            for rel in files[first:first + size]:
                 w.add_document(**document_of(read_note(index.root, rel, index.history), rel))
                 bar.advance()
+        first, size = first + size, min(size * 2, BATCH)
 
 
 def _parallel_build(index: VaultIndex, files: list[str], bar: Progress, procs: int) -> None:
@@ -257,9 +262,11 @@ def _worker(index_dir: str, root: str, conn: Connection) -> None:
             conn.send(("error", f"{type(exc).__name__}: {exc}", 0))
 
 
-def reconcile(index: VaultIndex, progress: Callable[[str, int], Progress] | None = None) -> SyncReport:
+def reconcile(index: VaultIndex, progress: Callable[[str, int], Progress] | None = None,
+              pace: Callable[[str], None] | None = None) -> SyncReport:
     """Stat every file; re-read only those whose size or mtime changed, re-index only those whose
-    content hash changed, drop what is gone."""
+    content hash changed, drop what is gone. ``pace`` is called with each file the walk reaches,
+    before its stat (tests make the walk slow with it)."""
     start = time.monotonic()
     # The index first, the disk second: a note written (and indexed) while the walk runs is then
     # either seen on disk or found still there below, never dropped as deleted.
@@ -270,6 +277,8 @@ def reconcile(index: VaultIndex, progress: Callable[[str, int], Progress] | None
     report = SyncReport(total=len(walked.files), walk_problems=walked.problems)
     candidates: list[str] = []
     for rel in walked.files:
+        if pace is not None:
+            pace(rel)
         shown = display_path(rel)
         on_disk.add(shown)
         seen = known.get(shown)

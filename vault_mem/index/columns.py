@@ -40,6 +40,12 @@ def column(searcher: Searcher, field: str) -> list[Any]:
     return values
 
 
+def has_columns(searcher: Searcher, *fields: str) -> bool:
+    """True when every one of ``fields`` is already joined on ``searcher`` (``column`` is then free)."""
+    memo: dict[str, list[Any]] = getattr(searcher, "_vault_mem_columns", None) or {}
+    return all(field in memo for field in fields)
+
+
 def segment_key(reader: Any) -> tuple[Any, ...]:
     """What identifies a segment's unchanging content across every index in the process.
 

@@ -9,7 +9,6 @@ scan would.
 
 from __future__ import annotations
 
-import unicodedata
 from typing import Any
 
 from whoosh.analysis import LowercaseFilter, RegexTokenizer
@@ -18,6 +17,9 @@ from whoosh.fields import KEYWORD as _KEYWORD
 
 from vault_mem.index import whoosh_fixes  # noqa: F401  (unique segment names before any writer)
 from vault_mem.vault.dates import parse_datetime
+from vault_mem.vault.fields import FIELDS, plain
+from vault_mem.vault.fields import fold as fold  # kept importable from here
+from vault_mem.vault.fields import tag_keys as tag_keys
 from vault_mem.vault.note import PERMALINK_PREFIX, Note, domain_of, permalink_of
 
 SCHEMA_VERSION = 5  # 3: `created` from a date in the file name (daily notes); 4: sup_keys, and text
@@ -28,6 +30,10 @@ HEAD_CHARS = 2000  # body characters kept in the stored record for snippets and 
 WORDS = RegexTokenizer(r"\w+") | LowercaseFilter()
 _VALUES = RegexTokenizer(r"[^\x1f]+")
 TEXT_FIELDS = ("title", "perm", "tagtext", "body")
+# Index fields that are no field table row's (vault/fields.py): the file's own, and the body's.
+FILE_FIELDS = ("path", "key_path", "key_name", "dom_exact", "dom_anc", "perm", "body", "link_keys",
+               "size", "mtime_ns", "etag", "record")
+EXACT = tuple(row for row in FIELDS if row.exact is not None)  # rows held as exact terms
 
 
 def make_schema() -> Schema:
@@ -47,13 +53,8 @@ def make_schema() -> Schema:
         perm=TEXT(analyzer=WORDS, phrase=False),
         tagtext=TEXT(analyzer=WORDS, phrase=False),
         body=TEXT(analyzer=WORDS, phrase=False),
-        tags=multi(),  # each tag and its nested parents
-        type=ID(),
-        status=ID(),
-        state=ID(),
-        namespace=ID(),
-        scope=ID(),
-        project=ID(),
+        # type, status, state, namespace, scope, project, and tags (each tag and its nested parents)
+        **{row.name: multi() if row.exact.multi else ID() for row in EXACT if row.exact is not None},
         lineage=ID(),  # "y" when the note declares a supersession edge
         sup_keys=multi(),  # "s:"/"b:" + each supersedes/superseded_by target's lookup keys
         paths_pre=multi(),  # every '/'-prefix of every code path
@@ -77,11 +78,6 @@ def _number(bits: int = 32) -> NUMERIC:
     return NUMERIC(int, bits=bits, signed=True, sortable=True, shift_step=0)
 
 
-def fold(text: str) -> str:
-    """The comparison form of a ref, title or path: NFC, lower-case."""
-    return unicodedata.normalize("NFC", text).lower()
-
-
 def strip_md(path: str) -> str:
     return path[:-3] if path.lower().endswith(".md") else path
 
@@ -89,14 +85,6 @@ def strip_md(path: str) -> str:
 def ancestors(domain: str) -> list[str]:
     parts = domain.split("/") if domain else []
     return ["/".join(parts[: i + 1]) for i in range(len(parts))]
-
-
-def tag_keys(tags: list[str]) -> list[str]:
-    keys: list[str] = []
-    for tag in tags:
-        parts = tag.split("/")
-        keys += ["/".join(parts[: i + 1]) for i in range(len(parts))]
-    return list(dict.fromkeys(keys))
 
 
 def path_prefixes(path: str) -> list[str]:
@@ -124,30 +112,13 @@ def epoch(iso_text: str) -> int:
 
 
 def record_of(note: Note, fsrel: str) -> dict[str, Any]:
-    """What the index stores for a note: everything a row needs except the full body."""
+    """What the index stores for a note: every field of the table, and everything else a row needs
+    except the full body."""
     return {
-        "uid": note.uid,
         "has_id": note.has_id,
         "path": note.path,
         "fsrel": fsrel,  # the OS path relative to the vault (may hold surrogates)
-        "title": note.title,
-        "aliases": note.aliases,
-        "type": note.type,
-        "tags": note.tags,
-        "created": note.created,
-        "updated": note.updated,
-        "status": note.status,
-        "state": note.state,
-        "progress": {"done": note.progress.done, "total": note.progress.total},
-        "importance": note.importance,
-        "supersedes": note.supersedes,
-        "superseded_by": note.superseded_by,
-        "namespace": note.namespace,
-        "scope": note.scope,
-        "project": note.project,
-        "paths": note.paths,
-        "agent": note.agent,
-        "metadata": note.metadata,
+        **{row.name: plain(note.value(row.name)) for row in FIELDS},
         "links": note.links,
         "problems": note.problems,
         "etag": note.etag,
@@ -164,6 +135,11 @@ def document_of(note: Note, fsrel: str) -> dict[str, Any]:
     path = note.path
     domain = domain_of(path)
     name = strip_md(path.rpartition("/")[2])
+    exact: dict[str, str] = {}
+    for row in EXACT:
+        assert row.exact is not None
+        terms = row.exact.terms(note.value(row.name))
+        exact[row.name] = SEP.join(terms) if row.exact.multi else terms[0]
     return {
         "path": path,
         "key_uid": fold(note.uid),
@@ -177,13 +153,7 @@ def document_of(note: Note, fsrel: str) -> dict[str, Any]:
         "perm": permalink_of(path)[len(PERMALINK_PREFIX):],
         "tagtext": " ".join(note.tags),
         "body": note.body,
-        "tags": SEP.join(tag_keys(note.tags)),
-        "type": note.type.lower(),
-        "status": note.status,
-        "state": note.state or "",
-        "namespace": fold(note.namespace),
-        "scope": fold(note.scope),
-        "project": fold(note.project or ""),
+        **exact,
         "lineage": "y" if note.supersedes or note.superseded_by else "n",
         "sup_keys": SEP.join(["s:" + k for t in note.supersedes for k in supersession_keys(t)]
                              + ["b:" + k for t in note.superseded_by for k in supersession_keys(t)]),

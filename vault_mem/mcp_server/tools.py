@@ -50,7 +50,9 @@ class ToolSpec:
 
 def _compat_read(ref: Param) -> tuple[Param, ...]:
     """memory_read's parameters under a sibling server's name for the ref."""
-    return (ref, int_param("offset", "Body offset."), int_param("max_chars", "Body characters per page, 1-30000."))
+    return (ref, int_param("offset", "Body offset.", default=0, minimum=0),
+            int_param("max_chars", "Body characters per page.", default=read.DEFAULT_MAX_CHARS, minimum=1,
+                      maximum=read.MAX_CHARS))
 
 
 TOOLS: tuple[ToolSpec, ...] = (
@@ -76,17 +78,15 @@ TOOLS: tuple[ToolSpec, ...] = (
     ToolSpec(
         "mem_recall",
         "Recall memories created in a date range as heading chunks, newest first; filter by source "
-        "path, tags, namespace or scope. compact (default) returns readable text; structured returns "
-        "chunk rows. Namespaces starting 'archive:' are hidden unless named.",
+        "path, tags, namespace or scope. Namespaces starting 'archive:' are hidden unless named.",
         mem_recall.PARAMS,
         mem_recall.mem_recall,
     ),
     ToolSpec(
         "memory_list",
         "List memories filtered by substring query, metadata, tags, dates or importance, newest first. "
-        "Compact previews by default; content_mode='full' for whole bodies. follow: 'active' (default) "
-        "hides superseded memories, 'latest' resolves to current versions, 'full_history' expands "
-        "chains, 'all' is unfiltered.",
+        "follow: 'active' hides superseded memories, 'latest' resolves to current versions, "
+        "'full_history' expands chains, 'all' is unfiltered.",
         memory_list.PARAMS,
         memory_list.memory_list,
     ),

@@ -17,19 +17,19 @@ from vault_mem.index.vocabulary import closest_names
 from vault_mem.reads.misses import Filter, closest_kinds, did_you_mean, echo, why_empty
 from vault_mem.reads.rows import body_tokens, cut_message, fit_row, identity, snippet_of, task_fields
 from vault_mem.served.context import View, take_within
-from vault_mem.served.params import OFFSET, Args, flag_param, int_param, text_param
+from vault_mem.served.params import OFFSET, Args, choice_param, flag_param, int_param, text_param
 from vault_mem.vault.note import domain_of
 from vault_mem.vault.paths import check_relative, confine
 
+STATUSES = ("active", "archived", "all")
 PARAMS = (
     text_param("domain", "Folder path or segment name; '' is the whole vault.", required=True),
-    text_param("type", "One memory type; empty is every type."),
-    int_param("limit", "1-200, default 20."),
+    text_param("type", "One memory type; empty is every type.", default=""),
+    int_param("limit", "Rows per page.", default=20, minimum=1, maximum=200),
     OFFSET,
-    text_param("status", "active (default), archived or all."),
-    flag_param("subtree", "False: only that exact folder."),
+    choice_param("status", "Which memories.", STATUSES, default="active"),
+    flag_param("subtree", "False: only that exact folder.", default=True),
 )
-STATUSES = ("active", "archived", "all")
 
 
 def list_by_domain(view: View, raw: dict[str, Any]) -> dict[str, Any]:
@@ -39,10 +39,10 @@ def list_by_domain(view: View, raw: dict[str, Any]) -> dict[str, Any]:
     domain = check_relative(domain.strip(), "domain")
     confine(view.vault.root, domain, "domain")  # a symlinked folder leading outside is refused
     note_type = (args.text("type", "", max_len=100) or "").strip().lower()
-    limit = args.integer("limit", 20, 1, 200)
-    offset = args.integer("offset", 0, 0)
-    status = args.choice("status", "active", STATUSES)
-    subtree = args.flag("subtree", True)
+    limit = args.integer("limit")
+    offset = args.integer("offset")
+    status = args.choice("status")
+    subtree = args.flag("subtree")
 
     filters: list[tuple[str, str]] = []  # (field, term) pairs every row must hold
     if note_type:

@@ -34,10 +34,12 @@ from vault_mem.reads.dates import epoch_bounds, parse_period
 from vault_mem.reads.misses import echo, range_hint, tag_hints
 from vault_mem.reads.rows import bound_message, cut_message, fit_row, snippet
 from vault_mem.served.context import ROW_BUDGET, View, json_size, take_within
-from vault_mem.served.params import OFFSET, Args, int_param, text_param
+from vault_mem.served.params import OFFSET, Args, choice_param, int_param, text_param
 from vault_mem.vault.dates import iso
+from vault_mem.vault.fields import normalize_tag
 from vault_mem.vault.note import permalink_of
 
+FORMATS = ("compact", "structured")
 PARAMS = (
     text_param("since", "Start: YYYY, YYYY-MM, YYYY-MM-DD or ISO datetime."),
     text_param("until", "Exclusive end; a partial date includes its period."),
@@ -45,11 +47,10 @@ PARAMS = (
     text_param("tag_filter", "Comma-separated tags, any of them."),
     text_param("namespace", "One namespace, a comma list, or one glob ('project:*')."),
     text_param("scope", "One scope, a comma list, or one glob."),
-    int_param("limit", "Chunks, 1-500, default 20."),
+    int_param("limit", "Chunks per page.", default=20, minimum=1, maximum=500),
     OFFSET,
-    text_param("output_format", "compact (default) or structured."),
+    choice_param("output_format", "compact: readable text; structured: chunk rows.", FORMATS, default="compact"),
 )
-FORMATS = ("compact", "structured")
 ARCHIVE = "archive:"
 COMPACT_CHARS = 400
 HIDDEN_COUNT_CAP = 200  # archive notes chunked for the hint; past this only notes are counted
@@ -66,9 +67,9 @@ class Picked:
 
 def mem_recall(view: View, raw: dict[str, Any]) -> dict[str, Any]:
     args = Args(raw, PARAMS)
-    limit = args.integer("limit", 20, 1, 500)
-    offset = args.integer("offset", 0, 0)
-    output = args.choice("output_format", "compact", FORMATS)
+    limit = args.integer("limit")
+    offset = args.integer("offset")
+    output = args.choice("output_format")
     hints: list[str] = []
     window = _created_window(args, hints)
     source = _source_matcher(args.text("source_filter", max_len=1000))
@@ -76,7 +77,7 @@ def mem_recall(view: View, raw: dict[str, Any]) -> dict[str, Any]:
 
     filters: list[DocSet] = []
     if tags is not None:
-        tags = [fold(t.lstrip("#")) for t in tags]
+        tags = [normalize_tag(t) for t in tags]
         filters.append(DocSet(set(view.docs(Or([Term("tags", t) for t in tags])))))
         hints += tag_hints(view, tags, "tag_filter")
     filters += _scope_filters(view, _list_param(args, "scope"), hints)

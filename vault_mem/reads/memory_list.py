@@ -10,9 +10,11 @@ added until the answer's size bound; a full body that alone passes it is cut, an
 
 ``metadata_filters`` compares case-insensitively: strings after stripping and
 lower-casing, numbers by value (``"0.8"`` equals ``0.8``), booleans as true/false, null
-as a missing key. A key is looked up among the core fields (id, title, type, tags,
-status, state, importance, namespace, scope, project, paths, agent, ...) and among the
-other frontmatter keys; a list-valued field matches when any element does.
+as a missing key. A key is looked up among the fields of the field table
+(``vault/fields.py``: id, title, type, tags, created, status, importance, supersedes, ...,
+under any of their frontmatter keys), the path, and the other frontmatter keys; a
+list-valued field matches when any element does. Tags are compared as ``normalize_tag``
+gives them (``#project/`` is ``project``).
 """
 
 from __future__ import annotations
@@ -28,62 +30,68 @@ from whoosh.query import And, AndNot, Every, Or, Query, Term
 from vault_mem.errors import InvalidInput
 from vault_mem.index.columns import segment_column, segment_key
 from vault_mem.index.lru import CACHE
-from vault_mem.index.schema import fold
 from vault_mem.index.substring import hit_counts, is_word, words
 from vault_mem.reads.dates import epoch_bounds, parse_period
 from vault_mem.reads.lineage import Lineage
 from vault_mem.reads.list_misses import ListMiss, why_no_memories
 from vault_mem.reads.rows import bound_message, cut_message, fit_row
 from vault_mem.served.context import ROW_BUDGET, Budget, View, json_size
-from vault_mem.served.params import OFFSET, Args, flag_param, int_param, mapping_param, strings_param, text_param
+from vault_mem.served.params import (
+    OFFSET,
+    Args,
+    choice_param,
+    flag_param,
+    int_param,
+    mapping_param,
+    strings_param,
+    text_param,
+)
+from vault_mem.vault.fields import FIELD, FIELDS, filter_names, layout, normalize_tag, plain
 from vault_mem.vault.note import permalink_of
 
+FOLLOWS = ("active", "latest", "full_history", "all")
+MODES = ("preview", "full")
 PARAMS = (
     text_param("query", "Substring of title or body."),
     mapping_param("metadata_filters", "Frontmatter key -> value (list: any of)."),
-    int_param("limit", "Default 20; -1: no limit."),
+    int_param("limit", "-1: no limit.", default=20, minimum=-1),
     OFFSET,
     text_param("date_from", "Created from: date (partial ok) or 7d, 2w, 1m, 1y."),
     text_param("date_to", "Created until, inclusive."),
     strings_param("tags_any", "Any of these."),
     strings_param("tags_all", "All of these."),
     strings_param("tags_none", "None of these."),
-    flag_param("sort_by_importance", "Most important first."),
-    text_param("content_mode", "preview (default) or full."),
-    int_param("preview_chars", "1-2000, default 120."),
+    flag_param("sort_by_importance", "Most important first.", default=False),
+    choice_param("content_mode", "full: whole bodies.", MODES, default="preview"),
+    int_param("preview_chars", "Preview length.", default=120, minimum=1, maximum=2000),
     strings_param("fields", "Fields to return."),
-    text_param("follow", "active, latest, full_history or all."),
+    choice_param("follow", "Lineage mode.", FOLLOWS, default="active"),
 )
-FOLLOWS = ("active", "latest", "full_history", "all")
-MODES = ("preview", "full")
-ROW_FIELDS = ("id", "title", "type", "tags", "metadata", "created", "updated", "importance",
-              "permalink", "path", "status", "etag", "supersedes", "superseded_by",
-              "content_preview", "content")
-# metadata_filters keys that name a core field: key -> record key
-CORE_KEYS = {"id": "uid", "uid": "uid", "title": "title", "alias": "aliases", "aliases": "aliases",
-             "type": "type", "kind": "type", "tags": "tags", "status": "status", "state": "state",
-             "importance": "importance", "namespace": "namespace", "scope": "scope",
-             "project": "project", "paths": "paths", "agent": "agent", "path": "path",
-             "created": "created", "updated": "updated"}
-# core keys the index holds exactly (lower-cased): filtered by a Term query, no record loads
-INDEXED_KEYS = ("type", "state", "namespace", "scope", "project", "tags")
+ROW_NAMES = {"uid": "id"}  # a row's name for a field of the table (vault/fields.py)
+# The rows' fields in the order they have always had; a new row of the field table follows them.
+ROW_FIELDS = layout(("id", "title", "type", "tags", "metadata", "created", "updated", "importance",
+                     "permalink", "path", "status", "etag", "supersedes", "superseded_by"),
+                    (ROW_NAMES.get(row.name, row.name) for row in FIELDS if row.row), ("content_preview", "content"))
+# metadata_filters keys that name a field of the table (its name or a frontmatter key of it), or
+# the path: key -> record key. A field held as exact terms is filtered by a Term query, no record loads.
+CORE_KEYS = {**filter_names(), "path": "path"}
 
 
 def memory_list(view: View, raw: dict[str, Any]) -> dict[str, Any]:
     args = Args(raw, PARAMS)
     query = args.text("query", "", max_len=1000) or ""
     filters = _metadata_filters(args.mapping("metadata_filters"))
-    limit = args.integer("limit", 20, -1, accepted="-1 for no limit, or at least 1")
+    limit = args.integer("limit", accepted="-1 for no limit, or at least 1")
     if limit == 0:
         raise InvalidInput("limit", "must be -1 for no limit, or at least 1; got 0")
-    offset = args.integer("offset", 0, 0)
+    offset = args.integer("offset")
     created = _created_range(args)
     tags_any, tags_all, tags_none = (_tags(args, name) for name in ("tags_any", "tags_all", "tags_none"))
-    by_importance = args.flag("sort_by_importance", False)
-    mode = args.choice("content_mode", "preview", MODES)
-    preview_chars = args.integer("preview_chars", 120, 1, 2000)
+    by_importance = args.flag("sort_by_importance")
+    mode = args.choice("content_mode")
+    preview_chars = args.integer("preview_chars")
     fields = _fields(args.str_list("fields"), mode)
-    follow = args.choice("follow", "active", FOLLOWS)
+    follow = args.choice("follow")
 
     parts: list[Query] = []
     if tags_any:
@@ -197,7 +205,7 @@ def _created_range(args: Args) -> tuple[int, int] | None:
 
 def _tags(args: Args, name: str) -> list[str]:
     values = args.str_list(name) or []
-    return [t for t in (v.strip().lstrip("#").strip().lower() for v in values) if t]
+    return [t for t in (normalize_tag(v) for v in values) if t]
 
 
 def _fields(requested: list[str] | None, mode: str) -> tuple[str, ...]:
@@ -251,11 +259,12 @@ def _contains(view: View, doc: int, needle: str) -> bool:
 
 def _indexed_filter(key: str, values: list[Any]) -> Query | None:
     field = CORE_KEYS.get(key.lower())
-    if field == "status" and all(_norm(v) in ("active", "archived") for v in values):
-        return Or([Term("status", str(_norm(v))) for v in values])
-    if field not in INDEXED_KEYS or not all(isinstance(v, str) for v in values):
+    exact = FIELD[field].exact if field in FIELD else None
+    if exact is None or not all(isinstance(v, str) for v in values):
         return None
-    terms = [fold(v.strip()).lstrip("#") if field == "tags" else fold(v.strip()) for v in values]
+    terms = [exact.query(v) for v in values]
+    if exact.only and not all(t in exact.only for t in terms):
+        return None  # a value the index does not hold (a status kept in metadata): the record decides
     return Or([Term(field, t) for t in terms])
 
 
@@ -442,7 +451,7 @@ def _row(view: View, lineage: Lineage, doc: int, fields: tuple[str, ...], previe
         "content_preview": lambda: _preview(rec, preview_chars),
         "content": lambda: view.body(rec),
     }
-    return {name: values[name]() for name in fields}
+    return {name: values[name]() if name in values else plain(rec.get(name)) for name in fields}
 
 
 def _preview(rec: dict[str, Any], chars: int) -> str:

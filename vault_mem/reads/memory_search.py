@@ -47,19 +47,20 @@ from vault_mem.reads.rows import bound_message
 from vault_mem.reads.topk import Ranked, best_notes
 from vault_mem.served.context import ROW_BUDGET, View, json_size, take_within
 from vault_mem.served.params import AGENT, Args, int_param, text_param
+from vault_mem.vault.fields import normalize_tag
 from vault_mem.vault.note import KNOWN_TYPES, permalink_of
 
+DEFAULT_LIMIT = 10
+MAX_LIMIT = 50
 PARAMS = (
     AGENT,
     text_param("query", "Free text. Omit for recent activity."),
     text_param("tag", "Only notes with this tag."),
     text_param("kind", "Only notes of this kind (type)."),
     text_param("path", "Only notes whose code paths overlap it."),
-    int_param("limit", "How many to return. Default 10, max 50."),
+    int_param("limit", "How many; above 50 means 50.", default=DEFAULT_LIMIT, minimum=1),
     text_param("since", "RFC 3339; notes updated at or after it."),
 )
-DEFAULT_LIMIT = 10
-MAX_LIMIT = 50
 TITLE_CHARS = 300  # a digest's title is cut past this (marked), so one digest stays small
 EXACT_PATHS_FIELD = "paths_exact"  # used when the schema has it (each whole code path)
 LIST_BUDGET = 1_000  # JSON characters a digest's tags or paths may take
@@ -76,7 +77,7 @@ def memory_search(view: View, raw: dict[str, Any]) -> dict[str, Any]:
     path = _code_path(args.text("path", "", max_len=4000) or "")
     since_text = (args.text("since", "", max_len=100) or "").strip()
     since = _since(since_text)
-    limit = args.integer("limit", DEFAULT_LIMIT, lo=1, accepted=f"from 1 to {MAX_LIMIT}")
+    limit = args.integer("limit", accepted=f"from 1 to {MAX_LIMIT}")
     messages: list[str] = []
     if limit > MAX_LIMIT:
         messages.append(f"limit {limit} is above the maximum; clamped to {MAX_LIMIT}")
@@ -307,7 +308,7 @@ def _check_kind(view: View, kind: str) -> None:
 def _tag(raw: str) -> str:
     if not raw.strip():
         return ""
-    tag = raw.strip().lstrip("#").strip("/").lower()
+    tag = normalize_tag(raw)
     if not tag:
         raise InvalidInput("tag", f"{raw[:60]!r} names no tag; give a tag like 'project' or 'project/api'")
     return tag

@@ -58,32 +58,35 @@ from vault_mem.served.context import MAX_ANSWER_CHARS, View, json_size, take_wit
 from vault_mem.served.params import OFFSET, REF, Args, int_param
 from vault_mem.served.refs import resolve_ref
 from vault_mem.vault.dates import from_timestamp, iso
+from vault_mem.vault.fields import FIELDS, layout, note_fields
 from vault_mem.vault.note import Note, est_tokens, permalink_of
 from vault_mem.vault.reader import MAX_BYTES, DateSource, read_note
 
-READ_PARAMS = (
-    REF,
-    int_param("offset", "Body offset in characters, default 0."),
-    int_param("max_chars", "Body characters per page, 1-30000, default 20000."),
-    int_param("history", "In a git vault: last commits shown, 0-50, default 5."),
-)
-DOMAINS_PARAMS = (OFFSET,)
 DEFAULT_MAX_CHARS = 20_000
 MAX_CHARS = 30_000
+READ_PARAMS = (
+    REF,
+    int_param("offset", "Body offset in characters.", default=0, minimum=0),
+    int_param("max_chars", "Body characters per page.", default=DEFAULT_MAX_CHARS, minimum=1, maximum=MAX_CHARS),
+    int_param("history", "In a git vault: last commits shown.", default=DEFAULT_HISTORY, minimum=0,
+              maximum=MAX_HISTORY),
+)
+DOMAINS_PARAMS = (OFFSET,)
 HEAD_BUDGET = 24_000  # what the record without its body may take
 ENVELOPE = 600  # room for next_offset, the message and JSON punctuation
-# Fields that may be cut when the record is huge; identity, etag and sizes never are.
-CUTTABLE = ("tags", "aliases", "metadata", "links", "backlinks", "lineage", "problems", "paths",
-            "supersedes", "superseded_by", "title", "agent", "namespace", "scope", "project",
-            "type", "uid", "created", "updated", "history")
+# Fields that may be cut when the record is huge (each of the table's cuttable rows, and more);
+# identity, etag and sizes never are.
+CUTTABLE = layout(("tags", "aliases", "metadata", "links", "backlinks", "lineage", "problems", "paths",
+                   "supersedes", "superseded_by", "title", "agent", "namespace", "scope", "project",
+                   "type", "uid", "created", "updated", "history"), (row.name for row in FIELDS if row.cut))
 
 
 def memory_read(view: View, raw: dict[str, Any]) -> dict[str, Any]:
     args = Args(raw, READ_PARAMS)
     ref = args.required_str("ref", max_len=4096)
-    offset = args.integer("offset", 0, 0)
-    max_chars = args.integer("max_chars", DEFAULT_MAX_CHARS, 1, MAX_CHARS)
-    history = args.integer("history", DEFAULT_HISTORY, 0, MAX_HISTORY)
+    offset = args.integer("offset")
+    max_chars = args.integer("max_chars")
+    history = args.integer("history")
 
     doc = resolve_ref(view, ref)
     record = view.record(doc)
@@ -142,34 +145,10 @@ def _note_size(note: Note) -> int:
 
 def _head(view: View, doc: int, note: Note) -> dict[str, Any]:
     """Every field of the answer except the body page."""
-    head: dict[str, Any] = {
-        "status": "ok",
-        "uid": note.uid,
-        "permalink": note.permalink,
-        "path": note.path,
-        "domain": note.domain,
-        "title": note.title,
-        "aliases": note.aliases,
-        "type": note.type,
-        "tags": note.tags,
-        "created": note.created,
-        "updated": note.updated,
-        "memory_status": note.status,
-    }
-    if note.type == "task":
-        head["state"] = note.state or "open"
-        head["progress"] = {"done": note.progress.done, "total": note.progress.total}
+    head: dict[str, Any] = {"status": "ok", "uid": note.uid, "permalink": note.permalink, "path": note.path,
+                            "domain": note.domain, **note_fields(note)}
     resolver = LinkResolver(view)
     head |= {
-        "importance": note.importance,
-        "namespace": note.namespace,
-        "scope": note.scope,
-        "project": note.project,
-        "paths": note.paths,
-        "agent": note.agent,
-        "metadata": note.metadata,
-        "supersedes": note.supersedes,
-        "superseded_by": note.superseded_by,
         "problems": note.problems + _shared_id_problem(view, doc, note),
         "etag": note.etag,
         "est_tokens": est_tokens(note.body),
@@ -223,7 +202,7 @@ DOMAIN_PAGE = 500
 
 def list_domains(view: View, raw: dict[str, Any]) -> dict[str, Any]:
     args = Args(raw, DOMAINS_PARAMS)
-    offset = args.integer("offset", 0, 0)
+    offset = args.integer("offset")
 
     # Group by the note's own folder first (per segment, cached), then spread each folder's
     # totals to its ancestors.

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from vault_mem.served.context import MAX_ANSWER_CHARS, json_size
+from vault_mem.vault.fields import FIELDS, layout
 from vault_mem.vault.note import domain_of, permalink_of, tokens_for_chars
 
 SNIPPET_CHARS = 400
@@ -46,9 +47,11 @@ def identity(record: dict[str, Any]) -> dict[str, Any]:
 
 ROW_FIELDS_BUDGET = 8_000  # JSON characters a list row may take besides its content
 # Row fields that may be cut when a record is huge (10,000 tags, a 100k title, 5,000 keys of
-# metadata); identity, dates, status and etag never are.
-ROW_CUTTABLE = ("title", "tags", "metadata", "aliases", "paths", "supersedes", "superseded_by",
-                "hierarchy", "namespace", "scope", "agent", "project", "type")
+# metadata): the field table's cuttable rows, and ``hierarchy``; identity, dates, status and etag
+# never are. The order breaks ties between fields of one size.
+ROW_CUTTABLE = layout(("title", "tags", "metadata", "aliases", "paths", "supersedes", "superseded_by",
+                       "hierarchy", "namespace", "scope", "agent", "project", "type"),
+                      (row.name for row in FIELDS if row.cut))
 
 
 def cut_to_fit(value: dict[str, Any], budget: int, cuttable: tuple[str, ...],

@@ -1,6 +1,12 @@
 """Bringing a served vault up: the index build or reconcile in the background, progress for
-answers, and (later) the live watcher. The server answers ``initialize`` at once; queries
-answer from what is committed so far and say how far the build got (docs/index-and-sync.md).
+answers, and the live watcher. The server answers ``initialize`` at once. A call made in the
+first FIRST_ANSWER_WAIT seconds of a build waits for the build (a small vault's first answer is
+then complete); later calls answer from what is committed so far and say how far the build
+got, in real counts (docs/index-and-sync.md).
+
+The watcher listens before any walk of the vault starts (a build's, the start-up check's, the
+periodic check's): during a build it only queues what it hears, and applies it once the build
+is done; otherwise it applies it at once. So a save at any moment of a start is seen.
 
 A cold build runs in a child process (``vault-mem index``) with its stdout pointed at our
 stderr: the build forks workers, and nothing a child does may reach the protocol's stdout.
@@ -20,6 +26,8 @@ import os
 import subprocess
 import sys
 import threading
+import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -31,18 +39,33 @@ from vault_mem.index.merge import merge_due, merge_lock
 from vault_mem.index.schema import SCHEMA_VERSION
 from vault_mem.index.store import VaultIndex
 from vault_mem.runtime.watcher import Watcher
+from vault_mem.vault.walk import walk_vault
 
 log = logging.getLogger("vault_mem.mcp_server")
 PROGRESS_FILE = "build-progress.json"
 MERGE_CHECK = 2.0  # seconds between looks at whether a merge is due
+# A call made in the first seconds of a build (or of the resume of one) waits for it, until the
+# build is this old: a vault of a few hundred notes then answers its first call complete, and a
+# client that calls once and leaves has left an index behind (docs/index-and-sync.md).
+FIRST_ANSWER_WAIT = 5.0
+STOP_GRACE = 5.0  # seconds a build still running gets to finish when the client leaves
+CHECK_AFTER_AT_MOST = 30.0  # seconds the start-up check waits for the server to be loaded
 
 
 class Runtime:
     """Owns the background indexing of one served vault; it is the vault's ``Health``."""
 
-    def __init__(self, index: VaultIndex) -> None:
+    def __init__(self, index: VaultIndex, pace: Callable[[str], None] | None = None,
+                 first_answer_wait: float = FIRST_ANSWER_WAIT) -> None:
+        """``pace`` is called with each file a full check of the vault reaches (tests slow it down)."""
         self.root = index.root
         self.index = index
+        self.pace = pace
+        self.first_answer_wait = first_answer_wait
+        self._patience_until = 0.0  # calls before this monotonic time wait for the build
+        self._counted: int | None = None  # memory files on disk, counted for a build's progress
+        self._counting = threading.Lock()
+        self._check_after: threading.Event | None = None
         self._child: subprocess.Popen[bytes] | None = None
         self._stopping = False
         self._building = threading.Event()
@@ -61,23 +84,67 @@ class Runtime:
         return self.index.dir / PROGRESS_FILE
 
     def indexing(self) -> dict[str, int] | None:
-        """``{done, total}`` while a build runs (here or in another process), else None."""
+        """``{done, total}`` while a build runs (here or in another process), else None.
+
+        From the build's progress file; before it has one (the child is starting) or when an
+        interrupted build is being finished here, the notes indexed of the files counted on disk.
+        """
         if not self._building.is_set() and self.index.state().get("complete", True):
             return None
         try:
             data = json.loads(self.progress_path.read_text(encoding="utf-8"))
-            return {"done": int(data["done"]), "total": int(data["total"])}
+            done, total = int(data["done"]), int(data["total"])
+            if total:
+                return {"done": min(done, total), "total": total}
         except (OSError, ValueError, KeyError, TypeError):
-            return {"done": 0, "total": 0}
+            pass
+        total = self._files_on_disk()
+        return {"done": min(self._notes_indexed(), total), "total": total}
 
-    def start(self) -> None:
-        """Start the build or reconcile in a background thread and return at once."""
+    def _files_on_disk(self) -> int:
+        with self._counting:
+            if self._counted is None:
+                self._counted = len(walk_vault(self.root).files)
+            return self._counted
+
+    def _notes_indexed(self) -> int:
+        try:
+            with self.index.searching() as searcher:
+                return int(searcher.doc_count())
+        except Exception:  # no index yet, or one being replaced: nothing to count
+            return 0
+
+    def start(self, check_after: threading.Event | None = None) -> None:
+        """Start listening to the files (about 0.1 s at 100,000 notes), then the build or reconcile
+        in a background thread; returns at once. The reconcile waits for ``check_after`` when given (serve sets it once
+        the MCP SDK is loaded: a walk beside that load would slow it down; the watcher listens
+        and applies meanwhile, and a build child runs in its own process)."""
         if not self._bringing_up.acquire(blocking=False):
             return  # already on its way up
+        self._check_after = check_after
         self._ready.clear()
-        if self.index.needs_build():
+        self._counted = None
+        building = self.index.needs_build()
+        if building:
             self._building.set()
+        if building or not self.index.is_complete():
+            self._patience_until = time.monotonic() + self.first_answer_wait
+        try:
+            self._listen(held=building)  # before any walk of the vault: the build's or the check's
+        except Exception:
+            self._bringing_up.release()
+            raise
         threading.Thread(target=self._bring_up, name="vault-mem-index", daemon=True).start()
+
+    def _listen(self, held: bool) -> None:
+        """A new watcher listening from now on (before any walk), held while a build owns the
+        index. It listens before the one it replaces (a vault folder that came back, an index
+        rebuilt) stops: no moment is unwatched."""
+        watcher = Watcher(self.index, pace=self.pace)
+        watcher.start(held=held)
+        old, self.watcher = self.watcher, watcher
+        if old is not None:
+            old.stop()
 
     def check(self) -> None:
         """Called before each tool call: notice a vanished vault or index and recover.
@@ -99,6 +166,13 @@ class Runtime:
         elif self._ready.is_set() and self._index_gone():
             log.warning("the index at %s is gone or damaged; rebuilding it", self.index.dir)
             self.start()
+        self._wait_for_first_build()
+
+    def _wait_for_first_build(self) -> None:
+        """In the first ``first_answer_wait`` seconds of a build, wait for it to end (not longer)."""
+        left = self._patience_until - time.monotonic()
+        if left > 0 and not self._ready.is_set():
+            self._ready.wait(left)
 
     def _index_gone(self) -> bool:
         """The index folder or its state file vanished (or holds another schema).
@@ -111,11 +185,17 @@ class Runtime:
     def wait_ready(self, timeout: float | None = None) -> bool:
         return self._ready.wait(timeout)
 
-    def stop(self) -> None:
+    def stop(self, grace: float = 0.0) -> None:
+        """Stop the watcher, merges and any build child. A build still running gets ``grace``
+        seconds to finish first (a client that leaves: its build is kept); stopped, it keeps
+        every batch it committed, and the next start finishes it."""
         self._stopping = True
         if self.watcher is not None:
             self.watcher.stop()
         child = self._child
+        if child is not None and child.poll() is None and grace > 0:
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                child.wait(timeout=grace)
         if child is not None and child.poll() is None:
             child.terminate()  # it keeps what it committed; the next start resumes the build
         self._stop_merging.set()
@@ -162,9 +242,6 @@ class Runtime:
 
     def _bring_up(self) -> None:
         try:
-            if self.watcher is not None:
-                self.watcher.stop()  # a rebuild owns the index until it is done
-                self.watcher = None
             self.index.close()
             if self._building.is_set():
                 try:
@@ -175,11 +252,18 @@ class Runtime:
                     self.error = f"{type(exc).__name__}: {exc}"
                     log.error("the index build failed (%s); reconciling instead", self.error)
             self.index.close()  # drop any searcher opened on a half-built index
-            # Watch before reconciling: a change made during the reconcile is then seen twice, never lost.
-            self.watcher = Watcher(self.index)
-            self.watcher.start()
+            # The watcher has listened since start(): what it heard during the build is applied now,
+            # beside the reconcile (a change is then seen twice, never lost; see build.reconcile).
+            if self.watcher is not None:
+                self.watcher.release()
+            if self._check_after is not None:
+                self._check_after.wait(CHECK_AFTER_AT_MOST)
+            if self._stopping:
+                return  # stopped while the server was loading: nothing more to say after "stopped"
             attach_history(self.index)  # a git work tree: dates, history and HEAD's moves (docs/git.md)
-            self.report = reconcile(self.index)
+            self.report = reconcile(self.index, pace=self.pace)
+            if self._stopping:
+                return
             log.info("index ready: %s", self.report.summary())
             debris = self.index.tidy()
             if debris:
@@ -187,8 +271,11 @@ class Runtime:
             self._start_merge_scheduler()
         except Exception as exc:  # the server keeps answering; the error is logged and shown
             self.error = f"{type(exc).__name__}: {exc}"
-            log.exception("indexing failed")
+            if not self._stopping:  # a stop closes the index under the check: that is no failure
+                log.exception("indexing failed")
         finally:
+            if self.watcher is not None:
+                self.watcher.release()  # whatever went wrong above, keep following the files
             if self._building.is_set():
                 self._building.clear()
                 with contextlib.suppress(OSError):  # only the index belongs in the index folder

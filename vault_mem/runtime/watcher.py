@@ -71,8 +71,10 @@ class Watcher:
     """Keeps ``index`` equal to the files under its root while running."""
 
     def __init__(self, index: VaultIndex, reconcile_every: float = RECONCILE_EVERY,
-                 on_error: Callable[[str], None] | None = None) -> None:
+                 on_error: Callable[[str], None] | None = None,
+                 pace: Callable[[str], None] | None = None) -> None:
         self.index = index
+        self.pace = pace  # called with each file the periodic check reaches (tests slow it down)
         self.root = index.root
         self._roots = (str(self.root), os.path.realpath(self.root))  # FSEvents reports real paths
         self.reconcile_every = reconcile_every
@@ -82,6 +84,7 @@ class Watcher:
         self._cond = threading.Condition()
         self._busy = False
         self._stopping = False
+        self._held = False  # listening, but not applying (a build owns the index)
         self._first_event = 0.0
         self._last_event = 0.0
         self._observer: Any = None
@@ -95,10 +98,26 @@ class Watcher:
 
     # -- lifecycle -------------------------------------------------------------------------
 
-    def start(self) -> None:
+    def start(self, held: bool = False) -> None:
+        """Listen from now on; apply what is heard at once, or (``held``) from ``release()``."""
+        self._held = held
         self._start_observer()
         self._thread = threading.Thread(target=self._run, name="vault-mem-watch", daemon=True)
         self._thread.start()
+
+    def hold(self) -> None:
+        """Keep listening but apply nothing until ``release()`` (a build is about to replace the
+        index); returns once a batch being applied is done."""
+        with self._cond:
+            self._held = True
+            while self._busy:
+                self._cond.wait(0.05)
+
+    def release(self) -> None:
+        """Apply what was heard while held, and whatever comes next."""
+        with self._cond:
+            self._held = False
+            self._cond.notify_all()
 
     def stop(self) -> None:
         with self._cond:
@@ -181,6 +200,11 @@ class Watcher:
 
     # -- the indexing thread ---------------------------------------------------------------
 
+    def queued(self) -> int:
+        """Paths heard and not yet applied (held, or waiting for the debounce)."""
+        with self._cond:
+            return len(self._files) + len(self._dirs)
+
     def wait_idle(self, timeout: float = 30.0) -> bool:
         """Block until every event seen so far has been applied (True), or ``timeout`` passes."""
         deadline = time.monotonic() + timeout
@@ -208,8 +232,8 @@ class Watcher:
         """Wait for events (or until ``next_reconcile``), let a burst settle, then take every
         queued path and mark the watcher busy. None when the watcher is stopping."""
         with self._cond:
-            while not self._stopping and not self._files and not self._dirs:
-                if time.monotonic() >= next_reconcile:
+            while not self._stopping and (self._held or (not self._files and not self._dirs)):
+                if time.monotonic() >= next_reconcile and not self._held:
                     break
                 self._cond.wait(0.5)
             if self._stopping:
@@ -277,6 +301,8 @@ class Watcher:
             on_disk: set[str] = set()
             missed: list[str] = []
             for rel in walked.files:
+                if self.pace is not None:
+                    self.pace(rel)
                 shown = display_path(rel)
                 on_disk.add(shown)
                 seen = known.get(shown)
@@ -299,7 +325,7 @@ class Watcher:
 
     def _try_reconcile(self) -> None:
         try:
-            report = reconcile(self.index)
+            report = reconcile(self.index, pace=self.pace)
             if report.added or report.updated or report.removed:
                 log.info("periodic reconcile: %s", report.summary())
         except Exception:

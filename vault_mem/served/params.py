@@ -30,36 +30,53 @@ _SCHEMA_TYPES: dict[str, Any] = {
 @dataclass(frozen=True)
 class Param:
     """One tool parameter, declared once beside the function that reads it: the MCP input
-    schema (``mcp_server/tools.py``) and the accepted names (``Args``) both come from here.
-    Defaults and ranges live in the reading code, which states them in its messages."""
+    schema (``mcp_server/tools.py``: type, ``default``, ``minimum``, ``maximum``, ``enum``), the
+    accepted names, defaults, ranges and choices of ``Args``, and the pinned contract
+    (``tests/test_tool_contracts.py``, which checks docs/tools.md against it) all come from here.
+    The description says only what the schema cannot."""
 
     name: str
     kind: str  # a key of _SCHEMA_TYPES
     description: str
     required: bool = False
+    default: Any = None  # what leaving it out means; None: nothing, or what the description says
+    minimum: int | float | None = None
+    maximum: int | float | None = None
+    enum: tuple[str, ...] = ()  # the accepted values (case-insensitive)
 
     def schema(self) -> dict[str, Any]:
         schema: dict[str, Any] = {"type": _SCHEMA_TYPES[self.kind]}
         if self.kind == "strings":
             schema["items"] = {"type": "string"}
+        if self.enum:
+            schema["enum"] = list(self.enum)
+        for key in ("default", "minimum", "maximum"):
+            if getattr(self, key) is not None:
+                schema[key] = getattr(self, key)
         schema["description"] = self.description
         return schema
 
 
-def text_param(name: str, description: str, required: bool = False) -> Param:
-    return Param(name, "string", description, required)
+def text_param(name: str, description: str, required: bool = False, default: str | None = None) -> Param:
+    return Param(name, "string", description, required, default)
 
 
-def int_param(name: str, description: str) -> Param:
-    return Param(name, "integer", description)
+def choice_param(name: str, description: str, enum: tuple[str, ...], default: str | None = None) -> Param:
+    return Param(name, "string", description, default=default, enum=enum)
 
 
-def flag_param(name: str, description: str) -> Param:
-    return Param(name, "boolean", description)
+def int_param(name: str, description: str, default: int | None = None, minimum: int | None = None,
+              maximum: int | None = None) -> Param:
+    return Param(name, "integer", description, default=default, minimum=minimum, maximum=maximum)
 
 
-def number_param(name: str, description: str) -> Param:
-    return Param(name, "number", description)
+def flag_param(name: str, description: str, default: bool | None = None) -> Param:
+    return Param(name, "boolean", description, default=default)
+
+
+def number_param(name: str, description: str, default: float | None = None, minimum: float | None = None,
+                 maximum: float | None = None) -> Param:
+    return Param(name, "number", description, default=default, minimum=minimum, maximum=maximum)
 
 
 def strings_param(name: str, description: str) -> Param:
@@ -72,7 +89,7 @@ def mapping_param(name: str, description: str) -> Param:
 
 AGENT = text_param("agent", "Your stable agent name (letters, digits, . _ -).", required=True)
 REF = text_param("ref", "uid, permalink, path, file name or title.", required=True)
-OFFSET = int_param("offset", "Pass next_offset for the next page.")
+OFFSET = int_param("offset", "Pass next_offset for more.", default=0, minimum=0)
 IF_ETAG = text_param("if_etag", "The etag you read.")
 
 
@@ -92,6 +109,7 @@ class Args:
                 unknown[0][:40], f"unknown parameter {names}; accepted: {', '.join(allowed)}"
             )
         self.raw = dict(raw)
+        self.params = {p.name: p for p in params}
 
     def present(self, name: str) -> bool:
         return self.raw.get(name) is not None
@@ -119,11 +137,14 @@ class Args:
         assert value is not None
         return value
 
-    def integer(self, name: str, default: int, lo: int | None = None, hi: int | None = None,
-            accepted: str | None = None) -> int:
+    def integer(self, name: str, accepted: str | None = None) -> int:
+        """An integer within the parameter's minimum and maximum, its default when absent;
+        ``accepted`` words the range where its bounds alone would not."""
+        param = self.params[name]
+        lo, hi = _whole(param.minimum), _whole(param.maximum)
         value = self.raw.get(name)
         if value is None:
-            return default
+            return int(param.default)
         what = accepted or _range_text(lo, hi)
         number: int
         if isinstance(value, bool):
@@ -142,10 +163,13 @@ class Args:
             raise InvalidInput(name, f"must be {what}, got {number}")
         return number
 
-    def number(self, name: str, default: float, lo: float, hi: float) -> float:
+    def number(self, name: str) -> float:
+        """A number from the parameter's minimum to its maximum, its default when absent."""
+        param = self.params[name]
+        lo, hi = float(param.minimum or 0), float(param.maximum or 0)
         value = self.raw.get(name)
         if value is None:
-            return default
+            return float(param.default)
         if isinstance(value, bool):
             raise InvalidInput(name, f"must be a number from {lo} to {hi}, got a boolean")
         try:
@@ -156,10 +180,10 @@ class Args:
             raise InvalidInput(name, f"must be a number from {lo} to {hi}, got {number}")
         return number
 
-    def flag(self, name: str, default: bool) -> bool:
+    def flag(self, name: str) -> bool:
         value = self.raw.get(name)
         if value is None:
-            return default
+            return bool(self.params[name].default)
         if isinstance(value, bool):
             return value
         if isinstance(value, str) and value.strip().lower() in ("true", "false"):
@@ -168,8 +192,11 @@ class Args:
             return bool(value)
         raise InvalidInput(name, f"must be true or false, got {_show(value)}")
 
-    def choice(self, name: str, default: str, choices: tuple[str, ...]) -> str:
-        value = self.text(name, default)
+    def choice(self, name: str) -> str:
+        """One of the parameter's ``enum`` (case-insensitive), its default when absent."""
+        param = self.params[name]
+        choices = param.enum
+        value = self.text(name, param.default)
         assert value is not None
         folded = value.strip().lower()
         if folded not in choices:
@@ -228,6 +255,10 @@ class Args:
                 f"(for example '{suggestion}')",
             )
         return value
+
+
+def _whole(bound: int | float | None) -> int | None:
+    return None if bound is None else int(bound)
 
 
 def _range_text(lo: int | None, hi: int | None) -> str:

@@ -55,6 +55,7 @@ class Note:
     has_frontmatter: bool = False
     frontmatter_ok: bool = True  # False: the writer must not rewrite this frontmatter
     fields: dict[str, Any] = field(default_factory=dict)  # the frontmatter as read
+    more: dict[str, Any] = field(default_factory=dict)  # the field table's rows that are no attribute here
 
     @property
     def domain(self) -> str:
@@ -68,6 +69,13 @@ class Note:
     def est_tokens(self) -> int:
         return est_tokens(self.body)
 
+
+    def value(self, name: str) -> Any:
+        """The value of the field table's row ``name`` (vault/fields.py)."""
+        return self.more[name] if name in self.more else getattr(self, name)
+
+
+NOTE_ATTRIBUTES = frozenset(Note.__dataclass_fields__)
 
 
 def domain_of(path: str) -> str:

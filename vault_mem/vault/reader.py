@@ -10,42 +10,40 @@ import datetime as dt
 import errno
 import hashlib
 import os
-import re
 import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
 from vault_mem.vault import markdown
-from vault_mem.vault.dates import date_in_name, from_timestamp, iso, parse_datetime
+from vault_mem.vault.dates import from_timestamp, iso
+from vault_mem.vault.fields import (
+    CORE_KEYS,
+    CREATED_KEYS,
+    UPDATED_KEYS,
+    Source,
+    created_fallback,
+    normalize_tags,
+    parse_fields,
+)
 from vault_mem.vault.frontmatter import load_yaml, split_frontmatter
-from vault_mem.vault.note import KNOWN_TYPES, TASK_STATES, Note, Progress
+from vault_mem.vault.note import NOTE_ATTRIBUTES, Note
 from vault_mem.vault.paths import display_path
 from vault_mem.vault.portable import O_BINARY
 
 MAX_BYTES = 2 * 1024 * 1024
-_TAG_LEAD = re.compile(r"^[#\s]+")
 _CHUNK = 1 << 20
 _BOM = b"\xef\xbb\xbf"
 _NOT_REGULAR = "not a regular file (a FIFO, socket or device); not read"
 _UNCLOSED = "frontmatter: the opening '---' is never closed"
-CREATED_KEYS = ("created", "date", "created_at")
-UPDATED_KEYS = ("updated", "modified", "updated_at")
-_STATE_WORDS = {
-    "open": "open", "todo": "open", "in_progress": "open", "in-progress": "open",
-    "completed": "completed", "complete": "completed", "done": "completed", "closed": "completed",
-    "cancelled": "cancelled", "canceled": "cancelled", "dropped": "cancelled",
-}
-# Keys that become Note fields; everything else stays in ``metadata``.
-CORE_KEYS = frozenset({
-    "id", "title", "aliases", "alias", "type", "kind", "tags", *CREATED_KEYS, *UPDATED_KEYS,
-    "status", "state", "importance", "supersedes", "superseded_by", "namespace", "scope",
-    "project", "paths", "agent",
-})
 
 
 def file_etag(data: bytes) -> str:
     return hashlib.blake2b(data, digest_size=12).hexdigest()
+
+
+__all__ = ["CORE_KEYS", "CREATED_KEYS", "MAX_BYTES", "UPDATED_KEYS", "DateSource", "created_fallback", "decode",
+           "file_etag", "normalize_tags", "parse_text", "read_bytes", "read_note", "read_whole"]
 
 
 def read_bytes(path: Path) -> tuple[bytes, str, int, int, list[str]]:
@@ -167,10 +165,11 @@ def parse_text(path: str, text: str, etag: str, size: int, mtime_ns: int, proble
     """Build a Note from decoded text. ``path`` is the display form of the vault-relative path;
     ``history`` the (created, updated) git gives a committed file (docs/git.md), before the mtime.
 
-    One step per field group, each appending its problems as it runs, so ``problems`` keeps
-    one order: those given (reading, decoding), the frontmatter block and its YAML, git
-    conflict markers, then title, id, type, tags, created, updated, state, aliases, alias,
-    importance, namespace, scope, project, paths, agent. ``problems`` itself is not changed.
+    The fields are those of the field table (``vault/fields.py``), each parsed by its row's
+    parser, appending its problems as it runs, so ``problems`` keeps one order: those given
+    (reading, decoding), the frontmatter block and its YAML, git conflict markers, then the
+    table's rows in order (title, id, type, tags, created, updated, state, aliases, alias,
+    importance, namespace, scope, project, paths, agent). ``problems`` itself is not changed.
     """
     problems = [*problems]
     front = _frontmatter(text, size, problems)
@@ -179,33 +178,17 @@ def parse_text(path: str, text: str, etag: str, size: int, mtime_ns: int, proble
     masked = markdown.mask_code(body)
     if markdown.has_conflict_markers(text):
         problems.append("contains git merge-conflict markers")
-    title = _title(path, data, body, masked, excalidraw, problems)
-    uid, has_id = _uid(path, data, problems)
-    note_type = _type(data, problems)
-    tags = _tags(data, masked, excalidraw, problems)
     mtime = from_timestamp(mtime_ns / 1e9) if mtime_ns else from_timestamp(0)
-    created = _date(data, CREATED_KEYS, created_fallback(path, mtime, history), problems)
-    updated = _date(data, UPDATED_KEYS, (history[1], "the last commit that changed the file") if history
-                    else (mtime, "the file's mtime"), problems)
     marks = [] if excalidraw else markdown.task_marks(masked)
-    state = _state(data.get("state"), marks, problems)
-    aliases = _string_list(data.get("aliases"), "aliases", problems)
-    aliases += _string_list(data.get("alias"), "alias", problems)
-    importance = _importance(data.get("importance"), problems)
-    namespace = _text(data.get("namespace"), "namespace", problems) or "default"
-    scope = _text(data.get("scope"), "scope", problems) or "user"
-    project = _text(data.get("project"), "project", problems)
-    code_paths = _string_list(data.get("paths"), "paths", problems)
-    agent = _text(data.get("agent"), "agent", problems)
+    source = Source(path, data, body, masked, excalidraw, mtime, history, marks, problems)
+    values = parse_fields(source)
+    declared = {name: value for name, value in values.items() if name in NOTE_ATTRIBUTES}
+    declared["created"], declared["updated"] = iso(values["created"]), iso(values["updated"])
     return Note(
-        path=path, uid=uid, has_id=has_id, title=title, aliases=aliases, type=note_type, tags=tags,
-        created=iso(created), updated=iso(updated), status=_status(data, state), state=state,
-        progress=Progress(done=sum(1 for m in marks if m in "xX"), total=len(marks)),
-        importance=importance, supersedes=_refs(data.get("supersedes")),
-        superseded_by=_refs(data.get("superseded_by")), namespace=namespace, scope=scope, project=project,
-        paths=code_paths, agent=agent, metadata=_metadata(data), body="" if excalidraw else body,
+        path=path, has_id=source.has_id, **declared, body="" if excalidraw else body,
         links=_links(data, masked, excalidraw), problems=problems, etag=etag, size=size, mtime_ns=mtime_ns,
         excalidraw=excalidraw, has_frontmatter=front.present, frontmatter_ok=front.ok, fields=front.fields,
+        more={name: value for name, value in values.items() if name not in NOTE_ATTRIBUTES},
     )
 
 
@@ -237,200 +220,11 @@ def _frontmatter(text: str, size: int, problems: list[str]) -> _Front:
     return front
 
 
-def _title(path: str, data: dict[str, Any], body: str, masked: str, excalidraw: bool,
-           problems: list[str]) -> str:
-    """The ``title`` key, else the first ``# `` heading, else the file name without ``.md``."""
-    stem = path.rpartition("/")[2]
-    if excalidraw:
-        stem = stem[: -len(".excalidraw.md")]
-    elif stem.lower().endswith(".md"):
-        stem = stem[:-3]
-    heading = None if excalidraw else markdown.first_h1(body, masked)
-    return _text(data.get("title"), "title", problems) or heading or stem
-
-
-def _uid(path: str, data: dict[str, Any], problems: list[str]) -> tuple[str, bool]:
-    """The ``id`` key (and True), else an id derived from the path (and False)."""
-    raw_id = data.get("id")
-    uid = _text(raw_id, "id", problems) if raw_id is not None else None
-    if uid:
-        return uid, True
-    # Case is kept: real vaults hold `Notes/A.md` and `notes/a.md` side by side.
-    return "p-" + file_etag(path.encode("utf-8", "replace"))[:16], False
-
-
-def _tags(data: dict[str, Any], masked: str, excalidraw: bool, problems: list[str]) -> list[str]:
-    """The ``tags`` key, then the body's inline ``#tags`` (not in code; not for drawings)."""
-    tags = normalize_tags(data.get("tags"), problems)
-    if excalidraw:
-        return tags
-    return _dedupe(tags + [t.lower() for t in markdown.inline_tags(masked)])
-
-
-def _metadata(data: dict[str, Any]) -> dict[str, Any]:
-    """The keys that are not core fields, plus a ``status`` other than active or archived."""
-    metadata = {k: v for k, v in data.items() if k not in CORE_KEYS}
-    raw_status = data.get("status")
-    if raw_status is not None and str(raw_status).strip().lower() not in ("active", "archived"):
-        metadata["status"] = raw_status
-    return metadata
-
-
 def _links(data: dict[str, Any], masked: str, excalidraw: bool) -> list[dict[str, Any]]:
     """Body wikilinks, body Markdown links, then frontmatter wikilinks (links.py counts on it)."""
     links = [] if excalidraw else markdown.body_links(masked)
     links += [lk for value in data.values() for lk in _frontmatter_links(value)]
     return [_link_dict(lk) for lk in links]
-
-
-def normalize_tags(value: Any, problems: list[str] | None = None) -> list[str]:
-    """Tags from a list, a comma/space separated string, a list holding nulls, or null.
-
-    Returns lower-case strings without '#', in first-seen order, without duplicates.
-    """
-    items: list[str] = []
-    if value is None:
-        return []
-    if isinstance(value, str):
-        items = value.replace(",", " ").split()
-    elif isinstance(value, list):
-        for item in value:
-            if item is None or isinstance(item, dict | list):
-                continue
-            text = str(item).strip() if not isinstance(item, bool) else str(item).lower()
-            items.extend(p.strip() for p in text.split(",")) if "," in text else items.append(text)
-    elif isinstance(value, bool | int | float):
-        items = [str(value).lower()]
-    else:
-        if problems is not None:
-            problems.append("tags: a mapping is not a tag list; ignored")
-        return []
-    cleaned = [_TAG_LEAD.sub("", t).strip().lower() for t in items]
-    return _dedupe([t for t in cleaned if t])
-
-
-def _dedupe(items: list[str]) -> list[str]:
-    return list(dict.fromkeys(items))
-
-
-def _text(value: Any, key: str, problems: list[str]) -> str | None:
-    if value is None:
-        return None
-    if isinstance(value, dict | list):
-        if isinstance(value, list) and len(value) == 1 and isinstance(value[0], str | int | float):
-            return str(value[0]).strip() or None
-        problems.append(f"{key}: expected a single value, got a {type(value).__name__}; ignored")
-        return None
-    if isinstance(value, bool):
-        return str(value).lower()
-    return str(value).strip() or None
-
-
-def _string_list(value: Any, key: str, problems: list[str]) -> list[str]:
-    if value is None:
-        return []
-    if isinstance(value, str):
-        return [value.strip()] if value.strip() else []
-    if isinstance(value, list):
-        items = (str(v).strip() for v in value if v is not None and not isinstance(v, dict | list))
-        return [item for item in items if item]
-    if isinstance(value, dict):
-        problems.append(f"{key}: a mapping is not a list; ignored")
-        return []
-    return [str(value)]
-
-
-def _type(data: dict[str, Any], problems: list[str]) -> str:
-    raw = data.get("type", data.get("kind"))
-    text = _text(raw, "type", problems)
-    if not text:
-        return "note"
-    return text.lower() if text.lower() in KNOWN_TYPES else text
-
-
-def created_fallback(path: str, mtime: dt.datetime,
-                     history: tuple[dt.datetime, dt.datetime] | None = None) -> tuple[dt.datetime, str]:
-    """``created`` for a note whose frontmatter gives none, and where it came from (docs/git.md for git).
-
-    The one place for the fallback chain, tried in order:
-    1. a ``YYYY-MM-DD`` date in the file name (daily notes: ``2022-01-02.md``);
-    2. in a git work tree, the commit that added the file, when the file is committed as it
-       is (``history``: git/history.py; a checkout sets every mtime to its own moment);
-    3. the file's mtime.
-    """
-    named = date_in_name(path)
-    if named is not None:
-        return named, "the date in the file name"
-    if history is not None:
-        return history[0], "the commit that added the file"
-    return mtime, "the file's mtime"
-
-
-def _date(data: dict[str, Any], keys: tuple[str, ...], fallback: tuple[dt.datetime, str],
-          problems: list[str]) -> dt.datetime:
-    """The first of ``keys`` that is set, else ``fallback`` (a moment and where it came from)."""
-    for key in keys:
-        if key in data and data[key] is not None:
-            moment = parse_datetime(data[key])
-            if moment is None:
-                problems.append(f"{key}: {str(data[key])[:60]!r} is not a date; using {fallback[1]}")
-                return fallback[0]
-            return moment
-    return fallback[0]
-
-
-def _state(raw: Any, marks: list[str], problems: list[str]) -> str:
-    if raw is not None:
-        word = _STATE_WORDS.get(str(raw).strip().lower())
-        if word:
-            return word
-        problems.append(
-            f"state: {str(raw)[:40]!r} is not one of {', '.join(TASK_STATES)}; derived from checkboxes"
-        )
-    if not marks or any(m not in "xX-" for m in marks):
-        return "open"
-    if all(m == "-" for m in marks):
-        return "cancelled"
-    return "completed"
-
-
-def _status(data: dict[str, Any], state: str) -> str:
-    raw = data.get("status")
-    word = str(raw).strip().lower() if raw is not None else ""
-    if word == "archived":
-        return "archived"
-    if word == "active":
-        return "active"
-    note_type = str(data.get("type", data.get("kind", ""))).strip().lower()
-    if note_type == "task" and state in ("completed", "cancelled"):
-        return "archived"
-    return "active"
-
-
-def _importance(raw: Any, problems: list[str]) -> float:
-    if raw is None:
-        return 0.5
-    try:
-        value = float(raw)
-    except (TypeError, ValueError, OverflowError):
-        problems.append(f"importance: {str(raw)[:40]!r} is not a number between 0 and 1; using 0.5")
-        return 0.5
-    if not 0.0 <= value <= 1.0:
-        problems.append(f"importance: {value} is outside 0..1; clamped")
-        return min(1.0, max(0.0, value)) if value == value else 0.5
-    return value
-
-
-def _refs(raw: Any) -> list[str]:
-    values = raw if isinstance(raw, list) else [raw]
-    out: list[str] = []
-    for value in values:
-        if value is None or isinstance(value, dict | list):
-            continue
-        text = str(value).strip()
-        links = markdown.wikilinks(text)
-        out.extend(lk.target for lk in links if lk.target) if links else (out.append(text) if text else None)
-    return _dedupe(out)
 
 
 def _unflow_wikilinks(value: Any) -> Any:

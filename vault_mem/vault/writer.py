@@ -147,13 +147,16 @@ def _taken(folder: Path) -> set[str]:
         return set()
 
 
-def create_exclusive(folder: Path, filename: str, data: bytes, mode: int | None = None) -> Path:
+def create_exclusive(folder: Path, filename: str, data: bytes, mode: int | None = None,
+                     taken: set[str] | None = None) -> Path:
     """Create a NEW file ``filename`` (or ``stem 1.md``, ...) in ``folder`` holding ``data``.
 
     Never overwrites: the finished temp file is hard-linked to the final name, which
     fails if anyone (another process too) holds that name, and the next suffix is tried.
     Names are compared case-insensitively. ``folder`` is created if missing. Returns the
-    path written. Raises WriteFailed on any OS error, leaving no file behind.
+    path written. Raises WriteFailed on any OS error, leaving no file behind. ``taken``, the
+    ``name_key`` of every name in ``folder``, saves listing it for each of many creates (an
+    import); the name claimed is added to it.
     """
     try:
         folder.mkdir(parents=True, exist_ok=True)
@@ -161,14 +164,16 @@ def create_exclusive(folder: Path, filename: str, data: bytes, mode: int | None 
     except OSError as exc:
         raise WriteFailed(f"{_reason(exc)} while creating {folder / filename}; nothing was written") from exc
     try:
-        taken = _taken(folder)
+        taken = _taken(folder) if taken is None else taken
         for candidate in _candidates(filename):
             if name_key(candidate) in taken:
                 continue
             final = folder / candidate
             if _claim(temp, final):
                 fsync_folder(folder)
+                taken.add(name_key(candidate))
                 return final
+            taken.add(name_key(candidate))
         raise WriteFailed(f"no free name for {filename} in {folder} after {_MAX_SUFFIX} tries")
     except OSError as exc:
         raise WriteFailed(f"{_reason(exc)} while creating {folder / filename}; nothing was written") from exc

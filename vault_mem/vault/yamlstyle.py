@@ -18,9 +18,10 @@ from typing import Any
 import yaml
 
 from vault_mem.errors import InvalidInput
+from vault_mem.vault.fields import leading_keys
 from vault_mem.vault.frontmatter import NODE_BUDGET, load_yaml, to_plain
 
-KEY_ORDER = ("id", "title", "type", "tags", "created", "updated")
+KEY_ORDER = leading_keys()  # id, title, type, tags, created, updated (the field table's ``first``)
 # YAML 1.2 core-schema numbers, booleans and nulls that PyYAML (YAML 1.1) reads as
 # strings: Obsidian would not, so such strings are quoted too.
 _YAML12_NON_STRING = re.compile(

@@ -21,12 +21,23 @@ from typing import Any
 from vault_mem.errors import Conflict, IndexBusy, InvalidInput, NotFound, WriteFailed
 from vault_mem.git.commit import write_commit
 from vault_mem.served.context import View
-from vault_mem.served.params import AGENT, IF_ETAG, REF, Args, mapping_param, number_param, strings_param, text_param
+from vault_mem.served.params import (
+    AGENT,
+    IF_ETAG,
+    REF,
+    Args,
+    choice_param,
+    mapping_param,
+    number_param,
+    strings_param,
+    text_param,
+)
 from vault_mem.served.refs import resolve_ref
 from vault_mem.vault.dates import iso, parse_datetime
+from vault_mem.vault.fields import FIELD, normalize_tags
 from vault_mem.vault.note import SCOPES, Note, permalink_of
 from vault_mem.vault.paths import check_relative, confine, existing_spelling, note_file
-from vault_mem.vault.reader import CREATED_KEYS, DateSource, file_etag, normalize_tags, read_note, read_whole
+from vault_mem.vault.reader import DateSource, file_etag, read_note, read_whole
 from vault_mem.vault.writer import (
     append_paragraph,
     atomic_write,
@@ -46,12 +57,12 @@ WRITE_PARAMS = (
     AGENT,
     text_param("title", "Title; also the file name.", required=True),
     text_param("content", "The Markdown body.", required=True),
-    text_param("domain", "Folder path like 'acme/x100'; default the vault root."),
-    text_param("type", "note, fact, lesson, gotcha, decision, task, ..."),
+    text_param("domain", "Folder path like 'acme/x100'; '' is the vault root.", default=""),
+    text_param("type", "note, fact, lesson, gotcha, decision, task, ...", default="note"),
     strings_param("tags", "Tags."),
-    number_param("importance", "0..1, default 0.5."),
-    text_param("namespace", "Default 'default'."),
-    text_param("scope", "user, project_shared or project_local."),
+    number_param("importance", "How much it matters.", default=0.5, minimum=0, maximum=1),
+    text_param("namespace", "Any name.", default="default"),
+    choice_param("scope", "Who it is for.", SCOPES, default="user"),
     text_param("project", "Project, for project scopes."),
     strings_param("paths", "Code paths it is about."),
 )
@@ -70,9 +81,9 @@ EDIT_PARAMS = (
     text_param("append", "A paragraph to add at the end."),
     mapping_param("set", "Frontmatter keys to write."),
 )
-CLOSE_PARAMS = (AGENT, REF, text_param("state", "completed (default) or cancelled."), IF_ETAG)
-DELETE_PARAMS = (AGENT, REF, IF_ETAG)
 CLOSED_STATES = ("completed", "cancelled")
+CLOSE_PARAMS = (AGENT, REF, choice_param("state", "How it ended.", CLOSED_STATES, default="completed"), IF_ETAG)
+DELETE_PARAMS = (AGENT, REF, IF_ETAG)
 
 
 # One write at a time in this process: each reads a file, checks it, writes it and indexes it,
@@ -173,13 +184,13 @@ def _new_fields(args: Args, agent: str, title: str, defaults: dict[str, Any]) ->
     fields: dict[str, Any] = {"id": new_uid(), "title": title, "type": note_type, "tags": tags,
                               "created": stamp, "updated": stamp}
     if args.present("importance"):
-        fields["importance"] = args.number("importance", 0.5, 0.0, 1.0)
+        fields["importance"] = args.number("importance")
     for key in ("namespace", "project"):
         value = args.text(key, None, max_len=200)
         if value is not None and value.strip():
             fields[key] = value.strip()
     if args.present("scope"):
-        fields["scope"] = args.choice("scope", "user", SCOPES)
+        fields["scope"] = args.choice("scope")
     paths = args.str_list("paths")
     if paths:
         fields["paths"] = [p.strip() for p in paths if p.strip()]
@@ -213,7 +224,7 @@ def memory_supersede(view: View, raw: dict[str, Any]) -> dict[str, Any]:
     agent = args.agent()
     old = view.record(resolve_ref(view, args.required_str("ref", max_len=1000)))
     defaults = {"domain": old["path"].rpartition("/")[0], "type": old["type"], "tags": old["tags"],
-                "extra": {"supersedes": old["uid"]}}
+                "extra": {FIELD["supersedes"].key: old["uid"]}}
     return _create(view, args, agent, defaults, "memory_supersede")
 
 
@@ -253,10 +264,10 @@ def _stamped(view: View, rel: str, updates: dict[str, Any]) -> dict[str, Any]:
     them the uid would change on a rename and ``created`` would follow this write's mtime."""
     note = read_note(view.vault.root, rel, view.vault.index.history)
     keep: dict[str, Any] = {}
-    if "id" not in note.fields:
-        keep["id"] = note.uid
-    if not any(key in note.fields for key in CREATED_KEYS):
-        keep["created"] = note.created
+    if FIELD["uid"].key not in note.fields:
+        keep[FIELD["uid"].key] = note.uid
+    if not any(key in note.fields for key in FIELD["created"].keys):
+        keep[FIELD["created"].key] = note.created
     return {**keep, **updates, "updated": now_iso()}
 
 
@@ -290,7 +301,7 @@ def memory_edit(view: View, raw: dict[str, Any]) -> dict[str, Any]:
         for key in updates:
             if not str(key).strip():
                 raise InvalidInput("set", "keys must not be empty")
-            if key == "id":
+            if key == FIELD["uid"].key:
                 raise InvalidInput("set", "the id of a memory cannot be changed")
     for attempt in range(3):
         rel, data = _current(view, ref)
@@ -315,7 +326,7 @@ def task_close(view: View, raw: dict[str, Any]) -> dict[str, Any]:
     args = Args(raw, CLOSE_PARAMS)
     agent = args.agent()
     ref = args.required_str("ref", max_len=1000)
-    state = args.choice("state", "completed", CLOSED_STATES)
+    state = args.choice("state")
     record = view.record(resolve_ref(view, ref))
     if record["type"] != "task":
         raise InvalidInput("ref", f"{permalink_of(record['path'])} is a {record['type']}, not a task")

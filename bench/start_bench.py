@@ -1,0 +1,195 @@
+"""Saves made while a server starts: how long until ``memory_search`` finds each one.
+
+    python bench/start_bench.py --vault /work/data/r107k    # an indexed vault (vault-mem index first)
+    python bench/start_bench.py --vault DIR --saves 10 --spacing 0.2
+    python bench/start_bench.py --vault DIR --from connected   # saves once the session is up
+
+A fresh ``vault-mem serve`` is spawned over stdio on a vault whose index is complete. As soon as
+the server says it is checking the index against the files (its start-up reconcile), a thread
+writes ``--saves`` new notes, ``--spacing`` seconds apart, each an editor's atomic save (temp
+file renamed onto the note) holding a word of its own, spread over the vault's top-level
+folders. Each is timed from its rename until ``memory_search`` finds its word (polled over the
+session). The table says, for each save, whether it was made before the start-up check ended
+(the server's ``index ready`` line) and how long it took to become visible. The notes are
+removed at the end (the running server drops them), so the vault is left as it was.
+
+Prints the load average beside the numbers: the machine is shared, repeat runs and compare.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import secrets
+import string
+import sys
+import threading
+import time
+from contextlib import AsyncExitStack
+from pathlib import Path
+from typing import Any
+
+import anyio
+from mcp import Client, StdioServerParameters
+from mcp.client.stdio import stdio_client
+
+AGENT = "start-bench"
+TIMEOUT = 120.0
+CHECKING = "checking it against the files"
+READY = "index ready"
+
+
+def load() -> str:
+    try:
+        return " ".join(Path("/proc/loadavg").read_text().split()[:3])
+    except OSError:
+        return "n/a"
+
+
+def wait_for_line(log: Path, text: str, timeout: float) -> float | None:
+    """perf_counter() when ``text`` first shows in ``log`` (polled), None after ``timeout``."""
+    deadline = time.perf_counter() + timeout
+    while time.perf_counter() < deadline:
+        if text in log.read_text(errors="replace"):
+            return time.perf_counter()
+        time.sleep(0.005)
+    return None
+
+
+def save_notes(vault: Path, folders: list[Path], words: list[str], spacing: float,
+               saved: dict[str, tuple[Path, float]]) -> None:
+    for i, word in enumerate(words):
+        folder = folders[i % len(folders)]
+        path = folder / f"startbench {word}.md"
+        temp = folder / f".{path.name}.tmp"
+        temp.write_text(f"# Start bench {i}\n\nSaved while the server starts: {word}\n", encoding="utf-8")
+        os.replace(temp, path)
+        saved[word] = (path, time.perf_counter())
+        time.sleep(spacing)
+
+
+def watch_commits(vault: Path, saved: dict[str, tuple[Path, float]], committed: dict[str, float],
+                  saves: int) -> None:
+    """This process's own reader of the index: when each saved note is first committed (the server's
+    apply, without the latency of its calls)."""
+    from vault_mem.index.store import VaultIndex
+
+    index = VaultIndex(vault)
+    deadline = time.perf_counter() + TIMEOUT + 60
+    while len(committed) < saves and time.perf_counter() < deadline:
+        try:
+            with index.searching() as searcher:
+                for word, (path, _) in list(saved.items()):
+                    shown = path.relative_to(vault).as_posix()
+                    if word not in committed and searcher.document_number(path=shown) is not None:
+                        committed[word] = time.perf_counter()
+        except Exception:  # a table of contents being replaced: look again
+            pass
+        time.sleep(0.01)
+    index.close()
+
+
+async def run(vault: Path, saves: int, spacing: float, begin: str) -> None:
+    errlog = Path(f"/tmp/start-bench-{os.getpid()}.log")
+    errlog.write_text("")
+    folders = sorted(p for p in vault.iterdir() if p.is_dir() and not p.name.startswith(".")) or [vault]
+    words = ["startsave" + "".join(secrets.choice(string.ascii_lowercase) for _ in range(10)) for _ in range(saves)]
+    saved: dict[str, tuple[Path, float]] = {}
+    found: dict[str, float] = {}
+    committed: dict[str, float] = {}  # when the bench's own reader of the index first saw the note
+    first_asked: dict[str, float] = {}  # when memory_search was first asked for the word
+    at_once: dict[str, bool] = {}  # found by the first memory_search that asked for it
+    print(f"start bench: {vault}; load average before: {load()}", file=sys.stderr)
+    params = StdioServerParameters(command=sys.executable, env=dict(os.environ),
+                                   args=["-m", "vault_mem", "serve", "--yes", "--vault", str(vault)])
+    async with AsyncExitStack() as stack:
+        sink = stack.enter_context(errlog.open("a"))
+        checking_box: list[float | None] = []
+        ready_box: list[float | None] = []
+
+        session_up = threading.Event()
+
+        def save_when_checking() -> None:
+            """From the server's 'checking' line on (while the session is still connecting), or
+            from the moment the session is up (``--from connected``)."""
+            checking_box.append(wait_for_line(errlog, CHECKING, 60.0))
+            if checking_box[0] is not None and (begin == "checking" or session_up.wait(60.0)):
+                save_notes(vault, folders, words, spacing, saved)
+
+        def watch_ready() -> None:
+            ready_box.append(wait_for_line(errlog, READY, TIMEOUT))
+
+        spawn = time.perf_counter()
+        saver = threading.Thread(target=save_when_checking, daemon=True)
+        saver.start()
+        threading.Thread(target=watch_ready, daemon=True).start()
+        client = await stack.enter_async_context(Client(stdio_client(params, errlog=sink), mode="legacy"))
+        connected = time.perf_counter()
+        session_up.set()
+        while not checking_box:
+            await anyio.sleep(0.01)
+        checking = checking_box[0]
+        if checking is None:
+            raise SystemExit(f"the server never said {CHECKING!r} (is the index complete?); see {errlog}")
+        threading.Thread(target=watch_commits, args=(vault, saved, committed, saves), daemon=True).start()
+
+        while len(found) < saves:  # one call at a time: parallel polls would crowd the server's threads
+            for word in [w for w in words if w in saved and w not in found]:
+                asked = time.perf_counter()
+                result = await client.call_tool("memory_search", {"agent": AGENT, "query": word})
+                answer: Any = result.structured_content or {}
+                first_asked.setdefault(word, asked)
+                if answer.get("notes"):
+                    found[word] = time.perf_counter()
+                    at_once[word] = first_asked[word] == asked
+            if saved and time.perf_counter() - min(t for _, t in saved.values()) > TIMEOUT + saves * spacing:
+                break
+            await anyio.sleep(0.005)
+        saver.join()
+        while not ready_box:  # the table says which saves the check was still running for
+            await anyio.sleep(0.05)
+        for path, _ in saved.values():
+            path.unlink(missing_ok=True)
+        deadline = time.perf_counter() + 30
+        while time.perf_counter() < deadline:  # the server drops them before it is stopped
+            result = await client.call_tool("memory_search", {"agent": AGENT, "query": words[-1]})
+            if not (result.structured_content or {}).get("notes"):
+                break
+            await anyio.sleep(0.05)
+    ready = ready_box[0] if ready_box else None
+    print(f"spawn to 'checking': {checking - spawn:.2f} s; session connected at {connected - spawn:.2f} s; "
+          "check ended at "
+          + (f"{ready - spawn:.2f} s" if ready else "(not seen)") + " after the spawn")
+    print(f"{'save':>4} | {'at (s after spawn)':>18} | {'during check':>12} | {'committed (ms)':>14} | "
+          f"{'to visible (ms)':>15} | found by the first query for it")
+    worst = worst_commit = 0.0
+    for i, word in enumerate(words):
+        _, at = saved[word]
+        took = found.get(word, float("inf")) - at
+        worst = max(worst, took)
+        during = "yes" if ready is None or at < ready else "no"
+        first = "yes" if at_once.get(word) else "no"
+        landed = (committed.get(word, float("inf")) - at) * 1000
+        worst_commit = max(worst_commit, landed)
+        print(f"{i + 1:>4} | {at - spawn:>18.2f} | {during:>12} | {landed:>14.0f} | {took * 1000:>15.0f} | {first} "
+              f"(asked {(first_asked.get(word, at) - at) * 1000:.0f} ms after the save)")
+    print(f"worst: {worst * 1000:.0f} ms to visible, {worst_commit:.0f} ms to committed; load average after: {load()}")
+    log = errlog.read_text(errors="replace")
+    for line in log.splitlines():
+        if "periodic check" in line or "Traceback" in line:
+            print(f"server: {line}")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--vault", type=Path, required=True, help="a vault whose index is complete")
+    parser.add_argument("--saves", type=int, default=10)
+    parser.add_argument("--spacing", type=float, default=0.2, help="seconds between two saves")
+    parser.add_argument("--from", dest="begin", choices=("checking", "connected"), default="checking",
+                        help="save from the server's 'checking' line (default), or once the session is up")
+    args = parser.parse_args()
+    anyio.run(run, args.vault.resolve(), args.saves, args.spacing, args.begin)
+
+
+if __name__ == "__main__":
+    main()

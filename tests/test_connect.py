@@ -1,0 +1,161 @@
+"""vault-mem connect / disconnect (docs/clients.md): each client's config, at each platform's place
+under a temporary home, ends exactly as it was plus or minus the one entry; a backup is written
+first; a file that does not parse is never overwritten."""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from vault_mem.cli import main
+from vault_mem.clients.configs import CLIENTS, add_entry, config_place, remove_entry, server_command, server_entry
+from vault_mem.errors import InvalidInput
+
+OTHERS = {"filesystem": {"command": "npx", "args": ["-y", "@modelcontextprotocol/server-filesystem", "C:\\Users\\x"]},
+          "memory": {"command": "npx", "args": ["-y", "@modelcontextprotocol/server-memory"],
+                     "env": {"MEMORY_FILE_PATH": "/tmp/memory.jsonl"}}}
+
+
+def layout(tmp_path: Path, system: str) -> dict[str, str]:
+    home = tmp_path / f"home-{system}"
+    home.mkdir()
+    if system == "win32":
+        return {"USERPROFILE": str(home), "APPDATA": str(home / "AppData" / "Roaming")}
+    if system == "darwin":
+        return {"HOME": str(home)}
+    return {"HOME": str(home), "XDG_CONFIG_HOME": str(home / ".config")}
+
+
+EXPECTED = {
+    ("claude-desktop", "darwin"): "Library/Application Support/Claude/claude_desktop_config.json",
+    ("claude-desktop", "win32"): "AppData/Roaming/Claude/claude_desktop_config.json",
+    ("claude-desktop", "linux"): ".config/Claude/claude_desktop_config.json",
+    ("vscode", "darwin"): "Library/Application Support/Code/User/mcp.json",
+    ("vscode", "win32"): "AppData/Roaming/Code/User/mcp.json",
+    ("vscode", "linux"): ".config/Code/User/mcp.json",
+    ("cursor", "darwin"): ".cursor/mcp.json", ("cursor", "win32"): ".cursor/mcp.json",
+    ("cursor", "linux"): ".cursor/mcp.json",
+    ("claude-code", "darwin"): ".claude.json", ("claude-code", "win32"): ".claude.json",
+    ("claude-code", "linux"): ".claude.json",
+}
+
+
+@pytest.mark.parametrize(("client", "system"), sorted(EXPECTED))
+def test_connect_then_disconnect_leaves_the_config_as_it_was_plus_or_minus_the_entry(
+        tmp_path: Path, client: str, system: str) -> None:
+    env = layout(tmp_path, system)
+    place = config_place(client, system, env)
+    home = Path(env.get("USERPROFILE") or env["HOME"])
+    assert place.path == home / EXPECTED[(client, system)]
+    place.path.parent.mkdir(parents=True, exist_ok=True)
+    before: dict[str, Any] = {"theme": "dark", place.key: OTHERS, "zzz": [1, {"a": None}]}
+    place.path.write_text(json.dumps(before, indent=4), encoding="utf-8")
+    original = place.path.read_bytes()
+    vault = tmp_path / "My Notes"
+    entry = server_entry(client, server_command(), vault)
+
+    added = add_entry(place, "vault-mem", entry)
+    assert added.action == "added" and added.backup is not None and added.backup.read_bytes() == original
+    after = json.loads(place.path.read_text(encoding="utf-8"))
+    assert after == {**before, place.key: {**OTHERS, "vault-mem": entry}}
+    assert list(after) == list(before), "the keys keep their order"
+    assert entry["args"][-2:] == ["--vault", str(vault)] and Path(entry["command"]).is_absolute()
+
+    assert add_entry(place, "vault-mem", entry).action == "unchanged"
+    removed = remove_entry(place, "vault-mem")
+    assert removed.action == "removed" and removed.backup is not None
+    assert json.loads(place.path.read_text(encoding="utf-8")) == before
+    assert remove_entry(place, "vault-mem").action == "absent"
+
+
+def test_a_config_that_does_not_parse_is_never_overwritten(tmp_path: Path) -> None:
+    env = layout(tmp_path, "linux")
+    place = config_place("vscode", "linux", env)
+    place.path.parent.mkdir(parents=True)
+    text = '{\n  // my servers\n  "servers": {}\n}\n'
+    place.path.write_text(text, encoding="utf-8")
+    with pytest.raises(InvalidInput) as caught:
+        add_entry(place, "vault-mem", server_entry("vscode", server_command(), tmp_path))
+    assert f"{place.path} does not parse as JSON at line 2, column 3" in caught.value.message
+    assert place.path.read_text(encoding="utf-8") == text
+    assert sorted(p.name for p in place.path.parent.iterdir()) == ["mcp.json"], "no backup, no temp file"
+
+
+def test_a_new_config_is_created_with_only_the_entry(tmp_path: Path) -> None:
+    place = config_place("cursor", "darwin", layout(tmp_path, "darwin"))
+    entry = server_entry("cursor", server_command(), tmp_path)
+    change = add_entry(place, "notes", entry)
+    assert change.action == "added" and change.backup is None
+    assert json.loads(place.path.read_text(encoding="utf-8")) == {"mcpServers": {"notes": entry}}
+
+
+@pytest.fixture
+def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    home = tmp_path / "home"
+    home.mkdir()
+    for key, value in layout(tmp_path / "home", sys.platform).items():
+        monkeypatch.setenv(key, value)
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.setenv("USERPROFILE", str(home))
+    monkeypatch.setenv("APPDATA", str(home / "AppData" / "Roaming"))
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(home / ".config"))
+    monkeypatch.setenv("PATH", str(tmp_path / "no-claude-here"))
+    return home
+
+
+def test_the_cli_connects_prints_and_disconnects(tmp_path: Path, home: Path,
+                                                 capsys: pytest.CaptureFixture[str]) -> None:
+    vault = tmp_path / "vault"
+    vault.mkdir()
+    for client in CLIENTS:
+        place = config_place(client)
+        assert main(["connect", client, "--vault", str(vault), "--print"]) == 0
+        printed = capsys.readouterr()
+        assert json.loads(printed.out)[place.key]["vault-mem"]["args"][-1] == str(vault)
+        assert not place.path.exists(), "--print writes nothing"
+        assert main(["connect", client, "--vault", str(vault), "--json"]) == 0
+        answer = json.loads(capsys.readouterr().out)
+        assert answer["action"] == "added" and answer["next"] and answer["config"] == str(place.path)
+        assert main(["disconnect", client]) == 0
+        assert "removed vault-mem" in capsys.readouterr().err
+        assert json.loads(place.path.read_text(encoding="utf-8")) == {place.key: {}}
+
+    broken = config_place("cursor")
+    broken.path.write_text('{"mcpServers": {,}}', encoding="utf-8")
+    assert main(["connect", "cursor", "--vault", str(vault)]) == 1
+    err = capsys.readouterr().err
+    assert str(broken.path) in err and "line 1, column 17" in err and "Traceback" not in err
+    assert broken.path.read_text(encoding="utf-8") == '{"mcpServers": {,}}'
+    assert main(["connect", "cursor", "--vault", str(vault), "--agent", "bad name"]) == 1
+
+
+@pytest.mark.skipif(os.name == "nt", reason="the fake claude is a POSIX shell script")
+def test_claude_code_uses_claude_mcp_add_when_claude_is_installed(tmp_path: Path, home: Path,
+                                                                   monkeypatch: pytest.MonkeyPatch,
+                                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    calls = tmp_path / "calls.txt"
+    fake = bin_dir / "claude"
+    fake.write_text(f'#!/bin/sh\nprintf "%s\\n" "$*" >> "{calls}"\n'
+                    'case "$*" in "mcp add"*) echo "Added stdio MCP server $5 to user config";; '
+                    '"mcp remove"*) echo "Removed MCP server $5";; esac\n', encoding="utf-8")
+    fake.chmod(fake.stat().st_mode | stat.S_IXUSR)
+    monkeypatch.setenv("PATH", str(bin_dir))
+    vault = tmp_path / "vault"
+    vault.mkdir()
+    assert main(["connect", "claude-code", "--vault", str(vault)]) == 0
+    assert "claude mcp add" in capsys.readouterr().err
+    assert main(["disconnect", "claude-code"]) == 0
+    command = " ".join(server_command())
+    assert calls.read_text(encoding="utf-8").splitlines() == [
+        f"mcp add --scope user vault-mem -- {command} serve --vault {vault}",
+        "mcp remove --scope user vault-mem",
+    ]
+    assert not (home / ".claude.json").exists(), "claude's own command wrote its config"

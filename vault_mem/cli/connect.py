@@ -1,0 +1,141 @@
+"""``connect`` and ``disconnect``: this install as an MCP server in a client's own config."""
+
+from __future__ import annotations
+
+import argparse
+import re
+import shlex
+from typing import Any
+
+from vault_mem.cli.app import Command, register
+from vault_mem.cli.common import print_json, say, vault_root
+from vault_mem.clients.configs import (
+    CLIENTS,
+    NEXT_STEP,
+    Change,
+    add_entry,
+    config_place,
+    remove_entry,
+    server_command,
+    server_entry,
+    snippet,
+)
+from vault_mem.errors import InvalidInput
+
+DEFAULT_NAME = "vault-mem"
+_NAME = re.compile(r"[A-Za-z0-9._-]{1,64}")
+
+
+def _client_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("client", metavar="CLIENT", choices=CLIENTS, help="one of " + ", ".join(CLIENTS))
+    parser.add_argument("--agent", default=DEFAULT_NAME, metavar="NAME",
+                        help=f"the server's name in the client's config (default {DEFAULT_NAME}); one per "
+                             "vault to connect several")
+
+
+def connect_options(parser: argparse.ArgumentParser) -> None:
+    _client_options(parser)
+    parser.add_argument("--print", action="store_true", dest="print_only",
+                        help="print the entry (or the claude command) instead of writing it")
+
+
+def _name(args: argparse.Namespace) -> str:
+    if not _NAME.fullmatch(args.agent):
+        raise InvalidInput("--agent", f"{args.agent!r} is not a server name: use 1-64 letters, digits, '.', '_', '-'")
+    return str(args.agent)
+
+
+def _report(args: argparse.Namespace, answer: dict[str, Any], line: str) -> int:
+    if args.json:
+        print_json(answer)
+    else:
+        say(line)
+        if answer.get("backup"):
+            say(f"the file as it was is kept in {answer['backup']}")
+        if answer.get("next"):
+            say(f"next: {answer['next']}")
+    return 0
+
+
+def _change_answer(change: Change, name: str, next_step: str | None) -> dict[str, Any]:
+    return {"status": "ok", "client": change.place.client, "name": name, "config": str(change.place.path),
+            "action": change.action, "backup": str(change.backup) if change.backup else None,
+            "next": next_step if change.action not in ("unchanged", "absent") else None}
+
+
+def cmd_connect(args: argparse.Namespace) -> int:
+    from vault_mem.clients.claude_code import claude_command, mcp_add
+
+    name = _name(args)
+    root = vault_root(args)
+    command = server_command()
+    place = config_place(args.client)
+    entry = server_entry(args.client, command, root)
+    claude = claude_command() if args.client == "claude-code" else None
+    if args.print_only:
+        if claude is not None:
+            text = shlex.join([claude, "mcp", "add", "--scope", "user", name, "--", entry["command"], *entry["args"]])
+            where = "run"
+        else:
+            text, where = snippet(place, name, entry), f"merge into {place.path}"
+        if args.json:
+            print_json({"status": "ok", "client": args.client, "name": name, "config": str(place.path),
+                        "print": text})
+        else:
+            say(f"{where}:")
+            print(text)
+        return 0
+    if claude is not None:
+        said = mcp_add(claude, name, [entry["command"], *entry["args"]])
+        answer = {"status": "ok", "client": args.client, "name": name, "config": "claude mcp (user scope)",
+                  "action": "added", "backup": None, "next": NEXT_STEP[args.client], "message": said}
+        return _report(args, answer, f"added {name} with 'claude mcp add --scope user'")
+    change = add_entry(place, name, entry)
+    answer = _change_answer(change, name, NEXT_STEP[args.client])
+    verb = {"added": "added", "replaced": "replaced", "unchanged": "already had"}[change.action]
+    return _report(args, answer, f"{verb} {name} ({shlex.join([entry['command'], *entry['args']])}) in {place.path}")
+
+
+def cmd_disconnect(args: argparse.Namespace) -> int:
+    from vault_mem.clients.claude_code import claude_command, mcp_remove
+
+    name = _name(args)
+    claude = claude_command() if args.client == "claude-code" else None
+    if claude is not None:
+        removed, said = mcp_remove(claude, name)
+        answer = {"status": "ok", "client": args.client, "name": name, "config": "claude mcp (user scope)",
+                  "action": "removed" if removed else "absent", "backup": None,
+                  "next": NEXT_STEP[args.client] if removed else None, "message": said}
+        return _report(args, answer, f"removed {name} with 'claude mcp remove'" if removed
+                       else f"'claude mcp remove' removed nothing: {said}")
+    change = remove_entry(config_place(args.client), name)
+    line = (f"removed {name} from {change.place.path}" if change.action == "removed"
+            else f"{change.place.path} has no server named {name}; nothing was changed")
+    return _report(args, _change_answer(change, name, NEXT_STEP[args.client]), line)
+
+
+register(Command(
+    name="connect",
+    summary="add this vault to an MCP client's config: claude-desktop, claude-code, cursor, vscode",
+    description="Write this install's absolute command and the vault into the client's own config file at "
+                "its place on this system (macOS, Windows, Linux; docs/clients.md), merged into what is "
+                "there: other servers are kept, the file as it was is saved beside it first, the result is "
+                "valid JSON. A file that does not parse is never overwritten: the command stops and says "
+                "where the error is. claude-code uses 'claude mcp add --scope user' when the claude command "
+                "is installed. --print shows the entry instead. Then restart the client.",
+    examples=("vault-mem connect claude-desktop --vault ~/notes",
+              "vault-mem connect claude-code --vault ~/notes",
+              "vault-mem connect cursor --vault ~/work-notes --agent work-notes",
+              "vault-mem connect vscode --vault ~/notes --print"),
+    run=cmd_connect, add_options=connect_options,
+))
+
+register(Command(
+    name="disconnect",
+    summary="remove the vault-mem entry from an MCP client's config",
+    description="Take the server entry (default vault-mem, or --agent NAME) out of the client's config, "
+                "the same way connect put it there: a backup first, everything else kept; claude-code "
+                "uses 'claude mcp remove --scope user' when the claude command is installed.",
+    examples=("vault-mem disconnect claude-desktop", "vault-mem disconnect cursor --agent work-notes"),
+    run=cmd_disconnect, add_options=_client_options, uses_vault=False,
+))

@@ -1,0 +1,147 @@
+"""``import`` (memories kept elsewhere into notes) and ``export`` (every note as JSON lines)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from vault_mem.cli.app import Command, register
+from vault_mem.cli.common import check_likely_vault, print_json, progress_bar, say, vault_root
+from vault_mem.cli.output import plural
+from vault_mem.errors import InvalidInput
+from vault_mem.imports import FORMATS
+
+if TYPE_CHECKING:
+    from vault_mem.imports.notes import Report
+
+SHOWN = 20  # conflicts and skipped lines listed for a person; --json lists them all
+
+
+def import_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("format", metavar="FORMAT", choices=list(FORMATS),
+                        help="what SOURCE is: " + "; ".join(f"{name}: {f.summary}" for name, f in FORMATS.items()))
+    parser.add_argument("source", metavar="SOURCE", type=Path, help="the export file to import")
+    parser.add_argument("--domain", default=None, metavar="FOLDER",
+                        help="put every note in this folder (default: the format's own, see docs/import.md)")
+    parser.add_argument("--dry-run", action="store_true", help="say what would be done; write nothing")
+
+
+def _import_vault(args: argparse.Namespace) -> Path:
+    given = getattr(args, "vault", None)
+    if given is not None and not Path(given).expanduser().exists():
+        Path(given).expanduser().mkdir(parents=True)  # a new, empty vault to import into
+        say(f"created the vault folder {Path(given).expanduser()}")
+    root = vault_root(args)
+    if not args.yes:
+        check_likely_vault(root, "import into it")
+    return root
+
+
+def cmd_import(args: argparse.Namespace) -> int:
+    from vault_mem.imports.notes import import_records
+
+    fmt = FORMATS[args.format]
+    root = _import_vault(args)
+    source = fmt.read(args.source.expanduser())
+    bar = progress_bar(f"import {fmt.name}", len(source.records))
+    bar.quiet = args.json
+    report = import_records(root, fmt.name, source, domain=args.domain, dry_run=args.dry_run,
+                            default_domain=fmt.default_domain, advance=bar.advance)
+    if args.json:
+        print_json(_answer(report, root))
+    else:
+        _print_report(report, root, args.source)
+    return 0
+
+
+def _answer(report: Report, root: Path) -> dict[str, Any]:
+    return {"status": "ok", "vault": str(root), "format": report.format, "dry_run": report.dry_run,
+            **report.counts(), "created_paths": report.created, "updated_paths": report.updated,
+            "conflict_paths": [{"path": p, "why": why} for p, why in report.conflicts],
+            "skipped_records": [{"where": s.where, "why": s.reason} for s in report.skipped]}
+
+
+def _print_report(report: Report, root: Path, source: Path) -> None:
+    counts = report.counts()
+    verb = "would import" if report.dry_run else "imported"
+    say(f"{verb} {source.name} ({report.format}) into {root}: "
+        + ", ".join(f"{n:,} {name}" for name, n in counts.items()))
+    lines: list[str] = []
+    for title, items in (("conflicts (left as they are)", [f"{p}: {why}" for p, why in report.conflicts]),
+                         ("skipped", [f"{s.where}: {s.reason}" for s in report.skipped])):
+        if items:
+            lines.append(f"{title}:")
+            lines += [f"  {item}" for item in items[:SHOWN]]
+            if len(items) > SHOWN:
+                lines.append(f"  ... and {len(items) - SHOWN:,} more (--json lists them all)")
+    if report.dry_run:
+        lines.append("nothing was written (--dry-run)")
+    elif report.created or report.updated:
+        lines.append("the index catches up on its own: at once under a running 'vault-mem serve', else at "
+                     "the next command")
+    for line in lines:
+        print(line, file=sys.stderr)
+
+
+register(Command(
+    name="import",
+    summary="bring in memories kept elsewhere: mcp-memory, mem0, chatgpt, claude, jsonl",
+    description="Turn an export from another memory tool or chat app into ordinary notes, written as the "
+                "write tools write them (agent import-FORMAT). Run it again at any time: a note is updated "
+                "only when its source changed and nobody edited it since the last import (an edited note is "
+                "listed as a conflict and left alone), and nothing is created twice. The end shows counts: "
+                "created, updated, unchanged, conflicts, skipped (with the line or entry and why). Formats "
+                "and where each export comes from: docs/import.md.",
+    examples=("vault-mem import mcp-memory ~/memory.jsonl --vault ~/notes",
+              "vault-mem import chatgpt ~/Downloads/chatgpt-export/conversations.json --vault ~/notes",
+              "vault-mem import claude conversations.json --vault ~/notes --domain chats/claude",
+              "vault-mem import mem0 memories.json --vault ~/notes --dry-run",
+              "vault-mem import jsonl notes.jsonl --vault ~/new-vault"),
+    run=cmd_import, add_options=import_options,
+))
+
+
+def export_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--format", default="jsonl", choices=["jsonl"],
+                        help="jsonl: one JSON object per note, the fields of 'vault-mem read --json' and the "
+                             "whole body (the only format)")
+    parser.add_argument("--output", type=Path, default=None, metavar="FILE",
+                        help="write to FILE (replaced whole, atomically) instead of stdout")
+
+
+def cmd_export(args: argparse.Namespace) -> int:
+    from vault_mem.imports.export import export_lines
+    from vault_mem.vault.writer import atomic_write
+
+    root = vault_root(args)
+    count = 0
+    if args.output is None:
+        for line in export_lines(root):
+            sys.stdout.write(line + "\n")
+            count += 1
+        sys.stdout.flush()
+    else:
+        output = args.output.expanduser()
+        if output.is_dir():
+            raise InvalidInput("--output", f"{output} is a folder; give a file name")
+        lines = list(export_lines(root))
+        count = len(lines)
+        atomic_write(output, "".join(line + "\n" for line in lines).encode("utf-8"))
+    say(f"exported {plural(count, 'note')} from {root}" + (f" to {args.output}" if args.output else ""))
+    return 0
+
+
+register(Command(
+    name="export",
+    summary="every note as one JSON line, for pipelines and for leaving",
+    description="Write every note of the vault with its parsed fields (those of 'vault-mem read --json', "
+                "without what the index computes: links, backlinks, lineage, history) and its whole body, "
+                "one JSON object per line, in path order. 'vault-mem import jsonl' of that file into an "
+                "empty vault gives back equal notes.",
+    examples=("vault-mem export --vault ~/notes > notes.jsonl",
+              "vault-mem export --vault ~/notes --output ~/backup/notes.jsonl",
+              "vault-mem export --vault ~/notes | jq -r 'select(.type == \"decision\") | .title'"),
+    run=cmd_export, add_options=export_options, has_json=False,
+))

@@ -1,0 +1,47 @@
+"""Claude Code's own ``claude mcp add`` / ``claude mcp remove``, when the command is installed.
+
+The one place outside git and the server's runtime that starts a process (tests/test_layers.py):
+Claude Code keeps its servers in a file it also writes itself while running, so its own
+command is the safe way to change it. No shell, a timeout, the output kept for the message.
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+
+from vault_mem.errors import InvalidInput
+
+TIMEOUT = 60.0
+
+
+def claude_command() -> str | None:
+    return shutil.which("claude")
+
+
+def _run(args: list[str]) -> tuple[int, str]:
+    try:
+        done = subprocess.run(args, capture_output=True, text=True, timeout=TIMEOUT, check=False,
+                              stdin=subprocess.DEVNULL)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        raise InvalidInput("CLIENT", f"'{' '.join(args[:3])}' could not run ({exc}); use --print and add it by "
+                           "hand") from None
+    return done.returncode, " ".join((done.stdout + done.stderr).split())
+
+
+def mcp_add(claude: str, name: str, command: list[str]) -> str:
+    """Add ``name`` at user scope (replacing an entry of that name); returns what claude said."""
+    args = [claude, "mcp", "add", "--scope", "user", name, "--", *command]
+    code, said = _run(args)
+    if code != 0 and "already exists" in said:
+        _run([claude, "mcp", "remove", "--scope", "user", name])
+        code, said = _run(args)
+    if code != 0:
+        raise InvalidInput("CLIENT", f"'claude mcp add' failed (exit {code}): {said or 'no message'}")
+    return said
+
+
+def mcp_remove(claude: str, name: str) -> tuple[bool, str]:
+    """(removed?, what claude said); an entry that is not there is not an error."""
+    code, said = _run([claude, "mcp", "remove", "--scope", "user", name])
+    return code == 0, said

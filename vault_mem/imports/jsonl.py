@@ -1,0 +1,109 @@
+"""The generic form: one JSON object per line, for everything that has no importer of its own.
+
+    {"text": "...", "title": "...", "date": "2024-05-01", "tags": ["a"], "type": "fact",
+     "domain": "work/acme", "id": "source-id-42"}
+
+``text`` (or ``body``) is the note's body and the only key required; ``title`` defaults to
+its first line, ``date`` (or ``created``) to the file's modification time, ``type`` to
+``note``, ``domain`` to the import's ``--domain`` or the vault's top. ``id`` is the record's
+id in its source, what makes a second import update rather than duplicate; without one the
+title, date and text stand for it. The lines ``vault-mem export`` writes are accepted as they
+are (``uid``, ``path``, ``updated``, ``aliases``, ``importance``, ``metadata``... are kept),
+so that exporting a vault and importing the file into an empty one gives back equal notes.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+from typing import Any
+
+from vault_mem.imports.notes import IMPORT_HASH, IMPORT_ID, IMPORTED_FROM
+from vault_mem.imports.records import (
+    Record,
+    Skipped,
+    Source,
+    first_line_title,
+    json_kind,
+    moment,
+    read_text,
+    source_moment,
+    string_list,
+    text_or_none,
+)
+from vault_mem.vault.reader import CORE_KEYS
+
+FORMAT = "jsonl"
+DEFAULT_DOMAIN = ""
+_DEFAULTS = {"importance": 0.5, "namespace": "default", "scope": "user"}
+_LISTS = ("aliases", "paths", "supersedes", "superseded_by")
+_IMPORT_KEYS = (IMPORTED_FROM, IMPORT_ID, IMPORT_HASH)
+
+
+def _fields(obj: dict[str, Any], created: str, updated: str) -> dict[str, Any]:
+    note_type = text_or_none(obj.get("type")) or "note"
+    fields: dict[str, Any] = {"type": note_type.strip(), "tags": string_list(obj.get("tags")),
+                              "created": created, "updated": updated}
+    for key in _LISTS:
+        fields[key] = string_list(obj.get(key))
+    for key, default in _DEFAULTS.items():
+        value = obj.get(key)
+        if value is not None and value != default and not isinstance(value, bool | dict | list):
+            fields[key] = value
+    for key in ("project", "agent"):
+        value = text_or_none(obj.get(key))
+        if value is not None:
+            fields[key] = value
+    if str(obj.get("memory_status", obj.get("status", ""))) == "archived":
+        fields["status"] = "archived"
+    if note_type == "task" and text_or_none(obj.get("state")):
+        fields["state"] = obj["state"]
+    metadata = obj.get("metadata")
+    if isinstance(metadata, dict):
+        for key, value in metadata.items():
+            if key not in CORE_KEYS and key not in _IMPORT_KEYS and key not in fields:
+                fields[str(key)] = value
+    return fields
+
+
+def _record(obj: Any, where: str, fallback: str) -> Record | Skipped:
+    if not isinstance(obj, dict):
+        return Skipped(where, f"{json_kind(obj)}, not an object with 'text'")
+    text = obj.get("text", obj.get("body"))
+    if not isinstance(text, str):
+        return Skipped(where, "no text: each line needs 'text' (or 'body'), a string")
+    title = text_or_none(obj.get("title"))
+    if title is None and not text.strip():
+        return Skipped(where, "empty: neither text nor a title")
+    title = " ".join((title or first_line_title(text)).split())
+    dated = moment(obj.get("created", obj.get("date")))
+    created = dated or fallback
+    updated = moment(obj.get("updated")) or created
+    uid = text_or_none(obj.get("uid"))
+    source_id = text_or_none(obj.get("id")) or uid
+    if source_id is None:
+        seed = json.dumps([title, dated, text], ensure_ascii=False)
+        source_id = "sha256-" + hashlib.sha256(seed.encode("utf-8", "surrogatepass")).hexdigest()[:24]
+    domain = text_or_none(obj.get("domain"))
+    path = text_or_none(obj.get("path"))
+    return Record(source_id=source_id.strip(), title=title, body=text, fields=_fields(obj, created, updated),
+                  domain=domain.strip() if domain else ("" if "domain" in obj else None),
+                  path=path, uid=uid.strip() if uid else None, where=where, dated=dated is not None)
+
+
+def read(source: Path) -> Source:
+    out = Source()
+    fallback = source_moment(source)
+    for number, line in enumerate(read_text(source).splitlines(), start=1):
+        if not line.strip():
+            continue
+        where = f"line {number}"
+        try:
+            obj = json.loads(line)
+        except (json.JSONDecodeError, RecursionError) as exc:
+            reason = exc.msg if isinstance(exc, json.JSONDecodeError) else "nested too deeply"
+            out.skipped.append(Skipped(where, f"not a JSON object ({reason})"))
+            continue
+        out.add(_record(obj, where, fallback))
+    return out

@@ -1,0 +1,295 @@
+"""Records into notes, idempotently: the one writer every importer goes through (docs/import.md).
+
+    import_records(root, fmt, source, domain=None, dry_run=False, advance=None) -> Report
+
+Each note is written as the write tools write one (``vault.writer``: frontmatter rendered by
+``render_note`` and checked to read back equal, exclusive create, atomic replace) and carries
+three keys that make a second run safe, all in the note itself so that they survive the
+deletion of the index folder:
+
+    imported_from   the format (``mcp-memory``, ``mem0``, ...)
+    import_id       the source's own id for the record
+    import_hash     a digest of what the import wrote (every frontmatter value but ``id`` and
+                    ``import_hash``, and the body)
+
+On a later run a record whose ``import_id`` is found is unchanged when the digest of what it
+would write equals ``import_hash``; updated when the source changed and the note still digests
+to ``import_hash``; a conflict, left alone, when the note no longer does (a person or an agent
+edited it). A record is never created twice. Nothing here knows the index: the watcher or the
+next reconcile indexes what was written.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+import json
+import os
+import secrets
+from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from vault_mem.errors import InvalidInput
+from vault_mem.imports.records import Record, Skipped, Source
+from vault_mem.vault.dates import parse_datetime
+from vault_mem.vault.frontmatter import load_yaml, split_frontmatter
+from vault_mem.vault.paths import check_relative, confine, existing_spelling, name_key
+from vault_mem.vault.walk import walk_vault
+from vault_mem.vault.writer import TRASH_DIRNAME as TRASH_NAME
+from vault_mem.vault.writer import atomic_write, create_exclusive, note_filename, render_note
+from vault_mem.vault.yamlstyle import plain_value
+
+IMPORTED_FROM, IMPORT_ID, IMPORT_HASH = "imported_from", "import_id", "import_hash"
+_NOT_HASHED = ("id", IMPORT_HASH)
+WRITERS = 8  # creates in flight at once
+BATCH = 256  # creates queued before waiting for them (bounds memory, keeps the progress honest)
+
+
+@dataclass
+class Report:
+    format: str
+    dry_run: bool
+    created: list[str] = field(default_factory=list)  # vault-relative paths
+    updated: list[str] = field(default_factory=list)
+    unchanged: int = 0
+    conflicts: list[tuple[str, str]] = field(default_factory=list)  # (path, why)
+    skipped: list[Skipped] = field(default_factory=list)
+
+    def counts(self) -> dict[str, int]:
+        return {"created": len(self.created), "updated": len(self.updated), "unchanged": self.unchanged,
+                "conflicts": len(self.conflicts), "skipped": len(self.skipped)}
+
+
+def digest(data: dict[str, Any], body: str) -> str:
+    """What an import wrote, as a short digest: the frontmatter values as read and the body."""
+    kept = {k: v for k, v in data.items() if k not in _NOT_HASHED}
+    text = body.replace("\r\n", "\n").replace("\r", "\n").rstrip()
+    blob = json.dumps([kept, text], sort_keys=True, ensure_ascii=False, default=str)
+    return "sha256-" + hashlib.sha256(blob.encode("utf-8", "surrogatepass")).hexdigest()[:32]
+
+
+def parsed(text: str) -> tuple[dict[str, Any], str, bool]:
+    """(frontmatter values, body, parsed?) of a note's text, as the reader splits it."""
+    split = split_frontmatter(text.removeprefix("\ufeff"))
+    if split.yaml_text is None:
+        return {}, split.body, False
+    loaded = load_yaml(split.yaml_text)
+    return loaded.data, split.body, loaded.parsed
+
+
+def expected_digest(fields: dict[str, Any], body: str) -> str:
+    """The digest of the note ``fields`` and ``body`` render to, without rendering it: render_note
+    refuses any value that would not read back the same (type included), so what is read back is
+    ``plain_value`` of each field, and the body only gains LF endings and a final newline."""
+    return digest({key: plain_value(value) for key, value in fields.items()}, body)
+
+
+def rendered(fields: dict[str, Any], body: str) -> tuple[str, str]:
+    """(the note's text with ``import_hash``, that hash). InvalidInput for a value YAML cannot hold."""
+    text = render_note(fields, body)
+    value = expected_digest(fields, body)
+    end = text.index("\n---\n") + 1  # render_note's block: the first closing fence
+    return text[:end] + f"{IMPORT_HASH}: {value}\n" + text[end:], value
+
+
+def _read_head(path: Path) -> bytes | None:
+    try:
+        with open(path, "rb") as handle:
+            return handle.read()
+    except OSError:
+        return None
+
+
+def find_imported(root: Path, fmt: str) -> tuple[dict[str, list[str]], set[str]]:
+    """({import_id: [paths of notes carrying it]}, ids of this format's notes in the trash)."""
+    found: dict[str, list[str]] = {}
+    for rel in walk_vault(root).files:
+        data = _read_head(root / rel)
+        if data is None or b"import_id:" not in data:
+            continue
+        values, _, ok = parsed(data.decode("utf-8", "replace"))
+        if ok and values.get(IMPORTED_FROM) == fmt and values.get(IMPORT_ID) is not None:
+            found.setdefault(str(values[IMPORT_ID]), []).append(rel)
+    trashed: set[str] = set()
+    trash = root / TRASH_NAME
+    if trash.is_dir() and not trash.is_symlink():
+        for name in sorted(os.listdir(trash)):
+            data = _read_head(trash / name) if name.lower().endswith(".md") else None
+            if data is not None and b"import_id:" in data:
+                values, _, ok = parsed(data.decode("utf-8", "replace"))
+                if ok and values.get(IMPORTED_FROM) == fmt and values.get(IMPORT_ID) is not None:
+                    trashed.add(str(values[IMPORT_ID]))
+    return found, trashed
+
+
+def _note_id(created: Any) -> str:
+    """An id as the write tools make one, dated by the source's own date."""
+    moment = parse_datetime(created) or dt.datetime.now(dt.UTC)
+    return f"{moment:%Y%m%d}-{secrets.token_hex(4)}"
+
+
+def _folder(root: Path, domain: str, param: str) -> tuple[Path, str]:
+    domain = existing_spelling(root, check_relative(domain.strip(), param)) if domain.strip() else ""
+    return confine(root, domain, param), domain
+
+
+def _names_in(folder: Path) -> set[str]:
+    try:
+        return {name_key(name) for name in os.listdir(folder)}
+    except FileNotFoundError:
+        return set()
+
+
+class _Importer:
+    def __init__(self, root: Path, fmt: str, domain: str | None, dry_run: bool,
+                 default_domain: Callable[[Record], str]) -> None:
+        self.root, self.fmt, self.domain, self.dry_run = root, fmt, domain, dry_run
+        self.default_domain = default_domain
+        self.report = Report(fmt, dry_run)
+        self.found, self.trashed = find_imported(root, fmt)
+        self.seen: dict[str, str] = {}
+        # Listing a folder for each note would make an import of n notes into one folder O(n²).
+        self.folders: dict[tuple[str, str], Path] = {}
+        self.names: dict[Path, set[str]] = {}
+        self.pool = ThreadPoolExecutor(max_workers=WRITERS, thread_name_prefix="import")
+        self.pending: list[Future[Path]] = []
+
+    def folder(self, domain: str, param: str) -> Path:
+        key = (domain, param)
+        if key not in self.folders:
+            self.folders[key] = _folder(self.root, domain, param)[0]
+        return self.folders[key]
+
+    def fields(self, record: Record) -> dict[str, Any]:
+        fields = {"title": record.title, **{k: v for k, v in record.fields.items() if v not in (None, [], {})}}
+        fields.setdefault("agent", f"import-{self.fmt}")
+        fields[IMPORTED_FROM] = self.fmt
+        fields[IMPORT_ID] = record.source_id
+        return fields
+
+    def one(self, record: Record) -> None:
+        where = record.where or f"record {record.source_id!r}"
+        if record.source_id in self.seen:
+            self.report.skipped.append(Skipped(where, f"the id {record.source_id!r} came already at "
+                                               f"{self.seen[record.source_id]}; the first was kept"))
+            return
+        self.seen[record.source_id] = where
+        paths = self.found.get(record.source_id, [])
+        if len(paths) > 1:
+            why = f"{len(paths)} notes carry import_id {record.source_id!r} ({', '.join(paths[:3])}); keep one"
+            self.report.conflicts.append((paths[0], why))
+        elif paths:
+            self.update(paths[0], record)
+        elif record.source_id in self.trashed:
+            self.report.skipped.append(Skipped(where, f"deleted since the last import (it is in {TRASH_NAME}/); "
+                                               "restore it, or empty the trash to import it again"))
+        else:
+            self.create(record, where)
+
+    def create(self, record: Record, where: str) -> None:
+        fields = {"id": record.uid or _note_id(record.fields.get("created")), **self.fields(record)}
+        try:
+            text, _ = rendered(fields, record.body)
+            if record.path is not None and self.domain is None:
+                rel = check_relative(record.path, "path")
+                folder_rel, _, name = rel.rpartition("/")
+                if not name.lower().endswith(".md"):
+                    raise InvalidInput("path", f"{rel!r} is not a Markdown file name (.md)")
+                folder = self.folder(folder_rel, "path")
+            else:
+                domain = self.domain if self.domain is not None else (
+                    record.domain if record.domain is not None else self.default_domain(record))
+                folder = self.folder(domain, "domain")
+                name = note_filename(record.title)
+        except InvalidInput as exc:
+            self.report.skipped.append(Skipped(where, exc.message))
+            return
+        if self.dry_run:
+            self.report.created.append((folder / name).relative_to(self.root).as_posix())
+            return
+        names = self.names.setdefault(folder, _names_in(folder))
+        # Each create fsyncs its file and folder as a write tool's does; several at once let the file
+        # system commit them together (10,000 notes one after the other wait on 20,000 commits).
+        self.pending.append(self.pool.submit(create_exclusive, folder, name, text.encode("utf-8"), taken=names))
+
+    def finish(self, advance: Callable[[int], None] | None) -> None:
+        """Wait for the creates in flight, in record order; the first that failed raises."""
+        for future in self.pending:
+            final = future.result()
+            self.report.created.append(final.relative_to(self.root).as_posix())
+            if advance is not None:
+                advance(1)
+        self.pending.clear()
+
+    def update(self, rel: str, record: Record) -> None:
+        path = self.root / rel
+        try:
+            before = path.read_bytes()
+            text = before.decode("utf-8")
+        except (OSError, UnicodeDecodeError) as exc:
+            self.report.conflicts.append((rel, f"cannot be read as UTF-8 ({exc}); left as it is"))
+            return
+        data, body, ok = parsed(text)
+        if not ok:
+            self.report.conflicts.append((rel, "its frontmatter no longer parses; fix it by hand"))
+            return
+        fields = {"id": data.get("id") or _note_id(record.fields.get("created")), **self.fields(record)}
+        stored = data.get(IMPORT_HASH)
+        current = digest(data, body)
+        if not record.dated:
+            # Dates that are only the source file's time say nothing about this record: the note keeps
+            # its own unless the record changed, and then ``updated`` moves to the file's time.
+            kept: dict[str, Any] = {key: data[key] for key in ("created", "updated") if key in data}
+            if expected_digest({**fields, **kept}, record.body) in (stored, current):
+                self.report.unchanged += 1
+                return
+            if "created" in data:
+                fields["created"] = data["created"]
+        if expected_digest(fields, record.body) in (stored, current):
+            self.report.unchanged += 1
+            return
+        if current != stored:
+            self.report.conflicts.append((rel, "edited since the last import; left as it is (delete "
+                                          "import_hash from it to let the next import overwrite it)"))
+            return
+        try:
+            new_text, _ = rendered(fields, record.body)
+        except InvalidInput as exc:
+            self.report.skipped.append(Skipped(record.where or rel, exc.message))
+            return
+        if not self.dry_run:
+            if path.read_bytes() != before:
+                self.report.conflicts.append((rel, "changed while it was being imported; left as it is"))
+                return
+            atomic_write(path, new_text.encode("utf-8"))
+        self.report.updated.append(rel)
+
+
+def import_records(root: Path, fmt: str, source: Source, domain: str | None = None, dry_run: bool = False,
+                   default_domain: Callable[[Record], str] = lambda record: "",
+                   advance: Callable[[int], None] | None = None) -> Report:
+    """Write ``source``'s records as notes under ``root`` (nothing with ``dry_run``); see the module.
+
+    ``domain`` puts every note in that folder; else a record's own domain, else
+    ``default_domain(record)``. Raises InvalidInput for a bad ``domain``, WriteFailed when the
+    disk refuses a write (the notes written so far stay, and a rerun continues).
+    """
+    if domain is not None:
+        _folder(root, domain, "--domain")
+    importer = _Importer(root, fmt, domain, dry_run, default_domain)
+    importer.report.skipped.extend(source.skipped)
+    try:
+        for record in source.records:
+            queued = len(importer.pending)
+            importer.one(record)
+            if len(importer.pending) == queued and advance is not None:
+                advance(1)  # decided at once; a create counts when its file is written
+            if len(importer.pending) >= BATCH:
+                importer.finish(advance)
+        importer.finish(advance)
+    finally:
+        importer.pool.shutdown(wait=True, cancel_futures=True)
+    return importer.report

@@ -1,0 +1,136 @@
+"""What every importer produces: records to become notes, and the entries it had to skip.
+
+A format module reads its source whole (``read(source) -> Source``) and never writes; the
+shared ``imports.notes`` turns the records into notes. Reading never raises on the source's
+contents: a line or an entry that does not fit is a ``Skipped`` naming where it was and why.
+Only a source that cannot be read at all (missing, not JSON, not the expected shape) is an
+InvalidInput naming SOURCE and what the format accepts.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from vault_mem.errors import InvalidInput
+from vault_mem.vault.dates import from_timestamp, iso, parse_datetime
+
+
+@dataclass
+class Record:
+    """One note to be: its source id, the frontmatter the import writes, and its body."""
+
+    source_id: str
+    title: str
+    body: str
+    fields: dict[str, Any]  # type, tags, created, updated and any format-specific keys; no id
+    domain: str | None = None  # None: the import's --domain or the format's default folder
+    path: str | None = None  # a vault-relative path to use as is (the jsonl form of an export)
+    uid: str | None = None  # the note id to keep (an export's uid); None: a new one
+    where: str = ""  # "line 12", "conversation 3": for messages
+    dated: bool = True  # False: created/updated are the source file's time, not the record's own
+
+
+@dataclass
+class Skipped:
+    where: str
+    reason: str
+
+
+@dataclass
+class Source:
+    records: list[Record] = field(default_factory=list)
+    skipped: list[Skipped] = field(default_factory=list)
+
+    def add(self, item: Record | Skipped) -> None:
+        if isinstance(item, Skipped):
+            self.skipped.append(item)
+        else:
+            self.records.append(item)
+
+
+def read_text(source: Path) -> str:
+    """The source file's text; InvalidInput("SOURCE") when it cannot be read as UTF-8."""
+    try:
+        return source.read_bytes().decode("utf-8-sig")
+    except FileNotFoundError:
+        raise InvalidInput("SOURCE", f"{source} does not exist; pass the export file to import") from None
+    except IsADirectoryError:
+        raise InvalidInput("SOURCE", f"{source} is a folder; pass the file inside it "
+                           "(conversations.json, memory.jsonl, ...)") from None
+    except UnicodeDecodeError as exc:
+        raise InvalidInput("SOURCE", f"{source} is not UTF-8 text (bad byte at offset {exc.start}); "
+                           "is it the unzipped export file?") from None
+    except OSError as exc:
+        raise InvalidInput("SOURCE", f"{source} cannot be read: {exc.strerror or exc}") from None
+
+
+def load_json(source: Path, accepted: str) -> Any:
+    """The whole source parsed as JSON; InvalidInput naming the line and column where it breaks."""
+    text = read_text(source)
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise InvalidInput("SOURCE", f"{source} is not valid JSON (line {exc.lineno}, column {exc.colno}: "
+                           f"{exc.msg}); expected {accepted}") from None
+    except RecursionError:
+        raise InvalidInput("SOURCE", f"{source} is nested too deeply to read") from None
+
+
+def source_moment(source: Path) -> str:
+    """The source file's modification time, for formats that carry no dates of their own."""
+    try:
+        return iso(from_timestamp(os.stat(source).st_mtime))
+    except OSError:
+        return iso(dt.datetime.now(dt.UTC))
+
+
+def moment(value: Any) -> str | None:
+    """A source date (ISO text or a POSIX timestamp) as the vault's one date form; None if not one."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int | float):
+        if not 0 < value < 253402300800:  # up to 9999-12-31
+            return None
+        return iso(from_timestamp(float(value)))
+    parsed = parse_datetime(value)
+    return iso(parsed) if parsed else None
+
+
+def first_line_title(text: str, limit: int = 80) -> str:
+    """A title from the first non-empty line of ``text``, cut at a word near ``limit`` characters."""
+    line = next((ln.strip() for ln in text.splitlines() if ln.strip()), "")
+    line = line.lstrip("#>-* ").strip() or line
+    if len(line) <= limit:
+        return line or "Untitled"
+    cut = line[:limit].rsplit(" ", 1)[0] or line[:limit]
+    return cut.rstrip(" ,.;:") + "…"
+
+
+def json_kind(value: Any) -> str:
+    """What a JSON value is, as a person would say it: an object, a list, a string, a number, null."""
+    if value is None:
+        return "null"
+    return {dict: "an object", list: "a list", str: "a string", bool: "true/false"}.get(
+        type(value), "a number")
+
+
+def text_or_none(value: Any) -> str | None:
+    if isinstance(value, str) and value.strip():
+        return value
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        return str(value)
+    return None
+
+
+def string_list(value: Any) -> list[str]:
+    """Tags or categories: a list of strings, or one comma-separated string."""
+    if isinstance(value, str):
+        return [part.strip() for part in value.split(",") if part.strip()]
+    if isinstance(value, list):
+        return [str(item).strip() for item in value if isinstance(item, str | int) and str(item).strip()]
+    return []
