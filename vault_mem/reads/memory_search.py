@@ -28,7 +28,7 @@ from typing import Any
 from whoosh.query import And, Or, Query, Term
 
 from vault_mem.errors import InvalidInput
-from vault_mem.index.columns import newest_docs, term_docs
+from vault_mem.index.columns import docs_in_range, newest_docs, term_docs
 from vault_mem.index.schema import path_prefixes
 from vault_mem.index.vocabulary import closest_words
 from vault_mem.reads.excerpts import excerpt_around
@@ -195,10 +195,9 @@ def _why_no_notes(view: View, found: set[int] | None, kind: str, tag: str, path:
 def _allowed(view: View, filters: list[Query], since: int | None) -> set[int] | None:
     """The notes that the kind and tag filters and ``since`` admit (None: every note)."""
     allowed = set(view.docs(And(filters) if len(filters) > 1 else filters[0])) if filters else None
-    if since is not None:
-        updated = view.column("updated")
-        allowed = {d for d in (view.all_docs() if allowed is None else allowed)
-                   if updated[d] is not None and updated[d] >= since}
+    if since is not None:  # from each segment's cached date order, not by a look at every note
+        recent = docs_in_range(view.searcher, "updated", since, None)
+        allowed = set(recent) if allowed is None else allowed.intersection(recent)
     return allowed
 
 
