@@ -163,7 +163,7 @@ class _Query:
         best = heapq.nsmallest(limit, entries)
         return Ranked([d for _s, _t, d in best], {d: -s for s, _t, d in best}, len(entries) > len(best))
 
-    def pruned(self, limit: int, keep: Collection[int] | None, direct_below: int) -> Ranked:
+    def pruned(self, limit: int, keep: Collection[int] | None, tier_below: int) -> Ranked:
         """The page by the threshold walk: the all-exact tier first, then the others.
 
         The notes holding every term (exactly, or in some form) are found first by
@@ -171,7 +171,7 @@ class _Query:
         they are scored directly and the walk need not look for them."""
         everything = len(self.terms)
         best = _Best(limit)
-        tier = self.holding_every(exact=True, below=direct_below)
+        tier = self.holding_every(exact=True, below=tier_below)
         if tier is not None:
             for doc in tier:
                 self.offer(best, doc, keep, True)
@@ -179,7 +179,7 @@ class _Query:
             self.walk([self.stream(t, exact_only=True) for t in range(everything)], best, keep, tier_exact=True)
         if len(best.entries) < limit:  # every note holding every term exactly has been met
             rest = _Best(limit - len(best.entries))
-            held = self.holding_every(exact=False, below=direct_below)
+            held = self.holding_every(exact=False, below=tier_below)
             for doc in held or ():
                 self.offer(rest, doc, keep, False)
             streams = [self.stream(t, exact_only=False, stem_only=everything == 1) for t in range(everything)]
@@ -292,9 +292,10 @@ class _Query:
         fronts = sum(s.frontier for s in active)
         if not all_active:
             return False if _may_enter(last, active, fronts, None, True) else None
-        if not tier_exact and any(_may_enter(last, [s for s in active if s is not lacked], fronts - lacked.frontier,
-                                             None, True) for lacked in active):
-            return False
+        if not tier_exact and _raised(fronts - min(s.frontier for s in active)) >= -last[0] and any(
+                _may_enter(last, [s for s in active if s is not lacked], fronts - lacked.frontier, None, True)
+                for lacked in active):
+            return False  # (the first test: the most any note lacking a term can score, quickly)
         if met_all:
             return None
         bonus = ALL_TERMS_BONUS + self.ceiling if tier_exact else float(ALL_TERMS_BONUS)
