@@ -9,7 +9,9 @@ pairs of each, both ways find the page of ``--limit`` notes in one searcher, on 
 by score, newest, path (what memory_search did before reads/topk.py), and ``best_notes``.
 Prints p50, p95 and the worst in milliseconds of CPU time (this thread's: on a loaded
 machine the clock moves far more) and wall time, the worst common-word query, the load
-average, and fails (exit status 1) if any page, score or ``truncated`` differs.
+average, and fails (exit status 1) if any page, score or ``truncated`` differs. Then each
+common word through the whole memory_search call (rows and excerpts included), 20 warm
+calls each, and the worst of them by CPU p50.
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from rpc_bench import ISSUE_WORDS, common_words, loadavg, pct, ready_index, sample_words
 
+from vault_mem.mcp_server.tools import TOOLS_BY_NAME
 from vault_mem.reads.ranking import score_notes, search_terms
 from vault_mem.reads.topk import best_notes
 from vault_mem.served.context import Vault, View
@@ -93,6 +96,20 @@ def main() -> None:
                     worst[way] = max(worst[way], (cpu, query))
             if pages["full"] != pages["pruned"]:
                 differ.append(query)
+        print("\nmemory_search of each common word, whole call, 20 warm calls   CPU p50   wall p50   (ms)")
+        handler = TOOLS_BY_NAME["memory_search"].handler
+        slow = (0.0, "")
+        for word in common:
+            cpu_times, wall_times = [], []
+            for i in range(21):
+                start, cpu = time.perf_counter(), time.thread_time()
+                handler(view, {"agent": "bench", "query": word})
+                if i:  # the first warms
+                    cpu_times.append((time.thread_time() - cpu) * 1000)
+                    wall_times.append((time.perf_counter() - start) * 1000)
+            slow = max(slow, (statistics.median(cpu_times), word))
+            print(f"  {word:<24} {statistics.median(cpu_times):8.2f} {statistics.median(wall_times):9.2f}")
+        print(f"worst common word, whole call: {slow[1]!r}, CPU p50 {slow[0]:.2f} ms (load average {loadavg()})")
     index.close()
     print(f"\nranking stage, limit {args.limit}, warm       p50 ms   p95 ms   worst ms   (CPU time; wall)")
     for way, got in times.items():
