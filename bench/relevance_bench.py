@@ -85,7 +85,7 @@ def old_order(view: View, question: str) -> list[str]:
     for term in kept:
         hit: set[int] = set()
         for field, weight in ranking.FIELD_WEIGHTS:
-            for doc, n in hit_counts(view.searcher, field, term, cap=ranking.HIT_CAP).items():
+            for doc, n in hit_counts(view.parts, field, term, cap=ranking.HIT_CAP).items():
                 scores[doc] = scores.get(doc, 0) + weight * n
                 hit.add(doc)
         for doc in hit:

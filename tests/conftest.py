@@ -15,6 +15,7 @@ from mcp import Client
 
 from vault_mem.index.build import sync
 from vault_mem.index.store import VaultIndex
+from vault_mem.mcp_server.answers import IS_ERROR
 from vault_mem.mcp_server.app import build_server
 from vault_mem.served.context import Vault
 from vault_mem.vault.note import Note
@@ -34,6 +35,15 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     for item in items:
         if "slow" in item.keywords:
             item.add_marker(skip)
+
+
+@pytest.fixture(autouse=True)
+def own_config_folder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """Agent keys (served/keys.py) go to a folder of the test's own, never the real home's;
+    servers started as subprocesses inherit it through the environment."""
+    folder = tmp_path / "config"
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(folder))
+    return folder
 
 
 @pytest.fixture
@@ -128,7 +138,7 @@ class ToolClient:
         answer = result.structured_content
         assert isinstance(answer, dict), f"{tool} gave no structured content: {result.content}"
         assert "status" in answer
-        assert result.is_error == (answer["status"] in ("invalid", "error")), answer
+        assert result.is_error == (answer["status"] in IS_ERROR), answer
         # A client that reads only the text block must get the very same answer.
         assert [block.type for block in result.content] == ["text"], result.content
         assert json.loads(result.content[0].text) == answer

@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import threading
 
-from vault_mem.index.columns import _segment_column
+from vault_mem.index.columns import segment_column
 from vault_mem.index.lru import CACHE, Lru
+from vault_mem.index.segments import segments
 
 
 def test_the_cache_stays_within_its_byte_bound_dropping_the_least_recently_used() -> None:
@@ -33,8 +34,8 @@ def test_threads_share_one_copy_of_a_segment_column(make_vault) -> None:
 
     def read() -> None:
         with vault.index.searching() as searcher:  # each thread has its own searcher and readers
-            for reader, _offset in searcher.reader().leaf_readers():
-                seen.append(id(_segment_column(reader, "path")))
+            for seg in segments(searcher):
+                seen.append(id(segment_column(seg, "path")))
 
     threads = [threading.Thread(target=read) for _ in range(3)]
     for thread in threads:

@@ -217,7 +217,8 @@ def test_status_builds_nothing(tmp_path: Path, capsys: pytest.CaptureFixture[str
     assert code == 0 and json.loads(out)["build"] == "none" and json.loads(out)["notes"] == 0
 
 
-ARGUMENTS = {"list": ["acme"], "read": ["Inbox"], "search": ["queue"], "connect": ["cursor", "--print"]}
+ARGUMENTS = {"list": ["acme"], "read": ["Inbox"], "search": ["queue"], "connect": ["cursor", "--print"],
+             "inbox": ["reviewer"], "undo": ["--agent", "coder", "--since", "1d"]}
 # serve and export own stdout; disconnect takes no vault; import creates a vault that does not exist
 # yet (its JSON answers: tests/test_import.py).
 NOT_HERE = ("serve", "export", "disconnect", "import")

@@ -132,7 +132,28 @@ def test_the_cli_connects_prints_and_disconnects(tmp_path: Path, home: Path,
     err = capsys.readouterr().err
     assert str(broken.path) in err and "line 1, column 17" in err and "Traceback" not in err
     assert broken.path.read_text(encoding="utf-8") == '{"mcpServers": {,}}'
-    assert main(["connect", "cursor", "--vault", str(vault), "--agent", "bad name"]) == 1
+    assert main(["connect", "cursor", "--vault", str(vault), "--name", "bad name"]) == 1
+    assert "--name" in capsys.readouterr().err
+
+
+def test_connect_as_an_agent_serves_with_its_limits_and_needs_its_key(tmp_path: Path, home: Path,
+                                                                       capsys: pytest.CaptureFixture[str]) -> None:
+    vault = tmp_path / "vault"
+    vault.mkdir()
+    assert main(["connect", "cursor", "--vault", str(vault), "--agent", "coder"]) == 1
+    err = capsys.readouterr().err
+    assert "'coder' has no key on this vault" in err and "vault-mem agents add coder" in err
+    place = config_place("cursor")
+    assert not place.path.exists(), "a refused connect writes nothing"
+
+    assert main(["agents", "add", "coder", "--vault", str(vault), "--write", "projects/*"]) == 0
+    capsys.readouterr()
+    assert main(["connect", "cursor", "--vault", str(vault), "--agent", "coder"]) == 0
+    capsys.readouterr()
+    entry = json.loads(place.path.read_text(encoding="utf-8"))[place.key]["vault-mem-coder"]
+    assert entry["args"][-4:] == ["--vault", str(vault.resolve()), "--agent", "coder"]
+    assert main(["disconnect", "cursor", "--agent", "coder"]) == 0
+    assert json.loads(place.path.read_text(encoding="utf-8")) == {place.key: {}}
 
 
 @pytest.mark.skipif(os.name == "nt", reason="the fake claude is a POSIX shell script")

@@ -37,7 +37,7 @@ def test_faults_answer_error_with_advice_and_caller_errors_never_do(cls: type[Va
         assert answer["message"].startswith("what happened; ") and len(answer["message"]) > len("what happened; ")
         assert result.is_error
     else:
-        assert answer["status"] in ("invalid", "not_found", "conflict") and "retry" not in answer
+        assert answer["status"] in ("invalid", "not_found", "conflict", "forbidden") and "retry" not in answer
         assert result.is_error == (answer["status"] in IS_ERROR)
 
 

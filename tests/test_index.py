@@ -15,6 +15,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from vault_mem.index.build import build, reconcile, sync
+from vault_mem.index.segments import segments
 from vault_mem.index.store import VaultIndex
 from vault_mem.index.substring import hit_counts, substring_query
 
@@ -176,7 +177,7 @@ def test_substring_expansion_finds_what_a_plain_scan_finds(tmp_path_factory, see
     sync(index, procs=1)
     with index.searching() as s:
         found = {s.stored_fields(d)["path"] for d in s.docs_for_query(substring_query(s, ("body",), needle))}
-        counts = {s.stored_fields(d)["path"]: n for d, n in hit_counts(s, "body", needle).items()}
+        counts = {s.stored_fields(d)["path"]: n for d, n in hit_counts(segments(s), "body", needle).items()}
     expected = {p for p, b in bodies.items() if needle in b.lower()}
     assert found == expected
     assert counts == {p: bodies[p].lower().count(needle) for p in expected}
@@ -223,14 +224,14 @@ def json_str(text: str) -> str:
 
 
 def test_postings_spilled_to_run_files_index_the_same_as_postings_sorted_in_memory(tmp_path: Path) -> None:
-    """The build's posting pool (``whoosh_fixes.ChunkedPostingPool``) spills sorted runs to temp
+    """The build's posting pool (``whoosh_seam.ChunkedPostingPool``) spills sorted runs to temp
     files when it outgrows its limit and merges them back: a tiny limit (hundreds of runs, so
     runs are merged into runs first) must give the same terms and postings as no spill."""
     from whoosh import index as whoosh_index
     from whoosh.writing import SegmentWriter
 
     from vault_mem.index.schema import document_of, make_schema
-    from vault_mem.index.whoosh_fixes import RUN_CHUNK, ChunkedPostingPool
+    from vault_mem.index.whoosh_seam import RUN_CHUNK, ChunkedPostingPool
     from vault_mem.vault.reader import read_note
 
     rng = random.Random(7)
@@ -261,13 +262,13 @@ def test_postings_spilled_to_run_files_index_the_same_as_postings_sorted_in_memo
 
 
 def test_term_lengths_written_from_decoded_lengths_are_whooshs_own(tmp_path: Path, monkeypatch) -> None:
-    """``whoosh_fixes`` decodes each field's lengths once per segment instead of once per
+    """``whoosh_seam`` (patch 6) decodes each field's lengths once per segment instead of once per
     posting: every term's document frequency, min and max length and max weight must be what
     Whoosh's own flush writes (zero lengths included: empty titles, notes without a body)."""
     from whoosh import index as whoosh_index
     from whoosh.writing import SegmentWriter
 
-    from vault_mem.index import whoosh_fixes
+    from vault_mem.index import whoosh_seam
     from vault_mem.index.schema import document_of, make_schema
     from vault_mem.vault.reader import read_note
 
@@ -290,6 +291,6 @@ def test_term_lengths_written_from_decoded_lengths_are_whooshs_own(tmp_path: Pat
                     for (f, t), i in ((key, reader.term_info(*key)) for key in reader.all_terms())}
 
     decoded = term_stats("decoded")
-    monkeypatch.setattr(SegmentWriter, "_flush_segment", whoosh_fixes.WHOOSH_FLUSH_SEGMENT)
+    monkeypatch.setattr(SegmentWriter, "_flush_segment", whoosh_seam.WHOOSH_FLUSH_SEGMENT)
     assert term_stats("whoosh") == decoded
     assert any(stats[1] == 0 for stats in decoded.values()) and any(stats[2] > 100 for stats in decoded.values())

@@ -196,7 +196,7 @@ async def test_digest_shape_never_carries_a_body(make_vault, mcp_session):
                                         tags=["Ops/Deploy"], paths=["src/app.py"])})
     async with mcp_session(vault) as c:
         answer = await search(c, query="secret")
-        assert set(answer) == {"status", "count", "notes", "truncated"}
+        assert set(answer) == {"status", "count", "notes", "truncated", "inbox", "inbox_more"}
         (digest,) = answer["notes"]
         assert set(digest) == DIGEST_KEYS
         assert digest["permalink"] == "memory://d/x" and digest["kind"] == "decision"
@@ -252,7 +252,7 @@ async def test_kind_known_present_and_invalid(make_vault, mcp_session):
         assert order(await search(c, kind="FACT", query="alpha")) == ["f"]
         assert order(await search(c, kind="recipe")) == ["r"]  # not a known type, but present
         lesson = await search(c, kind="lesson")  # known, absent: valid, nothing found
-        assert lesson == {"status": "none", "count": 0, "notes": [], "truncated": False,
+        assert lesson == {"status": "none", "count": 0, "notes": [], "truncated": False, "inbox": [], "inbox_more": 0,
                           "hints": ["kind: no note is of kind 'lesson' (kinds present: fact, note, recipe)"]}
         bad = await search(c, kind="bogus")
         assert bad["status"] == "invalid" and bad["message"].startswith("kind")
@@ -360,7 +360,8 @@ async def test_filters_combine_with_and(make_vault, mcp_session):
         assert order(await search(c, query="alpha", **both)) == ["hit"]
         assert set(order(await search(c, **both))) == {"hit", "text"}
         empty = await search(c, query="alpha", kind="fact", tag="dev", path="lib")
-        assert empty == {"status": "none", "count": 0, "notes": [], "truncated": False, "hints": [
+        assert empty == {"status": "none", "count": 0, "notes": [], "truncated": False, "inbox": [], "inbox_more": 0,
+                         "hints": [
             "the query matches 5 notes; kind 'fact' leaves 4, tag 'dev' leaves 1, path 'lib' leaves 1; "
             "none passes every filter"]}
 

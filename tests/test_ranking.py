@@ -16,7 +16,9 @@ import pytest
 import yaml
 
 from vault_mem.index.build import sync
-from vault_mem.index.substring import _decoded_postings, _matcher_postings, form_hit_counts
+from vault_mem.index.segments import segments
+from vault_mem.index.substring import form_hit_counts
+from vault_mem.index.whoosh_seam import _decoded_postings, _matcher_postings
 from vault_mem.vault.walk import walk_vault
 
 pytestmark = pytest.mark.anyio
@@ -239,7 +241,7 @@ def test_form_hit_counts_match_a_plain_scan_over_long_posting_lists(make_vault):
         paths = [None if reader.is_deleted(d) else searcher.stored_fields(d)["path"]
                  for d in range(reader.doc_count_all())]
         for term, stem in (("supported", "support"), ("supporting", "support"), ("word7", None)):
-            exact, alone = form_hit_counts(searcher, "body", term, stem)
+            exact, alone = form_hit_counts(segments(searcher), "body", term, stem)
             got = {paths[d]: (exact.get(d, 0), alone.get(d, 0)) for d in set(exact) | set(alone)}
             want = {}
             for rel, body in bodies.items():

@@ -47,18 +47,18 @@ CONTRACT: dict[str, tuple[tuple[bool, bool, bool], list[tuple[str, str | list[st
         ("fields", ["array", "string"], NONE), ("follow", "string", "active"),
     ]),
     "memory_read": (READ, [("ref", "string", REQUIRED), ("offset", "integer", 0), ("max_chars", "integer", 20000),
-                                ("history", "integer", 5)]),
+                                ("history", "integer", 5), ("agent", "string", NONE)]),
     "list_domains": (READ, [("offset", "integer", 0)]),
     "memory_write": (WRITE, [
         ("agent", "string", REQUIRED), ("title", "string", REQUIRED), ("content", "string", REQUIRED),
         ("domain", "string", ""), ("type", "string", "note"), ("tags", ["array", "string"], NONE),
         ("importance", "number", 0.5), ("namespace", "string", "default"), ("scope", "string", "user"),
-        ("project", "string", NONE), ("paths", ["array", "string"], NONE),
+        ("project", "string", NONE), ("paths", ["array", "string"], NONE), ("to", ["array", "string"], NONE),
     ]),
     "memory_edit": (WRITE, [
         ("agent", "string", REQUIRED), ("ref", "string", REQUIRED), ("if_etag", "string", NONE),
         ("if_updated", "string", NONE), ("content", "string", NONE), ("append", "string", NONE),
-        ("set", ["object", "string"], NONE),
+        ("set", ["object", "string"], NONE), ("to", ["array", "string"], NONE),
     ]),
     "task_close": (WRITE, [
         ("agent", "string", REQUIRED), ("ref", "string", REQUIRED), ("state", "string", "completed"),

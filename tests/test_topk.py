@@ -27,6 +27,7 @@ from vault_mem.index.build import sync
 from vault_mem.index.store import VaultIndex
 from vault_mem.reads import topk
 from vault_mem.reads.ranking import score_notes, search_terms
+from vault_mem.served.agents import Agent
 from vault_mem.served.context import Vault, View
 
 # Stems inside other words, words in every note, rare words, and words holding other words.
@@ -142,6 +143,29 @@ def test_the_pruned_page_is_the_full_rankings_page(tmp_path_factory: Any, seed: 
     finally:
         index.close()
     assert not wrong, "\n".join(wrong[:10])
+
+
+def test_a_limited_callers_pruned_page_holds_only_its_notes(tmp_path: Path) -> None:
+    """The groups and the tie order are cached per segment, shared by every caller; each caller's
+    hidden notes are skipped as dead. Asked in turn by the owner and two limited agents (each on
+    the caches the others warmed), every page is the full ranking of what that caller may see."""
+    index, _files = make_vault(tmp_path / "v", 7, 40)
+    rng = random.Random(7)
+    callers = [None, Agent("ab", read=("a/", "b/c/")), Agent("z", read=("z/",)), None, Agent("ab", read=("a/", "b/c/"))]
+    try:
+        with index.searching() as searcher:
+            for caller in callers:
+                view = View(Vault(index.root, index), searcher, caller)
+                paths = view.column("path")
+                visible = {d for d in range(len(paths)) if paths[d] is not None and view.may_read(paths[d])}
+                wrong = [w for q in queries(rng, 6) for w in compare(view, q, None, range(1, 20))]
+                assert not wrong, "\n".join(wrong[:10])
+                for q in queries(rng, 6):
+                    for way in WAYS.values():
+                        page = topk.best_notes(view, search_terms(q)[0], 50, None, **way).page
+                        assert set(page) <= visible, (caller, q)
+    finally:
+        index.close()
 
 
 @contextmanager

@@ -5,7 +5,8 @@
     │   ├── InvalidInput          bad input: a tool parameter, a CLI argument, a ref      -> "invalid"
     │   │   └── PathRefused       a domain or ref that would leave the vault             -> "invalid"
     │   ├── NotFound              a ref that names nothing                                -> "not_found"
-    │   └── Conflict              a write precondition failed (stale etag / updated)     -> "conflict"
+    │   ├── Conflict              a write precondition failed (stale etag / updated)     -> "conflict"
+    │   └── Forbidden             this caller may not do that (docs/sharing.md)          -> "forbidden"
     └── Fault                     the server or the machine failed, not the caller        -> "error"
         ├── VaultUnavailable      the vault folder (or its index) is missing or cannot be read
         ├── WriteFailed           the file system refused what a write needed (disk full, read-only)
@@ -68,6 +69,13 @@ class NotFound(CallerError):
 
 class Conflict(CallerError):
     status = "conflict"
+
+
+class Forbidden(CallerError):
+    """The caller may not do this: a read-only server or agent, a write outside an agent's
+    globs, another agent's name. ``rule`` names the rule; the message says it in words."""
+
+    status = "forbidden"
 
 
 class Fault(VaultMemError):

@@ -20,7 +20,16 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
-from vault_mem.cli import connect, gitsync, imports, maintenance, queries, serve  # noqa: F401  (each registers its commands)
+from vault_mem.cli import (  # noqa: F401  (each registers its commands)
+    agents,
+    connect,
+    gitsync,
+    history,
+    imports,
+    maintenance,
+    queries,
+    serve,
+)
 from vault_mem.cli.app import COMMANDS, PROG, UsageError, parse, print_command_list
 from vault_mem.cli.common import for_people
 from vault_mem.errors import VaultMemError

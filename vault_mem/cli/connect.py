@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import re
 import shlex
+from pathlib import Path
 from typing import Any
 
 from vault_mem.cli.app import Command, register
@@ -28,20 +29,46 @@ _NAME = re.compile(r"[A-Za-z0-9._-]{1,64}")
 
 def _client_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("client", metavar="CLIENT", choices=CLIENTS, help="one of " + ", ".join(CLIENTS))
-    parser.add_argument("--agent", default=DEFAULT_NAME, metavar="NAME",
-                        help=f"the server's name in the client's config (default {DEFAULT_NAME}); one per "
-                             "vault to connect several")
+    parser.add_argument("--name", default=None, metavar="NAME",
+                        help=f"the server's name in the client's config (default {DEFAULT_NAME}, or "
+                             f"{DEFAULT_NAME}-AGENT with --agent); one per vault to connect several")
 
 
 def connect_options(parser: argparse.ArgumentParser) -> None:
     _client_options(parser)
+    parser.add_argument("--agent", default=None, metavar="AGENT",
+                        help="the client acts as this agent, with the limits of its key (serve --agent; "
+                             "vault-mem agents add; docs/sharing.md)")
     parser.add_argument("--print", action="store_true", dest="print_only",
                         help="print the entry (or the claude command) instead of writing it")
 
 
+def disconnect_options(parser: argparse.ArgumentParser) -> None:
+    _client_options(parser)
+    parser.add_argument("--agent", default=None, metavar="AGENT",
+                        help=f"the agent the entry was connected as (its default name is {DEFAULT_NAME}-AGENT)")
+
+
 def _name(args: argparse.Namespace) -> str:
-    if not _NAME.fullmatch(args.agent):
-        raise InvalidInput("--agent", f"{args.agent!r} is not a server name: use 1-64 letters, digits, '.', '_', '-'")
+    agent = getattr(args, "agent", None)
+    name = args.name or (f"{DEFAULT_NAME}-{agent}" if agent else DEFAULT_NAME)
+    if not _NAME.fullmatch(name):
+        raise InvalidInput("--name", f"{name!r} is not a server name: use 1-64 letters, digits, '.', '_', '-'")
+    return str(name)
+
+
+def _check_agent(args: argparse.Namespace, root: Path) -> str | None:
+    """The ``--agent`` to serve as, once it is known to have a key on this vault (else serve would
+    refuse to start, and the client would only show a failed server)."""
+    from vault_mem.served.keys import list_agents
+
+    if args.agent is None:
+        return None
+    known = sorted(entry.agent.name for entry in list_agents(root))
+    if args.agent not in known:
+        have = ", ".join(known) if known else "none yet"
+        raise InvalidInput("--agent", f"{args.agent!r} has no key on this vault (agents: {have}); add one "
+                           f"with: vault-mem agents add {args.agent} --vault {root}")
     return str(args.agent)
 
 
@@ -68,9 +95,10 @@ def cmd_connect(args: argparse.Namespace) -> int:
 
     name = _name(args)
     root = vault_root(args)
+    agent = _check_agent(args, root)
     command = server_command()
     place = config_place(args.client)
-    entry = server_entry(args.client, command, root)
+    entry = server_entry(args.client, command, root, agent)
     claude = claude_command() if args.client == "claude-code" else None
     if args.print_only:
         if claude is not None:
@@ -125,7 +153,8 @@ register(Command(
                 "is installed. --print shows the entry instead. Then restart the client.",
     examples=("vault-mem connect claude-desktop --vault ~/notes",
               "vault-mem connect claude-code --vault ~/notes",
-              "vault-mem connect cursor --vault ~/work-notes --agent work-notes",
+              "vault-mem connect cursor --vault ~/work-notes --name work-notes",
+              "vault-mem connect claude-desktop --vault ~/notes --agent coder",
               "vault-mem connect vscode --vault ~/notes --print"),
     run=cmd_connect, add_options=connect_options,
 ))
@@ -133,9 +162,9 @@ register(Command(
 register(Command(
     name="disconnect",
     summary="remove the vault-mem entry from an MCP client's config",
-    description="Take the server entry (default vault-mem, or --agent NAME) out of the client's config, "
+    description="Take the server entry (default vault-mem, or --name NAME) out of the client's config, "
                 "the same way connect put it there: a backup first, everything else kept; claude-code "
                 "uses 'claude mcp remove --scope user' when the claude command is installed.",
-    examples=("vault-mem disconnect claude-desktop", "vault-mem disconnect cursor --agent work-notes"),
-    run=cmd_disconnect, add_options=_client_options, uses_vault=False,
+    examples=("vault-mem disconnect claude-desktop", "vault-mem disconnect cursor --name work-notes"),
+    run=cmd_disconnect, add_options=disconnect_options, uses_vault=False,
 ))

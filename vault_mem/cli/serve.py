@@ -21,6 +21,9 @@ from vault_mem import __version__
 from vault_mem.cli.app import PROG, Command, port_number, register
 from vault_mem.cli.common import open_index, say, vault_root
 from vault_mem.cli.gitsync import add_serve_options, start_serve_options
+from vault_mem.errors import InvalidInput
+from vault_mem.served.agents import Agent
+from vault_mem.served.keys import KeyRing, list_agents
 
 
 def add_options(parser: argparse.ArgumentParser) -> None:
@@ -37,6 +40,11 @@ def add_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--project", default=None, metavar="NAME",
                         help="the project whose project_shared and project_local memories recall includes "
                              "by default (default: $VAULT_MEM_PROJECT)")
+    parser.add_argument("--agent", default=None, metavar="NAME",
+                        help="stdio: the client acts as this agent, with the limits of its key (vault-mem "
+                             "agents add; docs/sharing.md); over HTTP each agent sends its own key")
+    parser.add_argument("--read-only", action="store_true",
+                        help="serve no write tools at all (they are not listed, and a call to one is refused)")
     parser.add_argument("--compat", action="store_true",
                         help="also serve get_memory(uid) and memory_get(memory_id), aliases of memory_read")
     add_serve_options(parser)
@@ -53,6 +61,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
     elif sys.stdin is None:
         say("error: serve over stdio needs a standard input: an MCP client starts it")
         return 1
+    keys = KeyRing(root)
+    caller = _stdio_agent(args, keys, root)
 
     from vault_mem.index.presence import present
     from vault_mem.runtime.lifecycle import STOP_GRACE, Runtime
@@ -70,6 +80,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
         loaded = threading.Event()
         runtime.start(check_after=loaded)
         try:
+            if args.read_only:
+                say("read-only: no write tools are served")
             say(f"{PROG} {__version__} serving the vault {root}")
             say(f"index at {index.dir}{doing}")
             from vault_mem.mcp_server.app import build_server
@@ -77,9 +89,9 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
             vault = Vault(root, index, project=project, compat=args.compat, health=runtime,
                           git_commit=args.git_commit)
-            server = build_server(vault)
+            server = build_server(vault, caller=caller, read_only=args.read_only)
             loaded.set()
-            run = _transport(args, server, url, token, root)
+            run = _transport(args, server, url, token, root, keys, caller)
             start_serve_options(args, root)
         except KeyboardInterrupt:  # Ctrl-C while the server loads: the same one line as later
             _stop_now(runtime)
@@ -89,19 +101,40 @@ def cmd_serve(args: argparse.Namespace) -> int:
         return _run_until_stopped(run, runtime, STOP_GRACE)
 
 
-def _transport(args: argparse.Namespace, server: Any, url: str, token: str | None, root: Any) -> Callable[[], None]:
+def _stdio_agent(args: argparse.Namespace, keys: KeyRing, root: Any) -> Agent | None:
+    """The agent ``--agent`` names (stdio only), with the limits of its key."""
+    if args.agent is None:
+        return None
+    if args.http:
+        raise InvalidInput("--agent", "applies to stdio, where the one client is that agent; over HTTP "
+                                      "each agent sends its own key (docs/sharing.md)")
+    caller = keys.named(args.agent)
+    if caller is None:
+        known = ", ".join(e.agent.name for e in list_agents(root)) or "none yet"
+        raise InvalidInput("--agent", f"{args.agent!r} has no key for this vault (agents: {known}); "
+                                      f"add it with {PROG} agents add {args.agent} --vault {root}")
+    return caller
+
+
+def _transport(args: argparse.Namespace, server: Any, url: str, token: str | None, root: Any, keys: KeyRing,
+               caller: Agent | None) -> Callable[[], None]:
     """Say how to connect, and return the function that serves until the client or a signal ends it."""
     if args.http:
         from vault_mem.mcp_server.transports import run_http
 
         say(f"streamable HTTP at {url}" + (" (bearer token required)" if token else ""))
+        if keys.any():
+            say(f"this vault has {len(list_agents(root))} agent key(s): each request needs one of them"
+                + (" or the token" if token else "") + ", even on loopback")
         say(f'connect a client with {{"url": "{url}"}}; Ctrl-C to stop')
-        return lambda: run_http(server, args.host, args.port, token, args.allowed_host)
+        return lambda: run_http(server, args.host, args.port, token, args.allowed_host, keys)
     from vault_mem.mcp_server.transports import run_stdio
 
     if sys.stdin.isatty():
         say("this is an MCP server speaking JSON-RPC on stdin/stdout: an MCP client starts it, e.g. "
             f'{{"command": "vault-mem", "args": ["serve", "--vault", "{root}"]}} (see docs/clients.md)')
+    if caller is not None:
+        say(f"the client acts as agent {caller.name!r}, with the limits of its key")
     say("waiting for an MCP client on stdio; Ctrl-C to stop")
     return lambda: run_stdio(server)
 

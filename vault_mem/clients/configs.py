@@ -86,9 +86,11 @@ def server_command() -> list[str]:
     return [str(Path(sys.executable).absolute()), "-m", "vault_mem"]
 
 
-def server_entry(client: str, command: list[str], vault: Path) -> dict[str, Any]:
+def server_entry(client: str, command: list[str], vault: Path, agent: str | None = None) -> dict[str, Any]:
+    """The client's entry for ``serve --vault VAULT`` (with ``--agent AGENT``: that agent's limits)."""
     entry: dict[str, Any] = {"type": "stdio"} if client in ("vscode", "claude-code") else {}
-    entry |= {"command": command[0], "args": [*command[1:], "serve", "--vault", str(vault)]}
+    as_agent = ["--agent", agent] if agent is not None else []
+    entry |= {"command": command[0], "args": [*command[1:], "serve", "--vault", str(vault), *as_agent]}
     return entry
 
 

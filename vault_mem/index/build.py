@@ -29,12 +29,12 @@ from typing import Any
 
 from whoosh import index as whoosh_index
 from whoosh.index import TOC
-from whoosh.writing import SegmentWriter
 
 from vault_mem.index.gitfollow import attach_history, open_history_readonly
 from vault_mem.index.progress import Progress
 from vault_mem.index.schema import document_of
-from vault_mem.index.store import VaultIndex
+from vault_mem.index.store import VaultIndex, same_content, stat_state
+from vault_mem.index.whoosh_seam import drop_temp_folder, finish_segment, publish, unlocked_writer
 from vault_mem.vault.note import Note
 from vault_mem.vault.paths import display_path
 from vault_mem.vault.reader import read_note
@@ -173,9 +173,7 @@ def _parallel_build(index: VaultIndex, files: list[str], bar: Progress, procs: i
                 generation += 1
         # The final commit publishes the segments as they are: the merge is left for later.
         parent.generation = generation
-        parent._close_segment()
-        parent._commit_toc(segments)
-        parent._finish()
+        publish(parent, segments)
     except BaseException:
         parent.cancel()
         for worker in workers:  # interrupted or failed: stop at once, not after the batch
@@ -244,7 +242,7 @@ def _worker(index_dir: str, root: str, conn: Connection) -> None:
             batch = conn.recv()
             if batch is None:
                 return
-            writer = SegmentWriter(ix, _lk=False, limitmb=64)
+            writer = unlocked_writer(ix)
             unreported = 0
             for rel in batch:
                 writer.add_document(**document_of(read_note(Path(root), rel, history), rel))
@@ -252,8 +250,8 @@ def _worker(index_dir: str, root: str, conn: Connection) -> None:
                 if unreported == REPORT_EVERY:
                     conn.send(("progress", None, unreported))
                     unreported = 0
-            segment = writer._finalize_segment()
-            writer._tempstorage.destroy()
+            segment = finish_segment(writer)
+            drop_temp_folder(writer)
             conn.send(("segment", segment, unreported))
     except (EOFError, BrokenPipeError):
         return  # the parent has gone (interrupted): nothing to report to
@@ -281,16 +279,7 @@ def reconcile(index: VaultIndex, progress: Callable[[str, int], Progress] | None
             pace(rel)
         shown = display_path(rel)
         on_disk.add(shown)
-        seen = known.get(shown)
-        if seen is None:
-            candidates.append(rel)
-            continue
-        try:
-            st = os.stat(index.root / rel)
-        except OSError:
-            candidates.append(rel)
-            continue
-        if (st.st_size, st.st_mtime_ns) == seen[:2]:
+        if stat_state(index.root / rel, known.get(shown)) == "same":
             report.unchanged += 1
         else:
             candidates.append(rel)
@@ -302,7 +291,7 @@ def reconcile(index: VaultIndex, progress: Callable[[str, int], Progress] | None
     for rel in candidates:
         note = read_note(index.root, rel, index.history)
         seen = known.get(note.path)
-        if seen is not None and seen[2] == note.etag:
+        if same_content(note, seen):
             report.unchanged += 1
         else:
             changed.append((note, rel))
@@ -329,12 +318,9 @@ def _still_as_read(root: Path, notes: list[tuple[Note, str]]) -> list[tuple[Note
     index (its event is queued), and writing the older read would put stale text back."""
     kept = []
     for note, rel in notes:
-        try:
-            st = os.stat(root / rel)
-        except OSError:
-            continue
+        state = stat_state(root / rel, (note.size, note.mtime_ns, note.etag))
         # (An unreadable file was read as size 0, time 0: nothing newer can be lost by keeping it.)
-        if not note.mtime_ns or (st.st_size, st.st_mtime_ns) == (note.size, note.mtime_ns):
+        if state == "same" or (state == "changed" and not note.mtime_ns):
             kept.append((note, rel))
     return kept
 

@@ -14,8 +14,9 @@ import sys
 from collections.abc import Hashable, Mapping
 from typing import Any, TypeVar
 
-from vault_mem.index.columns import segment_column, segment_key
+from vault_mem.index.columns import segment_column
 from vault_mem.index.lru import CACHE
+from vault_mem.index.segments import Segment
 
 K = TypeVar("K", bound=Hashable)
 
@@ -25,26 +26,27 @@ def tie_key(updated: Any, path: Any) -> tuple[int, str]:
     return -(updated or 0), path or ""
 
 
-def newest_positions(reader: Any) -> list[int]:
-    """For each document number of one segment (deleted ones too), its position in the
-    segment's tie order (cached: the segment never changes)."""
+def newest_positions(seg: Segment) -> list[int]:
+    """For each document number of one segment (dead ones too), its position in the segment's
+    tie order (cached by ``seg.key``: the segment's content never changes, and the order holds
+    every document whoever looks; callers skip ``seg.dead``, which holds a caller's mask)."""
 
     def make() -> list[int]:
-        updated = segment_column(reader, "updated")
-        paths = segment_column(reader, "path")
+        updated = segment_column(seg, "updated")
+        paths = segment_column(seg, "path")
         order = sorted(range(len(paths)), key=lambda d: tie_key(updated[d], paths[d]))
         positions = [0] * len(order)
         for position, doc in enumerate(order):
             positions[doc] = position
         return positions
 
-    return CACHE.get_or_make(("newest positions", segment_key(reader)), make,
+    return CACHE.get_or_make(("newest positions", seg.key), make,
                              lambda p: sys.getsizeof(p) + 28 * len(p))
 
 
-def grouped_in_tie_order(reader: Any, values: Mapping[int, K]) -> list[tuple[K, list[int]]]:
+def grouped_in_tie_order(seg: Segment, values: Mapping[int, K]) -> list[tuple[K, list[int]]]:
     """The segment documents of ``values`` (local number -> value) grouped by value, each
-    group's documents in the segment's tie order (deleted ones too: the caller skips them)."""
+    group's documents in the segment's tie order (dead ones too: the caller skips them)."""
     groups: dict[K, list[int]] = {}
     for doc, value in values.items():
         found = groups.get(value)
@@ -52,7 +54,7 @@ def grouped_in_tie_order(reader: Any, values: Mapping[int, K]) -> list[tuple[K, 
             groups[value] = [doc]
         else:
             found.append(doc)
-    position = newest_positions(reader).__getitem__
+    position = newest_positions(seg).__getitem__
     for docs in groups.values():
         docs.sort(key=position)
     return list(groups.items())

@@ -47,10 +47,16 @@ from whoosh import index as whoosh_index
 from whoosh.filedb.filestore import FileStorage
 from whoosh.index import TOC
 from whoosh.reading import SegmentReader
-from whoosh.writing import SegmentWriter
 
-from vault_mem.index import whoosh_fixes  # noqa: F401  (unique segment names before any writer)
 from vault_mem.index.store import clean_debris, write_lock
+from vault_mem.index.whoosh_seam import (
+    DEFAULT_INDEX_NAME,
+    TocTarget,
+    finish_segment,
+    read_toc,
+    release,
+    unlocked_writer,
+)
 
 log = logging.getLogger("vault_mem.merge")
 MERGE_LOCK = "merge.lock"
@@ -90,7 +96,7 @@ def merge_due(index_dir: Path) -> bool:
     """True when the index's current segments call for a merge (no lock taken)."""
     try:
         storage = FileStorage(str(index_dir))
-        return bool(plan(TOC.read(storage, whoosh_index._DEF_INDEX_NAME).segments))
+        return bool(plan(TOC.read(storage, DEFAULT_INDEX_NAME).segments))
     except Exception:  # no index yet, or a TOC being replaced: ask again later
         return False
 
@@ -118,24 +124,12 @@ class MergeResult:
     seconds: float
 
 
-class _Target:
-    """What a ``SegmentWriter`` needs from an index, pointing at the work folder."""
-
-    def __init__(self, storage: FileStorage, indexname: str, schema: Any) -> None:
-        self.storage = storage
-        self.indexname = indexname
-        self._schema = schema
-
-    def _read_toc(self) -> TOC:
-        return TOC(self._schema, [], 0)
-
-
 def merge_once(index_dir: Path, before_swap: Callable[[], None] | None = None) -> MergeResult | None:
     """Do the next merge the policy asks for (the caller holds the merge lock). None when none is due,
     or when the segments changed under it in a way that voids the merge (a rebuild)."""
     start = time.monotonic()
     ix = whoosh_index.open_dir(str(index_dir))
-    toc = ix._read_toc()
+    toc = read_toc(ix)
     chosen = plan(toc.segments)
     if not chosen:
         return None
@@ -146,7 +140,7 @@ def merge_once(index_dir: Path, before_swap: Callable[[], None] | None = None) -
     docmap: dict[str, dict[int, int]] = {}
     merged: Any = None  # stays None when every document of the chosen segments is deleted
     if any(s.doc_count() for s in chosen):
-        writer = SegmentWriter(_Target(storage, ix.indexname, toc.schema), _lk=False, limitmb=64)
+        writer = unlocked_writer(TocTarget(storage, ix.indexname, toc.schema))
         try:
             for segment in chosen:
                 gone = deleted_before[segment.segment_id()]
@@ -158,13 +152,13 @@ def merge_once(index_dir: Path, before_swap: Callable[[], None] | None = None) -
                     writer.add_reader(reader)
                 finally:
                     reader.close()
-            merged = writer._finalize_segment()
+            merged = finish_segment(writer)
         except BaseException:
             with contextlib.suppress(Exception):
                 writer.cancel()
             shutil.rmtree(work, ignore_errors=True)
             raise
-        writer._finish()
+        release(writer)
     if before_swap is not None:
         before_swap()
     carried = _swap(ix, chosen, merged, docmap, deleted_before, storage)
@@ -180,7 +174,7 @@ def _swap(ix: Any, chosen: list[Any], merged: Any, docmap: dict[str, dict[int, i
     """Under Whoosh's write lock: publish ``merged`` in place of ``chosen``. Returns how many
     deletions were carried over, or None when a chosen segment is no longer in the index."""
     with write_lock(ix, SWAP_LOCK_TIMEOUT):
-        toc = ix._read_toc()
+        toc = read_toc(ix)
         current = {s.segment_id(): s for s in toc.segments}
         ids = [s.segment_id() for s in chosen]
         if any(i not in current for i in ids):

@@ -15,15 +15,16 @@ from whoosh.analysis import LowercaseFilter, RegexTokenizer
 from whoosh.fields import ID, NUMERIC, STORED, TEXT, Schema
 from whoosh.fields import KEYWORD as _KEYWORD
 
-from vault_mem.index import whoosh_fixes  # noqa: F401  (unique segment names before any writer)
+from vault_mem.index import whoosh_seam  # noqa: F401  (checked and patched before any writer exists)
 from vault_mem.vault.dates import parse_datetime
 from vault_mem.vault.fields import FIELDS, plain
 from vault_mem.vault.fields import fold as fold  # kept importable from here
 from vault_mem.vault.fields import tag_keys as tag_keys
 from vault_mem.vault.note import PERMALINK_PREFIX, Note, domain_of, permalink_of
 
-SCHEMA_VERSION = 5  # 3: `created` from a date in the file name (daily notes); 4: sup_keys, and text
-# fields keep frequencies, not positions (no phrase queries); 5: one term per number
+SCHEMA_VERSION = 6  # 3: `created` from a date in the file name (daily notes); 4: sup_keys, and text
+# fields keep frequencies, not positions (no phrase queries); 5: one term per number; 6: `agent` and `to`
+# as terms (the inbox: served/mailbox.py)
 SEP = "\x1f"  # separates the values of multi-valued exact fields
 HEAD_CHARS = 2000  # body characters kept in the stored record for snippets and previews
 
@@ -53,7 +54,7 @@ def make_schema() -> Schema:
         perm=TEXT(analyzer=WORDS, phrase=False),
         tagtext=TEXT(analyzer=WORDS, phrase=False),
         body=TEXT(analyzer=WORDS, phrase=False),
-        # type, status, state, namespace, scope, project, and tags (each tag and its nested parents)
+        # type, status, state, namespace, scope, project, agent, to, and tags (each tag and its nested parents)
         **{row.name: multi() if row.exact.multi else ID() for row in EXACT if row.exact is not None},
         lineage=ID(),  # "y" when the note declares a supersession edge
         sup_keys=multi(),  # "s:"/"b:" + each supersedes/superseded_by target's lookup keys

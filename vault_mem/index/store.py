@@ -30,6 +30,7 @@ from whoosh.writing import SegmentWriter
 from vault_mem.errors import IndexBusy, VaultUnavailable
 from vault_mem.git.history import History, history_for
 from vault_mem.index.schema import SCHEMA_VERSION, document_of, make_schema
+from vault_mem.index.whoosh_seam import read_toc
 from vault_mem.vault.note import Note
 from vault_mem.vault.paths import INDEX_DIRNAME
 from vault_mem.vault.portable import replace_file, user_cache_root
@@ -39,10 +40,34 @@ STATE_FILE = "state.json"
 BUILD_LOCK = "build.lock"  # held for a whole build; kept when the folder is emptied
 MERGE_LOCK = "merge.lock"  # held by the one merging process; kept when the folder is emptied
 HISTORY_CACHE = "git-history.json"  # the git history map (index/gitfollow.py): not the index
-KEPT_ON_REBUILD = frozenset({BUILD_LOCK, MERGE_LOCK, "presence", HISTORY_CACHE})  # presence: index/presence.py
+# Not the index, so kept when a build empties the folder: presence (index/presence.py), what each
+# agent has seen (index/agentstate.py) and the journal of writes for undo (index/journal.py).
+KEPT_ON_REBUILD = frozenset({BUILD_LOCK, MERGE_LOCK, "presence", HISTORY_CACHE, "agents", "journal"})
 WRITE_TOOL_TIMEOUT = 20.0  # what a write tool waits for the lock before answering a retryable error
 WAIT_NOTICE = 30.0  # a writer still waiting after this long says so in the log
 FEW_PATHS = 50  # fingerprints of up to this many paths come from their stored records when columns are cold
+
+
+Fingerprint = tuple[int, int, str]  # what the index holds of a file: (size, mtime_ns, etag)
+
+
+def stat_state(path: Path, seen: Fingerprint | None) -> str:
+    """Whether the file at ``path`` has changed since ``seen``, asked of its size and mtime only:
+    ``"same"``, ``"changed"`` (other values, or nothing indexed: not asked) or ``"unreadable"``
+    (no stat: gone or refused). "changed" only says the file must be read: ``same_content``
+    then decides (an editor may rewrite a file unchanged)."""
+    if seen is None:
+        return "changed"
+    try:
+        st = os.stat(path)
+    except OSError:
+        return "unreadable"
+    return "same" if (st.st_size, st.st_mtime_ns) == seen[:2] else "changed"
+
+
+def same_content(note: Note, seen: Fingerprint | None) -> bool:
+    """Whether ``note``, as read now, holds what the index holds (``seen``): the same content hash."""
+    return seen is not None and seen[2] == note.etag
 
 
 def default_index_dir(root: Path) -> Path:
@@ -239,7 +264,7 @@ class VaultIndex:
             records = (reader.stored_fields(d)["record"] for d in reader.all_doc_ids())
             return {rec["path"]: rec for rec in records}
 
-    def fingerprints(self, paths: list[str] | None = None) -> dict[str, tuple[int, int, str]]:
+    def fingerprints(self, paths: list[str] | None = None) -> dict[str, Fingerprint]:
         """``{path: (size, mtime_ns, etag)}`` for every note (or those of ``paths`` that are indexed),
         from columns: no stored record is loaded."""
         from vault_mem.index.columns import column, has_columns
@@ -348,7 +373,7 @@ def _renewed(ix: FileIndex, stale: Searcher | None) -> Searcher:
                 if reader.segment() is not None and not reader.is_closed}
     readers = []
     try:
-        toc = ix._read_toc()
+        toc = read_toc(ix)
         for segment in toc.segments:
             reader = reusable.get(segment.segment_id())
             if reader is not None and reader.segment().deleted_count() == segment.deleted_count():

@@ -18,13 +18,12 @@ ms), as Whoosh's docs advise.
 
 from __future__ import annotations
 
-from typing import Any
+import contextlib
 
-from whoosh.searching import Searcher
 from whoosh.support.levenshtein import distance
 
-from vault_mem.index.columns import segment_key
 from vault_mem.index.lru import CACHE
+from vault_mem.index.segments import Parts, Segment
 from vault_mem.index.substring import segment_terms_containing
 
 SUGGESTIONS = 3  # closest words offered per word
@@ -35,56 +34,62 @@ KEEP_PREFIX = {1: 1, 2: 2}
 MAX_CHARS = {1: 30, 2: 20}  # the longest word looked up at each distance
 
 
-def _live(reader: Any, field: str, term: str) -> bool:
-    """Whether a live (not deleted) document of one segment holds ``term`` in ``field``.
+def _live(seg: Segment, field: str, term: str) -> bool:
+    """Whether a live document of one segment (one not in ``seg.dead``) holds ``term`` in ``field``.
 
-    Counting first: a term in more documents than the segment has deleted is in a live one
+    Counting first: a term in more documents than the segment has dead is in a live one
     (reading its postings costs a block decode, about as much as the rest of the check)."""
     try:
-        frequency = reader.doc_frequency(field, term)
+        frequency = seg.reader.doc_frequency(field, term)
         if not frequency:
             return False
-        if not reader.has_deletions() or frequency > len(reader.deleted_docs_set):
+        if not seg.dead or frequency > len(seg.dead):
             return True
-        return bool(reader.postings(field, term).is_active())
+        return bool(seg.lift(seg.term_docs(field, term)))
     except Exception:  # the term (or field) is not in this segment
         return False
 
 
-def holds(searcher: Searcher, fields: tuple[str, ...], needle: str, substring: bool = True) -> bool:
+def holds(parts: Parts, fields: tuple[str, ...], needle: str, substring: bool = True) -> bool:
     """Whether a live note holds the lower-case word ``needle`` in any of ``fields``: as a
     whole token, or, with ``substring``, inside one (as ``memory_search`` matches terms)."""
-    leaves = searcher.reader().leaf_readers()
-    for reader, _offset in leaves:  # the whole token first: one hash lookup per segment and field
+    for seg in parts:  # the whole token first: one hash lookup per segment and field
         for field in fields:
-            if _live(reader, field, needle):
+            if _live(seg, field, needle):
                 return True
     if not substring:
         return False
-    for reader, _offset in leaves:
+    for seg in parts:
         for field in fields:
-            if any(_live(reader, field, term) for term in segment_terms_containing(reader, field, needle)):
+            if any(_live(seg, field, term) for term in segment_terms_containing(seg, field, needle)):
                 return True
     return False
 
 
-def closest_words(searcher: Searcher, fields: tuple[str, ...], word: str, limit: int = SUGGESTIONS) -> list[str]:
+def closest_words(parts: Parts, fields: tuple[str, ...], word: str, limit: int = SUGGESTIONS) -> list[str]:
     """Up to ``limit`` words of ``fields`` closest to ``word`` (which the vault does not hold):
     within one edit, else within two (``_plausible``); the words more notes hold first. Empty
     when nothing is that close."""
     word = word.lower()
-    leaves = searcher.reader().leaf_readers()
-    reader = searcher.reader()
     for maxdist in _distances(word):
         found: dict[str, int] = {}
-        for leaf, _offset in leaves:
+        for seg in parts:
             for field in fields:
-                for term in _within(leaf, field, word, maxdist):
-                    if _plausible(term, word, maxdist) and (term in found or _live(leaf, field, term)):
-                        found[term] = found.get(term, 0) + reader.doc_frequency(field, term)
+                for term in _within(seg, field, word, maxdist):
+                    if _plausible(term, word, maxdist) and (term in found or _live(seg, field, term)):
+                        found[term] = found.get(term, 0) + _doc_frequency(parts, field, term)
         if found:
             return sorted(found, key=lambda t: (-found[t], t))[:limit]
     return []
+
+
+def _doc_frequency(parts: Parts, field: str, term: str) -> int:
+    """How many documents of all segments hold ``term`` (deleted ones too, as Whoosh counts)."""
+    total = 0
+    for seg in parts:
+        with contextlib.suppress(Exception):  # the field is not in this segment
+            total += seg.reader.doc_frequency(field, term)
+    return total
 
 
 def _distances(word: str) -> tuple[int, ...]:
@@ -101,16 +106,16 @@ def _plausible(term: str, word: str, maxdist: int) -> bool:
     return maxdist < 2 or len(word) >= 5 or sorted(term) == sorted(word)
 
 
-def _within(reader: Any, field: str, word: str, maxdist: int) -> list[str]:
+def _within(seg: Segment, field: str, word: str, maxdist: int) -> list[str]:
     """The terms of one segment's ``field`` within ``maxdist`` edits of ``word`` (cached)."""
 
     def find() -> list[str]:
         try:
-            return sorted(reader.terms_within(field, word, maxdist, prefix=KEEP_PREFIX[maxdist]))
+            return sorted(seg.reader.terms_within(field, word, maxdist, prefix=KEEP_PREFIX[maxdist]))
         except Exception:  # a field with no terms in this segment
             return []
 
-    return CACHE.get_or_make(("terms_within", segment_key(reader), field, word, maxdist), find)
+    return CACHE.get_or_make(("terms_within", seg.key, field, word, maxdist), find)
 
 
 def closest_names(names: list[str], word: str, limit: int = SUGGESTIONS) -> list[str]:

@@ -3,8 +3,8 @@
 The answer object goes out twice, identical: as ``structuredContent`` and, serialized as
 compact JSON, in the text content block. Many clients hand only the text blocks to the
 model, so the text carries the whole answer, never a summary (docs/tools.md, "Answers").
-Only ``invalid`` (the caller's input) and ``error`` (a fault of the server or the
-machine) set ``isError`` (docs/tools.md, "Statuses").
+Only ``invalid`` (the caller's input), ``forbidden`` (what this caller may not do) and
+``error`` (a fault of the server or the machine) set ``isError`` (docs/tools.md, "Statuses").
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from vault_mem.errors import Fault, InternalError, InvalidInput, VaultMemError
 from vault_mem.served.context import MAX_ANSWER_CHARS
 
 log = logging.getLogger("vault_mem.mcp_server")
-IS_ERROR = ("invalid", "error")  # the statuses that set the result's isError
+IS_ERROR = ("invalid", "forbidden", "error")  # the statuses that set the result's isError
 
 
 def error_answer(exc: VaultMemError, renames: dict[str, str] | None = None) -> dict[str, Any]:

@@ -1,10 +1,20 @@
 """The MCP server: the low-level SDK server with our own tool listing and call path, so
 that every argument is validated by the query layer (the SDK's lenient validation would
-drop unknown names silently and answer bad types with a protocol-level error)."""
+drop unknown names silently and answer bad types with a protocol-level error).
+
+Every call carries its caller (``served/agents.py``): over HTTP the agent whose key the
+request sent, which the transport's middleware puts in the ASGI scope under ``CALLER``
+(the SDK hands each handler that request, in the 2026-07-28 stateless protocol and in
+legacy sessions alike); over stdio the server's own (``serve --agent``); None for the
+shared token or an unlimited client. A read-only server (``serve --read-only``) lists no
+write tools, nor does it list them to a read-only agent. Every answer to a call that names an
+agent (its caller, else its ``agent`` argument) gets that agent's ``inbox``, ``lost`` and
+``persist_error`` (``served/mailbox.py``)."""
 
 from __future__ import annotations
 
 import logging
+import time
 from typing import Any
 from urllib.parse import unquote
 
@@ -13,11 +23,13 @@ import mcp.types as t
 from mcp.server.lowlevel import Server
 
 from vault_mem import __version__
-from vault_mem.errors import InternalError, InvalidInput, NotFound, VaultMemError, VaultUnavailable
+from vault_mem.errors import Forbidden, InternalError, InvalidInput, NotFound, VaultMemError, VaultUnavailable
 from vault_mem.mcp_server.answers import error_answer, to_result
 from vault_mem.mcp_server.tools import STATUS_SCHEMA, ToolSpec, tools_for
 from vault_mem.reads.conflicts import conflict_hint
+from vault_mem.served.agents import Agent
 from vault_mem.served.context import Vault, View
+from vault_mem.served.mailbox import annotate, caller_name
 from vault_mem.served.refs import resolve_ref
 from vault_mem.vault.note import resource_uri
 from vault_mem.vault.paths import note_file
@@ -26,6 +38,7 @@ from vault_mem.vault.reader import read_whole
 log = logging.getLogger("vault_mem.mcp_server")
 RESOURCE_PAGE = 500
 CALL_THREADS = 6  # tool calls running at once; each thread keeps its own index searcher
+CALLER = "vault_mem.caller"  # the ASGI scope key of an HTTP request's agent (transports.py)
 
 INSTRUCTIONS = (
     "vault-mem: long-term memory kept as Markdown files a person can read and edit. "
@@ -34,8 +47,9 @@ INSTRUCTIONS = (
 )
 
 
-def call(vault: Vault, spec: ToolSpec, arguments: dict[str, Any] | None) -> dict[str, Any]:
-    """Run one tool call to an answer dict. Never raises."""
+def call(vault: Vault, spec: ToolSpec, arguments: dict[str, Any] | None, caller: Agent | None = None,
+         read_only: bool = False) -> dict[str, Any]:
+    """Run one tool call by ``caller`` (None: unlimited) to an answer dict. Never raises."""
     try:
         raw = dict(arguments or {})
         for theirs, ours in spec.arg_map:
@@ -44,12 +58,16 @@ def call(vault: Vault, spec: ToolSpec, arguments: dict[str, Any] | None) -> dict
                                                  f"{', '.join(spec.properties)}"))
             if theirs in raw:
                 raw[ours] = raw.pop(theirs)
+        _admit(spec, raw, caller, read_only)
         handler = spec.handler
+        agent = caller_name(caller, raw)
+        started = time.time()
         vault.check()
         try:
             with vault.index.searching() as searcher:
-                view = View(vault, searcher)
+                view = View(vault, searcher, caller)
                 answer = handler(view, raw)
+                annotate(view, spec.name, agent, answer, started)  # inbox, lost, persist_error (served/mailbox.py)
                 conflicts = conflict_hint(view) if answer.get("status") in ("ok", "none") else None
                 if conflicts:
                     hints = answer.setdefault("hints", [])
@@ -69,6 +87,20 @@ def call(vault: Vault, spec: ToolSpec, arguments: dict[str, Any] | None) -> dict
         return error_answer(InternalError(f"internal error in {spec.name}: {type(exc).__name__}"))
 
 
+def _admit(spec: ToolSpec, raw: dict[str, Any], caller: Agent | None, read_only: bool) -> None:
+    """Forbidden when this server or caller may not make the call: a write on a read-only server
+    or by a read-only agent, or another agent's name. An agent's own name is filled in."""
+    if read_only and not spec.read_only:
+        raise Forbidden(f"{spec.name} is not served: this server runs with --read-only", rule="read-only")
+    if caller is None:
+        return
+    if not spec.read_only:
+        caller.check_writes(spec.name)
+    if "agent" in spec.properties:
+        caller.check_name(raw.get("agent"))
+        raw.setdefault("agent", caller.name)
+
+
 def _with_progress(vault: Vault, answer: dict[str, Any]) -> dict[str, Any]:
     """``answer`` with ``indexing`` and a hint while a build runs: until it ends, any answer
     (a ref not found included) may only reflect part of the vault."""
@@ -82,7 +114,18 @@ def _with_progress(vault: Vault, answer: dict[str, Any]) -> dict[str, Any]:
     return answer
 
 
-def build_server(vault: Vault) -> Server[Any]:
+def caller_of(ctx: Any, fixed: Agent | None) -> Agent | None:
+    """The agent a request acts as: the one its HTTP request carries, else the server's own."""
+    scope = getattr(getattr(ctx, "request", None), "scope", None)
+    if isinstance(scope, dict) and CALLER in scope:
+        found = scope[CALLER]
+        return found if isinstance(found, Agent) else None
+    return fixed
+
+
+def build_server(vault: Vault, caller: Agent | None = None, read_only: bool = False) -> Server[Any]:
+    """The MCP server of ``vault``; ``caller`` limits a stdio client (``serve --agent``),
+    ``read_only`` serves no write tool (``serve --read-only``)."""
     specs = {spec.name: spec for spec in tools_for(vault.compat)}
     listing = [
         t.Tool(
@@ -98,11 +141,15 @@ def build_server(vault: Vault) -> Server[Any]:
         )
         for spec in specs.values()
     ]
+    reads_only = [tool for tool in listing if specs[tool.name].read_only]
+    if read_only:
+        listing = reads_only
 
     limiter: list[anyio.CapacityLimiter] = []  # made on first use, inside the event loop
 
     async def on_list_tools(ctx: Any, params: Any) -> t.ListToolsResult:
-        return t.ListToolsResult(tools=listing)
+        agent = caller_of(ctx, caller)
+        return t.ListToolsResult(tools=reads_only if agent is not None and agent.read_only else listing)
 
     async def on_call_tool(ctx: Any, params: t.CallToolRequestParams) -> t.CallToolResult:
         spec = specs.get(params.name)
@@ -111,18 +158,19 @@ def build_server(vault: Vault) -> Server[Any]:
             return to_result(params.name, answer)
         if not limiter:
             limiter.append(anyio.CapacityLimiter(CALL_THREADS))
-        answer = await anyio.to_thread.run_sync(call, vault, spec, params.arguments, limiter=limiter[0])
+        answer = await anyio.to_thread.run_sync(call, vault, spec, params.arguments, caller_of(ctx, caller),
+                                                read_only, limiter=limiter[0])
         return to_result(spec.name, answer)
 
     async def on_list_resources(ctx: Any, params: t.PaginatedRequestParams | None) -> t.ListResourcesResult:
         cursor = params.cursor if params is not None else None
         start = int(cursor) if cursor and cursor.isdigit() else 0
-        resources, next_cursor = await anyio.to_thread.run_sync(_resource_page, vault, start)
+        resources, next_cursor = await anyio.to_thread.run_sync(_resource_page, vault, start, caller_of(ctx, caller))
         return t.ListResourcesResult(resources=resources, next_cursor=next_cursor)
 
     async def on_read_resource(ctx: Any, params: t.ReadResourceRequestParams) -> t.ReadResourceResult:
         uri = str(params.uri)
-        text = await anyio.to_thread.run_sync(_resource_text, vault, uri)
+        text = await anyio.to_thread.run_sync(_resource_text, vault, uri, caller_of(ctx, caller))
         return t.ReadResourceResult(contents=[t.TextResourceContents(uri=uri, text=text, mime_type="text/markdown")])
 
     return Server(
@@ -136,11 +184,12 @@ def build_server(vault: Vault) -> Server[Any]:
     )
 
 
-def _resource_page(vault: Vault, start: int) -> tuple[list[t.Resource], str | None]:
+def _resource_page(vault: Vault, start: int, caller: Agent | None) -> tuple[list[t.Resource], str | None]:
     try:
         with vault.index.searching() as searcher:
-            view = View(vault, searcher)
-            paths = sorted(p for p in view.column("path") if p)
+            view = View(vault, searcher, caller)
+            column = view.column("path")
+            paths = sorted(p for d in view.all_docs() if (p := column[d]))
     except VaultUnavailable:
         return [], None
     page = paths[start: start + RESOURCE_PAGE]
@@ -166,12 +215,12 @@ def _resolve_uri(view: View, uri: str) -> int:
     return resolve_ref(view, uri, "uri")
 
 
-def _resource_text(vault: Vault, uri: str) -> str:
+def _resource_text(vault: Vault, uri: str, caller: Agent | None) -> str:
     from mcp.shared.exceptions import MCPError
 
     try:
         with vault.index.searching() as searcher:
-            view = View(vault, searcher)
+            view = View(vault, searcher, caller)
             docnum = _resolve_uri(view, uri)
             record = view.record(docnum)
             data = read_whole(note_file(vault.root, str(record["fsrel"]), "uri"))

@@ -115,7 +115,7 @@ TOOLS: tuple[ToolSpec, ...] = (
     ToolSpec(
         "memory_edit",
         "Change a memory: content replaces the body, append adds a paragraph, set writes frontmatter keys. "
-        "Pass if_etag (from a read) to refuse a stale edit: status conflict returns the current etag.",
+        "if_etag (from a read) refuses a stale edit: conflict returns the current etag.",
         writes.EDIT_PARAMS,
         writes.memory_edit,
         read_only=False,
@@ -129,15 +129,15 @@ TOOLS: tuple[ToolSpec, ...] = (
     ),
     ToolSpec(
         "memory_supersede",
-        "Write a new memory that replaces an old one (supersedes its uid); domain, type and tags default to "
-        "the old one's. The old file is kept; memory_list hides superseded memories by default.",
+        "Write a new memory replacing an old one (supersedes its uid); domain, type and tags default to the "
+        "old one's, whose file is kept (memory_list hides it by default).",
         writes.SUPERSEDE_PARAMS,
         writes.memory_supersede,
         read_only=False,
     ),
     ToolSpec(
         "memory_delete",
-        "Move a memory's file to the vault's .trash folder (recoverable by moving it back).",
+        "Move a memory's file to the vault's .trash folder (it can be moved back).",
         writes.DELETE_PARAMS,
         writes.memory_delete,
         read_only=False,

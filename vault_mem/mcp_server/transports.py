@@ -1,8 +1,10 @@
 """Running the server over stdio or streamable HTTP.
 
 HTTP binds to 127.0.0.1 by default. Any other bind needs a bearer token and the host
-names to accept; requests without the right token get a bare 401. Host and Origin
-headers are checked by the SDK's DNS-rebinding protection. The token is never logged.
+names to accept; requests without the right token get a bare 401. Once the vault has agent
+keys (served/keys.py, docs/sharing.md), a request needs the token or one of those keys,
+even on loopback; a key makes the request act as its agent. Host and Origin headers are
+checked by the SDK's DNS-rebinding protection. Neither the token nor a key is ever logged.
 
 ``check_http_options`` says what is wrong with a host, port, token or host list before anything
 is announced; ``serve`` (cli/serve.py) runs the transports in a thread so that Ctrl-C stops
@@ -25,6 +27,8 @@ from mcp.server.stdio import stdio_server
 from mcp.server.transport_security import TransportSecuritySettings
 
 from vault_mem.errors import InvalidInput
+from vault_mem.mcp_server.app import CALLER
+from vault_mem.served.keys import KeyRing
 
 log = logging.getLogger("vault_mem.mcp_server")
 
@@ -52,21 +56,34 @@ def is_loopback(host: str) -> bool:
 
 
 class BearerAuth:
-    """ASGI middleware: 401 with no body unless ``Authorization: Bearer <token>`` matches."""
+    """ASGI middleware: who an HTTP request is. ``Authorization: Bearer X`` with X the shared
+    token: the vault's owner (no limits); X an agent key of this vault: that agent, put in the
+    request's scope under ``CALLER`` for the tool handlers. Anything else gets a 401 with no
+    body, unless there is neither a token nor an agent key (a loopback server as it always was)."""
 
-    def __init__(self, app: ASGIApp, token: str) -> None:
+    def __init__(self, app: ASGIApp, token: str | None, keys: KeyRing | None = None) -> None:
         self.app = app
-        self._expected = f"Bearer {token}".encode()
+        self._expected = f"Bearer {token}".encode() if token else None
+        self.keys = keys
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "http":
             headers = dict(scope.get("headers") or [])
             given = headers.get(b"authorization", b"")
-            if not hmac.compare_digest(given, self._expected):
-                await send({"type": "http.response.start", "status": 401,
-                            "headers": [(b"www-authenticate", b"Bearer"), (b"content-length", b"0")]})
-                await send({"type": "http.response.body", "body": b""})
-                return
+            if self._expected is not None and hmac.compare_digest(given, self._expected):
+                scope[CALLER] = None
+            else:
+                agent = None
+                keyed = self.keys is not None and self.keys.any()
+                if keyed and given[:7].lower() == b"bearer ":
+                    assert self.keys is not None
+                    agent = self.keys.agent_for(given[7:].strip().decode("latin-1"))
+                if agent is None and (keyed or self._expected is not None):
+                    await send({"type": "http.response.start", "status": 401,
+                                "headers": [(b"www-authenticate", b"Bearer"), (b"content-length", b"0")]})
+                    await send({"type": "http.response.body", "body": b""})
+                    return
+                scope[CALLER] = agent
         await self.app(scope, receive, send)
 
 
@@ -125,8 +142,8 @@ def _check_exposure(host: str, token: str | None, allowed_hosts: list[str]) -> N
 
 
 def http_app(server: Server[Any], host: str, port: int, token: str | None,
-             allowed_hosts: list[str]) -> ASGIApp:
-    """The streamable HTTP app at ``/mcp``, with token check and Host/Origin checks."""
+             allowed_hosts: list[str], keys: KeyRing | None = None) -> ASGIApp:
+    """The streamable HTTP app at ``/mcp``, with token and key checks and Host/Origin checks."""
     _check_exposure(host, token, allowed_hosts)
     hosts = ["127.0.0.1", "localhost", "[::1]", *allowed_hosts]
     security = TransportSecuritySettings(
@@ -136,13 +153,14 @@ def http_app(server: Server[Any], host: str, port: int, token: str | None,
                          for suffix in ("", f":{port}", ":*")],
     )
     app: ASGIApp = server.streamable_http_app(streamable_http_path="/mcp", transport_security=security, host=host)
-    return BearerAuth(app, token) if token else app
+    return BearerAuth(app, token, keys)
 
 
-def run_http(server: Server[Any], host: str, port: int, token: str | None, allowed_hosts: list[str]) -> None:
+def run_http(server: Server[Any], host: str, port: int, token: str | None, allowed_hosts: list[str],
+             keys: KeyRing | None = None) -> None:
     import uvicorn
 
-    app = http_app(server, host, port, token, allowed_hosts)
+    app = http_app(server, host, port, token, allowed_hosts, keys)
     # Not uvicorn.run: outside the main thread uvicorn installs no signal handlers, and a failed
     # bind raises here instead of exiting the process.
     config = uvicorn.Config(app, host=host.strip("[]"), port=port, log_level="warning", access_log=False,

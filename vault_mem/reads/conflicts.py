@@ -5,7 +5,6 @@ person resolves each one (merges what they want into the note and deletes the co
 from __future__ import annotations
 
 from vault_mem.git.sync import CONFLICT_COPY
-from vault_mem.index.columns import term_docs
 from vault_mem.served.context import View
 
 SHOWN = 5
@@ -16,7 +15,7 @@ def conflict_copies(view: View) -> list[str]:
     # Asked on every call: a term lookup per segment (no matcher) and the path column (no
     # stored record).
     paths = view.column("path")
-    return sorted(path for doc in term_docs(view.searcher, "perm", ["conflict"])
+    return sorted(path for doc in view.term_docs("perm", ["conflict"])
                   if (path := paths[doc]) and CONFLICT_COPY.search(path))
 
 

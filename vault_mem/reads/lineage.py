@@ -24,12 +24,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from whoosh.query import Term
-
-from vault_mem.index.columns import term_docs
+from vault_mem.index.query import newest_first_key
 from vault_mem.index.schema import fold, strip_md
 from vault_mem.reads.links import LinkResolver
-from vault_mem.served.context import View, newest_first_key
+from vault_mem.served.context import View
 from vault_mem.served.refs import without_prefix
 from vault_mem.vault.note import domain_of, permalink_of
 
@@ -56,17 +54,17 @@ class Lineage:
     # -- building -------------------------------------------------------------------
 
     def _build(self) -> None:
-        members = self._members if self._members is not None else self.view.docs(Term("lineage", "y"))
+        members = self._members if self._members is not None else self.view.term_docs("lineage", ["y"])
         for doc in members:
             rec = self.view.record(doc)
             for target in rec.get("supersedes") or []:
-                old = self._resolve(target, rec["path"])
+                old = self.resolve(target, rec["path"])
                 if old is None:
                     self._dangling.setdefault((doc, "supersedes"), []).append(target)
                 else:
                     self._add_edge(doc, old)
             for target in rec.get("superseded_by") or []:
-                new = self._resolve(target, rec["path"])
+                new = self.resolve(target, rec["path"])
                 if new is None:
                     self._dangling.setdefault((doc, "superseded_by"), []).append(target)
                 else:
@@ -78,7 +76,7 @@ class Lineage:
         self._superseders.setdefault(old, set()).add(new)
         self._predecessors.setdefault(new, set()).add(old)
 
-    def _resolve(self, target: str, from_path: str) -> int | None:
+    def resolve(self, target: str, from_path: str) -> int | None:
         """The note a supersession target names: a uid, else what the same ``[[wikilink]]`` names."""
         text = without_prefix(target.strip())
         cache_key = (fold(text), domain_of(from_path))
@@ -224,19 +222,17 @@ def lineage_for(view: View, doc: int) -> Lineage:
     from the ``sup_keys`` field (each declared target's lookup keys), walked until closed. A
     candidate that names another note is harmless: the graph resolves every edge itself.
     """
-    if "sup_keys" not in view.searcher.schema:
-        return Lineage(view)
     chain = {doc}
     frontier = [doc]
     resolver = Lineage(view, docs=[])
     while frontier:
         node = frontier.pop()
         rec = view.record(node)
-        near = [resolver._resolve(t, rec["path"]) for t in [*(rec.get("supersedes") or []),
+        near = [resolver.resolve(t, rec["path"]) for t in [*(rec.get("supersedes") or []),
                                                             *(rec.get("superseded_by") or [])]]
         keys = _keys_naming(rec)
         if keys:
-            near += term_docs(view.searcher, "sup_keys", [f"{side}:{k}" for side in "sb" for k in keys])
+            near += view.term_docs("sup_keys", [f"{side}:{k}" for side in "sb" for k in keys])
         for other in near:
             if other is not None and other not in chain:
                 chain.add(other)

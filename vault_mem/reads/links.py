@@ -28,9 +28,7 @@ from __future__ import annotations
 import posixpath
 from typing import Any
 
-from vault_mem.index.columns import term_docs
 from vault_mem.index.schema import fold, strip_md
-from vault_mem.index.substring import terms_containing
 from vault_mem.served.context import View
 from vault_mem.served.refs import Names
 from vault_mem.vault import markdown
@@ -163,14 +161,14 @@ def backlinks(view: View, doc: int, record: dict[str, Any],
     path = str(record["path"])
     name = fold(strip_md(path.rpartition("/")[2]))
     terms = {fold(record.get("title") or "")} | {fold(a) for a in record.get("aliases") or []}
-    for term in terms_containing(view.searcher, "link_keys", name) if name else []:
+    for term in view.terms_containing("link_keys", name) if name else []:
         stem = strip_md(term)
         if stem == name or stem.endswith("/" + name):
             terms.add(term)
     terms.discard("")
     if not terms:
         return []
-    candidates = term_docs(view.searcher, "link_keys", sorted(terms))
+    candidates = view.term_docs("link_keys", sorted(terms))
     found: set[str] = set()
     for cand in candidates:
         if cand == doc:

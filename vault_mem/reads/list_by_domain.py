@@ -10,9 +10,7 @@ from __future__ import annotations
 from functools import partial
 from typing import Any
 
-from vault_mem.index.columns import docs_where
 from vault_mem.index.schema import fold
-from vault_mem.index.substring import segment_terms_containing
 from vault_mem.index.vocabulary import closest_names
 from vault_mem.reads.misses import Filter, closest_kinds, did_you_mean, echo, why_empty
 from vault_mem.reads.rows import body_tokens, cut_message, fit_row, identity, snippet_of, task_fields
@@ -86,7 +84,7 @@ def list_by_domain(view: View, raw: dict[str, Any]) -> dict[str, Any]:
 def _why_none(view: View, domain: str, subtree: bool, note_type: str, status: str) -> list[str]:
     """The hints of an empty answer (docs/tools.md, "Hints on a miss"): a domain that names no
     folder (with the closest folder names), or the filter that emptied a folder that exists."""
-    if view.searcher.doc_count() == 0:
+    if view.doc_count() == 0:
         return ["the index holds no memories yet"]
     wanted = fold(domain)
     resolved = [wanted] if _docs_under(view, [wanted], subtree, []) else inner_runs(view, wanted) if wanted else []
@@ -111,8 +109,9 @@ def _why_none(view: View, domain: str, subtree: bool, note_type: str, status: st
 
 
 def folder_names(view: View) -> list[str]:
-    """Every folder path and folder name the index holds (for suggestions)."""
-    paths = [t.decode("utf-8") if isinstance(t, bytes) else str(t) for t in view.searcher.lexicon("dom_anc")]
+    """Every folder path and folder name the index holds (for suggestions), of the notes this caller
+    may see."""
+    paths = view.lexicon("dom_anc")
     return list(dict.fromkeys([*paths, *(p.rpartition("/")[2] for p in paths)]))
 
 
@@ -121,20 +120,19 @@ def _docs_under(view: View, domains: list[str], subtree: bool, filters: list[tup
     cached term masks: a Whoosh And over the status term walks every note's posting)."""
     field = "dom_anc" if subtree else "dom_exact"
     if domains == [""] and subtree:
-        return docs_where(view.searcher, filters) if filters else view.all_docs()
-    return docs_where(view.searcher, filters, field, domains)
+        return view.docs_where(filters) if filters else view.all_docs()
+    return view.docs_where(filters, field, domains)
 
 
 def inner_runs(view: View, name: str) -> list[str]:
     """The folder paths ending where ``name`` occurs as a run of whole segments inside a stored path."""
     found: set[str] = set()
-    for reader, _offset in view.searcher.reader().leaf_readers():
-        for folder in segment_terms_containing(reader, "dom_anc", name):
-            padded = "/" + folder + "/"
-            at = padded.find("/" + name + "/")
-            while at >= 0:
-                found.add(padded[1: at + len(name) + 1])
-                at = padded.find("/" + name + "/", at + 1)
+    for folder in view.terms_containing("dom_anc", name):
+        padded = "/" + folder + "/"
+        at = padded.find("/" + name + "/")
+        while at >= 0:
+            found.add(padded[1: at + len(name) + 1])
+            at = padded.find("/" + name + "/", at + 1)
     return sorted(found)
 
 

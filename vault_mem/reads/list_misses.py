@@ -8,7 +8,6 @@ from dataclasses import dataclass
 from functools import partial
 from typing import Any
 
-from vault_mem.index.columns import term_docs
 from vault_mem.index.substring import words
 from vault_mem.reads.misses import ECHO, Filter, echo, listed, missing_word_hints, range_hint, tag_hints, why_empty
 from vault_mem.served.context import View
@@ -28,7 +27,7 @@ class ListMiss:
     tags_all: list[str]
     tags_none: list[str]
     filters: dict[str, list[Any]]  # metadata_filters as given
-    indexed: dict[str, Any]  # the metadata filters the index answers: key -> query
+    indexed: dict[str, tuple[str, list[str]]]  # the metadata filters the index answers: key -> (field, terms)
     created: tuple[int, int] | None
     raw: dict[str, Any]  # the call's arguments, to echo
     contains: Callable[[int, str], bool]  # whether a note's title or body holds a text
@@ -38,7 +37,7 @@ class ListMiss:
 def why_no_memories(view: View, miss: ListMiss) -> list[str]:
     """Query words no memory holds (with the closest words), then which filter admits no
     memory, or how the filters exclude the query's matches together."""
-    if view.searcher.doc_count() == 0:
+    if view.doc_count() == 0:
         return ["the index holds no memories yet"]
     hints: list[str] = []
     found = miss.candidates
@@ -50,23 +49,23 @@ def why_no_memories(view: View, miss: ListMiss) -> list[str]:
         found = {d for d in found if miss.contains(d, miss.needle)}
         if not found:
             hints = [f"no memory's title or body holds the text {echo(miss.query)}"]
-    searcher = view.searcher
     filters: list[Filter] = []
     if miss.tags_any:
-        filters.append(Filter(f"tags_any {listed(miss.tags_any)}", partial(term_docs, searcher, "tags", miss.tags_any),
+        filters.append(Filter(f"tags_any {listed(miss.tags_any)}", partial(view.term_docs, "tags", miss.tags_any),
                               lambda: "; ".join(tag_hints(view, miss.tags_any, "tags_any"))))
     for tag in miss.tags_all:
-        filters.append(Filter(f"tags_all {echo(tag)}", partial(term_docs, searcher, "tags", [tag]),
+        filters.append(Filter(f"tags_all {echo(tag)}", partial(view.term_docs, "tags", [tag]),
                               partial(lambda t: tag_hints(view, [t], "tags_all")[0], tag)))
     if miss.tags_none:
         filters.append(Filter(f"tags_none {listed(miss.tags_none, 'and')}",
-                              lambda: set(view.all_docs()) - set(term_docs(searcher, "tags", miss.tags_none)),
+                              lambda: set(view.all_docs()) - set(view.term_docs("tags", miss.tags_none)),
                               lambda: "tags_none: every memory carries one of these tags"))
-    for key, query in miss.indexed.items():
+    for key, (field, terms) in miss.indexed.items():
         label = f"metadata_filters {key[:ECHO]}={listed([str(v) for v in miss.filters[key]])}"
-        filters.append(Filter(label, partial(view.docs, query), partial(lambda lb: f"{lb}: no memory has it", label)))
+        filters.append(Filter(label, partial(view.term_docs, field, terms),
+                              partial(lambda lb: f"{lb}: no memory has it", label)))
     others = [k for k in miss.filters if k not in miss.indexed]
-    if others and searcher.doc_count() <= RECORD_CHECKS:
+    if others and view.doc_count() <= RECORD_CHECKS:
         keys = ", ".join(k[:ECHO] for k in others)
         filters.append(Filter(f"metadata_filters on {keys}",
                               lambda: [d for d in view.all_docs() if miss.matches(d)],

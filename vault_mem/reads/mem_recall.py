@@ -24,10 +24,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from whoosh.query import And, Or, Query, Term
-
 from vault_mem.errors import InvalidInput
-from vault_mem.index.columns import docs_in_range, live_docs, segment_key
 from vault_mem.index.schema import fold
 from vault_mem.reads.chunks import Chunk, ChunkCache, chunk_body
 from vault_mem.reads.dates import epoch_bounds, parse_period
@@ -78,14 +75,14 @@ def mem_recall(view: View, raw: dict[str, Any]) -> dict[str, Any]:
     filters: list[DocSet] = []
     if tags is not None:
         tags = [normalize_tag(t) for t in tags]
-        filters.append(DocSet(set(view.docs(Or([Term("tags", t) for t in tags])))))
+        filters.append(DocSet(set(view.term_docs("tags", tags))))
         hints += tag_hints(view, tags, "tag_filter")
     filters += _scope_filters(view, _list_param(args, "scope"), hints)
     namespace, hidden = _namespace_filter(view, _list_param(args, "namespace"), hints)
 
     docs = _matching(view, None, window, [*filters, namespace], source)
     if hidden:
-        candidates = view.docs(Or([Term("namespace", n) for n in hidden]))
+        candidates = view.term_docs("namespace", hidden)
         _hidden_hint(view, _matching(view, candidates, window, filters, source), hints)
     if not docs:
         hints += _why_nothing(view, window, source, args, explained=any("matched no" in h for h in hints))
@@ -174,26 +171,17 @@ def _list_param(args: Args, name: str) -> list[str] | None:
     return items
 
 
-def _lexicon(view: View, field: str) -> list[str]:
-    return [t.decode("utf-8") for t in view.searcher.reader().lexicon(field)]
-
-
-def _any(view: View, query: Query) -> bool:
-    return next(iter(view.searcher.docs_for_query(query)), None) is not None
-
-
 def _field_in(view: View, field: str, values: list[str]) -> DocSet:
     """Documents whose ``field`` is one of ``values``, read from the smaller side."""
-    reader = view.searcher.reader()
     wanted = set(values)
-    others = [t for t in _lexicon(view, field) if t not in wanted]
-    inside = sum(reader.doc_frequency(field, v) for v in wanted)
-    outside = sum(reader.doc_frequency(field, t) for t in others)
+    others = [t for t in view.lexicon(field) if t not in wanted]
+    inside = sum(view.doc_frequency(field, v) for v in wanted)
+    outside = sum(view.doc_frequency(field, t) for t in others)
     if not others:  # every indexed value is wanted
         return DocSet(set(), exclude=True)
     if inside <= outside:
-        return DocSet(set(view.docs(Or([Term(field, v) for v in wanted]))) if wanted else set())
-    return DocSet(set(view.docs(Or([Term(field, t) for t in others]))), exclude=True)
+        return DocSet(set(view.term_docs(field, wanted)) if wanted else set())
+    return DocSet(set(view.term_docs(field, others)), exclude=True)
 
 
 def _selection(view: View, field: str, items: list[str], hints: list[str]) -> tuple[list[str], bool]:
@@ -201,12 +189,12 @@ def _selection(view: View, field: str, items: list[str], hints: list[str]) -> tu
     hint when it names none; a value naming no memory gets a hint too), and whether it was a glob."""
     if len(items) == 1 and _GLOB.search(items[0]):
         glob = re.compile(fnmatch.translate(fold(items[0])), re.DOTALL)
-        values = [t for t in _lexicon(view, field) if glob.match(t)]
+        values = [t for t in view.lexicon(field) if glob.match(t)]
         if not values:
             hints.append(f"{field} glob {items[0]!r} matched no {field}")
         return values, True
     values = list(dict.fromkeys(fold(i) for i in items))
-    hints += [f"{field} {v!r} matched no memory" for v in values if not _any(view, Term(field, v))]
+    hints += [f"{field} {v!r} matched no memory" for v in values if not view.has_term(field, v)]
     return values, False
 
 
@@ -214,7 +202,7 @@ def _namespace_filter(view: View, items: list[str] | None, hints: list[str]) -> 
     """The namespace filter, and the archive namespaces it hides (docs/tools.md: only a value or a glob
     naming them, ``archive:old`` or ``archive:*``, brings them back)."""
     if items is None:
-        named = _lexicon(view, "namespace")
+        named = view.lexicon("namespace")
         glob = True
     else:
         named, glob = _selection(view, "namespace", items, hints)
@@ -233,10 +221,10 @@ def _scope_filters(view: View, items: list[str] | None, hints: list[str]) -> lis
     else:
         scopes, _glob = _selection(view, "scope", items, hints)
     filters = [_field_in(view, "scope", scopes)]
-    tiers = [Term("scope", s) for s in scopes if s.startswith("project_")]
+    tiers = [s for s in scopes if s.startswith("project_")]
     if project and tiers:
-        in_tiers = set(view.docs(Or(tiers)))
-        theirs = in_tiers - set(view.docs(And([Or(tiers), Term("project", project)])))
+        in_tiers = set(view.term_docs("scope", tiers))
+        theirs = in_tiers - set(view.term_docs("project", [project]))
         filters.append(DocSet(theirs, exclude=True))
     return filters
 
@@ -247,12 +235,12 @@ def _matching(view: View, docs: list[int] | None, window: tuple[int | None, int 
     if window is not None:
         lo, hi = window
         if docs is None:  # per-segment created order, cached: a bisect, not a pass over every note
-            docs = docs_in_range(view.searcher, "created", lo, hi)
+            docs = view.docs_in_range("created", lo, hi)
         else:
             created = view.column("created")
             docs = [d for d in docs if (lo is None or created[d] >= lo) and (hi is None or created[d] < hi)]
     elif docs is None:
-        docs = live_docs(view.searcher)
+        docs = view.all_docs()
     for f in filters:
         if f.exclude and not f.docs:
             continue  # admits everything
@@ -271,9 +259,9 @@ class _Chunker:
 
     def __init__(self, view: View) -> None:
         self.view = view
-        leaves = view.searcher.reader().leaf_readers()
-        self.bases = [base for _reader, base in leaves]
-        self.segments = [segment_key(reader) for reader, _base in leaves]
+        parts = view.segments()
+        self.bases = [seg.offset for seg in parts]
+        self.segments = [seg.key for seg in parts]
 
     def count_key(self, docnum: int) -> tuple[Any, int]:
         at = bisect.bisect_right(self.bases, docnum) - 1

@@ -1,8 +1,8 @@
 """``memory_list`` (docs/tools.md): memories filtered by text, metadata, tags and dates, newest
 ``created`` first (or by importance), with supersession lineage applied by ``follow``.
 
-Filters run as Whoosh queries where the index can answer them (substring candidates,
-tags, indexed core keys), ``created`` bounds on the cached column; what the index cannot
+Filters run as index lookups where the index can answer them (substring candidates, tags,
+indexed core keys: the view's term documents), ``created`` bounds on the cached column; what the index cannot
 check (a query holding non-word characters, metadata values) runs lazily on the sorted
 candidates, only as far as the page needs, and only the page's rows are built. Rows are
 added until the answer's size bound; a full body that alone passes it is cut, and
@@ -22,20 +22,21 @@ from __future__ import annotations
 import heapq
 import math
 from collections.abc import Callable, Iterable, Iterator
-from collections.abc import Set as AbstractSet
+from dataclasses import dataclass
 from typing import Any
 
-from whoosh.query import And, AndNot, Every, Or, Query, Term
-
 from vault_mem.errors import InvalidInput
-from vault_mem.index.columns import segment_column, segment_key
+from vault_mem.index.columns import segment_column
 from vault_mem.index.lru import CACHE
-from vault_mem.index.substring import hit_counts, is_word, words
+from vault_mem.index.query import newest_first_key, ranked_newest_key
+from vault_mem.index.segments import Segment
+from vault_mem.index.substring import is_word, words
 from vault_mem.reads.dates import epoch_bounds, parse_period
 from vault_mem.reads.lineage import Lineage
 from vault_mem.reads.list_misses import ListMiss, why_no_memories
-from vault_mem.reads.rows import bound_message, cut_message, fit_row
-from vault_mem.served.context import ROW_BUDGET, Budget, View, json_size
+from vault_mem.reads.list_page import page_rows
+from vault_mem.reads.rows import bound_message
+from vault_mem.served.context import View
 from vault_mem.served.params import (
     OFFSET,
     Args,
@@ -46,8 +47,7 @@ from vault_mem.served.params import (
     strings_param,
     text_param,
 )
-from vault_mem.vault.fields import FIELD, FIELDS, filter_names, layout, normalize_tag, plain
-from vault_mem.vault.note import permalink_of
+from vault_mem.vault.fields import FIELD, FIELDS, filter_names, layout, normalize_tag
 
 FOLLOWS = ("active", "latest", "full_history", "all")
 MODES = ("preview", "full")
@@ -78,7 +78,59 @@ CORE_KEYS = {**filter_names(), "path": "path"}
 
 
 def memory_list(view: View, raw: dict[str, Any]) -> dict[str, Any]:
-    args = Args(raw, PARAMS)
+    """List memories; see the module docstring. Bad input raises InvalidInput (-> ``invalid``).
+
+    Five steps: the parameters (``_parse``), what the index answers and what each record is
+    checked for (``_plan``), the matches in listing order (``_matching_in_order``), the lineage
+    mode and the page (``_follow``, ``list_page.page_rows``), and the answer (``_answer``)."""
+    request = _parse(Args(raw, PARAMS))
+    plan = _plan(request)
+    matching = _matching_in_order(view, request, plan)
+    lineage = Lineage(view)
+    warnings: list[str] = []
+    hits = _follow(lineage, matching.ordered, matching.docs, _record_check(view, plan), request.follow,
+                   matching.key, warnings)
+    rows, more, cut = page_rows(view, lineage, hits, request.offset, request.limit, request.fields,
+                            request.preview_chars)
+    return _answer(request, rows, more, warnings + cut,
+                   lambda: why_no_memories(view, _miss(view, request, plan, matching.candidates)))
+
+
+@dataclass(frozen=True)
+class Request:
+    """memory_list's parameters, validated."""
+
+    query: str
+    filters: dict[str, list[Any]]  # metadata_filters: key -> values (any of)
+    limit: int  # -1: no limit
+    offset: int
+    created: tuple[int, int] | None  # inclusive epoch-second bounds
+    tags_any: list[str]
+    tags_all: list[str]
+    tags_none: list[str]
+    by_importance: bool
+    preview_chars: int
+    fields: tuple[str, ...]
+    follow: str
+    raw: dict[str, Any]  # the arguments as given, for the hints to echo
+
+
+@dataclass(frozen=True)
+class Plan:
+    """How a request is answered: ``parts`` and ``tags_none`` by the index (each part requires
+    any of its terms), ``query`` by its substring candidates, ``created`` by the column; then
+    ``needle`` (a query with non-word characters) and ``record_filters`` on each record."""
+
+    query: str
+    parts: list[tuple[str, list[str]]]
+    tags_none: list[str]
+    created: tuple[int, int] | None
+    needle: str | None
+    record_filters: dict[str, list[Any]]
+    indexed_filters: dict[str, tuple[str, list[str]]]  # the metadata filters among ``parts``, by key
+
+
+def _parse(args: Args) -> Request:
     query = args.text("query", "", max_len=1000) or ""
     filters = _metadata_filters(args.mapping("metadata_filters"))
     limit = args.integer("limit", accepted="-1 for no limit, or at least 1")
@@ -92,80 +144,106 @@ def memory_list(view: View, raw: dict[str, Any]) -> dict[str, Any]:
     preview_chars = args.integer("preview_chars")
     fields = _fields(args.str_list("fields"), mode)
     follow = args.choice("follow")
+    return Request(query, filters, limit, offset, created, tags_any, tags_all, tags_none, by_importance,
+                   preview_chars, fields, follow, args.raw)
 
-    parts: list[Query] = []
-    if tags_any:
-        parts.append(Or([Term("tags", t) for t in tags_any]))
-    parts += [Term("tags", t) for t in tags_all]
+
+def _plan(request: Request) -> Plan:
+    parts: list[tuple[str, list[str]]] = []
+    if request.tags_any:
+        parts.append(("tags", request.tags_any))
+    parts += [("tags", [t]) for t in request.tags_all]
     record_filters: dict[str, list[Any]] = {}
-    indexed_filters: dict[str, Query] = {}
-    for key, values in filters.items():
+    indexed_filters: dict[str, tuple[str, list[str]]] = {}
+    for key, values in request.filters.items():
         indexed = _indexed_filter(key, values)
         if indexed is not None:
             parts.append(indexed)
             indexed_filters[key] = indexed
         else:
             record_filters[key] = values
-    where: Query = And(parts) if len(parts) > 1 else parts[0] if parts else Every()
-    if tags_none:
-        where = AndNot(where, Or([Term("tags", t) for t in tags_none]))
-    candidates = _query_candidates(view, query) if query.strip() else None
+    query = request.query
+    needle = query.lower() if query.strip() and not is_word(query) else None
+    return Plan(query, parts, request.tags_none, request.created, needle, record_filters, indexed_filters)
+
+
+@dataclass(frozen=True)
+class Matching:
+    """The documents the index admits: ``docs`` (None: every live note) and ``ordered``, the same
+    in listing order (lazy when it is every note and the lineage mode reads it in order), by
+    ``key``; ``candidates``: what the query's words matched (None without a query)."""
+
+    candidates: set[int] | None
+    docs: list[int] | None
+    ordered: Iterable[int]
+    key: Callable[[int], tuple[Any, ...]]
+
+
+def _matching_in_order(view: View, request: Request, plan: Plan) -> Matching:
+    candidates = _query_candidates(view, plan.query) if plan.query.strip() else None
     docs: list[int] | None = None  # None: every live note
-    if parts or tags_none:
-        docs = view.docs(where)
+    if plan.parts or plan.tags_none:
+        docs = _docs_matching(view, plan.parts, plan.tags_none)
         if candidates is not None:
             docs = [d for d in docs if d in candidates]
     elif candidates is not None:
         docs = sorted(candidates)
-    if created is not None:
+    if plan.created is not None:
         # the cached column beats a NumericRange query by ~100x (56-131 ms on 10k notes)
-        column, (lo, hi) = view.column("created"), created
+        column, (lo, hi) = view.column("created"), plan.created
         docs = [d for d in (view.all_docs() if docs is None else docs)
                 if column[d] is not None and lo <= column[d] <= hi]
-    order_key = _listing_key(view, by_importance)
-    ordered: Iterable[int]
-    if docs is None and follow in ("all", "active"):
-        ordered = _every_note_in_order(view, by_importance, order_key)  # lazy: only the page is read
+    order_key = _listing_key(view, request.by_importance)
+    if docs is None and request.follow in ("all", "active"):  # lazy: only the page is read
+        return Matching(candidates, None, _every_note_in_order(view, request.by_importance, order_key), order_key)
+    docs = view.all_docs() if docs is None else docs
+    if len(docs) <= DIRECT_SORT:
+        docs.sort(key=order_key)
     else:
-        docs = view.all_docs() if docs is None else docs
-        if len(docs) <= DIRECT_SORT:
-            docs.sort(key=order_key)
-        else:
-            rank = _rank(view, by_importance)
-            docs.sort(key=rank.__getitem__)
-        ordered = docs
+        rank = _rank(view, request.by_importance)
+        docs.sort(key=rank.__getitem__)
+    return Matching(candidates, docs, docs, order_key)
 
-    needle = query.lower() if query.strip() and not is_word(query) else None
+
+def _record_check(view: View, plan: Plan) -> Callable[[int], bool]:
+    """The checks the index cannot make, run lazily, in order, only as far as the page."""
+    needle, record_filters = plan.needle, plan.record_filters
 
     def passes(doc: int) -> bool:
-        """The checks the index cannot make, run lazily, in order, only as far as the page."""
         if needle is not None and not _contains(view, doc, needle):
             return False
         return not record_filters or _matches(view.record(doc), record_filters)
 
-    lineage = Lineage(view)
-    warnings: list[str] = []
-    hits = _follow(lineage, ordered, docs, passes, follow, order_key, warnings)
-    rows, more, cut = _page(view, lineage, hits, offset, limit, fields, preview_chars)
-    warnings += cut
+    return passes
+
+
+def _answer(request: Request, rows: list[dict[str, Any]], more: bool, warnings: list[str],
+            why_none: Callable[[], list[str]]) -> dict[str, Any]:
+    """The answer; ``why_none`` gives the hints of an empty one (docs/tools.md, "Hints on a miss")."""
     answer: dict[str, Any] = {"status": "ok" if rows else "none", "count": len(rows), "memories": rows}
     if more:
-        end = offset + len(rows)
+        end = request.offset + len(rows)
         answer["next_offset"] = end
-        if limit == -1 or len(rows) < limit:
+        if request.limit == -1 or len(rows) < request.limit:
             warnings.append(bound_message(f"{len(rows)} memories", end))
     if not rows:
-        answer["message"] = (f"offset {offset} is past the last memory matching these filters" if offset
-                             else "no memory matches these filters")
-        miss = ListMiss(query, needle, candidates, tags_any, tags_all, tags_none, filters, indexed_filters,
-                        created, args.raw, lambda d, n: _contains(view, d, n),
-                        lambda d: _matches(view.record(d), record_filters) if record_filters else True)
-        hints = [] if offset else why_no_memories(view, miss)
+        answer["message"] = (f"offset {request.offset} is past the last memory matching these filters"
+                             if request.offset else "no memory matches these filters")
+        hints = [] if request.offset else why_none()
         if hints:
             answer["hints"] = hints
     if warnings:
         answer["warnings"] = warnings
     return answer
+
+
+def _miss(view: View, request: Request, plan: Plan, candidates: set[int] | None) -> ListMiss:
+    """What an empty call was asked, for its hints."""
+    record_filters = plan.record_filters
+    return ListMiss(request.query, plan.needle, candidates, request.tags_any, request.tags_all, request.tags_none,
+                    request.filters, plan.indexed_filters, request.created, request.raw,
+                    lambda d, n: _contains(view, d, n),
+                    lambda d: _matches(view.record(d), record_filters) if record_filters else True)
 
 
 # -- parameters ---------------------------------------------------------------------
@@ -240,7 +318,7 @@ def _query_candidates(view: View, query: str) -> set[int] | None:
         needle = needle.lower()
         docs: set[int] = set()
         for field in ("title", "body"):
-            docs.update(hit_counts(view.searcher, field, needle))
+            docs.update(view.hit_counts(field, needle))
         found = docs if found is None else found & docs
         if not found:
             break
@@ -257,15 +335,28 @@ def _contains(view: View, doc: int, needle: str) -> bool:
     return needle in body.lower()
 
 
-def _indexed_filter(key: str, values: list[Any]) -> Query | None:
+def _docs_matching(view: View, parts: list[tuple[str, list[str]]], tags_none: list[str]) -> list[int]:
+    """The live documents holding a term of every part and none of the ``tags_none``, ascending."""
+    found: set[int] | None = None
+    for field, terms in parts:
+        docs = set(view.term_docs(field, terms))
+        found = docs if found is None else found & docs
+    excluded = set(view.term_docs("tags", tags_none)) if tags_none else set()
+    if found is None:
+        return [d for d in view.all_docs() if d not in excluded]
+    return sorted(found - excluded)
+
+
+def _indexed_filter(key: str, values: list[Any]) -> tuple[str, list[str]] | None:
+    """The (field, terms) part a metadata filter is, when the index holds its field exactly."""
     field = CORE_KEYS.get(key.lower())
-    exact = FIELD[field].exact if field in FIELD else None
-    if exact is None or not all(isinstance(v, str) for v in values):
+    exact = FIELD[field].exact if field is not None and field in FIELD else None
+    if field is None or exact is None or not all(isinstance(v, str) for v in values):
         return None
     terms = [exact.query(v) for v in values]
     if exact.only and not all(t in exact.only for t in terms):
         return None  # a value the index does not hold (a status kept in metadata): the record decides
-    return Or([Term(field, t) for t in terms])
+    return field, terms
 
 
 def _matches(record: dict[str, Any], filters: dict[str, list[Any]]) -> bool:
@@ -312,22 +403,24 @@ def _norm(value: Any) -> str | float | None:
 DIRECT_SORT = 20_000  # up to this many matches are sorted by their listing key directly
 
 
-def _listing_key(view: View, by_importance: bool) -> Callable[[int], tuple[int, int, str]]:
-    """The listing order as a sort key: newest ``created`` first, or importance first then
-    newest; ties by path ascending (context.newest_first_key's order behind importance,
-    spelled inline for speed)."""
-    created = view.column("created")
-    paths = view.column("path")
-    if not by_importance:
-        return lambda d: (0, -(created[d] or 0), paths[d] or "")
-    importance = view.column("importance")
-    return lambda d: (-(importance[d] or 0), -(created[d] or 0), paths[d] or "")
+def _listing_key(view: View, by_importance: bool) -> Callable[[int], tuple[Any, ...]]:
+    """The listing order as a sort key: the newest-first order on ``created``, behind the
+    highest importance when ``by_importance``."""
+    return _order_key(view.column("created"), view.column("path"),
+                      view.column("importance") if by_importance else None)
+
+
+def _order_key(created: list[Any], paths: list[Any],
+               importance: list[Any] | None) -> Callable[[int], tuple[Any, ...]]:
+    if importance is None:
+        return newest_first_key(created, paths)
+    return ranked_newest_key(importance, created, paths)
 
 
 def _rank(view: View, by_importance: bool) -> list[int]:
     """Each document's position in the listing order, cached per set of segments: sorting many
     matches by it beats building their keys. A rank stays valid until the index gains a segment."""
-    readers = view.searcher.reader().leaf_readers()
+    parts = view.segments()
 
     def make() -> list[int]:
         key = _listing_key(view, by_importance)
@@ -337,40 +430,32 @@ def _rank(view: View, by_importance: bool) -> list[int]:
             rank[doc] = position
         return rank
 
-    cache_key = ("memory_list.rank", by_importance, *(segment_key(r) for r, _ in readers))
+    cache_key = ("memory_list.rank", by_importance, *(seg.key for seg in parts))
     return CACHE.get_or_make(cache_key, make)
 
 
 def _every_note_in_order(view: View, by_importance: bool,
-                         key: Callable[[int], tuple[int, int, str]]) -> Iterator[int]:
+                         key: Callable[[int], tuple[Any, ...]]) -> Iterator[int]:
     """Every live note in listing order, lazily: each segment's order is cached (segments never
     change) and the segments are merged as far as they are read, so a page after a commit costs
     a few keys, not a ranking of the whole vault."""
-    streams = []
-    for reader, offset in view.searcher.reader().leaf_readers():
-        dead = reader.deleted_docs_set if reader.has_deletions() else frozenset()
-        streams.append(_live_in_order(_segment_order(reader, by_importance), offset, dead))
+    streams = [seg.lift_lazily(_segment_order(seg, by_importance)) for seg in view.segments()]
     return heapq.merge(*streams, key=key)
 
 
-def _live_in_order(order: list[int], offset: int, dead: AbstractSet[int]) -> Iterator[int]:
-    return (offset + d for d in order if d not in dead)
-
-
-def _segment_order(reader: Any, by_importance: bool) -> list[int]:
-    """One segment's document numbers in listing order (cached)."""
+def _segment_order(seg: Segment, by_importance: bool) -> list[int]:
+    """One segment's local numbers in listing order (cached)."""
     def make() -> list[int]:
-        created = segment_column(reader, "created")
-        paths = segment_column(reader, "path")
-        importance = segment_column(reader, "importance") if by_importance else None
-        return sorted(range(len(created)), key=lambda d: (
-            -(importance[d] or 0) if importance else 0, -(created[d] or 0), paths[d] or ""))
+        created = segment_column(seg, "created")
+        key = _order_key(created, segment_column(seg, "path"),
+                         segment_column(seg, "importance") if by_importance else None)
+        return sorted(range(len(created)), key=key)
 
-    return CACHE.get_or_make(("memory_list.order", segment_key(reader), by_importance), make)
+    return CACHE.get_or_make(("memory_list.order", seg.key, by_importance), make)
 
 
 def _follow(lineage: Lineage, ordered: Iterable[int], docs: list[int] | None, passes: Callable[[int], bool],
-            follow: str, key: Callable[[int], tuple[int, int, str]], warnings: list[str]) -> Iterator[int]:
+            follow: str, key: Callable[[int], tuple[Any, ...]], warnings: list[str]) -> Iterator[int]:
     """The hits in answer order, after the lineage mode; lazy where the mode allows. ``ordered``
     is the matches in listing order; ``docs`` the same as a list, or None when every live note
     matches (then only the modes ``all`` and ``active`` are asked for)."""
@@ -398,77 +483,3 @@ def _follow(lineage: Lineage, ordered: Iterable[int], docs: list[int] | None, pa
                 seen.add(member)
                 out.append(member)
     return iter(out)
-
-
-# -- rows -----------------------------------------------------------------------------
-
-
-def _page(view: View, lineage: Lineage, hits: Iterator[int], offset: int, limit: int,
-          fields: tuple[str, ...], preview_chars: int) -> tuple[list[dict[str, Any]], bool, list[str]]:
-    """The rows from ``offset``: at most ``limit`` (-1: any number), within the size bound;
-    and whether more hits follow."""
-    for _ in range(offset):
-        if next(hits, None) is None:
-            return [], False, []
-    rows: list[dict[str, Any]] = []
-    warnings: list[str] = []
-    page = Budget()
-    for doc in hits:
-        if len(rows) == limit:
-            return rows, True, warnings
-        row = _row(view, lineage, doc, fields, preview_chars)
-        note = cut_message([row.get("permalink") or row["id"]]) if fit_row(row) else None
-        if json_size(row) + 2 > ROW_BUDGET and "content" in row:
-            row, content_note = _cut_content(row)
-            note = f"{note}; {content_note}" if note else content_note
-        if not page.take(row):
-            return rows, True, warnings
-        rows.append(row)
-        if note:
-            warnings.append(note)
-    return rows, False, warnings
-
-
-def _row(view: View, lineage: Lineage, doc: int, fields: tuple[str, ...], preview_chars: int) -> dict[str, Any]:
-    rec = view.record(doc)
-    values: dict[str, Callable[[], Any]] = {
-        "id": lambda: rec["uid"],
-        "title": lambda: rec["title"],
-        "type": lambda: rec["type"],
-        "tags": lambda: rec["tags"],
-        "metadata": lambda: rec["metadata"],
-        "created": lambda: rec["created"],
-        "updated": lambda: rec["updated"],
-        "importance": lambda: rec["importance"],
-        "permalink": lambda: permalink_of(rec["path"]),
-        "path": lambda: rec["path"],
-        "status": lambda: rec["status"],
-        "etag": lambda: rec["etag"],
-        "supersedes": lambda: [view.record(d)["uid"] for d in lineage.predecessors(doc)]
-        + lineage.dangling(doc, "supersedes"),
-        "superseded_by": lambda: [view.record(d)["uid"] for d in lineage.superseders(doc)]
-        + lineage.dangling(doc, "superseded_by"),
-        "content_preview": lambda: _preview(rec, preview_chars),
-        "content": lambda: view.body(rec),
-    }
-    return {name: values[name]() if name in values else plain(rec.get(name)) for name in fields}
-
-
-def _preview(rec: dict[str, Any], chars: int) -> str:
-    head = str(rec.get("head", ""))
-    total = int(rec.get("body_chars", len(head)))
-    return head[:chars] + ("…" if total > chars else "")
-
-
-def _cut_content(row: dict[str, Any]) -> tuple[dict[str, Any], str]:
-    """Cut a row's content so that the row fits the size bound alone; say where to continue."""
-    content = str(row["content"])
-    keep = len(content)
-    row = dict(row, content="", content_truncated=True)
-    while keep > 0 and json_size(row | {"content": content[:keep]}) + 2 > ROW_BUDGET - 200:
-        over = json_size(row | {"content": content[:keep]}) + 2 - (ROW_BUDGET - 200)
-        keep = max(0, keep - max(over, 1))
-    row["content"] = content[:keep]
-    ref = row.get("permalink") or row["id"]
-    return row, (f"{ref}: content cut at {keep:,} of {len(content):,} characters to keep the answer "
-                 f"under 40,000; read the rest with memory_read(ref={ref!r}, offset={keep})")

@@ -13,7 +13,8 @@ score 0.
 Answer: ``{status, count, notes:[digest], truncated, message?}``; ``count`` is the number of
 digests in the answer, ``truncated`` says that more notes matched than were returned
 (the limit, or the 40,000-character bound, hid them), and ``message`` says why whenever
-something was clamped, dropped or shortened.
+something was clamped, dropped or shortened. The server adds the calling agent's ``inbox``
+and ``inbox_more`` (``served/mailbox.py``).
 """
 
 from __future__ import annotations
@@ -23,14 +24,12 @@ import heapq
 import math
 import re
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
-from whoosh.query import And, Or, Query, Term
-
 from vault_mem.errors import InvalidInput
-from vault_mem.index.columns import docs_in_range, newest_docs, term_docs
+from vault_mem.index.query import ranked_newest_key
 from vault_mem.index.schema import path_prefixes
-from vault_mem.index.vocabulary import closest_words
 from vault_mem.reads.excerpts import excerpt_around
 from vault_mem.reads.misses import (
     Filter,
@@ -62,14 +61,64 @@ PARAMS = (
     text_param("since", "RFC 3339; notes updated at or after it."),
 )
 TITLE_CHARS = 300  # a digest's title is cut past this (marked), so one digest stays small
-EXACT_PATHS_FIELD = "paths_exact"  # used when the schema has it (each whole code path)
 LIST_BUDGET = 1_000  # JSON characters a digest's tags or paths may take
 _RFC3339 = re.compile(r"\d{4}-\d{2}-\d{2}[Tt ]\d{2}:\d{2}:\d{2}(\.\d+)?([Zz]|[+-]\d{2}:\d{2})")
 
 
 def memory_search(view: View, raw: dict[str, Any]) -> dict[str, Any]:
-    """Search notes; see the module docstring. Bad input raises InvalidInput (-> ``invalid``)."""
-    args = Args(raw, PARAMS)
+    """Search notes; see the module docstring. Bad input raises InvalidInput (-> ``invalid``).
+
+    Five steps: the parameters (``_parse``), the filters and search terms (``_plan``), the
+    candidates and their scores (``_matches``), the page in rank order (``_page``), and the
+    answer of digests (``_answer``)."""
+    request = _parse(Args(raw, PARAMS))
+    messages = list(request.messages)
+    plan = _plan(view, request, messages)
+    if plan is None:
+        return _none([*messages, f"query {request.query[:60]!r} holds no letters or digits to search for"])
+    matches = _matches(view, request, plan)
+    hints = search_term_hints(view, plan.terms) if plan.terms else []  # a whole-token lookup per term when held
+    page, truncated = _page(view, request, matches)
+    if not page:  # a pruned page scored only what could reach it: the hints need every match
+        scores = matches.scores if matches.ranked is None else score_notes(view, plan.terms)
+        found = set(scores) if request.query else None
+        return _none(messages, hints + _why_no_notes(view, request, found))
+    return _answer(view, page, truncated, matches.scores, plan.terms, messages, hints)
+
+
+@dataclass(frozen=True)
+class Request:
+    """memory_search's parameters, validated (``messages``: what was clamped)."""
+
+    query: str
+    tag: str
+    kind: str
+    path: str
+    since_text: str  # as given, for the hints to echo
+    since: int | None  # epoch seconds
+    limit: int
+    messages: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class Plan:
+    """The index terms every note must hold, and the search terms (none: the newest notes)."""
+
+    filters: list[tuple[str, str]]  # (field, term)
+    terms: list[str]
+
+
+@dataclass(frozen=True)
+class Matches:
+    """The candidates (with their scores) or, with no query, the first ``limit + 1`` newest."""
+
+    candidates: list[int]
+    scores: dict[int, float]
+    newest: list[int] | None  # set when the newest answered directly (one more: whether more follow)
+    ranked: Ranked | None = None  # set when only what can reach the page was scored (reads/topk.py)
+
+
+def _parse(args: Args) -> Request:
     args.agent()
     query = (args.text("query", "") or "").strip()
     tag = _tag(args.text("tag", "", max_len=1000) or "")
@@ -78,69 +127,81 @@ def memory_search(view: View, raw: dict[str, Any]) -> dict[str, Any]:
     since_text = (args.text("since", "", max_len=100) or "").strip()
     since = _since(since_text)
     limit = args.integer("limit", accepted=f"from 1 to {MAX_LIMIT}")
-    messages: list[str] = []
+    messages: tuple[str, ...] = ()
     if limit > MAX_LIMIT:
-        messages.append(f"limit {limit} is above the maximum; clamped to {MAX_LIMIT}")
+        messages = (f"limit {limit} is above the maximum; clamped to {MAX_LIMIT}",)
         limit = MAX_LIMIT
+    return Request(query, tag, kind, path, since_text, since, limit, messages)
 
-    filters: list[Query] = []
-    if kind:
-        _check_kind(view, kind)
-        filters.append(Term("type", kind))
-    if tag:
-        filters.append(Term("tags", tag))
 
+def _plan(view: View, request: Request, messages: list[str]) -> Plan | None:
+    """The plan, or None when the query holds nothing to search for."""
+    filters: list[tuple[str, str]] = []  # every one required
+    if request.kind:
+        _check_kind(view, request.kind)
+        filters.append(("type", request.kind))
+    if request.tag:
+        filters.append(("tags", request.tag))
     terms: list[str] = []
-    hints: list[str] = []
-    scores: dict[int, float] = {}
-    newest: list[int] | None = None  # no query: the first limit + 1 newest (one more: whether more follow)
-    ranked: Ranked | None = None
-    if query:
-        terms, dropped = search_terms(query)
+    if request.query:
+        terms, dropped = search_terms(request.query)
         if not terms:
-            return _none([*messages, f"query {query[:60]!r} holds no letters or digits to search for"])
+            return None
         if dropped:
             messages.append("ignored short or common words: " + ", ".join(dropped[:20]))
-        if path:  # overlap is checked on records, in rank order: every match is scored
-            scores = score_notes(view, terms)
-            candidates = list(scores)
-        else:  # only what can reach the page is scored (topk)
-            ranked = best_notes(view, terms, limit, _allowed(view, filters, since))
-            scores, candidates = ranked.scores, []
-        hints = search_term_hints(view, terms)  # one whole-token lookup per term when all are held
+    return Plan(filters, terms)
+
+
+def _matches(view: View, request: Request, plan: Plan) -> Matches:
+    filters = plan.filters
+    scores: dict[int, float] = {}
+    newest: list[int] | None = None
+    if plan.terms:
+        if not request.path:  # only what can reach the page is scored (reads/topk.py)
+            ranked = best_notes(view, plan.terms, request.limit, _allowed(view, filters, request.since))
+            return Matches([], ranked.scores, None, ranked)
+        scores = score_notes(view, plan.terms)  # overlap is checked on records, in rank order
+        candidates = list(scores)
     else:
-        scope = view.docs(And(filters)) if filters else None  # None: every live note
+        scope = view.docs_where(filters) if filters else None  # None: every live note
         filters = []
-        if not path:  # read from each segment's cached date order, not by ranking every note
+        if not request.path:  # read from each segment's cached date order, not by ranking every note
             keep = None if scope is None else set(scope).__contains__
-            newest = newest_docs(view.searcher, "updated", limit + 1, keep, since)
-        # Ranked below only when that did not answer (a path, or fewer notes than limit + 1).
+            newest = view.newest("updated", request.limit + 1, keep, request.since)
+        # Ranked later only when that did not answer (a path, or fewer notes than limit + 1).
         candidates = [] if newest is not None else view.all_docs() if scope is None else scope
     if filters and candidates:
-        allowed = set(view.docs(And(filters) if len(filters) > 1 else filters[0]))
+        allowed = set(view.docs_where(filters))
         candidates = [d for d in candidates if d in allowed]
-    updated = view.column("updated")
-    paths = view.column("path")
-    if since is not None:  # the column, not a NumericRange query: that one costs ~100 ms on 10k notes
+    if request.since is not None:  # the column, not a NumericRange query: that one costs ~100 ms on 10k notes
+        updated, since = view.column("updated"), request.since
         candidates = [d for d in candidates if updated[d] is not None and updated[d] >= since]
+    return Matches(candidates, scores, newest)
 
-    def rank(d: int) -> tuple[float, int, str]:
-        # Score, then context.newest_first_key's order spelled inline: calling that key from
-        # here made ranking 100k candidates ~60% slower (measured).
-        return -scores.get(d, 0), -(updated[d] or 0), paths[d] or ""
 
-    if ranked is not None:
-        page, truncated = ranked.page, ranked.truncated
-    elif newest is not None:
-        page, truncated = newest[:limit], len(newest) > limit
-    elif path and candidates:
-        page, truncated = _overlapping_page(view, candidates, path, rank, limit)
-    else:
-        page = heapq.nsmallest(limit, _contenders(candidates, scores, limit), key=rank)
-        truncated = len(candidates) > len(page)
-    if not page:
-        found = set(score_notes(view, terms) if ranked is not None else scores) if query else None
-        return _none(messages, hints + _why_no_notes(view, found, kind, tag, path, since_text, since, rank))
+def _rank(view: View, scores: dict[int, float]) -> Callable[[int], tuple[Any, int, str]]:
+    """The rank order: score, then newest first."""
+    return ranked_newest_key(scores, view.column("updated"), view.column("path"))
+
+
+def _page(view: View, request: Request, matches: Matches) -> tuple[list[int], bool]:
+    """The first ``limit`` matches in rank order, and whether more matched."""
+    limit, candidates, scores = request.limit, matches.candidates, matches.scores
+    if matches.ranked is not None:
+        return matches.ranked.page, matches.ranked.truncated
+    if matches.newest is not None:
+        return matches.newest[:limit], len(matches.newest) > limit
+    rank = _rank(view, scores)
+    if request.path and candidates:
+        return _overlapping_page(view, candidates, request.path, rank, limit)
+    page = heapq.nsmallest(limit, _contenders(candidates, scores, limit), key=rank)
+    return page, len(candidates) > len(page)
+
+
+def _answer(view: View, page: list[int], truncated: bool, scores: dict[int, float], terms: list[str],
+            messages: list[str], hints: list[str]) -> dict[str, Any]:
+    """The page's digests, as many as the size bound leaves room for beside the hints, and what
+    was cut or shortened."""
     shortened: dict[str, list[str]] = {"title": [], "tags": [], "paths": []}
     forms = match_forms(terms)
     notes = [_digest(view, d, scores.get(d, 0), forms, shortened) for d in page]
@@ -161,28 +222,27 @@ def memory_search(view: View, raw: dict[str, Any]) -> dict[str, Any]:
     return answer
 
 
-def _why_no_notes(view: View, found: set[int] | None, kind: str, tag: str, path: str, since_text: str,
-                  since: int | None, rank: Callable[[int], tuple[float, int, str]]) -> list[str]:
+def _why_no_notes(view: View, request: Request, found: set[int] | None) -> list[str]:
     """The hints of an empty answer: which filter admits no note, or how they exclude the
     query's matches together (docs/tools.md, "Hints on a miss")."""
-    if view.searcher.doc_count() == 0:
+    if view.doc_count() == 0:
         return ["the index holds no notes yet"]
-    searcher = view.searcher
+    kind, tag, path, since, since_text = request.kind, request.tag, request.path, request.since, request.since_text
     filters: list[Filter] = []
     if kind:
         def no_kind() -> str:
             return f"kind: no note is of kind {echo(kind)} (kinds present: {present_kinds(view)})"
-        filters.append(Filter(f"kind {echo(kind)}", lambda: term_docs(searcher, "type", [kind]), no_kind))
+        filters.append(Filter(f"kind {echo(kind)}", lambda: view.term_docs("type", [kind]), no_kind))
     if tag:
-        filters.append(Filter(f"tag {echo(tag)}", lambda: term_docs(searcher, "tags", [tag]),
+        filters.append(Filter(f"tag {echo(tag)}", lambda: view.term_docs("tags", [tag]),
                               lambda: tag_hints(view, [tag], "tag")[0]))
     if path:
         def overlapping() -> list[int]:
             everything = view.all_docs()
-            return _overlapping_page(view, everything, path, rank, len(everything))[0]
+            return _overlapping_page(view, everything, path, _rank(view, {}), len(everything))[0]
         filters.append(Filter(f"path {echo(path)}", overlapping,
                               lambda: f"path: no note's code paths overlap {echo(path)}"
-                              + did_you_mean(closest_words(searcher, ("paths_pre",), path))))
+                              + did_you_mean(view.closest_words(("paths_pre",), path))))
     if since is not None:
         updated = view.column("updated")
         filters.append(Filter(
@@ -192,11 +252,11 @@ def _why_no_notes(view: View, found: set[int] | None, kind: str, tag: str, path:
     return why_empty(found, filters)
 
 
-def _allowed(view: View, filters: list[Query], since: int | None) -> set[int] | None:
+def _allowed(view: View, filters: list[tuple[str, str]], since: int | None) -> set[int] | None:
     """The notes that the kind and tag filters and ``since`` admit (None: every note)."""
-    allowed = set(view.docs(And(filters) if len(filters) > 1 else filters[0])) if filters else None
+    allowed = set(view.docs_where(filters)) if filters else None
     if since is not None:  # from each segment's cached date order, not by a look at every note
-        recent = docs_in_range(view.searcher, "updated", since, None)
+        recent = view.docs_in_range("updated", since, None)
         allowed = set(recent) if allowed is None else allowed.intersection(recent)
     return allowed
 
@@ -212,7 +272,7 @@ def _contenders(candidates: list[int], scores: dict[int, float], limit: int) -> 
 
 
 def _overlapping_page(view: View, candidates: list[int], path: str,
-                      rank: Callable[[int], tuple[float, int, str]], limit: int) -> tuple[list[int], bool]:
+                      rank: Callable[[int], tuple[Any, int, str]], limit: int) -> tuple[list[int], bool]:
     """The first ``limit`` candidates, in rank order, whose code paths overlap ``path``, and
     whether more overlap.
 
@@ -222,15 +282,11 @@ def _overlapping_page(view: View, candidates: list[int], path: str,
     a whole code path (a match) or only as the start of a longer one: those candidates are
     checked against the record's ``paths``, in rank order, and only until the page is full.
     """
-    extends = set(view.docs(Term("paths_pre", path)))
+    extends = set(view.term_docs("paths_pre", [path]))
     shorter = path_prefixes(path)[:-1]
-    if shorter and EXACT_PATHS_FIELD in view.searcher.schema:
-        # an index that stores each whole code path answers the second kind with terms too
-        extends |= set(view.docs(Or([Term(EXACT_PATHS_FIELD, p) for p in shorter])))
-        shorter = []
     maybe: set[int] = set()
     if shorter:
-        maybe = set(view.docs(Or([Term("paths_pre", p) for p in shorter]))) - extends
+        maybe = set(view.term_docs("paths_pre", shorter)) - extends
     candidates = [d for d in candidates if d in extends or d in maybe]
     if not any(d in maybe for d in candidates):
         page = heapq.nsmallest(limit, candidates, key=rank)
@@ -295,7 +351,7 @@ def _cut_report(name: str, permalinks: list[str]) -> str:
 
 
 def _check_kind(view: View, kind: str) -> None:
-    present = {t.decode("utf-8") if isinstance(t, bytes) else str(t) for t in view.searcher.lexicon("type")}
+    present = set(view.lexicon("type"))
     if kind in KNOWN_TYPES or kind in present:
         return
     valid = list(KNOWN_TYPES) + sorted(present - set(KNOWN_TYPES) - {""})

@@ -17,8 +17,7 @@ from __future__ import annotations
 from collections.abc import Callable, Collection, Iterable
 from dataclasses import dataclass
 
-from vault_mem.index.columns import newest_docs
-from vault_mem.index.vocabulary import closest_names, closest_words, holds
+from vault_mem.index.vocabulary import closest_names
 from vault_mem.reads.ranking import stem_of
 from vault_mem.served.context import View
 
@@ -58,19 +57,19 @@ def search_term_hints(view: View, terms: list[str]) -> list[str]:
     offers the closest words the vault holds."""
     hints: list[str] = []
     suggested = 0
-    if view.searcher.doc_count() == 0:
+    if view.doc_count() == 0:
         return hints  # the filters' hint says the index is empty
     unheld: list[str] = []
     for term in terms:
-        if holds(view.searcher, SEARCH_FIELDS, term):
+        if view.holds(SEARCH_FIELDS, term):
             continue
         if len(hints) == MAX_LISTED:
             unheld.append(term)
             continue
         stem = stem_of(term)
-        by_stem = stem is not None and holds(view.searcher, SEARCH_FIELDS, stem)
+        by_stem = stem is not None and view.holds(SEARCH_FIELDS, stem)
         looked = suggested < MAX_WORDS
-        close = closest_words(view.searcher, SUGGEST_FIELDS, term) if looked else []
+        close = view.closest_words(SUGGEST_FIELDS, term) if looked else []
         suggested += 1
         if by_stem:
             hints.append(f"no note holds {echo(term)}: matched by its stem {echo(str(stem))} only"
@@ -87,9 +86,9 @@ def missing_word_hints(view: View, words: list[str], fields: tuple[str, ...], wh
     """For substring filters (``memory_list``'s query): each word no note holds in ``fields``,
     with the closest words; ``where`` names the fields in the hint ("title or body")."""
     hints: list[str] = []
-    unheld = [w for w in words if not holds(view.searcher, fields, w)]
+    unheld = [w for w in words if not view.holds(fields, w)]
     for i, word in enumerate(unheld[:MAX_LISTED]):
-        close = closest_words(view.searcher, fields, word) if i < MAX_WORDS else []
+        close = view.closest_words(fields, word) if i < MAX_WORDS else []
         hints.append(f"no memory's {where} holds {echo(word)}" + did_you_mean(close))
     if len(unheld) > MAX_LISTED:
         hints.append(f"{len(unheld) - MAX_LISTED} more words no memory holds: {listed(unheld[MAX_LISTED:], 'and')}")
@@ -98,19 +97,19 @@ def missing_word_hints(view: View, words: list[str], fields: tuple[str, ...], wh
 
 def tag_hints(view: View, tags: list[str], param: str) -> list[str]:
     """For tag filters: each tag no note carries (nested tags count), with the closest tags."""
-    missing = [t for t in tags if not holds(view.searcher, ("tags",), t, substring=False)]
+    missing = [t for t in tags if not view.holds(("tags",), t, substring=False)]
     hints = []
     for i, tag in enumerate(missing):
         if i == MAX_WORDS:
             hints.append(f"{param}: {len(missing) - MAX_WORDS} more tags match no memory: {listed(missing[i:])}")
             break
-        close = closest_words(view.searcher, ("tags",), tag) if tag else []
+        close = view.closest_words(("tags",), tag) if tag else []
         hints.append(f"{param}: tag {echo(tag)} matched no memory" + did_you_mean(close))
     return hints
 
 
 def _kinds(view: View) -> list[str]:
-    return [t.decode("utf-8") if isinstance(t, bytes) else str(t) for t in view.searcher.lexicon("type") if t]
+    return [t for t in view.lexicon("type") if t]
 
 
 def present_kinds(view: View) -> str:
@@ -144,7 +143,7 @@ def range_hint(view: View, field: str, lo: int | None, hi: int | None, lo_name: 
 
 def newest_value(view: View, field: str) -> str | None:
     """The stored (ISO) ``field`` of the note with the highest ``field`` value, if any."""
-    docs = newest_docs(view.searcher, field, 1)
+    docs = view.newest(field, 1)
     return str(view.record(docs[0]).get(field)) if docs else None
 
 

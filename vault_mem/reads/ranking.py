@@ -24,14 +24,13 @@ from __future__ import annotations
 import math
 import sys
 from functools import lru_cache, partial
-from typing import Any, NamedTuple
-
-from whoosh.lang.snowball.english import EnglishStemmer
+from typing import NamedTuple
 
 from vault_mem.errors import InvalidInput
-from vault_mem.index.columns import segment_key
 from vault_mem.index.impacts import grouped_in_tie_order
 from vault_mem.index.lru import CACHE
+from vault_mem.index.query import english_stem
+from vault_mem.index.segments import Segment
 from vault_mem.index.substring import segment_form_hit_counts, words
 from vault_mem.served.context import View
 
@@ -63,13 +62,11 @@ STOP_WORDS = frozenset({
     "wouldn", "yet", "you", "your", "yours", "yourself", "yourselves",
 })
 
-_stemmer = EnglishStemmer()
-
 
 @lru_cache(maxsize=4096)
 def stem_of(term: str) -> str | None:
     """The term's English Snowball stem when it is another, useful form (3+ characters)."""
-    stem = str(_stemmer.stem(term))
+    stem = str(english_stem(term))
     return stem if stem != term and len(stem) >= MIN_TERM_CHARS else None
 
 
@@ -130,48 +127,49 @@ def weighted_hits(view: View, term: str) -> TermHits:
     and the segments' offsets are applied per call."""
     exact: dict[int, float] = {}
     alone: dict[int, float] = {}
-    for reader, offset in view.searcher.reader().leaf_readers():
-        hits = segment_hits(reader, term)
-        deleted = reader.deleted_docs_set if reader.has_deletions() else ()
-        for found, into in ((hits.exact, exact), (hits.stem, alone)):
-            if deleted:
-                into.update((d + offset, v) for d, v in found.items() if d not in deleted)
-            else:
-                into.update((d + offset, v) for d, v in found.items())
+    for seg in view.segments():
+        hits = segment_hits(seg, term)
+        exact.update(seg.lift_items(hits.exact))
+        alone.update(seg.lift_items(hits.stem))
     return TermHits(exact, alone)
 
 
-def segment_hits(reader: Any, term: str) -> TermHits:
-    """``weighted_hits`` of one segment, by segment document number, deleted ones too (cached)."""
+def segment_hits(seg: Segment, term: str) -> TermHits:
+    """``weighted_hits`` of one segment, by segment document number, deleted ones too (cached by
+    the segment's content: the caller applies ``seg.dead``, which holds a limited caller's mask)."""
     stem = stem_of(term)
-    return CACHE.get_or_make(("weighted_hits", segment_key(reader), term, stem),
-                             partial(_segment_weighted_hits, reader, term, stem), _hits_size)
+    return CACHE.get_or_make(("weighted_hits", seg.key, term, stem),
+                             partial(_segment_weighted_hits, seg, term, stem), _hits_size)
 
 
-def segment_groups(reader: Any, term: str) -> list[tuple[tuple[float | None, float | None], list[int]]]:
+Groups = list[tuple[tuple[float | None, float | None], list[int]]]
+
+
+def segment_groups(seg: Segment, term: str) -> Groups:
     """One segment's notes holding ``term`` in some form, grouped by their weighted hits
-    ``(exact, stem)`` (None: that form absent), each group in the tie order (cached; deleted
-    notes too). What ``reads/topk.py`` walks from the greatest contribution down."""
-    def make() -> list[tuple[tuple[float | None, float | None], list[int]]]:
-        hits = segment_hits(reader, term)
+    ``(exact, stem)`` (None: that form absent), each group in the tie order (cached by content;
+    dead notes too: the caller skips ``seg.dead``). What ``reads/topk.py`` walks from the
+    greatest contribution down."""
+    def make() -> Groups:
+        hits = segment_hits(seg, term)
         profile: dict[int, tuple[float | None, float | None]] = {d: (e, None) for d, e in hits.exact.items()}
         for doc, s in hits.stem.items():
             profile[doc] = (profile.get(doc, (None, None))[0], s)
-        return grouped_in_tie_order(reader, profile)
+        return grouped_in_tie_order(seg, profile)
 
-    def size(groups: list[tuple[Any, list[int]]]) -> int:
+    def size(groups: Groups) -> int:
         return sum(120 + sys.getsizeof(docs) for _key, docs in groups)
 
-    return CACHE.get_or_make(("impact groups", segment_key(reader), term, stem_of(term)), make, size)
+    return CACHE.get_or_make(("impact groups", seg.key, term, stem_of(term)), make, size)
 
 
-def _segment_weighted_hits(reader: Any, term: str, stem: str | None) -> TermHits:
+def _segment_weighted_hits(seg: Segment, term: str, stem: str | None) -> TermHits:
     """``weighted_hits`` of one segment, by segment document number, deleted ones too."""
     exact_weighted: dict[int, float] = {}
     stem_weighted: dict[int, float] = {}
     get_exact, get_stem = exact_weighted.get, stem_weighted.get
     for field, weight in FIELD_WEIGHTS:
-        exact, stem_only = segment_form_hit_counts(reader, field, term, stem)
+        exact, stem_only = segment_form_hit_counts(seg, field, term, stem)
         for doc, hits in exact.items():
             counted = hits if hits < HIT_CAP else HIT_CAP
             exact_weighted[doc] = get_exact(doc, 0) + weight * counted
@@ -191,7 +189,7 @@ def _hits_size(hits: TermHits) -> int:
 
 def score_notes(view: View, terms: list[str]) -> dict[int, float]:
     """The score of every note holding at least one term in some form, by docnum."""
-    notes = view.searcher.doc_count()
+    notes = view.doc_count()
     totals: dict[int, float] = {}
     matched: dict[int, int] = {}  # terms held in some form
     exactly: dict[int, int] = {}  # terms held exactly

@@ -44,18 +44,17 @@ import os
 from pathlib import Path
 from typing import Any
 
-from whoosh.query import Term
-
 from vault_mem.errors import InvalidInput, NotFound
-from vault_mem.index.columns import segment_column, segment_key
+from vault_mem.index.columns import segment_column
 from vault_mem.index.lru import CACHE
 from vault_mem.index.schema import ancestors, fold
+from vault_mem.index.segments import Segment
 from vault_mem.reads.githistory import DEFAULT_HISTORY, MAX_HISTORY, git_fields
 from vault_mem.reads.lineage import lineage_for
 from vault_mem.reads.links import LinkResolver, backlinks, outgoing
 from vault_mem.reads.rows import cut_to_fit
 from vault_mem.served.context import MAX_ANSWER_CHARS, View, json_size, take_within
-from vault_mem.served.params import OFFSET, REF, Args, int_param
+from vault_mem.served.params import OFFSET, REF, Args, int_param, text_param
 from vault_mem.served.refs import resolve_ref
 from vault_mem.vault.dates import from_timestamp, iso
 from vault_mem.vault.fields import FIELDS, layout, note_fields
@@ -70,6 +69,7 @@ READ_PARAMS = (
     int_param("max_chars", "Body characters per page.", default=DEFAULT_MAX_CHARS, minimum=1, maximum=MAX_CHARS),
     int_param("history", "In a git vault: last commits shown.", default=DEFAULT_HISTORY, minimum=0,
               maximum=MAX_HISTORY),
+    text_param("agent", "Your agent name (clears your inbox)."),
 )
 DOMAINS_PARAMS = (OFFSET,)
 HEAD_BUDGET = 24_000  # what the record without its body may take
@@ -87,6 +87,8 @@ def memory_read(view: View, raw: dict[str, Any]) -> dict[str, Any]:
     offset = args.integer("offset")
     max_chars = args.integer("max_chars")
     history = args.integer("history")
+    if args.present("agent"):
+        args.agent()  # well formed; served/mailbox.py marks the note read for it
 
     doc = resolve_ref(view, ref)
     record = view.record(doc)
@@ -164,7 +166,7 @@ def _shared_id_problem(view: View, doc: int, note: Note) -> list[str]:
     """docs/vault-format.md: two files with the same ``id`` is a problem memory_read shows."""
     if not note.has_id:
         return []
-    others = [d for d in view.docs(Term("key_uid", fold(note.uid))) if d != doc]
+    others = [d for d in view.term_docs("key_uid", [fold(note.uid)]) if d != doc]
     if not others:
         return []
     shown = sorted(permalink_of(view.record(d)["path"]) for d in others)
@@ -207,8 +209,8 @@ def list_domains(view: View, raw: dict[str, Any]) -> dict[str, Any]:
     # Group by the note's own folder first (per segment, cached), then spread each folder's
     # totals to its ancestors.
     own: dict[str, list[int]] = {}  # folder -> [active, archived, newest updated]
-    for reader, _offset in view.searcher.reader().leaf_readers():
-        for folder, (active, arch, newest) in _segment_folders(reader).items():
+    for seg in view.segments():
+        for folder, (active, arch, newest) in _segment_folders(seg).items():
             entry = own.setdefault(folder, [0, 0, 0])
             entry[0] += active
             entry[1] += arch
@@ -239,21 +241,15 @@ def list_domains(view: View, raw: dict[str, Any]) -> dict[str, Any]:
     return answer
 
 
-def _segment_folders(reader: Any) -> dict[str, tuple[int, int, int]]:
+def _segment_folders(seg: Segment) -> dict[str, tuple[int, int, int]]:
     """One segment's live notes by own folder: (active, archived, newest updated), cached by the
     segment and its deletion count (a segment's deletions only ever grow)."""
-    segment = reader.segment()
-    deleted = segment.deleted_count() if segment is not None else -1
-
     def count() -> dict[str, tuple[int, int, int]]:
-        paths = segment_column(reader, "path")
-        updated = segment_column(reader, "updated")
-        archived: set[int] = set()
-        if ("status", b"archived") in reader:
-            archived = set(reader.postings("status", b"archived").all_ids())
+        paths = segment_column(seg, "path")
+        updated = segment_column(seg, "updated")
+        archived = set(seg.term_docs("status", "archived"))
         own: dict[str, list[int]] = {}
-        docs = reader.all_doc_ids() if reader.has_deletions() else range(reader.doc_count_all())
-        for doc in docs:
+        for doc in seg.live_local():
             path = paths[doc]
             if not path:
                 continue
@@ -262,7 +258,7 @@ def _segment_folders(reader: Any) -> dict[str, tuple[int, int, int]]:
             entry[2] = max(entry[2], updated[doc] or 0)
         return {folder: (a, b, c) for folder, (a, b, c) in own.items()}
 
-    return CACHE.get_or_make(("folders", segment_key(reader), deleted), count)
+    return CACHE.get_or_make(("folders", seg.key, seg.deletions), count)
 
 
 def _tree_key(domain: str) -> list[tuple[str, str]]:

@@ -78,12 +78,11 @@ class _Query:
 
     def __init__(self, view: View, terms: list[str]) -> None:
         self.terms = terms
-        leaves = list(view.searcher.reader().leaf_readers())
-        self.readers = [reader for reader, _offset in leaves]
-        self.offsets = [offset for _reader, offset in leaves]
-        self.dead = [reader.deleted_docs_set if reader.has_deletions() else frozenset() for reader in self.readers]
-        self.hits: list[list[TermHits]] = [[segment_hits(r, t) for r in self.readers] for t in terms]
-        notes = view.searcher.doc_count()
+        self.segments = list(view.segments())  # a limited caller's hidden notes among each one's dead
+        self.offsets = [seg.offset for seg in self.segments]
+        self.dead = [seg.dead for seg in self.segments]
+        self.hits: list[list[TermHits]] = [[segment_hits(seg, t) for seg in self.segments] for t in terms]
+        notes = view.doc_count()
         self.stats: list[TermStats] = []
         self.ceiling = float(ALL_TERMS_BONUS)  # summed as score_notes sums it: the same float
         for per_segment in self.hits:
@@ -225,8 +224,8 @@ class _Query:
         stats = self.stats[term]
         added: list[tuple[float, float, int, list[int]]] = []  # (what it adds, merge key, ...)
         alone = len(self.terms) == 1
-        for segment, reader in enumerate(self.readers):
-            for (exact, stem), docs in segment_groups(reader, self.terms[term]):
+        for segment, seg in enumerate(self.segments):
+            for (exact, stem), docs in segment_groups(seg, self.terms[term]):
                 if (exact_only and exact is None) or (stem_only and exact is not None):
                     continue
                 value = (stats.exact_rarity * exact if exact is not None else 0.0) \

@@ -42,12 +42,12 @@ from watchdog.events import (
     FileSystemEventHandler,
 )
 from watchdog.observers import Observer
-from whoosh.query import Prefix
 
 from vault_mem.git.history import history_for
 from vault_mem.index.build import reconcile
+from vault_mem.index.query import prefix_records
 from vault_mem.index.schema import document_of
-from vault_mem.index.store import VaultIndex
+from vault_mem.index.store import VaultIndex, same_content, stat_state
 from vault_mem.vault.note import Note
 from vault_mem.vault.paths import display_path, listed_spelling, relative_to_root
 from vault_mem.vault.reader import read_note
@@ -305,13 +305,7 @@ class Watcher:
                     self.pace(rel)
                 shown = display_path(rel)
                 on_disk.add(shown)
-                seen = known.get(shown)
-                try:
-                    st = os.stat(self.root / rel)
-                except OSError:
-                    missed.append(rel)
-                    continue
-                if seen is None or (st.st_size, st.st_mtime_ns) != seen[:2]:
+                if stat_state(self.root / rel, known.get(shown)) != "same":
                     missed.append(rel)
             gone = [path for path in known if path not in on_disk]
             for rel in [*missed, *gone]:
@@ -358,16 +352,14 @@ class Watcher:
                     removed.append(shown)
                 continue
             seen = fingerprints.get(shown)
-            if seen is not None:
-                try:
-                    st = os.stat(path)
-                except OSError:
-                    removed.append(shown)
-                    continue
-                if (st.st_size, st.st_mtime_ns) == seen[:2]:
-                    continue
+            state = stat_state(path, seen)
+            if state == "unreadable":
+                removed.append(shown)
+                continue
+            if state == "same":
+                continue
             note = read_note(self.root, rel, self.index.history)
-            if seen is not None and note.etag == seen[2]:
+            if same_content(note, seen):
                 continue
             changed.append((note, rel))
             if len(changed) >= BATCH:
@@ -408,7 +400,7 @@ class Watcher:
         """Every memory path the index has under ``rel_dir`` plus every one on disk there."""
         found: set[str] = set()
         with self.index.searching() as searcher:
-            for fields in searcher.search(Prefix("path", display_path(rel_dir) + "/"), limit=None):
+            for fields in prefix_records(searcher, "path", display_path(rel_dir) + "/"):
                 found.add(fields["record"].get("fsrel") or fields["path"])
         folder = self.root / rel_dir
         if folder.is_dir():

@@ -1,18 +1,30 @@
-"""What every query runs against: the vault root, its index, and the server's settings."""
+"""What every query runs against: the vault root, its index, the server's settings, and what
+each caller may see.
+
+A ``View`` is made for one call and one caller (``served/agents.py``): for an agent limited
+to some folders its segments count every other note as dead (``index/masked.py``), so every
+document set a read gets (live documents, term lookups, ref resolution, links, hints) is
+already filtered, and a hidden note is ``not_found``; ``record`` refuses one as well, should
+a document number reach it some other way, and ``lexicon`` lists only its notes' terms.
+Writes ask ``check_write``."""
 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
-from whoosh.query import Query, Term
-from whoosh.searching import Searcher
-
-from vault_mem.index.columns import column, live_docs, stored_record
+from vault_mem.errors import NotFound
+from vault_mem.index import query, vocabulary
+from vault_mem.index.columns import column, path_key_docs, stored_record
+from vault_mem.index.masked import masked_segments
+from vault_mem.index.query import Searcher
+from vault_mem.index.segments import Parts, segments
 from vault_mem.index.store import VaultIndex
+from vault_mem.index.substring import hit_counts, terms_containing
+from vault_mem.served.agents import Agent
 from vault_mem.vault.frontmatter import split_frontmatter
 from vault_mem.vault.paths import InsideCheck
 from vault_mem.vault.reader import decode, read_bytes
@@ -60,47 +72,120 @@ class Vault:
 
 
 class View:
-    """One consistent look at the index for the length of a call."""
+    """One consistent look at the index for the length of a call, as ``caller`` may see it
+    (None: the vault's owner, who sees everything). Every document set a read uses comes
+    from these methods (``index/query.py`` behind them), over the view's segments ``parts``:
+    a document a segment counts as dead (deleted, or not this caller's to see:
+    ``index/masked.py``) is in none of them, so what one caller may see is applied there,
+    once. Document numbers are the searcher's; sets are ascending."""
 
-    def __init__(self, vault: Vault, searcher: Searcher) -> None:
+    def __init__(self, vault: Vault, searcher: Searcher, caller: Agent | None = None) -> None:
         self.vault = vault
+        self.caller = caller
+        self.limited = caller is not None and not caller.reads_everything
         self.searcher = searcher
+        self.parts = (masked_segments(searcher, caller.mask, caller.may_read) if caller is not None and self.limited
+                      else segments(searcher))
         self._records: dict[int, dict[str, Any]] = {}
         self._inside: InsideCheck | None = None  # the root and folders resolved once a call, not once a row
 
-    def docs(self, query: Query) -> list[int]:
-        return list(self.searcher.docs_for_query(query))
+    def may_read(self, path: str) -> bool:
+        return self.caller is None or self.caller.may_read(path)
+
+    def check_write(self, path: str, tool: str) -> None:
+        """Forbidden (naming the rule) unless this caller may write the note at ``path``."""
+        if self.caller is not None:
+            self.caller.check_write(path, tool)
+
+    # -- document sets ----------------------------------------------------------------
 
     def all_docs(self) -> list[int]:
-        """Every live document, ascending (per segment from its deleted set: Whoosh's
-        all_doc_ids asks is_deleted of every document)."""
-        return live_docs(self.searcher)
+        """Every live document."""
+        return query.live_docs(self.parts)
+
+    def term_docs(self, field: str, values: Iterable[str]) -> list[int]:
+        """The documents holding any of the exact ``values`` in ``field``."""
+        return query.term_docs(self.parts, field, values)
+
+    def docs_where(self, require: list[tuple[str, str]], field: str | None = None,
+                   values: list[str] | None = None) -> list[int]:
+        """The documents holding every (field, value) of ``require`` and, when ``field`` is
+        given, any of ``values`` in it."""
+        return query.docs_where(self.parts, require, field, values)
+
+    def docs_in_range(self, field: str, lo: Any | None, hi: Any | None) -> list[int]:
+        """The documents whose sortable ``field`` is in ``[lo, hi)`` (None: open)."""
+        return query.docs_in_range(self.parts, field, lo, hi)
+
+    def newest(self, field: str, limit: int, keep: Callable[[int], bool] | None = None,
+               floor: Any | None = None) -> list[int] | None:
+        """Up to ``limit`` documents newest first on ``field`` (see ``index.query.newest_docs``)."""
+        return query.newest_docs(self.parts, field, limit, keep, floor)
+
+    def path_key_docs(self, field: str, value: str) -> list[int]:
+        """The documents whose ``key_path`` or ``key_name`` is ``value``."""
+        return path_key_docs(self.searcher, self.parts, field, value)
+
+    def hit_counts(self, field: str, needle: str) -> dict[int, int]:
+        """For each document whose ``field`` contains the word-only ``needle``: how many times."""
+        return hit_counts(self.parts, field, needle)
+
+    def segments(self) -> Parts:
+        """The view's segments, for a read that caches what it derives per segment (and applies
+        each one's ``dead`` through ``lift``)."""
+        return self.parts
+
+    # -- what the index knows besides document sets ------------------------------------
+
+    def has_term(self, field: str, value: str) -> bool:
+        return query.has_term(self.parts, field, value)
+
+    def terms_containing(self, field: str, needle: str) -> list[str]:
+        return terms_containing(self.parts, field, needle)
+
+    def holds(self, fields: tuple[str, ...], needle: str, substring: bool = True) -> bool:
+        """Whether a live note holds the word ``needle`` in any of ``fields`` (inside a token too,
+        with ``substring``)."""
+        return vocabulary.holds(self.parts, fields, needle, substring)
+
+    def closest_words(self, fields: tuple[str, ...], word: str) -> list[str]:
+        """The words of ``fields`` closest to ``word`` ("did you mean"), the commonest first."""
+        return vocabulary.closest_words(self.parts, fields, word)
+
+    def doc_frequency(self, field: str, value: str) -> int:
+        return query.doc_frequency(self.searcher, field, value)
+
+    def doc_count(self) -> int:
+        return query.doc_count(self.searcher)
 
     def record(self, docnum: int) -> dict[str, Any]:
         rec = self._records.get(docnum)
         if rec is None:
             rec = stored_record(self.searcher, docnum)
+            if self.limited and not self.may_read(str(rec.get("path", ""))):
+                raise NotFound("no such note")  # masked already; a second lock on the same door
             self._records[docnum] = rec
         return rec
 
     def column(self, field: str) -> list[Any]:
         return column(self.searcher, field)
 
+    def lexicon(self, field: str) -> list[str]:
+        """Every term of ``field`` in the index (a term only deleted notes hold included); for a
+        limited caller only those held by a note it may see (a segment's lexicon lists the terms
+        of every note in it, whoever may read them)."""
+        found = query.lexicon(self.searcher, field)
+        if self.limited:
+            found = [t for t in found if self.has_term(field, t)]
+        return found
+
     def by_path(self, path: str) -> int | None:
-        docs = self.docs(Term("path", path))
+        docs = self.term_docs("path", [path])
         return docs[0] if docs else None
 
-    def sort_newest(self, docs: list[int], field: str = "updated") -> list[int]:
-        """``docs`` in the order of ``newest_first_key`` on ``field`` (two stable sorts: faster)."""
-        dates = self.column(field)
-        paths = self.column("path")
-        try:  # the columns' own item lookup as the key: no Python frame per document
-            ordered = sorted(docs, key=paths.__getitem__)
-            ordered.sort(key=dates.__getitem__, reverse=True)
-        except TypeError:  # a document without a value (None) sorts as "" or 0
-            ordered = sorted(docs, key=lambda d: paths[d] or "")
-            ordered.sort(key=lambda d: dates[d] or 0, reverse=True)
-        return ordered
+    def sort_newest(self, docs: Iterable[int], field: str = "updated") -> list[int]:
+        """``docs`` in the one newest-first order on ``field`` (``index.query.newest_first_key``)."""
+        return query.sort_newest(self.searcher, docs, field)
 
     def body(self, record: dict[str, Any]) -> str:
         """The note's body as it is on disk now ('' when the file is gone or now leads outside the vault)."""
@@ -113,13 +198,6 @@ class View:
             return str(record.get("head", ""))
         text, _ = decode(data)
         return "" if record.get("excalidraw") else split_frontmatter(text).body
-
-
-def newest_first_key(dates: list[Any], paths: list[Any]) -> Callable[[int], tuple[int, str]]:
-    """The one newest-first order: date descending, ties by vault-relative path ascending
-    (docs/tools.md, "Order"). ``dates`` and ``paths`` are columns; a missing date is oldest.
-    Put other keys in front of it (a score, importance) to rank by them first."""
-    return lambda d: (-(dates[d] or 0), paths[d] or "")
 
 
 def json_size(value: Any) -> int:

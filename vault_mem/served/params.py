@@ -87,8 +87,8 @@ def mapping_param(name: str, description: str) -> Param:
     return Param(name, "object", description)
 
 
-AGENT = text_param("agent", "Your stable agent name (letters, digits, . _ -).", required=True)
-REF = text_param("ref", "uid, permalink, path, file name or title.", required=True)
+AGENT = text_param("agent", "Your stable agent name.", required=True)
+REF = text_param("ref", "uid, permalink, path or title.", required=True)
 OFFSET = int_param("offset", "Pass next_offset for more.", default=0, minimum=0)
 IF_ETAG = text_param("if_etag", "The etag you read.")
 

@@ -28,7 +28,7 @@ from __future__ import annotations
 import unicodedata
 
 from vault_mem.errors import InvalidInput, NotFound
-from vault_mem.index.columns import PATH_KEY_FIELDS, path_key_docs, term_docs
+from vault_mem.index.columns import PATH_KEY_FIELDS
 from vault_mem.index.schema import fold, strip_md
 from vault_mem.served.context import View
 from vault_mem.vault.note import PERMALINK_PREFIX, domain_of, permalink_of
@@ -67,9 +67,9 @@ class Names:
             if not value:
                 found = []
             elif field in PATH_KEY_FIELDS:  # a dict per segment, derived from the path column
-                found = path_key_docs(self.view.searcher, field, value)
+                found = self.view.path_key_docs(field, value)
             else:  # one hash lookup per segment, no query machinery (index/columns.py)
-                found = term_docs(self.view.searcher, field, [value])
+                found = self.view.term_docs(field, [value])
             self._hits[key] = found
         return found
 

@@ -71,3 +71,19 @@ def date_in_name(path: str) -> dt.datetime | None:
         except ValueError:  # 2022-13-45: not a date, try the next one
             continue
     return None
+
+
+_DURATION = re.compile(r"(\d{1,6})\s*(s|m|min|h|d|w)", re.IGNORECASE)
+_UNIT_SECONDS = {"s": 1, "m": 60, "min": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
+WHEN_FORMS = "a date (2026-05-01), a datetime (2026-05-01T14:30, UTC unless it has an offset) or a duration back " \
+             "from now (90m, 2h, 3d, 1w)"
+
+
+def parse_when(text: str, now: dt.datetime | None = None) -> dt.datetime | None:
+    """``--since WHEN`` as an aware UTC moment: a date (midnight UTC), a datetime, or a duration
+    back from ``now`` (``2h``, ``3d``; units s, m, h, d, w). None when it is none of these."""
+    m = _DURATION.fullmatch(text.strip())
+    if m:
+        back = int(m.group(1)) * _UNIT_SECONDS[m.group(2).lower()]
+        return (now or dt.datetime.now(UTC)) - dt.timedelta(seconds=back)
+    return parse_datetime(text)

@@ -36,7 +36,7 @@ from typing import Any
 
 from vault_mem.vault import markdown
 from vault_mem.vault.dates import date_in_name, parse_datetime
-from vault_mem.vault.note import KNOWN_TYPES, TASK_STATES, Progress
+from vault_mem.vault.note import KNOWN_TYPES, TASK_STATES, Progress, addressees
 
 _TAG_LEAD = re.compile(r"^[#\s]+")
 _STATE_WORDS = {
@@ -343,6 +343,12 @@ def _parse_refs(src: Source, row: Field) -> list[str]:
     return dedupe(out)
 
 
+def _parse_to(src: Source, row: Field) -> list[str]:
+    """The agents a note is addressed to: a name, a list, names separated by commas, ``@name``
+    or ``[[name]]`` (``vault.note.addressees``)."""
+    return addressees(src.data.get(row.key))
+
+
 def _parse_metadata(src: Source, row: Field) -> dict[str, Any]:
     """The keys no row reads, plus a ``status`` other than active or archived."""
     metadata = {k: v for k, v in src.data.items() if k not in CORE_KEYS}
@@ -380,7 +386,9 @@ FIELDS: tuple[Field, ...] = (
     Field("scope", ("scope",), _parse_default("user"), Exact(_single(lambda v: fold(v or "")))),
     Field("project", ("project",), _parse_text, Exact(_single(lambda v: fold(v or "")))),
     Field("paths", ("paths",), _parse_list, indexed=("paths_pre",)),
-    Field("agent", ("agent",), _parse_text),
+    # agent and to: who wrote it and whom it is handed to, as terms (served/mailbox.py: the inbox, lost)
+    Field("agent", ("agent",), _parse_text, Exact(_single(lambda v: fold(v or "")))),
+    Field("to", ("to",), _parse_to, Exact(lambda names: [fold(n) for n in names], multi=True)),
     Field("metadata", (), _parse_metadata, row=True, filter=False),
     Field("supersedes", ("supersedes",), _parse_refs, indexed=("lineage", "sup_keys"), row=True),
     Field("superseded_by", ("superseded_by",), _parse_refs, indexed=("lineage", "sup_keys"), row=True),

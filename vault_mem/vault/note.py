@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import quote
@@ -104,3 +105,24 @@ def est_tokens(text: str) -> int:
 def tokens_for_chars(chars: int) -> int:
     """The estimate of docs/tools.md ("est_tokens"): ceil(characters / 4)."""
     return -(-chars // 4)
+
+
+_ADDRESSEE = re.compile(r"^(?:@|\[\[)?\s*([^\]|#]*?)\s*(?:[|#][^\]]*)?(?:\]\])?$")
+
+
+def addressees(value: Any) -> list[str]:
+    """The agents a note is addressed to, from its ``to`` key: one name, a list, or names
+    separated by commas; ``@coder`` and ``[[coder]]`` (as Obsidian links them) are ``coder``."""
+    items = value if isinstance(value, list) else [value]
+    # ``to: [[coder]]`` unquoted is YAML for a list in a list
+    items = [inner for item in items for inner in (item if isinstance(item, list) else [item])]
+    names: list[str] = []
+    for item in items:
+        if not isinstance(item, str | int):
+            continue
+        for part in str(item).split(","):
+            m = _ADDRESSEE.match(part.strip())
+            name = m.group(1).strip() if m else ""
+            if name and name not in names:
+                names.append(name)
+    return names

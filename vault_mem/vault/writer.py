@@ -29,8 +29,8 @@ from vault_mem.vault.portable import O_BINARY, fsync_folder, lacks_hard_links, r
 from vault_mem.vault.yamlstyle import render_frontmatter
 
 __all__ = [
-    "MAX_NAME_BYTES", "TRASH_DIRNAME", "append_paragraph", "atomic_write", "create_exclusive",
-    "decode_for_edit", "move_to_trash", "note_filename", "render_frontmatter",
+    "MAX_NAME_BYTES", "TRASH_DIRNAME", "append_paragraph", "atomic_write", "create_at", "create_exclusive",
+    "decode_for_edit", "move_back", "move_to_trash", "note_filename", "render_frontmatter",
     "render_note", "replace_body", "set_keys",
 ]
 
@@ -266,6 +266,37 @@ def move_to_trash(root: Path, rel: str) -> str:
         raise WriteFailed(f"{_reason(exc)} while moving {rel} to {TRASH_DIRNAME}; "
                           "the file is where it was") from exc
     raise WriteFailed(f"no free name for {source.name} in {TRASH_DIRNAME} after {_MAX_SUFFIX} tries")
+
+
+def create_at(path: Path, data: bytes) -> bool:
+    """Create ``path`` holding ``data``, whole or not at all; False (nothing written) when the name
+    is taken. Raises WriteFailed on any OS error."""
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        temp = _write_temp(path.parent, path.name, data, None)
+        try:
+            if not _claim(temp, path):
+                return False
+        finally:
+            _unlink_quietly(temp)
+        fsync_folder(path.parent)
+        return True
+    except OSError as exc:
+        raise WriteFailed(f"{_reason(exc)} while creating {path}; nothing was written") from exc
+
+
+def move_back(root: Path, trash_rel: str, rel: str) -> bool:
+    """Move ``root/trash_rel`` (a note in the trash) to ``root/rel``; False when ``rel`` is taken.
+    Raises WriteFailed on any OS error (the file then stays in the trash)."""
+    dest = root / rel
+    try:
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        if not _move_no_clobber(root / trash_rel, dest):
+            return False
+        fsync_folder(dest.parent)
+        return True
+    except OSError as exc:
+        raise WriteFailed(f"{_reason(exc)} while moving {trash_rel} back to {rel}; it stays in the trash") from exc
 
 
 def _move_no_clobber(source: Path, dest: Path) -> bool:

@@ -20,6 +20,7 @@ from typing import Any
 
 from vault_mem.errors import Conflict, IndexBusy, InvalidInput, NotFound, WriteFailed
 from vault_mem.git.commit import write_commit
+from vault_mem.served.agents import check_agent_name
 from vault_mem.served.context import View
 from vault_mem.served.params import (
     AGENT,
@@ -49,6 +50,7 @@ from vault_mem.vault.writer import (
     replace_body,
     set_keys,
 )
+from vault_mem.writes.landing import change, landed, not_landed
 
 MAX_TITLE = 500
 MAX_SEGMENT_BYTES = 255
@@ -57,7 +59,7 @@ WRITE_PARAMS = (
     AGENT,
     text_param("title", "Title; also the file name.", required=True),
     text_param("content", "The Markdown body.", required=True),
-    text_param("domain", "Folder path like 'acme/x100'; '' is the vault root.", default=""),
+    text_param("domain", "Folder like 'acme/x100'; '' is the root.", default=""),
     text_param("type", "note, fact, lesson, gotcha, decision, task, ...", default="note"),
     strings_param("tags", "Tags."),
     number_param("importance", "How much it matters.", default=0.5, minimum=0, maximum=1),
@@ -65,6 +67,7 @@ WRITE_PARAMS = (
     choice_param("scope", "Who it is for.", SCOPES, default="user"),
     text_param("project", "Project, for project scopes."),
     strings_param("paths", "Code paths it is about."),
+    strings_param("to", "Agents to hand it to."),
 )
 SUPERSEDE_PARAMS = (
     AGENT, REF,
@@ -80,6 +83,7 @@ EDIT_PARAMS = (
     text_param("content", "New body."),
     text_param("append", "A paragraph to add at the end."),
     mapping_param("set", "Frontmatter keys to write."),
+    strings_param("to", "Agents to hand it to."),
 )
 CLOSED_STATES = ("completed", "cancelled")
 CLOSE_PARAMS = (AGENT, REF, choice_param("state", "How it ended.", CLOSED_STATES, default="completed"), IF_ETAG)
@@ -117,28 +121,36 @@ def _answer(note: Note) -> dict[str, Any]:
 
 
 def _attributed(view: View, answer: dict[str, Any], tool: str, agent: str, title: str,
-                before: dict[str, bytes | None]) -> dict[str, Any]:
+                before: dict[str, bytes | None], warnings: list[str]) -> dict[str, Any]:
     """With ``serve --git-commit``: commit the files this call touched, author the agent; a commit
-    that fails is a warning in the answer, never a failed write (git/commit.py)."""
+    that fails is a warning in the answer (and a ``persist_error`` on the agent's next call), never
+    a failed write (git/commit.py). ``warnings``: what ``landed`` said."""
     if view.vault.git_commit:
         warning = write_commit(view.vault.root, tool, agent, title, list(before), before)
         if warning:
-            answer.setdefault("warnings", []).append(warning)
+            warnings = [*warnings, warning]
+            not_landed(view, agent, tool, next(iter(before)), warning)
+    if warnings:
+        answer.setdefault("warnings", []).extend(warnings)
     return answer
 
 
-def _index_file(view: View, rel: str) -> Note:
+def _index_file(view: View, rel: str, tool: str, agent: str) -> Note:
     note = read_note(view.vault.root, rel, view.vault.index.history)
-    _index(view, [(note, rel)], [], f"{note.path} was saved")
+    _index(view, [(note, rel)], [], f"{note.path} was saved", tool, agent)
     return note
 
 
-def _index(view: View, notes: list[tuple[Note, str]], removed: list[str], done: str) -> None:
-    """Index what a write tool just did to the files; ``done`` says what that was."""
+def _index(view: View, notes: list[tuple[Note, str]], removed: list[str], done: str, tool: str,
+           agent: str) -> None:
+    """Index what a write tool just did to the files; ``done`` says what that was. When the
+    index cannot take it, the agent's next call also carries a ``persist_error``."""
     index = view.vault.index
     try:
         index.apply(notes, removed, timeout=index.write_timeout)
     except IndexBusy:
+        not_landed(view, agent, tool, notes[0][1] if notes else removed[0],
+                   f"{done}, but not indexed: read tools show it once the index catches up")
         # The file change stands: the watcher (or the next reconcile) indexes it later. A retry
         # would repeat a change that already happened, so the advice says not to; the answer
         # still says which note the file is.
@@ -195,6 +207,9 @@ def _new_fields(args: Args, agent: str, title: str, defaults: dict[str, Any]) ->
     if paths:
         fields["paths"] = [p.strip() for p in paths if p.strip()]
     fields["agent"] = agent
+    to = _addressed(args)
+    if to:
+        fields["to"] = to
     fields.update(defaults.get("extra", {}))
     return fields
 
@@ -203,13 +218,23 @@ def _create(view: View, args: Args, agent: str, defaults: dict[str, Any], tool: 
     title = args.required_str("title", max_len=MAX_TITLE).strip()
     content = _body_text(args, "content") or ""
     domain = args.text("domain", None, max_len=1000)
-    folder, _ = _folder(view, domain if domain is not None else defaults.get("domain", ""))
+    folder, domain = _folder(view, domain if domain is not None else defaults.get("domain", ""))
+    view.check_write(f"{domain}/{note_filename(title)}".lstrip("/"), tool)
     fields = _new_fields(args, agent, title, defaults)
     data = render_note(fields, content).encode("utf-8")
     final = create_exclusive(folder, note_filename(title), data)
     rel = final.relative_to(view.vault.root).as_posix()
-    note = _index_file(view, rel)
-    return _attributed(view, _answer(note), tool, agent, note.title, {rel: None})
+    warnings = landed(view, tool, agent, [change(rel, rel, title, fields["id"], None, data)])
+    note = _index_file(view, rel, tool, agent)
+    return _attributed(view, _answer(note), tool, agent, note.title, {rel: None}, warnings)
+
+
+def _addressed(args: Args) -> list[str] | None:
+    """The ``to`` parameter: agent names, each well formed, or None when not given."""
+    names = args.str_list("to", max_items=50)
+    if names is None:
+        return None
+    return list(dict.fromkeys(check_agent_name(n.strip(), "to") for n in names if n.strip()))
 
 
 @one_at_a_time
@@ -228,9 +253,11 @@ def memory_supersede(view: View, raw: dict[str, Any]) -> dict[str, Any]:
     return _create(view, args, agent, defaults, "memory_supersede")
 
 
-def _current(view: View, ref: str) -> tuple[str, bytes]:
-    """The target's OS-relative path and its bytes as they are now."""
+def _current(view: View, ref: str, tool: str) -> tuple[str, bytes]:
+    """The target's OS-relative path and its bytes as they are now; Forbidden when the caller
+    may not change it."""
     record = view.record(resolve_ref(view, ref))
+    view.check_write(record["path"], tool)
     rel = record.get("fsrel") or record["path"]
     try:
         return rel, read_whole(note_file(view.vault.root, rel))
@@ -281,9 +308,12 @@ def _rewrite(view: View, rel: str, before: bytes, new_text: str, tool: str, agen
                            etag=note.etag, updated=note.updated)
     except FileNotFoundError:
         raise NotFound(f"{rel} was removed while it was being edited") from None
-    atomic_write(path, new_text.encode("utf-8"))
-    note = _index_file(view, rel)
-    return _attributed(view, _answer(note), tool, agent, note.title, {rel: before})
+    data = new_text.encode("utf-8")
+    atomic_write(path, data)
+    old = read_note(view.vault.root, rel, None)
+    warnings = landed(view, tool, agent, [change(old.path, rel, old.title, old.uid, before, data)])
+    note = _index_file(view, rel, tool, agent)
+    return _attributed(view, _answer(note), tool, agent, note.title, {rel: before}, warnings)
 
 
 @one_at_a_time
@@ -294,17 +324,20 @@ def memory_edit(view: View, raw: dict[str, Any]) -> dict[str, Any]:
     content = _body_text(args, "content")
     append = _body_text(args, "append")
     updates = args.mapping("set")
-    if content is None and append is None and updates is None:
-        raise InvalidInput("content", "nothing to change: pass content (new body), append (a paragraph) "
-                           "or set (frontmatter keys)")
+    to = _addressed(args)
+    if content is None and append is None and updates is None and to is None:
+        raise InvalidInput("content", "nothing to change: pass content (new body), append (a paragraph), "
+                           "set (frontmatter keys) or to (addressees)")
     if updates is not None:
         for key in updates:
             if not str(key).strip():
                 raise InvalidInput("set", "keys must not be empty")
             if key == FIELD["uid"].key:
                 raise InvalidInput("set", "the id of a memory cannot be changed")
+    if to is not None:
+        updates = {**(updates or {}), "to": to}
     for attempt in range(3):
-        rel, data = _current(view, ref)
+        rel, data = _current(view, ref, "memory_edit")
         _check_preconditions(args, rel, data, view.vault.root, view.vault.index.history)
         text = decode_for_edit(data, rel)
         if content is not None:
@@ -330,7 +363,7 @@ def task_close(view: View, raw: dict[str, Any]) -> dict[str, Any]:
     record = view.record(resolve_ref(view, ref))
     if record["type"] != "task":
         raise InvalidInput("ref", f"{permalink_of(record['path'])} is a {record['type']}, not a task")
-    rel, data = _current(view, ref)
+    rel, data = _current(view, ref, "task_close")
     _check_preconditions(args, rel, data, view.vault.root, view.vault.index.history)
     text = set_keys(decode_for_edit(data, rel), _stamped(view, rel, {"state": state, "status": "archived"}), rel)
     return _rewrite(view, rel, data, text, "task_close", agent)
@@ -341,15 +374,17 @@ def memory_delete(view: View, raw: dict[str, Any]) -> dict[str, Any]:
     args = Args(raw, DELETE_PARAMS)
     agent = args.agent()
     ref = args.required_str("ref", max_len=1000)
-    rel, data = _current(view, ref)
+    rel, data = _current(view, ref, "memory_delete")
     _check_preconditions(args, rel, data, view.vault.root, view.vault.index.history)
     note = read_note(view.vault.root, rel, view.vault.index.history)
     trashed = move_to_trash(view.vault.root, rel)
-    _index(view, [], [note.path], f"{note.path} was moved to {trashed}")
+    warnings = landed(view, "memory_delete", agent,
+                      [change(note.path, rel, note.title, note.uid, data, None, trash=trashed)])
+    _index(view, [], [note.path], f"{note.path} was moved to {trashed}", "memory_delete", agent)
     answer = {"status": "ok", "uid": note.uid, "permalink": permalink_of(note.path), "path": trashed,
               "updated": note.updated, "etag": note.etag, "deleted": True,
               "message": f"moved {note.path} to {trashed}; restore it by moving it back"}
-    return _attributed(view, answer, "memory_delete", agent, note.title, {note.path: data})
+    return _attributed(view, answer, "memory_delete", agent, note.title, {note.path: data}, warnings)
 
 
 __all__ = ["memory_delete", "memory_edit", "memory_supersede", "memory_write", "task_close"]

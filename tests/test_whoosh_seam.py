@@ -1,0 +1,182 @@
+"""The Whoosh seam (vault_mem/index/whoosh_seam.py): the pinned version and the shape of every
+target are checked at import with a clear message; each patch does what its docstring says;
+no module outside the seam touches a private Whoosh name.
+
+Patches 2 (deleting files still in use), 5 (the chunked posting pool) and 6 (field lengths
+decoded once) are tested where their effects show: tests/test_portable.py and tests/test_index.py."""
+
+from __future__ import annotations
+
+import ast
+import random
+import tomllib
+from importlib import metadata
+from pathlib import Path
+
+import pytest
+import whoosh.index
+import whoosh.writing
+from whoosh.fields import ID, TEXT, Schema
+
+from vault_mem.index import whoosh_seam
+from vault_mem.index.mapping import ViewFile
+from vault_mem.index.whoosh_seam import WhooshMismatch, check_shapes, check_version, shape_problems
+
+ROOT = Path(__file__).resolve().parent.parent
+PACKAGE = ROOT / "vault_mem"
+SEAM = PACKAGE / "index" / "whoosh_seam.py"
+
+
+def test_the_installed_whoosh_is_the_one_pinned_in_pyproject() -> None:
+    dependencies = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]["dependencies"]
+    assert f"whoosh-reloaded=={whoosh_seam.PINNED}" in [d.replace(" ", "") for d in dependencies]
+    assert metadata.version("whoosh-reloaded") == whoosh_seam.PINNED
+
+
+def test_another_whoosh_version_is_refused_with_what_to_install() -> None:
+    with pytest.raises(WhooshMismatch) as caught:
+        check_version("3.0.0")
+    message = str(caught.value)
+    assert "3.0.0 is installed" in message
+    assert "pip install 'whoosh-reloaded==2.7.5'" in message
+    check_version(whoosh_seam.PINNED)  # the pinned one passes
+
+
+def test_every_target_has_the_shape_the_seam_was_written_for() -> None:
+    assert shape_problems() == []
+
+
+def test_a_target_renamed_or_reshaped_upstream_is_named(monkeypatch: pytest.MonkeyPatch) -> None:
+    # What an upgrade would do: a method gone, one taking other arguments, an attribute no
+    # longer set, a module that stopped importing random_name (its patch a silent no-op).
+    monkeypatch.delattr(whoosh.writing.SegmentWriter, "_finalize_segment")
+    monkeypatch.setattr(whoosh.index.FileIndex, "_read_toc", lambda generation: None)
+    monkeypatch.delattr(whoosh.writing, "random_name")
+    problems = shape_problems()
+    assert problems == [
+        "whoosh.writing.random_name is missing",
+        "SegmentWriter._finalize_segment is missing",
+        "FileIndex._read_toc takes (generation), expected (self, ...)",
+    ]
+    with pytest.raises(WhooshMismatch, match=r"written for \(2\.7\.5\): .*_finalize_segment is missing"):
+        check_shapes(problems)
+
+
+def test_an_attribute_the_seam_reads_and_upstream_dropped_is_named(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(whoosh_seam, "ATTRIBUTES", ((whoosh.writing.SegmentWriter, ("_tempstorage", "_gone")),))
+    assert shape_problems() == ["SegmentWriter no longer uses self._gone"]
+
+
+# -- one test per patch -------------------------------------------------------------------
+
+
+def _index(folder: Path) -> whoosh.index.FileIndex:
+    folder.mkdir()
+    return whoosh.index.create_in(str(folder), Schema(path=ID(stored=True, unique=True), body=TEXT(stored=True)))
+
+
+def test_patch_1_reseeding_random_does_not_repeat_segment_names(tmp_path: Path) -> None:
+    ix = _index(tmp_path / "ix")
+    for n in range(2):
+        random.seed(1234)  # as Hypothesis does before every example
+        writer = ix.writer()
+        writer.add_document(path=f"n{n}.md", body="same seed")
+        writer.commit(merge=False)
+    segments = ix._read_toc().segments
+    assert len({s.segment_id() for s in segments}) == 2
+    with ix.searcher() as searcher:
+        assert sorted(f["path"] for f in searcher.all_stored_fields()) == ["n0.md", "n1.md"]
+
+
+def test_patch_3_every_reader_of_a_segment_shares_one_mapping_and_copies_nothing(tmp_path: Path) -> None:
+    ix = _index(tmp_path / "ix")
+    with ix.writer() as writer:
+        for n in range(50):
+            writer.add_document(path=f"n{n}.md", body=f"word{n} common")
+    (segment,) = ix._read_toc().segments
+    key = (str(tmp_path / "ix"), segment.make_filename(segment.COMPOUND_EXT))
+    first, second = ix.searcher(), ix.searcher()
+    try:
+        entry = whoosh_seam._shared.entries[key]
+        assert entry[1] == 2  # two readers, one mapping
+        for searcher in (first, second):
+            stored = searcher.reader()._perdoc._storage.open_file(segment.make_filename(".pst"))  # a sub-file
+            assert isinstance(stored.file, ViewFile)  # a view of the mapping, not a BytesIO copy
+            assert len(searcher.search(whoosh.query.Term("body", "word7"))) == 1
+            assert searcher.doc_count() == 50
+    finally:
+        first.close()
+        second.close()
+    assert key not in whoosh_seam._shared.entries  # the last reader closed the mapping
+
+
+def test_patch_4_a_missing_length_column_is_asked_for_once(tmp_path: Path) -> None:
+    ix = _index(tmp_path / "ix")
+    with ix.writer() as writer:
+        for n in range(5):
+            writer.add_document(path=f"n{n}.md", body="text")
+    with ix.searcher() as searcher:
+        perdoc = searcher.reader()._perdoc
+        asked: list[str] = []
+        has_column = perdoc.has_column
+        perdoc.has_column = lambda name: asked.append(name) or has_column(name)
+        for docnum in range(5):  # an ID field keeps no lengths: no column file to find
+            assert perdoc.doc_field_length(docnum, "path") == 0
+        assert len(asked) == 1
+
+
+# -- no private Whoosh name outside the seam ----------------------------------------------
+
+
+def _private_whoosh_uses(path: Path) -> list[str]:
+    """``x._name`` (x not self/cls), ``getattr(x, "_name")``, ``f(_name=...)`` and imports of
+    ``_name`` from ``whoosh.*`` in a module that imports whoosh or lives in index/."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("whoosh"):
+            found += [f"line {node.lineno}: imports {a.name} from {node.module}"
+                      for a in node.names if a.name.startswith("_")]
+        elif isinstance(node, ast.Attribute) and _private(node.attr):
+            if not (isinstance(node.value, ast.Name) and node.value.id in ("self", "cls")):
+                found.append(f"line {node.lineno}: .{node.attr}")
+        elif isinstance(node, ast.Call):
+            found += [f"line {node.lineno}: {k.arg}=" for k in node.keywords if k.arg and _private(k.arg)]
+            if (isinstance(node.func, ast.Name) and node.func.id in ("getattr", "hasattr", "setattr")
+                    and len(node.args) > 1 and isinstance(node.args[1], ast.Constant)
+                    and isinstance(node.args[1].value, str) and _private(node.args[1].value)):
+                found.append(f"line {node.lineno}: {node.func.id}(..., {node.args[1].value!r})")
+    return sorted(found, key=lambda use: int(use.split()[1].rstrip(":")))
+
+
+def _private(name: str) -> bool:
+    return name.startswith("_") and not name.startswith("__")
+
+
+def _touches_whoosh(path: Path) -> bool:
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import) and any(a.name.startswith("whoosh") for a in node.names):
+            return True
+        if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("whoosh"):
+            return True
+    return path.parent.name == "index"
+
+
+def test_no_module_outside_the_seam_uses_a_private_whoosh_name() -> None:
+    offenders = [f"{p.relative_to(PACKAGE)} {use}" for p in sorted(PACKAGE.rglob("*.py"))
+                 if p != SEAM and _touches_whoosh(p) for use in _private_whoosh_uses(p)]
+    assert not offenders, "\n".join(offenders)
+
+
+def test_the_private_name_check_sees_each_kind_of_use(tmp_path: Path) -> None:
+    sample = tmp_path / "index" / "sample.py"
+    sample.parent.mkdir()
+    sample.write_text("from whoosh.index import _DEF_INDEX_NAME\n"
+                      "toc = ix._read_toc()\n"
+                      "w = SegmentWriter(ix, _lk=False)\n"
+                      "s = getattr(reader, '_storage', None)\n"
+                      "self._mine = 1\n", encoding="utf-8")
+    assert _private_whoosh_uses(sample) == [
+        "line 1: imports _DEF_INDEX_NAME from whoosh.index", "line 2: ._read_toc", "line 3: _lk=",
+        "line 4: getattr(..., '_storage')"]

@@ -1,0 +1,101 @@
+"""One mapping per segment file, read without copies: the plain parts of the Whoosh seam's
+patch 3 (``whoosh_seam.py``), which name nothing of Whoosh. ``ViewFile`` is what a mapped
+segment's parts are read through, where Whoosh wrapped each part in ``BytesIO`` (a private copy
+per reader); ``SharedFiles`` hands every reader of a segment file the one open mapping."""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+from collections.abc import Callable
+from typing import Any
+
+
+class ViewFile:
+    """A read-only binary file over a memoryview: reads copy only what they return."""
+
+    def __init__(self, buf: memoryview) -> None:
+        self._buf = buf
+        self._pos = 0
+
+    def _end(self, size: int | None) -> int:
+        return len(self._buf) if size is None or size < 0 else min(len(self._buf), self._pos + size)
+
+    def read(self, size: int | None = -1) -> bytes:
+        end = self._end(size)
+        data = bytes(self._buf[self._pos:end])
+        self._pos = max(self._pos, end)
+        return data
+
+    def readinto(self, target: bytearray | memoryview) -> int:
+        data = self.read(len(target))
+        target[: len(data)] = data
+        return len(data)
+
+    def readline(self, size: int | None = -1) -> bytes:
+        end = self._end(size)
+        found = bytes(self._buf[self._pos:end]).find(b"\n")
+        return self.read(end - self._pos if found < 0 else found + 1)
+
+    def seek(self, offset: int, whence: int = 0) -> int:
+        base = (0, self._pos, len(self._buf))[whence]
+        self._pos = max(0, base + offset)
+        return self._pos
+
+    def tell(self) -> int:
+        return self._pos
+
+    def close(self) -> None:
+        self._buf = memoryview(b"")
+
+    def flush(self) -> None:
+        pass
+
+
+class SharedHandle:
+    """One reader's handle on a file opened once for the whole process (see ``SharedFiles``)."""
+
+    def __init__(self, owner: SharedFiles, key: tuple[str, str], inner: Any) -> None:
+        self._owner = owner
+        self._key = key
+        self._inner = inner
+        self.is_closed = False
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._inner, name)
+
+    def close(self) -> None:
+        if self.is_closed:
+            return
+        self.is_closed = True
+        if self._owner.release(self._key, self._inner):
+            with contextlib.suppress(Exception):
+                self._inner.close()
+
+
+class SharedFiles:
+    """Files opened once and shared by every handle: closed when the last handle closes."""
+
+    def __init__(self) -> None:
+        self.entries: dict[tuple[str, str], list[Any]] = {}  # key -> [the open file, handles open]
+        self._lock = threading.Lock()
+
+    def open(self, key: tuple[str, str], opener: Callable[[], Any]) -> SharedHandle:
+        with self._lock:
+            entry = self.entries.get(key)
+            if entry is None:
+                entry = self.entries[key] = [opener(), 0]
+            entry[1] += 1
+            return SharedHandle(self, key, entry[0])
+
+    def release(self, key: tuple[str, str], inner: Any) -> bool:
+        """Count one handle of ``key`` closed; True when it was the last (the caller closes ``inner``)."""
+        with self._lock:
+            entry = self.entries.get(key)
+            if entry is None or entry[0] is not inner:
+                return False
+            entry[1] -= 1
+            if entry[1] > 0:
+                return False
+            del self.entries[key]
+            return True

@@ -1,0 +1,194 @@
+"""The index's query API: what everything above ``index/`` asks of a searcher, by document
+number, without Whoosh (``served/``, ``reads/`` and ``runtime/`` never import it).
+
+Every function answers live documents only, ascending unless it says otherwise, and never
+goes through Whoosh's query matchers: a union or intersection matcher walks each segment in
+blocks whether or not a term occurs there (100 ms and more a call at 100,000 notes); a term
+lookup here costs a hash lookup per segment, and what never changes in a segment (a term's
+membership, a column's order) is read once into the shared cache, deletions applied per call.
+
+The one newest-first order (docs/tools.md, "Order") is ``newest_first_key``: date descending,
+ties by vault-relative path ascending, a missing date oldest.
+"""
+
+from __future__ import annotations
+
+import bisect
+from collections.abc import Callable, Iterable
+from typing import Any
+
+from whoosh.lang.snowball.english import EnglishStemmer
+from whoosh.searching import Searcher as Searcher  # re-exported: the type the layers above name
+
+from vault_mem.index.columns import column, segment_column
+from vault_mem.index.lru import CACHE, approx_size
+from vault_mem.index.segments import Parts, Segment, segments
+
+english_stem: Callable[[str], str] = EnglishStemmer().stem  # the Snowball English stemmer
+
+
+def doc_count(searcher: Searcher) -> int:
+    """How many live documents the searcher holds."""
+    return int(searcher.doc_count())
+
+
+def live_docs(parts: Parts) -> list[int]:
+    """Every live document."""
+    docs: list[int] = []
+    for seg in parts:
+        docs.extend(seg.live())
+    return docs
+
+
+def term_docs(parts: Parts, field: str, values: Iterable[str]) -> list[int]:
+    """The documents holding any of the exact ``values`` in ``field``."""
+    values = list(values)
+    found: set[int] = set()
+    for seg in parts:
+        for value in values:
+            found.update(seg.lift(seg.term_docs(field, value)))
+    return sorted(found)
+
+
+def has_term(parts: Parts, field: str, value: str) -> bool:
+    """Whether any live document holds ``value`` in ``field``."""
+    return any(seg.lift(seg.term_docs(field, value)) for seg in parts)
+
+
+def lexicon(searcher: Searcher, field: str) -> list[str]:
+    """Every term of ``field`` in any segment, sorted (a term only deleted documents hold included)."""
+    return [t.decode("utf-8") if isinstance(t, bytes) else str(t) for t in searcher.reader().lexicon(field)]
+
+
+def doc_frequency(searcher: Searcher, field: str, value: str) -> int:
+    """How many documents hold ``value`` in ``field``, as the segments' term infos count (deleted ones too)."""
+    return int(searcher.reader().doc_frequency(field, value))
+
+
+def prefix_records(searcher: Searcher, field: str, prefix: str) -> list[dict[str, Any]]:
+    """The stored fields of every live document with a term of ``field`` starting with ``prefix``."""
+    found: set[int] = set()
+    for seg in segments(searcher):  # (not a view's: what the index holds, for the watcher)
+        for raw in seg.reader.expand_prefix(field, prefix):
+            term = raw.decode("utf-8") if isinstance(raw, bytes) else raw
+            found.update(seg.lift(seg.term_docs(field, term)))
+    return [searcher.stored_fields(d) for d in sorted(found)]
+
+
+def term_mask(seg: Segment, field: str, value: str) -> bytes:
+    """One byte per local number of one segment: 1 where ``field`` holds ``value`` (cached)."""
+    def make() -> bytes:
+        mask = bytearray(seg.size)
+        for docnum in seg.reader.postings(field, value).all_ids() if (field, value) in seg.reader else ():
+            mask[docnum] = 1
+        return bytes(mask)
+
+    return CACHE.get_or_make(("term_mask", seg.key, field, value), make)
+
+
+def docs_where(parts: Parts, require: list[tuple[str, str]],
+               field: str | None = None, values: list[str] | None = None) -> list[int]:
+    """The documents holding every (field, value) of ``require`` and, when ``field`` is given,
+    any of ``values`` in it."""
+    found: list[int] = []
+    for seg in parts:
+        if field is None:
+            candidates: list[int] | range = seg.live_local()
+        else:
+            assert values is not None
+            hits: set[int] = set()
+            for value in values:
+                hits.update(seg.term_docs(field, value))
+            if not hits:
+                continue
+            candidates = sorted(hits - seg.dead) if seg.dead else sorted(hits)
+        for f, v in require:
+            mask = term_mask(seg, f, v)
+            candidates = [d for d in candidates if mask[d]]
+            if not candidates:
+                break
+        found.extend(seg.offset + d for d in candidates)
+    return found
+
+
+def newest_first_key(dates: list[Any], paths: list[Any]) -> Callable[[int], tuple[int, str]]:
+    """The one newest-first order as a sort key over columns ``dates`` and ``paths``."""
+    return lambda d: (-(dates[d] or 0), paths[d] or "")
+
+
+def ranked_newest_key(first: list[Any] | dict[int, Any], dates: list[Any],
+                      paths: list[Any]) -> Callable[[int], tuple[Any, int, str]]:
+    """Highest ``first`` (a column or a score map; missing is 0) ahead of the newest-first order."""
+    if isinstance(first, dict):
+        get = first.get
+        return lambda d: (-get(d, 0), -(dates[d] or 0), paths[d] or "")
+    return lambda d: (-(first[d] or 0), -(dates[d] or 0), paths[d] or "")
+
+
+def sort_newest(searcher: Searcher, docs: Iterable[int], field: str = "updated") -> list[int]:
+    """``docs`` in ``newest_first_key`` order on ``field`` (two stable sorts: faster than the key)."""
+    dates = column(searcher, field)
+    paths = column(searcher, "path")
+    try:  # the columns' own item lookup as the key: no Python frame per document
+        ordered = sorted(docs, key=paths.__getitem__)
+        ordered.sort(key=dates.__getitem__, reverse=True)
+    except TypeError:  # a document without a value (None) sorts as "" or 0
+        ordered = sorted(docs, key=lambda d: paths[d] or "")
+        ordered.sort(key=lambda d: dates[d] or 0, reverse=True)
+    return ordered
+
+
+def _ordered(seg: Segment, field: str) -> tuple[list[Any], list[int]]:
+    """One segment's (values, local numbers) of a sortable ``field`` in value order, equal values
+    by path descending (read backwards: newest first), documents without a value left out (cached)."""
+    def make() -> tuple[list[Any], list[int]]:
+        paths = segment_column(seg, "path")
+        pairs = [(v, d) for d, v in enumerate(segment_column(seg, field)) if v is not None]
+        pairs.sort(key=lambda p: paths[p[1]] or "", reverse=True)
+        pairs.sort(key=lambda p: p[0])  # stable: equal values keep the path order
+        return [v for v, _d in pairs], [d for _v, d in pairs]
+
+    def size(value: tuple[list[Any], list[int]]) -> int:
+        return approx_size(value[0]) + approx_size(value[1])
+
+    return CACHE.get_or_make(("ordered", seg.key, field), make, size)
+
+
+def docs_in_range(parts: Parts, field: str, lo: Any | None, hi: Any | None) -> list[int]:
+    """The documents whose ``field`` value is in ``[lo, hi)`` (None: open)."""
+    found: list[int] = []
+    for seg in parts:
+        values, docs = _ordered(seg, field)
+        start = 0 if lo is None else bisect.bisect_left(values, lo)
+        end = len(values) if hi is None else bisect.bisect_left(values, hi)
+        found.extend(seg.lift(sorted(docs[start:end])))
+    return found
+
+
+def newest_docs(parts: Parts, field: str, limit: int, keep: Callable[[int], bool] | None = None,
+                floor: Any | None = None) -> list[int] | None:
+    """Up to ``limit`` documents with the highest ``field`` values, in ``newest_first_key`` order:
+    only those ``keep`` accepts, with a value at least ``floor``. None when fewer than ``limit``
+    have a value (the caller ranks them all then).
+
+    Each segment's order is cached (``_ordered``: read backwards it is this order), so this
+    reads the first ``limit`` entries of each segment instead of ranking every document.
+    """
+    picked: list[tuple[Any, str, int]] = []  # (date, path, document)
+    for seg in parts:
+        values, docs = _ordered(seg, field)
+        paths = segment_column(seg, "path")
+        dead, offset = seg.dead, seg.offset
+        taken = 0
+        for i in range(len(values) - 1, -1, -1):
+            if taken == limit or (floor is not None and values[i] < floor):
+                break
+            doc = docs[i]
+            if doc in dead or (keep is not None and not keep(offset + doc)):
+                continue
+            picked.append((values[i], paths[doc] or "", offset + doc))
+            taken += 1
+    if len(picked) < limit:
+        return None
+    picked.sort(key=lambda p: (-p[0], p[1]))  # newest_first_key's order
+    return [doc for _date, _path, doc in picked[:limit]]

@@ -1,0 +1,136 @@
+"""The segments of a searcher: where Whoosh's leaf readers and their deletions are read.
+
+A searcher's document numbers run over its segments one after another: segment ``s`` holds
+the searcher's numbers ``s.offset .. s.offset + s.size - 1`` (its local numbers ``0 ..
+size - 1``). A segment never changes once written except that deletions are added to it
+(kept apart, and only ever growing), so what is derived from its documents is cached by
+``s.key`` and the deletions (``s.dead``) are applied per call, here. Every document set of
+``index/query.py`` goes through ``dead`` (``lift``, ``live``): it is what a view does not see.
+"""
+
+from __future__ import annotations
+
+import threading
+import weakref
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from functools import cached_property
+from typing import Any, TypeVar
+
+from whoosh.searching import Searcher
+
+from vault_mem.index.whoosh_seam import reader_folder
+
+V = TypeVar("V")
+
+
+_memos: weakref.WeakKeyDictionary[Searcher, dict[str, Any]] = weakref.WeakKeyDictionary()
+_memos_lock = threading.Lock()
+
+
+def searcher_memo(searcher: Searcher) -> dict[str, Any]:
+    """A dict for what is derived from ``searcher``'s segments, living as long as it does."""
+    memo = _memos.get(searcher)
+    if memo is None:
+        with _memos_lock:
+            memo = _memos.setdefault(searcher, {})
+    return memo
+
+
+class Segment:
+    """One segment as one searcher sees it (``reader`` is Whoosh's: for ``index/`` only)."""
+
+    def __init__(self, reader: Any, offset: int, hidden: frozenset[int] = frozenset(),
+                 mask: str | None = None) -> None:
+        self.reader = reader
+        self.offset = offset
+        self.hidden = hidden  # local numbers a limited caller may not see (index/masked.py)
+        self.mask = mask  # names what ``hidden`` hides; None: nothing
+
+    @cached_property
+    def size(self) -> int:
+        """Documents in the segment, deleted ones included."""
+        return int(self.reader.doc_count_all())
+
+    @cached_property
+    def key(self) -> tuple[Any, ...]:
+        """What identifies the segment's unchanging content across every index in the process.
+
+        A segment id is unique within one index only: an index folder copied elsewhere (a
+        test's fixture, a backup) keeps its ids, so the index folder and size are part of it."""
+        segment = self.reader.segment()
+        if segment is None:
+            return ("reader", id(self.reader))
+        return (reader_folder(self.reader), segment.segment_id(), self.size)
+
+    @cached_property
+    def dead(self) -> frozenset[int] | set[int]:
+        """The local numbers deleted (the reader's own set: Whoosh caches it per reader, and its
+        ``is_deleted`` costs three calls a document), and those hidden from this view's caller."""
+        deleted = self.reader.deleted_docs_set if self.reader.has_deletions() else frozenset()
+        return deleted | self.hidden if self.hidden else deleted
+
+    @property
+    def deletions(self) -> tuple[int, str | None]:
+        """What ``dead`` depends on, for a cache key with ``key``: how many documents are deleted
+        (only ever grows) and the mask hiding others from a limited caller."""
+        segment = self.reader.segment()
+        return (segment.deleted_count() if segment is not None else -1, self.mask)
+
+    def live_local(self) -> list[int] | range:
+        """The local numbers not deleted, ascending."""
+        if not self.dead:
+            return range(self.size)
+        live: list[int] = []
+        start = 0
+        for dead in sorted(self.dead):
+            live.extend(range(start, dead))
+            start = dead + 1
+        live.extend(range(start, self.size))
+        return live
+
+    def live(self) -> list[int] | range:
+        """The searcher's numbers of the segment's live documents, ascending."""
+        local = self.live_local()
+        if isinstance(local, range):
+            return range(self.offset + local.start, self.offset + local.stop)
+        return [self.offset + d for d in local]
+
+    def lift(self, docs: Iterable[int]) -> list[int]:
+        """The searcher's numbers of the live ones among local numbers ``docs``, in their order."""
+        dead, offset = self.dead, self.offset
+        if not dead:
+            return list(map(offset.__add__, docs))
+        return [offset + d for d in docs if d not in dead]
+
+    def lift_lazily(self, docs: Iterable[int]) -> Iterator[int]:
+        """``lift``, read only as far as the caller reads (a listing merged up to its page)."""
+        dead, offset = self.dead, self.offset
+        if not dead:
+            return (offset + d for d in docs)
+        return (offset + d for d in docs if d not in dead)
+
+    def lift_items(self, values: Mapping[int, V]) -> Iterator[tuple[int, V]]:
+        """``(searcher's number, value)`` for the live documents of a map keyed by local number."""
+        dead, offset = self.dead, self.offset
+        if not dead:
+            return ((offset + d, v) for d, v in values.items())
+        return ((offset + d, v) for d, v in values.items() if d not in dead)
+
+    def term_docs(self, field: str, value: str) -> list[int]:
+        """The local numbers whose ``field`` holds ``value``, ascending, without Whoosh's deletions
+        (``lift`` applies ``dead``)."""
+        if (field, value) not in self.reader:
+            return []
+        return list(self.reader.postings(field, value).all_ids())
+
+
+Parts = Sequence[Segment]  # a searcher's segments, as a view sees them
+
+
+def segments(searcher: Searcher) -> list[Segment]:
+    """The searcher's segments in document-number order (kept with it: they do not change)."""
+    memo = searcher_memo(searcher)
+    found: list[Segment] | None = memo.get("segments")
+    if found is None:
+        found = memo["segments"] = [Segment(reader, offset) for reader, offset in searcher.reader().leaf_readers()]
+    return found

@@ -1,0 +1,505 @@
+"""Whoosh behind one seam: every patch to Whoosh and every private Whoosh name vault-mem uses,
+written for one release pinned exactly in pyproject.toml (``whoosh-reloaded==2.7.5``), as pip
+pins what it vendors. At import it checks that version and the shape (signature, attributes)
+of each target and stops with ``WhooshMismatch`` naming what differs: an upgrade shows what it
+breaks instead of turning a patch into a silent no-op. ``tests/test_whoosh_seam.py`` tests each
+patch's behaviour and that no other module touches a private Whoosh name.
+
+The patches, applied when this module is first imported (before any writer exists):
+
+1. Unique names. Whoosh names segments, run files and temp files with the ``random`` module,
+   which a program (or a test framework such as Hypothesis) may reseed: two writers then
+   draw the same segment name and the second commit fails, or worse, overwrites a live
+   segment. Names come from the operating system's randomness instead (``random_name`` in
+   each module that imported it).
+
+2. Deleting a file still open elsewhere. Windows refuses to delete a file another process
+   holds open (PermissionError), and Whoosh deletes files while it commits: one refusal failed
+   the commit after the new table of contents was written and left the lock held. Such a
+   deletion is skipped (logged) and retried at a later commit, where ``clean_files`` also sweeps
+   loose files left beside a packed segment (``FileStorage.delete_file``, ``destroy``, ``clean_files``).
+
+3. No copies of mapped segments. Whoosh wrapped each part of a memory-mapped compound
+   segment in ``BytesIO``, which copies it, and every reader mapped its segment anew:
+   reads go through one shared mapping per segment file instead (docs/index-and-scale.md).
+   (``BufferFile.__init__``, ``Segment.open_compound_file``.)
+
+4. No file-system question per posting: a missing length column is remembered too.
+   (``W3PerDocReader._cached_reader``.)
+
+5. Cheaper sorting of postings. A writer sorts its postings in a pool that spills sorted runs
+   to temp files when it outgrows ``limitmb``; Whoosh pickled and unpickled each posting on
+   its own (about 60% of a 16,000-note build batch), and saved the last in-memory run to disk
+   too before merging. Runs are pickled in chunks, and the last run is merged from memory.
+   (``whoosh.writing.PostingPool``.)
+
+6. Field lengths read once per segment. Writing a segment's postings, Whoosh asked its
+   per-document reader for a document's field length once per posting (a column read and a
+   byte decode each: a third of writing the postings on the Hub-shaped vault); each field's
+   lengths are decoded once, to the same values (``SegmentWriter._flush_segment``).
+
+The private names read (``PRIVATE_NAMES``, ``ATTRIBUTES``), each behind a function at the end:
+writers that do not lock, finish a segment or commit given segments; the table of contents; a
+reader's folder; a segment's lexicon and postings read off the mapped whoosh3 files.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import heapq
+import inspect
+import io
+import itertools
+import logging
+import os
+import pickle
+import secrets
+import struct
+import zlib
+from collections.abc import Iterable, Iterator
+from importlib import metadata
+from typing import Any
+
+import whoosh
+import whoosh.codec.base
+import whoosh.codec.whoosh3
+import whoosh.filedb.compound
+import whoosh.filedb.filestore
+import whoosh.filedb.structfile
+import whoosh.index
+import whoosh.reading
+import whoosh.util
+import whoosh.writing
+from whoosh.codec.whoosh3 import WHOOSH3_HEADER_MAGIC
+from whoosh.filedb.filestore import FileStorage
+from whoosh.system import unpack_int
+from whoosh.util.numeric import byte_to_length
+
+from vault_mem.index.mapping import SharedFiles, ViewFile
+
+PINNED = "2.7.5"  # the whoosh-reloaded release everything below was written against
+
+
+class WhooshMismatch(ImportError):
+    """The installed Whoosh is not the one this seam was written for (raised at import)."""
+
+
+def check_version(found: str) -> None:
+    """Raise WhooshMismatch unless ``found`` is the pinned whoosh-reloaded version."""
+    if found != PINNED:
+        raise WhooshMismatch(
+            f"vault-mem needs whoosh-reloaded {PINNED} exactly (its patches in vault_mem/index/whoosh_seam.py "
+            f"were written against that release), but {found} is installed; "
+            f"run: pip install 'whoosh-reloaded=={PINNED}'")
+
+
+def _installed_version() -> str:
+    try:
+        return metadata.version("whoosh-reloaded")
+    except metadata.PackageNotFoundError:  # another distribution owns the whoosh/ folder
+        return f"{whoosh.versionstring()} (not whoosh-reloaded)"
+
+
+# Every Whoosh target patched or read here, as (owner, name, the parameters it must take, or
+# the attributes ``self.<name>`` its methods must still use): what upstream must still look like.
+PATCHED: tuple[tuple[Any, str, tuple[str, ...]], ...] = (
+    *((m, "random_name", ("size",)) for m in (whoosh.util, whoosh.codec.base, whoosh.filedb.compound,
+                                             whoosh.filedb.filestore, whoosh.writing)),
+    (whoosh.filedb.structfile.BufferFile, "__init__", ("self", "buf", "name", "onclose")),
+    (whoosh.codec.base.Segment, "open_compound_file", ("self", "storage")),
+    (whoosh.codec.whoosh3.W3PerDocReader, "_cached_reader", ("self", "fieldname", "column")),
+    (whoosh.writing, "PostingPool", ("tempstore", "segment", "limitmb", "kwargs")),
+    (whoosh.writing.PostingPool, "_write_run", ("self", "f", "items")),
+    (whoosh.writing.PostingPool, "_read_run", ("self", "path")),
+    (whoosh.writing.PostingPool, "items", ("self", "maxfiles")),
+    (whoosh.writing.SegmentWriter, "_flush_segment", ("self",)),
+    (FileStorage, "delete_file", ("self", "name")),
+    (FileStorage, "destroy", ("self",)),
+    (whoosh.index, "clean_files", ("storage", "indexname", "gen", "segments")),
+)
+PRIVATE_NAMES: tuple[tuple[Any, str, tuple[str, ...]], ...] = (
+    (whoosh.writing.SegmentWriter, "__init__", ("self", "ix", "poolclass", "timeout", "delay", "_lk", "limitmb")),
+    (whoosh.writing.SegmentWriter, "_finalize_segment", ("self",)),
+    (whoosh.writing.SegmentWriter, "_close_segment", ("self",)),
+    (whoosh.writing.SegmentWriter, "_commit_toc", ("self", "segments")),
+    (whoosh.writing.SegmentWriter, "_finish", ("self",)),
+    (whoosh.index.FileIndex, "_read_toc", ("self",)),
+    (whoosh.index.TOC, "_segment_pattern", ("indexname",)),
+    *((whoosh.writing.PostingPool, n, ("self", "path")) for n in ("_open_run", "_remove_run")),  # patch 5
+    (whoosh.codec.whoosh3.W3TermsReader, "matcher", ("self", "fieldname", "tbytes", "format_", "scorer")),
+    (whoosh.codec.whoosh3, "_lenfield", ("fieldname",)),  # patch 6
+)
+ATTRIBUTES: tuple[tuple[type, tuple[str, ...]], ...] = (
+    (whoosh.writing.SegmentWriter, ("_tempstorage", "perdocwriter", "fieldwriter", "pool")),
+    (whoosh.reading.SegmentReader, ("_storage", "_terms")),
+    (whoosh.codec.whoosh3.W3TermsReader, ("_tindex", "_fieldmap", "_postfile")),
+    (whoosh.codec.whoosh3.W3PerDocReader, ("_readers",)),  # patch 4
+    (whoosh.writing.PostingPool, ("runs", "current")),  # patch 5 (set by its base, SortingPool)
+)
+
+
+def shape_problems() -> list[str]:
+    """What differs from the Whoosh this seam was written for (empty: every target as expected)."""
+    problems = []
+    for owner, name, params in (*PATCHED, *PRIVATE_NAMES):
+        where = f"{getattr(owner, '__name__', owner)}.{name}"
+        target = getattr(owner, name, None)
+        if target is None:
+            problems.append(f"{where} is missing")
+            continue
+        try:
+            found = tuple(inspect.signature(target).parameters)
+        except (TypeError, ValueError):
+            problems.append(f"{where} has no signature")
+            continue
+        if found[:len(params)] != params:
+            problems.append(f"{where} takes ({', '.join(found)}), expected ({', '.join(params)}, ...)")
+    for cls, names in ATTRIBUTES:  # the names its methods' code uses (reading source costs 0.4 s)
+        used = {name for c in cls.__mro__ if c.__module__.startswith("whoosh.") for f in vars(c).values()
+                if inspect.isfunction(f) for name in f.__code__.co_names}
+        problems += [f"{cls.__name__} no longer uses self.{n}" for n in names if n not in used]
+    if getattr(whoosh.index, "_DEF_INDEX_NAME", None) != "MAIN":
+        problems.append("whoosh.index._DEF_INDEX_NAME is not 'MAIN'")
+    return problems
+
+
+def check_shapes(problems: list[str]) -> None:
+    """Raise WhooshMismatch listing ``problems`` when there are any."""
+    if problems:
+        raise WhooshMismatch("the installed Whoosh differs from the one vault_mem/index/whoosh_seam.py "
+                             f"was written for ({PINNED}): " + "; ".join(problems))
+
+
+check_version(_installed_version())
+check_shapes(shape_problems())  # before any patch below replaces a target
+
+log = logging.getLogger("vault_mem.index")
+_IDCHARS = "0123456789abcdefghijklmnopqrstuvwxyz"
+
+
+def unique_name(size: int = 28) -> str:
+    return "".join(secrets.choice(_IDCHARS) for _ in range(size))
+
+
+for _module in (whoosh.util, whoosh.codec.base, whoosh.filedb.compound, whoosh.filedb.filestore, whoosh.writing):
+    _module.random_name = unique_name
+
+
+def _buffer_file_init(self: Any, buf: Any, name: str | None = None, onclose: Any = None) -> None:
+    # Whoosh's BufferFile wraps each sub-file of a memory-mapped compound segment (postings,
+    # terms, stored fields) in ``BytesIO(buf)``, which copies it: every reader of every thread
+    # then held a private copy of the whole segment (hundreds of MB). Reading through the
+    # view keeps one copy, the operating system's page cache, shared by every reader.
+    self._buf = buf
+    self._name = name
+    self.file = ViewFile(buf if isinstance(buf, memoryview) else memoryview(buf))
+    self.onclose = onclose
+    self.is_real = False
+    self.is_closed = False
+
+
+whoosh.filedb.structfile.BufferFile.__init__ = _buffer_file_init
+
+
+_shared = SharedFiles()  # each compound segment file mapped once for the whole process
+_open_compound_file = whoosh.codec.base.Segment.open_compound_file
+
+
+def _open_shared_compound_file(self: Any, storage: Any) -> Any:
+    # Each SegmentReader maps its segment's file anew, and every thread has its own readers:
+    # the same pages were then counted once per mapping in the server's resident memory. A
+    # segment file never changes once written, so one mapping serves every reader.
+    folder = getattr(storage, "folder", None)
+    if not folder or not getattr(storage, "supports_mmap", False):
+        return _open_compound_file(self, storage)
+    key = (str(folder), self.make_filename(self.COMPOUND_EXT))
+    return _shared.open(key, lambda: _open_compound_file(self, storage))
+
+
+whoosh.codec.base.Segment.open_compound_file = _open_shared_compound_file
+
+
+def _cached_reader(self: Any, fieldname: str, column: Any) -> Any:
+    # Whoosh caches a column reader only when the column exists; for a field without one (no
+    # lengths are kept for ID and KEYWORD fields) it asked the file system again on every
+    # posting written: 15% of a build. Segments never change, so a miss is cached too.
+    readers = self._readers
+    if fieldname in readers:
+        return readers[fieldname]
+    reader = self.column_reader(fieldname, column) if self.has_column(fieldname) else None
+    readers[fieldname] = reader
+    return reader
+
+
+whoosh.codec.whoosh3.W3PerDocReader._cached_reader = _cached_reader
+
+
+
+class _DecodedLengths:
+    """``doc_field_length`` of a per-document reader, each field's lengths decoded once (patch 6)."""
+
+    _BYTES = [None] + [byte_to_length(b) for b in range(1, 256)]
+
+    def __init__(self, reader: Any) -> None:
+        self.reader = reader
+        self.fields: dict[str, list[int | None] | None] = {}
+
+    def doc_field_length(self, docnum: int, fieldname: str, default: int = 0) -> int | None:
+        if fieldname not in self.fields:
+            column = self.reader._cached_reader(whoosh.codec.whoosh3._lenfield(fieldname),
+                                                whoosh.codec.whoosh3.LENGTHS_COLUMN)
+            table = self._BYTES
+            self.fields[fieldname] = None if column is None else [table[b] for b in column]
+        lengths = self.fields[fieldname]
+        return default if lengths is None else lengths[docnum]
+
+
+def _flush_segment(self: Any) -> None:
+    self.perdocwriter.close()
+    pdr = self.per_document_reader() if self.codec.length_stats else None
+    postings = self.pool.iter_postings()
+    self.fieldwriter.add_postings(self.schema, _DecodedLengths(pdr) if pdr else None, postings)
+    self.fieldwriter.close()
+    if pdr:
+        pdr.close()
+
+
+WHOOSH_FLUSH_SEGMENT = whoosh.writing.SegmentWriter._flush_segment  # kept for the test that compares
+whoosh.writing.SegmentWriter._flush_segment = _flush_segment
+
+RUN_CHUNK = 8192  # postings per pickled chunk of a pool's run file
+
+
+class ChunkedPostingPool(whoosh.writing.PostingPool):  # type: ignore[misc]
+    """Whoosh's posting pool, with runs written as pickled chunks and the last run kept in memory."""
+
+    runs: list[str]  # run files, set by Whoosh's pool
+    current: list[Any]  # the postings not yet in a run
+
+    def _write_run(self, f: Any, items: Iterable[Any]) -> None:
+        rest = iter(items)
+        while chunk := list(itertools.islice(rest, RUN_CHUNK)):
+            pickle.dump(chunk, f, pickle.HIGHEST_PROTOCOL)
+        f.close()
+
+    def _read_run(self, path: str) -> Iterator[Any]:
+        f = self._open_run(path)
+        try:
+            while True:
+                try:
+                    chunk = pickle.load(f)
+                except EOFError:
+                    return
+                yield from chunk
+        finally:
+            f.close()
+            self._remove_run(path)
+
+    def items(self, maxfiles: int = 128) -> Any:
+        runs = self.runs
+        if not runs:
+            return sorted(self.current)
+        if len(runs) >= maxfiles:
+            self.reduce_to(maxfiles - 1, maxfiles)
+        self.current.sort()
+        self.runs = []
+        return heapq.merge(*[self._read_run(path) for path in runs], iter(self.current))
+
+
+whoosh.writing.PostingPool = ChunkedPostingPool
+
+_delete_file = FileStorage.delete_file
+_clean_files = whoosh.index.clean_files
+
+
+def delete_when_free(self: FileStorage, name: str) -> None:
+    """Delete ``name``; a file held open elsewhere (PermissionError) stays for a later commit."""
+    try:
+        _delete_file(self, name)
+    except FileNotFoundError:
+        pass  # already gone: what was asked
+    except PermissionError as exc:
+        log.debug("index file %s is in use elsewhere; deleting it at a later commit (%s)", name, exc)
+
+
+def destroy_when_free(self: FileStorage) -> None:
+    """Remove a writer's temp folder, leaving what is held open elsewhere (swept by a later writer)."""
+    self.clean(ignore=True)
+    try:
+        os.rmdir(self.folder)
+    except OSError as exc:  # not empty (a file still in use) or gone already
+        log.debug("temp folder %s not removed now (%s)", self.folder, exc)
+
+
+def clean_files_and_leftovers(storage: Any, indexname: str, gen: int, segments: list[Any]) -> None:
+    """Whoosh's cleanup of unused files, plus the loose files left beside a packed (compound)
+    segment when deleting them was refused at the commit that packed it."""
+    _clean_files(storage, indexname, gen, segments)
+    packed = {s.segment_id(): s.make_filename(s.COMPOUND_EXT) for s in segments if s.is_compound()}
+    if not packed:
+        return
+    pattern = whoosh.index.TOC._segment_pattern(indexname)
+    with contextlib.suppress(OSError):
+        for filename in list(storage):
+            match = pattern.match(filename)
+            if match and match.group(1) in packed and filename != packed[match.group(1)]:
+                with contextlib.suppress(OSError):
+                    storage.delete_file(filename)
+
+
+FileStorage.delete_file = delete_when_free
+FileStorage.destroy = destroy_when_free
+whoosh.index.clean_files = clean_files_and_leftovers
+
+
+# -- the private names read elsewhere, one function each ----------------------------------
+
+DEFAULT_INDEX_NAME: str = whoosh.index._DEF_INDEX_NAME  # the name every index here has ("MAIN")
+
+
+def unlocked_writer(target: Any, limitmb: int = 64) -> whoosh.writing.SegmentWriter:
+    """A segment writer that does not take the lock (a build worker, a merge: ``publish`` comes later)."""
+    return whoosh.writing.SegmentWriter(target, _lk=False, limitmb=limitmb)
+
+
+def finish_segment(writer: whoosh.writing.SegmentWriter) -> Any:
+    """Write ``writer``'s documents out as a segment, without committing it; returns the segment."""
+    return writer._finalize_segment()
+
+
+def drop_temp_folder(writer: whoosh.writing.SegmentWriter) -> None:
+    """Remove the temp folder a finished writer sorted its postings in."""
+    writer._tempstorage.destroy()
+
+
+def release(writer: whoosh.writing.SegmentWriter) -> None:
+    """Close ``writer`` after ``finish_segment`` (and let go of its lock, if it took one)."""
+    writer._finish()
+
+
+def publish(writer: whoosh.writing.SegmentWriter, segments: list[Any]) -> None:
+    """Commit exactly ``segments`` through ``writer`` (which holds the lock), then close it."""
+    writer._close_segment()
+    writer._commit_toc(segments)
+    writer._finish()
+
+
+def read_toc(ix: whoosh.index.FileIndex) -> whoosh.index.TOC:
+    """The index's current table of contents (schema, segments, generation)."""
+    return ix._read_toc()
+
+
+class TocTarget:
+    """What a segment writer needs from an index, pointing at another folder (a merge's work folder)."""
+
+    def __init__(self, storage: FileStorage, indexname: str, schema: Any) -> None:
+        self.storage = storage
+        self.indexname = indexname
+        self.schema = schema
+
+    def _read_toc(self) -> whoosh.index.TOC:  # what SegmentWriter asks of an index
+        return whoosh.index.TOC(self.schema, [], 0)
+
+
+def reader_folder(reader: Any) -> str | None:
+    """The folder of the index a segment reader reads (None for another kind of reader)."""
+    storage = getattr(reader, "_storage", None)
+    return getattr(getattr(storage, "b", storage), "folder", None)  # .b: an overlay over the folder
+
+
+_LENGTHS = struct.Struct("!ii")  # Whoosh's hash-file record header: key length, value length
+
+
+def field_terms(reader: Any, field: str) -> list[str]:
+    """Every term of ``field`` in one segment, in order.
+
+    Whoosh's ``lexicon()`` costs ~5 us a term (half a million terms: seconds). The terms file is
+    one sorted run of records (header, key = field number + term, value), read here off the
+    mapped file (``_buf``: set by patch 3); any other kind of reader goes the public way.
+    """
+    try:
+        terms_reader = reader._terms
+        tindex = terms_reader._tindex
+        fieldnum = terms_reader._fieldmap[field]
+        buf = tindex.dbfile._buf
+        start = tindex.closest_key_pos(struct.pack("!H", fieldnum))
+        end = tindex.endofdata
+        if not isinstance(buf, memoryview):
+            raise TypeError("not a mapped file")
+    except (AttributeError, KeyError, TypeError):
+        return [t.decode("utf-8") for t in reader.lexicon(field)]
+    if start is None:
+        return []
+    high, low = fieldnum >> 8, fieldnum & 0xFF
+    unpack = _LENGTHS.unpack_from
+    found: list[str] = []
+    pos = start
+    while pos < end:
+        keylen, datalen = unpack(buf, pos)
+        key = pos + 8
+        if buf[key] != high or buf[key + 1] != low:
+            break
+        found.append(str(buf[key + 2:key + keylen], "utf-8"))
+        pos = key + keylen + datalen
+    return found
+
+
+def postings(reader: Any, field: str, term: str) -> Iterable[tuple[int, float]]:
+    """(segment document number, term frequency) for every posting of ``term``, deleted ones too."""
+    decoded = _decoded_postings(reader, field, term)
+    return decoded if decoded is not None else _matcher_postings(reader, field, term)
+
+
+def _decoded_postings(reader: Any, field: str, term: str) -> list[tuple[int, float]] | None:
+    """The postings of ``term`` read in one piece from a whoosh3 segment, or None elsewhere.
+
+    A broad needle expands to hundreds of rare terms, and a matcher costs a read, a seek and a
+    pickle load per block of each. Here one read of the extent, decoded as whoosh3 writes it: a
+    magic tag, then blocks of (int length, negative for the last; pickled block info; pickled,
+    maybe zlib-compressed, (delta-coded ids, weights, values)); a term in one document needs no
+    read. Any other layout answers None (the matcher reads it).
+    """
+    try:
+        terms = reader._terms
+        info = terms.term_info(field, term.encode("utf-8"))
+        if info.is_inlined():
+            ids, weights, _values = info.inlined_postings()
+            return list(zip(ids, weights, strict=True))
+        if info.doc_frequency() == 1 and info.min_id() is not None:
+            # the long tail of a lexicon: the term info already holds its one posting
+            return [(info.min_id(), info.weight())]
+        offset, length = info.extent()
+        if isinstance(length, tuple):  # whoosh-reloaded 2.7.5 decodes it as a 1-tuple
+            length = length[0]
+        buf = terms._postfile.get(offset, length)
+        if buf[:4] != WHOOSH3_HEADER_MAGIC:
+            return None
+        stream = io.BytesIO(buf)
+        pos = 4
+        found: list[tuple[int, float]] = []
+        while True:
+            (size,) = unpack_int(buf[pos:pos + 4])
+            end = pos + 4 + abs(size)
+            stream.seek(pos + 4)
+            count, _maxid, _maxweight, compression, _minlen, _maxlen = pickle.load(stream)
+            data = buf[stream.tell():end]
+            ids, weights = pickle.loads(zlib.decompress(data) if compression else data)[:2]
+            if weights is None or isinstance(weights, float):
+                weights = [1.0 if weights is None else weights] * count
+            found.extend(zip(itertools.accumulate(ids), weights, strict=True))
+            if size < 0 or end >= len(buf):
+                return found
+            pos = end
+    except Exception:  # not this codec, or not this layout: the matcher reads it instead
+        return None
+
+
+def _matcher_postings(reader: Any, field: str, term: str) -> Iterator[tuple[int, float]]:
+    """``postings`` through the segment's raw matcher (deleted documents too), one at a time."""
+    try:
+        matcher = reader._terms.matcher(field, term.encode("utf-8"), reader.schema[field].format, scorer=None)
+    except Exception:  # not a segment reader of the whoosh3 codec: the public way
+        matcher = reader.postings(field, term)
+    while matcher.is_active():
+        yield matcher.id(), matcher.weight()
+        matcher.next()

@@ -1,0 +1,135 @@
+"""Who is calling: an ``Agent`` with the folders it may read and write (docs/sharing.md).
+
+Every tool call carries one (``View.caller``), or None: the shared ``--token``, an HTTP
+server without agent keys, or a stdio server started without ``--agent`` call as the
+vault's owner, unlimited. An HTTP request with an agent key (served/keys.py) carries that
+key's agent; ``serve --agent NAME`` gives its one stdio client that agent.
+
+Globs are matched against a note's vault-relative path (``/`` between folders, ``.md``
+included), anchored at the vault's top, case-sensitively:
+
+- ``*`` is any run of characters within a folder or file name, ``?`` one character,
+  ``**`` any number of folders (``**/drafts/**``);
+- a glob that matches a folder covers everything beneath it: ``projects``, ``projects/``
+  and ``projects/**`` are the same rule; ``projects/*`` covers every note under ``projects``;
+- a glob may leave out the ``.md`` of a note (``projects/plan`` is ``projects/plan.md``).
+
+No read globs: every note may be read. No write globs: every note it may read may be
+written. A note outside the read globs cannot be written either, whatever the write globs
+say (a note one cannot read back is not one to edit blind).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+from functools import cached_property
+
+from vault_mem.errors import Forbidden, InvalidInput
+from vault_mem.vault.paths import check_relative
+
+AGENT_NAME = re.compile(r"[A-Za-z0-9._-]{1,64}")
+MAX_GLOBS = 100
+
+
+def check_agent_name(name: str, param: str = "NAME") -> str:
+    if not AGENT_NAME.fullmatch(name):
+        raise InvalidInput(param, f"{name[:80]!r} is not a valid agent name: use 1-64 letters, digits, "
+                                  "'.', '_' or '-' (the name agents pass as `agent`)")
+    return name
+
+
+def check_globs(globs: list[str] | tuple[str, ...], param: str) -> tuple[str, ...]:
+    """``globs`` cleaned (surrounding space and slashes kept as meant), or InvalidInput naming ``param``."""
+    if len(globs) > MAX_GLOBS:
+        raise InvalidInput(param, f"{len(globs)} globs given; at most {MAX_GLOBS} are accepted")
+    cleaned = []
+    for glob in globs:
+        text = glob.strip()
+        if not text or text in ("/", "."):
+            raise InvalidInput(param, f"{glob!r} is empty: give a folder such as 'projects/' or a glob "
+                                      "such as 'projects/**/*.md'")
+        check_relative(text.removeprefix("./"), param)
+        cleaned.append(text.removeprefix("./"))
+    return tuple(cleaned)
+
+
+def glob_pattern(glob: str) -> re.Pattern[str]:
+    """The regex of one glob: the path, a folder of it, or the path without ``.md``."""
+    text = glob.rstrip("/")
+    out = []
+    i = 0
+    while i < len(text):
+        if text.startswith("**/", i):
+            out.append("(?:[^/]*/)*")
+            i += 3
+        elif text.startswith("**", i):
+            out.append(".*")
+            i += 2
+        elif text[i] == "*":
+            out.append("[^/]*")
+            i += 1
+        elif text[i] == "?":
+            out.append("[^/]")
+            i += 1
+        else:
+            out.append(re.escape(text[i]))
+            i += 1
+    return re.compile("".join(out) + r"(?:\.md)?(?:/.*)?", re.DOTALL)
+
+
+@dataclass(frozen=True)
+class Agent:
+    """A caller with a name and limits. Empty ``read``/``write``: everything."""
+
+    name: str
+    read: tuple[str, ...] = ()
+    write: tuple[str, ...] = ()
+    read_only: bool = False
+    _patterns: dict[str, tuple[re.Pattern[str], ...]] = field(default_factory=dict, compare=False, repr=False)
+
+    @property
+    def reads_everything(self) -> bool:
+        return not self.read
+
+    @cached_property
+    def mask(self) -> str:
+        """A string naming what this agent may read (agents with the same read globs share it)."""
+        return json.dumps(sorted(self.read))
+
+    def _matches(self, kind: str, globs: tuple[str, ...], path: str) -> bool:
+        patterns = self._patterns.get(kind)
+        if patterns is None:
+            patterns = self._patterns[kind] = tuple(glob_pattern(g) for g in globs)
+        return any(p.fullmatch(path) for p in patterns)
+
+    def may_read(self, path: str) -> bool:
+        return not self.read or self._matches("read", self.read, path)
+
+    def may_write(self, path: str) -> bool:
+        if self.read_only or not self.may_read(path):
+            return False
+        return not self.write or self._matches("write", self.write, path)
+
+    def check_writes(self, tool: str) -> None:
+        """Forbidden when this agent may not write at all (its key was made with --read-only)."""
+        if self.read_only:
+            raise Forbidden(f"agent {self.name!r} is read-only: {tool} is refused (its key was made with "
+                            "--read-only; docs/sharing.md)", rule="read-only")
+
+    def check_write(self, path: str, tool: str) -> None:
+        """Forbidden, naming the rule, unless this agent may write the note at ``path``."""
+        self.check_writes(tool)
+        if not self.may_read(path):
+            raise Forbidden(f"agent {self.name!r} may not write {path}: it is outside its read globs "
+                            f"({', '.join(self.read)}); docs/sharing.md", rule="read")
+        if not self.may_write(path):
+            raise Forbidden(f"agent {self.name!r} may not write {path}: it is outside its write globs "
+                            f"({', '.join(self.write)}); docs/sharing.md", rule="write")
+
+    def check_name(self, given: object) -> None:
+        """Forbidden when a call passes another agent's name as ``agent``."""
+        if isinstance(given, str) and given != self.name:
+            raise Forbidden(f"agent: this caller is agent {self.name!r} and cannot act as {given[:64]!r}; "
+                            f"pass agent={self.name!r}", rule="name")

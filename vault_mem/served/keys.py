@@ -1,0 +1,256 @@
+"""Agent keys: one per agent and vault, kept as a SHA-256 hash in the user's configuration
+folder, never inside the vault (which git may carry to other machines). docs/sharing.md.
+
+    $XDG_CONFIG_HOME/vault-mem/agents.json      when XDG_CONFIG_HOME is set (any platform)
+    ~/.config/vault-mem/agents.json             Linux and other POSIX systems
+    ~/Library/Application Support/vault-mem/    macOS
+    %APPDATA%\\vault-mem\\                        Windows
+
+The file is ``{"version": 1, "vaults": {RESOLVED_VAULT_PATH: {AGENT: {sha256, read, write,
+read_only, created}}}}``, written atomically (a temporary file renamed over it), owner-only
+on POSIX (0600 in a 0700 folder; on Windows the user profile's own ACL). A key is 32 random
+bytes from ``secrets``: a plain hash is enough to keep it, because no one can guess 256
+random bits; slow password hashes exist for secrets people choose. Keys are compared in
+constant time (``hmac.compare_digest``) and never logged.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime as dt
+import hashlib
+import hmac
+import json
+import os
+import secrets
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from vault_mem.errors import InvalidInput, NotFound, WriteFailed
+from vault_mem.served.agents import Agent, check_agent_name, check_globs
+
+FILE_NAME = "agents.json"
+KEY_PREFIX = "vmk_"
+LOCK_WAIT = 10.0  # seconds an `agents add` waits for another one to finish
+LOCK_STALE = 60.0  # a lock older than this was left by a process that died
+
+
+def config_dir() -> Path:
+    """The user's vault-mem configuration folder (it may not exist yet)."""
+    xdg = os.environ.get("XDG_CONFIG_HOME")
+    if xdg and Path(xdg).is_absolute():
+        return Path(xdg) / "vault-mem"
+    if sys.platform == "win32":
+        appdata = os.environ.get("APPDATA")
+        return Path(appdata) / "vault-mem" if appdata else Path.home() / "AppData" / "Roaming" / "vault-mem"
+    if sys.platform == "darwin":
+        return Path.home() / "Library" / "Application Support" / "vault-mem"
+    return Path.home() / ".config" / "vault-mem"
+
+
+def key_file() -> Path:
+    return config_dir() / FILE_NAME
+
+
+def vault_key(root: Path) -> str:
+    """How the file names a vault: its resolved absolute path."""
+    return str(root.resolve())
+
+
+def hashed(key: str) -> str:
+    return hashlib.sha256(key.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+@dataclass(frozen=True)
+class Entry:
+    agent: Agent
+    sha256: str
+    created: str
+
+    def public(self) -> dict[str, Any]:
+        """What ``agents list`` shows: never the hash."""
+        return {"agent": self.agent.name, "read": list(self.agent.read) or ["**"],
+                "write": list(self.agent.write) or ["**"], "read_only": self.agent.read_only,
+                "created": self.created}
+
+
+def _load(path: Path) -> dict[str, Any]:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return {"version": 1, "vaults": {}}
+    except OSError as exc:
+        raise InvalidInput("agents", f"the agent key file {path} cannot be read ({exc.strerror})") from None
+    try:
+        data = json.loads(text)
+    except ValueError:
+        raise InvalidInput("agents", f"the agent key file {path} is not valid JSON: fix it or move it "
+                                     "away (every key in it is then lost)") from None
+    if not isinstance(data, dict) or not isinstance(data.get("vaults"), dict):
+        raise InvalidInput("agents", f"the agent key file {path} is not one vault-mem wrote: move it away")
+    return data
+
+
+def _entries(data: dict[str, Any], root: Path) -> dict[str, Entry]:
+    found: dict[str, Entry] = {}
+    agents = data["vaults"].get(vault_key(root)) or {}
+    for name, item in agents.items() if isinstance(agents, dict) else ():
+        if not isinstance(item, dict) or not isinstance(item.get("sha256"), str):
+            continue
+        agent = Agent(str(name), tuple(item.get("read") or ()), tuple(item.get("write") or ()),
+                      bool(item.get("read_only")))
+        found[str(name)] = Entry(agent, item["sha256"], str(item.get("created", "")))
+    return found
+
+
+def _save(path: Path, data: dict[str, Any]) -> None:
+    """Write ``data`` over ``path`` atomically, owner-only."""
+    folder = path.parent
+    try:
+        folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+        if os.name == "posix":
+            os.chmod(folder, 0o700)
+        fd, temp = tempfile.mkstemp(prefix=".agents-", suffix=".tmp", dir=folder)  # created 0600
+        try:
+            with os.fdopen(fd, "w", encoding="utf-8") as out:
+                json.dump(data, out, indent=2, sort_keys=True)
+                out.write("\n")
+                out.flush()
+                os.fsync(out.fileno())
+            os.replace(temp, path)
+        except BaseException:
+            with contextlib.suppress(OSError):
+                os.unlink(temp)
+            raise
+    except OSError as exc:
+        raise WriteFailed(f"cannot write the agent key file {path}: {exc.strerror or exc}") from exc
+
+
+@contextlib.contextmanager
+def _locked(path: Path) -> Iterator[None]:
+    """One change of the key file at a time (two `agents add` at once would lose one key)."""
+    lock = path.with_name(path.name + ".lock")
+    try:
+        path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+    except OSError as exc:
+        raise WriteFailed(f"cannot create the configuration folder {path.parent}: {exc.strerror or exc}") from exc
+    deadline = time.monotonic() + LOCK_WAIT
+    while True:
+        try:
+            os.close(os.open(lock, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600))
+            break
+        except FileExistsError:
+            with contextlib.suppress(OSError):
+                if time.time() - lock.stat().st_mtime > LOCK_STALE:
+                    os.unlink(lock)
+                    continue
+            if time.monotonic() > deadline:
+                raise WriteFailed(f"another vault-mem agents command holds {lock}; if none runs, delete "
+                                  "that file", retry=True) from None
+            time.sleep(0.05)
+        except OSError as exc:
+            raise WriteFailed(f"cannot lock the agent key file {path}: {exc.strerror or exc}") from exc
+    try:
+        yield
+    finally:
+        with contextlib.suppress(OSError):
+            os.unlink(lock)
+
+
+def list_agents(root: Path) -> list[Entry]:
+    return sorted(_entries(_load(key_file()), root).values(), key=lambda e: e.agent.name)
+
+
+def add_agent(root: Path, name: str, read: list[str], write: list[str], read_only: bool) -> tuple[Entry, str]:
+    """A new key for ``name`` on the vault ``root``: (its entry, the key, shown only this once)."""
+    check_agent_name(name)
+    agent = Agent(name, check_globs(read, "--read"), check_globs(write, "--write"), read_only)
+    path = key_file()
+    with _locked(path):
+        return _add(path, root, agent)
+
+
+def _add(path: Path, root: Path, agent: Agent) -> tuple[Entry, str]:
+    name = agent.name
+    data = _load(path)
+    if name in _entries(data, root):
+        raise InvalidInput("NAME", f"agent {name!r} already has a key for this vault: remove it first "
+                                   f"(vault-mem agents remove {name}) to issue a new one")
+    key = KEY_PREFIX + secrets.token_urlsafe(32)
+    created = dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    agents = data["vaults"].setdefault(vault_key(root), {})
+    agents[name] = {"sha256": hashed(key), "read": list(agent.read), "write": list(agent.write),
+                    "read_only": agent.read_only, "created": created}
+    _save(path, data)
+    return Entry(agent, hashed(key), created), key
+
+
+def remove_agent(root: Path, name: str) -> Entry:
+    path = key_file()
+    with _locked(path):
+        return _remove(path, root, name)
+
+
+def _remove(path: Path, root: Path, name: str) -> Entry:
+    data = _load(path)
+    entries = _entries(data, root)
+    if name not in entries:
+        known = ", ".join(sorted(entries)) or "none"
+        raise NotFound(f"agent {name!r} has no key for this vault (agents with keys: {known})")
+    agents = data["vaults"][vault_key(root)]
+    del agents[name]
+    if not agents:
+        del data["vaults"][vault_key(root)]
+    _save(path, data)
+    return entries[name]
+
+
+class KeyRing:
+    """The agent keys of one vault, as the server checks them: re-read when the file changes,
+    so that ``agents add`` and ``agents remove`` take effect without a restart."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self._lock = threading.Lock()
+        self._stamp: tuple[int, int] | None = None
+        self._entries: dict[str, Entry] = {}
+
+    def _current(self) -> dict[str, Entry]:
+        path = key_file()
+        try:
+            info = path.stat()
+            stamp: tuple[int, int] | None = (info.st_mtime_ns, info.st_size)
+        except OSError:
+            stamp = None
+        with self._lock:
+            if stamp != self._stamp:
+                try:
+                    self._entries = _entries(_load(path), self.root) if stamp is not None else {}
+                except InvalidInput:
+                    # A damaged file must not open the vault to anyone: keep refusing unknown keys.
+                    self._entries = {name: Entry(e.agent, "", e.created) for name, e in self._entries.items()}
+                self._stamp = stamp
+            return self._entries
+
+    def any(self) -> bool:
+        """Whether this vault has agent keys (then every HTTP request needs a key or the token)."""
+        return bool(self._current())
+
+    def agent_for(self, key: str) -> Agent | None:
+        """The agent whose key is ``key``, compared in constant time with every stored hash."""
+        given = hashed(key)
+        found = None
+        for entry in self._current().values():
+            if entry.sha256 and hmac.compare_digest(given, entry.sha256):
+                found = entry.agent
+        return found
+
+    def named(self, name: str) -> Agent | None:
+        entry = self._current().get(name)
+        return entry.agent if entry is not None else None

@@ -1,0 +1,59 @@
+"""What happens after a write tool changed a file: the journal for ``vault-mem log`` and
+``undo`` (index/journal.py), the agent's own notes for ``lost``, and, when something did not
+fully land (not indexed, not committed), a ``persist_error`` for its next call
+(index/agentstate.py, served/mailbox.py). None of it ever fails the write: the file change
+stands, and what could not be kept is a warning or a log line."""
+
+from __future__ import annotations
+
+import datetime as dt
+import logging
+from typing import Any
+
+from vault_mem.index import agentstate, journal
+from vault_mem.served.context import View
+from vault_mem.vault.dates import iso
+from vault_mem.vault.note import permalink_of
+
+log = logging.getLogger("vault_mem.writes")
+
+
+def change(path: str, fsrel: str, title: str, uid: str, before: bytes | None, after: bytes | None,
+           trash: str | None = None) -> dict[str, Any]:
+    """One file change, as ``landed`` takes it."""
+    return {"path": path, "fsrel": fsrel, "title": title, "uid": uid, "before": before, "after": after,
+            "trash": trash}
+
+
+def landed(view: View, tool: str, agent: str, changes: list[dict[str, Any]]) -> list[str]:
+    """Journal ``changes`` and track the agent's notes; returns warnings for the answer."""
+    index_dir = view.vault.index.dir
+    warnings = []
+    warning = journal.record(index_dir, agent, tool, changes)
+    if warning:
+        warnings.append(warning)
+
+    def track(state: dict[str, Any]) -> None:
+        for item in changes:
+            if item["after"] is None:
+                state["wrote"].pop(item["fsrel"], None)  # its own delete is not lost
+            else:
+                state["wrote"].pop(item["fsrel"], None)  # re-inserted: newest last
+                state["wrote"][item["fsrel"]] = [item["uid"], item["path"], item["title"]]
+
+    try:
+        agentstate.change(index_dir, agent, track)
+    except OSError as exc:
+        log.warning("cannot keep the notes of agent %s: %s", agent, exc)
+    return warnings
+
+
+def not_landed(view: View, agent: str, tool: str, path: str, message: str) -> None:
+    """Keep ``message`` (a write of ``path`` that did not fully land) for the agent's next call."""
+    now = dt.datetime.now(dt.UTC)
+    error = {"tool": tool, "permalink": permalink_of(path), "message": message, "time": iso(now),
+             "t": now.timestamp()}  # t: which call may report it (served/mailbox.py)
+    try:
+        agentstate.change(view.vault.index.dir, agent, lambda state: state["errors"].append(error))
+    except OSError as exc:
+        log.warning("cannot keep a persist error of agent %s: %s", agent, exc)

@@ -1,0 +1,209 @@
+"""``vault-mem log`` and ``vault-mem undo`` over the journal of write tools (index/journal.py;
+docs/sharing.md, "What an agent did, and undo").
+
+``plan`` groups an agent's journal entries since a moment by note and, for each note, compares
+the file now with what the agent left: when they match, the note is put back as it was before
+the agent's first change in that window, byte for byte (its earlier content comes from the
+journal; a deleted note comes back from ``.trash/``; a note the agent created goes to
+``.trash/``); when they differ, someone changed it after the agent, and it is listed and left
+alone. ``apply`` does what a plan says, journals it (tool ``undo``, so the log shows it and a
+second undo finds nothing to do), indexes it, and with ``git_commit`` makes it one commit.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from vault_mem.errors import GitError, IndexBusy, NotFound, VaultMemError
+from vault_mem.git.commit import agent_identity, commit_paths
+from vault_mem.git.repo import Repo
+from vault_mem.index import journal
+from vault_mem.index.agentstate import agent_key
+from vault_mem.index.journal import Entry, digest
+from vault_mem.index.store import VaultIndex
+from vault_mem.vault.dates import iso
+from vault_mem.vault.paths import note_file
+from vault_mem.vault.reader import read_note
+from vault_mem.vault.writer import atomic_write, create_at, move_back, move_to_trash
+
+UNDO_AGENT = "vault-mem"  # who the journal names for an undo's own changes
+KINDS = {"memory_write": "write", "memory_edit": "edit", "memory_supersede": "supersede",
+         "task_close": "close", "memory_delete": "delete", "undo": "undo"}
+
+
+def log(index: VaultIndex, agent: str | None = None, since: dt.datetime | None = None) -> list[dict[str, Any]]:
+    """Every journaled change, newest first, by ``agent`` (any case) and at or after ``since``."""
+    rows = []
+    for entry in reversed(journal.entries(index.dir)):
+        if agent is not None and agent_key(entry.agent) != agent_key(agent):
+            continue
+        if since is not None and entry.t < since.timestamp():
+            continue
+        rows.append({**entry.public(), "kind": KINDS.get(entry.tool, entry.tool)})
+    return rows
+
+
+@dataclass
+class Step:
+    """What undo does (or would do) to one note. ``action``: restore (write the earlier bytes),
+    untrash (bring a deleted note back), trash (move a note the agent created to .trash/), or
+    leave (nothing: ``reason`` says why)."""
+
+    path: str
+    fsrel: str
+    action: str
+    reason: str
+    before: str | None  # the SHA-256 to put back (None: no file)
+    expected: str | None  # the SHA-256 the agent left (None: no file), which the file must still have
+    trash: str | None = None
+    title: str = ""
+    uid: str = ""
+
+    def public(self) -> dict[str, Any]:
+        return {"path": self.path, "action": self.action, "reason": self.reason}
+
+
+def plan(index: VaultIndex, agent: str, since: dt.datetime) -> list[Step]:
+    """What undoing ``agent``'s changes since ``since`` would do, one step per note it changed."""
+    everything = journal.entries(index.dir)
+    mine = [e for e in everything if agent_key(e.agent) == agent_key(agent) and e.t >= since.timestamp()]
+    groups: dict[str, list[Entry]] = {}
+    for entry in mine:
+        groups.setdefault(entry.fsrel, []).append(entry)
+    return [_step(index.root, index.dir, everything, group) for group in groups.values()]
+
+
+def _step(root: Path, index_dir: Path, everything: list[Entry], group: list[Entry]) -> Step:
+    first, last = group[0], group[-1]
+    step = Step(first.path, first.fsrel, "leave", "", first.before, last.after, last.trash, first.title, first.uid)
+    now = _current(root, first.fsrel)
+    if now != last.after:
+        if now == first.before:
+            step.reason = "already as it was before the agent's change"
+        else:
+            step.reason = "changed after the agent by " + _who_changed(everything, last)
+        return step
+    if first.before is None:
+        if now is None:
+            step.reason = "the agent created it and deleted it; nothing to put back"
+        else:
+            step.action, step.reason = "trash", f"created by the agent ({KINDS.get(first.tool, first.tool)})"
+        return step
+    if now is None and last.trash and _current(root, last.trash) == first.before:
+        step.action, step.reason = "untrash", f"deleted by the agent; back from {last.trash}"
+        return step
+    if journal.blob(index_dir, first.before) is None:
+        step.reason = "the journal no longer holds its earlier content (past its size or age limit)"
+        return step
+    step.action = "untrash" if now is None else "restore"
+    step.trash = None
+    changed = sorted({KINDS.get(e.tool, e.tool) for e in group})
+    step.reason = f"{', '.join(changed)} by the agent; earlier content from the journal"
+    return step
+
+
+def _current(root: Path, fsrel: str) -> str | None:
+    try:
+        return digest(note_file(root, fsrel).read_bytes())
+    except (OSError, VaultMemError):
+        return None
+
+
+def _who_changed(everything: list[Entry], last: Entry) -> str:
+    later = [e for e in everything if e.fsrel == last.fsrel and e.t >= last.t and e is not last
+             and agent_key(e.agent) != agent_key(last.agent)]
+    if later:
+        newest = later[-1]
+        return f"{newest.agent} ({KINDS.get(newest.tool, newest.tool)} at {newest.time}); left alone"
+    return "someone else (a person, an editor or git); left alone"
+
+
+def apply(index: VaultIndex, steps: list[Step], agent: str, since: dt.datetime,
+          git_commit: bool = False) -> dict[str, Any]:
+    """Do ``steps``; returns ``{done, failed, warnings, commit}`` (``done``/``failed``: steps)."""
+    root = index.root
+    done: list[dict[str, Any]] = []
+    failed: list[dict[str, Any]] = []
+    changes: list[dict[str, Any]] = []
+    for step in steps:
+        if step.action == "leave":
+            continue
+        try:
+            change = _do(root, index.dir, step)
+        except (VaultMemError, OSError) as exc:
+            failed.append({**step.public(), "reason": str(exc)})
+            continue
+        if change is None:
+            failed.append({**step.public(), "reason": "changed while undo ran; left alone"})
+        else:
+            changes.append(change)
+            done.append(step.public())
+    warnings = []
+    if changes:
+        warning = journal.record(index.dir, UNDO_AGENT, "undo", changes)
+        if warning:
+            warnings.append(warning)
+        warnings += _index(index, changes)
+    commit = None
+    if git_commit and changes:
+        commit, warning = _commit(root, [c["fsrel"] for c in changes], agent, since, len(changes))
+        if warning:
+            warnings.append(warning)
+    return {"done": done, "failed": failed, "warnings": warnings, "commit": commit}
+
+
+def _do(root: Path, index_dir: Path, step: Step) -> dict[str, Any] | None:
+    """Carry out one step; the journal change it made, or None when the file moved on meanwhile."""
+    path = note_file(root, step.fsrel)
+    current = path.read_bytes() if path.exists() else None
+    if (digest(current) if current is not None else None) != step.expected:
+        return None
+    info = {"path": step.path, "fsrel": step.fsrel, "title": step.title, "uid": step.uid, "trash": None}
+    if step.action == "trash":
+        trashed = move_to_trash(root, step.fsrel)
+        return {**info, "before": current, "after": None, "trash": trashed}
+    if step.action == "untrash" and step.trash is not None:
+        if not move_back(root, step.trash, step.fsrel):
+            return None
+        return {**info, "before": None, "after": path.read_bytes()}
+    assert step.before is not None
+    data = journal.blob(index_dir, step.before)
+    if data is None:
+        raise NotFound("the journal no longer holds its earlier content")
+    if current is None:
+        return {**info, "before": None, "after": data} if create_at(path, data) else None
+    atomic_write(path, data)
+    return {**info, "before": current, "after": data}
+
+
+def _index(index: VaultIndex, changes: list[dict[str, Any]]) -> list[str]:
+    """Index the undone notes now (a running server's watcher would, too)."""
+    if index.needs_build():
+        return []
+    notes, removed = [], []
+    for change in changes:
+        if change["after"] is None:
+            removed.append(change["path"])
+        else:
+            notes.append((read_note(index.root, change["fsrel"], index.history), change["fsrel"]))
+    try:
+        index.apply(notes, removed, timeout=index.write_timeout)
+    except (IndexBusy, OSError) as exc:
+        return [f"the files are put back, but not indexed yet ({exc}); the next serve or index run catches up"]
+    finally:
+        index.close()
+    return []
+
+
+def _commit(root: Path, paths: list[str], agent: str, since: dt.datetime, count: int) -> tuple[str | None, str | None]:
+    repo = Repo.find(root)
+    if repo is None:
+        return None, "not committed: the vault is not a git work tree"
+    message = f"undo: {count} note(s) changed by {agent} since {iso(since)}"
+    try:
+        return commit_paths(repo, paths, message, agent_identity(UNDO_AGENT)), None
+    except GitError as exc:
+        return None, f"the notes are put back but not committed: {exc}"
