@@ -72,7 +72,8 @@ def test_modules_stay_small() -> None:
 # git/sync.py all go through git/repo.py. clients/claude_code.py runs `claude mcp add/remove` for
 # `vault-mem connect claude-code`: Claude Code rewrites its own config file while it runs, so its
 # command is the safe way to change it (no shell, a timeout, only when `claude` is installed).
-MAY_RUN_PROCESSES = {"git/repo.py", "runtime/lifecycle.py", "clients/claude_code.py"}
+# mcp_server/workers.py starts the N workers of `serve --http --workers N`, each a vault-mem serve.
+MAY_RUN_PROCESSES = {"git/repo.py", "runtime/lifecycle.py", "clients/claude_code.py", "mcp_server/workers.py"}
 
 
 def test_only_the_git_module_and_the_runtime_start_processes() -> None:

@@ -45,6 +45,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             print_command_list()
             return 0
         args = parse(argv)
+        args.argv = argv  # serve --workers N starts each worker with the same arguments
         if args.command is None:
             print_command_list()
             return 0

@@ -15,15 +15,19 @@ import os
 import sys
 import threading
 from collections.abc import Callable
-from typing import Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from vault_mem import __version__
 from vault_mem.cli.app import PROG, Command, port_number, register
 from vault_mem.cli.common import open_index, say, vault_root
 from vault_mem.cli.gitsync import add_serve_options, start_serve_options
+from vault_mem.cli.workers import worker_count
 from vault_mem.errors import InvalidInput
 from vault_mem.served.agents import Agent
 from vault_mem.served.keys import KeyRing, list_agents
+
+if TYPE_CHECKING:
+    from vault_mem.mcp_server.workers import Seat
 
 
 def add_options(parser: argparse.ArgumentParser) -> None:
@@ -35,6 +39,9 @@ def add_options(parser: argparse.ArgumentParser) -> None:
                         help="HTTP port (default 8765)")
     parser.add_argument("--token", default=None, metavar="SECRET",
                         help="bearer token HTTP clients must send (default: $VAULT_MEM_TOKEN)")
+    parser.add_argument("--workers", type=worker_count, default=None, metavar="N",
+                        help="with --http: N server processes on one port, each with its own index reader "
+                             "(default: the number of cores); a legacy session stays on its worker")
     parser.add_argument("--allowed-host", action="append", default=[], metavar="NAME",
                         help="a host name clients use to reach a non-loopback bind (repeatable)")
     parser.add_argument("--project", default=None, metavar="NAME",
@@ -54,36 +61,54 @@ def cmd_serve(args: argparse.Namespace) -> int:
     root = vault_root(args)
     index = open_index(args, root, doing="serve it")
     token = args.token or os.environ.get("VAULT_MEM_TOKEN") or None
+    seat = None
     if args.http:
         from vault_mem.mcp_server.transports import check_http_options
+        from vault_mem.mcp_server.workers import seat_from_env
 
-        check_http_options(args.host, args.port, token, args.allowed_host)
+        seat = seat_from_env()  # one of `serve --workers N`: the parent checked the options and holds the port
+        if seat is None:
+            check_http_options(args.host, args.port, token, args.allowed_host)
+    elif args.workers is not None:
+        raise InvalidInput("--workers", "applies to --http only: a stdio server has one client")
     elif sys.stdin is None:
         say("error: serve over stdio needs a standard input: an MCP client starts it")
         return 1
     keys = KeyRing(root)
     caller = _stdio_agent(args, keys, root)
+    url = f"http://{_url_host(args.host)}:{args.port}/mcp"
+    workers = args.workers or os.cpu_count() or 1
+    if args.http and seat is None and workers > 1:
+        from vault_mem.cli.workers import serve_workers
+
+        index.close()
+        return serve_workers(args, root, workers, lambda: _say_http(root, url, token, keys))
 
     from vault_mem.index.presence import present
     from vault_mem.runtime.lifecycle import STOP_GRACE, Runtime
 
     project = args.project or os.environ.get("VAULT_MEM_PROJECT") or None
-    runtime = Runtime(index)
-    url = f"http://{_url_host(args.host)}:{args.port}/mcp"
+    runtime = Runtime(index, merges=seat is None or seat.leads)
     doing = ("; building it in the background (queries answer as it grows)" if index.needs_build() else
              "; resuming the interrupted build in the background" if not index.is_complete()
              else "; checking it against the files")
     with present(index.dir, "serve", transport="http" if args.http else "stdio",
-                 url=url if args.http else None, vault=str(root)):
+                 url=url if args.http else None, vault=str(root),
+                 **({"worker": seat.index + 1} if seat is not None else {})):
         # The watcher listens, and a build runs, while the MCP SDK loads (about 2 s); the check of an
         # existing index starts once it is loaded.
         loaded = threading.Event()
         runtime.start(check_after=loaded)
         try:
-            if args.read_only:
-                say("read-only: no write tools are served")
-            say(f"{PROG} {__version__} serving the vault {root}")
-            say(f"index at {index.dir}{doing}")
+            if seat is not None:
+                say(f"worker {seat.index + 1} of {seat.count} (pid {os.getpid()}) serving"
+                    + (": it runs the background merges and the git sync" if seat.leads else ""))
+            else:
+                if args.read_only:
+                    say("read-only: no write tools are served")
+                say(f"{PROG} {__version__} serving the vault {root}")
+            if seat is None or seat.leads:
+                say(f"index at {index.dir}{doing}")
             from vault_mem.mcp_server.app import build_server
             from vault_mem.served.context import Vault
 
@@ -91,14 +116,15 @@ def cmd_serve(args: argparse.Namespace) -> int:
                           git_commit=args.git_commit)
             server = build_server(vault, caller=caller, read_only=args.read_only)
             loaded.set()
-            run = _transport(args, server, url, token, root, keys, caller)
-            start_serve_options(args, root)
+            run = _transport(args, server, url, token, root, keys, caller, seat)
+            if seat is None or seat.leads:
+                start_serve_options(args, root)
         except KeyboardInterrupt:  # Ctrl-C while the server loads: the same one line as later
-            _stop_now(runtime)
+            _stop_now(runtime, quiet=seat is not None)
         except BaseException:
             runtime.stop()
             raise
-        return _run_until_stopped(run, runtime, STOP_GRACE)
+        return _run_until_stopped(run, runtime, STOP_GRACE, quiet=seat is not None)
 
 
 def _stdio_agent(args: argparse.Namespace, keys: KeyRing, root: Any) -> Agent | None:
@@ -117,17 +143,14 @@ def _stdio_agent(args: argparse.Namespace, keys: KeyRing, root: Any) -> Agent | 
 
 
 def _transport(args: argparse.Namespace, server: Any, url: str, token: str | None, root: Any, keys: KeyRing,
-               caller: Agent | None) -> Callable[[], None]:
+               caller: Agent | None, seat: Seat | None = None) -> Callable[[], None]:
     """Say how to connect, and return the function that serves until the client or a signal ends it."""
     if args.http:
         from vault_mem.mcp_server.transports import run_http
 
-        say(f"streamable HTTP at {url}" + (" (bearer token required)" if token else ""))
-        if keys.any():
-            say(f"this vault has {len(list_agents(root))} agent key(s): each request needs one of them"
-                + (" or the token" if token else "") + ", even on loopback")
-        say(f'connect a client with {{"url": "{url}"}}; Ctrl-C to stop')
-        return lambda: run_http(server, args.host, args.port, token, args.allowed_host, keys)
+        if seat is None:  # the workers' parent says it once
+            _say_http(root, url, token, keys)
+        return lambda: run_http(server, args.host, args.port, token, args.allowed_host, keys, seat)
     from vault_mem.mcp_server.transports import run_stdio
 
     if sys.stdin.isatty():
@@ -139,11 +162,19 @@ def _transport(args: argparse.Namespace, server: Any, url: str, token: str | Non
     return lambda: run_stdio(server)
 
 
+def _say_http(root: Any, url: str, token: str | None, keys: KeyRing) -> None:
+    say(f"streamable HTTP at {url}" + (" (bearer token required)" if token else ""))
+    if keys.any():
+        say(f"this vault has {len(list_agents(root))} agent key(s): each request needs one of them"
+            + (" or the token" if token else "") + ", even on loopback")
+    say(f'connect a client with {{"url": "{url}"}}; Ctrl-C to stop')
+
+
 def _url_host(host: str) -> str:
     return f"[{host}]" if ":" in host and not host.startswith("[") else host
 
 
-def _run_until_stopped(run: Callable[[], None], runtime: Any, grace: float) -> int:
+def _run_until_stopped(run: Callable[[], None], runtime: Any, grace: float, quiet: bool = False) -> int:
     """Run the transport in a thread; return its outcome, or end the process on a stop signal.
 
     When the client leaves, a build still running gets ``grace`` seconds to finish; a signal
@@ -162,7 +193,7 @@ def _run_until_stopped(run: Callable[[], None], runtime: Any, grace: float) -> i
         while thread.is_alive():
             thread.join(0.5)  # a timed join: Ctrl-C reaches the main thread on every platform
     except KeyboardInterrupt:
-        _stop_now(runtime)
+        _stop_now(runtime, quiet)
     runtime.stop(grace)
     if failure and not (isinstance(failure[0], SystemExit) and not failure[0].code):
         exc = failure[0]
@@ -172,9 +203,11 @@ def _run_until_stopped(run: Callable[[], None], runtime: Any, grace: float) -> i
     return 0
 
 
-def _stop_now(runtime: Any) -> NoReturn:
-    """One line, the watcher and any child build stopped, then the process ends (status 130)."""
-    print(f"\n{PROG}: stopped", file=sys.stderr, flush=True)
+def _stop_now(runtime: Any, quiet: bool = False) -> NoReturn:
+    """One line (none from a worker: its parent says it), the watcher and any child build
+    stopped, then the process ends (status 130)."""
+    if not quiet:
+        print(f"\n{PROG}: stopped", file=sys.stderr, flush=True)
     try:
         runtime.stop()
         runtime.index.close()

@@ -210,7 +210,9 @@ class _Importer:
         if self.dry_run:
             self.report.created.append((folder / name).relative_to(self.root).as_posix())
             return
-        names = self.names.setdefault(folder, _names_in(folder))
+        names = self.names.get(folder)
+        if names is None:  # not setdefault: its default would list the folder for every note
+            names = self.names[folder] = _names_in(folder)
         # Each create fsyncs its file and folder as a write tool's does; several at once let the file
         # system commit them together (10,000 notes one after the other wait on 20,000 commits).
         self.pending.append(self.pool.submit(create_exclusive, folder, name, text.encode("utf-8"), taken=names))

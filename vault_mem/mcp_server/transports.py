@@ -28,6 +28,7 @@ from mcp.server.transport_security import TransportSecuritySettings
 
 from vault_mem.errors import InvalidInput
 from vault_mem.mcp_server.app import CALLER
+from vault_mem.mcp_server.workers import Seat
 from vault_mem.served.keys import KeyRing
 
 log = logging.getLogger("vault_mem.mcp_server")
@@ -157,15 +158,23 @@ def http_app(server: Server[Any], host: str, port: int, token: str | None,
 
 
 def run_http(server: Server[Any], host: str, port: int, token: str | None, allowed_hosts: list[str],
-             keys: KeyRing | None = None) -> None:
+             keys: KeyRing | None = None, seat: Seat | None = None) -> None:
+    """Serve until stopped; ``seat``: as one of ``serve --workers N`` (mcp_server/workers.py), on
+    the sockets the parent handed over, keeping legacy sessions on their worker."""
     import uvicorn
 
     app = http_app(server, host, port, token, allowed_hosts, keys)
+    sockets = None
+    if seat is not None:
+        from vault_mem.mcp_server.affinity import Affinity
+        from vault_mem.mcp_server.workers import worker_sockets
+
+        app, sockets = Affinity(app, seat.index, seat.ports), worker_sockets(seat)
     # Not uvicorn.run: outside the main thread uvicorn installs no signal handlers, and a failed
     # bind raises here instead of exiting the process.
     config = uvicorn.Config(app, host=host.strip("[]"), port=port, log_level="warning", access_log=False,
                             log_config=None)
     web = uvicorn.Server(config)
-    web.run()
+    web.run(sockets=sockets)
     if not web.started:
         raise OSError(f"the HTTP server could not listen on {host}:{port}")

@@ -56,8 +56,9 @@ class Runtime:
     """Owns the background indexing of one served vault; it is the vault's ``Health``."""
 
     def __init__(self, index: VaultIndex, pace: Callable[[str], None] | None = None,
-                 first_answer_wait: float = FIRST_ANSWER_WAIT) -> None:
-        """``pace`` is called with each file a full check of the vault reaches (tests slow it down)."""
+                 first_answer_wait: float = FIRST_ANSWER_WAIT, merges: bool = True) -> None:
+        """``pace`` is called with each file a full check of the vault reaches (tests slow it down);
+        ``merges``: schedule background merges (of ``serve --workers N``, only one worker does)."""
         self.root = index.root
         self.index = index
         self.pace = pace
@@ -78,6 +79,7 @@ class Runtime:
         self._stop_merging = threading.Event()
         self._merger: subprocess.Popen[bytes] | None = None
         self._merge_thread: threading.Thread | None = None
+        self.merges = merges
 
     @property
     def progress_path(self) -> Path:
@@ -268,7 +270,8 @@ class Runtime:
             debris = self.index.tidy()
             if debris:
                 log.info("removed %d leftovers of interrupted writes from %s", len(debris), self.index.dir)
-            self._start_merge_scheduler()
+            if self.merges:
+                self._start_merge_scheduler()
         except Exception as exc:  # the server keeps answering; the error is logged and shown
             self.error = f"{type(exc).__name__}: {exc}"
             if not self._stopping:  # a stop closes the index under the check: that is no failure

@@ -10,9 +10,11 @@ checked by loading it back, so the reader and the writer cannot drift apart.
 from __future__ import annotations
 
 import datetime as dt
+import functools
+import itertools
 import math
 import re
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 import yaml
@@ -70,13 +72,14 @@ def _number_text(value: int | float) -> str:
     return text
 
 
-def _quoted_forms(text: str, prefer: str | None) -> list[str]:
+def _quoted_forms(text: str, prefer: str | None) -> Iterator[str]:
+    """The quoted spellings of ``text`` to try, in order; PyYAML's escaped form (a whole dump,
+    the costly one) only when the simple quotes did not read back."""
     single = "'" + text.replace("'", "''") + "'"
     double = '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
+    yield from [double, single] if prefer == '"' or (prefer is None and "'" in text) else [single, double]
     escaped = yaml.safe_dump(text, default_style='"', allow_unicode=True, width=1 << 30)
-    escaped = escaped.removesuffix("\n...\n").rstrip("\n")
-    first = [double, single] if prefer == '"' or (prefer is None and "'" in text) else [single, double]
-    return [*first, escaped]
+    yield escaped.removesuffix("\n...\n").rstrip("\n")
 
 
 def scalar_text(value: Any, context: str = "value", prefer: str | None = None) -> str | None:
@@ -96,10 +99,8 @@ def scalar_text(value: Any, context: str = "value", prefer: str | None = None) -
         value = value.isoformat()
     if not isinstance(value, str):
         return None
-    candidates: list[str] = []
-    if prefer is None and "\n" not in value and not _YAML12_NON_STRING.fullmatch(value):
-        candidates.append(value)
-    candidates += _quoted_forms(value, prefer)
+    plain = [value] if prefer is None and "\n" not in value and not _YAML12_NON_STRING.fullmatch(value) else []
+    candidates = itertools.chain(plain, _quoted_forms(value, prefer))
     expected = [value] if context in ("item", "flow") else value
     for text in candidates:
         if context == "item":
@@ -149,11 +150,13 @@ def flow_text(value: Any) -> str | None:
     return None
 
 
+@functools.lru_cache(maxsize=1024)
 def _key_text(key: str) -> str:
+    """The YAML spelling of a mapping key (the same few keys come in every note: cached)."""
     if not key or key != key.strip():
         raise InvalidInput("set", f"the key {key!r} cannot be written: keys need a name with no "
                            "spaces at either end")
-    for text in [key, *_quoted_forms(key, None)]:
+    for text in itertools.chain((key,), _quoted_forms(key, None)):
         loaded = load_yaml(f"{text}: 0\n")
         if loaded.parsed and list(loaded.data) == [key]:
             return text

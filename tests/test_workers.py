@@ -1,0 +1,232 @@
+"""``serve --http --workers N``: real processes on one port, real SDK clients.
+
+Every request here goes over a fresh connection (no keep-alive), so the operating system picks
+a worker for each one; the ``Vault-Mem-Worker`` header of each answer says which worker gave it.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import anyio
+import httpx2
+import pytest
+from conftest import write_notes
+from mcp import Client
+from mcp.client.streamable_http import streamable_http_client
+
+pytestmark = pytest.mark.anyio
+
+NOTES = {f"work/n{i}.md": f"---\nid: n{i}\ntitle: Note {i}\n---\nAbout the queue, part {i}.\n" for i in range(20)}
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def alive(pid: int) -> bool:
+    """The process runs (a zombie left to a container's init that does not reap counts as gone)."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except FileNotFoundError:
+        return False
+    except OSError:
+        pass
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return True
+
+
+class Served:
+    def __init__(self, tmp_path: Path, workers: int = 2) -> None:
+        self.root = write_notes(tmp_path / "v", NOTES)
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}/mcp"
+        self.log = tmp_path / "serve.log"
+        env = {k: v for k, v in os.environ.items() if k != "VAULT_MEM_TOKEN"}
+        with self.log.open("wb") as log:
+            self.proc = subprocess.Popen(
+                [sys.executable, "-m", "vault_mem", "serve", "--vault", str(self.root), "--index-dir",
+                 str(tmp_path / "ix"), "--http", "--port", str(self.port), "--workers", str(workers)],
+                stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=log, env=env, cwd=tmp_path)
+
+    def stderr(self) -> str:
+        return self.log.read_text(encoding="utf-8", errors="replace")
+
+    def pids(self) -> list[int]:
+        deadline = time.monotonic() + 60
+        while not (found := re.search(r"worker processes on one port \(pids ([\d, ]+)\)", self.stderr())):
+            assert self.proc.poll() is None, self.stderr()
+            assert time.monotonic() < deadline, self.stderr()
+            time.sleep(0.05)
+        return [int(p) for p in found.group(1).split(", ")]
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.terminate()
+        self.proc.wait(timeout=60)
+
+
+@pytest.fixture
+def served(tmp_path: Path) -> Iterator[Served]:
+    server = Served(tmp_path)
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+def client(url: str, mode: str, seen: list[tuple[str | None, str | None]]) -> tuple[httpx2.AsyncClient, Client]:
+    """An SDK client whose every request opens a new connection; ``seen`` gets (worker, session)."""
+    async def note(response: httpx2.Response) -> None:
+        seen.append((response.headers.get("vault-mem-worker"), response.request.headers.get("mcp-session-id")))
+
+    http = httpx2.AsyncClient(limits=httpx2.Limits(max_keepalive_connections=0), event_hooks={"response": [note]})
+    return http, Client(streamable_http_client(url, http_client=http), mode=mode)  # type: ignore[arg-type]
+
+
+async def ready(served: Served) -> None:
+    """Wait for both workers to say they serve, then for the index (one folder for all of them)."""
+    served.pids()
+    deadline = time.monotonic() + 120
+    while not all(f"worker {i} of 2" in served.stderr() for i in (1, 2)):
+        assert served.proc.poll() is None and time.monotonic() < deadline, served.stderr()
+        await anyio.sleep(0.05)
+    deadline = time.monotonic() + 120
+    seen: list[tuple[str | None, str | None]] = []
+    http, mcp = client(served.url, "2026-07-28", seen)
+    async with http:
+        while True:
+            try:
+                async with mcp as c:
+                    answer = (await c.call_tool("memory_list", {"limit": -1, "fields": ["id"]})).structured_content
+                    if answer and answer["status"] == "ok" and "indexing" not in answer and answer["count"] == 20:
+                        return
+            except Exception:  # not listening yet
+                assert served.proc.poll() is None, served.stderr()
+            assert time.monotonic() < deadline, served.stderr()
+            await anyio.sleep(0.1)
+            http, mcp = client(served.url, "2026-07-28", seen)
+
+
+async def test_a_legacy_session_stays_on_its_worker_across_many_calls(served: Served) -> None:
+    await ready(served)
+    seen: list[tuple[str | None, str | None]] = []
+    http, mcp = client(served.url, "legacy", seen)
+    async with http, mcp as c:
+        for i in range(40):
+            answer = (await c.call_tool("memory_read", {"ref": f"n{i % 20}"})).structured_content
+            assert answer is not None and answer["status"] == "ok" and answer["uid"] == f"n{i % 20}", answer
+    sessions = {session for _, session in seen if session}
+    assert len(sessions) == 1 and next(iter(sessions)).startswith(("w0-", "w1-")), sessions
+    owners = {worker for worker, session in seen if session}
+    assert len(owners) == 1, f"one session answered by workers {owners}"
+
+
+async def test_a_write_on_one_worker_is_found_by_a_2026_client_on_the_other(served: Served) -> None:
+    await ready(served)
+    seen: list[tuple[str | None, str | None]] = []
+    http, mcp = client(served.url, "2026-07-28", seen)
+    async with http, mcp as c:
+        written = (await c.call_tool("memory_write", {"agent": "t", "title": "Zephyrine plan",
+                                                      "content": "The zephyrine rollout.", "domain": "work"}))
+        assert written.structured_content and written.structured_content["status"] == "ok", written
+        writer = seen[-1][0]
+        assert writer in ("0", "1") and not seen[-1][1], seen[-1]  # stateless: no session id
+        deadline = time.monotonic() + 60  # until the OS hands a request to the other worker
+        while True:
+            seen.clear()
+            answer = (await c.call_tool("memory_search", {"agent": "t", "query": "zephyrine"})).structured_content
+            if seen[-1][0] != writer:
+                break
+            assert time.monotonic() < deadline, "every request went to the writing worker"
+        assert answer is not None and [n["title"] for n in answer["notes"]] == ["Zephyrine plan"], answer
+
+
+async def test_a_file_saved_in_an_editor_is_found_through_every_worker(served: Served) -> None:
+    await ready(served)
+    (served.root / "work" / "saved.md").write_text("# Quillwort\n\nSaved by hand.\n", encoding="utf-8")
+    seen: list[tuple[str | None, str | None]] = []
+    found: set[str | None] = set()
+    http, mcp = client(served.url, "2026-07-28", seen)
+    async with http, mcp as c:
+        deadline = time.monotonic() + 60  # the watchers' debounce, and a request landing on each worker
+        while found != {"0", "1"}:
+            answer = (await c.call_tool("memory_search", {"agent": "t", "query": "quillwort"})).structured_content
+            if answer and [n["title"] for n in answer.get("notes", [])] == ["Quillwort"]:
+                found.add(seen[-1][0])
+            assert time.monotonic() < deadline, f"found through workers {found} only"
+            await anyio.sleep(0.02)
+
+
+async def test_stopping_the_parent_stops_every_worker(served: Served) -> None:
+    await ready(served)
+    pids = served.pids()
+    assert len(pids) == 2 and all(alive(p) for p in pids)
+    text = served.stderr()
+    assert "2 worker processes on one port" in text and served.url in text
+    assert text.count("runs the background merges and the git sync") == 1, text
+    assert "worker 2 of 2" in text and "worker 1 of 2" in text
+    served.proc.terminate()
+    assert served.proc.wait(timeout=60) == 130
+    deadline = time.monotonic() + 30
+    while any(alive(p) for p in pids):
+        assert time.monotonic() < deadline, f"workers still running: {[p for p in pids if alive(p)]}"
+        time.sleep(0.05)
+    assert "Traceback" not in served.stderr()
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="SIGKILL is POSIX (on Windows a killed parent's pipes close too)")
+def test_workers_end_when_the_parent_is_killed(tmp_path: Path) -> None:
+    served = Served(tmp_path)
+    pids = served.pids()
+    served.proc.kill()  # no chance to stop them: their stdin closes, and they go
+    served.proc.wait(timeout=30)
+    deadline = time.monotonic() + 30
+    while any(alive(p) for p in pids):
+        assert time.monotonic() < deadline, f"orphan workers: {[p for p in pids if alive(p)]}"
+        time.sleep(0.05)
+
+
+def test_the_handshake_versions_are_the_sdks() -> None:
+    from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
+
+    from vault_mem.mcp_server.affinity import HANDSHAKES
+
+    assert {v.encode() for v in HANDSHAKE_PROTOCOL_VERSIONS} == HANDSHAKES
+
+
+async def test_sessions_opened_together_are_dealt_to_both_workers(served: Served) -> None:
+    await ready(served)
+    seen: list[tuple[str | None, str | None]] = []
+    http = httpx2.AsyncClient(event_hooks={"response": [lambda r: _note(r, seen)]})  # keep-alive: one connection
+    async with http:
+        for _ in range(4):
+            async with Client(streamable_http_client(served.url, http_client=http), mode="legacy") as c:  # type: ignore[arg-type]
+                await c.call_tool("list_domains", {})
+    opened = {session[:3] for _, session in seen if session}
+    assert opened == {"w0-", "w1-"}, opened
+
+
+async def _note(response: httpx2.Response, seen: list[tuple[str | None, str | None]]) -> None:
+    seen.append((response.headers.get("vault-mem-worker"), response.request.headers.get("mcp-session-id")))
+
+
+def test_workers_need_http_and_a_count(tmp_path: Path) -> None:
+    root = write_notes(tmp_path / "v", NOTES)
+    base = [sys.executable, "-m", "vault_mem", "serve", "--vault", str(root), "--index-dir", str(tmp_path / "ix")]
+    stdio = subprocess.run([*base, "--workers", "2"], capture_output=True, timeout=60, stdin=subprocess.DEVNULL)
+    assert stdio.returncode == 1 and b"--workers" in stdio.stderr and b"applies to --http only" in stdio.stderr
+    zero = subprocess.run([*base, "--http", "--workers", "0"], capture_output=True, timeout=60)
+    assert zero.returncode == 2 and b"give 1..64" in zero.stderr and b"Traceback" not in zero.stderr

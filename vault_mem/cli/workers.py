@@ -1,0 +1,49 @@
+"""``serve --http --workers N``: the parent process, which binds the port, starts N workers
+(each a whole ``vault-mem serve`` on that socket; mcp_server/workers.py) and stops them all
+when it stops or when one of them ends. How requests find their worker: docs/concurrency.md."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+from vault_mem import __version__
+from vault_mem.cli.app import PROG
+from vault_mem.cli.common import say
+
+MAX_WORKERS = 64
+
+
+def worker_count(text: str) -> int:
+    try:
+        count = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of workers: give 1 or more") from None
+    if not 1 <= count <= MAX_WORKERS:
+        raise argparse.ArgumentTypeError(f"{count} workers: give 1..{MAX_WORKERS} (default: the number of cores)")
+    return count
+
+
+def serve_workers(args: argparse.Namespace, root: Path, count: int, say_http: Callable[[], None]) -> int:
+    """Run ``count`` workers until Ctrl-C or SIGTERM (status 130) or until one ends (status 1)."""
+    from vault_mem.mcp_server.workers import Workers
+
+    if args.read_only:
+        say("read-only: no write tools are served")
+    say(f"{PROG} {__version__} serving the vault {root}")
+    workers = Workers([sys.executable, "-m", "vault_mem", *args.argv], args.host, args.port, count)
+    try:
+        pids = workers.start()
+        say(f"{count} worker processes on one port (pids {', '.join(map(str, pids))}), each with its own "
+            "index reader; a legacy session stays on the worker that opened it")
+        say_http()
+        code = workers.wait()
+    except KeyboardInterrupt:  # SIGTERM too (cli/__init__.py)
+        print(f"\n{PROG}: stopping {count} workers", file=sys.stderr, flush=True)
+        workers.stop()
+        print(f"{PROG}: stopped", file=sys.stderr, flush=True)
+        return 130
+    say(f"error: a worker stopped (exit status {code}); the others were stopped with it")
+    return 1

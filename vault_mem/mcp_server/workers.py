@@ -1,0 +1,158 @@
+"""``serve --http --workers N``: N server processes behind one port.
+
+The parent binds the port once and hands that listening socket to N children, each a whole
+``vault-mem serve --http`` with its own index reader, watcher and call threads; the
+operating system gives each new connection to one of them. No process sits in front, so a
+stateless request (2026-07-28 protocol) costs no extra hop. A legacy session stays on the
+worker that opened it (mcp_server/affinity.py): each child also gets a private loopback
+socket, where the others pass it the requests of its sessions.
+
+The socket travels portably: on Linux and macOS as an inherited file descriptor
+(``pass_fds``), on Windows (no fork, no SO_REUSEPORT) as ``socket.share`` bytes written to
+the child's stdin. Every child reads its stdin to the end and stops when it ends, so a
+child never outlives its parent, even one killed with no chance to clean up. Worker 0 alone
+runs the background merges and the git sync; every worker watches the files, and their
+writes are safe together as for any two servers on one vault (docs/concurrency.md).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import struct
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+ENV = "VAULT_MEM_WORKER"
+STOP_WAIT = 10.0  # seconds a worker gets to stop before it is killed
+
+
+@dataclass(frozen=True)
+class Seat:
+    """What one worker is told: its number, how many there are, every private port, and
+    (POSIX) the file descriptors of its two sockets."""
+
+    index: int
+    count: int
+    ports: list[int]
+    fds: list[int]
+
+    @property
+    def leads(self) -> bool:
+        """The worker that runs background merges and git sync."""
+        return self.index == 0
+
+    def to_env(self) -> str:
+        return json.dumps({"index": self.index, "count": self.count, "ports": self.ports, "fds": self.fds})
+
+
+def seat_from_env() -> Seat | None:
+    raw = os.environ.get(ENV)
+    if not raw:
+        return None
+    data = json.loads(raw)
+    return Seat(int(data["index"]), int(data["count"]), [int(p) for p in data["ports"]],
+                [int(f) for f in data["fds"]])
+
+
+def worker_sockets(seat: Seat) -> list[socket.socket]:
+    """The worker's listening sockets (the shared one, then its private one), and a thread that
+    ends the process when the parent goes (its stdin closes)."""
+    stdin = sys.stdin.buffer
+    if sys.platform == "win32":
+        sockets = []
+        for _ in range(2):
+            (size,) = struct.unpack(">I", stdin.read(4))
+            sockets.append(socket.fromshare(stdin.read(size)))
+    else:
+        sockets = [socket.socket(fileno=fd) for fd in seat.fds]
+
+    def watch_parent() -> None:
+        while stdin.read(4096):
+            pass
+        os._exit(0)  # the parent is gone: so is this worker (every write is a rename)
+
+    threading.Thread(target=watch_parent, name="vault-mem-parent", daemon=True).start()
+    return sockets
+
+
+def _listener(family: int, address: tuple[str, int]) -> socket.socket:
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    if sys.platform != "win32":  # as uvicorn binds: a port in TIME_WAIT is free (on Windows it would share it)
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.bind(address)
+    sock.listen(2048)
+    sock.set_inheritable(True)
+    return sock
+
+
+class Workers:
+    """The parent: binds, starts the N children, waits, and stops them all."""
+
+    def __init__(self, command: list[str], host: str, port: int, count: int) -> None:
+        self.command = command
+        family = socket.AF_INET6 if ":" in host else socket.AF_INET
+        self.shared = _listener(family, (host.strip("[]"), port))
+        self.private = [_listener(socket.AF_INET, ("127.0.0.1", 0)) for _ in range(count)]
+        self.ports = [int(s.getsockname()[1]) for s in self.private]
+        self.children: list[subprocess.Popen[bytes]] = []
+
+    def start(self) -> list[int]:
+        """Start every worker; their pids."""
+        count = len(self.private)
+        for i, private in enumerate(self.private):
+            mine = [self.shared, private]
+            fds = [] if sys.platform == "win32" else [s.fileno() for s in mine]
+            env = os.environ | {ENV: Seat(i, count, self.ports, fds).to_env()}
+            child = subprocess.Popen(self.command, stdin=subprocess.PIPE, env=env,
+                                     pass_fds=tuple(fds), **_own_group())
+            if sys.platform == "win32":
+                assert child.stdin is not None
+                for sock in mine:
+                    data = sock.share(child.pid)
+                    child.stdin.write(struct.pack(">I", len(data)) + data)
+                child.stdin.flush()
+            self.children.append(child)
+        return [c.pid for c in self.children]
+
+    def wait(self, poll: Callable[[], None] = lambda: None) -> int:
+        """Block until a worker exits (then stop the others) and return its status."""
+        while True:
+            for child in self.children:
+                code = child.poll()
+                if code is not None:
+                    self.stop()
+                    return code
+            poll()
+            time.sleep(0.2)  # a short sleep: Ctrl-C and SIGTERM reach this thread on every platform
+
+    def stop(self) -> None:
+        """Ask every worker to stop, give them STOP_WAIT seconds, kill what is left."""
+        for child in self.children:
+            if child.poll() is None:
+                child.terminate()
+        deadline = time.monotonic() + STOP_WAIT
+        for child in self.children:
+            try:
+                child.wait(timeout=max(0.1, deadline - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                child.kill()
+                child.wait()
+            if child.stdin is not None:
+                child.stdin.close()
+        for sock in (self.shared, *self.private):
+            sock.close()
+
+
+def _own_group() -> dict[str, Any]:
+    """Children in their own process group: a Ctrl-C reaches the parent, which stops them (one
+    line on the terminal, not N+1)."""
+    if sys.platform == "win32":
+        return {"creationflags": subprocess.CREATE_NEW_PROCESS_GROUP}
+    return {"start_new_session": True}
