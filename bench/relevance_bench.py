@@ -55,7 +55,6 @@ import known_items
 from vault_mem.index.build import build
 from vault_mem.index.store import VaultIndex
 from vault_mem.index.substring import hit_counts, words
-from vault_mem.reads import memory_search as memory_search_module
 from vault_mem.reads import ranking
 from vault_mem.reads.memory_search import memory_search
 from vault_mem.served.context import Vault, View
@@ -116,12 +115,12 @@ def one_rarity_scores(view: View, terms: list[str]) -> dict[int, float]:
 
 
 def one_rarity_order(view: View, question: str) -> list[str]:
-    saved = getattr(memory_search_module, "score_notes")  # noqa: B009  (not exported: mypy)
-    setattr(memory_search_module, "score_notes", one_rarity_scores)  # noqa: B010
-    try:
-        return new_order(view, question)
-    finally:
-        setattr(memory_search_module, "score_notes", saved)  # noqa: B010
+    """memory_search's order over the one-rarity scores (every match scored, then sorted)."""
+    terms, _dropped = ranking.search_terms(question)
+    scores = one_rarity_scores(view, terms)
+    updated, paths = view.column("updated"), view.column("path")
+    ranked = sorted(scores, key=lambda d: (-scores[d], -(updated[d] or 0), paths[d] or ""))
+    return [paths[d] for d in ranked[:max(KS)]]
 
 
 def bm25f(view: View, question: str) -> list[str]:

@@ -4,7 +4,8 @@ Terms are the query's word runs, matched as case-insensitive substrings of the t
 aliases), the permalink's path (``memory://`` itself is not searched: every note has it),
 the tags and the body, by the term itself or its English stem. Best match first: the score
 (``ranking``: each word form's rarity times its field-weighted hits, +10 for every term, exact first) is
-computed from the index's lexicons and postings, so records are loaded only for the page,
+computed from the index's lexicons and postings, only for the notes that can reach the page
+(``topk``: the same page as scoring every match), so records are loaded only for the page,
 and bodies are read from disk only for the page's excerpts; ties go to the most recently
 updated note, then the path. With no query the most recently updated notes come back,
 score 0.
@@ -42,6 +43,7 @@ from vault_mem.reads.misses import (
 )
 from vault_mem.reads.ranking import match_forms, score_notes, search_terms
 from vault_mem.reads.rows import bound_message
+from vault_mem.reads.topk import Ranked, best_notes
 from vault_mem.served.context import ROW_BUDGET, View, json_size, take_within
 from vault_mem.served.params import AGENT, Args, int_param, text_param
 from vault_mem.vault.fields import normalize_tag
@@ -77,8 +79,9 @@ def memory_search(view: View, raw: dict[str, Any]) -> dict[str, Any]:
     matches = _matches(view, request, plan)
     hints = search_term_hints(view, plan.terms) if plan.terms else []  # a whole-token lookup per term when held
     page, truncated = _page(view, request, matches)
-    if not page:
-        found = set(matches.scores) if request.query else None
+    if not page:  # a pruned page scored only what could reach it: the hints need every match
+        scores = matches.scores if matches.ranked is None else score_notes(view, plan.terms)
+        found = set(scores) if request.query else None
         return _none(messages, hints + _why_no_notes(view, request, found))
     return _answer(view, page, truncated, matches.scores, plan.terms, messages, hints)
 
@@ -112,6 +115,7 @@ class Matches:
     candidates: list[int]
     scores: dict[int, float]
     newest: list[int] | None  # set when the newest answered directly (one more: whether more follow)
+    ranked: Ranked | None = None  # set when only what can reach the page was scored (reads/topk.py)
 
 
 def _parse(args: Args) -> Request:
@@ -153,7 +157,10 @@ def _matches(view: View, request: Request, plan: Plan) -> Matches:
     scores: dict[int, float] = {}
     newest: list[int] | None = None
     if plan.terms:
-        scores = score_notes(view, plan.terms)
+        if not request.path:  # only what can reach the page is scored (reads/topk.py)
+            ranked = best_notes(view, plan.terms, request.limit, _allowed(view, filters, request.since))
+            return Matches([], ranked.scores, None, ranked)
+        scores = score_notes(view, plan.terms)  # overlap is checked on records, in rank order
         candidates = list(scores)
     else:
         scope = view.docs_where(filters) if filters else None  # None: every live note
@@ -182,6 +189,8 @@ def _rank(view: View, scores: dict[int, float]) -> Callable[[int], tuple[Any, in
 def _page(view: View, request: Request, matches: Matches) -> tuple[list[int], bool]:
     """The first ``limit`` matches in rank order, and whether more matched."""
     limit, candidates, scores = request.limit, matches.candidates, matches.scores
+    if matches.ranked is not None:
+        return matches.ranked.page, matches.ranked.truncated
     if matches.newest is not None:
         return matches.newest[:limit], len(matches.newest) > limit
     rank = _rank(view, scores)
@@ -243,6 +252,15 @@ def _why_no_notes(view: View, request: Request, found: set[int] | None) -> list[
             lambda: [d for d in view.all_docs() if updated[d] is not None and updated[d] >= since],
             lambda: f"since: {echo(since_text)} is after the newest note (updated {newest_value(view, 'updated')})"))
     return why_empty(found, filters)
+
+
+def _allowed(view: View, filters: list[tuple[str, str]], since: int | None) -> set[int] | None:
+    """The notes that the kind and tag filters and ``since`` admit (None: every note)."""
+    allowed = set(view.docs_where(filters)) if filters else None
+    if since is not None:  # from each segment's cached date order, not by a look at every note
+        recent = view.docs_in_range("updated", since, None)
+        allowed = set(recent) if allowed is None else allowed.intersection(recent)
+    return allowed
 
 
 def _contenders(candidates: list[int], scores: dict[int, float], limit: int) -> list[int]:

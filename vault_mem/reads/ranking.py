@@ -27,6 +27,7 @@ from functools import lru_cache, partial
 from typing import NamedTuple
 
 from vault_mem.errors import InvalidInput
+from vault_mem.index.impacts import grouped_in_tie_order
 from vault_mem.index.lru import CACHE
 from vault_mem.index.query import english_stem
 from vault_mem.index.segments import Segment
@@ -109,8 +110,12 @@ class TermStats(NamedTuple):
 
 
 def term_stats(notes: int, hits: TermHits) -> TermStats:
-    return TermStats(rarity(notes, len(hits.exact)) if hits.exact else 0.0,
-                     rarity(notes, len(hits.stem)) if hits.stem else 0.0)
+    return form_stats(notes, len(hits.exact), len(hits.stem))
+
+
+def form_stats(notes: int, exact_df: int, stem_df: int) -> TermStats:
+    """A term's statistics from the notes holding each form (``df``) among ``notes``."""
+    return TermStats(rarity(notes, exact_df) if exact_df else 0.0, rarity(notes, stem_df) if stem_df else 0.0)
 
 
 def weighted_hits(view: View, term: str) -> TermHits:
@@ -120,15 +125,42 @@ def weighted_hits(view: View, term: str) -> TermHits:
     short common stems ("file", "time") expand to hundreds of tokens whose postings cost
     milliseconds to read, and the same words come back question after question. Deletions
     and the segments' offsets are applied per call."""
-    stem = stem_of(term)
     exact: dict[int, float] = {}
     alone: dict[int, float] = {}
     for seg in view.segments():
-        hits = CACHE.get_or_make(("weighted_hits", seg.key, term, stem),
-                                 partial(_segment_weighted_hits, seg, term, stem), _hits_size)
+        hits = segment_hits(seg, term)
         exact.update(seg.lift_items(hits.exact))
         alone.update(seg.lift_items(hits.stem))
     return TermHits(exact, alone)
+
+
+def segment_hits(seg: Segment, term: str) -> TermHits:
+    """``weighted_hits`` of one segment, by segment document number, deleted ones too (cached by
+    the segment's content: the caller applies ``seg.dead``, which holds a limited caller's mask)."""
+    stem = stem_of(term)
+    return CACHE.get_or_make(("weighted_hits", seg.key, term, stem),
+                             partial(_segment_weighted_hits, seg, term, stem), _hits_size)
+
+
+Groups = list[tuple[tuple[float | None, float | None], list[int]]]
+
+
+def segment_groups(seg: Segment, term: str) -> Groups:
+    """One segment's notes holding ``term`` in some form, grouped by their weighted hits
+    ``(exact, stem)`` (None: that form absent), each group in the tie order (cached by content;
+    dead notes too: the caller skips ``seg.dead``). What ``reads/topk.py`` walks from the
+    greatest contribution down."""
+    def make() -> Groups:
+        hits = segment_hits(seg, term)
+        profile: dict[int, tuple[float | None, float | None]] = {d: (e, None) for d, e in hits.exact.items()}
+        for doc, s in hits.stem.items():
+            profile[doc] = (profile.get(doc, (None, None))[0], s)
+        return grouped_in_tie_order(seg, profile)
+
+    def size(groups: Groups) -> int:
+        return sum(120 + sys.getsizeof(docs) for _key, docs in groups)
+
+    return CACHE.get_or_make(("impact groups", seg.key, term, stem_of(term)), make, size)
 
 
 def _segment_weighted_hits(seg: Segment, term: str, stem: str | None) -> TermHits:
