@@ -16,8 +16,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -32,13 +30,7 @@ from mcp.client.streamable_http import streamable_http_client
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from gen_vault import generate
-from load_bench import free_port, wait_ready
-
-
-def pct(values: list[float], q: int) -> float:
-    if len(values) < 2:
-        return values[0] if values else float("nan")
-    return statistics.quantiles(values, n=100, method="inclusive")[q - 1]
+from load_bench import http_server, pct, wait_ready
 
 
 async def measure(url: str, mode: str, calls: int, tool: str, refs: list[str]) -> dict[str, list[float]]:
@@ -66,14 +58,7 @@ async def run(args: argparse.Namespace, work: Path) -> None:
     root = work / "vault"
     root.mkdir()
     generate(root, args.notes, 1)
-    port = free_port()
-    url = f"http://127.0.0.1:{port}/mcp"
-    log = open(work / "server.log", "wb")  # noqa: SIM115 (closed in finally)
-    env = {k: v for k, v in os.environ.items() if k != "VAULT_MEM_TOKEN"}
-    proc = subprocess.Popen([sys.executable, "-m", "vault_mem", "serve", "--vault", str(root), "--index-dir",
-                             str(work / "index"), "--http", "--port", str(port), "--workers", "2"],
-                            stdin=subprocess.DEVNULL, stdout=log, stderr=log, env=env)
-    try:
+    with http_server(root, work, 2) as (proc, url):
         refs, _ = await wait_ready(url, proc, args.notes)
         print(f"load average before: {' '.join(Path('/proc/loadavg').read_text().split()[:3])} "
               f"({os.cpu_count()} cores, a shared machine)")
@@ -86,13 +71,6 @@ async def run(args: argparse.Namespace, work: Path) -> None:
             if times["direct"] and times["passed"]:
                 print(f"  the hop: +{pct(times['passed'], 50) - pct(times['direct'], 50):.2f} ms at the median")
         print(f"load average after: {' '.join(Path('/proc/loadavg').read_text().split()[:3])}")
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-        log.close()
 
 
 def main() -> None:

@@ -28,6 +28,7 @@ Exit status 1 when a target is missed.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import random
 import resource
@@ -37,6 +38,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -305,20 +307,34 @@ def report(shared: Shared, seconds: float, lost: list[str]) -> bool:
     return ok
 
 
+@contextlib.contextmanager
+def http_server(root: Path, work: Path, workers: int) -> Iterator[tuple[subprocess.Popen[bytes], str]]:
+    """``vault-mem serve --http --workers N`` on ``root`` (index and ``server.log`` in ``work``), on a
+    free port, without a shared token: the process and its URL; stopped on the way out."""
+    port = free_port()
+    log = open(work / "server.log", "wb")  # noqa: SIM115 (closed in finally)
+    command = [sys.executable, "-m", "vault_mem", "serve", "--vault", str(root), "--index-dir",
+               str(work / "index"), "--http", "--port", str(port), "--workers", str(workers)]
+    env = {k: v for k, v in os.environ.items() if k != "VAULT_MEM_TOKEN"}
+    proc = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=log, stderr=log, env=env)
+    try:
+        yield proc, f"http://127.0.0.1:{port}/mcp"
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+        log.close()
+
+
 async def run(args: argparse.Namespace, work: Path) -> bool:
     root = work / "vault"
     root.mkdir()
     t0 = time.perf_counter()
     generate(root, args.notes, args.seed)
     print(f"generated {args.notes} notes in {time.perf_counter() - t0:.1f} s at {root}")
-    port = free_port()
-    url = f"http://127.0.0.1:{port}/mcp"
-    log = open(work / "server.log", "wb")  # noqa: SIM115 (closed in finally)
-    command = [sys.executable, "-m", "vault_mem", "serve", "--vault", str(root), "--index-dir",
-               str(work / "index"), "--http", "--port", str(port), "--workers", str(args.workers)]
-    env = {k: v for k, v in os.environ.items() if k != "VAULT_MEM_TOKEN"}
-    proc = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=log, stderr=log, env=env)
-    try:
+    with http_server(root, work, args.workers) as (proc, url):
         t0 = time.perf_counter()
         refs, domains = await wait_ready(url, proc, args.notes)
         print(f"server ready at {url} in {time.perf_counter() - t0:.1f} s "
@@ -348,13 +364,6 @@ async def run(args: argparse.Namespace, work: Path) -> bool:
             print(f"the server died during the run (status {proc.returncode}); see {work / 'server.log'}")
             ok = False
         return ok
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-        log.close()
 
 
 def main() -> None:
