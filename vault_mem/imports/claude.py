@@ -14,7 +14,7 @@ from typing import Any
 
 from vault_mem.errors import InvalidInput
 from vault_mem.imports.chats import SPEAKERS, DateFolder, conversation
-from vault_mem.imports.records import Record, Skipped, Source, json_kind, load_json, source_moment, text_or_none
+from vault_mem.imports.records import Record, Skipped, Source, json_kind, load_json, read_items, text_or_none
 
 FORMAT = "claude"
 DEFAULT_DOMAIN = DateFolder("claude")
@@ -56,8 +56,4 @@ def read(source: Path) -> Source:
         data = data["conversations"]
     if not isinstance(data, list):
         raise InvalidInput("SOURCE", f"{source} is {json_kind(data)}; expected {ACCEPTED}")
-    out = Source()
-    fallback = source_moment(source)
-    for number, item in enumerate(data, start=1):
-        out.add(_record(item, f"conversation {number}", fallback))
-    return out
+    return read_items(source, data, "conversation", _record)

@@ -23,7 +23,7 @@ from vault_mem.imports.records import (
     json_kind,
     load_json,
     moment,
-    source_moment,
+    read_items,
     string_list,
     text_or_none,
 )
@@ -75,8 +75,4 @@ def read(source: Path) -> Source:
     memories = _memories(load_json(source, ACCEPTED))
     if memories is None:
         raise InvalidInput("SOURCE", f"{source} holds no memories: expected {ACCEPTED}")
-    out = Source()
-    fallback = source_moment(source)
-    for number, item in enumerate(memories, start=1):
-        out.add(_record(item, f"memory {number}", fallback))
-    return out
+    return read_items(source, memories, "memory", _record)

@@ -12,7 +12,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -149,3 +149,14 @@ def json_lines(source: Path, out: Source) -> Iterator[tuple[str, Any]]:
         except (json.JSONDecodeError, RecursionError) as exc:
             reason = exc.msg if isinstance(exc, json.JSONDecodeError) else "nested too deeply"
             out.skipped.append(Skipped(where, f"not a JSON object ({reason})"))
+
+
+def read_items(source: Path, items: list[Any], noun: str,
+               record: Callable[[Any, str, str], Record | Skipped]) -> Source:
+    """The records of a source that holds a list: ``record(item, where, fallback)`` for each item,
+    ``where`` being ``NOUN N`` and ``fallback`` the source file's time (for undated items)."""
+    out = Source()
+    fallback = source_moment(source)
+    for number, item in enumerate(items, start=1):
+        out.add(record(item, f"{noun} {number}", fallback))
+    return out
