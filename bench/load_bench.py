@@ -7,7 +7,7 @@
 
 Starts `vault-mem serve --http` on a free loopback port over a generated vault, waits for
 the index, then runs ``--sessions`` client sessions (each its own MCP session) for
-``--seconds``: 80% reads spread over every read tool, 20% writes (memory_write of a new note
+``--seconds``: 80% reads spread over every read tool, 20% writes (``--writes``) (memory_write of a new note
 with a unique title word, or memory_edit appending a unique paragraph to a note that
 session created). Every call's latency and status is recorded. Afterwards every
 acknowledged write is checked on disk (the file exists and holds what was written) and
@@ -153,7 +153,8 @@ def counting_client(shared: Shared) -> httpx2.AsyncClient:
     return httpx2.AsyncClient(timeout=httpx2.Timeout(30.0, read=300.0), event_hooks={"response": [count]})
 
 
-async def run_session(url: str, session: int, deadline: float, shared: Shared, seed: int, mode: str) -> None:
+async def run_session(url: str, session: int, deadline: float, shared: Shared, seed: int, mode: str,
+                      write_share: float = 0.2) -> None:
     rng = random.Random(seed * 1000 + session)
     mine: list[str] = []  # uids this session created
     n = 0
@@ -161,7 +162,7 @@ async def run_session(url: str, session: int, deadline: float, shared: Shared, s
     async with http, Client(streamable_http_client(url, http_client=http), mode=mode) as client:  # type: ignore[arg-type]
         while time.monotonic() < deadline:
             n += 1
-            if rng.random() >= 0.2:
+            if rng.random() >= write_share:
                 tool, args = read_call(rng, shared)
                 await timed(client, shared, session, "read", tool, args)
                 continue
@@ -347,7 +348,7 @@ async def run(args: argparse.Namespace, work: Path) -> bool:
         deadline = start + args.seconds
         async with anyio.create_task_group() as tg:
             for session in range(args.sessions):
-                tg.start_soon(run_session, url, session, deadline, shared, args.seed, args.mode)
+                tg.start_soon(run_session, url, session, deadline, shared, args.seed, args.mode, args.writes)
         elapsed = time.monotonic() - start
         load = Path("/proc/loadavg").read_text().split()[:3]
         cpu_server, cpu_client = cpu_seconds(proc.pid) - cpu_server, cpu_seconds() - cpu_client
@@ -375,6 +376,8 @@ def main() -> None:
     parser.add_argument("--workers", type=int, default=1, help="serve --workers N (default 1)")
     parser.add_argument("--mode", choices=["legacy", "2026-07-28"], default="legacy",
                         help="the clients' protocol: legacy sessions (default) or stateless 2026-07-28 requests")
+    parser.add_argument("--writes", type=float, default=0.2,
+                        help="the share of calls that write (default 0.2; 0 for reads only, 1 for writes only)")
     parser.add_argument("--keep", action="store_true", help="keep the generated vault and the server log")
     args = parser.parse_args()
     work = Path(tempfile.mkdtemp(prefix="vault-mem-load-"))

@@ -294,3 +294,103 @@ def test_term_lengths_written_from_decoded_lengths_are_whooshs_own(tmp_path: Pat
     monkeypatch.setattr(SegmentWriter, "_flush_segment", whoosh_seam.WHOOSH_FLUSH_SEGMENT)
     assert term_stats("whoosh") == decoded
     assert any(stats[1] == 0 for stats in decoded.values()) and any(stats[2] > 100 for stats in decoded.values())
+
+
+def _live_paths(index: VaultIndex) -> list[str]:
+    """Every live document's path, one entry per document (a path twice is a duplicate)."""
+    with index.searching() as searcher:
+        reader = searcher.reader()
+        return sorted(reader.stored_fields(d)["path"] for d in reader.all_doc_ids())
+
+
+def test_saves_replace_their_note_without_opening_every_segment(tmp_path: Path, monkeypatch) -> None:
+    """A writer finds the documents it replaces through readers kept from the last writer, and
+    still replaces exactly them when another process (a second VaultIndex) deleted in between."""
+    from whoosh.reading import SegmentReader
+
+    from vault_mem.vault.reader import read_note
+
+    names = [f"n{k}.md" for k in range(6)]
+    root = write_notes(tmp_path / "v", {name: note(None, name, "version 0") for name in names})
+    ours, other = VaultIndex(root, tmp_path / "ix"), VaultIndex(root, tmp_path / "ix")
+    ours.fold_at = other.fold_at = None  # many segments, as between background merges
+    sync(ours, procs=1)
+    opened: list[str] = []
+    real_init = SegmentReader.__init__
+
+    def counting_init(self, storage, schema, segment, *args, **kwargs) -> None:  # type: ignore[no-untyped-def]
+        opened.append(segment.segment_id())
+        real_init(self, storage, schema, segment, *args, **kwargs)
+
+    monkeypatch.setattr(SegmentReader, "__init__", counting_init)
+    for version in range(1, 13):
+        name = names[version % len(names)]
+        (root / name).write_text(note(None, name, f"version {version}"))
+        writer_index = other if version % 4 == 0 else ours  # now and then "another process" saves
+        with writer_index.searching():  # the thread's searcher is renewed as a call would
+            pass
+        opened.clear()
+        writer_index.apply([(read_note(root, name), name)], [])
+        if version > 4 and writer_index is ours:  # the segments changed since our last commit: ours
+            assert len(opened) <= 4, opened  # (a deletion, a segment) and maybe the other's two
+    assert len(segments_of(ours)) >= 10  # commits do not merge: Whoosh's writer would open them all
+    assert _live_paths(ours) == sorted(names)
+    for name in names:  # each note once, at its newest version
+        body = (root / name).read_text()
+        assert ours.records()[name]["etag"] == read_note(root, name).etag, body
+
+
+def segments_of(index: VaultIndex) -> list[object]:
+    with index.searching() as searcher:
+        return [reader for reader, _ in searcher.reader().leaf_readers()]
+
+
+
+def test_a_writers_searcher_sees_the_deletions_committed_before_it(tmp_path: Path) -> None:
+    """The readers kept between writers see their segment as it was committed when they were
+    opened, never as a later writer changed it in place: the watcher asks a writer's searcher
+    which version of a note the index holds, and an old version must not answer."""
+    from vault_mem.vault.reader import read_note
+
+    root = write_notes(tmp_path / "v", {"a.md": note(None, "A", "a0"), "b.md": note(None, "B", "b0")})
+    index = VaultIndex(root, tmp_path / "ix")
+    sync(index, procs=1)
+    for version in (1, 2):
+        (root / "a.md").write_text(note(None, "A", f"a{version}"))
+        index.apply([(read_note(root, "a.md"), "a.md")], [])
+    writer = index.acquire_writer()
+    try:
+        searcher = writer.searcher()
+        held = searcher.stored_fields(searcher.document_number(path="a.md"))["record"]["etag"]
+    finally:
+        writer.cancel()
+    assert held == read_note(root, "a.md").etag
+    assert _live_paths(index) == ["a.md", "b.md"]
+
+
+def test_live_commits_fold_the_tiny_segments_they_leave(tmp_path: Path) -> None:
+    """Saves one by one do not pile up segments: every few commits fold the tiny ones into the
+    new one, with each note once, at its newest version (docs/index-and-scale.md)."""
+    from vault_mem.index.store import TINY_FOLD
+    from vault_mem.vault.reader import read_note
+
+    names = [f"n{k}.md" for k in range(5)]
+    root = write_notes(tmp_path / "v", {name: note(None, name, "version 0") for name in names})
+    index = VaultIndex(root, tmp_path / "ix")
+    sync(index, procs=1)
+    built = len(segments_of(index))
+    most = 0
+    for version in range(1, 41):
+        name = names[version % len(names)]
+        (root / name).write_text(note(None, name, f"version {version} word{version}"))
+        index.apply([(read_note(root, name), name)], [])
+        most = max(most, len(segments_of(index)))
+    assert most <= built + TINY_FOLD
+    assert _live_paths(index) == sorted(names)
+    records = index.records()
+    assert all(records[name]["etag"] == read_note(root, name).etag for name in names)
+    with index.searching() as searcher:
+        from whoosh.query import Term
+
+        assert len(list(searcher.docs_for_query(Term("body", "word40")))) == 1
+        assert list(searcher.docs_for_query(Term("body", "word35"))) == []  # replaced since

@@ -135,3 +135,64 @@ def test_the_watcher_waits_for_a_held_lock_and_then_indexes(make_vault) -> None:
     finally:
         watcher.stop()
 
+
+
+# -- group commit: writes in flight share a commit (index/store.py, VaultIndex.submit) --------
+
+
+def _generation(index: VaultIndex) -> int:
+    with index.searching() as searcher:
+        return int(searcher.reader().generation())
+
+
+def test_writes_waiting_for_a_commit_share_the_next_one(make_vault) -> None:
+    from vault_mem.vault.reader import read_note
+
+    vault = make_vault({f"n{k}.md": f"---\ntitle: N{k}\n---\nversion 0\n" for k in range(6)})
+    index = vault.index
+    for k in range(6):
+        (vault.root / f"n{k}.md").write_text(f"---\ntitle: N{k}\n---\nversion 1\n")
+    before = _generation(index)
+    errors: list[BaseException] = []
+
+    def save(k: int) -> None:
+        try:
+            index.apply([(read_note(vault.root, f"n{k}.md"), f"n{k}.md")], [])
+        except BaseException as exc:  # reported below
+            errors.append(exc)
+
+    with lock_held_by_another_process(index):
+        threads = [threading.Thread(target=save, args=(k,)) for k in range(6)]
+        threads[0].start()  # its batch closes when it starts committing: it waits for the lock
+        deadline = time.monotonic() + 30
+        while not (index._committing.locked() and index._open_batch is None) and time.monotonic() < deadline:
+            time.sleep(0.01)
+        for thread in threads[1:]:  # these five join one batch behind it
+            thread.start()
+        while (index._open_batch is None or len(index._open_batch.changes) < 5) and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert index._open_batch is not None and len(index._open_batch.changes) == 5
+    for thread in threads:
+        thread.join(60)
+    assert not errors
+    assert _generation(index) == before + 2  # two commits for six saves
+    records = index.records()
+    assert all(read_note(vault.root, f"n{k}.md").etag == records[f"n{k}.md"]["etag"] for k in range(6))
+
+
+def test_in_one_batch_a_paths_last_change_wins(make_vault) -> None:
+    from vault_mem.vault.reader import read_note
+
+    vault = make_vault({"a.md": "---\ntitle: A\n---\nfirst\n", "b.md": "---\ntitle: B\n---\nb\n"})
+    index = vault.index
+    old = read_note(vault.root, "a.md")
+    (vault.root / "a.md").write_text("---\ntitle: A\n---\nsecond\n")
+    new = read_note(vault.root, "a.md")
+    batch = index.submit([(old, "a.md")], [])
+    assert index.submit([(new, "a.md")], ["b.md"]) is batch  # one open batch
+    index.submit([(read_note(vault.root, "b.md"), "b.md")], [])  # dropped, then saved again
+    index.settle(batch)
+    records = index.records()
+    assert records["a.md"]["etag"] == new.etag and "b.md" in records
+    with index.searching() as searcher:
+        assert searcher.doc_count() == 2

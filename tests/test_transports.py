@@ -91,6 +91,26 @@ async def test_http_requires_the_token_and_checks_the_host(http_server) -> None:
         assert answer["status"] == "ok" and answer["uid"] == "n1", answer
 
 
+async def test_http_answers_each_request_with_one_json_body(http_server) -> None:
+    """No SSE stream per request (docs/clients.md): the answer is the response body."""
+    url, _proc = http_server
+    auth = {"Authorization": "Bearer s3cret-token"}
+    async with httpx2.AsyncClient() as raw:
+        init = await raw.post(url, json=INIT, headers=HEADERS | auth)
+        assert init.status_code == 200, init.text
+        assert init.headers["content-type"].startswith("application/json")
+        assert init.json()["result"]["serverInfo"]["name"]
+        session = {"mcp-session-id": init.headers["mcp-session-id"], "mcp-protocol-version": "2025-06-18"}
+        note = await raw.post(url, json={"jsonrpc": "2.0", "method": "notifications/initialized"},
+                              headers=HEADERS | auth | session)
+        assert note.status_code == 202
+        call = await raw.post(url, json={"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {
+            "name": "memory_read", "arguments": {"ref": "n1"}}}, headers=HEADERS | auth | session)
+        assert call.status_code == 200 and call.headers["content-type"].startswith("application/json")
+        body = call.json()
+        assert body["id"] == 2 and json.loads(body["result"]["content"][0]["text"])["uid"] == "n1"
+
+
 def test_non_loopback_bind_without_token_is_refused(tmp_path: Path) -> None:
     root = write_notes(tmp_path / "v", NOTES)
     env = {k: v for k, v in os.environ.items() if k != "VAULT_MEM_TOKEN"}

@@ -125,6 +125,35 @@ def test_patch_4_a_missing_length_column_is_asked_for_once(tmp_path: Path) -> No
         assert len(asked) == 1
 
 
+def test_patch_8_a_hash_file_opens_as_whoosh_opened_it(tmp_path: Path) -> None:
+    from whoosh.filedb.filestore import FileStorage
+    from whoosh.filedb.filetables import OrderedHashReader, OrderedHashWriter
+
+    storage = FileStorage(str(tmp_path))
+    writer = OrderedHashWriter(storage.create_file("terms.trm"))
+    items = {f"term{n:05d}".encode(): f"value {n}".encode() * (n % 7) for n in range(3000)}
+    for key in sorted(items):
+        writer.add(key, items[key])
+    writer.close()
+    length = storage.file_length("terms.trm")
+    ours = OrderedHashReader(storage.open_file("terms.trm"), length)
+    whooshs = OrderedHashReader.__new__(OrderedHashReader)
+    whoosh_seam.WHOOSH_HASH_READER_INIT(whooshs, storage.open_file("terms.trm"), length)
+    try:
+        def state(reader: OrderedHashReader) -> dict[str, object]:  # bound methods of its own file aside
+            return {name: value for name, value in vars(reader).items() if name not in ("dbfile", "_get_pos")}
+
+        assert state(ours) == state(whooshs)
+        assert len(ours.tables) == 256 and "indexbase" in state(ours)
+        assert dict(ours.items()) == items
+        assert [ours[key] for key in list(items)[::97]] == [items[key] for key in list(items)[::97]]
+        assert ours.closest_key(b"term01234x") == b"term01235"
+    finally:
+        ours.close()
+        whooshs.close()
+
+
+
 # -- no private Whoosh name outside the seam ----------------------------------------------
 
 

@@ -654,13 +654,13 @@ async def test_delete_bad_input(make_vault, mcp_session):
 async def test_no_temp_file_is_left_or_ever_indexed(make_vault, mcp_session):
     vault = make_vault(BASE)
     indexed: list[str] = []
-    real_apply = vault.index.apply
+    real_submit = vault.index.submit  # what the write tools (and apply) hand the index
 
-    def recording_apply(notes: list[Any], removed: list[str], timeout: float | None = None) -> None:
+    def recording_submit(notes: list[Any], removed: list[str]) -> Any:
         indexed.extend(note.path for note, _ in notes)
-        real_apply(notes, removed, timeout)
+        return real_submit(notes, removed)
 
-    vault.index.apply = recording_apply
+    vault.index.submit = recording_submit
     watcher = Watcher(vault.index)
     watcher.start()
     try:

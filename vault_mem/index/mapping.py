@@ -1,5 +1,5 @@
 """One mapping per segment file, read without copies: the plain parts of the Whoosh seam's
-patch 3 (``whoosh_seam.py``), which name nothing of Whoosh. ``ViewFile`` is what a mapped
+patches 3 and 8 (``whoosh_seam.py``), which name nothing of Whoosh. ``ViewFile`` is what a mapped
 segment's parts are read through, where Whoosh wrapped each part in ``BytesIO`` (a private copy
 per reader); ``SharedFiles`` hands every reader of a segment file the one open mapping."""
 
@@ -9,6 +9,8 @@ import contextlib
 import threading
 from collections.abc import Callable
 from typing import Any
+
+HASH_TABLES = 256  # a Whoosh hash file's directory: (position, slots) of each of 256 tables
 
 
 class ViewFile:
@@ -99,3 +101,37 @@ class SharedFiles:
                 return False
             del self.entries[key]
             return True
+
+
+def hash_reader_init(hash_functions: tuple[Any, ...], entry: Any, int_size: int,
+                     format_error: type[Exception]) -> Callable[..., None]:
+    """Whoosh's ``HashReader.__init__`` with the directory of hash tables read in one read, where
+    Whoosh read each table's entry on its own (patch 8): most of opening a segment, which every
+    thread's searcher does after every commit. Given the hash file's layout from the seam."""
+
+    def init(self: Any, dbfile: Any, length: int | None = None, magic: bytes = b"HSH3",
+             startoffset: int = 0) -> None:
+        self.dbfile = dbfile
+        self.startoffset = startoffset
+        self.is_closed = False
+        if length is None:
+            dbfile.seek(0, 2)
+            length = dbfile.tell() - startoffset
+        dbfile.seek(startoffset)
+        filemagic = dbfile.read(4)
+        if filemagic != magic:
+            raise format_error(f"Unknown file header {filemagic!r}")
+        self.hashtype = dbfile.read_byte()
+        self.hashfn = hash_functions[self.hashtype]
+        dbfile.read_int()  # two ints reserved for future use
+        dbfile.read_int()
+        self.startofdata = dbfile.tell()
+        exptr = startoffset + length - int_size
+        expos = exptr - dbfile.get_int(exptr)  # the file ends with the length of the extras
+        dbfile.seek(expos)
+        self._read_extras()
+        size = HASH_TABLES * entry.size
+        self.tables = list(entry.iter_unpack(dbfile.get(expos - size, size)))
+        self.endofdata = self.tables[0][0]
+
+    return init

@@ -1,8 +1,9 @@
 """Merging index segments off the live path.
 
-Live commits (watcher, write tools, reconcile) only ever add small segments and never
-merge (``NO_MERGE``), so a save is visible after one small commit whatever the index
-size. Segments are merged here instead, by one background process at a time (a
+Live commits (watcher, write tools, reconcile) only ever add small segments and merge
+nothing but the tiny ones earlier live commits left (``store.fold_tiny``), so a save is
+visible after one small commit whatever the index size. Segments are merged here instead,
+by one background process at a time (a
 ``merge.lock`` file taken with ``filelock``), at low priority:
 
 1. Read the table of contents (TOC) without any lock and pick the segments to merge

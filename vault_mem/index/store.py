@@ -2,8 +2,9 @@
 
 One ``VaultIndex`` per process. Writers take Whoosh's lock with a retry, so two
 processes on one vault (two MCP clients) take turns instead of failing; searchers
-are refreshed whenever any process has committed. Commits never merge segments (a
-merge of a big index takes minutes): ``index/merge.py`` does that off the live path.
+are refreshed whenever any process has committed. Commits merge only the tiny segments
+earlier live commits made (``fold_tiny``; a merge of a big index takes minutes):
+``index/merge.py`` does the rest off the live path.
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ from whoosh.writing import SegmentWriter
 from vault_mem.errors import IndexBusy, VaultUnavailable
 from vault_mem.git.history import History, history_for
 from vault_mem.index.schema import SCHEMA_VERSION, document_of, make_schema
-from vault_mem.index.whoosh_seam import read_toc
+from vault_mem.index.whoosh_seam import frozen_segment, lend_searcher, read_toc
 from vault_mem.vault.note import Note
 from vault_mem.vault.paths import INDEX_DIRNAME
 from vault_mem.vault.portable import replace_file, user_cache_root
@@ -148,6 +149,11 @@ class VaultIndex:
         # One searcher per thread (Whoosh searchers are not shared across threads), so reads run
         # side by side and never wait behind a write; ``_epoch`` retires them all on close().
         self._local = threading.local()
+        self._writer_readers: dict[Any, SegmentReader] = {}  # see _lend_searcher
+        self._batch_lock = threading.Lock()  # guards _open_batch (see apply)
+        self._open_batch: Batch | None = None
+        self._committing = threading.Lock()  # one group commit at a time in this process
+        self.fold_at: int | None = TINY_FOLD  # see fold_tiny (None: never, for tests of merges)
         self._epoch = 0
         self._lock = threading.RLock()
         self.write_timeout = WRITE_TOOL_TIMEOUT
@@ -189,7 +195,10 @@ class VaultIndex:
         with self._lock:
             if self._ix is None:
                 try:
-                    self._ix = whoosh_index.open_dir(str(self.dir))
+                    stored = whoosh_index.open_dir(str(self.dir)).schema
+                    # Given the schema, Whoosh skips unpickling it again from every table of
+                    # contents it reads: each searcher's renewal and each writer read one.
+                    self._ix = whoosh_index.open_dir(str(self.dir), schema=stored)
                 except Exception as exc:
                     raise VaultUnavailable(f"index at {self.dir} cannot be opened: {exc}") from exc
             return self._ix
@@ -227,8 +236,9 @@ class VaultIndex:
             self._epoch += 1
             ix, self._ix = self._ix, None
             searcher, self._local.searcher = getattr(self._local, "searcher", None), None
+            lent, self._writer_readers = list(self._writer_readers.values()), {}
             # Other threads' searchers are retired by their own thread at its next use.
-            for handle in (searcher, ix):
+            for handle in (searcher, ix, *lent):
                 if handle is not None:
                     with contextlib.suppress(Exception):
                         handle.close()
@@ -306,7 +316,7 @@ class VaultIndex:
         delay = 0.005
         while True:
             try:
-                return ix.writer()
+                writer = ix.writer()
             except LockError:
                 now = time.monotonic()
                 if timeout is not None and now - start > timeout:
@@ -317,39 +327,162 @@ class VaultIndex:
                     notice = now + WAIT_NOTICE
                 time.sleep(delay)
                 delay = min(delay * 2, 0.1)
+                continue
+            self._lend_searcher(writer)
+            return writer
+
+    def _lend_searcher(self, writer: SegmentWriter) -> None:
+        """Give ``writer`` a searcher of its segments for finding the notes it replaces or deletes.
+
+        Whoosh's writer opens a reader of every segment for that, on every commit: with the
+        small segments live saves add between merges, that was most of a save's time. Here the
+        readers are kept between writers, each reused while its segment has the same deletions
+        (they only grow), so a save opens the one or two segments the last commit changed. Only
+        the holder of the write lock uses them, one writer at a time.
+        """
+        with self._lock:
+            kept, self._writer_readers = self._writer_readers, {}
+            readers = []
+            try:
+                for segment in writer.segments:
+                    key = segment.segment_id()
+                    reader = kept.pop(key, None)
+                    same = reader is not None and not reader.is_closed
+                    if not same or reader.segment().deleted_count() != segment.deleted_count():
+                        if reader is not None:
+                            kept[key] = reader  # closed below
+                        reader = SegmentReader(writer.storage, writer.schema, frozen_segment(segment),
+                                               generation=writer.generation)
+                    readers.append(reader)
+                    self._writer_readers[key] = reader
+            except Exception:  # a segment that will not open: Whoosh's writer opens its own and says why
+                readers = []
+            for old in kept.values():
+                with contextlib.suppress(Exception):
+                    old.close()
+            if not readers:
+                return
+        combined = MultiReader(readers, generation=writer.generation) if len(readers) > 1 else readers[0]
+        lend_searcher(writer, Searcher(combined, closereader=False))
 
     @contextlib.contextmanager
     def writer(self, timeout: float | None = None) -> Iterator[SegmentWriter]:
         """A writer committed when the block ends, cancelled (releasing the lock) when it raises.
 
-        The commit never merges segments: it adds one small segment, so its cost does not grow
-        with the index; ``index/merge.py`` merges in the background.
+        The commit adds one small segment and merges nothing bigger than what live commits make
+        (``fold_tiny``), so its cost does not grow with the index; ``index/merge.py`` merges the
+        rest in the background.
         """
         w = self.acquire_writer(timeout)
         try:
             yield w
-            w.commit(merge=False)
+            self.commit_live(w)
         except BaseException:
             # A writer whose work or commit raised keeps Whoosh's lock until it is cancelled.
             with contextlib.suppress(Exception):
                 w.cancel()
             raise
 
+    def commit_live(self, writer: SegmentWriter) -> None:
+        """Commit a live writer's change: one new segment, with the tiny ones folded in (``fold_tiny``)."""
+        writer.commit(mergetype=lambda w, segments: fold_tiny(w, segments, self.fold_at))
+
     def apply(self, notes: list[tuple[Note, str]], removed: list[str], timeout: float | None = None) -> None:
-        """Index ``notes`` (each with its OS-relative path) and drop ``removed`` paths, in one commit
-        (waiting for the lock as ``acquire_writer`` does)."""
-        if not notes and not removed:
-            return
-        with self.writer(timeout) as w:
-            for path in removed:
-                w.delete_by_term("path", path)
-            for note, fsrel in notes:
-                w.update_document(**document_of(note, fsrel))
+        """Index ``notes`` (each with its OS-relative path) and drop ``removed`` paths, committed
+        when this returns (waiting for the lock as ``acquire_writer`` does): ``submit`` then ``settle``."""
+        if notes or removed:
+            self.settle(self.submit(notes, removed), timeout)
+
+    def submit(self, notes: list[tuple[Note, str]], removed: list[str]) -> Batch:
+        """Put changes in the open batch; ``settle`` must follow (it commits or waits for the commit).
+
+        Group commit: threads that submit while another thread's commit runs join one batch, which
+        the first of them commits for all once that commit is done: under many writers one commit
+        (and the segment every searcher then opens) serves several changes. A path's last change in
+        a batch wins, as it would in commits one after another: a caller that orders its file
+        writes (writes/tools.py) submits before it lets the next write begin.
+        """
+        with self._batch_lock:
+            batch = self._open_batch
+            if batch is None:
+                batch = self._open_batch = Batch(leader=threading.get_ident())
+            batch.add(notes, removed)
+            return batch
+
+    def settle(self, batch: Batch, timeout: float | None = None) -> None:
+        """Return once ``batch`` is committed (raising what its commit raised)."""
+        if batch.leader == threading.get_ident():
+            try:
+                with self._committing:
+                    with self._batch_lock:
+                        if self._open_batch is batch:
+                            self._open_batch = None  # later changes make the next batch
+                    if batch.changes:
+                        with self.writer(timeout) as w:
+                            for path, change in batch.changes.items():
+                                if change is None:
+                                    w.delete_by_term("path", path)
+                                else:
+                                    w.update_document(**document_of(*change))
+            except BaseException as exc:
+                batch.error = exc
+            finally:
+                batch.done.set()
+        else:
+            batch.done.wait()
+        if batch.error is not None:
+            raise batch.error
 
     def tidy(self) -> list[str]:
         """Remove what killed writers left in the index folder (see ``clean_debris``)."""
         with write_lock(self.open()):
             return clean_debris(self.dir)
+
+
+TINY = 20  # a segment of at most this many documents: what a few live commits make
+TINY_FOLD = 8  # this many tiny segments and the next commit folds them into its own
+
+
+def fold_tiny(writer: SegmentWriter, segments: list[Any], at: int | None = TINY_FOLD) -> list[Any]:
+    """Whoosh's merge policy for a live commit: once ``at`` tiny segments piled up, fold
+    them into the segment the commit writes (their few documents, as this writer sees them, its
+    own deletions included); leave every other segment as it is.
+
+    Every searcher pays for each segment on every query and on every renewal, and under steady
+    saves the background merge (a process started every few seconds) trails far behind the
+    commits: this keeps the segments a burst of saves leaves to a handful, at the cost of one
+    commit in eight reading a few dozen documents.
+    """
+    tiny = [segment for segment in segments if segment.doc_count_all() <= TINY]
+    if at is None or len(tiny) < at:
+        return segments
+    for segment in tiny:
+        reader = SegmentReader(writer.storage, writer.schema, segment, generation=writer.generation)
+        try:
+            writer.add_reader(reader)
+        finally:
+            reader.close()
+    folded = {segment.segment_id() for segment in tiny}
+    return [segment for segment in segments if segment.segment_id() not in folded]
+
+
+class Batch:
+    """Changes that threads submitted to ``VaultIndex`` while a commit ran: one commit, made by
+    the thread that opened the batch (``leader``)."""
+
+    def __init__(self, leader: int) -> None:
+        self.leader = leader
+        self.changes: dict[str, tuple[Note, str] | None] = {}  # by path: the note, or None to drop it
+        self.done = threading.Event()
+        self.error: BaseException | None = None
+
+    def add(self, notes: list[tuple[Note, str]], removed: list[str]) -> None:
+        for path in removed:
+            self.changes.pop(path, None)
+            self.changes[path] = None
+        for note, fsrel in notes:
+            self.changes.pop(note.path, None)
+            self.changes[note.path] = (note, fsrel)
 
 
 def _up_to_date(searcher: Searcher) -> bool:

@@ -45,6 +45,9 @@ The patches, applied when this module is first imported (before any writer exist
    the same terms, postings and lengths (``SegmentWriter.add_document``, ``PostingPool``; about
    45% of a build worker's time on the Hub-shaped vault before).
 
+8. A terms file's directory of 256 hash tables is read in one read, not one read per table: most
+   of opening a segment, which each thread's searcher does after every commit (``HashReader``).
+
 The private names read (``PRIVATE_NAMES``, ``ATTRIBUTES``), each behind a function at the end:
 writers that do not lock, finish a segment or commit given segments; the table of contents; a
 reader's folder; a segment's lexicon and postings read off the mapped whoosh3 files.
@@ -53,6 +56,7 @@ reader's folder; a segment's lexicon and postings read off the mapped whoosh3 fi
 from __future__ import annotations
 
 import contextlib
+import copy
 import inspect
 import io
 import itertools
@@ -71,6 +75,7 @@ import whoosh.codec.base
 import whoosh.codec.whoosh3
 import whoosh.filedb.compound
 import whoosh.filedb.filestore
+import whoosh.filedb.filetables
 import whoosh.filedb.structfile
 import whoosh.index
 import whoosh.reading
@@ -78,10 +83,10 @@ import whoosh.util
 import whoosh.writing
 from whoosh.codec.whoosh3 import WHOOSH3_HEADER_MAGIC
 from whoosh.filedb.filestore import FileStorage
-from whoosh.system import unpack_int
+from whoosh.system import _INT_SIZE, unpack_int
 from whoosh.util.numeric import byte_to_length
 
-from vault_mem.index.mapping import SharedFiles, ViewFile
+from vault_mem.index.mapping import SharedFiles, ViewFile, hash_reader_init
 from vault_mem.index.postings import TermPool
 from vault_mem.index.postings import add_document as postings_add_document
 
@@ -122,6 +127,7 @@ PATCHED: tuple[tuple[Any, str, tuple[str, ...]], ...] = (
     (whoosh.writing.PostingPool, "items", ("self", "maxfiles")),
     (whoosh.writing.SegmentWriter, "_flush_segment", ("self",)),
     (whoosh.writing.SegmentWriter, "add_document", ("self", "fields")),  # patch 7
+    (whoosh.filedb.filetables.HashReader, "__init__", ("self", "dbfile", "length", "magic", "startoffset")),
     (FileStorage, "delete_file", ("self", "name")),
     (FileStorage, "destroy", ("self",)),
     (whoosh.index, "clean_files", ("storage", "indexname", "gen", "segments")),
@@ -141,6 +147,7 @@ PRIVATE_NAMES: tuple[tuple[Any, str, tuple[str, ...]], ...] = (
     (whoosh.writing.SegmentWriter, "_doc_boost", ("self", "fields")),
     (whoosh.writing.SegmentWriter, "_field_boost", ("self", "fields", "fieldname")),
     (whoosh.writing.SegmentWriter, "_check_fields", ("self", "schema", "fieldnames")),
+    (whoosh.filedb.filetables.HashReader, "_read_extras", ("self",)),  # patch 8
 )
 ATTRIBUTES: tuple[tuple[type, tuple[str, ...]], ...] = (
     (whoosh.writing.SegmentWriter, ("_tempstorage", "perdocwriter", "fieldwriter", "pool", "docnum", "_added")),
@@ -148,6 +155,8 @@ ATTRIBUTES: tuple[tuple[type, tuple[str, ...]], ...] = (
     (whoosh.codec.whoosh3.W3TermsReader, ("_tindex", "_fieldmap", "_postfile")),
     (whoosh.codec.whoosh3.W3PerDocReader, ("_readers",)),  # patch 4
     (whoosh.writing.PostingPool, ("runs", "current")),  # patch 5 (set by its base, SortingPool)
+    (whoosh.writing.SegmentWriter, ("_searcher", "_orig_close")),  # lend_searcher
+    (whoosh.codec.whoosh3.W3Segment, ("_deleted",)),  # frozen_segment
 )
 
 
@@ -173,6 +182,10 @@ def shape_problems() -> list[str]:
         problems += [f"{cls.__name__} no longer uses self.{n}" for n in names if n not in used]
     if getattr(whoosh.index, "_DEF_INDEX_NAME", None) != "MAIN":
         problems.append("whoosh.index._DEF_INDEX_NAME is not 'MAIN'")
+    tables = whoosh.filedb.filetables  # patch 8 reads the hash file's layout
+    if (getattr(getattr(tables, "_dir_entry", None), "format", None), getattr(tables, "_directory_size", None),
+            len(getattr(tables, "_hash_functions", ()))) != ("!qi", 256 * 12, 3):
+        problems.append("whoosh.filedb.filetables no longer has 3 hash functions and 256 (position, slots) tables")
     return problems
 
 
@@ -247,7 +260,6 @@ def _cached_reader(self: Any, fieldname: str, column: Any) -> Any:
 whoosh.codec.whoosh3.W3PerDocReader._cached_reader = _cached_reader
 
 
-
 class _DecodedLengths:
     """``doc_field_length`` of a per-document reader, each field's lengths decoded once (patch 6)."""
 
@@ -290,6 +302,10 @@ whoosh.writing.SegmentWriter._flush_segment = _flush_segment
 # Patch 7 (and 5: the pool's runs).
 whoosh.writing.PostingPool = TermPool
 whoosh.writing.SegmentWriter.add_document = postings_add_document
+_tables = whoosh.filedb.filetables  # patch 8
+WHOOSH_HASH_READER_INIT = _tables.HashReader.__init__  # kept for the test that compares
+_tables.HashReader.__init__ = hash_reader_init(_tables._hash_functions, _tables._dir_entry, _INT_SIZE,
+                                               _tables.FileFormatError)
 
 _delete_file = FileStorage.delete_file
 _clean_files = whoosh.index.clean_files
@@ -365,6 +381,22 @@ def publish(writer: whoosh.writing.SegmentWriter, segments: list[Any]) -> None:
     writer._close_segment()
     writer._commit_toc(segments)
     writer._finish()
+
+
+def frozen_segment(segment: Any) -> Any:
+    """A copy of ``segment`` for a reader to keep: a writer's later deletions (made in its own copy) do not touch it."""
+    twin = copy.copy(segment)
+    deleted = segment._deleted
+    twin._deleted = None if deleted is None else set(deleted)
+    return twin
+
+
+def lend_searcher(writer: whoosh.writing.SegmentWriter, searcher: Any) -> None:
+    """Have ``writer`` find what it replaces through ``searcher`` (of exactly its segments), not a
+    reader of every segment opened anew; the writer never closes it (its owner does)."""
+    searcher._orig_close = searcher.close  # what SegmentWriter._finish calls
+    searcher.close = lambda: None  # what delete_by_query calls on whatever searcher() handed it
+    writer._searcher = searcher
 
 
 def read_toc(ix: whoosh.index.FileIndex) -> whoosh.index.TOC:

@@ -153,7 +153,10 @@ def http_app(server: Server[Any], host: str, port: int, token: str | None,
         allowed_origins=[f"{scheme}://{name}{suffix}" for name in hosts for scheme in ("http", "https")
                          for suffix in ("", f":{port}", ":*")],
     )
-    app: ASGIApp = server.streamable_http_app(streamable_http_path="/mcp", transport_security=security, host=host)
+    # One JSON body per answer, not an SSE stream: no tool sends the client anything mid-call, and
+    # the stream (a task, a channel and event framing per request) was a third of an HTTP call.
+    app: ASGIApp = server.streamable_http_app(streamable_http_path="/mcp", transport_security=security, host=host,
+                                              json_response=True)
     return BearerAuth(app, token, keys)
 
 

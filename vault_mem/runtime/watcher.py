@@ -393,7 +393,7 @@ class Watcher:
         except BaseException:
             writer.cancel()
             raise
-        writer.commit(merge=False)  # never a merge on the live path (index/merge.py)
+        self.index.commit_live(writer)  # no merge but of tiny segments on the live path (index/merge.py)
         self.indexed += len(todo)
 
     def _subtree(self, rel_dir: str) -> set[str]:

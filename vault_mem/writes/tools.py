@@ -20,6 +20,7 @@ from typing import Any
 
 from vault_mem.errors import Conflict, IndexBusy, InvalidInput, NotFound, WriteFailed
 from vault_mem.git.commit import write_commit
+from vault_mem.index.store import VaultIndex
 from vault_mem.served.agents import check_agent_name
 from vault_mem.served.context import View
 from vault_mem.served.params import (
@@ -95,6 +96,7 @@ DELETE_PARAMS = (AGENT, REF, IF_ETAG)
 # or an editor can still change the file in between: ``if_etag`` and the re-read in
 # ``_rewrite`` catch that.)
 _WRITES = threading.Lock()
+_HOLDING = threading.local()  # .held: this thread is inside one_at_a_time
 Tool = Callable[[View, dict[str, Any]], dict[str, Any]]
 
 
@@ -102,9 +104,28 @@ def one_at_a_time(tool: Tool) -> Tool:
     @functools.wraps(tool)
     def serialized(view: View, raw: dict[str, Any]) -> dict[str, Any]:
         with _WRITES:
-            return tool(view, raw)
+            _HOLDING.held = True
+            try:
+                return tool(view, raw)
+            finally:
+                _HOLDING.held = False
 
     return serialized
+
+
+def _commit_in_turn(index: VaultIndex, notes: list[tuple[Note, str]], removed: list[str]) -> None:
+    """Index a write's changes: submitted in the order of the file writes, then committed (or
+    waited for) with the next write free to begin its file steps meanwhile, so that writes in
+    flight share one commit (``VaultIndex.submit``)."""
+    batch = index.submit(notes, removed)
+    if not getattr(_HOLDING, "held", False):
+        index.settle(batch, timeout=index.write_timeout)
+        return
+    _WRITES.release()
+    try:
+        index.settle(batch, timeout=index.write_timeout)
+    finally:
+        _WRITES.acquire()
 
 
 def now_iso() -> str:
@@ -145,9 +166,8 @@ def _index(view: View, notes: list[tuple[Note, str]], removed: list[str], done: 
            agent: str) -> None:
     """Index what a write tool just did to the files; ``done`` says what that was. When the
     index cannot take it, the agent's next call also carries a ``persist_error``."""
-    index = view.vault.index
     try:
-        index.apply(notes, removed, timeout=index.write_timeout)
+        _commit_in_turn(view.vault.index, notes, removed)
     except IndexBusy:
         not_landed(view, agent, tool, notes[0][1] if notes else removed[0],
                    f"{done}, but not indexed: read tools show it once the index catches up")
