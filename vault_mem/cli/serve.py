@@ -102,21 +102,26 @@ def cmd_serve(args: argparse.Namespace) -> int:
         try:
             if seat is not None:
                 say(f"worker {seat.index + 1} of {seat.count} (pid {os.getpid()}) serving"
-                    + (": it runs the background merges and the git sync" if seat.leads else ""))
+                    + ((": it makes the writes and runs the background merges and the git sync" if seat.count > 1
+                        else ": it runs the background merges and the git sync") if seat.leads else ""))
             else:
                 if args.read_only:
                     say("read-only: no write tools are served")
                 say(f"{PROG} {__version__} serving the vault {root}")
             if seat is None or seat.leads:
                 say(f"index at {index.dir}{doing}")
-            from vault_mem.mcp_server.app import build_server
+            from vault_mem.mcp_server.app import Calls, build_server
+            from vault_mem.mcp_server.delegate import Delegate
             from vault_mem.served.context import Vault
 
             vault = Vault(root, index, project=project, compat=args.compat, health=runtime,
                           git_commit=args.git_commit)
-            server = build_server(vault, caller=caller, read_only=args.read_only)
+            calls = Calls(vault, args.read_only)
+            # Of serve --workers N, worker 1 makes every write (mcp_server/delegate.py).
+            delegate = Delegate(seat.ports[0], seat.secret) if seat is not None and not seat.leads else None
+            server = build_server(vault, caller=caller, read_only=args.read_only, calls=calls, delegate=delegate)
             loaded.set()
-            run = _transport(args, server, url, token, root, keys, caller, seat)
+            run = _transport(args, server, url, token, root, keys, caller, seat, calls)
             if seat is None or seat.leads:
                 start_serve_options(args, root)
         except KeyboardInterrupt:  # Ctrl-C while the server loads: the same one line as later
@@ -143,14 +148,14 @@ def _stdio_agent(args: argparse.Namespace, keys: KeyRing, root: Any) -> Agent | 
 
 
 def _transport(args: argparse.Namespace, server: Any, url: str, token: str | None, root: Any, keys: KeyRing,
-               caller: Agent | None, seat: Seat | None = None) -> Callable[[], None]:
+               caller: Agent | None, seat: Seat | None = None, calls: Any = None) -> Callable[[], None]:
     """Say how to connect, and return the function that serves until the client or a signal ends it."""
     if args.http:
         from vault_mem.mcp_server.transports import run_http
 
         if seat is None:  # the workers' parent says it once
             _say_http(root, url, token, keys)
-        return lambda: run_http(server, args.host, args.port, token, args.allowed_host, keys, seat)
+        return lambda: run_http(server, args.host, args.port, token, args.allowed_host, keys, seat, calls)
     from vault_mem.mcp_server.transports import run_stdio
 
     if sys.stdin.isatty():

@@ -30,6 +30,7 @@ from whoosh.writing import SegmentWriter
 
 from vault_mem.errors import IndexBusy, VaultUnavailable
 from vault_mem.git.history import History, history_for
+from vault_mem.index.commits import TINY_FOLD, WAITING_DIR, Batch, ProcessTurn, Turns, Written, fold_tiny
 from vault_mem.index.schema import SCHEMA_VERSION, document_of, make_schema
 from vault_mem.index.whoosh_seam import frozen_segment, lend_searcher, read_toc
 from vault_mem.vault.note import Note
@@ -43,7 +44,7 @@ MERGE_LOCK = "merge.lock"  # held by the one merging process; kept when the fold
 HISTORY_CACHE = "git-history.json"  # the git history map (index/gitfollow.py): not the index
 # Not the index, so kept when a build empties the folder: presence (index/presence.py), what each
 # agent has seen (index/agentstate.py) and the journal of writes for undo (index/journal.py).
-KEPT_ON_REBUILD = frozenset({BUILD_LOCK, MERGE_LOCK, "presence", HISTORY_CACHE, "agents", "journal"})
+KEPT_ON_REBUILD = frozenset({BUILD_LOCK, MERGE_LOCK, "presence", HISTORY_CACHE, "agents", "journal", WAITING_DIR})
 WRITE_TOOL_TIMEOUT = 20.0  # what a write tool waits for the lock before answering a retryable error
 WAIT_NOTICE = 30.0  # a writer still waiting after this long says so in the log
 FEW_PATHS = 50  # fingerprints of up to this many paths come from their stored records when columns are cold
@@ -154,6 +155,9 @@ class VaultIndex:
         self._open_batch: Batch | None = None
         self._committing = threading.Lock()  # one group commit at a time in this process
         self.fold_at: int | None = TINY_FOLD  # see fold_tiny (None: never, for tests of merges)
+        self.turns = Turns(self.dir)
+        self._write_turn = ProcessTurn()  # held by this process's one writer
+        self.written = Written()  # what this process indexed itself (for its watcher)
         self._epoch = 0
         self._lock = threading.RLock()
         self.write_timeout = WRITE_TOOL_TIMEOUT
@@ -312,24 +316,43 @@ class VaultIndex:
         """
         ix = self.open()
         start = time.monotonic()
+        if not self._write_turn.take(timeout):
+            raise IndexBusy(f"the index at {self.dir} stayed locked by another writer of this server for "
+                            f"{timeout:.0f} s")
+        self.turns.give_way()  # another process waiting for the lock goes first (index/commits.py)
         notice = start + WAIT_NOTICE
         delay = 0.005
-        while True:
-            try:
-                writer = ix.writer()
-            except LockError:
-                now = time.monotonic()
-                if timeout is not None and now - start > timeout:
-                    raise IndexBusy(f"the index at {self.dir} stayed locked by another writer (a build or "
-                                    f"another server) for {timeout:.0f} s") from None
-                if now > notice:
-                    log.info("still waiting for the index lock (held by another writer for %.0f s)", now - start)
-                    notice = now + WAIT_NOTICE
-                time.sleep(delay)
-                delay = min(delay * 2, 0.1)
-                continue
-            self._lend_searcher(writer)
-            return writer
+        waiting = False
+        try:
+            while True:
+                try:
+                    writer = ix.writer()
+                except LockError:
+                    now = time.monotonic()
+                    if timeout is not None and now - start > timeout:
+                        raise IndexBusy(f"the index at {self.dir} stayed locked by another writer (a build "
+                                        f"or another server) for {timeout:.0f} s") from None
+                    if now > notice:
+                        log.info("still waiting for the index lock (held by another writer for %.0f s)",
+                                 now - start)
+                        notice = now + WAIT_NOTICE
+                    if waiting:
+                        self.turns.touch()
+                    else:
+                        self.turns.waiting()
+                        waiting = True
+                    time.sleep(delay)
+                    delay = min(delay * 2, 0.02)
+                    continue
+                self._write_turn.until_released(writer)
+                self._lend_searcher(writer)
+                return writer
+        except BaseException:
+            self._write_turn.give_back()
+            raise
+        finally:
+            if waiting:
+                self.turns.done_waiting()
 
     def _lend_searcher(self, writer: SegmentWriter) -> None:
         """Give ``writer`` a searcher of its segments for finding the notes it replaces or deletes.
@@ -370,8 +393,8 @@ class VaultIndex:
         """A writer committed when the block ends, cancelled (releasing the lock) when it raises.
 
         The commit adds one small segment and merges nothing bigger than what live commits make
-        (``fold_tiny``), so its cost does not grow with the index; ``index/merge.py`` merges the
-        rest in the background.
+        (``index/commits.py``), so its cost does not grow with the index; ``index/merge.py``
+        merges the rest in the background.
         """
         w = self.acquire_writer(timeout)
         try:
@@ -407,6 +430,7 @@ class VaultIndex:
             if batch is None:
                 batch = self._open_batch = Batch(leader=threading.get_ident())
             batch.add(notes, removed)
+            self.written.add(notes)
             return batch
 
     def settle(self, batch: Batch, timeout: float | None = None) -> None:
@@ -426,6 +450,7 @@ class VaultIndex:
                                     w.update_document(**document_of(*change))
             except BaseException as exc:
                 batch.error = exc
+                self.written.forget([change for change in batch.changes.values() if change is not None])
             finally:
                 batch.done.set()
         else:
@@ -437,52 +462,6 @@ class VaultIndex:
         """Remove what killed writers left in the index folder (see ``clean_debris``)."""
         with write_lock(self.open()):
             return clean_debris(self.dir)
-
-
-TINY = 20  # a segment of at most this many documents: what a few live commits make
-TINY_FOLD = 8  # this many tiny segments and the next commit folds them into its own
-
-
-def fold_tiny(writer: SegmentWriter, segments: list[Any], at: int | None = TINY_FOLD) -> list[Any]:
-    """Whoosh's merge policy for a live commit: once ``at`` tiny segments piled up, fold
-    them into the segment the commit writes (their few documents, as this writer sees them, its
-    own deletions included); leave every other segment as it is.
-
-    Every searcher pays for each segment on every query and on every renewal, and under steady
-    saves the background merge (a process started every few seconds) trails far behind the
-    commits: this keeps the segments a burst of saves leaves to a handful, at the cost of one
-    commit in eight reading a few dozen documents.
-    """
-    tiny = [segment for segment in segments if segment.doc_count_all() <= TINY]
-    if at is None or len(tiny) < at:
-        return segments
-    for segment in tiny:
-        reader = SegmentReader(writer.storage, writer.schema, segment, generation=writer.generation)
-        try:
-            writer.add_reader(reader)
-        finally:
-            reader.close()
-    folded = {segment.segment_id() for segment in tiny}
-    return [segment for segment in segments if segment.segment_id() not in folded]
-
-
-class Batch:
-    """Changes that threads submitted to ``VaultIndex`` while a commit ran: one commit, made by
-    the thread that opened the batch (``leader``)."""
-
-    def __init__(self, leader: int) -> None:
-        self.leader = leader
-        self.changes: dict[str, tuple[Note, str] | None] = {}  # by path: the note, or None to drop it
-        self.done = threading.Event()
-        self.error: BaseException | None = None
-
-    def add(self, notes: list[tuple[Note, str]], removed: list[str]) -> None:
-        for path in removed:
-            self.changes.pop(path, None)
-            self.changes[path] = None
-        for note, fsrel in notes:
-            self.changes.pop(note.path, None)
-            self.changes[note.path] = (note, fsrel)
 
 
 def _up_to_date(searcher: Searcher) -> bool:

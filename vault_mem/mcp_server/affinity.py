@@ -70,7 +70,7 @@ class Affinity:
             # A new legacy session: its worker is taken in turn, not left to whichever accepted the
             # connection (32 clients starting at once would otherwise all open on one).
             self._turn += 1
-            owner = (self.me + self._turn) % len(self.ports)
+            owner = self._dealt(self._turn)
             if owner != self.me:
                 await self._forward(self.ports[owner], scope, receive, send)
                 return
@@ -92,6 +92,12 @@ class Affinity:
             await send(message)
 
         await self.app(scope, receive, tagged)
+
+    def _dealt(self, turn: int) -> int:
+        """The worker the ``turn``-th new session goes to: in turn among those that take client
+        connections (all but worker 1, the writer, when there are several: mcp_server/delegate.py)."""
+        serving = list(range(1, len(self.ports))) or [0]
+        return serving[(self.me + turn) % len(serving)]
 
     def _http(self) -> httpx2.AsyncClient:
         if self._client is None:  # created in the server's event loop, kept for its life

@@ -25,6 +25,7 @@ from mcp.server.lowlevel import Server
 from vault_mem import __version__
 from vault_mem.errors import Forbidden, InternalError, InvalidInput, NotFound, VaultMemError, VaultUnavailable
 from vault_mem.mcp_server.answers import error_answer, to_result
+from vault_mem.mcp_server.delegate import Delegate
 from vault_mem.mcp_server.tools import STATUS_SCHEMA, ToolSpec, tools_for
 from vault_mem.reads.conflicts import conflict_hint
 from vault_mem.served.agents import Agent
@@ -123,10 +124,32 @@ def caller_of(ctx: Any, fixed: Agent | None) -> Agent | None:
     return fixed
 
 
-def build_server(vault: Vault, caller: Agent | None = None, read_only: bool = False) -> Server[Any]:
+class Calls:
+    """Tool calls of one server, run in its call threads (at most ``CALL_THREADS`` at once)."""
+
+    def __init__(self, vault: Vault, read_only: bool = False) -> None:
+        self.vault = vault
+        self.read_only = read_only
+        self.specs = {spec.name: spec for spec in tools_for(vault.compat)}
+        self._limiter: anyio.CapacityLimiter | None = None  # made on first use, inside the event loop
+
+    async def run(self, name: str, arguments: dict[str, Any] | None, caller: Agent | None) -> dict[str, Any]:
+        spec = self.specs.get(name)
+        if spec is None:
+            return error_answer(InvalidInput("name", f"unknown tool {name!r}; tools: {', '.join(self.specs)}"))
+        if self._limiter is None:
+            self._limiter = anyio.CapacityLimiter(CALL_THREADS)
+        return await anyio.to_thread.run_sync(call, self.vault, spec, arguments, caller, self.read_only,
+                                              limiter=self._limiter)
+
+
+def build_server(vault: Vault, caller: Agent | None = None, read_only: bool = False, calls: Calls | None = None,
+                 delegate: Delegate | None = None) -> Server[Any]:
     """The MCP server of ``vault``; ``caller`` limits a stdio client (``serve --agent``),
-    ``read_only`` serves no write tool (``serve --read-only``)."""
-    specs = {spec.name: spec for spec in tools_for(vault.compat)}
+    ``read_only`` serves no write tool (``serve --read-only``); ``calls`` runs its calls (made
+    here when not given); ``delegate``: write calls go to worker 1 (mcp_server/delegate.py)."""
+    calls = calls or Calls(vault, read_only)
+    specs = calls.specs
     listing = [
         t.Tool(
             name=spec.name,
@@ -145,22 +168,16 @@ def build_server(vault: Vault, caller: Agent | None = None, read_only: bool = Fa
     if read_only:
         listing = reads_only
 
-    limiter: list[anyio.CapacityLimiter] = []  # made on first use, inside the event loop
-
     async def on_list_tools(ctx: Any, params: Any) -> t.ListToolsResult:
         agent = caller_of(ctx, caller)
         return t.ListToolsResult(tools=reads_only if agent is not None and agent.read_only else listing)
 
     async def on_call_tool(ctx: Any, params: t.CallToolRequestParams) -> t.CallToolResult:
         spec = specs.get(params.name)
-        if spec is None:
-            answer = error_answer(InvalidInput("name", f"unknown tool {params.name!r}; tools: {', '.join(specs)}"))
-            return to_result(params.name, answer)
-        if not limiter:
-            limiter.append(anyio.CapacityLimiter(CALL_THREADS))
-        answer = await anyio.to_thread.run_sync(call, vault, spec, params.arguments, caller_of(ctx, caller),
-                                                read_only, limiter=limiter[0])
-        return to_result(spec.name, answer)
+        agent = caller_of(ctx, caller)
+        if delegate is not None and spec is not None and not spec.read_only and not read_only:
+            return to_result(spec.name, await delegate.call(spec.name, params.arguments, agent))
+        return to_result(spec.name if spec else params.name, await calls.run(params.name, params.arguments, agent))
 
     async def on_list_resources(ctx: Any, params: t.PaginatedRequestParams | None) -> t.ListResourcesResult:
         cursor = params.cursor if params is not None else None

@@ -27,7 +27,7 @@ from mcp.server.stdio import stdio_server
 from mcp.server.transport_security import TransportSecuritySettings
 
 from vault_mem.errors import InvalidInput
-from vault_mem.mcp_server.app import CALLER
+from vault_mem.mcp_server.app import CALLER, Calls
 from vault_mem.mcp_server.workers import Seat
 from vault_mem.served.keys import KeyRing
 
@@ -161,7 +161,7 @@ def http_app(server: Server[Any], host: str, port: int, token: str | None,
 
 
 def run_http(server: Server[Any], host: str, port: int, token: str | None, allowed_hosts: list[str],
-             keys: KeyRing | None = None, seat: Seat | None = None) -> None:
+             keys: KeyRing | None = None, seat: Seat | None = None, calls: Calls | None = None) -> None:
     """Serve until stopped; ``seat``: as one of ``serve --workers N`` (mcp_server/workers.py), on
     the sockets the parent handed over, keeping legacy sessions on their worker."""
     import uvicorn
@@ -173,6 +173,10 @@ def run_http(server: Server[Any], host: str, port: int, token: str | None, allow
         from vault_mem.mcp_server.workers import worker_sockets
 
         app, sockets = Affinity(app, seat.index, seat.ports), worker_sockets(seat)
+        if seat.leads and calls is not None:
+            from vault_mem.mcp_server.delegate import WriteRoute
+
+            app = WriteRoute(app, seat.secret, calls.run)
     # Not uvicorn.run: outside the main thread uvicorn installs no signal handlers, and a failed
     # bind raises here instead of exiting the process.
     config = uvicorn.Config(app, host=host.strip("[]"), port=port, log_level="warning", access_log=False,

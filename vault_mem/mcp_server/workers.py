@@ -11,14 +11,15 @@ The socket travels portably: on Linux and macOS as an inherited file descriptor
 (``pass_fds``), on Windows (no fork, no SO_REUSEPORT) as ``socket.share`` bytes written to
 the child's stdin. Every child reads its stdin to the end and stops when it ends, so a
 child never outlives its parent, even one killed with no chance to clean up. Worker 0 alone
-runs the background merges and the git sync; every worker watches the files, and their
-writes are safe together as for any two servers on one vault (docs/concurrency.md).
+runs the background merges and the git sync, and every write tool call (the others pass theirs
+to it: mcp_server/delegate.py); every worker watches the files (docs/concurrency.md).
 """
 
 from __future__ import annotations
 
 import json
 import os
+import secrets
 import socket
 import struct
 import subprocess
@@ -42,6 +43,7 @@ class Seat:
     count: int
     ports: list[int]
     fds: list[int]
+    secret: str = ""  # what worker 1's write route asks of the others (mcp_server/delegate.py)
 
     @property
     def leads(self) -> bool:
@@ -49,7 +51,8 @@ class Seat:
         return self.index == 0
 
     def to_env(self) -> str:
-        return json.dumps({"index": self.index, "count": self.count, "ports": self.ports, "fds": self.fds})
+        return json.dumps({"index": self.index, "count": self.count, "ports": self.ports, "fds": self.fds,
+                           "secret": self.secret})
 
 
 def seat_from_env() -> Seat | None:
@@ -58,7 +61,7 @@ def seat_from_env() -> Seat | None:
         return None
     data = json.loads(raw)
     return Seat(int(data["index"]), int(data["count"]), [int(p) for p in data["ports"]],
-                [int(f) for f in data["fds"]])
+                [int(f) for f in data["fds"]], str(data.get("secret", "")))
 
 
 def worker_sockets(seat: Seat) -> list[socket.socket]:
@@ -79,6 +82,11 @@ def worker_sockets(seat: Seat) -> list[socket.socket]:
         os._exit(0)  # the parent is gone: so is this worker (every write is a rename)
 
     threading.Thread(target=watch_parent, name="vault-mem-parent", daemon=True).start()
+    if seat.leads and seat.count > 1:
+        # Worker 1 makes the writes the others pass it (mcp_server/delegate.py) and takes no
+        # client connection: its core goes to the writes, the others' to the reads.
+        sockets[0].close()
+        return sockets[1:]
     return sockets
 
 
@@ -101,6 +109,7 @@ class Workers:
         self.shared = _listener(family, (host.strip("[]"), port))
         self.private = [_listener(socket.AF_INET, ("127.0.0.1", 0)) for _ in range(count)]
         self.ports = [int(s.getsockname()[1]) for s in self.private]
+        self.secret = secrets.token_hex(16)
         self.children: list[subprocess.Popen[bytes]] = []
 
     def start(self) -> list[int]:
@@ -109,7 +118,7 @@ class Workers:
         for i, private in enumerate(self.private):
             mine = [self.shared, private]
             fds = [] if sys.platform == "win32" else [s.fileno() for s in mine]
-            env = os.environ | {ENV: Seat(i, count, self.ports, fds).to_env()}
+            env = os.environ | {ENV: Seat(i, count, self.ports, fds, self.secret).to_env()}
             child = subprocess.Popen(self.command, stdin=subprocess.PIPE, env=env,
                                      pass_fds=tuple(fds), **_own_group())
             if sys.platform == "win32":

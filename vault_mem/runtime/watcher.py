@@ -102,6 +102,7 @@ class Watcher:
         """Listen from now on; apply what is heard at once, or (``held``) from ``release()``."""
         self._held = held
         self._start_observer()
+        self.index.written.not_indexed = self._retry  # a write's own commit failed: ours to index
         self._thread = threading.Thread(target=self._run, name="vault-mem-watch", daemon=True)
         self._thread.start()
 
@@ -119,7 +120,13 @@ class Watcher:
             self._held = False
             self._cond.notify_all()
 
+    def _retry(self, fsrels: list[str]) -> None:
+        for rel in fsrels:
+            self.note_event(str(self.root / rel), False)
+
     def stop(self) -> None:
+        if self.index.written.not_indexed == self._retry:
+            self.index.written.not_indexed = None
         with self._cond:
             self._stopping = True
             self._cond.notify_all()
@@ -338,6 +345,8 @@ class Watcher:
         listings: dict[str, dict[str, list[str]]] = {}
         spelled = {rel: listed_spelling(self.root, rel, listings) for rel in candidates}
         candidates |= {name for name in spelled.values() if name is not None}
+        # What this process's write tools saved and indexed themselves needs nothing (index/commits.py).
+        candidates = {rel for rel in candidates if not self.index.written.unchanged(self.root, rel)}
         # A few paths are looked up one by one: a whole-index map costs ~100 ms at 100k notes.
         shown_paths = [display_path(rel) for rel in candidates]
         fingerprints = self.index.fingerprints(shown_paths if len(shown_paths) <= LOOKUP_LIMIT else None)

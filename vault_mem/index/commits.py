@@ -1,0 +1,205 @@
+"""Whose turn it is to commit, and what a live commit takes along (used by ``index/store.py``).
+
+- Group commit: changes submitted while a commit runs share the next one (``Batch``).
+- Turns between processes: a process waiting for Whoosh's write lock says so with a marker
+  file, and a process about to commit again gives way to it (``Turns``): otherwise one
+  busy server, whose next commit is always ready, keeps the lock from another for seconds.
+- Live commits fold the tiny segments earlier live commits left (``fold_tiny``).
+- Within one process, writers queue on a plain lock (``ProcessTurn``).
+- The files this process indexed itself, so that its watcher's events for them need no look
+  at the index (``Written``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import secrets
+import threading
+import time
+from collections import OrderedDict
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from whoosh.reading import SegmentReader
+from whoosh.writing import SegmentWriter
+
+from vault_mem.vault.note import Note
+
+TINY = 20  # a segment of at most this many documents: what a few live commits make
+TINY_FOLD = 8  # this many tiny segments and the next commit folds them into its own
+
+
+def fold_tiny(writer: SegmentWriter, segments: list[Any], at: int | None = TINY_FOLD) -> list[Any]:
+    """Whoosh's merge policy for a live commit: once ``at`` tiny segments piled up, fold
+    them into the segment the commit writes (their few documents, as this writer sees them, its
+    own deletions included); leave every other segment as it is.
+
+    Every searcher pays for each segment on every query and on every renewal, and under steady
+    saves the background merge (a process started every few seconds) trails far behind the
+    commits: this keeps the segments a burst of saves leaves to a handful, at the cost of one
+    commit in eight reading a few dozen documents.
+    """
+    tiny = [segment for segment in segments if segment.doc_count_all() <= TINY]
+    if at is None or len(tiny) < at:
+        return segments
+    for segment in tiny:
+        reader = SegmentReader(writer.storage, writer.schema, segment, generation=writer.generation)
+        try:
+            writer.add_reader(reader)
+        finally:
+            reader.close()
+    folded = {segment.segment_id() for segment in tiny}
+    return [segment for segment in segments if segment.segment_id() not in folded]
+
+
+class Batch:
+    """Changes that threads submitted to ``VaultIndex`` while a commit ran: one commit, made by
+    the thread that opened the batch (``leader``)."""
+
+    def __init__(self, leader: int) -> None:
+        self.leader = leader
+        self.changes: dict[str, tuple[Note, str] | None] = {}  # by path: the note, or None to drop it
+        self.done = threading.Event()
+        self.error: BaseException | None = None
+
+    def add(self, notes: list[tuple[Note, str]], removed: list[str]) -> None:
+        for path in removed:
+            self.changes.pop(path, None)
+            self.changes[path] = None
+        for note, fsrel in notes:
+            self.changes.pop(note.path, None)
+            self.changes[note.path] = (note, fsrel)
+
+
+WAITING_DIR = "waiting"  # in the index folder: one marker file per process waiting for the lock
+FRESH = 0.5  # seconds a marker counts after its owner last touched it (a killed waiter's expires)
+GIVE_WAY = 0.25  # longest a process about to commit waits for a waiting one to take its turn
+POLL = 0.002
+
+
+class Turns:
+    """Marker files of the processes waiting for the write lock, and giving way to them."""
+
+    def __init__(self, index_dir: Path) -> None:
+        self.folder = index_dir / WAITING_DIR
+        self.mine = f"{os.getpid()}-{secrets.token_hex(4)}"
+        self._lock = threading.Lock()
+        self._waiters = 0  # threads of this process waiting (the marker is one per process)
+
+    def waiting(self) -> None:
+        """This process is waiting for the lock (again): its marker is made or touched."""
+        with self._lock:
+            self._waiters += 1
+            with contextlib.suppress(OSError):
+                self.folder.mkdir(exist_ok=True)
+                (self.folder / self.mine).touch()
+
+    def done_waiting(self) -> None:
+        with self._lock:
+            self._waiters -= 1
+            if self._waiters <= 0:
+                self._waiters = 0
+                with contextlib.suppress(OSError):
+                    (self.folder / self.mine).unlink()
+
+    def touch(self) -> None:
+        with contextlib.suppress(OSError):
+            os.utime(self.folder / self.mine)
+
+    def others_waiting(self) -> bool:
+        try:
+            entries = list(os.scandir(self.folder))
+        except OSError:
+            return False
+        now = time.time()
+        for entry in entries:
+            if entry.name != self.mine:
+                with contextlib.suppress(OSError):
+                    if now - entry.stat().st_mtime < FRESH:
+                        return True
+        return False
+
+    def give_way(self) -> None:
+        """Before taking the lock: while another process waits for it, let it go first (a bounded wait)."""
+        deadline = time.monotonic() + GIVE_WAY
+        while self.others_waiting() and time.monotonic() < deadline:
+            time.sleep(POLL)
+
+
+class ProcessTurn:
+    """This process's one writer at a time: its threads wait here, each woken the moment the
+    writer before it lets go of the lock, instead of polling the lock file with a backoff as a
+    wait for another process does."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+
+    def take(self, timeout: float | None) -> bool:
+        return self._lock.acquire(timeout=-1 if timeout is None else timeout)
+
+    def give_back(self) -> None:
+        self._lock.release()
+
+    def until_released(self, writer: SegmentWriter) -> None:
+        """Give the turn back when ``writer`` lets go of Whoosh's lock (its commit or its cancel)."""
+        lock = writer.writelock
+        whooshs_release = lock.release
+        done = False
+
+        def release() -> None:
+            nonlocal done
+            try:
+                whooshs_release()
+            finally:
+                if not done:
+                    done = True
+                    self._lock.release()
+
+        lock.release = release
+
+
+class Written:
+    """The files this process submitted for indexing (a write tool's own saves), as it read them.
+
+    The watcher gets an event for each such save too; while the file still has the size and
+    mtime it had when submitted, the index has it (or is committing it) and the event needs
+    nothing, not even a look at the index (which costs a searcher renewal after every commit).
+    A file changed since (an editor) no longer matches and is indexed as usual.
+    """
+
+    LIMIT = 10_000
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._files: OrderedDict[str, tuple[int, int]] = OrderedDict()
+        self.not_indexed: Callable[[list[str]], None] | None = None  # the watcher's: index these after all
+
+    def add(self, notes: list[tuple[Note, str]]) -> None:
+        with self._lock:
+            for note, fsrel in notes:
+                self._files.pop(fsrel, None)
+                self._files[fsrel] = (note.size, note.mtime_ns)
+            while len(self._files) > self.LIMIT:
+                self._files.popitem(last=False)
+
+    def forget(self, notes: list[tuple[Note, str]]) -> None:
+        """A commit of these failed: the watcher (or the periodic check) must index them."""
+        with self._lock:
+            for _, fsrel in notes:
+                self._files.pop(fsrel, None)
+        hook = self.not_indexed
+        if hook is not None and notes:
+            hook([fsrel for _, fsrel in notes])
+
+    def unchanged(self, root: Path, fsrel: str) -> bool:
+        with self._lock:
+            seen = self._files.get(fsrel)
+        if seen is None:
+            return False
+        try:
+            st = os.stat(root / fsrel)
+        except OSError:
+            return False
+        return (st.st_size, st.st_mtime_ns) == seen
