@@ -45,6 +45,18 @@ HOP = {b"connection", b"keep-alive", b"proxy-connection", b"te", b"trailer", b"t
        b"upgrade", b"content-length"}
 
 
+async def read_body(receive: Receive) -> bytes | None:
+    """A request's whole body (None: the client left first)."""
+    body = bytearray()
+    while True:
+        message = await receive()
+        if message["type"] == "http.disconnect":
+            return None
+        body += message.get("body", b"")
+        if not message.get("more_body"):
+            return bytes(body)
+
+
 def tag(worker: int) -> bytes:
     return f"w{worker}-".encode()
 
@@ -107,20 +119,15 @@ class Affinity:
         return self._client
 
     async def _forward(self, port: int, scope: Scope, receive: Receive, send: Send) -> None:
-        body = bytearray()
-        while True:
-            message = await receive()
-            if message["type"] == "http.disconnect":
-                return
-            body += message.get("body", b"")
-            if not message.get("more_body"):
-                break
+        body = await read_body(receive)
+        if body is None:
+            return
         path = scope.get("raw_path") or scope["path"].encode()
         query = scope.get("query_string") or b""
         url = f"http://127.0.0.1:{port}{path.decode('latin-1')}" + (f"?{query.decode('latin-1')}" if query else "")
         headers = [(k, v) for k, v in scope.get("headers") or [] if k.lower() not in HOP]
         client = self._http()
-        request = client.build_request(scope["method"], url, headers=headers, content=bytes(body))
+        request = client.build_request(scope["method"], url, headers=headers, content=body)
         try:
             response = await client.send(request, stream=True)
         except httpx2.HTTPError:

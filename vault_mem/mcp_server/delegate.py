@@ -19,22 +19,19 @@ from __future__ import annotations
 import hmac
 import json
 import logging
-from collections.abc import Awaitable, Callable, MutableMapping
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 import httpx2
 
 from vault_mem.errors import InternalError
+from vault_mem.mcp_server.affinity import ASGIApp, Receive, Scope, Send, read_body
 from vault_mem.mcp_server.answers import error_answer
 from vault_mem.served.agents import Agent
 
 log = logging.getLogger("vault_mem.mcp_server")
 ROUTE = "/vault-mem/write-call"
 SECRET = b"vault-mem-secret"
-Scope = MutableMapping[str, Any]
-Receive = Callable[[], Awaitable[MutableMapping[str, Any]]]
-Send = Callable[[MutableMapping[str, Any]], Awaitable[None]]
-ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
 RunCall = Callable[[str, dict[str, Any] | None, Agent | None], Awaitable[dict[str, Any]]]
 
 
@@ -96,16 +93,11 @@ class WriteRoute:
         if not self.secret or not hmac.compare_digest(dict(scope.get("headers") or []).get(SECRET, b""), self.secret):
             await _respond(send, 403, b"")
             return
-        body = bytearray()
-        while True:
-            message = await receive()
-            if message["type"] == "http.disconnect":
-                return
-            body += message.get("body", b"")
-            if not message.get("more_body"):
-                break
+        body = await read_body(receive)
+        if body is None:
+            return
         try:
-            request = json.loads(bytes(body))
+            request = json.loads(body)
             name, arguments, caller = str(request["name"]), request["arguments"], agent_of(request["caller"])
         except (ValueError, KeyError, TypeError):
             await _respond(send, 400, b"")
