@@ -88,7 +88,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
     from vault_mem.runtime.lifecycle import STOP_GRACE, Runtime
 
     project = args.project or os.environ.get("VAULT_MEM_PROJECT") or None
-    runtime = Runtime(index, merges=seat is None or seat.leads)
+    runtime = Runtime(index, merges=seat is None or seat.leads, writes=seat is None or seat.leads)
     doing = ("; building it in the background (queries answer as it grows)" if index.needs_build() else
              "; resuming the interrupted build in the background" if not index.is_complete()
              else "; checking it against the files")

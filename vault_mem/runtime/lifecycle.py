@@ -38,7 +38,7 @@ from vault_mem.index.gitfollow import attach_history
 from vault_mem.index.merge import merge_due, merge_lock
 from vault_mem.index.schema import SCHEMA_VERSION
 from vault_mem.index.store import VaultIndex
-from vault_mem.runtime.watcher import Watcher
+from vault_mem.runtime.watcher import DEBOUNCE, Watcher
 from vault_mem.vault.walk import walk_vault
 
 log = logging.getLogger("vault_mem.mcp_server")
@@ -57,6 +57,7 @@ CHECK_AFTER_AT_MOST = 30.0  # seconds the start-up check waits for the server to
 # CALLS_FIRST_AT_MOST seconds after loading; the watcher applies saves meanwhile.
 CALLS_FIRST = 0.5
 CALLS_FIRST_AT_MOST = 10.0
+DEFERRED_QUIET = 1.0  # a non-writing worker's watcher: seconds of quiet before it looks (see Runtime)
 GIVE_WAY_EVERY = 64  # files the check stats between two pauses while a call is in flight
 GIVE_WAY = 0.001  # seconds of each pause: the call's thread takes the interpreter lock meanwhile
 
@@ -65,9 +66,12 @@ class Runtime:
     """Owns the background indexing of one served vault; it is the vault's ``Health``."""
 
     def __init__(self, index: VaultIndex, pace: Callable[[str], None] | None = None,
-                 first_answer_wait: float = FIRST_ANSWER_WAIT, merges: bool = True) -> None:
+                 first_answer_wait: float = FIRST_ANSWER_WAIT, merges: bool = True, writes: bool = True) -> None:
         """``pace`` is called with each file a full check of the vault reaches (tests slow it down);
-        ``merges``: schedule background merges (of ``serve --workers N``, only one worker does)."""
+        ``merges``: schedule background merges (of ``serve --workers N``, only one worker does);
+        ``writes``: False for a worker that leaves the writing to worker 1 (its watcher waits
+        ``DEFERRED_QUIET`` before it looks, by when worker 1 has indexed what changed)."""
+        self.writes = writes
         self.root = index.root
         self.index = index
         self.pace = pace
@@ -158,7 +162,7 @@ class Runtime:
         """A new watcher listening from now on (before any walk), held while a build owns the
         index. It listens before the one it replaces (a vault folder that came back, an index
         rebuilt) stops: no moment is unwatched."""
-        watcher = Watcher(self.index, pace=self.pace)
+        watcher = Watcher(self.index, pace=self.pace, quiet=DEBOUNCE if self.writes else DEFERRED_QUIET)
         watcher.start(held=held)
         old, self.watcher = self.watcher, watcher
         if old is not None:

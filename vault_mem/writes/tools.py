@@ -103,29 +103,35 @@ Tool = Callable[[View, dict[str, Any]], dict[str, Any]]
 def one_at_a_time(tool: Tool) -> Tool:
     @functools.wraps(tool)
     def serialized(view: View, raw: dict[str, Any]) -> dict[str, Any]:
-        with _WRITES:
-            _HOLDING.held = True
-            try:
-                return tool(view, raw)
-            finally:
+        _WRITES.acquire()
+        _HOLDING.held = True
+        try:
+            return tool(view, raw)
+        finally:
+            if _HOLDING.held:  # _commit_in_turn may have let it go for good
                 _HOLDING.held = False
+                _WRITES.release()
 
     return serialized
 
 
-def _commit_in_turn(index: VaultIndex, notes: list[tuple[Note, str]], removed: list[str]) -> None:
-    """Index a write's changes: submitted in the order of the file writes, then committed (or
-    waited for) with the next write free to begin its file steps meanwhile, so that writes in
-    flight share one commit (``VaultIndex.submit``)."""
+def _commit_in_turn(index: VaultIndex, notes: list[tuple[Note, str]], removed: list[str], again: bool) -> None:
+    """Index a write's changes, a write tool's last step on the files: submitted in the order of
+    the file writes, then committed (or waited for) with the next write free to begin its file
+    steps meanwhile, so that writes in flight share one commit (``VaultIndex.submit``). ``again``:
+    take the one-at-a-time lock back afterwards (for the git commit of ``serve --git-commit``)."""
     batch = index.submit(notes, removed)
     if not getattr(_HOLDING, "held", False):
         index.settle(batch, timeout=index.write_timeout)
         return
+    _HOLDING.held = False
     _WRITES.release()
     try:
         index.settle(batch, timeout=index.write_timeout)
     finally:
-        _WRITES.acquire()
+        if again:
+            _WRITES.acquire()
+            _HOLDING.held = True
 
 
 def now_iso() -> str:
@@ -167,7 +173,7 @@ def _index(view: View, notes: list[tuple[Note, str]], removed: list[str], done: 
     """Index what a write tool just did to the files; ``done`` says what that was. When the
     index cannot take it, the agent's next call also carries a ``persist_error``."""
     try:
-        _commit_in_turn(view.vault.index, notes, removed)
+        _commit_in_turn(view.vault.index, notes, removed, again=view.vault.git_commit)
     except IndexBusy:
         not_landed(view, agent, tool, notes[0][1] if notes else removed[0],
                    f"{done}, but not indexed: read tools show it once the index catches up")
