@@ -196,3 +196,20 @@ def test_in_one_batch_a_paths_last_change_wins(make_vault) -> None:
     assert records["a.md"]["etag"] == new.etag and "b.md" in records
     with index.searching() as searcher:
         assert searcher.doc_count() == 2
+
+
+def test_a_writer_gives_this_processs_turn_back_however_it_ends(make_vault) -> None:
+    """Writers of one process queue on one turn (index/commits.py ``ProcessTurn``): a commit, a
+    cancel and a wait that gave up each give it back, or the next writer would wait forever."""
+    from vault_mem.errors import IndexBusy
+
+    index = make_vault({"a.md": "---\ntitle: A\n---\na\n"}).index
+    index.acquire_writer().cancel()
+    index.acquire_writer(timeout=30).commit()
+    with lock_held_by_another_process(index), pytest.raises(IndexBusy):
+        index.acquire_writer(timeout=0.2)
+    writer = index.acquire_writer(timeout=30)
+    assert not index._write_turn.take(0)  # held while the writer lives
+    writer.cancel()
+    assert index._write_turn.take(0)  # given back
+    index._write_turn.give_back()

@@ -25,7 +25,7 @@ from vault_mem.served.context import Vault, View
 from vault_mem.vault.reader import read_note
 from vault_mem.vault.walk import walk_vault
 
-NEEDED = {".gitignore", "state.json", "MAIN_WRITELOCK", "build.lock", MERGE_LOCK, "presence"}
+NEEDED = {".gitignore", "state.json", "MAIN_WRITELOCK", "build.lock", MERGE_LOCK, "presence", "waiting"}
 
 
 def note(i: int, extra: str = "") -> str:

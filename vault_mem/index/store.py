@@ -323,6 +323,7 @@ class VaultIndex:
         notice = start + WAIT_NOTICE
         delay = 0.005
         waiting = False
+        writer: SegmentWriter | None = None
         try:
             while True:
                 try:
@@ -344,11 +345,16 @@ class VaultIndex:
                     time.sleep(delay)
                     delay = min(delay * 2, 0.02)
                     continue
-                self._write_turn.until_released(writer)
-                self._lend_searcher(writer)
+                self._write_turn.until_released(writer)  # from here the writer gives the turn back
+                try:
+                    self._lend_searcher(writer)
+                except BaseException:
+                    writer.cancel()
+                    raise
                 return writer
         except BaseException:
-            self._write_turn.give_back()
+            if not self._write_turn.handed(writer):
+                self._write_turn.give_back()
             raise
         finally:
             if waiting:
