@@ -213,3 +213,21 @@ def test_a_writer_gives_this_processs_turn_back_however_it_ends(make_vault) -> N
     writer.cancel()
     assert index._write_turn.take(0)  # given back
     index._write_turn.give_back()
+
+
+def test_a_batch_whose_commit_failed_takes_no_more_changes(make_vault) -> None:
+    from vault_mem.errors import IndexBusy
+    from vault_mem.vault.reader import read_note
+
+    vault = make_vault({"a.md": "---\ntitle: A\n---\na\n"})
+    index = vault.index
+    (vault.root / "a.md").write_text("---\ntitle: A\n---\nchanged\n")
+    note = read_note(vault.root, "a.md")
+    with lock_held_by_another_process(index):
+        failed = index.submit([(note, "a.md")], [])
+        with pytest.raises(IndexBusy):
+            index.settle(failed, timeout=0.2)
+    later = index.submit([(note, "a.md")], [])
+    assert later is not failed
+    index.settle(later, timeout=30)
+    assert index.records()["a.md"]["etag"] == note.etag

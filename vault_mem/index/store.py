@@ -362,13 +362,10 @@ class VaultIndex:
 
     def _lend_searcher(self, writer: SegmentWriter) -> None:
         """Give ``writer`` a searcher of its segments for finding the notes it replaces or deletes.
-
-        Whoosh's writer opens a reader of every segment for that, on every commit: with the
-        small segments live saves add between merges, that was most of a save's time. Here the
-        readers are kept between writers, each reused while its segment has the same deletions
-        (they only grow), so a save opens the one or two segments the last commit changed. Only
-        the holder of the write lock uses them, one writer at a time.
-        """
+        Whoosh's writer opens a reader of every segment for that on every commit (most of a save's
+        time); these readers are kept between writers, each reused while its segment has the same
+        deletions (they only grow): a save opens what the last commit changed. Only the holder of
+        the write lock uses them."""
         with self._lock:
             kept, self._writer_readers = self._writer_readers, {}
             readers = []
@@ -424,13 +421,11 @@ class VaultIndex:
 
     def submit(self, notes: list[tuple[Note, str]], removed: list[str]) -> Batch:
         """Put changes in the open batch; ``settle`` must follow (it commits or waits for the commit).
-
         Group commit: threads that submit while another thread's commit runs join one batch, which
-        the first of them commits for all once that commit is done: under many writers one commit
-        (and the segment every searcher then opens) serves several changes. A path's last change in
-        a batch wins, as it would in commits one after another: a caller that orders its file
-        writes (writes/tools.py) submits before it lets the next write begin.
-        """
+        the first of them commits for all once that commit is done, so under many writers one commit
+        (and the segment every searcher then opens) serves several changes. A path's last change in a
+        batch wins, as in commits one after another: a caller that orders its file writes
+        (writes/tools.py) submits before it lets the next write begin."""
         with self._batch_lock:
             batch = self._open_batch
             if batch is None:
@@ -443,19 +438,25 @@ class VaultIndex:
         """Return once ``batch`` is committed (raising what its commit raised)."""
         if batch.leader == threading.get_ident():
             try:
-                with self._committing:
-                    with self._batch_lock:
-                        if self._open_batch is batch:
-                            self._open_batch = None  # later changes make the next batch
+                started = time.monotonic()
+                if not self._committing.acquire(timeout=-1 if timeout is None else timeout):
+                    raise IndexBusy(f"the index at {self.dir} was committing other changes of this server "
+                                    f"for {timeout:.0f} s")
+                try:
+                    self._close(batch)  # later changes make the next batch
                     if batch.changes:
-                        with self.writer(timeout) as w:
+                        left = None if timeout is None else max(0.0, timeout - (time.monotonic() - started))
+                        with self.writer(left) as w:
                             for path, change in batch.changes.items():
                                 if change is None:
                                     w.delete_by_term("path", path)
                                 else:
                                     w.update_document(**document_of(*change))
+                finally:
+                    self._committing.release()
             except BaseException as exc:
                 batch.error = exc
+                self._close(batch)
                 self.written.forget([change for change in batch.changes.values() if change is not None])
             finally:
                 batch.done.set()
@@ -463,6 +464,11 @@ class VaultIndex:
             batch.done.wait()
         if batch.error is not None:
             raise batch.error
+
+    def _close(self, batch: Batch) -> None:
+        with self._batch_lock:
+            if self._open_batch is batch:
+                self._open_batch = None
 
     def tidy(self) -> list[str]:
         """Remove what killed writers left in the index folder (see ``clean_debris``)."""
