@@ -41,7 +41,8 @@ def add_options(parser: argparse.ArgumentParser) -> None:
                         help="bearer token HTTP clients must send (default: $VAULT_MEM_TOKEN)")
     parser.add_argument("--workers", type=worker_count, default=None, metavar="N",
                         help="with --http: N server processes on one port, each with its own index reader "
-                             "(default: the number of cores); a legacy session stays on its worker")
+                             "(default: the number of cores); with 2 or more, worker 1 makes every write and "
+                             "the others answer the clients; a legacy session stays on its worker")
     parser.add_argument("--allowed-host", action="append", default=[], metavar="NAME",
                         help="a host name clients use to reach a non-loopback bind (repeatable)")
     parser.add_argument("--project", default=None, metavar="NAME",
