@@ -231,3 +231,23 @@ def test_a_batch_whose_commit_failed_takes_no_more_changes(make_vault) -> None:
     assert later is not failed
     index.settle(later, timeout=30)
     assert index.records()["a.md"]["etag"] == note.etag
+
+
+def test_an_index_folder_another_worker_is_making_is_not_taken_for_other_files(tmp_path) -> None:
+    """Two workers start at once on a new --index-dir: what the first has put there so far (its
+    probe, its wait for the lock) must not make the second refuse the folder."""
+    from vault_mem.errors import VaultUnavailable
+    from vault_mem.index.folder import usable_index_dir
+
+    root = tmp_path / "v"
+    root.mkdir()
+    for name, make in ((".probe.4242", "file"), ("waiting", "dir"), ("MAIN_WRITELOCK", "file")):
+        folder = tmp_path / f"ix-{name.strip('.')}"
+        folder.mkdir()
+        (folder / name).mkdir() if make == "dir" else (folder / name).write_bytes(b"")
+        assert usable_index_dir(root, folder) == folder
+    other = tmp_path / "ix-other"
+    other.mkdir()
+    (other / "notes.txt").write_text("mine")
+    with pytest.raises(VaultUnavailable, match="holds other files"):
+        usable_index_dir(root, other)

@@ -11,11 +11,13 @@ import os
 from pathlib import Path
 
 from vault_mem.errors import VaultUnavailable
+from vault_mem.index.commits import WAITING_DIR
 from vault_mem.index.presence import PRESENCE_DIR
-from vault_mem.index.store import STATE_FILE, cache_index_dir, default_index_dir
+from vault_mem.index.store import MERGE_LOCK, STATE_FILE, cache_index_dir, default_index_dir
 from vault_mem.vault.paths import INDEX_DIRNAME
 
-_MARKERS = (STATE_FILE, ".gitignore", "build.lock", PRESENCE_DIR)  # what a vault-mem index folder holds
+# What a vault-mem index folder holds, even while another server (a worker) is making it.
+_MARKERS = (STATE_FILE, ".gitignore", "build.lock", PRESENCE_DIR, WAITING_DIR, "MAIN_WRITELOCK", MERGE_LOCK)
 
 
 def usable_index_dir(root: Path, given: Path | None) -> Path:
@@ -57,6 +59,6 @@ def has_index(root: Path, given: Path | None) -> bool:
 
 def _holds_an_index_or_nothing(folder: Path) -> bool:
     with contextlib.suppress(OSError):
-        names = {child.name for child in folder.iterdir()}
+        names = {child.name for child in folder.iterdir() if not child.name.startswith(".probe.")}
         return not names or any(marker in names for marker in _MARKERS)
     return True  # cannot be listed: the probe below says why
