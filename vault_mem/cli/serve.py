@@ -27,6 +27,7 @@ from vault_mem.served.agents import Agent
 from vault_mem.served.keys import KeyRing, list_agents
 
 if TYPE_CHECKING:
+    from vault_mem.mcp_server.app import Calls
     from vault_mem.mcp_server.workers import Seat
 
 
@@ -149,7 +150,7 @@ def _stdio_agent(args: argparse.Namespace, keys: KeyRing, root: Any) -> Agent | 
 
 
 def _transport(args: argparse.Namespace, server: Any, url: str, token: str | None, root: Any, keys: KeyRing,
-               caller: Agent | None, seat: Seat | None = None, calls: Any = None) -> Callable[[], None]:
+               caller: Agent | None, seat: Seat | None = None, calls: Calls | None = None) -> Callable[[], None]:
     """Say how to connect, and return the function that serves until the client or a signal ends it."""
     if args.http:
         from vault_mem.mcp_server.transports import run_http

@@ -142,11 +142,6 @@ class ProcessTurn:
     def give_back(self) -> None:
         self._lock.release()
 
-    @staticmethod
-    def handed(writer: Any) -> bool:
-        """Whether ``writer`` (None before there is one) gives the turn back itself."""
-        return writer is not None and getattr(writer.writelock, "gives_turn_back", False)
-
     def until_released(self, writer: SegmentWriter) -> None:
         """Give the turn back when ``writer`` lets go of Whoosh's lock (its commit or its cancel)."""
         lock = writer.writelock
@@ -163,7 +158,6 @@ class ProcessTurn:
                     self._lock.release()
 
         lock.release = release
-        lock.gives_turn_back = True
 
 
 class Written:

@@ -323,7 +323,7 @@ class VaultIndex:
         notice = start + WAIT_NOTICE
         delay = 0.005
         waiting = False
-        writer: SegmentWriter | None = None
+        handed = False  # the writer gives the turn back itself (its commit or its cancel)
         try:
             while True:
                 try:
@@ -345,7 +345,8 @@ class VaultIndex:
                     time.sleep(delay)
                     delay = min(delay * 2, 0.02)
                     continue
-                self._write_turn.until_released(writer)  # from here the writer gives the turn back
+                self._write_turn.until_released(writer)
+                handed = True
                 try:
                     self._lend_searcher(writer)
                 except BaseException:
@@ -353,7 +354,7 @@ class VaultIndex:
                     raise
                 return writer
         except BaseException:
-            if not self._write_turn.handed(writer):
+            if not handed:
                 self._write_turn.give_back()
             raise
         finally:
@@ -431,8 +432,8 @@ class VaultIndex:
             if batch is None:
                 batch = self._open_batch = Batch(leader=threading.get_ident())
             batch.add(notes, removed)
-            self.written.add(notes)
-            return batch
+        self.written.add(notes)
+        return batch
 
     def settle(self, batch: Batch, timeout: float | None = None) -> None:
         """Return once ``batch`` is committed (raising what its commit raised)."""

@@ -10,8 +10,8 @@ wait for another process, while reads still run on every worker.
 So a worker other than the first passes each write tool call (its name, arguments, the agent
 it acts as) to worker 1's private loopback port, where ``WriteRoute`` runs it as any call of
 its own, and answers with what comes back. The route takes only requests that carry the
-secret the parent gave its workers; the answer says which worker wrote it
-(``Vault-Mem-Worker`` on the HTTP answer is the worker that took the request).
+secret the parent gave its workers (``Vault-Mem-Worker`` on the client's HTTP answer names
+the worker that took the request, not worker 1).
 """
 
 from __future__ import annotations
@@ -70,7 +70,6 @@ class Delegate:
             log.error("worker 1 did not take a write call: %s", exc)
         return error_answer(InternalError(f"{name} could not reach the worker that writes (worker 1); nothing "
                                           "was written by this call's worker; see the server's stderr"))
-
 
     async def aclose(self) -> None:
         if self._client is not None:
