@@ -213,6 +213,26 @@ def test_what_agents_have_seen_is_kept_when_the_index_is_rebuilt(tmp_path: Path)
     assert agentstate.load(vault.index.dir, "R")["read"] == {"a": "now"}
 
 
+def test_an_agents_state_is_changed_from_a_copy_and_a_change_on_disk_is_seen(tmp_path: Path) -> None:
+    from vault_mem.index import agentstate
+
+    index_dir = tmp_path / "ix"
+    agentstate.change(index_dir, "r", lambda state: state["read"].update({"a": "t1"}))
+
+    def half_done(state: dict[str, Any]) -> None:
+        state["read"]["b"] = "t2"
+        raise RuntimeError("the edit failed halfway")
+
+    with pytest.raises(RuntimeError):
+        agentstate.change(index_dir, "r", half_done)
+    assert agentstate.load(index_dir, "r")["read"] == {"a": "t1"}  # what this process keeps, untouched
+    # Another process rewrote the file since (here: by hand): the next change starts from it.
+    path = agentstate.state_file(index_dir, "r")
+    path.write_text(json.dumps({"read": {"c": "t3"}, "wrote": {}, "errors": []}), encoding="utf-8")
+    agentstate.change(index_dir, "r", lambda state: state["read"].update({"d": "t4"}))
+    assert json.loads(path.read_text(encoding="utf-8"))["read"] == {"c": "t3", "d": "t4"}
+
+
 CHANGER = """
 import sys
 from pathlib import Path

@@ -290,3 +290,18 @@ async def test_the_start_up_check_lets_the_first_calls_go_first_and_gives_way_to
         call_open.set()
         runtime.stop()
         index.close()
+
+
+def test_a_started_server_keeps_the_collector_off_what_it_loaded_once() -> None:
+    import gc
+
+    from vault_mem.cli import serve
+
+    threshold = gc.get_threshold()
+    try:
+        serve._settle_memory()
+        assert gc.get_freeze_count() > 1000  # the modules, the SDK's models: loaded for good
+        assert gc.get_threshold()[0] == serve.GC_YOUNG > threshold[0]
+    finally:
+        gc.unfreeze()
+        gc.set_threshold(*threshold)

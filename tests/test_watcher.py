@@ -351,6 +351,25 @@ def test_a_write_tools_own_change_is_not_indexed_twice(live) -> None:
     assert w.flushes > 0 and w.indexed == indexed, "the watcher re-indexed a note that was already current"
 
 
+def test_files_that_are_not_notes_need_no_look_at_the_index(live) -> None:
+    """A write's temp file, an editor's swap file: the watcher flushes them without opening the
+    index (a look renews its searcher, after every commit of a busy server)."""
+    vault, w = live(BASE)
+    settle(w)
+    looked: list[object] = []
+    fingerprints = vault.index.fingerprints
+    vault.index.fingerprints = lambda paths=None: looked.append(paths) or fingerprints(paths)  # type: ignore[method-assign]
+    flushes = w.flushes
+    (vault.root / "a/.one.md.1234.tmp").write_text("a temp file\n")
+    (vault.root / "a/.one.md.1234.tmp").unlink()
+    (vault.root / "b/notes.txt").write_text("not a note\n")
+    eventually(lambda: w.flushes > flushes, 15.0, "a flush of the events")
+    assert looked == []
+    (vault.root / "b/new.md").write_text("a note\n")
+    settle(w)
+    assert looked and has_path(vault.index, "b/new.md")
+
+
 def test_top_level_folder_moved_away_and_recreated_at_once_is_watched_anew(live) -> None:
     """The watch of a moved folder follows its inode; a new folder under the old name needs its own."""
     vault, w = live(BASE)

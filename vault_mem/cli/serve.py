@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import gc
 import logging
 import os
 import sys
@@ -25,6 +26,8 @@ from vault_mem.cli.workers import worker_count
 from vault_mem.errors import InvalidInput
 from vault_mem.served.agents import Agent
 from vault_mem.served.keys import KeyRing, list_agents
+
+GC_YOUNG = 20_000  # allocations between young collections (Python's default: 700)
 
 if TYPE_CHECKING:
     from vault_mem.mcp_server.app import Calls
@@ -124,6 +127,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
             server = build_server(vault, caller=caller, read_only=args.read_only, calls=calls, delegate=delegate)
             loaded.set()
             run = _transport(args, server, url, token, root, keys, caller, seat, calls)
+            _settle_memory()
             if seat is None or seat.leads:
                 start_serve_options(args, root)
         except KeyboardInterrupt:  # Ctrl-C while the server loads: the same one line as later
@@ -175,6 +179,16 @@ def _say_http(root: Any, url: str, token: str | None, keys: KeyRing) -> None:
         say(f"this vault has {len(list_agents(root))} agent key(s): each request needs one of them"
             + (" or the token" if token else "") + ", even on loopback")
     say(f'connect a client with {{"url": "{url}"}}; Ctrl-C to stop')
+
+
+def _settle_memory() -> None:
+    """Keep Python's garbage collector off what the server loaded once (the SDK, its models, the
+    index's open state): it is there until the process ends, and every full collection walked it
+    again, a tenth of a busy server's time (py-spy, docs/index-and-scale.md). Young objects are
+    collected less often too: a call makes thousands that die with it."""
+    gc.collect()
+    gc.freeze()
+    gc.set_threshold(GC_YOUNG, *gc.get_threshold()[1:])
 
 
 def _url_host(host: str) -> str:

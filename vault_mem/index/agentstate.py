@@ -87,15 +87,19 @@ def _read(path: Path) -> dict[str, Any]:
 
 def change(index_dir: Path, agent: str, edit: Callable[[dict[str, Any]], T]) -> T:
     """Apply ``edit`` to the agent's state under the lock and save it when it changed; returns
-    what ``edit`` returned. Raises OSError when the state folder cannot be written."""
+    what ``edit`` returned. ``edit`` gets a copy of each of the three containers and may add,
+    remove or replace their items, never change an item in place. Raises OSError when the state
+    folder cannot be written."""
     path = state_file(index_dir, agent)
     path.parent.mkdir(parents=True, exist_ok=True)
     with FileLock(path.parent / ".lock"):
-        state = _read(path)
-        before = json.dumps(state, sort_keys=True)
+        # Under the lock nobody else writes the file: the state this process read or wrote last
+        # is the file's while its stat is the same (no parse of a thousand notes per save).
+        before = load(index_dir, agent)
+        state = _copy(before)
         result = edit(state)
         _bound(state)
-        if json.dumps(state, sort_keys=True) != before:
+        if state != before:
             state["agent"] = agent
             tmp = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
             tmp.write_text(json.dumps(state, ensure_ascii=False), encoding="utf-8", errors="surrogateescape")
@@ -104,7 +108,24 @@ def change(index_dir: Path, agent: str, edit: Callable[[dict[str, Any]], T]) -> 
             finally:
                 with contextlib.suppress(OSError):
                     tmp.unlink()
+            _remember(path, state)
     return result
+
+
+def _copy(state: dict[str, Any]) -> dict[str, Any]:
+    copied = {"read": dict(state["read"]), "wrote": dict(state["wrote"]), "errors": list(state["errors"])}
+    if "agent" in state:
+        copied["agent"] = state["agent"]
+    return copied
+
+
+def _remember(path: Path, state: dict[str, Any]) -> None:
+    try:
+        st = os.stat(path)
+    except OSError:
+        return
+    with _cache_lock:
+        _cache[str(path)] = ((st.st_mtime_ns, st.st_size, st.st_ino), state)
 
 
 def _bound(state: dict[str, Any]) -> None:

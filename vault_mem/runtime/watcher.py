@@ -352,6 +352,12 @@ class Watcher:
         candidates |= {name for name in spelled.values() if name is not None}
         # What this process's write tools saved and indexed themselves needs nothing (index/commits.py).
         candidates = {rel for rel in candidates if not self.index.written.unchanged(self.root, rel)}
+        # Only a note's name is ever indexed: a write's temp file and the like need no look at the
+        # index (a look renews this thread's searcher, after every commit of a busy server).
+        candidates = {rel for rel in candidates if is_memory_name(rel.rpartition("/")[2])}
+        if not candidates:
+            self.flushes += 1
+            return
         # A few paths are looked up one by one: a whole-index map costs ~100 ms at 100k notes.
         shown_paths = [display_path(rel) for rel in candidates]
         fingerprints = self.index.fingerprints(shown_paths if len(shown_paths) <= LOOKUP_LIMIT else None)
@@ -361,7 +367,7 @@ class Watcher:
             shown = display_path(rel)
             path = self.root / rel
             listed = spelled.get(rel, rel) == rel
-            if not is_memory_name(rel.rpartition("/")[2]) or rules.ignored(rel) or not listed or not _is_file(path):
+            if rules.ignored(rel) or not listed or not _is_file(path):
                 if shown in fingerprints:
                     removed.append(shown)
                 continue

@@ -20,6 +20,7 @@ import re
 import secrets
 import stat
 import unicodedata
+from collections.abc import Iterator
 from pathlib import Path
 
 from vault_mem.errors import InvalidInput, NotFound, WriteFailed
@@ -135,9 +136,12 @@ def _split_md(filename: str) -> tuple[str, str]:
     return filename, ""
 
 
-def _candidates(filename: str) -> list[str]:
+def _candidates(filename: str) -> Iterator[str]:
+    """``filename``, then ``stem 1.md``, ``stem 2.md``, ... (made as they are tried)."""
     stem, ext = _split_md(filename)
-    return [filename] + [f"{stem} {n}{ext}" for n in range(1, _MAX_SUFFIX)]
+    yield filename
+    for n in range(1, _MAX_SUFFIX):
+        yield f"{stem} {n}{ext}"
 
 
 def _taken(folder: Path) -> set[str]:
