@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -19,6 +20,7 @@ from vault_mem.index.build import reconcile, sync
 from vault_mem.index.schema import document_of
 from vault_mem.index.store import VaultIndex
 from vault_mem.reads.list_by_domain import list_by_domain
+from vault_mem.runtime import watcher as watcher_module
 from vault_mem.runtime.watcher import Watcher
 from vault_mem.served.context import Vault, View
 from vault_mem.vault.paths import display_path
@@ -368,6 +370,25 @@ def test_files_that_are_not_notes_need_no_look_at_the_index(live) -> None:
     (vault.root / "b/new.md").write_text("a note\n")
     settle(w)
     assert looked and has_path(vault.index, "b/new.md")
+
+
+def test_a_save_heard_before_its_submission_is_left_to_its_write_tool(live, monkeypatch) -> None:
+    """Under load a write tool can be slow between its file change and its submission: the
+    watcher waits for those file steps, then finds the save submitted and indexes nothing."""
+    monkeypatch.setattr(watcher_module, "STEPS_WAIT", 120.0)  # a slow machine: no give-up here
+    vault, w = live(BASE)
+    settle(w)
+    indexed, written = w.indexed, vault.index.written
+    written.begin()  # what a write tool does before it changes a file (writes/tools.py)
+    try:
+        (vault.root / "a/new.md").write_text(note("New", "saved by a tool", uid="n1"))
+        time.sleep(0.5)  # ten debounces: without the wait the watcher has indexed it by now
+        assert not has_path(vault.index, "a/new.md")
+        vault.index.settle(vault.index.submit([(read_note(vault.root, "a/new.md"), "a/new.md")], []))
+    finally:
+        written.end()
+    settle(w)
+    assert has_path(vault.index, "a/new.md") and w.indexed == indexed
 
 
 def test_top_level_folder_moved_away_and_recreated_at_once_is_watched_anew(live) -> None:

@@ -167,6 +167,11 @@ class Written:
     mtime it had when submitted, the index has it (or is committing it) and the event needs
     nothing, not even a look at the index (which costs a searcher renewal after every commit).
     A file changed since (an editor) no longer matches and is indexed as usual.
+
+    A write tool's file steps (``begin`` to ``end``) end with its submission: the watcher waits
+    for the steps under way (``wait_steps``) before it asks, or under load it heard a save before
+    the save was submitted, indexed the note itself and took the write lock from the batch
+    that held it.
     """
 
     LIMIT = 10_000
@@ -175,6 +180,24 @@ class Written:
         self._lock = threading.Lock()
         self._files: OrderedDict[str, tuple[int, int]] = OrderedDict()
         self.not_indexed: Callable[[list[str]], None] | None = None  # the watcher's: index these after all
+        self._steps = 0
+        self._calm = threading.Condition(self._lock)
+
+    def begin(self) -> None:
+        with self._lock:
+            self._steps += 1
+
+    def end(self) -> None:
+        with self._lock:
+            self._steps -= 1
+            if self._steps == 0:
+                self._calm.notify_all()
+
+    def wait_steps(self, timeout: float) -> bool:
+        """Wait (at most ``timeout`` s) until no write tool is between its file change and its
+        submission; False when one still is."""
+        with self._lock:
+            return self._calm.wait_for(lambda: self._steps == 0, timeout)
 
     def add(self, notes: list[tuple[Note, str]]) -> None:
         with self._lock:

@@ -61,6 +61,7 @@ CHANGES = [FileCreatedEvent, FileDeletedEvent, FileModifiedEvent, FileMovedEvent
 
 log = logging.getLogger("vault_mem.watch")
 DEBOUNCE = 0.05  # seconds of quiet before a flush
+STEPS_WAIT = 2.0  # longest wait for a write tool's file steps to end (index/commits.py ``Written``)
 MAX_DELAY = 0.3  # a steady stream of events is still flushed this often
 RECONCILE_EVERY = 60.0
 BATCH = 2000
@@ -351,6 +352,7 @@ class Watcher:
         spelled = {rel: listed_spelling(self.root, rel, listings) for rel in candidates}
         candidates |= {name for name in spelled.values() if name is not None}
         # What this process's write tools saved and indexed themselves needs nothing (index/commits.py).
+        self.index.written.wait_steps(STEPS_WAIT)  # a save heard before it was submitted
         candidates = {rel for rel in candidates if not self.index.written.unchanged(self.root, rel)}
         # Only a note's name is ever indexed: a write's temp file and the like need no look at the
         # index (a look renews this thread's searcher, after every commit of a busy server).

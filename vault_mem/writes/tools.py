@@ -96,7 +96,7 @@ DELETE_PARAMS = (AGENT, REF, IF_ETAG)
 # or an editor can still change the file in between: ``if_etag`` and the re-read in
 # ``_rewrite`` catch that.)
 _WRITES = threading.Lock()
-_HOLDING = threading.local()  # .held: this thread is inside one_at_a_time
+_HOLDING = threading.local()  # .held: this thread is inside one_at_a_time; .steps: its index's Written
 Tool = Callable[[View, dict[str, Any]], dict[str, Any]]
 
 
@@ -105,14 +105,26 @@ def one_at_a_time(tool: Tool) -> Tool:
     def serialized(view: View, raw: dict[str, Any]) -> dict[str, Any]:
         _WRITES.acquire()
         _HOLDING.held = True
+        written = view.vault.index.written
+        written.begin()  # the watcher waits for these file steps (index/commits.py ``Written``)
+        _HOLDING.steps = written
         try:
             return tool(view, raw)
         finally:
+            _end_steps()
             if _HOLDING.held:  # _commit_in_turn may have let it go for good
                 _HOLDING.held = False
                 _WRITES.release()
 
     return serialized
+
+
+def _end_steps() -> None:
+    """This thread's write tool has submitted its change (or failed): its file steps are over."""
+    written = getattr(_HOLDING, "steps", None)
+    if written is not None:
+        _HOLDING.steps = None
+        written.end()
 
 
 def _commit_in_turn(index: VaultIndex, notes: list[tuple[Note, str]], removed: list[str], again: bool) -> None:
@@ -121,6 +133,7 @@ def _commit_in_turn(index: VaultIndex, notes: list[tuple[Note, str]], removed: l
     steps meanwhile, so that writes in flight share one commit (``VaultIndex.submit``). ``again``:
     take the one-at-a-time lock back afterwards (for the git commit of ``serve --git-commit``)."""
     batch = index.submit(notes, removed)
+    _end_steps()
     if not getattr(_HOLDING, "held", False):
         index.settle(batch, timeout=index.write_timeout)
         return
