@@ -58,6 +58,7 @@ CHECK_AFTER_AT_MOST = 30.0  # seconds the start-up check waits for the server to
 CALLS_FIRST = 0.5
 CALLS_FIRST_AT_MOST = 10.0
 DEFERRED_QUIET = 1.0  # a non-writing worker's watcher: seconds of quiet before it looks (see Runtime)
+DEFER_INDEXING = 10.0  # ... and before it indexes a change worker 1 has not (runtime/watcher.py ``defer``)
 GIVE_WAY_EVERY = 64  # files the check stats between two pauses while a call is in flight
 GIVE_WAY = 0.001  # seconds of each pause: the call's thread takes the interpreter lock meanwhile
 
@@ -162,7 +163,8 @@ class Runtime:
         """A new watcher listening from now on (before any walk), held while a build owns the
         index. It listens before the one it replaces (a vault folder that came back, an index
         rebuilt) stops: no moment is unwatched."""
-        watcher = Watcher(self.index, pace=self.pace, quiet=DEBOUNCE if self.writes else DEFERRED_QUIET)
+        watcher = Watcher(self.index, pace=self.pace, quiet=DEBOUNCE if self.writes else DEFERRED_QUIET,
+                          defer=0.0 if self.writes else DEFER_INDEXING)
         watcher.start(held=held)
         old, self.watcher = self.watcher, watcher
         if old is not None:

@@ -23,7 +23,6 @@ import os
 import stat
 import threading
 import time
-import warnings
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -48,6 +47,7 @@ from vault_mem.index.build import reconcile
 from vault_mem.index.query import prefix_records
 from vault_mem.index.schema import document_of
 from vault_mem.index.store import VaultIndex, same_content, stat_state
+from vault_mem.runtime.observer import observer_alive, quiet_benign_watchdog_warning, stop_observer
 from vault_mem.vault.note import Note
 from vault_mem.vault.paths import display_path, listed_spelling, relative_to_root
 from vault_mem.vault.reader import read_note
@@ -73,12 +73,16 @@ class Watcher:
 
     def __init__(self, index: VaultIndex, reconcile_every: float = RECONCILE_EVERY,
                  on_error: Callable[[str], None] | None = None,
-                 pace: Callable[[str], None] | None = None, quiet: float = DEBOUNCE) -> None:
-        """``quiet``: the seconds of quiet before a flush (a worker of ``serve --workers N`` that
-        does not write waits longer: worker 1 indexes the saves, and this one then finds them
-        indexed, without taking the index's lock)."""
+                 pace: Callable[[str], None] | None = None, quiet: float = DEBOUNCE, defer: float = 0.0) -> None:
+        """``quiet``: the seconds of quiet before a flush. ``defer``: a change the index still
+        lacks is indexed here only once it was heard that many seconds ago, and looked at again
+        until then (a worker of ``serve --workers N`` that does not write: worker 1 indexes the
+        saves, under load seconds after the event, and this one finds them indexed without
+        taking the index's lock)."""
         self.index = index
         self.quiet = quiet
+        self.defer = defer
+        self._heard: dict[str, float] = {}  # with ``defer``: when each queued file was first heard
         self.max_delay = max(MAX_DELAY, quiet)
         self.pace = pace  # called with each file the periodic check reaches (tests slow it down)
         self.root = index.root
@@ -137,15 +141,15 @@ class Watcher:
             self._stopping = True
             self._cond.notify_all()
         if self._observer is not None:
-            _stop_observer(self._observer)
+            stop_observer(self._observer)
         if self._thread is not None:
             self._thread.join(timeout=10)
 
     def _start_observer(self) -> None:
-        _quiet_benign_watchdog_warning()
+        quiet_benign_watchdog_warning()
         old, self._observer = self._observer, None
         if old is not None:  # a half-dead observer (one of its threads died): stop what is left
-            _stop_observer(old)
+            stop_observer(old)
         observer = Observer()
         handler = _Handler(self)
         observer.schedule(handler, str(self.root), recursive=False, event_filter=CHANGES)
@@ -198,6 +202,8 @@ class Watcher:
         with self._cond:
             (self._dirs if is_dir else self._files).add(rel)
             now = time.monotonic()
+            if self.defer and not is_dir:
+                self._heard.setdefault(rel, now)
             if not self._first_event:
                 self._first_event = now
             self._last_event = now
@@ -288,7 +294,7 @@ class Watcher:
                 self._cond.notify_all()
 
     def _safety_net(self) -> None:
-        if self._observer is None or not _observer_alive(self._observer):
+        if self._observer is None or not observer_alive(self._observer):
             log.warning("the file watcher stopped; restarting it")
             self._start_observer()
         else:  # top-level folders whose events were lost (an overflow) are watched again
@@ -353,6 +359,8 @@ class Watcher:
         candidates |= {name for name in spelled.values() if name is not None}
         # What this process's write tools saved and indexed themselves needs nothing (index/commits.py).
         self.index.written.wait_steps(STEPS_WAIT)  # a save heard before it was submitted
+        later = self._not_yet(files)  # heard too recently: left to worker 1 for now
+        retried: dict[str, float] = {}
         candidates = {rel for rel in candidates if not self.index.written.unchanged(self.root, rel)}
         # Only a note's name is ever indexed: a write's temp file and the like need no look at the
         # index (a look renews this thread's searcher, after every commit of a busy server).
@@ -370,7 +378,7 @@ class Watcher:
             path = self.root / rel
             listed = spelled.get(rel, rel) == rel
             if rules.ignored(rel) or not listed or not _is_file(path):
-                if shown in fingerprints:
+                if shown in fingerprints and not _defer(rel, later, retried):
                     removed.append(shown)
                 continue
             seen = fingerprints.get(shown)
@@ -381,14 +389,37 @@ class Watcher:
             if state == "same":
                 continue
             note = read_note(self.root, rel, self.index.history)
-            if same_content(note, seen):
+            if same_content(note, seen) or _defer(rel, later, retried):
                 continue
             changed.append((note, rel))
             if len(changed) >= BATCH:
                 self._apply(changed, removed)
                 changed, removed = [], []
         self._apply(changed, removed)
+        self._requeue(retried)
         self.flushes += 1
+
+    def _not_yet(self, files: set[str]) -> dict[str, float]:
+        """With ``defer``: the files of this batch heard less than ``defer`` s ago (when first heard);
+        the rest are forgotten (this flush settles them)."""
+        if not self.defer:
+            return {}
+        now = time.monotonic()
+        with self._cond:
+            heard = {rel: self._heard.pop(rel) for rel in files if rel in self._heard}
+        return {rel: at for rel, at in heard.items() if now - at < self.defer}
+
+    def _requeue(self, retried: dict[str, float]) -> None:
+        """Queue again the deferred files this flush found the index still lacking."""
+        if not retried:
+            return
+        with self._cond:
+            for rel, at in retried.items():
+                self._files.add(rel)
+                self._heard.setdefault(rel, at)
+            self._last_event = time.monotonic()
+            self._first_event = self._first_event or self._last_event
+            self._cond.notify_all()
 
     def _apply(self, changed: list[tuple[Note, str]], removed: list[str]) -> None:
         """Write ``changed`` and drop ``removed`` in one commit, skipping what another process (which
@@ -463,34 +494,12 @@ def _identity(path: Path) -> tuple[int, int] | None:
     return (st.st_dev, st.st_ino) if stat.S_ISDIR(st.st_mode) else None
 
 
-def _stop_observer(observer: Any) -> None:
-    """Stop an observer and every thread it started, even when watchdog's own bookkeeping fails
-    (after many folder moves its path-to-watch map can be stale and ``stop()`` raises KeyError
-    before it stops the thread reading the kernel queue)."""
-    try:
-        observer.stop()
-    except Exception as exc:
-        log.debug("stopping the file observer: %s: %s", type(exc).__name__, exc)
-        reader = getattr(observer, "_inotify_fd", None)
-        if reader is not None:
-            with contextlib.suppress(Exception):
-                reader.stop()
-                reader.join(timeout=5)
-    with contextlib.suppress(RuntimeError):
-        observer.join(timeout=5)
-
-
-def _observer_alive(observer: Any) -> bool:
-    """The observer thread, its emitters and (inotify) the thread reading the kernel queue all run."""
-    threads = [observer, *observer.emitters, getattr(observer, "_inotify_fd", None)]
-    return all(thread.is_alive() for thread in threads if thread is not None)
-
-
-def _quiet_benign_watchdog_warning() -> None:
-    # watchdog's recursive inotify watch may add a just-created sub-folder twice (once from its
-    # create event, once from its scan of the new parent) and warns; the callback is the same and
-    # nothing is lost. Under ``-W error`` the warning would kill the thread reading the kernel queue.
-    warnings.filterwarnings("ignore", message=r"Callback with id .* already exists", category=RuntimeWarning)
+def _defer(rel: str, later: dict[str, float], retried: dict[str, float]) -> bool:
+    """True when ``rel`` was heard too recently to be indexed here: kept in ``retried``."""
+    if rel not in later:
+        return False
+    retried[rel] = later[rel]
+    return True
 
 
 def _text(path: str | bytes) -> str:

@@ -1,0 +1,41 @@
+"""Looking after the watchdog observer (``watcher.py``): stopping it whole, telling whether all
+its threads still run, and keeping its one benign warning quiet."""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import warnings
+from typing import Any
+
+log = logging.getLogger("vault_mem.watch")
+
+
+def stop_observer(observer: Any) -> None:
+    """Stop an observer and every thread it started, even when watchdog's own bookkeeping fails
+    (after many folder moves its path-to-watch map can be stale and ``stop()`` raises KeyError
+    before it stops the thread reading the kernel queue)."""
+    try:
+        observer.stop()
+    except Exception as exc:
+        log.debug("stopping the file observer: %s: %s", type(exc).__name__, exc)
+        reader = getattr(observer, "_inotify_fd", None)
+        if reader is not None:
+            with contextlib.suppress(Exception):
+                reader.stop()
+                reader.join(timeout=5)
+    with contextlib.suppress(RuntimeError):
+        observer.join(timeout=5)
+
+
+def observer_alive(observer: Any) -> bool:
+    """The observer thread, its emitters and (inotify) the thread reading the kernel queue all run."""
+    threads = [observer, *observer.emitters, getattr(observer, "_inotify_fd", None)]
+    return all(thread.is_alive() for thread in threads if thread is not None)
+
+
+def quiet_benign_watchdog_warning() -> None:
+    # watchdog's recursive inotify watch may add a just-created sub-folder twice (once from its
+    # create event, once from its scan of the new parent) and warns; the callback is the same and
+    # nothing is lost. Under ``-W error`` the warning would kill the thread reading the kernel queue.
+    warnings.filterwarnings("ignore", message=r"Callback with id .* already exists", category=RuntimeWarning)
