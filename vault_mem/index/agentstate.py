@@ -57,11 +57,9 @@ def load(index_dir: Path, agent: str) -> dict[str, Any]:
     """The agent's state (an empty one when it has none or the file is damaged), shared with
     other callers while the file is unchanged: read it, never change it (``change`` does)."""
     path = state_file(index_dir, agent)
-    try:
-        st = os.stat(path)
-    except OSError:
+    key = _stat_key(path)
+    if key is None:
         return empty()
-    key = (st.st_mtime_ns, st.st_size, st.st_ino)
     with _cache_lock:
         cached = _cache.get(str(path))
     if cached is not None and cached[0] == key:
@@ -119,13 +117,20 @@ def _copy(state: dict[str, Any]) -> dict[str, Any]:
     return copied
 
 
-def _remember(path: Path, state: dict[str, Any]) -> None:
+def _stat_key(path: Path) -> tuple[int, int, int] | None:
+    """What tells one version of a state file from the next (None: no file)."""
     try:
         st = os.stat(path)
     except OSError:
-        return
-    with _cache_lock:
-        _cache[str(path)] = ((st.st_mtime_ns, st.st_size, st.st_ino), state)
+        return None
+    return (st.st_mtime_ns, st.st_size, st.st_ino)
+
+
+def _remember(path: Path, state: dict[str, Any]) -> None:
+    key = _stat_key(path)
+    if key is not None:
+        with _cache_lock:
+            _cache[str(path)] = (key, state)
 
 
 def _bound(state: dict[str, Any]) -> None:

@@ -199,11 +199,15 @@ class Watcher:
             return
         if is_dir and "/" not in rel:
             self._watch_top(rel)  # a top-level folder appeared, vanished or was renamed: fix the watches
+        self._queue(rel, is_dir)
+
+    def _queue(self, rel: str, is_dir: bool, heard: float | None = None) -> None:
+        """Queue ``rel`` for the next flush (``heard``: when it was first heard, if before now)."""
         with self._cond:
             (self._dirs if is_dir else self._files).add(rel)
             now = time.monotonic()
             if self.defer and not is_dir:
-                self._heard.setdefault(rel, now)
+                self._heard.setdefault(rel, now if heard is None else heard)
             if not self._first_event:
                 self._first_event = now
             self._last_event = now
@@ -411,15 +415,8 @@ class Watcher:
 
     def _requeue(self, retried: dict[str, float]) -> None:
         """Queue again the deferred files this flush found the index still lacking."""
-        if not retried:
-            return
-        with self._cond:
-            for rel, at in retried.items():
-                self._files.add(rel)
-                self._heard.setdefault(rel, at)
-            self._last_event = time.monotonic()
-            self._first_event = self._first_event or self._last_event
-            self._cond.notify_all()
+        for rel, heard in retried.items():
+            self._queue(rel, False, heard)
 
     def _apply(self, changed: list[tuple[Note, str]], removed: list[str]) -> None:
         """Write ``changed`` and drop ``removed`` in one commit, skipping what another process (which
