@@ -340,6 +340,46 @@ def test_saves_replace_their_note_without_opening_every_segment(tmp_path: Path, 
         assert ours.records()[name]["etag"] == read_note(root, name).etag, body
 
 
+def test_a_renewed_searcher_opens_only_new_segments_and_sees_new_deletions(tmp_path: Path, monkeypatch) -> None:
+    """After a save replaced a note held by an old segment, a thread's searcher is renewed by
+    opening only the segment that commit wrote: the old segment's reader is remade around its
+    new deletion on the files it had open, hides the replaced version, and still reads the
+    segment's other notes (their stored records and their terms)."""
+    from whoosh.reading import SegmentReader
+
+    from vault_mem.index.query import term_docs
+    from vault_mem.index.segments import segments
+    from vault_mem.vault.reader import read_note
+
+    names = [f"n{k}.md" for k in range(4)]
+    root = write_notes(tmp_path / "v", {name: note(None, name, f"version 0 common {name[:2]}") for name in names})
+    index = VaultIndex(root, tmp_path / "ix")
+    sync(index, procs=1)
+    with index.searching():  # this thread's searcher over the built segment
+        pass
+    opened: list[str] = []
+    real_init = SegmentReader.__init__
+
+    def counting_init(self, storage, schema, segment, *args, **kwargs) -> None:  # type: ignore[no-untyped-def]
+        opened.append(segment.segment_id())
+        real_init(self, storage, schema, segment, *args, **kwargs)
+
+    monkeypatch.setattr(SegmentReader, "__init__", counting_init)
+    for version in (1, 2):
+        (root / "n1.md").write_text(note(None, "n1.md", f"version {version} fresh{version}"))
+        index.apply([(read_note(root, "n1.md"), "n1.md")], [])
+        opened.clear()
+        with index.searching() as searcher:
+            assert len(opened) == 1, opened  # the new segment only
+            reader = searcher.reader()
+            paths = sorted(reader.stored_fields(d)["path"] for d in reader.all_doc_ids())
+            assert paths == sorted(names)
+            assert term_docs(segments(searcher), "body", ["common"]) == sorted(
+                searcher.document_number(path=name) for name in names if name != "n1.md")
+            assert len(term_docs(segments(searcher), "body", [f"fresh{version}"])) == 1
+            assert searcher.document(path="n1.md")["record"]["etag"] == read_note(root, "n1.md").etag
+
+
 def segments_of(index: VaultIndex) -> list[object]:
     with index.searching() as searcher:
         return [reader for reader, _ in searcher.reader().leaf_readers()]

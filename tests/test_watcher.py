@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import sys
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -457,7 +458,7 @@ def test_the_servers_own_reads_reach_no_handler(tmp_path: Path) -> None:
     from watchdog.events import FileSystemEvent, FileSystemEventHandler
     from watchdog.observers import Observer
 
-    from vault_mem.runtime.watcher import CHANGES
+    from vault_mem.runtime.observer import changes_to_watch
 
     (tmp_path / "read.md").write_text("# Read\n\nonly read\n", encoding="utf-8")
     seen: list[tuple[str, str]] = []
@@ -467,7 +468,7 @@ def test_the_servers_own_reads_reach_no_handler(tmp_path: Path) -> None:
             seen.append((event.event_type, os.path.basename(os.fsdecode(event.src_path))))
 
     observer = Observer()
-    observer.schedule(Recorder(), str(tmp_path), recursive=True, event_filter=CHANGES)
+    observer.schedule(Recorder(), str(tmp_path), recursive=True, event_filter=changes_to_watch())
     observer.start()
     try:
         for _ in range(5):
@@ -478,3 +479,39 @@ def test_the_servers_own_reads_reach_no_handler(tmp_path: Path) -> None:
         observer.stop()
         observer.join(timeout=10)
     assert [event for event in seen if event[1] == "read.md"] == []
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="inotify reports a close; other observers do not")
+def test_with_inotify_a_save_is_reported_by_its_close_not_its_writes(tmp_path: Path) -> None:
+    """On Linux the watch leaves modified events out (runtime/observer.py): an atomic save is its
+    temp file's create and close and the rename, and an edit in place (an editor that rewrites
+    the file it opened) still reaches the handler, as its close."""
+    from watchdog.events import FileSystemEvent, FileSystemEventHandler
+    from watchdog.observers import Observer
+
+    from vault_mem.runtime.observer import changes_to_watch
+    from vault_mem.vault.writer import atomic_write
+
+    (tmp_path / "folder").mkdir()
+    note = tmp_path / "folder" / "note.md"
+    note.write_text("# Note\n\nfirst\n", encoding="utf-8")
+    seen: list[tuple[str, bool, str]] = []
+
+    class Recorder(FileSystemEventHandler):
+        def on_any_event(self, event: FileSystemEvent) -> None:
+            seen.append((event.event_type, event.is_directory, os.path.basename(os.fsdecode(event.src_path))))
+
+    observer = Observer()
+    observer.schedule(Recorder(), str(tmp_path), recursive=True, event_filter=changes_to_watch())
+    observer.start()
+    try:
+        atomic_write(note, b"# Note\n\nsecond\n")
+        eventually(lambda: any(kind == "moved" for kind, _, _ in seen), timeout=15, what="the rename")
+        with open(note, "r+b") as f:  # in place: no create, no rename
+            f.seek(0, os.SEEK_END)
+            f.write(b"third\n")
+        eventually(lambda: ("closed", False, "note.md") in seen, timeout=15, what="the edit's close")
+    finally:
+        observer.stop()
+        observer.join(timeout=10)
+    assert not [event for event in seen if event[0] == "modified"], seen

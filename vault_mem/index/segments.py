@@ -18,9 +18,11 @@ from typing import Any, TypeVar
 
 from whoosh.searching import Searcher
 
+from vault_mem.index.lru import CACHE
 from vault_mem.index.whoosh_seam import reader_folder
 
 V = TypeVar("V")
+LONG_POSTINGS = 64  # a term held by at least this many documents of a segment: its list is cached
 
 
 _memos: weakref.WeakKeyDictionary[Searcher, dict[str, Any]] = weakref.WeakKeyDictionary()
@@ -117,11 +119,18 @@ class Segment:
         return ((offset + d, v) for d, v in values.items() if d not in dead)
 
     def term_docs(self, field: str, value: str) -> list[int]:
-        """The local numbers whose ``field`` holds ``value``, ascending, without Whoosh's deletions
-        (``lift`` applies ``dead``)."""
+        """The local numbers whose ``field`` holds ``value``, ascending, some deleted ones perhaps
+        among them (``lift`` applies ``dead``). A long list is kept in the shared cache: a
+        segment's terms never change, and deletions only grow (an agent's name in every call's
+        ``lost``, a common tag)."""
+        key = ("term_docs", self.key, field, value)
+        kept: list[int] | None = CACHE.peek(key)
+        if kept is not None:
+            return kept
         if (field, value) not in self.reader:
             return []
-        return list(self.reader.postings(field, value).all_ids())
+        docs = list(self.reader.postings(field, value).all_ids())
+        return CACHE.get_or_make(key, lambda: docs) if len(docs) >= LONG_POSTINGS else docs
 
 
 Parts = Sequence[Segment]  # a searcher's segments, as a view sees them

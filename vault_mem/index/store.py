@@ -32,7 +32,7 @@ from vault_mem.errors import IndexBusy, VaultUnavailable
 from vault_mem.git.history import History, history_for
 from vault_mem.index.commits import TINY_FOLD, WAITING_DIR, Batch, ProcessTurn, Turns, Written, fold_tiny
 from vault_mem.index.schema import SCHEMA_VERSION, document_of, make_schema
-from vault_mem.index.whoosh_seam import frozen_segment, lend_searcher, read_toc
+from vault_mem.index.whoosh_seam import frozen_segment, lend_searcher, read_toc, with_deletions
 from vault_mem.vault.note import Note
 from vault_mem.vault.paths import INDEX_DIRNAME
 from vault_mem.vault.portable import replace_file, user_cache_root
@@ -365,8 +365,8 @@ class VaultIndex:
         """Give ``writer`` a searcher of its segments for finding the notes it replaces or deletes.
         Whoosh's writer opens a reader of every segment for that on every commit (most of a save's
         time); these readers are kept between writers, each reused while its segment has the same
-        deletions (they only grow): a save opens what the last commit changed. Only the holder of
-        the write lock uses them."""
+        deletions and remade around new ones on its open files: a save opens only the segments the
+        last commit wrote. Only the holder of the write lock uses them."""
         with self._lock:
             kept, self._writer_readers = self._writer_readers, {}
             readers = []
@@ -374,12 +374,11 @@ class VaultIndex:
                 for segment in writer.segments:
                     key = segment.segment_id()
                     reader = kept.pop(key, None)
-                    same = reader is not None and not reader.is_closed
-                    if not same or reader.segment().deleted_count() != segment.deleted_count():
-                        if reader is not None:
-                            kept[key] = reader  # closed below
+                    if reader is None or reader.is_closed:
                         reader = SegmentReader(writer.storage, writer.schema, frozen_segment(segment),
                                                generation=writer.generation)
+                    elif reader.segment().deleted_count() != segment.deleted_count():
+                        reader = with_deletions(reader, frozen_segment(segment))
                     readers.append(reader)
                     self._writer_readers[key] = reader
             except Exception:  # a segment that will not open: Whoosh's writer opens its own and says why
@@ -489,8 +488,9 @@ def _renewed(ix: FileIndex, stale: Searcher | None) -> Searcher:
 
     Opening every segment again costs ~15 ms on 10k notes, after every commit. Whoosh's own
     ``refresh()`` is not used: it reuses a segment's reader even when the segment gained
-    deletions (its cached deletion set then hides nothing new). Here a reader is reused only
-    when its segment has the same deletion count, which only ever grows.
+    deletions (its cached deletion set then hides nothing new). Here a reader is reused as it
+    is when its segment has the same deletion count (which only ever grows), and otherwise
+    remade around the new deletions on the files it already opened (``with_deletions``).
     """
     if stale is None:
         return ix.searcher()
@@ -500,11 +500,11 @@ def _renewed(ix: FileIndex, stale: Searcher | None) -> Searcher:
     try:
         toc = read_toc(ix)
         for segment in toc.segments:
-            reader = reusable.get(segment.segment_id())
-            if reader is not None and reader.segment().deleted_count() == segment.deleted_count():
-                del reusable[segment.segment_id()]
-            else:
+            reader = reusable.pop(segment.segment_id(), None)
+            if reader is None:
                 reader = SegmentReader(ix.storage, toc.schema, segment, generation=toc.generation)
+            elif reader.segment().deleted_count() != segment.deleted_count():
+                reader = with_deletions(reader, segment)  # the old one's files are the twin's now
             readers.append(reader)
     except Exception:  # a commit raced the table of contents: open everything the plain way
         for reader in readers:

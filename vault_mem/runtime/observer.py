@@ -1,5 +1,5 @@
-"""Looking after the watchdog observer (``watcher.py``): stopping it whole, telling whether all
-its threads still run, and keeping its one benign warning quiet."""
+"""Looking after the watchdog observer (``watcher.py``): what it is asked to report, stopping it
+whole, telling whether all its threads still run, and keeping its one benign warning quiet."""
 
 from __future__ import annotations
 
@@ -8,7 +8,41 @@ import logging
 import warnings
 from typing import Any
 
+from watchdog.events import (
+    DirCreatedEvent,
+    DirDeletedEvent,
+    DirModifiedEvent,
+    DirMovedEvent,
+    FileClosedEvent,
+    FileCreatedEvent,
+    FileDeletedEvent,
+    FileModifiedEvent,
+    FileMovedEvent,
+    FileSystemEvent,
+)
+from watchdog.observers import Observer
+
 log = logging.getLogger("vault_mem.watch")
+
+# Every change, but not a file being opened or closed unwritten: without this filter inotify
+# reports each read the server itself makes (two events per excerpt and per memory_read),
+# and watchdog's threads take the GIL to pass each one along only for the handler to drop it.
+CHANGES: list[type[FileSystemEvent]] = [
+    FileCreatedEvent, FileDeletedEvent, FileModifiedEvent, FileMovedEvent, FileClosedEvent,
+    DirCreatedEvent, DirDeletedEvent, DirModifiedEvent, DirMovedEvent]
+# With inotify (Linux) a finished write is its close, so the modified events are left out of the
+# kernel's mask as well: one per write(2), and watchdog adds one for the folder of every file
+# created, moved or deleted. A save made by a temp file and a rename is then 3 events, not 7,
+# in every process watching the vault. FSEvents (macOS), Windows and polling report no close:
+# there a change is a modified event.
+CLOSES: list[type[FileSystemEvent]] = [
+    FileCreatedEvent, FileDeletedEvent, FileMovedEvent, FileClosedEvent,
+    DirCreatedEvent, DirDeletedEvent, DirMovedEvent]
+
+
+def changes_to_watch() -> list[type[FileSystemEvent]]:
+    """The events this platform's observer is asked for."""
+    return CLOSES if getattr(Observer, "__name__", "") == "InotifyObserver" else CHANGES
 
 
 def stop_observer(observer: Any) -> None:

@@ -27,19 +27,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from watchdog.events import (
-    DirCreatedEvent,
-    DirDeletedEvent,
-    DirModifiedEvent,
-    DirMovedEvent,
-    FileClosedEvent,
-    FileCreatedEvent,
-    FileDeletedEvent,
-    FileModifiedEvent,
-    FileMovedEvent,
-    FileSystemEvent,
-    FileSystemEventHandler,
-)
+from watchdog.events import DirMovedEvent, FileMovedEvent, FileSystemEvent, FileSystemEventHandler
 from watchdog.observers import Observer
 
 from vault_mem.git.history import history_for
@@ -47,17 +35,16 @@ from vault_mem.index.build import reconcile
 from vault_mem.index.query import prefix_records
 from vault_mem.index.schema import document_of
 from vault_mem.index.store import VaultIndex, same_content, stat_state
-from vault_mem.runtime.observer import observer_alive, quiet_benign_watchdog_warning, stop_observer
+from vault_mem.runtime.observer import (
+    changes_to_watch,
+    observer_alive,
+    quiet_benign_watchdog_warning,
+    stop_observer,
+)
 from vault_mem.vault.note import Note
 from vault_mem.vault.paths import display_path, listed_spelling, relative_to_root
 from vault_mem.vault.reader import read_note
 from vault_mem.vault.walk import IgnoreRules, is_memory_name, walk_vault
-
-# Every change, but not a file being opened or closed unwritten: without this filter inotify
-# reports each read the server itself makes (two events per excerpt and per memory_read),
-# and watchdog's threads take the GIL to pass each one along only for the handler to drop it.
-CHANGES = [FileCreatedEvent, FileDeletedEvent, FileModifiedEvent, FileMovedEvent, FileClosedEvent,
-           DirCreatedEvent, DirDeletedEvent, DirModifiedEvent, DirMovedEvent]
 
 log = logging.getLogger("vault_mem.watch")
 DEBOUNCE = 0.05  # seconds of quiet before a flush
@@ -152,13 +139,13 @@ class Watcher:
             stop_observer(old)
         observer = Observer()
         handler = _Handler(self)
-        observer.schedule(handler, str(self.root), recursive=False, event_filter=CHANGES)
+        observer.schedule(handler, str(self.root), recursive=False, event_filter=changes_to_watch())
         self._watched_tops, self._top_ids = {}, {}
         for entry in _top_folders(self.root):
             identity = _identity(self.root / entry)
             if identity is not None:
                 self._watched_tops[entry] = observer.schedule(handler, str(self.root / entry), recursive=True,
-                                                             event_filter=CHANGES)
+                                                             event_filter=changes_to_watch())
                 self._top_ids[entry] = identity
         observer.start()
         self._observer = observer
@@ -179,7 +166,7 @@ class Watcher:
             self._unwatch_top(name)
         try:
             self._watched_tops[name] = self._observer.schedule(_Handler(self), str(self.root / name),
-                                                               recursive=True, event_filter=CHANGES)
+                                                               recursive=True, event_filter=changes_to_watch())
             self._top_ids[name] = identity
         except OSError as exc:
             log.warning("cannot watch %s: %s", name, exc)
