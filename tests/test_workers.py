@@ -240,46 +240,50 @@ def test_workers_need_http_and_a_count(tmp_path: Path) -> None:
 
 
 async def test_a_write_call_passed_to_the_writer_needs_the_secret_and_comes_back_whole() -> None:
-    """mcp_server/delegate.py over a real loopback HTTP server: the call, its arguments and its
-    agent arrive; a request without the secret is refused and the caller gets an error answer."""
-    import threading
+    """mcp_server/delegate.py over a real loopback socket: the call, its arguments and its agent
+    arrive and the answer comes back, on one connection kept for the next call; a connection
+    without the secret is closed unheard and its caller gets an error answer; calls at once each
+    get their own answer."""
+    import socket
 
-    import uvicorn
-
-    from vault_mem.mcp_server.delegate import Delegate, WriteRoute
+    from vault_mem.mcp_server.delegate import Delegate, WriteServer
     from vault_mem.served.agents import Agent
 
     got: list[tuple[str, object, Agent | None]] = []
 
-    async def run_call(name: str, arguments: dict[str, object] | None, caller: Agent | None) -> dict[str, object]:
+    def run_call(name: str, arguments: dict[str, object] | None, caller: Agent | None) -> dict[str, object]:
         got.append((name, arguments, caller))
-        return {"status": "ok", "uid": "u1", "echo": arguments}
+        return {"status": "ok", "uid": "u1", "echo": arguments, "text": "é" * 70_000}
 
-    async def elsewhere(scope: dict[str, object], receive: object, send: object) -> None:  # never reached here
-        raise AssertionError("the route must answer its own requests")
-
-    port = free_port()
-    web = uvicorn.Server(uvicorn.Config(WriteRoute(elsewhere, "s3cret", run_call), host="127.0.0.1",  # type: ignore[arg-type]
-                                        port=port, log_level="warning", log_config=None))
-    thread = threading.Thread(target=web.run, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 30
-    while not web.started:
-        assert time.monotonic() < deadline and thread.is_alive()
-        await anyio.sleep(0.02)
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen()
+    port = listener.getsockname()[1]
+    WriteServer(listener, "s3cret", run_call).start()
     try:
         agent = Agent("scribe", ("work/**",), ("work/**",), False)
-        right, wrong = Delegate(port, "s3cret"), Delegate(port, "wrong")
+        right, wrong = Delegate(port, "s3cret", connections=3), Delegate(port, "wrong")
         try:
-            answer = await right.call("memory_write", {"title": "T", "tags": ["a"]}, agent)
-            assert answer == {"status": "ok", "uid": "u1", "echo": {"title": "T", "tags": ["a"]}}
-            assert got == [("memory_write", {"title": "T", "tags": ["a"]}, agent)]
-            refused = await wrong.call("memory_edit", {"ref": "x"}, None)
-            assert refused["status"] == "error" and "worker 1" in refused["message"], refused
-            assert len(got) == 1  # nothing ran
+            with anyio.fail_after(60):
+                answer = await right.call("memory_write", {"title": "T", "tags": ["a"]}, agent)
+                assert answer == {"status": "ok", "uid": "u1", "echo": {"title": "T", "tags": ["a"]},
+                                  "text": "é" * 70_000}
+                assert got == [("memory_write", {"title": "T", "tags": ["a"]}, agent)]
+                refused = await wrong.call("memory_edit", {"ref": "x"}, None)
+                assert refused["status"] == "error" and "worker 1" in refused["message"], refused
+                assert len(got) == 1  # nothing ran
+                answers: dict[int, dict[str, object]] = {}
+
+                async def one(k: int) -> None:
+                    answers[k] = await right.call("memory_edit", {"ref": f"n{k}"}, None)
+
+                async with anyio.create_task_group() as tg:
+                    for k in range(10):
+                        tg.start_soon(one, k)
+                assert {k: a["echo"] for k, a in answers.items()} == {k: {"ref": f"n{k}"} for k in range(10)}
+                assert 1 <= len(right._idle) <= 3  # connections kept, never more than asked for
         finally:
             await right.aclose()
             await wrong.aclose()
     finally:
-        web.should_exit = True
-        thread.join(30)
+        listener.close()

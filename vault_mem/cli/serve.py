@@ -123,7 +123,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
                           git_commit=args.git_commit)
             calls = Calls(vault, args.read_only)
             # Of serve --workers N, worker 1 makes every write (mcp_server/delegate.py).
-            delegate = Delegate(seat.ports[0], seat.secret) if seat is not None and not seat.leads else None
+            delegate = Delegate(seat.write_port, seat.secret) if seat is not None and not seat.leads else None
             server = build_server(vault, caller=caller, read_only=args.read_only, calls=calls, delegate=delegate)
             loaded.set()
             run = _transport(args, server, url, token, root, keys, caller, seat, calls)

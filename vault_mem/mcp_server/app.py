@@ -134,13 +134,16 @@ class Calls:
         self._limiter: anyio.CapacityLimiter | None = None  # made on first use, inside the event loop
 
     async def run(self, name: str, arguments: dict[str, Any] | None, caller: Agent | None) -> dict[str, Any]:
+        if self._limiter is None:
+            self._limiter = anyio.CapacityLimiter(CALL_THREADS)
+        return await anyio.to_thread.run_sync(self.answer, name, arguments, caller, limiter=self._limiter)
+
+    def answer(self, name: str, arguments: dict[str, Any] | None, caller: Agent | None) -> dict[str, Any]:
+        """The call run in this thread (worker 1 runs the others' write calls so: mcp_server/delegate.py)."""
         spec = self.specs.get(name)
         if spec is None:
             return error_answer(InvalidInput("name", f"unknown tool {name!r}; tools: {', '.join(self.specs)}"))
-        if self._limiter is None:
-            self._limiter = anyio.CapacityLimiter(CALL_THREADS)
-        return await anyio.to_thread.run_sync(call, self.vault, spec, arguments, caller, self.read_only,
-                                              limiter=self._limiter)
+        return call(self.vault, spec, arguments, caller, self.read_only)
 
 
 def build_server(vault: Vault, caller: Agent | None = None, read_only: bool = False, calls: Calls | None = None,

@@ -172,11 +172,12 @@ def run_http(server: Server[Any], host: str, port: int, token: str | None, allow
         from vault_mem.mcp_server.affinity import Affinity
         from vault_mem.mcp_server.workers import worker_sockets
 
-        app, sockets = Affinity(app, seat.index, seat.ports), worker_sockets(seat)
-        if seat.leads and calls is not None:
-            from vault_mem.mcp_server.delegate import WriteRoute
+        app = Affinity(app, seat.index, seat.ports)
+        sockets, writes = worker_sockets(seat)
+        if writes is not None and calls is not None:
+            from vault_mem.mcp_server.delegate import WriteServer
 
-            app = WriteRoute(app, seat.secret, calls.run)
+            WriteServer(writes, seat.secret, calls.answer).start()
     # Not uvicorn.run: outside the main thread uvicorn installs no signal handlers, and a failed
     # bind raises here instead of exiting the process.
     config = uvicorn.Config(app, host=host.strip("[]"), port=port, log_level="warning", access_log=False,

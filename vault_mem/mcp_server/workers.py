@@ -12,7 +12,8 @@ The socket travels portably: on Linux and macOS as an inherited file descriptor
 the child's stdin. Every child reads its stdin to the end and stops when it ends, so a
 child never outlives its parent, even one killed with no chance to clean up. Worker 0 alone
 runs the background merges and the git sync, and every write tool call (the others pass theirs
-to it: mcp_server/delegate.py); every worker watches the files (docs/concurrency.md).
+to it on a socket of its own: mcp_server/delegate.py); every worker watches the files
+(docs/concurrency.md).
 """
 
 from __future__ import annotations
@@ -43,7 +44,8 @@ class Seat:
     count: int
     ports: list[int]
     fds: list[int]
-    secret: str = ""  # what worker 1's write route asks of the others (mcp_server/delegate.py)
+    secret: str = ""  # what worker 1's write calls socket asks of the others (mcp_server/delegate.py)
+    write_port: int = 0  # that socket's port (0: one worker, none)
 
     @property
     def leads(self) -> bool:
@@ -52,7 +54,12 @@ class Seat:
 
     def to_env(self) -> str:
         return json.dumps({"index": self.index, "count": self.count, "ports": self.ports, "fds": self.fds,
-                           "secret": self.secret})
+                           "secret": self.secret, "write_port": self.write_port})
+
+    @property
+    def takes_writes(self) -> bool:
+        """Worker 1 of several: it also gets the socket of the others' write calls."""
+        return self.leads and self.count > 1
 
 
 def seat_from_env() -> Seat | None:
@@ -61,20 +68,22 @@ def seat_from_env() -> Seat | None:
         return None
     data = json.loads(raw)
     return Seat(int(data["index"]), int(data["count"]), [int(p) for p in data["ports"]],
-                [int(f) for f in data["fds"]], str(data.get("secret", "")))
+                [int(f) for f in data["fds"]], str(data.get("secret", "")), int(data.get("write_port", 0)))
 
 
-def worker_sockets(seat: Seat) -> list[socket.socket]:
-    """The worker's listening sockets (the shared one, then its private one), and a thread that
-    ends the process when the parent goes (its stdin closes)."""
+def worker_sockets(seat: Seat) -> tuple[list[socket.socket], socket.socket | None]:
+    """The worker's listening sockets for its web server (the shared one, then its private one)
+    and, for worker 1 of several, the socket of the others' write calls; and a thread that ends
+    the process when the parent goes (its stdin closes)."""
     stdin = sys.stdin.buffer
     if sys.platform == "win32":
         sockets = []
-        for _ in range(2):
+        for _ in range(3 if seat.takes_writes else 2):
             (size,) = struct.unpack(">I", stdin.read(4))
             sockets.append(socket.fromshare(stdin.read(size)))
     else:
         sockets = [socket.socket(fileno=fd) for fd in seat.fds]
+    writes = sockets.pop() if seat.takes_writes else None
 
     def watch_parent() -> None:
         while stdin.read(4096):
@@ -82,12 +91,12 @@ def worker_sockets(seat: Seat) -> list[socket.socket]:
         os._exit(0)  # the parent is gone: so is this worker (every write is a rename)
 
     threading.Thread(target=watch_parent, name="vault-mem-parent", daemon=True).start()
-    if seat.leads and seat.count > 1:
+    if writes is not None:
         # Worker 1 makes the writes the others pass it (mcp_server/delegate.py) and takes no
         # client connection: its core goes to the writes, the others' to the reads.
         sockets[0].close()
-        return sockets[1:]
-    return sockets
+        return sockets[1:], writes
+    return sockets, None
 
 
 def _listener(family: int, address: tuple[str, int]) -> socket.socket:
@@ -109,6 +118,8 @@ class Workers:
         self.shared = _listener(family, (host.strip("[]"), port))
         self.private = [_listener(socket.AF_INET, ("127.0.0.1", 0)) for _ in range(count)]
         self.ports = [int(s.getsockname()[1]) for s in self.private]
+        self.writes = _listener(socket.AF_INET, ("127.0.0.1", 0)) if count > 1 else None
+        self.write_port = int(self.writes.getsockname()[1]) if self.writes is not None else 0
         self.secret = secrets.token_hex(16)
         self.children: list[subprocess.Popen[bytes]] = []
 
@@ -116,9 +127,9 @@ class Workers:
         """Start every worker; their pids."""
         count = len(self.private)
         for i, private in enumerate(self.private):
-            mine = [self.shared, private]
+            mine = [self.shared, private, *([self.writes] if i == 0 and self.writes is not None else [])]
             fds = [] if sys.platform == "win32" else [s.fileno() for s in mine]
-            env = os.environ | {ENV: Seat(i, count, self.ports, fds, self.secret).to_env()}
+            env = os.environ | {ENV: Seat(i, count, self.ports, fds, self.secret, self.write_port).to_env()}
             child = subprocess.Popen(self.command, stdin=subprocess.PIPE, env=env,
                                      pass_fds=tuple(fds), **_own_group())
             if sys.platform == "win32":
@@ -155,7 +166,7 @@ class Workers:
                 child.wait()
             if child.stdin is not None:
                 child.stdin.close()
-        for sock in (self.shared, *self.private):
+        for sock in (self.shared, *self.private, *([self.writes] if self.writes is not None else [])):
             sock.close()
 
 
