@@ -198,6 +198,36 @@ def test_in_one_batch_a_paths_last_change_wins(make_vault) -> None:
         assert searcher.doc_count() == 2
 
 
+def test_a_commit_waits_for_a_write_between_its_file_change_and_its_submission(make_vault, monkeypatch) -> None:
+    """Group commit gathers (index/store.py ``GATHER``): the leader, holding the commit, lets a write
+    tool whose file steps are under way submit into its batch, so both land in one commit."""
+    from vault_mem.index import store
+    from vault_mem.vault.reader import read_note
+
+    monkeypatch.setattr(store, "GATHER", 60.0)  # only the other write's end lets the commit go on
+    vault = make_vault({"a.md": "---\ntitle: A\n---\na\n", "b.md": "---\ntitle: B\n---\nb\n"})
+    index = vault.index
+    joined: list[object] = []
+
+    def other_write() -> None:
+        index.written.begin()
+        started.set()
+        deadline = time.monotonic() + 30
+        while not index._committing.locked() and time.monotonic() < deadline:
+            time.sleep(0.001)  # until the leader holds the commit
+        joined.append(index.submit([(read_note(vault.root, "b.md"), "b.md")], []))
+        index.written.end()
+
+    started = threading.Event()
+    batch = index.submit([(read_note(vault.root, "a.md"), "a.md")], [])
+    thread = threading.Thread(target=other_write)
+    thread.start()
+    assert started.wait(30)
+    index.settle(batch)
+    thread.join(30)
+    assert joined == [batch] and set(batch.changes) == {"a.md", "b.md"}
+
+
 def test_a_writer_gives_this_processs_turn_back_however_it_ends(make_vault) -> None:
     """Writers of one process queue on one turn (index/commits.py ``ProcessTurn``): a commit, a
     cancel and a wait that gave up each give it back, or the next writer would wait forever."""

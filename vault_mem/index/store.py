@@ -45,6 +45,8 @@ HISTORY_CACHE = "git-history.json"  # the git history map (index/gitfollow.py): 
 # Not the index, so kept when a build empties the folder: presence (index/presence.py), what each
 # agent has seen (index/agentstate.py) and the journal of writes for undo (index/journal.py).
 KEPT_ON_REBUILD = frozenset({BUILD_LOCK, MERGE_LOCK, "presence", HISTORY_CACHE, "agents", "journal", WAITING_DIR})
+# Longest a commit waits for a write tool between its file change and its submission to join it:
+GATHER = 0.03  # a few ms, and under load a batch then holds 2-3 saves instead of 1-2
 WRITE_TOOL_TIMEOUT = 20.0  # what a write tool waits for the lock before answering a retryable error
 WAIT_NOTICE = 30.0  # a writer still waiting after this long says so in the log
 FEW_PATHS = 50  # fingerprints of up to this many paths come from their stored records when columns are cold
@@ -364,9 +366,8 @@ class VaultIndex:
     def _lend_searcher(self, writer: SegmentWriter) -> None:
         """Give ``writer`` a searcher of its segments for finding the notes it replaces or deletes.
         Whoosh's writer opens a reader of every segment for that on every commit (most of a save's
-        time); these readers are kept between writers, each reused while its segment has the same
-        deletions and remade around new ones on its open files: a save opens only the segments the
-        last commit wrote. Only the holder of the write lock uses them."""
+        time); they are kept between writers, reused while a segment's deletions stay, else remade on
+        its open files: a save opens only the segments the last commit wrote (write lock holder only)."""
         with self._lock:
             kept, self._writer_readers = self._writer_readers, {}
             readers = []
@@ -443,6 +444,7 @@ class VaultIndex:
                     raise IndexBusy(f"the index at {self.dir} was committing other changes of this server "
                                     f"for {timeout:.0f} s")
                 try:
+                    self.written.wait_steps(GATHER)
                     self._close(batch)  # later changes make the next batch
                     if batch.changes:
                         left = None if timeout is None else max(0.0, timeout - (time.monotonic() - started))
@@ -488,10 +490,8 @@ def _renewed(ix: FileIndex, stale: Searcher | None) -> Searcher:
 
     Opening every segment again costs ~15 ms on 10k notes, after every commit. Whoosh's own
     ``refresh()`` is not used: it reuses a segment's reader even when the segment gained
-    deletions (its cached deletion set then hides nothing new). Here a reader is reused as it
-    is when its segment has the same deletion count (which only ever grows), and otherwise
-    remade around the new deletions on the files it already opened (``with_deletions``).
-    """
+    deletions (its cached deletion set then hides nothing new). Here one is reused while its
+    segment's deletion count (it only grows) stays, else remade on its files (``with_deletions``)."""
     if stale is None:
         return ix.searcher()
     reusable = {reader.segment().segment_id(): reader for reader, _ in stale.reader().leaf_readers()
