@@ -406,8 +406,9 @@ def test_a_deferring_watcher_leaves_a_change_to_the_writer_and_takes_it_when_nob
     vault2, w2 = live({"x.md": "x\n"}, defer=0.5)
     settle(w2)
     (vault2.root / "nobody.md").write_text("nobody else indexes this\n")
-    eventually(lambda: has_path(vault2.index, "nobody.md"), 15.0, "the deferred change indexed")
-    assert w2.indexed == 1
+    # the watcher counts what it indexed just after its commit, which a reader may see first
+    eventually(lambda: has_path(vault2.index, "nobody.md") and w2.indexed == 1, 15.0,
+               "the deferred change indexed by this watcher")
 
 
 def test_top_level_folder_moved_away_and_recreated_at_once_is_watched_anew(live) -> None:

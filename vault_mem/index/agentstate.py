@@ -25,8 +25,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
 
-from filelock import FileLock
-
+from vault_mem.index import filelocks
 from vault_mem.vault.portable import replace_file
 
 AGENTS_DIR = "agents"
@@ -90,7 +89,7 @@ def change(index_dir: Path, agent: str, edit: Callable[[dict[str, Any]], T]) -> 
     folder cannot be written."""
     path = state_file(index_dir, agent)
     path.parent.mkdir(parents=True, exist_ok=True)
-    with FileLock(path.parent / ".lock"):
+    with filelocks.held(path.parent / ".lock"):
         # Under the lock nobody else writes the file: the state this process read or wrote last
         # is the file's while its stat is the same (no parse of a thousand notes per save).
         before = load(index_dir, agent)

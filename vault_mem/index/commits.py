@@ -180,24 +180,29 @@ class Written:
         self._lock = threading.Lock()
         self._files: OrderedDict[str, tuple[int, int]] = OrderedDict()
         self.not_indexed: Callable[[list[str]], None] | None = None  # the watcher's: index these after all
-        self._steps = 0
+        self._issued = 0  # file steps begun so far: each one's ticket is its number
+        self._open: dict[int, int] = {}  # thread -> the ticket of its file steps under way
         self._calm = threading.Condition(self._lock)
 
     def begin(self) -> None:
+        """This thread's write tool starts its file steps (write tools of different notes run theirs
+        side by side, writes/tools.py)."""
         with self._lock:
-            self._steps += 1
+            self._issued += 1
+            self._open[threading.get_ident()] = self._issued
 
     def end(self) -> None:
         with self._lock:
-            self._steps -= 1
-            if self._steps == 0:
+            if self._open.pop(threading.get_ident(), None) is not None:
                 self._calm.notify_all()
 
     def wait_steps(self, timeout: float) -> bool:
-        """Wait (at most ``timeout`` s) until no write tool is between its file change and its
-        submission; False when one still is."""
+        """Wait (at most ``timeout`` s) until every write tool that had begun its file steps when
+        this was called has submitted (or failed); False when one still has not. Steps begun
+        later are not waited for: under steady writes there may never be a moment without any."""
         with self._lock:
-            return self._calm.wait_for(lambda: self._steps == 0, timeout)
+            upto = self._issued
+            return self._calm.wait_for(lambda: all(ticket > upto for ticket in self._open.values()), timeout)
 
     def add(self, notes: list[tuple[Note, str]]) -> None:
         with self._lock:

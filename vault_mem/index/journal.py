@@ -28,8 +28,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from filelock import FileLock
-
+from vault_mem.index import filelocks
 from vault_mem.vault.dates import iso
 from vault_mem.vault.portable import replace_file
 
@@ -91,7 +90,7 @@ def record(index_dir: Path, agent: str, tool: str, changes: list[dict[str, Any]]
                           after=digest(after) if after is not None else None, trash=change.get("trash"))
             lines.append(json.dumps(asdict(entry), ensure_ascii=False, default=str))
         # Blobs too under the lock: a prune in another process removes every blob no entry names.
-        with FileLock(folder / "lock"):
+        with filelocks.held(folder / "lock"):
             for change in changes:
                 if change.get("before") is not None:
                     _keep_blob(folder, change["before"])

@@ -14,6 +14,7 @@ import functools
 import os
 import secrets
 import threading
+import unicodedata
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -91,20 +92,33 @@ CLOSE_PARAMS = (AGENT, REF, choice_param("state", "How it ended.", CLOSED_STATES
 DELETE_PARAMS = (AGENT, REF, IF_ETAG)
 
 
-# One write at a time in this process: each reads a file, checks it, writes it and indexes it,
-# and two threads interleaving those steps on one note would lose an update. (Another process
-# or an editor can still change the file in between: ``if_etag`` and the re-read in
-# ``_rewrite`` catch that.)
-_WRITES = threading.Lock()
-_HOLDING = threading.local()  # .held: this thread is inside one_at_a_time; .steps: its index's Written
+# Writes of one note take turns in this process: each reads the file, checks it, writes it and
+# submits it to the index, and two threads interleaving those steps on one note would lose an
+# update. Writes of different notes run side by side: their file steps are mostly waits (fsync,
+# the journal's and the agent's file locks), and run one at a time they bounded a busy server's
+# saves (docs/concurrency.md). A note's turn is one of ``NOTE_TURNS`` locks, picked by its path
+# (case and Unicode form folded, as a case-insensitive disk would); a thread holds at most one,
+# so two writes can never wait for each other's. Another process or an editor can still change
+# the file in between: ``if_etag`` and the re-read in ``_rewrite`` catch that.
+NOTE_TURNS = 64
+_NOTE_TURNS = tuple(threading.Lock() for _ in range(NOTE_TURNS))
+# With ``serve --git-commit`` the file steps and each git commit stay one at a time instead: a
+# commit takes every change git sees, so two writes under way would share one.
+_GIT_TURN = threading.Lock()
+_HOLDING = threading.local()  # .turn: the note turn this thread holds; .git; .steps: its index's Written
 Tool = Callable[[View, dict[str, Any]], dict[str, Any]]
 
 
-def one_at_a_time(tool: Tool) -> Tool:
+def one_note_at_a_time(tool: Tool) -> Tool:
+    """A write tool: its file steps (``begin`` to its submission, index/commits.py ``Written``)
+    hold the turn of the note they change (``_take_turn``), or, under ``--git-commit``, the
+    one turn of every write."""
     @functools.wraps(tool)
     def serialized(view: View, raw: dict[str, Any]) -> dict[str, Any]:
-        _WRITES.acquire()
-        _HOLDING.held = True
+        git = view.vault.git_commit
+        if git:
+            _GIT_TURN.acquire()
+        _HOLDING.git = git
         written = view.vault.index.written
         written.begin()  # the watcher waits for these file steps (index/commits.py ``Written``)
         _HOLDING.steps = written
@@ -112,15 +126,36 @@ def one_at_a_time(tool: Tool) -> Tool:
             return tool(view, raw)
         finally:
             _end_steps()
-            if _HOLDING.held:  # _commit_in_turn may have let it go for good
-                _HOLDING.held = False
-                _WRITES.release()
+            if _HOLDING.git:  # _commit_in_turn may have let it go for good
+                _HOLDING.git = False
+                _GIT_TURN.release()
 
     return serialized
 
 
+def _take_turn(rel: str) -> None:
+    """Hold the turn of the note at ``rel`` (OS-relative) until this write's file steps end; a
+    thread that holds another note's turn lets go of it first (an edit whose note was renamed
+    meanwhile tries again on the new path)."""
+    key = unicodedata.normalize("NFC", rel).casefold()
+    turn = _NOTE_TURNS[hash(key) % NOTE_TURNS]
+    held = getattr(_HOLDING, "turn", None)
+    if held is turn:
+        return
+    if held is not None:
+        _HOLDING.turn = None
+        held.release()
+    turn.acquire()
+    _HOLDING.turn = turn
+
+
 def _end_steps() -> None:
-    """This thread's write tool has submitted its change (or failed): its file steps are over."""
+    """This thread's write tool has submitted its change (or failed): its file steps are over,
+    and the next write of its note may begin."""
+    turn = getattr(_HOLDING, "turn", None)
+    if turn is not None:
+        _HOLDING.turn = None
+        turn.release()
     written = getattr(_HOLDING, "steps", None)
     if written is not None:
         _HOLDING.steps = None
@@ -128,23 +163,23 @@ def _end_steps() -> None:
 
 
 def _commit_in_turn(index: VaultIndex, notes: list[tuple[Note, str]], removed: list[str], again: bool) -> None:
-    """Index a write's changes, a write tool's last step on the files: submitted in the order of
-    the file writes, then committed (or waited for) with the next write free to begin its file
-    steps meanwhile, so that writes in flight share one commit (``VaultIndex.submit``). ``again``:
-    take the one-at-a-time lock back afterwards (for the git commit of ``serve --git-commit``)."""
+    """Index a write's changes, a write tool's last step on the files: submitted while the note's
+    turn is held, then committed (or waited for) with the next write of the note free to begin
+    meanwhile, so that writes in flight share one commit (``VaultIndex.submit``). ``again``: take
+    the git turn back afterwards (for the git commit of ``serve --git-commit``)."""
     batch = index.submit(notes, removed)
     _end_steps()
-    if not getattr(_HOLDING, "held", False):
+    if not getattr(_HOLDING, "git", False):
         index.settle(batch, timeout=index.write_timeout)
         return
-    _HOLDING.held = False
-    _WRITES.release()
+    _HOLDING.git = False
+    _GIT_TURN.release()
     try:
         index.settle(batch, timeout=index.write_timeout)
     finally:
         if again:
-            _WRITES.acquire()
-            _HOLDING.held = True
+            _GIT_TURN.acquire()
+            _HOLDING.git = True
 
 
 def now_iso() -> str:
@@ -263,6 +298,7 @@ def _create(view: View, args: Args, agent: str, defaults: dict[str, Any], tool: 
     data = render_note(fields, content).encode("utf-8")
     final = create_exclusive(folder, note_filename(title), data)
     rel = final.relative_to(view.vault.root).as_posix()
+    _take_turn(rel)  # nobody else knows the name yet; an edit of the new note waits for its submission
     warnings = landed(view, tool, agent, [change(rel, rel, title, fields["id"], None, data)])
     note = _index_file(view, rel, tool, agent)
     return _attributed(view, _answer(note), tool, agent, note.title, {rel: None}, warnings)
@@ -276,13 +312,13 @@ def _addressed(args: Args) -> list[str] | None:
     return list(dict.fromkeys(check_agent_name(n.strip(), "to") for n in names if n.strip()))
 
 
-@one_at_a_time
+@one_note_at_a_time
 def memory_write(view: View, raw: dict[str, Any]) -> dict[str, Any]:
     args = Args(raw, WRITE_PARAMS)
     return _create(view, args, args.agent(), {}, "memory_write")
 
 
-@one_at_a_time
+@one_note_at_a_time
 def memory_supersede(view: View, raw: dict[str, Any]) -> dict[str, Any]:
     args = Args(raw, SUPERSEDE_PARAMS)
     agent = args.agent()
@@ -298,6 +334,7 @@ def _current(view: View, ref: str, tool: str) -> tuple[str, bytes]:
     record = view.record(resolve_ref(view, ref))
     view.check_write(record["path"], tool)
     rel = record.get("fsrel") or record["path"]
+    _take_turn(rel)
     try:
         return rel, read_whole(note_file(view.vault.root, rel))
     except FileNotFoundError:
@@ -355,7 +392,7 @@ def _rewrite(view: View, rel: str, before: bytes, new_text: str, tool: str, agen
     return _attributed(view, _answer(note), tool, agent, note.title, {rel: before}, warnings)
 
 
-@one_at_a_time
+@one_note_at_a_time
 def memory_edit(view: View, raw: dict[str, Any]) -> dict[str, Any]:
     args = Args(raw, EDIT_PARAMS)
     agent = args.agent()
@@ -393,7 +430,7 @@ def memory_edit(view: View, raw: dict[str, Any]) -> dict[str, Any]:
     raise AssertionError("unreachable")
 
 
-@one_at_a_time
+@one_note_at_a_time
 def task_close(view: View, raw: dict[str, Any]) -> dict[str, Any]:
     args = Args(raw, CLOSE_PARAMS)
     agent = args.agent()
@@ -408,7 +445,7 @@ def task_close(view: View, raw: dict[str, Any]) -> dict[str, Any]:
     return _rewrite(view, rel, data, text, "task_close", agent)
 
 
-@one_at_a_time
+@one_note_at_a_time
 def memory_delete(view: View, raw: dict[str, Any]) -> dict[str, Any]:
     args = Args(raw, DELETE_PARAMS)
     agent = args.agent()
