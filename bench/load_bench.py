@@ -257,6 +257,17 @@ def cpu_seconds(pid: int | None = None) -> float:
     return own + sum(cpu_seconds(child) for child in children(pid))
 
 
+def machine_ticks() -> tuple[int, int] | None:
+    """(busy, total) clock ticks of every core so far, from /proc/stat (Linux); None elsewhere.
+    Busy counts what the server's CPU line misses: its merge processes that ended, the clients."""
+    try:
+        fields = [int(v) for v in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:9]]
+    except (OSError, ValueError):
+        return None
+    idle = fields[3] + fields[4]  # idle and iowait
+    return sum(fields) - idle, sum(fields)
+
+
 def children(pid: int) -> list[int]:
     try:
         return [int(p) for t in Path(f"/proc/{pid}/task").iterdir()
@@ -344,7 +355,7 @@ async def run(args: argparse.Namespace, work: Path) -> bool:
         print(f"running {args.sessions} {args.mode} sessions for {args.seconds} s against {args.workers} "
               f"worker(s); load average before: {Path('/proc/loadavg').read_text().split()[:3]}")
         start = time.monotonic()
-        cpu_server, cpu_client = cpu_seconds(proc.pid), cpu_seconds()
+        cpu_server, cpu_client, ticks = cpu_seconds(proc.pid), cpu_seconds(), machine_ticks()
         deadline = start + args.seconds
         async with anyio.create_task_group() as tg:
             for session in range(args.sessions):
@@ -352,10 +363,16 @@ async def run(args: argparse.Namespace, work: Path) -> bool:
         elapsed = time.monotonic() - start
         load = Path("/proc/loadavg").read_text().split()[:3]
         cpu_server, cpu_client = cpu_seconds(proc.pid) - cpu_server, cpu_seconds() - cpu_client
+        ticks_after = machine_ticks()
         lost = await verify(url, root, shared)
         ok = report(shared, elapsed, lost)
         print(f"CPU during the run ({os.cpu_count()} cores): server {cpu_server:.1f} s "
               f"({cpu_server / elapsed:.0%} of one core), clients {cpu_client:.1f} s ({cpu_client / elapsed:.0%})")
+        if ticks is not None and ticks_after is not None and ticks_after[1] > ticks[1] and shared.calls:
+            busy = (ticks_after[0] - ticks[0]) / (ticks_after[1] - ticks[1])
+            per_call = busy * (os.cpu_count() or 1) * elapsed * 1000 / len(shared.calls)
+            print(f"the machine was {busy:.0%} busy: {per_call:.1f} ms of CPU per call, everything counted "
+                  "(server, its merges, clients, anything else running)")
         print(f"load average after the run: {' '.join(load)} (a shared machine: other work counts in it)")
         if args.workers > 1:
             print("answers by worker during the run: "

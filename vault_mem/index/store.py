@@ -163,6 +163,7 @@ class VaultIndex:
         self._epoch = 0
         self._lock = threading.RLock()
         self.write_timeout = WRITE_TOOL_TIMEOUT
+        self._state_seen: tuple[tuple[int, int, int], dict[str, Any]] | None = None  # see state()
 
     @property
     def history(self) -> History | None:
@@ -173,17 +174,29 @@ class VaultIndex:
     # -- lifecycle -------------------------------------------------------------------------
 
     def state(self) -> dict[str, Any]:
+        """``state.json``: what the index is (schema, complete). Every call asks (is a build under
+        way?), so the file is read again only when its stat changed (it is replaced whole)."""
+        path = self.dir / STATE_FILE
         try:
-            data = json.loads((self.dir / STATE_FILE).read_text(encoding="utf-8"))
-            return data if isinstance(data, dict) else {}
+            st = os.stat(path)
+            key = (st.st_mtime_ns, st.st_size, st.st_ino)
+            seen = self._state_seen
+            if seen is not None and seen[0] == key:
+                return dict(seen[1])
+            data = json.loads(path.read_text(encoding="utf-8"))
         except (OSError, ValueError):
             return {}
+        if not isinstance(data, dict):
+            return {}
+        self._state_seen = (key, data)
+        return dict(data)
 
     def set_state(self, **values: Any) -> None:
         state = self.state() | values
         tmp = self.dir / f".{STATE_FILE}.{os.getpid()}.tmp"
         tmp.write_text(json.dumps(state), encoding="utf-8")
         replace_file(tmp, self.dir / STATE_FILE)  # a reader may hold it open for a moment (Windows)
+        self._state_seen = None  # a file written within the same clock tick may repeat the old stat
 
     def needs_build(self) -> bool:
         """True when there is no usable index (none yet, another schema, or unreadable)."""

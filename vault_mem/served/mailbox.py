@@ -20,6 +20,7 @@ import os
 from typing import Any
 
 from vault_mem.index import agentstate
+from vault_mem.index.lru import CACHE
 from vault_mem.index.schema import fold
 from vault_mem.served.agents import AGENT_NAME, Agent
 from vault_mem.served.context import View
@@ -131,10 +132,7 @@ def _lost(view: View, agent: str, wrote: dict[str, Any]) -> dict[str, tuple[dict
     found: dict[str, tuple[dict[str, Any], tuple[str, Any] | None]] = {}
     if not wrote:
         return found
-    # The notes still indexed with this agent as their writer are there: one term, one column,
-    # instead of a stat per note (an agent may have written a thousand).
-    paths = view.column("path")
-    there = {paths[d] for d in view.term_docs("agent", [fold(agent)])}
+    there = _written_there(view, agent)
     for fsrel, info in wrote.items():
         if not isinstance(info, list) or len(info) != 3 or info[1] in there:
             continue
@@ -155,3 +153,16 @@ def _lost(view: View, agent: str, wrote: dict[str, Any]) -> dict[str, tuple[dict
         row["what"] = "moved" if moved else "deleted"
         found[fsrel] = (row, moved)
     return found
+
+
+def _written_there(view: View, agent: str) -> frozenset[str]:
+    """The paths of the notes indexed with ``agent`` as their writer: they are there. One term,
+    one column, instead of a stat per note (an agent may have written a thousand); kept in the
+    shared cache for as long as the view's segments and deletions stay, because every call of a
+    busy agent asks, and under steady saves a dozen calls share each commit."""
+    def make() -> frozenset[str]:
+        paths = view.column("path")
+        return frozenset(paths[d] for d in view.term_docs("agent", [fold(agent)]))
+
+    state = tuple((segment.key, segment.deletions) for segment in view.segments())
+    return CACHE.get_or_make(("written there", agent, state), make)
