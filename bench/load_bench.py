@@ -245,13 +245,14 @@ async def verify(url: str, root: Path, shared: Shared) -> list[str]:
 
 def cpu_seconds(pid: int | None = None) -> float:
     """CPU time (user + system) of ``pid`` and every process below it (the workers, their merge
-    and build children while they run) from /proc, or of this process; NaN when unknown."""
+    and build children, running or ended) from /proc, or of this process; NaN when unknown."""
     if pid is None:
         usage = resource.getrusage(resource.RUSAGE_SELF)
         return usage.ru_utime + usage.ru_stime
     try:
         fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-        own = (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+        # its own time, and that of its children it waited for (merge processes that ended)
+        own = sum(int(fields[i]) for i in (11, 12, 13, 14)) / os.sysconf("SC_CLK_TCK")
     except (OSError, ValueError, IndexError):
         return float("nan")
     return own + sum(cpu_seconds(child) for child in children(pid))
@@ -356,6 +357,7 @@ async def run(args: argparse.Namespace, work: Path) -> bool:
               f"worker(s); load average before: {Path('/proc/loadavg').read_text().split()[:3]}")
         start = time.monotonic()
         cpu_server, cpu_client, ticks = cpu_seconds(proc.pid), cpu_seconds(), machine_ticks()
+        per_worker = {child: cpu_seconds(child) for child in children(proc.pid)}
         deadline = start + args.seconds
         async with anyio.create_task_group() as tg:
             for session in range(args.sessions):
@@ -364,10 +366,14 @@ async def run(args: argparse.Namespace, work: Path) -> bool:
         load = Path("/proc/loadavg").read_text().split()[:3]
         cpu_server, cpu_client = cpu_seconds(proc.pid) - cpu_server, cpu_seconds() - cpu_client
         ticks_after = machine_ticks()
+        per_worker = {child: cpu_seconds(child) - cpu for child, cpu in per_worker.items()}
         lost = await verify(url, root, shared)
         ok = report(shared, elapsed, lost)
         print(f"CPU during the run ({os.cpu_count()} cores): server {cpu_server:.1f} s "
               f"({cpu_server / elapsed:.0%} of one core), clients {cpu_client:.1f} s ({cpu_client / elapsed:.0%})")
+        if len(per_worker) > 1:  # the parent starts the workers in order: worker 1 first
+            print("  by worker (each with its merge processes): " + ", ".join(
+                f"worker {n}: {cpu:.1f} s ({cpu / elapsed:.0%})" for n, (_, cpu) in enumerate(sorted(per_worker.items()), 1)))
         if ticks is not None and ticks_after is not None and ticks_after[1] > ticks[1] and shared.calls:
             busy = (ticks_after[0] - ticks[0]) / (ticks_after[1] - ticks[1])
             per_call = busy * (os.cpu_count() or 1) * elapsed * 1000 / len(shared.calls)
