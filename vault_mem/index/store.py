@@ -24,7 +24,7 @@ from typing import Any
 from filelock import FileLock
 from whoosh import index as whoosh_index
 from whoosh.index import FileIndex, LockError
-from whoosh.reading import EmptyReader, MultiReader, SegmentReader
+from whoosh.reading import MultiReader, SegmentReader
 from whoosh.searching import Searcher
 from whoosh.writing import SegmentWriter
 
@@ -32,7 +32,7 @@ from vault_mem.errors import IndexBusy, VaultUnavailable
 from vault_mem.git.history import History, history_for
 from vault_mem.index.commits import TINY_FOLD, WAITING_DIR, Batch, ProcessTurn, Turns, Written, fold_tiny
 from vault_mem.index.schema import SCHEMA_VERSION, document_of, make_schema
-from vault_mem.index.whoosh_seam import frozen_segment, lend_searcher, read_toc, with_deletions
+from vault_mem.index.whoosh_seam import frozen_segment, lend_searcher, renewed_searcher, with_deletions
 from vault_mem.vault.note import Note
 from vault_mem.vault.paths import INDEX_DIRNAME
 from vault_mem.vault.portable import replace_file, user_cache_root
@@ -278,7 +278,7 @@ class VaultIndex:
         if searcher is None:
             with self._lock:
                 try:
-                    searcher = _renewed(ix, stale)
+                    searcher = renewed_searcher(ix, stale)
                 except (OSError, whoosh_index.EmptyIndexError) as exc:
                     self.close()
                     raise VaultUnavailable(f"index at {self.dir} cannot be read: {exc}") from exc
@@ -496,38 +496,3 @@ def _up_to_date(searcher: Searcher) -> bool:
         return bool(searcher.up_to_date())
     except Exception:  # the index vanished under it: a new searcher will say how
         return False
-
-
-def _renewed(ix: FileIndex, stale: Searcher | None) -> Searcher:
-    """A searcher on the latest commit that reuses ``stale``'s readers of unchanged segments.
-
-    Opening every segment again costs ~15 ms on 10k notes, after every commit. Whoosh's own
-    ``refresh()`` is not used: it reuses a segment's reader even when the segment gained
-    deletions (its cached deletion set then hides nothing new). Here one is reused while its
-    segment's deletion count (it only grows) stays, else remade on its files (``with_deletions``)."""
-    if stale is None:
-        return ix.searcher()
-    reusable = {reader.segment().segment_id(): reader for reader, _ in stale.reader().leaf_readers()
-                if reader.segment() is not None and not reader.is_closed}
-    readers = []
-    try:
-        toc = read_toc(ix)
-        for segment in toc.segments:
-            reader = reusable.pop(segment.segment_id(), None)
-            if reader is None:
-                reader = SegmentReader(ix.storage, toc.schema, segment, generation=toc.generation)
-            elif reader.segment().deleted_count() != segment.deleted_count():
-                reader = with_deletions(reader, segment)  # the old one's files are the twin's now
-            readers.append(reader)
-    except Exception:  # a commit raced the table of contents: open everything the plain way
-        for reader in readers:
-            with contextlib.suppress(Exception):
-                reader.close()
-        with contextlib.suppress(Exception):
-            stale.close()
-        return ix.searcher()
-    for reader in reusable.values():  # segments merged away or with new deletions
-        with contextlib.suppress(Exception):
-            reader.close()
-    combined = MultiReader(readers, generation=toc.generation) if readers else EmptyReader(toc.schema)
-    return Searcher(combined, fromindex=ix)

@@ -50,7 +50,8 @@ The patches, applied when this module is first imported (before any writer exist
 
 The private names read (``PRIVATE_NAMES``, ``ATTRIBUTES``), each behind a function at the end:
 writers that do not lock, finish a segment or commit given segments; the table of contents; a
-reader's folder; a reader remade around new deletions. A segment's lexicon and postings read off
+reader's folder; a reader remade around new deletions; a searcher renewed after a commit that
+reuses the readers of unchanged segments. A segment's lexicon and postings read off
 the mapped whoosh3 files are the seam's other module, ``whoosh_files.py``.
 """
 
@@ -77,6 +78,9 @@ import whoosh.reading
 import whoosh.util
 import whoosh.writing
 from whoosh.filedb.filestore import FileStorage
+from whoosh.index import FileIndex
+from whoosh.reading import EmptyReader, MultiReader, SegmentReader
+from whoosh.searching import Searcher
 from whoosh.system import _INT_SIZE
 from whoosh.util.numeric import byte_to_length
 
@@ -428,3 +432,38 @@ def reader_folder(reader: Any) -> str | None:
     """The folder of the index a segment reader reads (None for another kind of reader)."""
     storage = getattr(reader, "_storage", None)
     return getattr(getattr(storage, "b", storage), "folder", None)  # .b: an overlay over the folder
+
+
+def renewed_searcher(ix: FileIndex, stale: Searcher | None) -> Searcher:
+    """A searcher on the latest commit that reuses ``stale``'s readers of unchanged segments.
+
+    Opening every segment again costs ~15 ms on 10k notes, after every commit. Whoosh's own
+    ``refresh()`` is not used: it reuses a segment's reader even when the segment gained
+    deletions (its cached deletion set then hides nothing new). Here one is reused while its
+    segment's deletion count (it only grows) stays, else remade on its files (``with_deletions``)."""
+    if stale is None:
+        return ix.searcher()
+    reusable = {reader.segment().segment_id(): reader for reader, _ in stale.reader().leaf_readers()
+                if reader.segment() is not None and not reader.is_closed}
+    readers = []
+    try:
+        toc = read_toc(ix)
+        for segment in toc.segments:
+            reader = reusable.pop(segment.segment_id(), None)
+            if reader is None:
+                reader = SegmentReader(ix.storage, toc.schema, segment, generation=toc.generation)
+            elif reader.segment().deleted_count() != segment.deleted_count():
+                reader = with_deletions(reader, segment)  # the old one's files are the twin's now
+            readers.append(reader)
+    except Exception:  # a commit raced the table of contents: open everything the plain way
+        for reader in readers:
+            with contextlib.suppress(Exception):
+                reader.close()
+        with contextlib.suppress(Exception):
+            stale.close()
+        return ix.searcher()
+    for reader in reusable.values():  # segments merged away or with new deletions
+        with contextlib.suppress(Exception):
+            reader.close()
+    combined = MultiReader(readers, generation=toc.generation) if readers else EmptyReader(toc.schema)
+    return Searcher(combined, fromindex=ix)
