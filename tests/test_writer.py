@@ -498,6 +498,36 @@ def test_move_to_trash_adds_suffixes(tmp_path: Path) -> None:
     assert not (tmp_path / "c" / "Note.md").exists()
 
 
+@pytest.mark.parametrize("hard_links", [True, False], ids=["hard links", "no hard links (FAT)"])
+def test_racing_trashers_of_one_name_each_keep_their_note(tmp_path: Path, monkeypatch, hard_links: bool) -> None:
+    """Write tools of different notes run side by side (writes/tools.py): eight notes of one name
+    moved to the trash at once each land under a name of their own, on a disk without hard
+    links too (there the name is reserved with O_EXCL before the move)."""
+    if not hard_links:
+        def no_link(*args: object, **kwargs: object) -> None:
+            raise OSError(errno.EXDEV, "no hard links here")
+
+        monkeypatch.setattr(os, "link", no_link)
+    for n in range(8):
+        (tmp_path / f"f{n}").mkdir()
+        (tmp_path / f"f{n}" / "Note.md").write_text(f"note {n}")
+    start = threading.Barrier(8)
+    moved: list[str] = []
+
+    def trash(n: int) -> None:
+        start.wait(30)
+        moved.append(move_to_trash(tmp_path, f"f{n}/Note.md"))
+
+    threads = [threading.Thread(target=trash, args=(n,)) for n in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(30)
+    assert len(set(moved)) == 8
+    assert sorted((tmp_path / m).read_text() for m in moved) == [f"note {n}" for n in range(8)]
+    assert not any((tmp_path / f"f{n}" / "Note.md").exists() for n in range(8))
+
+
 def test_move_to_trash_errors(tmp_path: Path) -> None:
     with pytest.raises(NotFound):
         move_to_trash(tmp_path, "gone.md")

@@ -195,15 +195,20 @@ def _claim(temp: Path, final: Path) -> bool:
     except OSError as exc:
         if not lacks_hard_links(exc):
             raise
-    # No hard links here: reserve the name with O_EXCL, then rename the temp onto it.
+    return _reserve_then_move(temp, final)
+
+
+def _reserve_then_move(source: Path, dest: Path) -> bool:
+    """Where there are no hard links: reserve ``dest`` with O_EXCL, then move ``source`` onto it.
+    False when ``dest`` is taken (by another thread or process too)."""
     try:
-        os.close(os.open(final, os.O_WRONLY | os.O_CREAT | os.O_EXCL | O_BINARY, 0o600))
+        os.close(os.open(dest, os.O_WRONLY | os.O_CREAT | os.O_EXCL | O_BINARY, 0o600))
     except FileExistsError:
         return False
     try:
-        replace_file(temp, final)
+        replace_file(source, dest)
     except OSError:
-        _unlink_quietly(final)
+        _unlink_quietly(dest)
         raise
     return True
 
@@ -311,10 +316,7 @@ def _move_no_clobber(source: Path, dest: Path) -> bool:
     except OSError as exc:
         if not lacks_hard_links(exc):
             raise
-        if os.path.lexists(dest):  # racy, but only on file systems without hard links
-            return False
-        os.rename(source, dest)
-        return True
+        return _reserve_then_move(source, dest)
     try:
         unlink_file(source)  # waits briefly while another program holds the note open (Windows)
     except OSError:
