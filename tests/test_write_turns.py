@@ -5,6 +5,7 @@ commit wait for is the file steps under way when they ask (index/commits.py ``Wr
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import threading
@@ -12,9 +13,11 @@ import time
 from pathlib import Path
 from typing import Any
 
+import pytest
 from conftest import in_threads
 
 from vault_mem.index import filelocks, journal
+from vault_mem.index.build import reconcile
 from vault_mem.index.commits import Written
 from vault_mem.mcp_server.app import Calls
 from vault_mem.writes import tools
@@ -174,3 +177,87 @@ def test_a_file_lock_waits_for_another_process(tmp_path: Path) -> None:
         with filelocks.held(lock):
             assert mark.exists()
         holder.wait(WAIT)
+
+
+def test_appends_through_a_symlinked_folder_and_its_target_take_one_turn(make_vault) -> None:
+    """A folder linked inside the vault shows its notes twice (two paths, one file): the turn
+    follows the file, so appends through both paths at once keep every paragraph."""
+    vault = make_vault({"projects/x.md": "---\ntitle: X\n---\nfirst\n"})
+    try:
+        os.symlink("projects", vault.root / "alias", target_is_directory=True)
+    except OSError as exc:  # Windows without the right to make symlinks
+        pytest.skip(f"no symlinks here: {exc}")
+    reconcile(vault.index)
+    calls = Calls(vault)
+    failures: list[dict[str, Any]] = []
+
+    def appends(ref: str) -> None:
+        for n in range(5):
+            answer = calls.answer("memory_edit", {"agent": "t", "ref": ref, "append": f"{ref} {n}"}, None)
+            if answer["status"] != "ok":
+                failures.append(answer)
+
+    threads = [threading.Thread(target=appends, args=(ref,)) for ref in ("projects/x", "alias/x")]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(WAIT)
+    assert failures == []
+    text = (vault.root / "projects/x.md").read_text()
+    assert all(f"{ref} {n}\n" in text for ref in ("projects/x", "alias/x") for n in range(5))
+
+
+def test_an_edit_aimed_at_a_deleted_note_leaves_the_new_note_of_its_name_alone(make_vault, monkeypatch) -> None:
+    """While an edit waits for its note's turn, the note is deleted and another takes its name:
+    the edit answers not_found and changes nothing (it resolved the old note before it waited)."""
+    vault = make_vault({"n.md": "---\nid: old-1\ntitle: N\n---\nold\n"})
+    calls = Calls(vault)
+    take_turn = tools._take_turn
+    replaced = []
+
+    def replaced_meanwhile(root: Path, rel: str) -> None:
+        if rel == "n.md" and not replaced:
+            replaced.append(rel)
+            (vault.root / "n.md").write_text("---\nid: new-1\ntitle: N\n---\nnew\n")
+        take_turn(root, rel)
+
+    monkeypatch.setattr(tools, "_take_turn", replaced_meanwhile)
+    answer = calls.answer("memory_edit", {"agent": "t", "ref": "old-1", "append": "more"}, None)
+    assert replaced and answer["status"] == "not_found", answer
+    assert (vault.root / "n.md").read_text() == "---\nid: new-1\ntitle: N\n---\nnew\n"
+
+
+def test_two_writes_into_one_new_folder_spelled_two_ways_make_one_folder(make_vault, monkeypatch) -> None:
+    """A new note's folder is looked up and made under the folder's turn: a second write into
+    "projects" while the first is making "Projects" files into the folder the first made."""
+    vault = make_vault(NOTES)
+    calls = Calls(vault)
+    spelling = tools.existing_spelling
+    first_inside, second_done = threading.Event(), threading.Event()
+
+    def first_waits(root: Path, domain: str) -> str:
+        found = spelling(root, domain)  # no folder of that name yet: "Projects" it will be
+        if threading.current_thread().name == "first":
+            first_inside.set()
+            second_done.wait(1.0)  # without the folder's turn the second write is done by now
+        return found
+
+    monkeypatch.setattr(tools, "existing_spelling", first_waits)
+    answers: dict[str, dict[str, Any]] = {}
+
+    def write(name: str, domain: str) -> None:
+        answers[name] = calls.answer("memory_write", {"agent": "t", "title": name, "content": "x",
+                                                      "domain": domain}, None)
+        if name == "second":
+            second_done.set()
+
+    first = threading.Thread(target=write, args=("first", "Projects"), name="first")
+    first.start()
+    assert first_inside.wait(WAIT)
+    second = threading.Thread(target=write, args=("second", "projects"), name="second")
+    second.start()
+    first.join(WAIT)
+    second.join(WAIT)
+    assert answers["first"]["status"] == answers["second"]["status"] == "ok"
+    folders = [p.name for p in vault.root.iterdir() if p.is_dir() and p.name.lower() == "projects"]
+    assert len(folders) == 1, folders

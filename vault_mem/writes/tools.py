@@ -96,8 +96,9 @@ DELETE_PARAMS = (AGENT, REF, IF_ETAG)
 # submits it to the index, and two threads interleaving those steps on one note would lose an
 # update. Writes of different notes run side by side: their file steps are mostly waits (fsync,
 # the journal's and the agent's file locks), and run one at a time they bounded a busy server's
-# saves (docs/concurrency.md). A note's turn is one of ``NOTE_TURNS`` locks, picked by its path
-# (case and Unicode form folded, as a case-insensitive disk would); a thread holds at most one,
+# saves (docs/concurrency.md). A note's turn is one of ``NOTE_TURNS`` locks, picked by the file
+# its path leads to (symlinks followed: a folder linked inside the vault shows its notes twice;
+# case and Unicode form folded, as a case-insensitive disk would); a thread holds at most one,
 # so two writes can never wait for each other's. Another process or an editor can still change
 # the file in between: ``if_etag`` and the re-read in ``_rewrite`` catch that.
 NOTE_TURNS = 64
@@ -133,11 +134,15 @@ def one_note_at_a_time(tool: Tool) -> Tool:
     return serialized
 
 
-def _take_turn(rel: str) -> None:
-    """Hold the turn of the note at ``rel`` (OS-relative) until this write's file steps end; a
-    thread that holds another note's turn lets go of it first (an edit whose note was renamed
-    meanwhile tries again on the new path)."""
-    key = unicodedata.normalize("NFC", rel).casefold()
+def _take_turn(root: Path, rel: str) -> None:
+    """Hold the turn of the file at ``root / rel`` (a note, or a folder about to be made) until
+    this write's file steps end, or until it takes another turn: a thread lets go of the one it
+    holds first (a new note's folder, then the note)."""
+    try:
+        where = os.path.realpath(root / rel)
+    except (ValueError, OSError):  # a name no file system takes (a NUL): the call refuses it next
+        where = str(root / rel)
+    key = unicodedata.normalize("NFC", where).casefold()
     turn = _NOTE_TURNS[hash(key) % NOTE_TURNS]
     held = getattr(_HOLDING, "turn", None)
     if held is turn:
@@ -292,13 +297,17 @@ def _create(view: View, args: Args, agent: str, defaults: dict[str, Any], tool: 
     title = args.required_str("title", max_len=MAX_TITLE).strip()
     content = _body_text(args, "content") or ""
     domain = args.text("domain", None, max_len=1000)
-    folder, domain = _folder(view, domain if domain is not None else defaults.get("domain", ""))
+    domain = domain if domain is not None else defaults.get("domain", "")
+    # The folder's turn until the note has its name: two writes into a new folder spelled
+    # "Projects" and "projects" would each make one on a case-sensitive disk.
+    _take_turn(view.vault.root, domain.strip())
+    folder, domain = _folder(view, domain)
     view.check_write(f"{domain}/{note_filename(title)}".lstrip("/"), tool)
     fields = _new_fields(args, agent, title, defaults)
     data = render_note(fields, content).encode("utf-8")
     final = create_exclusive(folder, note_filename(title), data)
     rel = final.relative_to(view.vault.root).as_posix()
-    _take_turn(rel)  # nobody else knows the name yet; an edit of the new note waits for its submission
+    _take_turn(view.vault.root, rel)  # nobody else knows the name yet; an edit of it waits for its submission
     warnings = landed(view, tool, agent, [change(rel, rel, title, fields["id"], None, data)])
     note = _index_file(view, rel, tool, agent)
     return _attributed(view, _answer(note), tool, agent, note.title, {rel: None}, warnings)
@@ -334,13 +343,20 @@ def _current(view: View, ref: str, tool: str) -> tuple[str, bytes]:
     record = view.record(resolve_ref(view, ref))
     view.check_write(record["path"], tool)
     rel = record.get("fsrel") or record["path"]
-    _take_turn(rel)
+    _take_turn(view.vault.root, rel)
     try:
-        return rel, read_whole(note_file(view.vault.root, rel))
+        data = read_whole(note_file(view.vault.root, rel))
     except FileNotFoundError:
         raise NotFound(f"{record['path']} is gone from the vault (deleted or moved since it was indexed)") from None
     except OSError as exc:
         raise WriteFailed(f"{record['path']} cannot be read ({exc.strerror}); nothing was changed") from exc
+    # The call's view may predate a delete of this note and a new note under its name, made
+    # while this write waited for the turn: the note asked for is gone, not the new one. (Only
+    # a declared id tells: a derived one follows the path, and a write pins it into the file.)
+    if record.get("has_id") and read_note(view.vault.root, rel, None).uid != record["uid"]:
+        raise NotFound(f"{record['path']} now holds another note (id changed since it was indexed): "
+                       f"the one asked for ({record['uid']}) was deleted or moved; nothing was changed")
+    return rel, data
 
 
 def _check_preconditions(args: Args, rel: str, data: bytes, root: Path, history: DateSource | None) -> None:
