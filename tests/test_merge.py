@@ -258,3 +258,78 @@ def test_a_few_edits_leave_a_built_segment_in_its_tier_and_many_merge_it_down(tm
     assert any(s.segment_id() == built.segment_id() for s in plan(segments))
     merge_all(index.dir)
     assert_index_equals_files(index)
+
+
+def index_contents(index: VaultIndex) -> tuple[dict[str, object], dict[tuple[str, bytes], list[tuple[str, float]]]]:
+    """What a search can see of ``index``: each live note's stored record and field lengths, and
+    each term's live postings (note path, weight)."""
+    with index.searching() as searcher:
+        reader = searcher.reader()
+        live = [d for d in range(reader.doc_count_all()) if not reader.is_deleted(d)]
+        paths = {d: reader.stored_fields(d)["path"] for d in live}
+        fields = [name for name, field in index.open().schema.items() if field.scorable]
+        records = {paths[d]: (reader.stored_fields(d), [reader.doc_field_length(d, f, 0) for f in fields])
+                   for d in live}
+        postings: dict[tuple[str, bytes], list[tuple[str, float]]] = {}
+        for fieldname, term in reader.all_terms():
+            matcher = reader.postings(fieldname, term)
+            found = []
+            while matcher.is_active():
+                if matcher.id() in paths:
+                    found.append((paths[matcher.id()], matcher.weight()))
+                matcher.next()
+            if found:
+                postings[(fieldname, term)] = sorted(found)
+    return records, postings
+
+
+def test_folding_its_own_tiny_segments_from_their_notes_gives_the_index_reading_them_gives(
+        tmp_path: Path, monkeypatch) -> None:
+    """A live commit folds the tiny segments this process committed from the notes they were made
+    of (``commits.OwnTiny``) instead of reading them back: the same notes, terms, weights and
+    lengths as the fold that reads them, deletions and notes edited twice between folds included."""
+    from vault_mem.index import commits
+
+    opened: list[int] = []
+    real_reader = commits.SegmentReader
+
+    def counted(*args: object, **kwargs: object) -> object:
+        opened.append(1)
+        return real_reader(*args, **kwargs)
+
+    monkeypatch.setattr(commits, "SegmentReader", counted)
+    # Each step edits one to three notes (some twice in a row) and now and then deletes one.
+    steps = [([f"d/n{i % 5}.md" for i in range(k, k + 1 + k % 3)], [f"d/n{11 - k}.md"] if k % 4 == 3 else [])
+             for k in range(14)]
+    results = []
+    for name, own in (("own", True), ("read", False)):
+        root = write_notes(tmp_path / name, {f"d/n{i}.md": note(i) for i in range(30)})  # built: not tiny
+        for path in root.rglob("*.md"):  # the two vaults alike to the nanosecond
+            os.utime(path, ns=(1_600_000_000_000_000_000, 1_600_000_000_000_000_000))
+        index = VaultIndex(root, tmp_path / f"{name}-index")
+        build(index, procs=1)
+        index.fold_at = 4
+        if not own:
+            index.own_tiny.keep = lambda segment_id, notes: None  # type: ignore[method-assign]
+        opened.clear()
+        for k, (edits, removals) in enumerate(steps):
+            notes = []
+            for rel in dict.fromkeys(edits):
+                (root / rel).write_text(note(int(rel[3:-3]), f"edit {k}"), encoding="utf-8")
+                os.utime(root / rel, ns=(1_700_000_000_000_000_000 + k, 1_700_000_000_000_000_000 + k))
+                notes.append((read_note(root, rel), rel))
+            for rel in removals:
+                (root / rel).unlink()
+            index.apply(notes, removals)
+        assert bool(opened) != own, "own tiny segments are folded from their notes, others read"
+        assert len(index.open()._read_toc().segments) < len(steps)  # folds happened
+        results.append(index_contents(index))
+        on_disk = {p.relative_to(root).as_posix() for p in root.rglob("*.md")}
+    (own_records, own_postings), (read_records, read_postings) = results
+    assert own_records.keys() == read_records.keys() == on_disk
+    for path, (stored, lengths) in own_records.items():
+        other_stored, other_lengths = read_records[path]
+        assert lengths == other_lengths, path
+        assert {k: v for k, v in stored.items() if k != "record"} == \
+            {k: v for k, v in other_stored.items() if k != "record"}, path
+    assert own_postings == read_postings

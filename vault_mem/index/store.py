@@ -30,9 +30,9 @@ from whoosh.writing import SegmentWriter
 
 from vault_mem.errors import IndexBusy, VaultUnavailable
 from vault_mem.git.history import History, history_for
-from vault_mem.index.commits import TINY_FOLD, WAITING_DIR, Batch, ProcessTurn, Turns, Written, fold_tiny
+from vault_mem.index.commits import TINY_FOLD, WAITING_DIR, Batch, OwnTiny, ProcessTurn, Turns, Written, fold_tiny
 from vault_mem.index.schema import SCHEMA_VERSION, document_of, make_schema
-from vault_mem.index.whoosh_seam import frozen_segment, lend_searcher, renewed_searcher, with_deletions
+from vault_mem.index.whoosh_seam import frozen_segment, lend_searcher, new_segment_id, renewed_searcher, with_deletions
 from vault_mem.vault.note import Note
 from vault_mem.vault.paths import INDEX_DIRNAME
 from vault_mem.vault.portable import replace_file, user_cache_root
@@ -157,6 +157,7 @@ class VaultIndex:
         self._open_batch: Batch | None = None
         self._committing = threading.Lock()  # one group commit at a time in this process
         self.fold_at: int | None = TINY_FOLD  # see fold_tiny (None: never, for tests of merges)
+        self.own_tiny = OwnTiny()  # the notes of the tiny segments this process's commits made
         self.turns = Turns(self.dir)
         self._write_turn = ProcessTurn()  # held by this process's one writer
         self.written = Written()  # what this process indexed itself (for its watcher)
@@ -406,8 +407,10 @@ class VaultIndex:
         lend_searcher(writer, Searcher(combined, closereader=False))
 
     @contextlib.contextmanager
-    def writer(self, timeout: float | None = None) -> Iterator[SegmentWriter]:
-        """A writer committed when the block ends, cancelled (releasing the lock) when it raises.
+    def writer(self, timeout: float | None = None,
+               added: list[tuple[Note, str]] | None = None) -> Iterator[SegmentWriter]:
+        """A writer committed when the block ends, cancelled (releasing the lock) when it raises;
+        ``added``: the notes the block adds, in order, and nothing else (see ``commit_live``).
 
         The commit adds one small segment and merges nothing bigger than what live commits make
         (``index/commits.py``), so its cost does not grow with the index; ``index/merge.py``
@@ -416,16 +419,24 @@ class VaultIndex:
         w = self.acquire_writer(timeout)
         try:
             yield w
-            self.commit_live(w)
+            self.commit_live(w, added)
         except BaseException:
             # A writer whose work or commit raised keeps Whoosh's lock until it is cancelled.
             with contextlib.suppress(Exception):
                 w.cancel()
             raise
 
-    def commit_live(self, writer: SegmentWriter) -> None:
-        """Commit a live writer's change: one new segment, with the tiny ones folded in (``fold_tiny``)."""
-        writer.commit(mergetype=lambda w, segments: fold_tiny(w, segments, self.fold_at))
+    def commit_live(self, writer: SegmentWriter, added: list[tuple[Note, str]] | None = None) -> None:
+        """Commit a live writer's change: one new segment, with the tiny ones folded in (``fold_tiny``).
+        ``added``: the notes the writer added, in order, when nothing else was (kept for a later fold)."""
+        def merge(w: SegmentWriter, segments: list[Any]) -> list[Any]:
+            kept = fold_tiny(w, segments, self.fold_at, self.own_tiny)
+            taken = self.own_tiny.taken
+            if added and taken is not None:  # the new segment: these notes, then those folded in
+                self.own_tiny.keep(new_segment_id(w), added + taken)
+            return kept
+
+        writer.commit(mergetype=merge)
 
     def apply(self, notes: list[tuple[Note, str]], removed: list[str], timeout: float | None = None) -> None:
         """Index ``notes`` (each with its OS-relative path) and drop ``removed`` paths, committed
@@ -461,7 +472,8 @@ class VaultIndex:
                     self._close(batch)  # later changes make the next batch
                     if batch.changes:
                         left = None if timeout is None else max(0.0, timeout - (time.monotonic() - started))
-                        with self.writer(left) as w:
+                        added = [change for change in batch.changes.values() if change is not None]
+                        with self.writer(left, added) as w:
                             for path, change in batch.changes.items():
                                 if change is None:
                                     w.delete_by_term("path", path)

@@ -51,8 +51,9 @@ The patches, applied when this module is first imported (before any writer exist
 The private names read (``PRIVATE_NAMES``, ``ATTRIBUTES``), each behind a function at the end:
 writers that do not lock, finish a segment or commit given segments; the table of contents; a
 reader's folder; a reader remade around new deletions; a searcher renewed after a commit that
-reuses the readers of unchanged segments. A segment's lexicon and postings read off
-the mapped whoosh3 files are the seam's other module, ``whoosh_files.py``.
+reuses the readers of unchanged segments; the id of the segment a writer is making. A segment's
+lexicon and postings read off the mapped whoosh3 files are the seam's other module,
+``whoosh_files.py``.
 """
 
 from __future__ import annotations
@@ -157,6 +158,7 @@ ATTRIBUTES: tuple[tuple[type, tuple[str, ...]], ...] = (
     (whoosh.codec.whoosh3.W3Segment, ("_deleted",)),  # frozen_segment
     (whoosh.reading.SegmentReader, ("_segment", "_perdoc")),  # with_deletions
     (whoosh.codec.whoosh3.W3PerDocReader, ("_segment",)),
+    (whoosh.writing.SegmentWriter, ("newsegment",)),  # new_segment_id
 )
 
 
@@ -467,3 +469,8 @@ def renewed_searcher(ix: FileIndex, stale: Searcher | None) -> Searcher:
             reader.close()
     combined = MultiReader(readers, generation=toc.generation) if readers else EmptyReader(toc.schema)
     return Searcher(combined, fromindex=ix)
+
+
+def new_segment_id(writer: Any) -> str:
+    """The id of the segment ``writer`` is making (named when the writer was opened)."""
+    return str(writer.newsegment.segment_id())
