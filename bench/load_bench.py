@@ -13,6 +13,9 @@ session created). Every call's latency and status is recorded. Afterwards every
 acknowledged write is checked on disk (the file exists and holds what was written) and
 through memory_search (its unique title word finds it).
 
+``--trace FILE`` writes every call (when it started, kind, tool, latency, status) to a CSV file,
+to see when the slow calls happen (a background merge every few seconds, say).
+
 ``--workers N`` is passed to ``serve`` (default 1: one process, as before the option existed);
 ``--mode`` is the client's protocol (legacy sessions, or the stateless 2026-07-28 requests).
 The CPU line sums the server's whole process tree, and with workers the bench says which
@@ -368,6 +371,12 @@ async def run(args: argparse.Namespace, work: Path) -> bool:
         ticks_after = machine_ticks()
         per_worker = {child: cpu_seconds(child) - cpu for child, cpu in per_worker.items()}
         lost = await verify(url, root, shared)
+        if args.trace is not None:
+            with args.trace.open("w", encoding="utf-8") as out:
+                out.write("at,kind,tool,ms,status\n")
+                for c in sorted(shared.calls, key=lambda c: c.at):
+                    out.write(f"{c.at - start:.3f},{c.kind},{c.tool},{c.ms:.1f},{c.status}\n")
+            print(f"every call written to {args.trace}")
         ok = report(shared, elapsed, lost)
         print(f"CPU during the run ({os.cpu_count()} cores): server {cpu_server:.1f} s "
               f"({cpu_server / elapsed:.0%} of one core), clients {cpu_client:.1f} s ({cpu_client / elapsed:.0%})")
@@ -402,6 +411,8 @@ def main() -> None:
     parser.add_argument("--writes", type=float, default=0.2,
                         help="the share of calls that write (default 0.2; 0 for reads only, 1 for writes only)")
     parser.add_argument("--keep", action="store_true", help="keep the generated vault and the server log")
+    parser.add_argument("--trace", type=Path, default=None,
+                        help="write every call (seconds since the start, kind, tool, ms, status) to this CSV file")
     args = parser.parse_args()
     work = Path(tempfile.mkdtemp(prefix="vault-mem-load-"))
     try:
