@@ -33,10 +33,11 @@ TINY_FOLD = 8  # this many tiny segments and the next commit folds them into its
 
 
 def fold_tiny(writer: SegmentWriter, segments: list[Any], at: int | None = TINY_FOLD,
-              own: OwnTiny | None = None) -> list[Any]:
+              own: OwnTiny | None = None) -> tuple[list[Any], list[tuple[Note, str]] | None]:
     """Whoosh's merge policy for a live commit: once ``at`` tiny segments piled up, fold
     them into the segment the commit writes (their few documents, as this writer sees them, its
-    own deletions included); leave every other segment as it is.
+    own deletions included); leave every other segment as it is. Returns the segments left and
+    the notes taken in, in document order (None when a segment was read back instead).
 
     Every searcher pays for each segment on every query and on every renewal, and under steady
     saves the background merge (a process started every few seconds) trails far behind the
@@ -45,29 +46,27 @@ def fold_tiny(writer: SegmentWriter, segments: list[Any], at: int | None = TINY_
     itself (``own``) is taken in again from the notes it was made of, seven times cheaper than
     reading it back (a reader per segment, every posting decoded); any other is read.
     """
-    if own is not None:
-        own.taken = []
     tiny = [segment for segment in segments if segment.doc_count_all() <= TINY]
     if at is None or len(tiny) < at:
-        return segments
+        return segments, []
+    taken: list[tuple[Note, str]] | None = []
     for segment in tiny:
         notes = own.pop(segment.segment_id()) if own is not None else None
         if notes is not None and len(notes) == segment.doc_count_all():
-            for docnum, (note, fsrel) in enumerate(notes):
-                if not segment.is_deleted(docnum):
-                    writer.add_document(**document_of(note, fsrel))
-                    if own is not None and own.taken is not None:
-                        own.taken.append((note, fsrel))
+            live = [(note, fsrel) for docnum, (note, fsrel) in enumerate(notes) if not segment.is_deleted(docnum)]
+            for note, fsrel in live:
+                writer.add_document(**document_of(note, fsrel))
+            if taken is not None:
+                taken += live
             continue
-        if own is not None:
-            own.taken = None  # the new segment holds documents no note here stands for
+        taken = None  # the new segment holds documents no note here stands for
         reader = SegmentReader(writer.storage, writer.schema, segment, generation=writer.generation)
         try:
             writer.add_reader(reader)
         finally:
             reader.close()
     folded = {segment.segment_id() for segment in tiny}
-    return [segment for segment in segments if segment.segment_id() not in folded]
+    return [segment for segment in segments if segment.segment_id() not in folded], taken
 
 
 class OwnTiny:
@@ -79,7 +78,6 @@ class OwnTiny:
 
     def __init__(self) -> None:
         self._by_segment: OrderedDict[str, list[tuple[Note, str]]] = OrderedDict()
-        self.taken: list[tuple[Note, str]] | None = []  # what the fold under way took in from notes
 
     def keep(self, segment_id: str, notes: list[tuple[Note, str]]) -> None:
         if notes and len(notes) <= TINY:

@@ -430,8 +430,7 @@ class VaultIndex:
         """Commit a live writer's change: one new segment, with the tiny ones folded in (``fold_tiny``).
         ``added``: the notes the writer added, in order, when nothing else was (kept for a later fold)."""
         def merge(w: SegmentWriter, segments: list[Any]) -> list[Any]:
-            kept = fold_tiny(w, segments, self.fold_at, self.own_tiny)
-            taken = self.own_tiny.taken
+            kept, taken = fold_tiny(w, segments, self.fold_at, self.own_tiny)
             if added and taken is not None:  # the new segment: these notes, then those folded in
                 self.own_tiny.keep(new_segment_id(w), added + taken)
             return kept
