@@ -11,13 +11,15 @@ import threading
 import time
 from pathlib import Path
 
+import pytest
 from conftest import commit_note, write_notes
 from filelock import FileLock
 from whoosh.reading import SegmentReader
 
 from vault_mem.index import merge
 from vault_mem.index.build import build
-from vault_mem.index.merge import FACTOR, MERGE_LOCK, merge_all, plan
+from vault_mem.index.commits import TINY, TINY_FOLD
+from vault_mem.index.merge import FACTOR, MERGE_LOCK, merge_all, merge_once, plan
 from vault_mem.index.store import VaultIndex
 from vault_mem.reads.memory_search import memory_search
 from vault_mem.runtime.watcher import Watcher
@@ -132,13 +134,20 @@ def test_a_merge_killed_at_any_moment_leaves_an_index_equal_to_the_files(tmp_pat
     index = many_segments(tmp_path, notes=400, singles=4 * FACTOR)
     command = [sys.executable, "-m", "vault_mem.index.merge", str(index.dir)]
     killed_mid_merge = 0
-    for delay in (0.0, 0.05, 0.1, 0.2, 0.3, 0.45, 0.6, 0.8, 1.0, 1.3):
+    # Killed some time after it started, or after it began writing (its work folder appeared: on a
+    # busy machine a fixed delay from the start may always hit the start-up or the end).
+    moments = [("start", d) for d in (0.0, 0.05, 0.1, 0.3)] + [("writing", d) for d in (0.0, 0.02, 0.05, 0.1, 0.2, 0.4)]
+    for after, delay in moments:
         if not plan(index.open()._read_toc().segments):
             index.close()
-            for i in range(FACTOR):  # more small commits, so that there is a merge to kill
-                commit_note(index, f"d{i % 3}/n{i}.md", note(i, f"again {delay} {i}"))
+            for i in range(2 * FACTOR):  # more small commits than a live fold takes: a merge to kill
+                commit_note(index, f"d{i % 3}/n{i}.md", note(i, f"again {after} {delay} {i}"))
         proc = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                                 stderr=subprocess.DEVNULL)
+        if after == "writing":
+            began = time.monotonic() + 60
+            while time.monotonic() < began and proc.poll() is None and not (index.dir / merge.WORK_DIR).exists():
+                time.sleep(0.001)
         deadline = time.monotonic() + delay
         while time.monotonic() < deadline and proc.poll() is None:
             time.sleep(0.005)
@@ -236,6 +245,7 @@ def test_a_few_edits_leave_a_built_segment_in_its_tier_and_many_merge_it_down(tm
     live commits' one-note segments are merged (that rewrote them right after every build);
     once more than half its notes are deleted, a segment is merged down and its dead dropped."""
     monkeypatch.setattr(merge, "FLOOR", 20)
+    monkeypatch.setattr(merge, "TINY", 0)  # the tiers alone: no segment is left to the live folds here
     notes = 24  # one built segment: 24 documents, tier 1 with a floor of 20
     root = write_notes(tmp_path / "vault", {f"d/n{i}.md": note(i) for i in range(notes)})
     index = VaultIndex(root, tmp_path / "index")
@@ -333,3 +343,40 @@ def test_folding_its_own_tiny_segments_from_their_notes_gives_the_index_reading_
         assert {k: v for k, v in stored.items() if k != "record"} == \
             {k: v for k, v in other_stored.items() if k != "record"}, path
     assert own_postings == read_postings
+
+
+def test_a_merge_leaves_the_tiny_segments_to_the_live_folds_and_is_not_voided_by_one(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Under steady saves every eighth live commit folds the tiny segments in. A merge that took
+    them too found them gone at its swap and voided its work (the segments then piled up to 40);
+    it now merges the others, and takes tiny segments only when more piled up than a fold takes."""
+    monkeypatch.setattr(merge, "FLOOR", 30)  # the built segment of 40 notes is in the tier above
+    root = write_notes(tmp_path / "vault", {f"built/n{i}.md": note(i) for i in range(40)})
+    index = VaultIndex(root, tmp_path / "index")
+    build(index, procs=1)
+    notes = {f"d/n{i}.md": note(i) for i in range(FACTOR * 25 + TINY_FOLD)}
+    write_notes(root, notes)
+    rels = sorted(notes)
+    for batch in range(FACTOR):  # eight small segments above the tiny size: a merge is due
+        index.apply([(read_note(root, rel), rel) for rel in rels[batch * 25:(batch + 1) * 25]], [])
+    for rel in rels[FACTOR * 25:]:  # and as many tiny ones as the next live commit folds
+        index.apply([(read_note(root, rel), rel)], [])
+    segments = index.open()._read_toc().segments
+    assert sum(s.doc_count_all() <= TINY for s in segments) == TINY_FOLD
+    chosen = plan(segments)
+    assert len(chosen) == FACTOR and all(s.doc_count_all() > TINY for s in chosen)
+
+    def live_commit_meanwhile() -> None:  # folds the tiny segments, as the next save does
+        commit_note(index, rels[0], note(0, "saved during the merge"))
+
+    result = merge_once(index.dir, before_swap=live_commit_meanwhile)
+    assert result is not None and result.merged == FACTOR
+    left = index.open()._read_toc().segments
+    # The built segment, the merged one, and the live commit's with the tiny ones folded in.
+    assert sorted(s.doc_count_all() for s in left) == [TINY_FOLD + 1, 40, FACTOR * 25]
+    assert_index_equals_files(index)
+    # With more tiny segments than a fold takes (no live commit folds them), the merge takes them.
+    index.fold_at = None
+    for i in range(TINY_FOLD + 1):
+        commit_note(index, rels[i], note(i, f"again {i}"))
+    assert sum(s.doc_count_all() <= TINY for s in plan(index.open()._read_toc().segments)) == TINY_FOLD + 2

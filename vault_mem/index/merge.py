@@ -49,6 +49,7 @@ from whoosh.filedb.filestore import FileStorage
 from whoosh.index import TOC
 from whoosh.reading import SegmentReader
 
+from vault_mem.index.commits import TINY, TINY_FOLD
 from vault_mem.index.store import clean_debris, write_lock
 from vault_mem.index.whoosh_seam import (
     DEFAULT_INDEX_NAME,
@@ -81,7 +82,16 @@ def tier_size(segment: Any) -> int:
 
 
 def plan(segments: list[Any]) -> list[Any]:
-    """The segments the next merge should combine (empty when none is due)."""
+    """The segments the next merge should combine (empty when none is due).
+
+    The tiny segments are the live commits' to fold (``commits.fold_tiny``) while there are no more
+    than a fold takes: a merge that took them as well lost the race for them to the next commit
+    nearly every time under steady saves (the segment it read was gone by its swap), and the
+    segments piled up to 40 between merges instead of 10. More of them than that means no live
+    commit folds them (another version's process, a test): then they are the merge's."""
+    tiny = [segment for segment in segments if segment.doc_count_all() <= TINY]
+    if len(tiny) <= TINY_FOLD:
+        segments = [segment for segment in segments if segment.doc_count_all() > TINY]
     tiers: dict[int, list[Any]] = {}
     for segment in segments:
         tiers.setdefault(tier(tier_size(segment)), []).append(segment)
