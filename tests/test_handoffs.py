@@ -254,3 +254,44 @@ def test_two_processes_marking_notes_read_and_journaling_keep_each_others_change
     read = agentstate.load(index_dir, "reviewer")["read"]
     assert set(read) == {f"{who}-{i}" for who in "ab" for i in range(40)}
     assert len(journal.entries(index_dir)) == 80
+
+
+def test_the_notes_an_agent_wrote_that_are_still_there_follow_every_commit(tmp_path: Path) -> None:
+    """``lost`` compares what an agent wrote with the notes indexed as its own (kept per segment
+    and per index state): after saves in new segments, edits that delete an old copy, deletions,
+    folds and merges, that set is always exactly the live notes the index holds for the agent,
+    and for a limited caller only those it may see."""
+    from conftest import commit_note, commit_removal
+
+    from vault_mem.index.merge import merge_all
+    from vault_mem.served.context import View
+    from vault_mem.served.mailbox import _written_there
+
+    def note(i: int, agent: str, extra: str = "") -> str:
+        return f"---\nagent: {agent}\n---\nNote {i} {extra}\n"
+
+    root = write_notes(tmp_path / "v", {f"{'a' if i % 2 else 'b'}/n{i}.md": note(i, "coder") for i in range(30)})
+    vault = open_vault(root)
+    index = vault.index
+    limited = Agent("limited", read=("a/",), write=())
+
+    def check() -> None:
+        with index.searching() as searcher:
+            for caller in (None, limited):
+                view = View(vault, searcher, caller)
+                expected = {view.record(d)["path"] for d in view.all_docs() if view.record(d).get("agent") == "coder"}
+                assert _written_there(view, "coder") == expected
+                assert _written_there(view, "coder") is _written_there(view, "coder")  # kept while nothing changes
+
+    check()
+    for i in range(30, 42):  # new notes, each in a segment of its own (and folds of them)
+        commit_note(index, f"a/n{i}.md", note(i, "coder" if i % 3 else "other"))
+        check()
+    commit_note(index, "a/n1.md", note(1, "other", "now someone else's"))  # an edit deletes the old copy
+    commit_note(index, "b/n0.md", note(0, "coder", "edited"))
+    commit_removal(index, "a/n3.md")
+    commit_removal(index, "a/n31.md")
+    check()
+    index.close()
+    assert merge_all(index.dir) is not None
+    check()
