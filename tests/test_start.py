@@ -305,3 +305,29 @@ def test_a_started_server_keeps_the_collector_off_what_it_loaded_once() -> None:
     finally:
         gc.unfreeze()
         gc.set_threshold(*threshold)
+
+
+def test_a_worker_that_does_not_write_follows_the_files_through_the_writers_commits(tmp_path: Path) -> None:
+    """Of ``serve --workers N``, only worker 1 (``writes``) watches the files: a serving worker runs
+    no watcher, and a file saved in an editor is found through it once worker 1 indexed it."""
+    root = write_notes(tmp_path / "v", {"a.md": "# Alpha\n\nfirst\n"})
+    writer_index, reader_index = VaultIndex(root, tmp_path / "ix"), VaultIndex(root, tmp_path / "ix")
+    writer, reader = Runtime(writer_index), Runtime(reader_index, merges=False, writes=False)
+    writer.start()
+    assert writer.wait_ready(HANG)
+    reader.start()
+    try:
+        assert reader.wait_ready(HANG)
+        assert reader.watcher is None and writer.watcher is not None
+        (root / "b.md").write_text("# Bravo\n\nsaved by hand\n", encoding="utf-8")
+
+        def found_by_reader() -> bool:
+            with reader_index.searching() as searcher:
+                return searcher.document(path="b.md") is not None
+
+        eventually(found_by_reader, timeout=HANG, what="worker 1's commit seen by the serving worker")
+    finally:
+        reader.stop()
+        writer.stop()
+        reader_index.close()
+        writer_index.close()

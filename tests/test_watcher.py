@@ -392,25 +392,6 @@ def test_a_save_heard_before_its_submission_is_left_to_its_write_tool(live, monk
     assert has_path(vault.index, "a/new.md") and w.indexed == indexed
 
 
-def test_a_deferring_watcher_leaves_a_change_to_the_writer_and_takes_it_when_nobody_does(live) -> None:
-    """``defer`` (a worker that does not write): a change is looked at again until another
-    process has indexed it; one that nobody indexes is indexed here once it is old enough."""
-    vault, w = live(BASE, defer=120.0)
-    settle(w)
-    (vault.root / "a/by-writer.md").write_text(note("By writer", "indexed by worker 1", uid="d1"))
-    eventually(lambda: w.flushes > 0 and w.queued() == 1, 15.0, "the change looked at and deferred")
-    assert not has_path(vault.index, "a/by-writer.md")
-    vault.index.apply([(read_note(vault.root, "a/by-writer.md"), "a/by-writer.md")], [])  # worker 1
-    settle(w)
-    assert w.indexed == 0
-    vault2, w2 = live({"x.md": "x\n"}, defer=0.5)
-    settle(w2)
-    (vault2.root / "nobody.md").write_text("nobody else indexes this\n")
-    # the watcher counts what it indexed just after its commit, which a reader may see first
-    eventually(lambda: has_path(vault2.index, "nobody.md") and w2.indexed == 1, 15.0,
-               "the deferred change indexed by this watcher")
-
-
 def test_top_level_folder_moved_away_and_recreated_at_once_is_watched_anew(live) -> None:
     """The watch of a moved folder follows its inode; a new folder under the old name needs its own."""
     vault, w = live(BASE)

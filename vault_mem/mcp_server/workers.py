@@ -11,9 +11,8 @@ The socket travels portably: on Linux and macOS as an inherited file descriptor
 (``pass_fds``), on Windows (no fork, no SO_REUSEPORT) as ``socket.share`` bytes written to
 the child's stdin. Every child reads its stdin to the end and stops when it ends, so a
 child never outlives its parent, even one killed with no chance to clean up. Worker 0 alone
-runs the background merges and the git sync, and every write tool call (the others pass theirs
-to it on a socket of its own: mcp_server/delegate.py); every worker watches the files
-(docs/concurrency.md).
+runs the background merges, the git sync, the file watcher, and every write tool call (the
+others pass theirs to it on a socket of its own: mcp_server/delegate.py; docs/concurrency.md).
 """
 
 from __future__ import annotations

@@ -60,16 +60,10 @@ class Watcher:
 
     def __init__(self, index: VaultIndex, reconcile_every: float = RECONCILE_EVERY,
                  on_error: Callable[[str], None] | None = None,
-                 pace: Callable[[str], None] | None = None, quiet: float = DEBOUNCE, defer: float = 0.0) -> None:
-        """``quiet``: the seconds of quiet before a flush. ``defer``: a change the index still
-        lacks is indexed here only once it was heard that many seconds ago, and looked at again
-        until then (a worker of ``serve --workers N`` that does not write: worker 1 indexes the
-        saves, under load seconds after the event, and this one finds them indexed without
-        taking the index's lock)."""
+                 pace: Callable[[str], None] | None = None, quiet: float = DEBOUNCE) -> None:
+        """``quiet``: the seconds of quiet before a flush."""
         self.index = index
         self.quiet = quiet
-        self.defer = defer
-        self._heard: dict[str, float] = {}  # with ``defer``: when each queued file was first heard
         self.max_delay = max(MAX_DELAY, quiet)
         self.pace = pace  # called with each file the periodic check reaches (tests slow it down)
         self.root = index.root
@@ -188,13 +182,11 @@ class Watcher:
             self._watch_top(rel)  # a top-level folder appeared, vanished or was renamed: fix the watches
         self._queue(rel, is_dir)
 
-    def _queue(self, rel: str, is_dir: bool, heard: float | None = None) -> None:
-        """Queue ``rel`` for the next flush (``heard``: when it was first heard, if before now)."""
+    def _queue(self, rel: str, is_dir: bool) -> None:
+        """Queue ``rel`` for the next flush."""
         with self._cond:
             (self._dirs if is_dir else self._files).add(rel)
             now = time.monotonic()
-            if self.defer and not is_dir:
-                self._heard.setdefault(rel, now if heard is None else heard)
             if not self._first_event:
                 self._first_event = now
             self._last_event = now
@@ -350,8 +342,6 @@ class Watcher:
         candidates |= {name for name in spelled.values() if name is not None}
         # What this process's write tools saved and indexed themselves needs nothing (index/commits.py).
         self.index.written.wait_steps(STEPS_WAIT)  # a save heard before it was submitted
-        later = self._not_yet(files)  # heard too recently: left to worker 1 for now
-        retried: dict[str, float] = {}
         candidates = {rel for rel in candidates if not self.index.written.unchanged(self.root, rel)}
         # Only a note's name is ever indexed: a write's temp file and the like need no look at the
         # index (a look renews this thread's searcher, after every commit of a busy server).
@@ -369,7 +359,7 @@ class Watcher:
             path = self.root / rel
             listed = spelled.get(rel, rel) == rel
             if rules.ignored(rel) or not listed or not _is_file(path):
-                if shown in fingerprints and not _defer(rel, later, retried):
+                if shown in fingerprints:
                     removed.append(shown)
                 continue
             seen = fingerprints.get(shown)
@@ -380,30 +370,14 @@ class Watcher:
             if state == "same":
                 continue
             note = read_note(self.root, rel, self.index.history)
-            if same_content(note, seen) or _defer(rel, later, retried):
+            if same_content(note, seen):
                 continue
             changed.append((note, rel))
             if len(changed) >= BATCH:
                 self._apply(changed, removed)
                 changed, removed = [], []
         self._apply(changed, removed)
-        self._requeue(retried)
         self.flushes += 1
-
-    def _not_yet(self, files: set[str]) -> dict[str, float]:
-        """With ``defer``: the files of this batch heard less than ``defer`` s ago (when first heard);
-        the rest are forgotten (this flush settles them)."""
-        if not self.defer:
-            return {}
-        now = time.monotonic()
-        with self._cond:
-            heard = {rel: self._heard.pop(rel) for rel in files if rel in self._heard}
-        return {rel: at for rel, at in heard.items() if now - at < self.defer}
-
-    def _requeue(self, retried: dict[str, float]) -> None:
-        """Queue again the deferred files this flush found the index still lacking."""
-        for rel, heard in retried.items():
-            self._queue(rel, False, heard)
 
     def _apply(self, changed: list[tuple[Note, str]], removed: list[str]) -> None:
         """Write ``changed`` and drop ``removed`` in one commit, skipping what another process (which
@@ -476,14 +450,6 @@ def _identity(path: Path) -> tuple[int, int] | None:
     except OSError:
         return None
     return (st.st_dev, st.st_ino) if stat.S_ISDIR(st.st_mode) else None
-
-
-def _defer(rel: str, later: dict[str, float], retried: dict[str, float]) -> bool:
-    """True when ``rel`` was heard too recently to be indexed here: kept in ``retried``."""
-    if rel not in later:
-        return False
-    retried[rel] = later[rel]
-    return True
 
 
 def _text(path: str | bytes) -> str:
