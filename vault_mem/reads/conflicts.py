@@ -11,12 +11,16 @@ SHOWN = 5
 
 
 def conflict_copies(view: View) -> list[str]:
-    """Vault-relative paths of the conflicted copies in the index, sorted."""
+    """Vault-relative paths of the conflicted copies in the index, sorted (shared: do not modify)."""
     # Asked on every call: a term lookup per segment (no matcher) and the paths of its few hits
-    # (cells: the first call after a start would otherwise read the path of every note).
-    paths = view.cells("path")
-    return sorted(path for doc in view.term_docs("perm", ["conflict"])
-                  if (path := paths[doc]) and CONFLICT_COPY.search(path))
+    # (cells: the first call after a start would otherwise read the path of every note), once
+    # per commit.
+    def make() -> list[str]:
+        paths = view.cells("path")
+        return sorted(path for doc in view.term_docs("perm", ["conflict"])
+                      if (path := paths[doc]) and CONFLICT_COPY.search(path))
+
+    return view.kept("conflicted copies", make)
 
 
 def conflict_hint(view: View) -> str | None:

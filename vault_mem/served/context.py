@@ -11,16 +11,17 @@ Writes ask ``check_write``."""
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Hashable, Iterable
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
 from vault_mem.errors import NotFound
 from vault_mem.index import query, vocabulary
 from vault_mem.index.cells import Cells
 from vault_mem.index.columns import column, path_key_docs, stored_record
+from vault_mem.index.lru import CACHE
 from vault_mem.index.masked import masked_segments
 from vault_mem.index.query import Searcher
 from vault_mem.index.segments import Parts, segments
@@ -30,6 +31,8 @@ from vault_mem.served.agents import Agent
 from vault_mem.vault.frontmatter import split_frontmatter
 from vault_mem.vault.paths import InsideCheck
 from vault_mem.vault.reader import decode, read_bytes
+
+V = TypeVar("V")
 
 MAX_ANSWER_CHARS = 40_000  # no answer's JSON passes this (docs/tools.md, "Bounded")
 ROW_BUDGET = 36_000  # what rows may take, leaving room for the envelope
@@ -99,6 +102,15 @@ class View:
                       else segments(searcher))
         self._records: dict[int, dict[str, Any]] = {}
         self._inside: InsideCheck | None = None  # the root and folders resolved once a call, not once a row
+        self._state: tuple[Any, ...] | None = None
+
+    def kept(self, name: Hashable, make: Callable[[], V]) -> V:
+        """``make()``, kept in the process's shared cache for as long as the view's segments and
+        their deletions (and what its caller may not see) stay: for what every call asks and
+        only a commit changes (under steady saves a dozen calls share each commit)."""
+        if self._state is None:
+            self._state = tuple((segment.key, segment.deletions) for segment in self.parts)
+        return CACHE.get_or_make((name, self._state), make)
 
     def may_read(self, path: str) -> bool:
         return self.caller is None or self.caller.may_read(path)

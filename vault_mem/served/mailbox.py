@@ -172,8 +172,7 @@ def _written_there(view: View, agent: str) -> frozenset[str]:
             there.update(path for docnum, path in _agent_paths(segment, agent) if docnum not in dead)
         return frozenset(there)
 
-    state = tuple((segment.key, segment.deletions) for segment in view.segments())
-    return CACHE.get_or_make(("written there", agent, state), make)
+    return view.kept(("written there", agent), make)
 
 
 def _agent_paths(segment: Segment, agent: str) -> list[tuple[int, str]]:
