@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import random
 import re
 from typing import Any
@@ -234,6 +235,24 @@ async def test_excerpt_centred_on_first_match_with_markers_and_no_headings(make_
         recent = {n["permalink"]: n["excerpt"] for n in (await search(c, limit=50))["notes"]}
         assert recent["memory://none"].startswith("before0 before1") and recent["memory://none"].endswith("...")
         assert not recent["memory://none"].startswith("...") and len(recent["memory://none"]) <= 163
+
+
+async def test_an_excerpt_is_taken_from_the_file_as_it_is_now(make_vault, mcp_session):
+    """The rows' bodies are kept while their file is unchanged; a save (in place or by a rename,
+    before the index has seen it) gives the next excerpt the new text."""
+    vault = make_vault({"n.md": note("N", "the marmot sleeps in winter")})
+    async with mcp_session(vault) as c:
+        excerpt = lambda answer: answer["notes"][0]["excerpt"]  # noqa: E731
+        assert excerpt(await search(c, query="marmot")) == "the marmot sleeps in winter"
+        assert excerpt(await search(c, query="marmot")) == "the marmot sleeps in winter"
+        path = vault.root / "n.md"
+        with path.open("r+", encoding="utf-8") as f:  # in place: the same file, longer
+            f.write(note("N", "the marmot wakes in spring, hungry"))
+        assert excerpt(await search(c, query="marmot")) == "the marmot wakes in spring, hungry"
+        fresh = path.with_name("n.md.tmp")
+        fresh.write_text(note("N", "the marmot dozes in autumn"), encoding="utf-8")
+        os.replace(fresh, path)  # an editor's save: another file under the name
+        assert excerpt(await search(c, query="marmot")) == "the marmot dozes in autumn"
 
 
 # --- filters ---------------------------------------------------------------------------

@@ -11,6 +11,7 @@ Writes ask ``check_write``."""
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Callable, Hashable, Iterable
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
@@ -219,13 +220,31 @@ class View:
         """The note's body as it is on disk now ('' when the file is gone or now leads outside the vault)."""
         if self._inside is None:
             self._inside = InsideCheck(self.vault.root)
-        if not self._inside(self.vault.root / record["fsrel"]):
+        path = self.vault.root / record["fsrel"]
+        if not self._inside(path):
             return ""
-        data, _etag, _size, _mtime, problems = read_bytes(self.vault.root / record["fsrel"])
-        if problems and not data:
-            return str(record.get("head", ""))
-        text, _ = decode(data)
-        return "" if record.get("excalidraw") else split_frontmatter(text).body
+        if record.get("excalidraw"):
+            return ""
+        try:
+            st = os.stat(path)
+        except OSError:
+            return _body_now(record, path)
+        # Kept while the file is unchanged (same inode, size and mtime, as memory_read keeps its
+        # parse): the rows of every search read their notes' bodies for the excerpts.
+        key = ("body", str(self.vault.root), record["fsrel"], st.st_ino, st.st_size, st.st_mtime_ns)
+        return CACHE.get_or_make(key, lambda: _body_now(record, path), _text_size)
+
+
+def _body_now(record: dict[str, Any], path: Path) -> str:
+    data, _etag, _size, _mtime, problems = read_bytes(path)
+    if problems and not data:
+        return str(record.get("head", ""))
+    text, _ = decode(data)
+    return split_frontmatter(text).body
+
+
+def _text_size(text: str) -> int:
+    return 2 * len(text) + 100
 
 
 def json_size(value: Any) -> int:
