@@ -38,7 +38,12 @@ from vault_mem.vault.reader import read_whole
 
 log = logging.getLogger("vault_mem.mcp_server")
 RESOURCE_PAGE = 500
-CALL_THREADS = 6  # tool calls running at once; each thread keeps its own index searcher
+# Tool calls running at once; each thread keeps its own index searcher. The calls hold the interpreter
+# lock nearly all their time, so more threads only share it finer; and the event loop, which reads
+# every request and hands writes to worker 1, then waits behind more of them. Under 32 sessions
+# (bench/load_bench.py) 3 gave the same calls/s as 6 with the write p99 at 238-338 ms instead of
+# 349-446 (two workers), and 134-139 calls/s instead of 129-131 with one.
+CALL_THREADS = 3
 CALLER = "vault_mem.caller"  # the ASGI scope key of an HTTP request's agent (transports.py)
 
 INSTRUCTIONS = (
