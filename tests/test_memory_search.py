@@ -7,6 +7,7 @@ import math
 import os
 import random
 import re
+import time
 from typing import Any
 
 import pytest
@@ -238,21 +239,43 @@ async def test_excerpt_centred_on_first_match_with_markers_and_no_headings(make_
 
 
 async def test_an_excerpt_is_taken_from_the_file_as_it_is_now(make_vault, mcp_session):
-    """The rows' bodies are kept while their file is unchanged; a save (in place or by a rename,
-    before the index has seen it) gives the next excerpt the new text."""
+    """The rows' bodies are kept while their file is unchanged (same inode, size and mtime) once it
+    has been so for a few seconds; any save (before the index has seen it) gives the next excerpt
+    the new text: one of another size, one of the same size in place, one by a rename, and one of
+    the same size within the same tick of the clock (the same mtime)."""
     vault = make_vault({"n.md": note("N", "the marmot sleeps in winter")})
+    path = vault.root / "n.md"
+    hour_ago = path.stat().st_mtime_ns - 3600 * 10**9
+
+    def save(text: str, mtime_ns: int | None, rename: bool = False) -> None:
+        if rename:
+            fresh = path.with_name("n.md.tmp")
+            fresh.write_text(note("N", text), encoding="utf-8")
+            os.replace(fresh, path)  # an editor's save: another file under the name
+        else:
+            with path.open("r+", encoding="utf-8") as f:  # in place: the same file
+                f.write(note("N", text))
+                f.truncate()
+        if mtime_ns is not None:
+            os.utime(path, ns=(mtime_ns, mtime_ns))
+
     async with mcp_session(vault) as c:
-        excerpt = lambda answer: answer["notes"][0]["excerpt"]  # noqa: E731
-        assert excerpt(await search(c, query="marmot")) == "the marmot sleeps in winter"
-        assert excerpt(await search(c, query="marmot")) == "the marmot sleeps in winter"
-        path = vault.root / "n.md"
-        with path.open("r+", encoding="utf-8") as f:  # in place: the same file, longer
-            f.write(note("N", "the marmot wakes in spring, hungry"))
-        assert excerpt(await search(c, query="marmot")) == "the marmot wakes in spring, hungry"
-        fresh = path.with_name("n.md.tmp")
-        fresh.write_text(note("N", "the marmot dozes in autumn"), encoding="utf-8")
-        os.replace(fresh, path)  # an editor's save: another file under the name
-        assert excerpt(await search(c, query="marmot")) == "the marmot dozes in autumn"
+        async def excerpt() -> str:
+            return (await search(c, query="marmot"))["notes"][0]["excerpt"]
+
+        save("the marmot sleeps in winter", hour_ago)  # settled: its body is kept
+        assert await excerpt() == await excerpt() == "the marmot sleeps in winter"
+        save("the marmot wakes in spring, hungry", hour_ago)  # another size
+        assert await excerpt() == "the marmot wakes in spring, hungry"
+        save("the marmot waits in spring, hungry", hour_ago + 1)  # the same size, another mtime
+        assert await excerpt() == "the marmot waits in spring, hungry"
+        save("the marmot dines in spring, hungry", hour_ago, rename=True)  # another inode
+        assert await excerpt() == "the marmot dines in spring, hungry"
+        now = time.time_ns()
+        save("the marmot naps in summer, hungry!", now)  # not settled: never kept
+        assert await excerpt() == "the marmot naps in summer, hungry!"
+        save("the marmot lies in summer, hungry!", now)  # the same size and the same mtime
+        assert await excerpt() == "the marmot lies in summer, hungry!"
 
 
 # --- filters ---------------------------------------------------------------------------

@@ -331,3 +331,30 @@ def test_a_worker_that_does_not_write_follows_the_files_through_the_writers_comm
         writer.stop()
         reader_index.close()
         writer_index.close()
+
+
+def test_the_watching_process_follows_a_vault_folder_that_came_back_without_any_call(tmp_path: Path) -> None:
+    """Worker 1 of ``serve --workers N`` gets no calls (each call notices a vanished vault), so it
+    looks at the vault folder itself: a folder deleted and made again is watched anew, and a save
+    in it is indexed well before the periodic check."""
+    root = write_notes(tmp_path / "v", {"a.md": "# Alpha\n\nfirst\n"})
+    index = VaultIndex(root, tmp_path / "ix")
+    runtime = Runtime(index)
+    runtime.start()
+    try:
+        assert runtime.wait_ready(HANG)
+        first = runtime.watcher
+        shutil.rmtree(root)
+        root.mkdir()
+        eventually(lambda: runtime.watcher is not first, timeout=HANG, what="a new watcher on the new folder")
+        assert runtime.wait_ready(HANG)
+        (root / "b.md").write_text("# Bravo\n\nsaved in the folder that came back\n", encoding="utf-8")
+
+        def indexed() -> bool:
+            with index.searching() as searcher:
+                return searcher.document(path="b.md") is not None
+
+        eventually(indexed, timeout=30, what="the save in the new folder indexed")  # the check: 60 s
+    finally:
+        runtime.stop()
+        index.close()

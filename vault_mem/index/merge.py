@@ -87,7 +87,7 @@ def plan(segments: list[Any]) -> list[Any]:
     The tiny segments are the live commits' to fold (``commits.fold_tiny``) while there are no more
     than a fold takes: a merge that took them as well lost the race for them to the next commit
     nearly every time under steady saves (the segment it read was gone by its swap), and the
-    segments piled up to 40 between merges instead of 10. More of them than that means no live
+    segments piled up to 40 between merges instead of about 12. More of them than that means no live
     commit folds them (another version's process, a test): then they are the merge's."""
     tiny = [segment for segment in segments if segment.doc_count_all() <= TINY]
     if len(tiny) <= TINY_FOLD:

@@ -1,7 +1,7 @@
 """``serve --http --workers N``: N server processes behind one port.
 
 The parent binds the port once and hands that listening socket to N children, each a whole
-``vault-mem serve --http`` with its own index reader, watcher and call threads; the
+``vault-mem serve --http`` with its own index reader and call threads; the
 operating system gives each new connection to one of them. No process sits in front, so a
 stateless request (2026-07-28 protocol) costs no extra hop. A legacy session stays on the
 worker that opened it (mcp_server/affinity.py): each child also gets a private loopback

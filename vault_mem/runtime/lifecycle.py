@@ -23,6 +23,7 @@ import contextlib
 import json
 import logging
 import os
+import stat
 import subprocess
 import sys
 import threading
@@ -88,6 +89,7 @@ class Runtime:
         self.error: str | None = None
         self._bringing_up = threading.Lock()
         self._vault_missing = False
+        self._root_id: tuple[int, int] | None = None  # the vault folder's (device, inode) at the last start
         self._stop_merging = threading.Event()
         self._merger: subprocess.Popen[bytes] | None = None
         self._merge_thread: threading.Thread | None = None
@@ -138,6 +140,7 @@ class Runtime:
         in a background thread; returns at once. The reconcile waits for ``check_after`` when given (serve sets it once
         the MCP SDK is loaded: a walk beside that load would slow it down; the watcher listens
         and applies meanwhile, and a build child runs in its own process)."""
+        self._root_id = _identity(self.root)
         if not self._bringing_up.acquire(blocking=False):
             return  # already on its way up
         self._check_after = check_after
@@ -217,20 +220,32 @@ class Runtime:
         then the index is reconciled; a deleted index folder is rebuilt in the background
         while answers say how far the build got.
         """
-        if not self.root.is_dir():
-            if not self._vault_missing:
-                log.error("the vault folder %s is gone; waiting for it to come back", self.root)
-            self._vault_missing = True
+        if not self.follow_root():
             raise VaultUnavailable(f"the vault folder {self.root} is missing (moved, deleted or "
                                    "unmounted?)", advice="retry later: answers resume when it is back")
-        if self._vault_missing:
-            self._vault_missing = False
-            log.info("the vault folder %s is back; reconciling", self.root)
-            self.start()
-        elif self._ready.is_set() and self._index_gone():
+        if self._ready.is_set() and self._index_gone():
             log.warning("the index at %s is gone or damaged; rebuilding it", self.index.dir)
             self.start()
         self._wait_for_first_build()
+
+    def follow_root(self) -> bool:
+        """Whether the vault folder is there; when it came back, or another folder now stands under
+        its name, start again on it (a new watcher, the reconcile). Called before each call, and
+        every ``MERGE_CHECK`` seconds by the process that watches the files: worker 1 of
+        ``serve --workers N`` gets no calls of its own, and its watcher would otherwise keep
+        watching a folder that is gone (until the periodic check, a minute later)."""
+        here = _identity(self.root)
+        lost = self.watcher is not None and self.watcher.root_lost
+        if here is None:
+            if not self._vault_missing:
+                log.error("the vault folder %s is gone; waiting for it to come back", self.root)
+            self._vault_missing = True
+            return False
+        if self._vault_missing or lost or (self._root_id is not None and here != self._root_id):
+            self._vault_missing = False
+            log.info("the vault folder %s is back; reconciling", self.root)
+            self.start()
+        return True
 
     def _wait_for_first_build(self) -> None:
         """In the first ``first_answer_wait`` seconds of a build, wait for it to end (not longer)."""
@@ -283,6 +298,8 @@ class Runtime:
     def _schedule_merges(self) -> None:
         while not self._stop_merging.wait(MERGE_CHECK):
             try:
+                if self.writes:
+                    self.follow_root()
                 self.merge_if_due()
             except Exception:  # never let scheduling stop: log it, look again later
                 log.exception("could not start a background merge")
@@ -371,3 +388,12 @@ class Runtime:
         returncode = self._child.wait()
         if returncode != 0:
             raise RuntimeError(f"index build exited with status {returncode}")
+
+
+def _identity(folder: Path) -> tuple[int, int] | None:
+    """(device, inode) of a folder, None when there is none."""
+    try:
+        st = os.stat(folder)
+    except OSError:
+        return None
+    return (st.st_dev, st.st_ino) if stat.S_ISDIR(st.st_mode) else None

@@ -23,6 +23,7 @@ import os
 import stat
 import threading
 import time
+import unicodedata
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -68,6 +69,7 @@ class Watcher:
         self.pace = pace  # called with each file the periodic check reaches (tests slow it down)
         self.root = index.root
         self._roots = (str(self.root), os.path.realpath(self.root))  # FSEvents reports real paths
+        self._root_names = {unicodedata.normalize("NFC", os.path.normpath(r)) for r in self._roots}
         self.reconcile_every = reconcile_every
         self.on_error = on_error
         self._files: set[str] = set()  # OS paths relative to the root
@@ -84,6 +86,9 @@ class Watcher:
         self._thread: threading.Thread | None = None
         self._sweeper: threading.Thread | None = None
         self.flushes = 0  # batches applied (for tests and benchmarks)
+        # The vault folder itself was deleted or moved away: its watch is gone (inotify ends it),
+        # even when a folder of the same name (and, on Linux, often the same inode) is made again.
+        self.root_lost = False
         self.indexed = 0  # notes (re)indexed by the watcher
         self.swept = 0  # paths the periodic check found changed although no event said so
 
@@ -174,7 +179,10 @@ class Watcher:
 
     # -- events ----------------------------------------------------------------------------
 
-    def note_event(self, path: str, is_dir: bool) -> None:
+    def note_event(self, path: str, is_dir: bool, gone: bool = False) -> None:
+        if gone and is_dir and unicodedata.normalize("NFC", os.path.normpath(path)) in self._root_names:
+            self.root_lost = True  # the runtime starts a new watcher once the folder is back
+            return
         rel = self._relative(path)
         if rel is None:
             return
@@ -430,7 +438,7 @@ class _Handler(FileSystemEventHandler):
         is_dir = event.is_directory
         if is_dir and event.event_type == "modified":
             return
-        self.watcher.note_event(_text(event.src_path), is_dir)
+        self.watcher.note_event(_text(event.src_path), is_dir, gone=event.event_type in ("deleted", "moved"))
         if isinstance(event, FileMovedEvent | DirMovedEvent) and event.dest_path:
             self.watcher.note_event(_text(event.dest_path), is_dir)
 

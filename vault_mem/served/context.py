@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import os
+import time
 from collections.abc import Callable, Hashable, Iterable
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
@@ -34,6 +35,7 @@ from vault_mem.vault.paths import InsideCheck
 from vault_mem.vault.reader import decode, read_bytes
 
 V = TypeVar("V")
+SETTLED_NS = 2_000_000_000  # a file unchanged this long has an mtime that tells a later change
 
 MAX_ANSWER_CHARS = 40_000  # no answer's JSON passes this (docs/tools.md, "Bounded")
 ROW_BUDGET = 36_000  # what rows may take, leaving room for the envelope
@@ -228,19 +230,28 @@ class View:
         try:
             st = os.stat(path)
         except OSError:
-            return _body_now(record, path)
+            return _body_now(record, path)[0]
         # Kept while the file is unchanged (same inode, size and mtime, as memory_read keeps its
-        # parse): the rows of every search read their notes' bodies for the excerpts.
+        # parse): the rows of every search read their notes' bodies for the excerpts. Not a file
+        # changed in the last seconds (a rewrite of the same size within one tick of the clock
+        # keeps its mtime, as git's index knows), nor a read that failed.
         key = ("body", str(self.vault.root), record["fsrel"], st.st_ino, st.st_size, st.st_mtime_ns)
-        return CACHE.get_or_make(key, lambda: _body_now(record, path), _text_size)
+        kept: str | None = CACHE.peek(key)
+        if kept is not None:
+            return kept
+        body, readable = _body_now(record, path)
+        if readable and time.time_ns() - st.st_mtime_ns > SETTLED_NS:
+            CACHE.get_or_make(key, lambda: body, _text_size)
+        return body
 
 
-def _body_now(record: dict[str, Any], path: Path) -> str:
+def _body_now(record: dict[str, Any], path: Path) -> tuple[str, bool]:
+    """The body on disk now, and whether it was read (else the index's head stands in)."""
     data, _etag, _size, _mtime, problems = read_bytes(path)
     if problems and not data:
-        return str(record.get("head", ""))
+        return str(record.get("head", "")), False
     text, _ = decode(data)
-    return split_frontmatter(text).body
+    return split_frontmatter(text).body, True
 
 
 def _text_size(text: str) -> int:
