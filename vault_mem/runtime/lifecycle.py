@@ -23,7 +23,6 @@ import contextlib
 import json
 import logging
 import os
-import stat
 import subprocess
 import sys
 import threading
@@ -39,7 +38,7 @@ from vault_mem.index.gitfollow import attach_history
 from vault_mem.index.merge import merge_due, merge_lock
 from vault_mem.index.schema import SCHEMA_VERSION
 from vault_mem.index.store import VaultIndex
-from vault_mem.runtime.watcher import Watcher
+from vault_mem.runtime.watcher import Watcher, folder_identity
 from vault_mem.vault.walk import walk_vault
 
 log = logging.getLogger("vault_mem.mcp_server")
@@ -140,7 +139,7 @@ class Runtime:
         in a background thread; returns at once. The reconcile waits for ``check_after`` when given (serve sets it once
         the MCP SDK is loaded: a walk beside that load would slow it down; the watcher listens
         and applies meanwhile, and a build child runs in its own process)."""
-        self._root_id = _identity(self.root)
+        self._root_id = folder_identity(self.root)
         if not self._bringing_up.acquire(blocking=False):
             return  # already on its way up
         self._check_after = check_after
@@ -234,7 +233,7 @@ class Runtime:
         every ``MERGE_CHECK`` seconds by the process that watches the files: worker 1 of
         ``serve --workers N`` gets no calls of its own, and its watcher would otherwise keep
         watching a folder that is gone (until the periodic check, a minute later)."""
-        here = _identity(self.root)
+        here = folder_identity(self.root)
         lost = self.watcher is not None and self.watcher.root_lost
         if here is None:
             if not self._vault_missing:
@@ -388,12 +387,3 @@ class Runtime:
         returncode = self._child.wait()
         if returncode != 0:
             raise RuntimeError(f"index build exited with status {returncode}")
-
-
-def _identity(folder: Path) -> tuple[int, int] | None:
-    """(device, inode) of a folder, None when there is none."""
-    try:
-        st = os.stat(folder)
-    except OSError:
-        return None
-    return (st.st_dev, st.st_ino) if stat.S_ISDIR(st.st_mode) else None

@@ -141,7 +141,7 @@ class Watcher:
         observer.schedule(handler, str(self.root), recursive=False, event_filter=changes_to_watch())
         self._watched_tops, self._top_ids = {}, {}
         for entry in _top_folders(self.root):
-            identity = _identity(self.root / entry)
+            identity = folder_identity(self.root / entry)
             if identity is not None:
                 self._watched_tops[entry] = observer.schedule(handler, str(self.root / entry), recursive=True,
                                                              event_filter=changes_to_watch())
@@ -155,7 +155,7 @@ class Watcher:
         moved away, so a folder re-created under the old name needs its own)."""
         if self._observer is None or name.startswith("."):
             return
-        identity = _identity(self.root / name)
+        identity = folder_identity(self.root / name)
         if identity is None:
             self._unwatch_top(name)
             return
@@ -451,7 +451,7 @@ def _follow_head(root: Path) -> None:
         history.refresh()
 
 
-def _identity(path: Path) -> tuple[int, int] | None:
+def folder_identity(path: Path) -> tuple[int, int] | None:
     """(st_dev, st_ino) of a folder (through a symlink), None when there is none."""
     try:
         st = os.stat(path)
