@@ -16,7 +16,7 @@ from conftest import commit_note, write_notes
 from filelock import FileLock
 from whoosh.reading import SegmentReader
 
-from vault_mem.index import merge
+from vault_mem.index import commits, merge
 from vault_mem.index.build import build
 from vault_mem.index.commits import TINY, TINY_FOLD
 from vault_mem.index.merge import FACTOR, MERGE_LOCK, merge_all, merge_once, plan
@@ -245,7 +245,7 @@ def test_a_few_edits_leave_a_built_segment_in_its_tier_and_many_merge_it_down(tm
     live commits' one-note segments are merged (that rewrote them right after every build);
     once more than half its notes are deleted, a segment is merged down and its dead dropped."""
     monkeypatch.setattr(merge, "FLOOR", 20)
-    monkeypatch.setattr(merge, "TINY", 0)  # the tiers alone: no segment is left to the live folds here
+    monkeypatch.setattr(commits, "TINY", 0)  # the tiers alone: no segment is left to the live folds here
     notes = 24  # one built segment: 24 documents, tier 1 with a floor of 20
     root = write_notes(tmp_path / "vault", {f"d/n{i}.md": note(i) for i in range(notes)})
     index = VaultIndex(root, tmp_path / "index")

@@ -32,6 +32,12 @@ TINY = 20  # a segment of at most this many documents: what a few live commits m
 TINY_FOLD = 8  # this many tiny segments and the next commit folds them into its own
 
 
+def tiny_segments(segments: list[Any]) -> list[Any]:
+    """The segments live commits fold in (``fold_tiny``): at most ``TINY`` documents, deleted ones
+    counted (the background merge leaves them to the folds: ``merge.plan``)."""
+    return [segment for segment in segments if segment.doc_count_all() <= TINY]
+
+
 def fold_tiny(writer: SegmentWriter, segments: list[Any], at: int | None = TINY_FOLD,
               own: OwnTiny | None = None) -> tuple[list[Any], list[tuple[Note, str]] | None]:
     """Whoosh's merge policy for a live commit: once ``at`` tiny segments piled up, fold
@@ -46,7 +52,7 @@ def fold_tiny(writer: SegmentWriter, segments: list[Any], at: int | None = TINY_
     itself (``own``) is taken in again from the notes it was made of, seven times cheaper than
     reading it back (a reader per segment, every posting decoded); any other is read.
     """
-    tiny = [segment for segment in segments if segment.doc_count_all() <= TINY]
+    tiny = tiny_segments(segments)
     if at is None or len(tiny) < at:
         return segments, []
     taken: list[tuple[Note, str]] | None = []

@@ -49,7 +49,7 @@ from whoosh.filedb.filestore import FileStorage
 from whoosh.index import TOC
 from whoosh.reading import SegmentReader
 
-from vault_mem.index.commits import TINY, TINY_FOLD
+from vault_mem.index.commits import TINY_FOLD, tiny_segments
 from vault_mem.index.store import clean_debris, write_lock
 from vault_mem.index.whoosh_seam import (
     DEFAULT_INDEX_NAME,
@@ -89,9 +89,9 @@ def plan(segments: list[Any]) -> list[Any]:
     nearly every time under steady saves (the segment it read was gone by its swap), and the
     segments piled up to 40 between merges instead of about 12. More of them than that means no live
     commit folds them (another version's process, a test): then they are the merge's."""
-    tiny = [segment for segment in segments if segment.doc_count_all() <= TINY]
+    tiny = set(tiny_segments(segments))  # segments compare by their id
     if len(tiny) <= TINY_FOLD:
-        segments = [segment for segment in segments if segment.doc_count_all() > TINY]
+        segments = [segment for segment in segments if segment not in tiny]
     tiers: dict[int, list[Any]] = {}
     for segment in segments:
         tiers.setdefault(tier(tier_size(segment)), []).append(segment)
