@@ -40,8 +40,6 @@ is followed by its subfolders. Computed from index columns; pages of at most 500
 from __future__ import annotations
 
 import json
-import os
-import time
 from pathlib import Path
 from typing import Any
 
@@ -54,7 +52,7 @@ from vault_mem.reads.githistory import DEFAULT_HISTORY, MAX_HISTORY, git_fields
 from vault_mem.reads.lineage import lineage_for
 from vault_mem.reads.links import LinkResolver, backlinks, outgoing
 from vault_mem.reads.rows import cut_to_fit
-from vault_mem.served.context import MAX_ANSWER_CHARS, SETTLED_NS, View, json_size, take_within
+from vault_mem.served.context import MAX_ANSWER_CHARS, View, json_size, settled_stamp, take_within
 from vault_mem.served.params import OFFSET, REF, Args, int_param, text_param
 from vault_mem.served.refs import resolve_ref
 from vault_mem.vault.dates import from_timestamp, iso
@@ -133,16 +131,12 @@ def memory_read(view: View, raw: dict[str, Any]) -> dict[str, Any]:
 
 def _parsed(root: Path, fsrel: str, history: DateSource | None) -> Note:
     """The note as read now, reusing the last parse while the file is unchanged (same inode, size
-    and mtime, once it has been so for a few seconds: served/context.py ``SETTLED_NS``): paging a
-    2 MiB note must not re-read and re-parse it for every page."""
-    try:
-        st = os.stat(root / fsrel)
-    except OSError:
+    and mtime, once it has been so for a few seconds: ``settled_stamp``): paging a 2 MiB note must
+    not re-read and re-parse it for every page."""
+    stamp = settled_stamp(root / fsrel)
+    if stamp is None:
         return read_note(root, fsrel, history)
-    key = ("note", str(root), fsrel, st.st_ino, st.st_size, st.st_mtime_ns)
-    if time.time_ns() - st.st_mtime_ns <= SETTLED_NS:  # a same-size rewrite may yet keep this mtime
-        return read_note(root, fsrel, history)
-    return CACHE.get_or_make(key, lambda: read_note(root, fsrel, history), _note_size)
+    return CACHE.get_or_make(("note", str(root), fsrel, *stamp), lambda: read_note(root, fsrel, history), _note_size)
 
 
 def _note_size(note: Note) -> int:

@@ -227,22 +227,32 @@ class View:
             return ""
         if record.get("excalidraw"):
             return ""
-        try:
-            st = os.stat(path)
-        except OSError:
+        # Kept while the file is unchanged, as memory_read keeps its parse: the rows of every
+        # search read their notes' bodies for the excerpts. Not a read that failed.
+        stamp = settled_stamp(path)
+        if stamp is None:
             return _body_now(record, path)[0]
-        # Kept while the file is unchanged (same inode, size and mtime, as memory_read keeps its
-        # parse): the rows of every search read their notes' bodies for the excerpts. Not a file
-        # changed in the last seconds (a rewrite of the same size within one tick of the clock
-        # keeps its mtime, as git's index knows), nor a read that failed.
-        key = ("body", str(self.vault.root), record["fsrel"], st.st_ino, st.st_size, st.st_mtime_ns)
+        key = ("body", str(self.vault.root), record["fsrel"], *stamp)
         kept: str | None = CACHE.peek(key)
         if kept is not None:
             return kept
         body, readable = _body_now(record, path)
-        if readable and time.time_ns() - st.st_mtime_ns > SETTLED_NS:
+        if readable:
             CACHE.get_or_make(key, lambda: body, _text_size)
         return body
+
+
+def settled_stamp(path: Path) -> tuple[int, int, int] | None:
+    """(inode, size, mtime) of the file at ``path``, to keep what is derived from it for as long
+    as they stay; None when it cannot be stat'ed or changed in the last ``SETTLED_NS`` (a rewrite
+    of the same size within one tick of the clock keeps its mtime, as git's index knows)."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    if time.time_ns() - st.st_mtime_ns <= SETTLED_NS:
+        return None
+    return st.st_ino, st.st_size, st.st_mtime_ns
 
 
 def _body_now(record: dict[str, Any], path: Path) -> tuple[str, bool]:
