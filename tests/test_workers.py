@@ -14,6 +14,7 @@ import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import anyio
 import httpx2
@@ -21,6 +22,7 @@ import pytest
 from conftest import write_notes
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
+from mcp.types import TextContent
 
 pytestmark = pytest.mark.anyio
 
@@ -241,19 +243,21 @@ def test_workers_need_http_and_a_count(tmp_path: Path) -> None:
 
 async def test_a_write_call_passed_to_the_writer_needs_the_secret_and_comes_back_whole() -> None:
     """mcp_server/delegate.py over a real loopback socket: the call, its arguments and its agent
-    arrive and the answer comes back, on one connection kept for the next call; a connection
-    without the secret is closed unheard and its caller gets an error answer; calls at once each
-    get their own answer."""
+    arrive and the answer comes back as the tool result (its text block as worker 1 made it,
+    even a lone surrogate of a file name kept), on one connection kept for the next call; a
+    connection without the secret is closed unheard and its caller gets an error answer; calls
+    at once each get their own answer."""
     import socket
 
+    from vault_mem.mcp_server.answers import answer_json
     from vault_mem.mcp_server.delegate import Delegate, WriteServer
     from vault_mem.served.agents import Agent
 
     got: list[tuple[str, object, Agent | None]] = []
 
-    def run_call(name: str, arguments: dict[str, object] | None, caller: Agent | None) -> dict[str, object]:
+    def run_call(name: str, arguments: dict[str, object] | None, caller: Agent | None) -> str:
         got.append((name, arguments, caller))
-        return {"status": "ok", "uid": "u1", "echo": arguments, "text": "é" * 70_000}
+        return answer_json({"status": "ok", "uid": "u1", "echo": arguments, "text": "é\udcff" * 35_000})
 
     listener = socket.socket()
     listener.bind(("127.0.0.1", 0))
@@ -265,17 +269,20 @@ async def test_a_write_call_passed_to_the_writer_needs_the_secret_and_comes_back
         right, wrong = Delegate(port, "s3cret", connections=3), Delegate(port, "wrong")
         try:
             with anyio.fail_after(60):
-                answer = await right.call("memory_write", {"title": "T", "tags": ["a"]}, agent)
-                assert answer == {"status": "ok", "uid": "u1", "echo": {"title": "T", "tags": ["a"]},
-                                  "text": "é" * 70_000}
+                result = await right.call("memory_write", {"title": "T", "tags": ["a"]}, agent)
+                whole = {"status": "ok", "uid": "u1", "echo": {"title": "T", "tags": ["a"]}, "text": "é\udcff" * 35_000}
+                assert result.structured_content == whole and not result.is_error
+                assert [c.text for c in result.content if isinstance(c, TextContent)] == [answer_json(whole)]
                 assert got == [("memory_write", {"title": "T", "tags": ["a"]}, agent)]
                 refused = await wrong.call("memory_edit", {"ref": "x"}, None)
-                assert refused["status"] == "error" and "worker 1" in refused["message"], refused
+                assert refused.is_error and refused.structured_content is not None
+                assert refused.structured_content["status"] == "error"
+                assert "worker 1" in refused.structured_content["message"], refused
                 assert len(got) == 1  # nothing ran
-                answers: dict[int, dict[str, object]] = {}
+                answers: dict[int, dict[str, Any]] = {}
 
                 async def one(k: int) -> None:
-                    answers[k] = await right.call("memory_edit", {"ref": f"n{k}"}, None)
+                    answers[k] = (await right.call("memory_edit", {"ref": f"n{k}"}, None)).structured_content or {}
 
                 async with anyio.create_task_group() as tg:
                     for k in range(10):

@@ -42,19 +42,29 @@ def answer_json(answer: dict[str, Any]) -> str:
     return json.dumps(answer, ensure_ascii=False, separators=(",", ":"), default=str)
 
 
-def to_result(tool: str, answer: dict[str, Any]) -> t.CallToolResult:
+def answer_text(tool: str, answer: dict[str, Any]) -> str:
+    """The text block of ``answer`` (an error answer instead when it passes the bound)."""
     text = answer_json(answer)
     if len(text) > MAX_ANSWER_CHARS:
         # A bug in a query module, not the caller's fault: say so rather than send it.
         log.error("%s answer of %d characters passed the bound", tool, len(text))
-        answer = error_answer(InternalError(f"{tool} built an answer of {len(text)} characters, over the "
-                                            f"{MAX_ANSWER_CHARS} bound", advice="this is a bug in vault-mem; "
-                                            "a narrower query or a lower limit may pass meanwhile"))
-        text = answer_json(answer)
+        text = answer_json(error_answer(InternalError(
+            f"{tool} built an answer of {len(text)} characters, over the {MAX_ANSWER_CHARS} bound",
+            advice="this is a bug in vault-mem; a narrower query or a lower limit may pass meanwhile")))
+    return text
+
+
+def text_result(text: str) -> t.CallToolResult:
+    """The tool result of an answer's text block (``answer_text``)."""
+    # Parsed back from the text, so that both carry exactly the same object even where a value
+    # only serialises through ``default=str``.
+    structured = json.loads(text)
     return t.CallToolResult(
         content=[t.TextContent(type="text", text=text)],
-        # Parsed back from the text, so that both carry exactly the same object even where
-        # a value only serialises through ``default=str``.
-        structured_content=json.loads(text),
-        is_error=answer.get("status") in IS_ERROR,
+        structured_content=structured,
+        is_error=structured.get("status") in IS_ERROR,
     )
+
+
+def to_result(tool: str, answer: dict[str, Any]) -> t.CallToolResult:
+    return text_result(answer_text(tool, answer))

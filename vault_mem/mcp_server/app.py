@@ -24,7 +24,7 @@ from mcp.server.lowlevel import Server
 
 from vault_mem import __version__
 from vault_mem.errors import Forbidden, InternalError, InvalidInput, NotFound, VaultMemError, VaultUnavailable
-from vault_mem.mcp_server.answers import error_answer, to_result
+from vault_mem.mcp_server.answers import answer_text, error_answer, text_result
 from vault_mem.mcp_server.delegate import Delegate
 from vault_mem.mcp_server.tools import STATUS_SCHEMA, ToolSpec, tools_for
 from vault_mem.reads.conflicts import conflict_hint
@@ -138,10 +138,19 @@ class Calls:
         self.specs = {spec.name: spec for spec in tools_for(vault.compat)}
         self._limiter: anyio.CapacityLimiter | None = None  # made on first use, inside the event loop
 
-    async def run(self, name: str, arguments: dict[str, Any] | None, caller: Agent | None) -> dict[str, Any]:
+    async def run(self, name: str, arguments: dict[str, Any] | None, caller: Agent | None) -> t.CallToolResult:
         if self._limiter is None:
             self._limiter = anyio.CapacityLimiter(CALL_THREADS)
-        return await anyio.to_thread.run_sync(self.answer, name, arguments, caller, limiter=self._limiter)
+        # The result is made in the call thread too: the event loop, which every request of this
+        # worker passes through (writes on their way to worker 1 as well), does no more than it must.
+        return await anyio.to_thread.run_sync(self.result, name, arguments, caller, limiter=self._limiter)
+
+    def result(self, name: str, arguments: dict[str, Any] | None, caller: Agent | None) -> t.CallToolResult:
+        return text_result(self.text(name, arguments, caller))
+
+    def text(self, name: str, arguments: dict[str, Any] | None, caller: Agent | None) -> str:
+        """The call's answer as its text block (``answers.answer_text``)."""
+        return answer_text(name, self.answer(name, arguments, caller))
 
     def answer(self, name: str, arguments: dict[str, Any] | None, caller: Agent | None) -> dict[str, Any]:
         """The call run in this thread (worker 1 runs the others' write calls so: mcp_server/delegate.py)."""
@@ -184,8 +193,8 @@ def build_server(vault: Vault, caller: Agent | None = None, read_only: bool = Fa
         spec = specs.get(params.name)
         agent = caller_of(ctx, caller)
         if delegate is not None and spec is not None and not spec.read_only and not read_only:
-            return to_result(spec.name, await delegate.call(spec.name, params.arguments, agent))
-        return to_result(spec.name if spec else params.name, await calls.run(params.name, params.arguments, agent))
+            return await delegate.call(spec.name, params.arguments, agent)
+        return await calls.run(params.name, params.arguments, agent)
 
     async def on_list_resources(ctx: Any, params: t.PaginatedRequestParams | None) -> t.ListResourcesResult:
         cursor = params.cursor if params is not None else None

@@ -30,18 +30,19 @@ from collections.abc import Callable
 from typing import Any
 
 import anyio
+import mcp.types as t
 from anyio.abc import SocketStream
 from anyio.streams.buffered import BufferedByteReceiveStream
 
 from vault_mem.errors import InternalError
-from vault_mem.mcp_server.answers import error_answer
+from vault_mem.mcp_server.answers import answer_json, error_answer, text_result, to_result
 from vault_mem.served.agents import Agent
 
 log = logging.getLogger("vault_mem.mcp_server")
 FRAME = struct.Struct(">I")
 MAX_FRAME = 64 * 2**20  # a call's arguments or answer: far above the tools' own bounds
 CONNECTIONS = 8  # calls a worker passes at once (more wait for a free connection)
-RunCall = Callable[[str, dict[str, Any] | None, Agent | None], dict[str, Any]]
+RunCall = Callable[[str, dict[str, Any] | None, Agent | None], str]  # a call's answer as its text block
 
 
 def agent_fields(agent: Agent | None) -> dict[str, Any] | None:
@@ -83,7 +84,7 @@ class Delegate:
         self._idle: list[_Connection] = []
         self._slots: anyio.Semaphore | None = None  # made in the server's event loop
 
-    async def call(self, name: str, arguments: dict[str, Any] | None, caller: Agent | None) -> dict[str, Any]:
+    async def call(self, name: str, arguments: dict[str, Any] | None, caller: Agent | None) -> t.CallToolResult:
         if self._slots is None:
             self._slots = anyio.Semaphore(self.connections)
         body = json.dumps({"name": name, "arguments": arguments, "caller": agent_fields(caller)}).encode()
@@ -93,18 +94,18 @@ class Delegate:
                 if connection is None:
                     connection = _Connection(await anyio.connect_tcp("127.0.0.1", self.port))
                     await connection.stream.send(frame(self.secret))
-                answer = json.loads(await connection.exchange(body))
+                # The frame is the answer's text block, as worker 1 made it: parsed once, here.
+                result = text_result((await connection.exchange(body)).decode("utf-8", "surrogatepass"))
             except (OSError, anyio.EndOfStream, anyio.IncompleteRead, anyio.BrokenResourceError, ValueError) as exc:
                 if connection is not None:
                     await connection.stream.aclose()
                 log.error("worker 1 did not take a write call: %s", exc or type(exc).__name__)
-                answer = None
             else:
                 self._idle.append(connection)
-        if isinstance(answer, dict):
-            return answer
-        return error_answer(InternalError(f"{name} could not reach the worker that writes (worker 1); nothing "
-                                          "was written by this call's worker; see the server's stderr"))
+                return result
+        return to_result(name, error_answer(InternalError(
+            f"{name} could not reach the worker that writes (worker 1); nothing was written by this "
+            "call's worker; see the server's stderr")))
 
     async def aclose(self) -> None:
         idle, self._idle = self._idle, []
@@ -140,16 +141,17 @@ class WriteServer:
                 if first is None or not self.secret or not hmac.compare_digest(first, self.secret):
                     return
                 while (body := _receive(conn)) is not None:
-                    conn.sendall(frame(json.dumps(self._answer(body)).encode()))
+                    conn.sendall(frame(self._answer(body).encode("utf-8", "surrogatepass")))
             except OSError as exc:  # the other worker went away mid-call
                 log.debug("a write-call connection ended: %s", exc)
 
-    def _answer(self, body: bytes) -> dict[str, Any]:
+    def _answer(self, body: bytes) -> str:
         try:
             request = json.loads(body)
             name, arguments, caller = str(request["name"]), request["arguments"], agent_of(request["caller"])
         except (ValueError, KeyError, TypeError) as exc:
-            return error_answer(InternalError(f"worker 1 got a write call it cannot read ({type(exc).__name__})"))
+            return answer_json(error_answer(InternalError(
+                f"worker 1 got a write call it cannot read ({type(exc).__name__})")))
         return self.run_call(name, arguments, caller)
 
 

@@ -177,7 +177,7 @@ def run_http(server: Server[Any], host: str, port: int, token: str | None, allow
         if writes is not None and calls is not None:
             from vault_mem.mcp_server.delegate import WriteServer
 
-            WriteServer(writes, seat.secret, calls.answer).start()
+            WriteServer(writes, seat.secret, calls.text).start()
     # Not uvicorn.run: outside the main thread uvicorn installs no signal handlers, and a failed
     # bind raises here instead of exiting the process.
     config = uvicorn.Config(app, host=host.strip("[]"), port=port, log_level="warning", access_log=False,
