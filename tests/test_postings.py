@@ -119,6 +119,33 @@ def test_a_segment_written_here_holds_exactly_what_whoosh_writes(tmp_path: Path,
     assert any(any(w > 255 for _, w, _ in stats[0]) for stats in want["terms"].values())
 
 
+def test_terms_of_few_postings_keep_them_in_their_term_info_and_read_back_as_whooshs(tmp_path: Path,
+                                                                                     monkeypatch: Any) -> None:
+    """Patch 9: a term of at most INLINE_POSTINGS postings is inlined (no block in the postings
+    file), a longer one is not; both read back as Whoosh's own segment holds them, through the
+    matcher (segment_content) and through the one-piece decoder of whoosh_files."""
+    from vault_mem.index.whoosh_files import postings as term_postings
+
+    rels = sorted(generated_vault(tmp_path / "v", 40, seed=5))
+    write_segment(tmp_path / "v", tmp_path / "ours", rels)
+    with monkeypatch.context() as m:
+        whooshs_own(m)
+        write_segment(tmp_path / "v", tmp_path / "whoosh", rels)
+    assert segment_content(tmp_path / "ours") == segment_content(tmp_path / "whoosh")
+    inlined = {True: 0, False: 0}
+    with whoosh_index.open_dir(str(tmp_path / "ours")).reader() as ours, \
+            whoosh_index.open_dir(str(tmp_path / "whoosh")).reader() as theirs:
+        for field, tbytes in ours.all_terms():
+            info = ours.term_info(field, tbytes)
+            assert info.is_inlined() == (info.doc_frequency() <= whoosh_seam.INLINE_POSTINGS)
+            assert not theirs.term_info(field, tbytes).is_inlined()  # Whoosh's writer never inlines
+            inlined[info.is_inlined()] += 1
+            if field == "body":
+                term = tbytes.decode("utf-8")
+                assert list(term_postings(ours, field, term)) == list(term_postings(theirs, field, term))
+    assert inlined[True] > 100 and inlined[False] > 10, inlined
+
+
 def test_a_merge_through_the_term_pool_holds_exactly_what_whooshs_pool_merges(tmp_path: Path,
                                                                                 monkeypatch: Any) -> None:
     """Merges add postings one at a time from the segments they read (``add_reader``)."""

@@ -49,6 +49,8 @@ from whoosh.system import pack_uint
 
 Item = tuple[bytes, int, float, bytes]  # (term bytes, frequency, weight, value bytes), as field.index
 TermsOf = Callable[[str], list[Item]]
+# (term bytes, postings as docnum, weight, value bytes repeated, the field's lengths) -> written
+Inline = Callable[[bytes, list[Any], Any], bool]
 
 RUN_CHUNK = 8192  # postings per pickled chunk of a run file
 _SMALL = 256  # frequencies whose weight and value bytes are made once
@@ -287,10 +289,11 @@ class TermPool(whoosh.writing.PostingPool):  # type: ignore[misc]
         runs, self.runs = self.runs, []
         return heapq.merge(*[self._read_run(path) for path in runs], self._tuples())
 
-    def write_postings(self, fieldwriter: Any, schema: Any, lengths: Any) -> None:
+    def write_postings(self, fieldwriter: Any, schema: Any, lengths: Any, inline: Inline | None = None) -> None:
         """Write the segment's postings to the codec's field writer: what Whoosh's
         ``FieldWriter.add_postings`` does with the sorted tuples, term by term when every
-        posting is still in memory and in order."""
+        posting is still in memory and in order. ``inline`` writes a term of few postings
+        itself (True) or leaves it to the field writer (False)."""
         if self.runs or not self.in_order:
             fieldwriter.add_postings(schema, lengths, self.items())
             return
@@ -299,6 +302,8 @@ class TermPool(whoosh.writing.PostingPool):  # type: ignore[misc]
             fieldwriter.start_field(fieldname, schema[fieldname])
             field_lengths = lengths.field_lengths(fieldname) if lengths is not None else None
             for tbytes, postings in terms:
+                if inline is not None and inline(tbytes, postings, field_lengths):
+                    continue
                 fieldwriter.start_term(tbytes)
                 for i in range(0, len(postings), 3):
                     docnum, weight, vbytes = postings[i], postings[i + 1], postings[i + 2]

@@ -48,6 +48,12 @@ The patches, applied when this module is first imported (before any writer exist
 8. A terms file's directory of 256 hash tables is read in one read, not one read per table: most
    of opening a segment, which each thread's searcher does after every commit (``HashReader``).
 
+9. A term of at most ``INLINE_POSTINGS`` postings keeps them in its term info, as whoosh3's
+   readers read them, instead of in a block of its own in the postings file (a pickle, zlib and a
+   header per term: most of writing a live commit's small segment, where nearly every term has
+   one posting). Whoosh's writer never does this, though its codec has the option: it calls a
+   ``set_inline`` that its ``W3TermInfo`` lacks (``_inline_term``, called by patch 7's pool).
+
 The private names read (``PRIVATE_NAMES``, ``ATTRIBUTES``), each behind a function at the end:
 writers that do not lock, finish a segment or commit given segments; the table of contents; a
 reader's folder; a reader remade around new deletions; a searcher renewed after a commit that
@@ -60,10 +66,12 @@ from __future__ import annotations
 
 import contextlib
 import copy
+import functools
 import inspect
 import logging
 import os
 import secrets
+from array import array
 from importlib import metadata
 from typing import Any
 
@@ -78,17 +86,19 @@ import whoosh.index
 import whoosh.reading
 import whoosh.util
 import whoosh.writing
+from whoosh.codec.whoosh3 import W3FieldWriter, W3TermInfo
 from whoosh.filedb.filestore import FileStorage
 from whoosh.index import FileIndex
 from whoosh.reading import EmptyReader, MultiReader, SegmentReader
 from whoosh.searching import Searcher
-from whoosh.system import _INT_SIZE
+from whoosh.system import _INT_SIZE, pack_ushort
 from whoosh.util.numeric import byte_to_length
 
 from vault_mem.index.mapping import SharedFiles, ViewFile, hash_reader_init
 from vault_mem.index.postings import TermPool
 from vault_mem.index.postings import add_document as postings_add_document
 
+INLINE_POSTINGS = 4  # a term with at most this many postings keeps them in its term info (patch 9)
 PINNED = "2.7.5"  # the whoosh-reloaded release everything below was written against
 
 
@@ -159,6 +169,7 @@ ATTRIBUTES: tuple[tuple[type, tuple[str, ...]], ...] = (
     (whoosh.reading.SegmentReader, ("_segment", "_perdoc")),  # with_deletions
     (whoosh.codec.whoosh3.W3PerDocReader, ("_segment",)),
     (whoosh.writing.SegmentWriter, ("newsegment",)),  # new_segment_id
+    (whoosh.codec.whoosh3.W3FieldWriter, ("_tindex", "_fieldid", "_format")),  # postings._inlined
 )
 
 
@@ -285,12 +296,61 @@ class _DecodedLengths:
         return self.fields[fieldname]
 
 
+class _Block:
+    """What ``W3TermInfo.add_block`` reads of a whoosh3 postings block, for postings kept inline."""
+
+    def __init__(self, ids: list[int], weights: array[float], lengths: list[int]) -> None:
+        self._ids, self._weights = ids, weights
+        self._lengths = [n for n in lengths if n]  # the block counts only lengths above 0
+
+    def __len__(self) -> int:
+        return len(self._ids)
+
+    def min_id(self) -> int:
+        return self._ids[0]
+
+    def max_id(self) -> int:
+        return self._ids[-1]
+
+    def max_weight(self) -> float:
+        return max(0.0, *self._weights)
+
+    def min_length(self) -> int | None:
+        return min(self._lengths) if self._lengths else None
+
+    def max_length(self) -> int:
+        return max(self._lengths, default=0)
+
+
+def _inline_term(fieldwriter: W3FieldWriter, tbytes: bytes, postings: list[Any], field_lengths: Any) -> bool:
+    """Write the term info of ``tbytes`` with its few postings (``postings``: docnum, weight, value
+    bytes, repeated) kept in it instead of in a block of the postings file: what whoosh3 calls
+    inlined postings, which its readers read (``postings_reader`` answers a ``ListMatcher``) but its
+    writer never makes (it calls ``set_inline``, a name ``W3TermInfo`` lacks, so its default limit
+    of 1 keeps every term out). A block is a pickle, zlib and a header per term; most terms of a
+    live commit's segment have one posting. Values as the block reader gives them: None for a
+    format without values. False (nothing written) for a term of more postings."""
+    if len(postings) > 3 * INLINE_POSTINGS:
+        return False
+    ids = postings[0::3]
+    weights = array("f", postings[1::3])
+    values = ((None,) * len(ids) if fieldwriter._format.fixed_value_size() == 0
+              else tuple(b"" if v is None else v for v in postings[2::3]))
+    info = W3TermInfo()
+    info.add_block(_Block(ids, weights, [0 if field_lengths is None else field_lengths[d] for d in ids]))
+    info.set_inlined(ids, weights, values)
+    fieldwriter._tindex.add(pack_ushort(fieldwriter._fieldid) + tbytes, info.to_bytes())
+    return True
+
+
 def _flush_segment(self: Any) -> None:
     self.perdocwriter.close()
     pdr = self.per_document_reader() if self.codec.length_stats else None
     lengths = _DecodedLengths(pdr) if pdr else None
     if isinstance(self.pool, TermPool):
-        self.pool.write_postings(self.fieldwriter, self.schema, lengths)
+        fieldwriter = self.fieldwriter
+        inline = functools.partial(_inline_term, fieldwriter) if type(fieldwriter) is W3FieldWriter else None
+        self.pool.write_postings(fieldwriter, self.schema, lengths, inline)
     else:
         self.fieldwriter.add_postings(self.schema, lengths, self.pool.iter_postings())
     self.fieldwriter.close()
