@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from whoosh import index as whoosh_index
 from whoosh.writing import SegmentWriter
 
-from vault_mem.index import postings, whoosh_seam
+from vault_mem.index import postings, whoosh_parts, whoosh_seam
 from vault_mem.index.schema import document_of, make_schema
 from vault_mem.vault.reader import read_note
 
@@ -137,7 +137,7 @@ def test_terms_of_few_postings_keep_them_in_their_term_info_and_read_back_as_who
             whoosh_index.open_dir(str(tmp_path / "whoosh")).reader() as theirs:
         for field, tbytes in ours.all_terms():
             info = ours.term_info(field, tbytes)
-            assert info.is_inlined() == (info.doc_frequency() <= whoosh_seam.INLINE_POSTINGS)
+            assert info.is_inlined() == (info.doc_frequency() <= whoosh_parts.INLINE_POSTINGS)
             assert not theirs.term_info(field, tbytes).is_inlined()  # Whoosh's writer never inlines
             inlined[info.is_inlined()] += 1
             if field == "body":
@@ -183,3 +183,39 @@ def test_postings_out_of_document_order_are_sorted_as_whoosh_sorts_them(tmp_path
         pool.add(item)
     assert list(pool.items()) == sorted(added)
     writer.cancel()
+
+
+def test_a_live_commits_segment_is_made_in_memory_and_written_as_one_packed_file(tmp_path: Path,
+                                                                                 monkeypatch: Any) -> None:
+    """Patch 10: a writer made inside parts_in_memory creates no file in the index folder but its
+    packed segment (and the table of contents), and the segment holds what one written on disk
+    holds; a writer made outside it still writes its parts there."""
+    from whoosh.filedb.filestore import FileStorage
+
+    rels = sorted(generated_vault(tmp_path / "v", 30, seed=7))
+    write_segment(tmp_path / "v", tmp_path / "disk", rels)
+    created: list[tuple[str, str]] = []
+    real = FileStorage.create_file
+
+    def create_file(self: FileStorage, name: str, **kwargs: Any) -> Any:
+        created.append((str(self.folder), name))
+        return real(self, name, **kwargs)
+
+    monkeypatch.setattr(FileStorage, "create_file", create_file)
+    for in_memory in (True, False):
+        folder = tmp_path / f"live-{in_memory}"
+        folder.mkdir()
+        ix = whoosh_index.create_in(str(folder), make_schema())
+        created.clear()
+        if in_memory:
+            with whoosh_parts.parts_in_memory():
+                writer = SegmentWriter(ix)
+        else:
+            writer = SegmentWriter(ix)
+        for rel in rels:
+            writer.add_document(**document_of(read_note(tmp_path / "v", rel), rel))
+        writer.commit()
+        # the table of contents is "_MAIN_<generation>.toc", made under a temp name and renamed
+        made = [name for where, name in created if where == str(folder) and not name.startswith("_")]
+        assert (len(made) == 1 and made[0].endswith(".seg")) == in_memory, made
+        assert segment_content(folder) == segment_content(tmp_path / "disk")

@@ -32,7 +32,14 @@ from vault_mem.errors import IndexBusy, VaultUnavailable
 from vault_mem.git.history import History, history_for
 from vault_mem.index.commits import TINY_FOLD, WAITING_DIR, Batch, OwnTiny, ProcessTurn, Turns, Written, fold_tiny
 from vault_mem.index.schema import SCHEMA_VERSION, document_of, make_schema
-from vault_mem.index.whoosh_seam import frozen_segment, lend_searcher, new_segment_id, renewed_searcher, with_deletions
+from vault_mem.index.whoosh_parts import parts_in_memory
+from vault_mem.index.whoosh_seam import (
+    frozen_segment,
+    lend_searcher,
+    new_segment_id,
+    renewed_searcher,
+    with_deletions,
+)
 from vault_mem.vault.note import Note
 from vault_mem.vault.paths import INDEX_DIRNAME
 from vault_mem.vault.portable import replace_file, user_cache_root
@@ -343,7 +350,8 @@ class VaultIndex:
         try:
             while True:
                 try:
-                    writer = ix.writer()
+                    with parts_in_memory():  # a live commit's small segment (whoosh_seam patch 10)
+                        writer = ix.writer()
                 except LockError:
                     now = time.monotonic()
                     if timeout is not None and now - start > timeout:

@@ -52,14 +52,23 @@ The patches, applied when this module is first imported (before any writer exist
    readers read them, instead of in a block of its own in the postings file (a pickle, zlib and a
    header per term: most of writing a live commit's small segment, where nearly every term has
    one posting). Whoosh's writer never does this, though its codec has the option: it calls a
-   ``set_inline`` that its ``W3TermInfo`` lacks (``_inline_term``, called by patch 7's pool).
+   ``set_inline`` that its ``W3TermInfo`` lacks (``whoosh_parts.inline_term``, called by patch 7's pool).
+
+10. A live commit's segment is made in memory, then written as its one packed file. Whoosh
+   created each part (terms, postings, every column: 17 files for a note) in the index folder,
+   then copied them into the packed file and deleted them: a file made on disk cost about 0.3 ms
+   of system time, a third of a small commit's CPU. The writers made inside ``parts_in_memory``
+   (``VaultIndex.acquire_writer``) put their parts in a ``RamStorage`` instead
+   (``W3Codec.per_document_writer``, ``field_writer`` and their readers,
+   ``Segment.create_compound_file``; ``whoosh_parts.py``). A build's or a merge's big segments are
+   left on disk.
 
 The private names read (``PRIVATE_NAMES``, ``ATTRIBUTES``), each behind a function at the end:
 writers that do not lock, finish a segment or commit given segments; the table of contents; a
 reader's folder; a reader remade around new deletions; a searcher renewed after a commit that
 reuses the readers of unchanged segments; the id of the segment a writer is making. A segment's
-lexicon and postings read off the mapped whoosh3 files are the seam's other module,
-``whoosh_files.py``.
+lexicon and postings read off the mapped whoosh3 files are the seam's second module,
+``whoosh_files.py``; how a segment's parts are written (patches 9 and 10), its third, ``whoosh_parts.py``.
 """
 
 from __future__ import annotations
@@ -71,7 +80,6 @@ import inspect
 import logging
 import os
 import secrets
-from array import array
 from importlib import metadata
 from typing import Any
 
@@ -86,19 +94,19 @@ import whoosh.index
 import whoosh.reading
 import whoosh.util
 import whoosh.writing
-from whoosh.codec.whoosh3 import W3FieldWriter, W3TermInfo
+from whoosh.codec.whoosh3 import W3FieldWriter
 from whoosh.filedb.filestore import FileStorage
 from whoosh.index import FileIndex
 from whoosh.reading import EmptyReader, MultiReader, SegmentReader
 from whoosh.searching import Searcher
-from whoosh.system import _INT_SIZE, pack_ushort
+from whoosh.system import _INT_SIZE
 from whoosh.util.numeric import byte_to_length
 
+from vault_mem.index import whoosh_parts
 from vault_mem.index.mapping import SharedFiles, ViewFile, hash_reader_init
 from vault_mem.index.postings import TermPool
 from vault_mem.index.postings import add_document as postings_add_document
 
-INLINE_POSTINGS = 4  # a term with at most this many postings keeps them in its term info (patch 9)
 PINNED = "2.7.5"  # the whoosh-reloaded release everything below was written against
 
 
@@ -296,60 +304,14 @@ class _DecodedLengths:
         return self.fields[fieldname]
 
 
-class _Block:
-    """What ``W3TermInfo.add_block`` reads of a whoosh3 postings block, for postings kept inline."""
-
-    def __init__(self, ids: list[int], weights: array[float], lengths: list[int]) -> None:
-        self._ids, self._weights = ids, weights
-        self._lengths = [n for n in lengths if n]  # the block counts only lengths above 0
-
-    def __len__(self) -> int:
-        return len(self._ids)
-
-    def min_id(self) -> int:
-        return self._ids[0]
-
-    def max_id(self) -> int:
-        return self._ids[-1]
-
-    def max_weight(self) -> float:
-        return max(0.0, *self._weights)
-
-    def min_length(self) -> int | None:
-        return min(self._lengths) if self._lengths else None
-
-    def max_length(self) -> int:
-        return max(self._lengths, default=0)
-
-
-def _inline_term(fieldwriter: W3FieldWriter, tbytes: bytes, postings: list[Any], field_lengths: Any) -> bool:
-    """Write the term info of ``tbytes`` with its few postings (``postings``: docnum, weight, value
-    bytes, repeated) kept in it instead of in a block of the postings file: what whoosh3 calls
-    inlined postings, which its readers read (``postings_reader`` answers a ``ListMatcher``) but its
-    writer never makes (it calls ``set_inline``, a name ``W3TermInfo`` lacks, so its default limit
-    of 1 keeps every term out). A block is a pickle, zlib and a header per term; most terms of a
-    live commit's segment have one posting. Values as the block reader gives them: None for a
-    format without values. False (nothing written) for a term of more postings."""
-    if len(postings) > 3 * INLINE_POSTINGS:
-        return False
-    ids = postings[0::3]
-    weights = array("f", postings[1::3])
-    values = ((None,) * len(ids) if fieldwriter._format.fixed_value_size() == 0
-              else tuple(b"" if v is None else v for v in postings[2::3]))
-    info = W3TermInfo()
-    info.add_block(_Block(ids, weights, [0 if field_lengths is None else field_lengths[d] for d in ids]))
-    info.set_inlined(ids, weights, values)
-    fieldwriter._tindex.add(pack_ushort(fieldwriter._fieldid) + tbytes, info.to_bytes())
-    return True
-
-
 def _flush_segment(self: Any) -> None:
     self.perdocwriter.close()
     pdr = self.per_document_reader() if self.codec.length_stats else None
     lengths = _DecodedLengths(pdr) if pdr else None
     if isinstance(self.pool, TermPool):
         fieldwriter = self.fieldwriter
-        inline = functools.partial(_inline_term, fieldwriter) if type(fieldwriter) is W3FieldWriter else None
+        w3 = type(fieldwriter) is W3FieldWriter
+        inline = functools.partial(whoosh_parts.inline_term, fieldwriter) if w3 else None
         self.pool.write_postings(fieldwriter, self.schema, lengths, inline)
     else:
         self.fieldwriter.add_postings(self.schema, lengths, self.pool.iter_postings())
@@ -360,6 +322,8 @@ def _flush_segment(self: Any) -> None:
 
 WHOOSH_FLUSH_SEGMENT = whoosh.writing.SegmentWriter._flush_segment  # kept for the test that compares
 whoosh.writing.SegmentWriter._flush_segment = _flush_segment
+
+whoosh_parts.install()  # patch 10
 
 # Patch 7 (and 5: the pool's runs).
 whoosh.writing.PostingPool = TermPool

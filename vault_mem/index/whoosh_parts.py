@@ -1,0 +1,118 @@
+"""The Whoosh seam's third module: how a segment's parts are written (whoosh_seam.py, patches 9
+and 10): terms of few postings inlined in their term info, and a live commit's part files made in
+memory, then written as the one packed segment file."""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+import weakref
+from array import array
+from collections.abc import Iterator
+from typing import Any
+
+import whoosh.codec.base
+import whoosh.codec.whoosh3
+from whoosh.codec.whoosh3 import W3FieldWriter, W3TermInfo
+from whoosh.filedb.compound import CompoundStorage
+from whoosh.filedb.filestore import RamStorage
+from whoosh.system import pack_ushort
+
+INLINE_POSTINGS = 4  # a term with at most this many postings keeps them in its term info (patch 9)
+
+
+class _Block:
+    """What ``W3TermInfo.add_block`` reads of a whoosh3 postings block, for postings kept inline."""
+
+    def __init__(self, ids: list[int], weights: array[float], lengths: list[int]) -> None:
+        self._ids, self._weights = ids, weights
+        self._lengths = [n for n in lengths if n]  # the block counts only lengths above 0
+
+    def __len__(self) -> int:
+        return len(self._ids)
+
+    def min_id(self) -> int:
+        return self._ids[0]
+
+    def max_id(self) -> int:
+        return self._ids[-1]
+
+    def max_weight(self) -> float:
+        return max(0.0, *self._weights)
+
+    def min_length(self) -> int | None:
+        return min(self._lengths) if self._lengths else None
+
+    def max_length(self) -> int:
+        return max(self._lengths, default=0)
+
+
+def inline_term(fieldwriter: W3FieldWriter, tbytes: bytes, postings: list[Any], field_lengths: Any) -> bool:
+    """Write the term info of ``tbytes`` with its few postings (``postings``: docnum, weight, value
+    bytes, repeated) kept in it instead of in a block of the postings file: what whoosh3 calls
+    inlined postings, which its readers read (``postings_reader`` answers a ``ListMatcher``) but its
+    writer never makes (it calls ``set_inline``, a name ``W3TermInfo`` lacks, so its default limit
+    of 1 keeps every term out). A block is a pickle, zlib and a header per term; most terms of a
+    live commit's segment have one posting. Values as the block reader gives them: None for a
+    format without values. False (nothing written) for a term of more postings."""
+    if len(postings) > 3 * INLINE_POSTINGS:
+        return False
+    ids = postings[0::3]
+    weights = array("f", postings[1::3])
+    values = ((None,) * len(ids) if fieldwriter._format.fixed_value_size() == 0
+              else tuple(b"" if v is None else v for v in postings[2::3]))
+    info = W3TermInfo()
+    info.add_block(_Block(ids, weights, [0 if field_lengths is None else field_lengths[d] for d in ids]))
+    info.set_inlined(ids, weights, values)
+    fieldwriter._tindex.add(pack_ushort(fieldwriter._fieldid) + tbytes, info.to_bytes())
+    return True
+
+
+_in_memory = threading.local()
+_parts: weakref.WeakKeyDictionary[Any, RamStorage] = weakref.WeakKeyDictionary()  # segment -> its part files
+
+
+@contextlib.contextmanager
+def parts_in_memory() -> Iterator[None]:
+    """Segments whose writer this thread makes meanwhile write their part files in memory (patch 10)."""
+    _in_memory.on = True
+    try:
+        yield
+    finally:
+        _in_memory.on = False
+
+
+def _parts_writer(make: Any) -> Any:
+    def writer(self: Any, storage: Any, segment: Any) -> Any:
+        if getattr(_in_memory, "on", False):
+            storage = _parts.setdefault(segment, RamStorage())
+        return make(self, storage, segment)
+    return writer
+
+
+def _parts_reader(make: Any) -> Any:
+    def reader(self: Any, storage: Any, segment: Any) -> Any:
+        return make(self, _parts.get(segment, storage), segment)
+    return reader
+
+
+_create_compound_file = whoosh.codec.base.Segment.create_compound_file  # taken before install()
+
+
+def _assemble_parts(self: Any, storage: Any) -> None:
+    parts = _parts.pop(self, None)
+    if parts is None:
+        _create_compound_file(self, storage)
+        return
+    CompoundStorage.assemble(self.create_file(storage, self.COMPOUND_EXT), parts, parts.list())
+    self.compound = True
+
+
+def install() -> None:
+    """Patch 10 (whoosh_seam.py applies it once its shape check passed)."""
+    codec = whoosh.codec.whoosh3.W3Codec
+    for name in ("per_document_writer", "field_writer"):
+        setattr(codec, name, _parts_writer(getattr(codec, name)))
+    for name in ("per_document_reader", "terms_reader"):
+        setattr(codec, name, _parts_reader(getattr(codec, name)))
+    whoosh.codec.base.Segment.create_compound_file = _assemble_parts
