@@ -137,6 +137,9 @@ PATCHED: tuple[tuple[Any, str, tuple[str, ...]], ...] = (
                                              whoosh.filedb.filestore, whoosh.writing)),
     (whoosh.filedb.structfile.BufferFile, "__init__", ("self", "buf", "name", "onclose")),
     (whoosh.codec.base.Segment, "open_compound_file", ("self", "storage")),
+    *((whoosh.codec.whoosh3.W3Codec, n, ("self", "storage", "segment"))  # patch 10, and the one below
+      for n in ("per_document_writer", "field_writer", "per_document_reader", "terms_reader")),
+    (whoosh.codec.base.Segment, "create_compound_file", ("self", "storage")),
     (whoosh.codec.whoosh3.W3PerDocReader, "_cached_reader", ("self", "fieldname", "column")),
     (whoosh.writing, "PostingPool", ("tempstore", "segment", "limitmb", "kwargs")),
     (whoosh.writing.PostingPool, "_write_run", ("self", "f", "items")),
