@@ -61,11 +61,8 @@ class Watcher:
 
     def __init__(self, index: VaultIndex, reconcile_every: float = RECONCILE_EVERY,
                  on_error: Callable[[str], None] | None = None,
-                 pace: Callable[[str], None] | None = None, quiet: float = DEBOUNCE) -> None:
-        """``quiet``: the seconds of quiet before a flush."""
+                 pace: Callable[[str], None] | None = None) -> None:
         self.index = index
-        self.quiet = quiet
-        self.max_delay = max(MAX_DELAY, quiet)
         self.pace = pace  # called with each file the periodic check reaches (tests slow it down)
         self.root = index.root
         self._roots = (str(self.root), os.path.realpath(self.root))  # FSEvents reports real paths
@@ -257,14 +254,14 @@ class Watcher:
             return files, dirs
 
     def _debounce(self) -> None:
-        """Under the condition: wait for ``quiet`` seconds of quiet, but never longer than ``max_delay``."""
+        """Under the condition: wait for ``DEBOUNCE`` seconds of quiet, but never longer than ``MAX_DELAY``."""
         while not self._stopping:
             now = time.monotonic()
             quiet = now - self._last_event
             waited = now - self._first_event
-            if quiet >= self.quiet or waited >= self.max_delay:
+            if quiet >= DEBOUNCE or waited >= MAX_DELAY:
                 return
-            self._cond.wait(min(self.quiet - quiet, self.max_delay - waited))
+            self._cond.wait(min(DEBOUNCE - quiet, MAX_DELAY - waited))
 
     def _process(self, files: set[str], dirs: set[str], check_due: bool) -> None:
         """Apply one batch (and the periodic check when due); on any failure, recover by a
