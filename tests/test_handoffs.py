@@ -208,7 +208,7 @@ def test_what_agents_have_seen_is_kept_when_the_index_is_rebuilt(tmp_path: Path)
     vault = open_vault(root)
     from vault_mem.index import agentstate
 
-    agentstate.change(vault.index.dir, "r", lambda state: state["read"].update({"a": "now"}))
+    agentstate.change(vault.index.dir, "r", lambda state: state.put("read", "a", "now"))
     vault.index.create()
     assert agentstate.load(vault.index.dir, "R")["read"] == {"a": "now"}
 
@@ -217,10 +217,10 @@ def test_an_agents_state_is_changed_from_a_copy_and_a_change_on_disk_is_seen(tmp
     from vault_mem.index import agentstate
 
     index_dir = tmp_path / "ix"
-    agentstate.change(index_dir, "r", lambda state: state["read"].update({"a": "t1"}))
+    agentstate.change(index_dir, "r", lambda state: state.put("read", "a", "t1"))
 
-    def half_done(state: dict[str, Any]) -> None:
-        state["read"]["b"] = "t2"
+    def half_done(state: agentstate.Changes) -> None:
+        state.put("read", "b", "t2")
         raise RuntimeError("the edit failed halfway")
 
     with pytest.raises(RuntimeError):
@@ -229,7 +229,7 @@ def test_an_agents_state_is_changed_from_a_copy_and_a_change_on_disk_is_seen(tmp
     # Another process rewrote the file since (here: by hand): the next change starts from it.
     path = agentstate.state_file(index_dir, "r")
     path.write_text(json.dumps({"read": {"c": "t3"}, "wrote": {}, "errors": []}), encoding="utf-8")
-    agentstate.change(index_dir, "r", lambda state: state["read"].update({"d": "t4"}))
+    agentstate.change(index_dir, "r", lambda state: state.put("read", "d", "t4"))
     assert json.loads(path.read_text(encoding="utf-8"))["read"] == {"c": "t3", "d": "t4"}
 
 
@@ -238,8 +238,9 @@ import sys
 from pathlib import Path
 from vault_mem.index import agentstate, journal
 index_dir, who = Path(sys.argv[1]), sys.argv[2]
+agentstate.REWRITE_SLACK = 64  # rewrites of the whole file between the other process's appends
 for i in range(40):
-    agentstate.change(index_dir, "reviewer", lambda state: state["read"].update({f"{who}-{i}": "t"}))
+    agentstate.change(index_dir, "reviewer", lambda state: state.put("read", f"{who}-{i}", "t"))
     journal.record(index_dir, "coder", "memory_write", [{"path": f"{who}-{i}.md", "before": None, "after": b"x"}])
 """
 

@@ -87,19 +87,20 @@ def _annotate(view: View, tool: str, agent: str, answer: dict[str, Any], started
     to_mark = _read_now(view, tool, agent, answer)
     lost = _lost(view, agent, state["wrote"])
     if _before(state["errors"], started) or lost or (to_mark and to_mark not in state["read"]):
-        def update(current: dict[str, Any]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+        def update(current: agentstate.Changes) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
             # What another call (another server) reported meanwhile is gone from ``current``: not twice.
-            errors = _before(current["errors"], started)
-            current["errors"] = [e for e in current["errors"] if e not in errors]
+            errors = _before(current.errors, started)
+            current.set_errors([e for e in current.errors if e not in errors])
             rows = []
             for fsrel, (row, moved) in lost.items():
-                if current["wrote"].pop(fsrel, None) is None:
+                if fsrel not in current.wrote:
                     continue
+                current.drop("wrote", fsrel)
                 rows.append(row)
                 if moved is not None:
-                    current["wrote"][moved[0]] = moved[1]
+                    current.put("wrote", moved[0], moved[1])
             if to_mark:
-                current["read"][to_mark] = iso(dt.datetime.now(dt.UTC))
+                current.put("read", to_mark, iso(dt.datetime.now(dt.UTC)))
             return [{k: v for k, v in e.items() if k != "t"} for e in errors], rows
 
         errors, rows = agentstate.change(index_dir, agent, update)

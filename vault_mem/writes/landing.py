@@ -33,13 +33,12 @@ def landed(view: View, tool: str, agent: str, changes: list[dict[str, Any]]) -> 
     if warning:
         warnings.append(warning)
 
-    def track(state: dict[str, Any]) -> None:
+    def track(state: agentstate.Changes) -> None:
         for item in changes:
             if item["after"] is None:
-                state["wrote"].pop(item["fsrel"], None)  # its own delete is not lost
+                state.drop("wrote", item["fsrel"])  # its own delete is not lost
             else:
-                state["wrote"].pop(item["fsrel"], None)  # re-inserted: newest last
-                state["wrote"][item["fsrel"]] = [item["uid"], item["path"], item["title"]]
+                state.put("wrote", item["fsrel"], [item["uid"], item["path"], item["title"]])
 
     try:
         agentstate.change(index_dir, agent, track)
@@ -54,6 +53,6 @@ def not_landed(view: View, agent: str, tool: str, path: str, message: str) -> No
     error = {"tool": tool, "permalink": permalink_of(path), "message": message, "time": iso(now),
              "t": now.timestamp()}  # t: which call may report it (served/mailbox.py)
     try:
-        agentstate.change(view.vault.index.dir, agent, lambda state: state["errors"].append(error))
+        agentstate.change(view.vault.index.dir, agent, lambda state: state.add_error(error))
     except OSError as exc:
         log.warning("cannot keep a persist error of agent %s: %s", agent, exc)
