@@ -296,3 +296,18 @@ def test_the_notes_an_agent_wrote_that_are_still_there_follow_every_commit(tmp_p
     index.close()
     assert merge_all(index.dir) is not None
     check()
+
+
+async def test_an_answer_shared_until_the_next_commit_carries_lost_only_in_its_callers_copy(tmp_path: Path) -> None:
+    """list_domains keeps its answer until the next commit; ``lost`` is added to one call's copy."""
+    from conftest import commit_removal
+
+    root = write_notes(tmp_path / "v", {"a/keep.md": "x\n"})
+    vault = open_vault(root)
+    async with in_process(vault, Agent("coder")) as coder, in_process(vault) as owner:
+        written = await coder.call("memory_write", title="Doomed", content="x", domain="b")
+        commit_removal(vault.index, written["path"])
+        first = await coder.call("list_domains")
+        assert [row["title"] for row in first["lost"]] == ["Doomed"]
+        for again in (await coder.call("list_domains"), await owner.call("list_domains")):
+            assert "lost" not in again and again["domains"] == first["domains"]

@@ -37,9 +37,12 @@ def error_answer(exc: VaultMemError, renames: dict[str, str] | None = None) -> d
     return answer
 
 
+_ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), default=str)  # json.dumps makes one a call
+
+
 def answer_json(answer: dict[str, Any]) -> str:
     """The answer as compact JSON, UTF-8 characters kept as they are: the text block's content."""
-    return json.dumps(answer, ensure_ascii=False, separators=(",", ":"), default=str)
+    return _ENCODER.encode(answer)
 
 
 def answer_text(tool: str, answer: dict[str, Any]) -> str:

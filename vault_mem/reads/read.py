@@ -203,7 +203,12 @@ DOMAIN_PAGE = 500
 def list_domains(view: View, raw: dict[str, Any]) -> dict[str, Any]:
     args = Args(raw, DOMAINS_PARAMS)
     offset = args.integer("offset")
+    # Only a commit changes the answer: the calls in between share it (a copy each, since the
+    # caller's inbox and hints are added to the answer; the rows are never changed).
+    return dict(view.kept(("list_domains", offset), lambda: _domains_page(view, offset)))
 
+
+def _domains_page(view: View, offset: int) -> dict[str, Any]:
     # Group by the note's own folder first (per segment, cached), then spread each folder's
     # totals to its ancestors.
     own: dict[str, list[int]] = {}  # folder -> [active, archived, newest updated]

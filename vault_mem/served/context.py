@@ -268,8 +268,11 @@ def _text_size(text: str) -> int:
     return 2 * len(text) + 100
 
 
+_SIZER = json.JSONEncoder(ensure_ascii=False, default=str)  # one for all: json.dumps makes one per call
+
+
 def json_size(value: Any) -> int:
-    return len(json.dumps(value, ensure_ascii=False, default=str))
+    return len(_SIZER.encode(value))
 
 
 class Budget:
