@@ -276,10 +276,14 @@ def test_inside_check_agrees_with_resolves_inside_on_every_kind_of_link(tmp_path
         os.symlink(outside / "secret.md", root / "plain" / "leak.md")
         os.symlink(root / "plain" / "a.md", root / "plain" / "alias.md")
         os.symlink(root / "plain" / "loop.md", root / "plain" / "loop.md")
+        os.symlink(root / "dloop", root / "dloop", target_is_directory=True)
+        (root / "deep" / "er").mkdir(parents=True)
+        os.symlink(outside, root / "deep" / "er" / "away", target_is_directory=True)
     except (OSError, NotImplementedError):
         pytest.skip("symlinks cannot be made here")
     targets = ["plain/a.md", "plain/leak.md", "plain/alias.md", "plain/gone.md", "plain/loop.md",
-               "out/secret.md", "out/none.md", "in/a.md", "in/leak.md", "a.md"]
+               "out/secret.md", "out/none.md", "in/a.md", "in/leak.md", "a.md", "dloop/x.md", "deep/er/b.md",
+               "deep/er/away/secret.md", "deep/er/away/../../er/b.md", "plain/../../outside/secret.md"]
     check = InsideCheck(root)
     for _ in range(2):  # the second round answers from the folders resolved in the first
         assert {t: check(root / t) for t in targets} == {t: resolves_inside(root, root / t) for t in targets}

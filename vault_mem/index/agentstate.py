@@ -29,7 +29,7 @@ import os
 import re
 import secrets
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Hashable
 from dataclasses import dataclass
 from itertools import islice
 from pathlib import Path
@@ -148,8 +148,17 @@ class Changes:
 def load(index_dir: Path, agent: str) -> dict[str, Any]:
     """The agent's state (an empty one when it has none or the file is damaged), shared with
     other callers while the file is unchanged: read it, never change it (``change`` does)."""
-    parsed = _parsed(state_file(index_dir, agent))
-    return parsed.state if parsed is not None else empty()
+    return load_version(index_dir, agent)[0]
+
+
+def load_version(index_dir: Path, agent: str) -> tuple[dict[str, Any], Hashable]:
+    """The agent's state as ``load`` gives it, and what names this version of it (equal for
+    the same version, in this process), to key what is derived from it."""
+    path = state_file(index_dir, agent)
+    parsed = _parsed(path)
+    if parsed is None:
+        return empty(), (str(path), None)
+    return parsed.state, (str(path), parsed.stat, parsed.end)
 
 
 def change(index_dir: Path, agent: str, edit: Callable[[Changes], T]) -> T:

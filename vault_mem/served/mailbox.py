@@ -83,9 +83,10 @@ def annotate(view: View, tool: str, agent: str | None, answer: dict[str, Any], s
 
 def _annotate(view: View, tool: str, agent: str, answer: dict[str, Any], started: float) -> None:
     index_dir = view.vault.index.dir
-    state = agentstate.load(index_dir, agent)
+    state, version = agentstate.load_version(index_dir, agent)
     to_mark = _read_now(view, tool, agent, answer)
-    lost = _lost(view, agent, state["wrote"])
+    # The same for every call between one commit or change of the agent's notes and the next.
+    lost = view.kept(("lost", agent, version), lambda: _lost(view, agent, state["wrote"])) if state["wrote"] else {}
     if _before(state["errors"], started) or lost or (to_mark and to_mark not in state["read"]):
         def update(current: agentstate.Changes) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
             # What another call (another server) reported meanwhile is gone from ``current``: not twice.

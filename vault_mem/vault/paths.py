@@ -83,29 +83,68 @@ def resolves_inside(root: Path, target: Path) -> bool:
 
 class InsideCheck:
     """``resolves_inside(root, target)`` for many targets in a row (one call's search rows):
-    the root and each folder are resolved once, a target itself only when it is a symlink.
+    the root and each folder are resolved once, a target itself only when it is a symlink, and
+    the rest is string work (pathlib's joins and ``parents`` were most of a row's check).
     Folders can change between calls, so a check lives no longer than one call."""
 
     def __init__(self, root: Path) -> None:
         self.root = root
-        self._real_root: Path | None = None
-        self._folders: dict[Path, Path] = {}
+        self._real_root: str | None = None
+        self._under_root = ""  # what every path under the real root starts with
+        self._folders: dict[str, str | None] = {}  # None: the folder does not resolve (a loop)
+        self._real_spelled: str | None = None  # the real root, as resolve spells it
 
     def __call__(self, target: Path) -> bool:
         try:
             if self._real_root is None:
-                self._real_root = self.root.resolve()
-            folder = self._folders.get(target.parent)
+                self._real_spelled = str(self.root.resolve())
+                self._real_root = os.path.normcase(self._real_spelled)
+                self._under_root = self._real_root if self._real_root.endswith(os.sep) else self._real_root + os.sep
+            spelled = os.fspath(target)
+            parent, name = os.path.split(spelled)
+            if parent not in self._folders:
+                self._folders[parent] = self._folder(parent)
+            folder = self._folders[parent]
             if folder is None:
-                folder = self._folders[target.parent] = target.parent.resolve()
+                return False
             try:
-                link = stat.S_ISLNK(os.lstat(target).st_mode)
+                link = stat.S_ISLNK(os.lstat(spelled).st_mode)
             except OSError:
                 link = False  # gone: resolved as it is spelled, as Path.resolve does
-            resolved = target.resolve() if link else folder / target.name
+            resolved = _compared(target.resolve()) if link else os.path.join(folder, os.path.normcase(name))
         except (OSError, RuntimeError):  # a symlink loop
             return False
-        return resolved == self._real_root or self._real_root in resolved.parents
+        return resolved == self._real_root or resolved.startswith(self._under_root)
+
+    def _folder(self, parent: str) -> str | None:
+        """The folder ``parent`` resolved (None: a symlink loop). A folder under the root whose
+        every step is a plain folder is the real root plus those steps: one lstat a step instead
+        of one per step of the whole path, the root's included."""
+        spelled_root = os.fspath(self.root)
+        if parent.startswith(spelled_root + os.sep) and self._real_spelled is not None:
+            real = self._real_spelled
+            for step in parent[len(spelled_root) + 1:].split(os.sep):
+                if step in ("", ".", ".."):
+                    break
+                real = os.path.join(real, step)
+                try:
+                    st = os.lstat(real)
+                except OSError:
+                    break
+                reparse = getattr(st, "st_file_attributes", 0) & stat.FILE_ATTRIBUTE_REPARSE_POINT
+                if reparse or not stat.S_ISDIR(st.st_mode):
+                    break  # a link (or a Windows junction): resolved whole, below
+            else:
+                return os.path.normcase(real)
+        try:
+            return _compared(Path(parent).resolve())
+        except RuntimeError:  # a symlink loop
+            return None
+
+
+def _compared(path: Path) -> str:
+    """A resolved path as InsideCheck compares it (in any case on Windows, as pathlib does)."""
+    return os.path.normcase(str(path))
 
 
 def note_file(root: Path, fsrel: str, param: str = "ref") -> Path:
