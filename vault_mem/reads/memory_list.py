@@ -318,7 +318,7 @@ def _query_candidates(view: View, query: str) -> set[int] | None:
         needle = needle.lower()
         docs: set[int] = set()
         for field in ("title", "body"):
-            docs.update(view.hit_counts(field, needle))
+            docs.update(view.docs_containing(field, needle))
         found = docs if found is None else found & docs
         if not found:
             break

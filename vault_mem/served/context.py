@@ -28,7 +28,7 @@ from vault_mem.index.masked import masked_segments
 from vault_mem.index.query import Searcher
 from vault_mem.index.segments import Parts, segments
 from vault_mem.index.store import VaultIndex
-from vault_mem.index.substring import hit_counts, terms_containing
+from vault_mem.index.substring import segment_docs_containing, terms_containing
 from vault_mem.served.agents import Agent
 from vault_mem.vault.frontmatter import split_frontmatter
 from vault_mem.vault.paths import InsideCheck
@@ -152,9 +152,14 @@ class View:
         """The documents whose ``key_path`` or ``key_name`` is ``value``."""
         return path_key_docs(self.searcher, self.parts, field, value)
 
-    def hit_counts(self, field: str, needle: str) -> dict[int, int]:
-        """For each document whose ``field`` contains the word-only ``needle``: how many times."""
-        return hit_counts(self.parts, field, needle)
+    def docs_containing(self, field: str, needle: str) -> list[int]:
+        """The live documents whose ``field`` contains the word-only ``needle`` (any case),
+        ascending."""
+        needle = needle.lower()
+        found: list[int] = []
+        for seg in self.parts:
+            found.extend(seg.lift(segment_docs_containing(seg, field, needle)))
+        return found
 
     def segments(self) -> Parts:
         """The view's segments, for a read that caches what it derives per segment (and applies
