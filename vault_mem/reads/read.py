@@ -39,6 +39,7 @@ is followed by its subfolders. Computed from index columns; pages of at most 500
 
 from __future__ import annotations
 
+import functools
 import json
 from pathlib import Path
 from typing import Any
@@ -231,7 +232,7 @@ def _domains_page(view: View, offset: int) -> dict[str, Any]:
     names = sorted(totals, key=_tree_key)
     rows = [
         {"domain": name, "active": totals[name][0], "archived": totals[name][1],
-         "updated": iso(from_timestamp(totals[name][2]))}
+         "updated": _updated(totals[name][2])}
         for name in names[offset: offset + DOMAIN_PAGE]
     ]
     rows = rows[: take_within(rows)]
@@ -264,5 +265,11 @@ def _segment_folders(seg: Segment) -> dict[str, tuple[int, int, int]]:
     return CACHE.get_or_make(("folders", seg.key, seg.deletions), count)
 
 
-def _tree_key(domain: str) -> list[tuple[str, str]]:
-    return [(seg.lower(), seg) for seg in domain.split("/")] if domain else []
+@functools.lru_cache(maxsize=1 << 16)  # the same folders, call after call: a third of list_domains
+def _tree_key(domain: str) -> tuple[tuple[str, str], ...]:
+    return tuple((seg.lower(), seg) for seg in domain.split("/")) if domain else ()
+
+
+@functools.lru_cache(maxsize=1 << 12)  # a folder's newest note stays the same across most commits
+def _updated(timestamp: float) -> str:
+    return iso(from_timestamp(timestamp))
