@@ -164,6 +164,7 @@ def run_http(server: Server[Any], host: str, port: int, token: str | None, allow
              keys: KeyRing | None = None, seat: Seat | None = None, calls: Calls | None = None) -> None:
     """Serve until stopped; ``seat``: as one of ``serve --workers N`` (mcp_server/workers.py), on
     the sockets the parent handed over, keeping legacy sessions on their worker."""
+    import httptools  # noqa: F401  # the HTTP/1.1 parser uvicorn is given below (docs/dependencies.md)
     import uvicorn
 
     app = http_app(server, host, port, token, allowed_hosts, keys)
@@ -181,7 +182,7 @@ def run_http(server: Server[Any], host: str, port: int, token: str | None, allow
     # Not uvicorn.run: outside the main thread uvicorn installs no signal handlers, and a failed
     # bind raises here instead of exiting the process.
     config = uvicorn.Config(app, host=host.strip("[]"), port=port, log_level="warning", access_log=False,
-                            log_config=None)
+                            log_config=None, http="httptools")
     web = uvicorn.Server(config)
     web.run(sockets=sockets)
     if not web.started:
