@@ -137,7 +137,11 @@ def _lost(view: View, agent: str, wrote: dict[str, Any]) -> dict[str, tuple[dict
     if not wrote:
         return found
     there = _written_there(view, agent)
-    for fsrel, info in wrote.items():
+    # A note is kept under its file's path, which is its indexed path but where the two spell it
+    # differently (a decomposed name on macOS): one set difference in C, not a loop over a
+    # thousand notes per write. A key found there is a note at that very file: not lost.
+    for fsrel in wrote.keys() - there:
+        info = wrote[fsrel]
         if not isinstance(info, list) or len(info) != 3 or info[1] in there:
             continue
         with contextlib.suppress(ValueError, OSError):
