@@ -173,3 +173,5 @@ def test_a_state_file_of_0_4_is_read_and_rewritten_at_its_next_change(
 def test_a_state_with_no_such_part_is_refused(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="has no 'seen'"):
         agentstate.change(tmp_path / "ix", "a", lambda s: s.put("seen", "k", 1))
+    with pytest.raises(ValueError, match="has no 'seen'"):
+        agentstate.change(tmp_path / "ix", "a", lambda s: s.drop("seen", "k"))

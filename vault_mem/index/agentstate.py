@@ -114,7 +114,7 @@ class Changes:
 
     def drop(self, where: str, key: str) -> None:
         """Remove ``key`` from ``read`` or ``wrote`` (nothing when it is not there)."""
-        if key in self._state[where]:
+        if key in self._state[_named(where)]:
             _apply(self._own(where), ["drop", where, key])
             self.steps.append(["drop", where, key])
 
@@ -129,9 +129,7 @@ class Changes:
 
     def _own(self, where: str) -> dict[str, Any]:
         """``where``'s mapping, copied before its first change (the one loaded is shared)."""
-        if where not in MAPS:
-            raise ValueError(f"an agent's state has no {where!r}: it has {', '.join(MAPS)}")
-        if where not in self._copied:
+        if _named(where) not in self._copied:
             self._state[where] = dict(self._state[where])
             self._copied.add(where)
         mapping: dict[str, Any] = self._state[where]
@@ -143,6 +141,13 @@ class Changes:
             extra = len(self._state[where]) - most
             for key in list(islice(self._state[where], max(0, extra))):
                 self.drop(where, key)
+
+
+def _named(where: str) -> str:
+    """``where``, when it names one of the state's mappings (else ValueError)."""
+    if where not in MAPS:
+        raise ValueError(f"an agent's state has no {where!r}: it has {', '.join(MAPS)}")
+    return where
 
 
 def load(index_dir: Path, agent: str) -> dict[str, Any]:

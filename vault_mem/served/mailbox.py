@@ -137,9 +137,10 @@ def _lost(view: View, agent: str, wrote: dict[str, Any]) -> dict[str, tuple[dict
     if not wrote:
         return found
     there = _written_there(view, agent)
-    # A note is kept under its file's path, which is its indexed path but where the two spell it
-    # differently (a decomposed name on macOS): one set difference in C, not a loop over a
-    # thousand notes per write. A key found there is a note at that very file: not lost.
+    # ``wrote`` is keyed by each note's file path, which is its indexed path except where the two
+    # are spelled apart (a decomposed name on macOS): such keys stay in the difference and get the
+    # full check below. A key found in ``there`` is a live note of the agent at that very file.
+    # One set difference in C instead of a loop over every note the agent wrote, on every write.
     for fsrel in wrote.keys() - there:
         info = wrote[fsrel]
         if not isinstance(info, list) or len(info) != 3 or info[1] in there:
