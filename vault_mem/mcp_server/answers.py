@@ -37,7 +37,8 @@ def error_answer(exc: VaultMemError, renames: dict[str, str] | None = None) -> d
     return answer
 
 
-_ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), default=str)  # json.dumps makes one a call
+# One for all: json.dumps with options makes an encoder per call.
+_ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), default=str)
 
 
 def answer_json(answer: dict[str, Any]) -> str:
