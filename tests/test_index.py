@@ -435,3 +435,44 @@ def test_live_commits_fold_the_tiny_segments_they_leave(tmp_path: Path) -> None:
 
         assert len(list(searcher.docs_for_query(Term("body", "word40")))) == 1
         assert list(searcher.docs_for_query(Term("body", "word35"))) == []  # replaced since
+
+
+def test_a_small_segments_term_sets_answer_as_whooshs_own_term_lookup(tmp_path: Path, monkeypatch) -> None:
+    """Segments of at most ``SET_TERMS`` documents answer ``term_docs`` from a set of each field's
+    terms: for every field, every term they hold and terms they lack, the same documents as the
+    hashed lookup in the terms file that larger segments use (a file name that is not UTF-8 too)."""
+    from conftest import commit_note
+
+    import vault_mem.index.segments as segs_module
+
+    rng = random.Random(5)
+    names = ["coder", "Reviewer", "qa-bot", "ünïcode"]
+    notes = {f"d{i % 3}/n{i}.md": f"---\nto: {rng.choice(names)}\nagent: {rng.choice(names)}\n"
+                                  f"tags: [{rng.choice('xyz')}]\nstatus: {rng.choice(['active', 'archived'])}\n"
+                                  f"---\nBody {i} [[n{rng.randrange(20)}]]\n" for i in range(20)}
+    root = write_notes(tmp_path / "v", notes)
+    index = VaultIndex(root, tmp_path / "ix")
+    sync(index, procs=1)
+    commit_note(index, "d0/late.md", "---\nto: latecomer\n---\nlate\n")  # a second, one-note segment
+    if sys.platform.startswith("linux"):
+        odd = os.fsdecode(b"d1/odd-\xff.md")
+        (root / odd).write_text("odd\n", encoding="utf-8")
+        sync(index, procs=1)
+    with index.searching() as searcher:
+        parts = segments(searcher)
+        assert len(parts) >= 2 and all(seg.size <= segs_module.SET_TERMS for seg in parts)
+        from whoosh.fields import ID, KEYWORD
+
+        # term_docs is asked of the exact-term fields (a number field's terms are not text)
+        fields = [name for name, kind in searcher.schema.items() if isinstance(kind, ID | KEYWORD)]
+        assert {"to", "agent", "tags", "key_uid", "path", "status"} <= set(fields)
+        for seg in parts:
+            for field in fields:
+                asked = [t.decode("utf-8", "surrogateescape") if isinstance(t, bytes) else str(t)
+                         for t in seg.reader.lexicon(field)] + ["absent", "", "coder2"]
+                for value in asked:
+                    with_sets = seg.term_docs(field, value)
+                    monkeypatch.setattr(segs_module, "SET_TERMS", -1)  # the hashed lookup, as a big segment
+                    fresh = segs_module.Segment(seg.reader, seg.offset)
+                    assert with_sets == fresh.term_docs(field, value), (field, value)
+                    monkeypatch.setattr(segs_module, "SET_TERMS", 4096)

@@ -10,6 +10,7 @@ size - 1``). A segment never changes once written except that deletions are adde
 
 from __future__ import annotations
 
+import sys
 import threading
 import weakref
 from collections.abc import Iterable, Iterator, Mapping, Sequence
@@ -19,10 +20,16 @@ from typing import Any, TypeVar
 from whoosh.searching import Searcher
 
 from vault_mem.index.lru import CACHE
+from vault_mem.index.whoosh_files import field_terms
 from vault_mem.index.whoosh_seam import reader_folder
 
 V = TypeVar("V")
 LONG_POSTINGS = 64  # a term held by at least this many documents of a segment: its list is cached
+# A segment of at most this many documents keeps the terms of each field it is asked about as a
+# set: a term it lacks then costs a set lookup, not Whoosh's hashed probe of its terms file (~5 us,
+# for every segment, every term a call asks: half of a memory_read under load). Larger ones, a
+# vault's few big segments, are probed as before (their sets would hold hundreds of thousands).
+SET_TERMS = 4096
 
 
 _memos: weakref.WeakKeyDictionary[Searcher, dict[str, Any]] = weakref.WeakKeyDictionary()
@@ -123,14 +130,30 @@ class Segment:
         among them (``lift`` applies ``dead``). A long list is kept in the shared cache: a
         segment's terms never change, and deletions only grow (an agent's name in every call's
         ``lost``, a common tag)."""
+        terms = self._terms(field) if self.size <= SET_TERMS else None
+        if value not in terms if terms is not None else (field, value) not in self.reader:
+            return []
+        if self.size < LONG_POSTINGS:
+            return list(self.reader.postings(field, value).all_ids())
         key = ("term_docs", self.key, field, value)
         kept: list[int] | None = CACHE.peek(key)
         if kept is not None:
             return kept
-        if (field, value) not in self.reader:
-            return []
         docs = list(self.reader.postings(field, value).all_ids())
         return CACHE.get_or_make(key, lambda: docs) if len(docs) >= LONG_POSTINGS else docs
+
+    def _terms(self, field: str) -> frozenset[str] | None:
+        """The terms of ``field`` in this (small) segment, None when they cannot be read as text:
+        made once for every searcher and thread (the shared cache), then kept on this object for
+        its searcher's life (no lock)."""
+        if field not in self._field_terms:
+            self._field_terms[field] = CACHE.get_or_make(("field terms", self.key, field),
+                                                         lambda: _terms_of(self.reader, field), _set_size)
+        return self._field_terms[field]
+
+    @cached_property
+    def _field_terms(self) -> dict[str, frozenset[str] | None]:
+        return {}
 
 
 Parts = Sequence[Segment]  # a searcher's segments, as a view sees them
@@ -143,3 +166,14 @@ def segments(searcher: Searcher) -> list[Segment]:
     if found is None:
         found = memo["segments"] = [Segment(reader, offset) for reader, offset in searcher.reader().leaf_readers()]
     return found
+
+
+def _terms_of(reader: Any, field: str) -> frozenset[str] | None:
+    try:
+        return frozenset(field_terms(reader, field))
+    except (UnicodeDecodeError, KeyError, ValueError):  # not text, or not a field of this segment
+        return None
+
+
+def _set_size(terms: frozenset[str] | None) -> int:
+    return 16 if terms is None else sys.getsizeof(terms) + sum(sys.getsizeof(term) for term in terms)
