@@ -402,9 +402,9 @@ def _rewrite(view: View, rel: str, before: bytes, new_text: str, tool: str, agen
         raise NotFound(f"{rel} was removed while it was being edited") from None
     data = new_text.encode("utf-8")
     atomic_write(path, data)
-    old = read_note(view.vault.root, rel, None)
-    warnings = landed(view, tool, agent, [change(old.path, rel, old.title, old.uid, before, data)])
-    note = _index_file(view, rel, tool, agent)
+    note = read_note(view.vault.root, rel, view.vault.index.history)  # read once: journaled, then indexed
+    warnings = landed(view, tool, agent, [change(note.path, rel, note.title, note.uid, before, data)])
+    _index(view, [(note, rel)], [], f"{note.path} was saved", tool, agent)
     return _attributed(view, _answer(note), tool, agent, note.title, {rel: before}, warnings)
 
 
