@@ -175,3 +175,31 @@ def test_a_state_with_no_such_part_is_refused(tmp_path: Path) -> None:
         agentstate.change(tmp_path / "ix", "a", lambda s: s.put("seen", "k", 1))
     with pytest.raises(ValueError, match="has no 'seen'"):
         agentstate.change(tmp_path / "ix", "a", lambda s: s.drop("seen", "k"))
+
+
+def test_a_state_file_that_cannot_be_read_is_never_replaced_by_an_empty_one(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, two_processes: dict[str, dict[str, Any]]) -> None:
+    """On Windows a file being replaced cannot be opened for a moment: a change then fails (its
+    callers log it) instead of starting from an empty state, and a reader sees an empty state
+    that once, not until the file next changes."""
+    index_dir = tmp_path / "ix"
+    agentstate.change(index_dir, "a", lambda s: s.put("read", "one", "t1"))
+    agentstate.change(index_dir, "a", lambda s: s.put("read", "two", "t2"))
+    path = agentstate.state_file(index_dir, "a")
+    kept = path.read_bytes()
+
+    def refused(*args: Any, **kwargs: Any) -> Any:
+        raise PermissionError(13, "in use by another process")
+
+    as_process(monkeypatch, two_processes, "reader")
+    with monkeypatch.context() as m:
+        m.setattr(agentstate, "open", refused, raising=False)
+        assert agentstate.load(index_dir, "a") == agentstate.empty()
+        as_process(m, two_processes, "writer")
+        two_processes["writer"].clear()  # as a process that has not read it yet
+        with pytest.raises(OSError):
+            agentstate.change(index_dir, "a", lambda s: s.put("read", "three", "t3"))
+    assert path.read_bytes() == kept
+    for name in ("reader", "writer"):
+        as_process(monkeypatch, two_processes, name)
+        assert agentstate.load(index_dir, "a")["read"] == {"one": "t1", "two": "t2"}

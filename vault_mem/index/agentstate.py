@@ -175,7 +175,7 @@ def change(index_dir: Path, agent: str, edit: Callable[[Changes], T]) -> T:
     with filelocks.held(path.parent / ".lock"):
         # Under the lock nobody else writes the file: what this process parsed or wrote last is
         # the file's while its stat is the same, and only lines added since are read.
-        parsed = _parsed(path)
+        parsed = _parsed(path, strict=True)
         before = parsed.state if parsed is not None else empty()
         changes = Changes({"read": before["read"], "wrote": before["wrote"], "errors": before["errors"]})
         result = edit(changes)
@@ -214,9 +214,11 @@ def _remember(path: Path, state: dict[str, Any], end: int, base: int, head: byte
             _cache[str(path)] = _Parsed(stat, state, end, end, base, head)
 
 
-def _parsed(path: Path) -> _Parsed | None:
+def _parsed(path: Path, strict: bool = False) -> _Parsed | None:
     """The file as parsed now (None: no file): the cached parse while its stat is the same,
-    that parse plus the lines added since, or a whole new parse."""
+    that parse plus the lines added since, or a whole new parse. A file that cannot be read
+    (Windows: being replaced at that moment) raises OSError when ``strict`` (a change must not
+    start again from nothing), else reads as empty this once (not kept)."""
     stat = _stat_key(path)
     if stat is None:
         return None
@@ -233,8 +235,12 @@ def _parsed(path: Path) -> _Parsed | None:
             else:
                 file.seek(0)
                 parsed = _whole(stat, file.read())
+    except FileNotFoundError:
+        return None
     except OSError:
-        parsed = _Parsed(stat, empty(), 0, 0, 0, None)
+        if strict:
+            raise
+        return _Parsed(stat, empty(), 0, 0, 0, None)
     with _cache_lock:
         _cache[str(path)] = parsed
     return parsed
