@@ -129,9 +129,13 @@ class Segment:
         """The local numbers whose ``field`` holds ``value``, ascending, some deleted ones perhaps
         among them (``lift`` applies ``dead``). A long list is kept in the shared cache: a
         segment's terms never change, and deletions only grow (an agent's name in every call's
-        ``lost``, a common tag)."""
+        ``lost``, a common tag). Whether the segment holds ``value`` at all is a set lookup in a
+        small segment (``SET_TERMS``), a probe of its terms file in a large one."""
         terms = self._terms(field) if self.size <= SET_TERMS else None
-        if value not in terms if terms is not None else (field, value) not in self.reader:
+        if terms is not None:
+            if value not in terms:
+                return []
+        elif (field, value) not in self.reader:
             return []
         if self.size < LONG_POSTINGS:
             return list(self.reader.postings(field, value).all_ids())
