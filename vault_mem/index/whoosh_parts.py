@@ -85,7 +85,10 @@ def parts_in_memory() -> Iterator[None]:
 def _parts_writer(make: Any) -> Any:
     def writer(self: Any, storage: Any, segment: Any) -> Any:
         if getattr(_in_memory, "on", False):
-            storage = _parts.setdefault(segment, RamStorage())
+            parts = _parts.get(segment)
+            if parts is None:  # the segment's first part (its terms and its columns share one)
+                parts = _parts[segment] = RamStorage()
+            storage = parts
         return make(self, storage, segment)
     return writer
 
