@@ -267,8 +267,7 @@ def _whole(stat: tuple[int, int, int], data: bytes) -> _Parsed:
 
 def _more(parsed: _Parsed, stat: tuple[int, int, int], data: bytes) -> _Parsed:
     """``parsed`` with the whole lines of ``data`` (what follows its end) applied."""
-    state = parsed.state
-    copied: set[str] = set()
+    replay = Changes(dict(parsed.state))  # each map copied before its first change, as an edit's are
     done = 0
     while True:
         stop = data.find(b"\n", done)
@@ -282,17 +281,15 @@ def _more(parsed: _Parsed, stat: tuple[int, int, int], data: bytes) -> _Parsed:
                 _check(step)
         except (ValueError, TypeError, KeyError, IndexError):  # a damaged line: stop before it
             break
-        if state is parsed.state:
-            state = dict(state)
         for step in steps:
             if step[0] == "errors":
-                state["errors"] = step[1]
-                continue
-            if step[1] not in copied:
-                state[step[1]] = dict(state[step[1]])
-                copied.add(step[1])
-            _apply(state[step[1]], step)
+                replay.set_errors(step[1])
+            elif step[0] == "put":
+                replay.put(step[1], step[2], step[3])
+            else:
+                replay.drop(step[1], step[2])
         done = stop + 1
+    state = replay.state if replay.steps else parsed.state
     return _Parsed(stat, state, parsed.end + done, parsed.end + len(data), parsed.base, parsed.head)
 
 
