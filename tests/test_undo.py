@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import os
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -194,3 +196,43 @@ def test_a_torn_last_line_does_not_swallow_the_next_entry(tmp_path: Path) -> Non
         out.write(b'{"t": 1, "agent": "cod')  # a crash in the middle of a line
     assert journal.record(index_dir, "coder", "memory_write", [change]) is None
     assert [e.tool for e in journal.entries(index_dir)] == ["memory_write", "memory_write"]
+
+
+def test_a_change_is_journaled_while_another_waits_for_its_fsync(tmp_path: Path, monkeypatch) -> None:
+    """The journal's lock covers the append, not the fsync (index/journal.py): a second change is
+    appended while the first one's fsync is still under way, and each call returns only after an
+    fsync of its own, made after its line was written."""
+    index_dir = tmp_path / "ix"
+    entries_file = journal.journal_dir(index_dir) / journal.ENTRIES
+    real_fsync = os.fsync
+    first_in_fsync, let_go = threading.Event(), threading.Event()
+    synced_lines: list[int] = []
+    calls = 0
+
+    def fsync(fd: int) -> None:
+        nonlocal calls
+        calls += 1
+        lines = entries_file.read_bytes().count(b"\n")
+        if calls == 1:
+            first_in_fsync.set()
+            assert let_go.wait(60)
+        real_fsync(fd)
+        synced_lines.append(lines)
+
+    monkeypatch.setattr(journal.os, "fsync", fsync)
+    change = {"path": "a.md", "fsrel": "a.md", "before": None, "after": b"x"}
+    first = threading.Thread(target=journal.record, args=(index_dir, "coder", "memory_write", [change]))
+    first.start()
+    try:
+        assert first_in_fsync.wait(60)
+        # The first call is inside its fsync: the second appends and syncs without waiting for it.
+        second = threading.Thread(target=journal.record, args=(index_dir, "coder", "memory_edit", [change]))
+        second.start()
+        second.join(30)
+        assert not second.is_alive(), "the second change waited for the first one's fsync"
+        assert [e.tool for e in journal.entries(index_dir)] == ["memory_write", "memory_edit"]
+    finally:
+        let_go.set()
+        first.join(60)
+    assert not first.is_alive()
+    assert sorted(synced_lines) == [1, 2]  # each fsync came after its own line was there

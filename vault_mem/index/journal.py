@@ -30,7 +30,7 @@ from typing import Any
 
 from vault_mem.index import filelocks
 from vault_mem.vault.dates import iso
-from vault_mem.vault.portable import replace_file
+from vault_mem.vault.portable import O_BINARY, replace_file
 
 JOURNAL_DIR = "journal"
 ENTRIES = "entries.jsonl"
@@ -97,6 +97,9 @@ def record(index_dir: Path, agent: str, tool: str, changes: list[dict[str, Any]]
             _append(folder / ENTRIES, lines)
             if _prune_due(folder):
                 prune(index_dir, now)
+        # Made durable once the lock is free: the next change can be appended meanwhile, and
+        # one fsync then covers every line written before it.
+        _sync(folder / ENTRIES)
     except OSError as exc:
         return f"the change is saved, but it could not be journaled for undo ({exc.strerror or exc})"
     return None
@@ -119,8 +122,19 @@ def _append(path: Path, lines: list[str]) -> None:
                 if tail.read(1) != b"\n":
                     out.write(b"\n")
         out.write("".join(line + "\n" for line in lines).encode("utf-8", "surrogateescape"))
-        out.flush()
-        os.fsync(out.fileno())
+
+
+def _sync(path: Path) -> None:
+    """Flush ``path`` to the disk (through an fd open for writing: Windows flushes no other). When
+    a prune replaced the file meanwhile, the new file is flushed: it holds the newest lines too."""
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_APPEND | O_BINARY)
+    except FileNotFoundError:
+        return
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
 
 
 def _prune_due(folder: Path) -> bool:
