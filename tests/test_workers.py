@@ -294,3 +294,18 @@ async def test_a_write_call_passed_to_the_writer_needs_the_secret_and_comes_back
             await wrong.aclose()
     finally:
         listener.close()
+
+
+def test_the_writer_worker_takes_the_interpreter_lock_back_quickly() -> None:
+    """Worker 1 of several (mcp_server/transports.py calls this before it takes write calls) runs
+    with a switch interval a tenth of Python's default, so that a write's many short waits on the
+    disk do not each wait for a computing thread's 5 ms turn."""
+    from vault_mem.mcp_server.delegate import SWITCH_INTERVAL, take_writes_quickly
+
+    before = sys.getswitchinterval()
+    try:
+        take_writes_quickly()
+        assert sys.getswitchinterval() == pytest.approx(SWITCH_INTERVAL)
+        assert before / 5 >= SWITCH_INTERVAL
+    finally:
+        sys.setswitchinterval(before)

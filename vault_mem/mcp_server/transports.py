@@ -176,8 +176,9 @@ def run_http(server: Server[Any], host: str, port: int, token: str | None, allow
         app = Affinity(app, seat.index, seat.ports)
         sockets, writes = worker_sockets(seat)
         if writes is not None and calls is not None:
-            from vault_mem.mcp_server.delegate import WriteServer
+            from vault_mem.mcp_server.delegate import WriteServer, take_writes_quickly
 
+            take_writes_quickly()
             WriteServer(writes, seat.secret, calls.text).start()
     # Not uvicorn.run: outside the main thread uvicorn installs no signal handlers, and a failed
     # bind raises here instead of exiting the process.
