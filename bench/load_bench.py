@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import gc
 import os
 import random
 import resource
@@ -56,6 +57,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from gen_vault import WORDS, generate
 
 AGENT = "load-bench"
+CLIENT_GC_YOUNG = 20_000  # the bench's own young collections, as the server sets its own (cli/serve.py)
 P99_TARGET_MS = 250.0
 WARM_UP = 5.0  # seconds of the run reported apart as well
 LETTERS = "abcdefghijklmnopqrstuvwxyz"
@@ -323,6 +325,44 @@ def report(shared: Shared, seconds: float, lost: list[str]) -> bool:
     return ok
 
 
+class GcPauses:
+    """The bench's own full collections while the sessions run. Every session lives in this one
+    process, so a collection here holds back the replies of all of them and counts in their
+    latency as if the server were slow: measured before the bench froze its start-up objects,
+    50-150 ms each, growing with the records it keeps (``gc.callbacks``)."""
+
+    def __init__(self) -> None:
+        self.pauses: list[float] = []
+        self._began = 0.0
+
+    def __call__(self, phase: str, info: dict[str, Any]) -> None:
+        if info["generation"] < 2:
+            return
+        if phase == "start":
+            self._began = time.perf_counter()
+        else:
+            self.pauses.append(1000 * (time.perf_counter() - self._began))
+
+    def __enter__(self) -> GcPauses:
+        if os.environ.get("LOAD_BENCH_GC") != "default":
+            # What the server does too: what exists now (the vault's refs, the SDK's modules) is
+            # never walked again, and young collections come less often.
+            gc.collect()
+            gc.freeze()
+            gc.set_threshold(CLIENT_GC_YOUNG, *gc.get_threshold()[1:])
+        gc.callbacks.append(self)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        gc.callbacks.remove(self)
+
+    def line(self) -> str:
+        if not self.pauses:
+            return "the bench's own full collections during the run: none"
+        return (f"the bench's own full collections during the run: {len(self.pauses)}, longest "
+                f"{max(self.pauses):.0f} ms (every session waits for them)")
+
+
 @contextlib.contextmanager
 def http_server(root: Path, work: Path, workers: int) -> Iterator[tuple[subprocess.Popen[bytes], str]]:
     """``vault-mem serve --http --workers N`` on ``root`` (index and ``server.log`` in ``work``), on a
@@ -362,9 +402,10 @@ async def run(args: argparse.Namespace, work: Path) -> bool:
         cpu_server, cpu_client, ticks = cpu_seconds(proc.pid), cpu_seconds(), machine_ticks()
         per_worker = {child: cpu_seconds(child) for child in children(proc.pid)}
         deadline = start + args.seconds
-        async with anyio.create_task_group() as tg:
-            for session in range(args.sessions):
-                tg.start_soon(run_session, url, session, deadline, shared, args.seed, args.mode, args.writes)
+        with GcPauses() as pauses:
+            async with anyio.create_task_group() as tg:
+                for session in range(args.sessions):
+                    tg.start_soon(run_session, url, session, deadline, shared, args.seed, args.mode, args.writes)
         elapsed = time.monotonic() - start
         load = Path("/proc/loadavg").read_text().split()[:3]
         cpu_server, cpu_client = cpu_seconds(proc.pid) - cpu_server, cpu_seconds() - cpu_client
@@ -380,6 +421,7 @@ async def run(args: argparse.Namespace, work: Path) -> bool:
         ok = report(shared, elapsed, lost)
         print(f"CPU during the run ({os.cpu_count()} cores): server {cpu_server:.1f} s "
               f"({cpu_server / elapsed:.0%} of one core), clients {cpu_client:.1f} s ({cpu_client / elapsed:.0%})")
+        print(pauses.line())
         if len(per_worker) > 1:  # the parent starts the workers in order: worker 1 first
             print("  by worker (each with its merge processes): " + ", ".join(
                 f"worker {n}: {cpu:.1f} s ({cpu / elapsed:.0%})" for n, (_, cpu) in enumerate(sorted(per_worker.items()), 1)))
