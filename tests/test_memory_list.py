@@ -149,6 +149,61 @@ async def test_listing_order_over_segments_ties_and_deletions_equals_a_full_sort
                 assert ("next_offset" in answer) == (offset + limit < len(want))
 
 
+async def test_a_filtered_listing_over_segments_ties_and_deletions_equals_a_full_sort(make_vault, mcp_session):
+    """A listing of some notes (a query word, a tag) is each segment's share put in the segment's
+    cached order and merged: across several segments, shared dates and importances, edits and
+    deletions, every page (both orders, paged with offsets) must be what sorting the matches
+    would give, the one-segment case included."""
+    import random
+
+    from conftest import commit_note, commit_removal
+
+    rng = random.Random(11)
+    days = ["2025-01-01", "2025-01-02", "2025-02-01"]
+    meta: dict[str, tuple[str, float, bool]] = {}  # path -> (created, importance, marked)
+
+    def text(rel: str) -> str:
+        created, importance, marked = meta[rel]
+        tags = "[kiwi]" if marked else "[plain]"
+        return (f"---\nid: {rel}\ncreated: {created}\nimportance: {importance}\ntags: {tags}\n---\n"
+                f"{'a kiwi note' if marked else 'a plain note'}\n")
+
+    def fresh() -> tuple[str, float, bool]:
+        return rng.choice(days), rng.choice([0.2, 0.5, 0.9]), rng.random() < 0.6
+
+    for i in range(80):
+        meta[f"d{i % 4}/n{i:03d}.md"] = fresh()
+    vault = make_vault({rel: text(rel) for rel in meta})
+    calls = [{"query": "kiwi"}, {"tags_any": ["kiwi"]}]
+
+    def expected(by_importance: bool) -> list[str]:
+        marked = [rel for rel in meta if meta[rel][2]]
+        return sorted(marked, key=lambda rel: (-meta[rel][1] if by_importance else 0,
+                                               -int(meta[rel][0].replace("-", "")), rel))
+
+    async def check() -> None:
+        async with mcp_session(vault) as c:
+            for by_importance in (False, True):
+                want = expected(by_importance)
+                for args in calls:
+                    for offset, limit in ((0, 15), (0, 1), (5, 11), (30, 50), (len(want), 5)):
+                        answer = await c.call("memory_list", offset=offset, limit=limit,
+                                              sort_by_importance=by_importance, **args)
+                        got = [m["path"] for m in answer["memories"]]
+                        assert got == want[offset:offset + limit], (args, by_importance, offset, limit)
+
+    await check()  # one segment
+    for rel in rng.sample(sorted(meta), 12):  # each edit: a deletion in an old segment, a new one
+        meta[rel] = fresh()
+        commit_note(vault.index, rel, text(rel))
+    for rel in rng.sample(sorted(meta), 9):
+        del meta[rel]
+        commit_removal(vault.index, rel)
+    with vault.index.searching() as searcher:
+        assert len(searcher.reader().leaf_readers()) > 1
+    await check()
+
+
 async def test_sort_by_importance_then_newest_then_path(make_vault, mcp_session):
     vault = make_vault(NOTES)
     async with mcp_session(vault) as c:

@@ -19,6 +19,7 @@ gives them (``#project/`` is ``project``).
 
 from __future__ import annotations
 
+import bisect
 import heapq
 import math
 from collections.abc import Callable, Iterable, Iterator
@@ -197,12 +198,7 @@ def _matching_in_order(view: View, request: Request, plan: Plan) -> Matching:
     if docs is None and request.follow in ("all", "active"):  # lazy: only the page is read
         return Matching(candidates, None, _every_note_in_order(view, request.by_importance, order_key), order_key)
     docs = view.all_docs() if docs is None else docs
-    if len(docs) <= DIRECT_SORT:
-        docs.sort(key=order_key)
-    else:
-        rank = _rank(view, request.by_importance)
-        docs.sort(key=rank.__getitem__)
-    return Matching(candidates, docs, docs, order_key)
+    return Matching(candidates, docs, _in_listing_order(view, docs, request.by_importance, order_key), order_key)
 
 
 def _record_check(view: View, plan: Plan) -> Callable[[int], bool]:
@@ -400,9 +396,6 @@ def _norm(value: Any) -> str | float | None:
 # -- order and lineage --------------------------------------------------------------
 
 
-DIRECT_SORT = 20_000  # up to this many matches are sorted by their listing key directly
-
-
 def _listing_key(view: View, by_importance: bool) -> Callable[[int], tuple[Any, ...]]:
     """The listing order as a sort key: the newest-first order on ``created``, behind the
     highest importance when ``by_importance``."""
@@ -417,21 +410,39 @@ def _order_key(created: list[Any], paths: list[Any],
     return ranked_newest_key(importance, created, paths)
 
 
-def _rank(view: View, by_importance: bool) -> list[int]:
-    """Each document's position in the listing order, cached per set of segments: sorting many
-    matches by it beats building their keys. A rank stays valid until the index gains a segment."""
-    parts = view.segments()
+def _in_listing_order(view: View, docs: list[int], by_importance: bool,
+                      key: Callable[[int], tuple[Any, ...]]) -> Iterator[int]:
+    """``docs`` (live notes, in any order) in listing order, lazily: each segment's share sorted
+    by its place in the segment's cached order (a list lookup per note), the segments merged by
+    ``key`` only as far as the caller reads. Sorting every match by ``key`` built a tuple per
+    match on every call, a millisecond for a common word on 2,000 notes (py-spy under
+    ``bench/load_bench.py``); a rank of the whole index was made again after every commit."""
+    ordered = sorted(docs)
+    streams = []
+    start = 0
+    for seg in view.segments():
+        end = bisect.bisect_left(ordered, seg.offset + seg.size, start)
+        if end > start:
+            rank = _segment_rank(seg, by_importance)
+            offset = seg.offset
+            local = sorted((d - offset for d in ordered[start:end]), key=rank.__getitem__)
+            streams.append([offset + d for d in local])
+        start = end
+    if len(streams) == 1:
+        return iter(streams[0])
+    return heapq.merge(*streams, key=key)
 
+
+def _segment_rank(seg: Segment, by_importance: bool) -> list[int]:
+    """Each local number's place in the segment's listing order (cached)."""
     def make() -> list[int]:
-        key = _listing_key(view, by_importance)
-        order = sorted(range(len(view.column("created"))), key=key)
+        order = _segment_order(seg, by_importance)
         rank = [0] * len(order)
         for position, doc in enumerate(order):
             rank[doc] = position
         return rank
 
-    cache_key = ("memory_list.rank", by_importance, *(seg.key for seg in parts))
-    return CACHE.get_or_make(cache_key, make)
+    return CACHE.get_or_make(("memory_list.rank", seg.key, by_importance), make)
 
 
 def _every_note_in_order(view: View, by_importance: bool,
