@@ -219,3 +219,52 @@ def test_a_live_commits_segment_is_made_in_memory_and_written_as_one_packed_file
         made = [name for where, name in created if where == str(folder) and not name.startswith("_")]
         assert (len(made) == 1 and made[0].endswith(".seg")) == in_memory, made
         assert segment_content(folder) == segment_content(tmp_path / "disk")
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.tuples(st.floats(0.0, 1e6, width=32), st.integers(0, 200_000), st.binary(max_size=6)),
+                min_size=1, max_size=whoosh_parts.INLINE_POSTINGS),
+       st.integers(0, 2**31), st.booleans())
+def test_an_inlined_term_info_is_the_bytes_whooshs_term_info_makes(postings: list[tuple[float, int, bytes]],
+                                                                   first: int, with_values: bool) -> None:
+    """``inline_info`` builds a whoosh3 term info's bytes itself: they must be what Whoosh's own
+    ``W3TermInfo`` makes of one block of the same postings (its weights as 32-bit floats, its
+    lengths above 0 only), with and without values, and read back the same."""
+    from array import array
+
+    from whoosh.codec.whoosh3 import W3TermInfo
+
+    ids = [first + 3 * i for i in range(len(postings))]
+    weights = tuple(array("f", [w for w, _, _ in postings]))
+    values = tuple(v for _, _, v in postings) if with_values else (None,) * len(ids)
+    lengths = [n for _, n, _ in postings if n]
+
+    class Block:  # what add_block reads of a postings block
+        def __len__(self) -> int:
+            return len(ids)
+
+        def min_id(self) -> int:
+            return ids[0]
+
+        def max_id(self) -> int:
+            return ids[-1]
+
+        def max_weight(self) -> float:
+            return max(weights)
+
+        def min_length(self) -> int | None:
+            return min(lengths) if lengths else None
+
+        def max_length(self) -> int:
+            return max(lengths, default=0)
+
+        _weights = weights
+
+    info = W3TermInfo()
+    info.add_block(Block())
+    info.set_inlined(ids, weights, values)
+    made = whoosh_parts.inline_info(ids, weights, values, lengths)
+    assert made == info.to_bytes()
+    back = W3TermInfo.from_bytes(made)
+    assert back.inlined_postings() == (tuple(ids), weights, values)
+    assert (back.doc_frequency(), back.max_id(), back.min_id()) == (len(ids), ids[-1], ids[0])

@@ -5,6 +5,7 @@ memory, then written as the one packed segment file."""
 from __future__ import annotations
 
 import contextlib
+import pickle
 import threading
 import weakref
 from array import array
@@ -17,34 +18,10 @@ from whoosh.codec.whoosh3 import W3FieldWriter, W3TermInfo
 from whoosh.filedb.compound import CompoundStorage
 from whoosh.filedb.filestore import RamStorage
 from whoosh.system import pack_ushort
+from whoosh.util.numeric import length_to_byte
 
 INLINE_POSTINGS = 4  # a term with at most this many postings keeps them in its term info (patch 9)
-
-
-class _Block:
-    """What ``W3TermInfo.add_block`` reads of a whoosh3 postings block, for postings kept inline."""
-
-    def __init__(self, ids: list[int], weights: array[float], lengths: list[int]) -> None:
-        self._ids, self._weights = ids, weights
-        self._lengths = [n for n in lengths if n]  # the block counts only lengths above 0
-
-    def __len__(self) -> int:
-        return len(self._ids)
-
-    def min_id(self) -> int:
-        return self._ids[0]
-
-    def max_id(self) -> int:
-        return self._ids[-1]
-
-    def max_weight(self) -> float:
-        return max(0.0, *self._weights)
-
-    def min_length(self) -> int | None:
-        return min(self._lengths) if self._lengths else None
-
-    def max_length(self) -> int:
-        return max(self._lengths, default=0)
+_TERM_INFO = W3TermInfo._struct  # inlined, weight, doc frequency, min and max length, max weight, first and last id
 
 
 def inline_term(fieldwriter: W3FieldWriter, tbytes: bytes, postings: list[Any], field_lengths: Any) -> bool:
@@ -58,14 +35,23 @@ def inline_term(fieldwriter: W3FieldWriter, tbytes: bytes, postings: list[Any], 
     if len(postings) > 3 * INLINE_POSTINGS:
         return False
     ids = postings[0::3]
-    weights = array("f", postings[1::3])
     values = ((None,) * len(ids) if fieldwriter._format.fixed_value_size() == 0
               else tuple(b"" if v is None else v for v in postings[2::3]))
-    info = W3TermInfo()
-    info.add_block(_Block(ids, weights, [0 if field_lengths is None else field_lengths[d] for d in ids]))
-    info.set_inlined(ids, weights, values)
-    fieldwriter._tindex.add(pack_ushort(fieldwriter._fieldid) + tbytes, info.to_bytes())
+    lengths = [] if field_lengths is None else [n for n in (field_lengths[d] for d in ids) if n]
+    fieldwriter._tindex.add(pack_ushort(fieldwriter._fieldid) + tbytes,
+                            inline_info(ids, tuple(array("f", postings[1::3])), values, lengths))
     return True
+
+
+def inline_info(ids: list[int], weights: tuple[float, ...], values: tuple[Any, ...], lengths: list[int]) -> bytes:
+    """The bytes of a ``W3TermInfo`` holding these postings inline, made directly: what its
+    ``add_block`` of them, ``set_inlined`` and ``to_bytes`` make (a test compares the two), in
+    half the time, which counted in every commit of a busy server (most terms of a live
+    segment have one posting). ``weights`` as a block keeps them (32-bit floats); ``lengths``
+    the documents' field lengths above 0."""
+    head: bytes = _TERM_INFO.pack(1, sum(weights), len(ids), length_to_byte(min(lengths)) if lengths else 0,
+                                  length_to_byte(max(lengths, default=0)), max(0.0, *weights), ids[0], ids[-1])
+    return head + pickle.dumps((tuple(ids), weights, values), 2)
 
 
 _in_memory = threading.local()

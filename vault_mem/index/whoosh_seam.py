@@ -210,6 +210,8 @@ def shape_problems() -> list[str]:
     if (getattr(getattr(tables, "_dir_entry", None), "format", None), getattr(tables, "_directory_size", None),
             len(getattr(tables, "_hash_functions", ()))) != ("!qi", 256 * 12, 3):
         problems.append("whoosh.filedb.filetables no longer has 3 hash functions and 256 (position, slots) tables")
+    if getattr(getattr(whoosh.codec.whoosh3.W3TermInfo, "_struct", None), "format", None) != "!BfIBBfII":
+        problems.append("whoosh3's term info is no longer packed as !BfIBBfII (whoosh_parts.inline_info)")
     return problems
 
 
