@@ -210,3 +210,32 @@ def test_the_private_name_check_sees_each_kind_of_use(tmp_path: Path) -> None:
     assert _private_whoosh_uses(sample) == [
         "line 1: imports _DEF_INDEX_NAME from whoosh.index", "line 2: ._read_toc", "line 3: _lk=",
         "line 4: getattr(..., '_storage')"]
+
+
+def test_a_renewed_searcher_makes_its_sub_searchers_only_when_whoosh_asks_for_them(make_vault) -> None:
+    """``whoosh_parts.LeanSearcher``: the searchers opened after commits (a thread's renewal, the
+    one a writer is lent) make no per-segment sub-searcher; Whoosh's own searching, which reads
+    them, gets them made then, with the right offsets, and finds what a plain Whoosh searcher
+    finds."""
+    from conftest import commit_note
+    from whoosh.query import Every, Term
+    from whoosh.searching import Searcher
+
+    from vault_mem.index.whoosh_parts import LeanSearcher
+
+    vault = make_vault({f"n{i}.md": f"---\nid: n{i}\n---\nbody {'kiwi' if i % 2 else 'plum'}\n" for i in range(6)})
+    for i in range(3):  # each commit: one more segment, and each thread's searcher renewed
+        commit_note(vault.index, f"later{i}.md", f"---\nid: later{i}\n---\nbody kiwi {i}\n")
+    with vault.index.searching() as searcher:
+        assert isinstance(searcher, LeanSearcher)
+        leaves = searcher.reader().leaf_readers()
+        assert len(leaves) > 1
+        assert searcher.__dict__["_subsearchers"] is None  # nothing made by the renewal
+        plain = Searcher(searcher.reader(), closereader=False)
+        for query in (Term("body", "kiwi"), Every()):
+            got = [hit["path"] for hit in searcher.search(query, limit=None)]
+            assert got == [hit["path"] for hit in plain.search(query, limit=None)] and got
+        made = searcher.subsearchers
+        assert [offset for _, offset in made] == [offset for _, offset in leaves]
+        assert all(sub.reader() is reader for (sub, _), (reader, _) in zip(made, leaves, strict=True))
+        assert searcher.leaf_searchers() is made  # made once, then kept

@@ -32,7 +32,7 @@ from vault_mem.errors import IndexBusy, VaultUnavailable
 from vault_mem.git.history import History, history_for
 from vault_mem.index.commits import TINY_FOLD, WAITING_DIR, Batch, OwnTiny, ProcessTurn, Turns, Written, fold_tiny
 from vault_mem.index.schema import SCHEMA_VERSION, document_of, make_schema
-from vault_mem.index.whoosh_parts import parts_in_memory
+from vault_mem.index.whoosh_parts import LeanSearcher, parts_in_memory
 from vault_mem.index.whoosh_seam import (
     frozen_segment,
     lend_searcher,
@@ -412,7 +412,7 @@ class VaultIndex:
             if not readers:
                 return
         combined = MultiReader(readers, generation=writer.generation) if len(readers) > 1 else readers[0]
-        lend_searcher(writer, Searcher(combined, closereader=False))
+        lend_searcher(writer, LeanSearcher(combined, closereader=False))
 
     @contextlib.contextmanager
     def writer(self, timeout: float | None = None,

@@ -1,6 +1,7 @@
 """The Whoosh seam's third module: how a segment's parts are written (whoosh_seam.py, patches 9
 and 10): terms of few postings inlined in their term info, and a live commit's part files made in
-memory, then written as the one packed segment file."""
+memory, then written as the one packed segment file; and ``LeanSearcher``, the searcher opened
+after every commit."""
 
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ import whoosh.codec.whoosh3
 from whoosh.codec.whoosh3 import W3FieldWriter, W3TermInfo
 from whoosh.filedb.compound import CompoundStorage
 from whoosh.filedb.filestore import RamStorage
+from whoosh.searching import Searcher
 from whoosh.system import pack_ushort
 from whoosh.util.numeric import length_to_byte
 
@@ -105,3 +107,35 @@ def install() -> None:
     for name in ("per_document_reader", "terms_reader"):
         setattr(codec, name, _parts_reader(getattr(codec, name)))
     whoosh.codec.base.Segment.create_compound_file = _assemble_parts
+
+
+class LeanSearcher(Searcher):  # type: ignore[misc]  # Whoosh has no types
+    """Whoosh's ``Searcher``, with its per-segment sub-searchers made when first asked for.
+
+    Whoosh makes one in ``__init__`` for every segment, each a ``Searcher`` copying 13 of its
+    reader's methods. The searchers opened after every commit (each thread's renewal, the one a
+    writer is lent) are never asked for them by this code, and making them was a quarter of a
+    renewal and a twentieth of a commit in the process that writes (py-spy). Whoosh's own
+    searching (collectors, sorting) reads ``subsearchers`` and gets them made then."""
+
+    def __init__(self, reader: Any, **kwargs: Any) -> None:
+        self._deferring = True
+        try:
+            super().__init__(reader, **kwargs)
+        finally:
+            self._deferring = False
+
+    def _subsearcher(self, reader: Any) -> Any:
+        return None if self._deferring else super()._subsearcher(reader)
+
+    @property
+    def subsearchers(self) -> list[tuple[Searcher, int]] | None:
+        made = self.__dict__.get("_subsearchers")
+        if made is None and self.leafreaders is not None:
+            made = self.__dict__["_subsearchers"] = [(self._subsearcher(r), offset) for r, offset in self.leafreaders]
+        return made
+
+    @subsearchers.setter
+    def subsearchers(self, value: list[tuple[Searcher, int]] | None) -> None:
+        # Whoosh's __init__ sets None, then one placeholder per segment: both mean "not made yet".
+        self.__dict__["_subsearchers"] = None if self._deferring else value

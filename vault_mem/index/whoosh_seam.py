@@ -473,7 +473,7 @@ def renewed_searcher(ix: FileIndex, stale: Searcher | None) -> Searcher:
     deletions (its cached deletion set then hides nothing new). Here one is reused while its
     segment's deletion count (it only grows) stays, else remade on its files (``with_deletions``)."""
     if stale is None:
-        return ix.searcher()
+        return whoosh_parts.LeanSearcher(ix.reader(), fromindex=ix)
     reusable = {reader.segment().segment_id(): reader for reader, _ in stale.reader().leaf_readers()
                 if reader.segment() is not None and not reader.is_closed}
     readers = []
@@ -492,12 +492,12 @@ def renewed_searcher(ix: FileIndex, stale: Searcher | None) -> Searcher:
                 reader.close()
         with contextlib.suppress(Exception):
             stale.close()
-        return ix.searcher()
+        return whoosh_parts.LeanSearcher(ix.reader(), fromindex=ix)
     for reader in reusable.values():  # segments merged away or with new deletions
         with contextlib.suppress(Exception):
             reader.close()
     combined = MultiReader(readers, generation=toc.generation) if readers else EmptyReader(toc.schema)
-    return Searcher(combined, fromindex=ix)
+    return whoosh_parts.LeanSearcher(combined, fromindex=ix)
 
 
 def new_segment_id(writer: Any) -> str:
