@@ -93,3 +93,35 @@ def test_cells_answer_as_the_whole_column_does_without_reading_it(make_vault, mo
         cells = Cells(searcher, "path")
         values = [cells[d] for d in range(searcher.doc_count_all())]
         assert has_columns(searcher, "path") and values == column(searcher, "path")
+
+
+def test_a_served_process_warms_the_shared_caches_once_ready_and_changes_nothing(make_vault) -> None:
+    """mcp_server/warm.py: once the index is ready, a few read queries fill what every call
+    thread shares (a segment's listing order, its columns) so that the first client calls do not
+    make them; they run no write and keep nothing for any agent, and each one answers."""
+    import hashlib
+    import threading
+
+    from vault_mem.index.segments import segments as view_segments
+    from vault_mem.mcp_server.warm import WARM_CALLS, warm_up, warm_when_ready
+
+    vault = make_vault({f"d{i % 3}/n{i}.md": f"---\nid: n{i}\ntags: [memory]\ncreated: 2025-01-0{1 + i % 9}\n---\n"
+                        f"A memory of {i}.\n" for i in range(12)})
+
+    def files() -> dict[str, str]:
+        return {str(p.relative_to(place)): hashlib.sha256(p.read_bytes()).hexdigest()
+                for place in (vault.root, vault.index.dir) for p in sorted(place.rglob("*")) if p.is_file()}
+
+    before = files()
+    CACHE.clear()
+    with vault.index.searching() as searcher:
+        keys = [("memory_list.order", seg.key, False) for seg in view_segments(searcher)]
+    ready = threading.Event()
+    thread = warm_when_ready(vault, ready.wait)
+    assert thread.is_alive() and all(CACHE.peek(key) is None for key in keys)  # it waits for the index
+    ready.set()
+    thread.join(60)
+    assert not thread.is_alive()
+    assert keys and all(CACHE.peek(key) is not None for key in keys)
+    assert files() == before  # no note, no agent state, no journal: reading only
+    assert warm_up(vault) == len(WARM_CALLS)  # every query answers (none fails quietly)

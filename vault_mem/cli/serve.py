@@ -126,6 +126,10 @@ def cmd_serve(args: argparse.Namespace) -> int:
             delegate = Delegate(seat.write_port, seat.secret) if seat is not None and not seat.leads else None
             server = build_server(vault, caller=caller, read_only=args.read_only, calls=calls, delegate=delegate)
             loaded.set()
+            if seat is None or not seat.takes_writes:  # worker 1 of several answers no reads
+                from vault_mem.mcp_server.warm import warm_when_ready
+
+                warm_when_ready(vault, runtime.wait_ready)
             run = _transport(args, server, url, token, root, keys, caller, seat, calls)
             _settle_memory()
             if seat is None or seat.leads:
