@@ -4,6 +4,7 @@
     python bench/load_bench.py --seconds 10 --sessions 8 --notes 500
     python bench/load_bench.py --seconds 30 --workers 2          # serve --http --workers 2
     python bench/load_bench.py --seconds 30 --workers 2 --mode 2026-07-28   # stateless clients
+    python bench/load_bench.py --seconds 30 --workers 2 --vault DIR    # a copy of an existing vault
 
 Starts `vault-mem serve --http` on a free loopback port over a generated vault, waits for
 the index, then runs ``--sessions`` client sessions (each its own MCP session) for
@@ -36,6 +37,7 @@ import gc
 import os
 import random
 import resource
+import shutil
 import socket
 import statistics
 import subprocess
@@ -388,11 +390,18 @@ async def run(args: argparse.Namespace, work: Path) -> bool:
     root = work / "vault"
     root.mkdir()
     t0 = time.perf_counter()
-    generate(root, args.notes, args.seed)
-    print(f"generated {args.notes} notes in {time.perf_counter() - t0:.1f} s at {root}")
+    if args.vault is not None:  # a copy: the run writes notes into it
+        shutil.copytree(args.vault, root, symlinks=True, dirs_exist_ok=True,
+                        ignore=shutil.ignore_patterns(".vault-mem", ".git"))
+        notes = 0  # whatever the server indexes of it
+        print(f"copied {args.vault} to {root} in {time.perf_counter() - t0:.1f} s")
+    else:
+        generate(root, args.notes, args.seed)
+        notes = args.notes
+        print(f"generated {args.notes} notes in {time.perf_counter() - t0:.1f} s at {root}")
     with http_server(root, work, args.workers) as (proc, url):
         t0 = time.perf_counter()
-        refs, domains = await wait_ready(url, proc, args.notes)
+        refs, domains = await wait_ready(url, proc, notes)
         print(f"server ready at {url} in {time.perf_counter() - t0:.1f} s "
               f"({len(refs)} refs, {len(domains)} domains)")
         shared = Shared(refs, domains)
@@ -444,6 +453,8 @@ async def run(args: argparse.Namespace, work: Path) -> bool:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--notes", type=int, default=2000)
+    parser.add_argument("--vault", type=Path, default=None,
+                        help="run on a copy of this vault instead of --notes generated ones (it is not touched)")
     parser.add_argument("--sessions", type=int, default=32)
     parser.add_argument("--seconds", type=float, default=60)
     parser.add_argument("--seed", type=int, default=1)
