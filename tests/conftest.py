@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import random
 import textwrap
 import threading
 import time
@@ -73,6 +74,21 @@ def commit_removal(index: VaultIndex, rel: str) -> None:
     """Delete the note ``rel`` and drop it from the index in a commit of its own."""
     (index.root / rel).unlink()
     index.apply([], [rel])
+
+
+def churn(index: VaultIndex, meta: dict[str, Any], rng: random.Random, edits: int, removals: int,
+          changed: Callable[[str], Any], text: Callable[[str], str]) -> None:
+    """Edit ``edits`` random notes of ``meta`` (path -> what ``text`` writes; ``changed(path)``: the
+    new value) and delete ``removals``, each in a commit of its own: the index then has several
+    segments, older ones with deletions."""
+    for rel in rng.sample(sorted(meta), edits):
+        meta[rel] = changed(rel)
+        commit_note(index, rel, text(rel))
+    for rel in rng.sample(sorted(meta), removals):
+        del meta[rel]
+        commit_removal(index, rel)
+    with index.searching() as searcher:
+        assert len(searcher.reader().leaf_readers()) > 1
 
 
 def open_vault(root: Path, project: str | None = None, compat: bool = False) -> Vault:

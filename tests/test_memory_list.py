@@ -114,7 +114,7 @@ async def test_listing_order_over_segments_ties_and_deletions_equals_a_full_sort
     orders, paged with offsets) must be what sorting every note would give."""
     import random
 
-    from conftest import commit_note, commit_removal
+    from conftest import churn
 
     rng = random.Random(5)
     days = ["2025-01-01", "2025-01-02", "2025-02-01", "2025-03-01"]
@@ -127,14 +127,8 @@ async def test_listing_order_over_segments_ties_and_deletions_equals_a_full_sort
     for i in range(90):
         meta[f"d{i % 3}/n{i:03d}.md"] = (rng.choice(days), rng.choice([0.2, 0.5, 0.9]))
     vault = make_vault({rel: text(rel) for rel in meta})
-    for rel in rng.sample(sorted(meta), 12):  # each edit: a deletion in an old segment, a new one
-        meta[rel] = (rng.choice(days), rng.choice([0.2, 0.5, 0.9]))
-        commit_note(vault.index, rel, text(rel))
-    for rel in rng.sample(sorted(meta), 9):
-        del meta[rel]
-        commit_removal(vault.index, rel)
-    with vault.index.searching() as searcher:
-        assert len(searcher.reader().leaf_readers()) > 1
+    # each edit: a deletion in an old segment, a new one
+    churn(vault.index, meta, rng, 12, 9, lambda rel: (rng.choice(days), rng.choice([0.2, 0.5, 0.9])), text)
 
     def expected(by_importance: bool) -> list[str]:
         return sorted(meta, key=lambda rel: (-meta[rel][1] if by_importance else 0,
@@ -156,7 +150,7 @@ async def test_a_filtered_listing_over_segments_ties_and_deletions_equals_a_full
     would give, the one-segment case included."""
     import random
 
-    from conftest import commit_note, commit_removal
+    from conftest import churn
 
     rng = random.Random(11)
     days = ["2025-01-01", "2025-01-02", "2025-02-01"]
@@ -193,14 +187,7 @@ async def test_a_filtered_listing_over_segments_ties_and_deletions_equals_a_full
                         assert got == want[offset:offset + limit], (args, by_importance, offset, limit)
 
     await check()  # one segment
-    for rel in rng.sample(sorted(meta), 12):  # each edit: a deletion in an old segment, a new one
-        meta[rel] = fresh()
-        commit_note(vault.index, rel, text(rel))
-    for rel in rng.sample(sorted(meta), 9):
-        del meta[rel]
-        commit_removal(vault.index, rel)
-    with vault.index.searching() as searcher:
-        assert len(searcher.reader().leaf_readers()) > 1
+    churn(vault.index, meta, rng, 12, 9, lambda rel: fresh(), text)  # several segments, with deletions
     await check()
 
 

@@ -132,7 +132,7 @@ async def test_recent_notes_equal_a_full_ranking_over_segments_ties_and_deletion
     """No query: the newest come from each segment's cached date order (``columns.newest_docs``);
     across several segments, deleted documents, many notes sharing a date, a tag filter and
     ``since``, the page must be what ranking every note would give."""
-    from conftest import commit_note, commit_removal
+    from conftest import churn
 
     rng = random.Random(11)
     days = [f"2025-0{m}-0{d}T00:00:00Z" for m in (1, 2, 3) for d in (1, 2)]  # 6 dates for 120 notes
@@ -145,14 +145,8 @@ async def test_recent_notes_equal_a_full_ranking_over_segments_ties_and_deletion
     for i in range(120):
         meta[f"d{i % 4}/n{i:03d}.md"] = (rng.choice(days), rng.choice(["even", "odd"]))
     vault = make_vault({rel: text(rel) for rel in meta})
-    for rel in rng.sample(sorted(meta), 15):  # edits: a deletion in the built segment, a new segment each
-        meta[rel] = (rng.choice(days), meta[rel][1])
-        commit_note(vault.index, rel, text(rel))
-    for rel in rng.sample(sorted(meta), 10):
-        del meta[rel]
-        commit_removal(vault.index, rel)
-    with vault.index.searching() as searcher:
-        assert len(searcher.reader().leaf_readers()) > 1
+    # edits: a deletion in the built segment, a new segment each
+    churn(vault.index, meta, rng, 15, 10, lambda rel: (rng.choice(days), meta[rel][1]), text)
 
     def expected(limit: int, tag: str | None = None, since: str | None = None) -> tuple[list[str], bool]:
         ranked = sorted((rel for rel, (updated, t) in meta.items()
