@@ -211,3 +211,25 @@ def test_a_vault_given_in_another_case_is_opened_under_its_spelling_on_disk(tmp_
     case_folding(tmp_path)
     # The watchers report the spelling on disk; a root spelled otherwise would match none of their paths.
     assert check_vault(tmp_path / "obsidian vault") == tmp_path / "Obsidian Vault"
+
+
+def test_a_name_listed_as_written_is_found_without_keying_its_whole_folder(tmp_path: Path, monkeypatch) -> None:
+    """The watcher asks ``listed_spelling`` after every save, and a folder may hold thousands of
+    notes: a segment listed exactly is found in the listing as it is; only a name not listed so
+    makes the folder's names keyed (and then finds the one other spelling)."""
+    from vault_mem.vault import paths
+
+    folder = tmp_path / "plugins"
+    folder.mkdir()
+    for i in range(300):
+        (folder / f"Plugin {i}.md").write_text("x", encoding="utf-8")
+    keyed: list[str] = []
+    real_key = paths.name_key
+    monkeypatch.setattr(paths, "name_key", lambda name: keyed.append(name) or real_key(name))
+    listings: dict[str, paths.Listing] = {}
+    assert listed_spelling(tmp_path, "plugins/Plugin 7.md", listings) == "plugins/Plugin 7.md"
+    assert listed_spelling(tmp_path, "plugins/Plugin 8.md", listings) == "plugins/Plugin 8.md"
+    assert keyed == []
+    assert listed_spelling(tmp_path, "Plugins/plugin 9.MD", listings) == "plugins/Plugin 9.md"
+    assert len(keyed) > 300  # both folders keyed once, for the names not listed as asked
+    assert listed_spelling(tmp_path, "plugins/Plugin 300.md", listings) is None

@@ -43,7 +43,7 @@ from vault_mem.runtime.observer import (
     stop_observer,
 )
 from vault_mem.vault.note import Note
-from vault_mem.vault.paths import display_path, listed_spelling, relative_to_root
+from vault_mem.vault.paths import Listing, display_path, listed_spelling, relative_to_root
 from vault_mem.vault.reader import read_note
 from vault_mem.vault.walk import IgnoreRules, is_memory_name, walk_vault
 
@@ -342,7 +342,7 @@ class Watcher:
             if not is_memory_name(rel.rpartition("/")[2]) and not os.path.lexists(self.root / rel):
                 candidates |= self._subtree(rel)
         # On a case-insensitive disk an old spelling still opens: the folder listings decide.
-        listings: dict[str, dict[str, list[str]]] = {}
+        listings: dict[str, Listing] = {}
         spelled = {rel: listed_spelling(self.root, rel, listings) for rel in candidates}
         candidates |= {name for name in spelled.values() if name is not None}
         # What this process's write tools saved and indexed themselves needs nothing (index/commits.py).

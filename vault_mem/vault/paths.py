@@ -182,35 +182,49 @@ def name_key(name: str) -> str:
     return unicodedata.normalize("NFC", name).casefold()
 
 
-def listed_spelling(root: Path, rel: str, listings: dict[str, dict[str, list[str]]] | None = None) -> str | None:
+class Listing:
+    """One folder's names as listed, and (made when first needed) the same under ``name_key``."""
+
+    def __init__(self, folder: Path) -> None:
+        try:
+            self.names = set(os.listdir(folder))
+        except OSError:
+            self.names = set()
+        self._keyed: dict[str, list[str]] | None = None
+
+    def same(self, segment: str) -> list[str]:
+        """The listed names equal to ``segment`` under ``name_key`` (itself among them when listed)."""
+        if self._keyed is None:
+            self._keyed = {}
+            for name in self.names:
+                self._keyed.setdefault(name_key(name), []).append(name)
+        return self._keyed.get(name_key(segment), [])
+
+
+def listed_spelling(root: Path, rel: str, listings: dict[str, Listing] | None = None) -> str | None:
     """The spelling under which the folder listings hold the '/'-separated ``rel``, or None when some
     segment is not there at all.
 
     On a case-sensitive file system that is ``rel`` itself or None. On a case-insensitive one
     (macOS and Windows by default) ``note.md`` still opens after ``note.md`` was renamed
     ``Note.md``: only the listing tells which name the file has now, so a watcher decides by
-    the listing, not by a stat. A segment listed exactly wins; else the one listed entry equal
-    to it under ``name_key`` (when several are, as on a case-sensitive disk, the exact one or
-    none). ``listings`` caches each folder's listing for one batch of lookups.
+    the listing, not by a stat. A segment listed exactly wins (found without keying the folder's
+    names: a watcher asks after every save, and a folder may hold thousands); else the one listed
+    entry equal to it under ``name_key`` (when several are, as on a case-sensitive disk, none).
+    ``listings`` caches each folder's listing for one batch of lookups.
     """
     cache = {} if listings is None else listings
     spelled: list[str] = []
     for segment in rel.split("/"):
         folder = "/".join(spelled)
-        entries = cache.get(folder)
-        if entries is None:
-            entries = {}
-            try:
-                names = os.listdir(root / folder if folder else root)
-            except OSError:
-                names = []
-            for name in names:
-                entries.setdefault(name_key(name), []).append(name)
-            cache[folder] = entries
-        same = entries.get(name_key(segment), [])
-        if segment in same:
+        listing = cache.get(folder)
+        if listing is None:
+            listing = cache[folder] = Listing(root / folder if folder else root)
+        if segment in listing.names:
             spelled.append(segment)
-        elif len(same) == 1:
+            continue
+        same = listing.same(segment)
+        if len(same) == 1:
             spelled.append(same[0])
         else:
             return None
@@ -224,7 +238,7 @@ def existing_spelling(root: Path, rel: str) -> str:
     if not rel:
         return rel
     parts = rel.split("/")
-    listings: dict[str, dict[str, list[str]]] = {}
+    listings: dict[str, Listing] = {}
     spelled: list[str] = []
     for i, segment in enumerate(parts):
         found = listed_spelling(root, "/".join([*spelled, segment]), listings)
