@@ -142,10 +142,13 @@ def test_patch_8_a_hash_file_opens_as_whoosh_opened_it(tmp_path: Path) -> None:
     whoosh_seam.WHOOSH_HASH_READER_INIT(whooshs, storage.open_file("terms.trm"), length)
     try:
         def state(reader: OrderedHashReader) -> dict[str, object]:  # bound methods of its own file aside
-            return {name: value for name, value in vars(reader).items() if name not in ("dbfile", "_get_pos")}
+            found = {name: value for name, value in vars(reader).items() if name not in ("dbfile", "_get_pos")}
+            found["tables"] = list(found["tables"])  # ours reads an entry per lookup (mapping.HashTables)
+            return found
 
         assert state(ours) == state(whooshs)
         assert len(ours.tables) == 256 and "indexbase" in state(ours)
+        assert [ours.tables[t] for t in range(256)] == whooshs.tables
         assert dict(ours.items()) == items
         assert [ours[key] for key in list(items)[::97]] == [items[key] for key in list(items)[::97]]
         assert ours.closest_key(b"term01234x") == b"term01235"

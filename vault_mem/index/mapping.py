@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import contextlib
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 HASH_TABLES = 256  # a Whoosh hash file's directory: (position, slots) of each of 256 tables
@@ -131,7 +131,29 @@ def hash_reader_init(hash_functions: tuple[Any, ...], entry: Any, int_size: int,
         dbfile.seek(expos)
         self._read_extras()
         size = HASH_TABLES * entry.size
-        self.tables = list(entry.iter_unpack(dbfile.get(expos - size, size)))
+        self.tables = HashTables(entry, dbfile.get(expos - size, size))
         self.endofdata = self.tables[0][0]
 
     return init
+
+
+class HashTables:
+    """A hash file's directory, (position, slots) of each table, read one entry per lookup: a
+    reader opened for a new segment makes a few lookups, and unpacking all 256 entries up front
+    was most of opening one (every thread opens each new segment after a commit)."""
+
+    __slots__ = ("_data", "_entry")
+
+    def __init__(self, entry: Any, data: bytes) -> None:
+        self._entry = entry
+        self._data = data
+
+    def __getitem__(self, table: int) -> tuple[int, int]:
+        found: tuple[int, int] = self._entry.unpack_from(self._data, table * self._entry.size)
+        return found
+
+    def __len__(self) -> int:
+        return HASH_TABLES
+
+    def __iter__(self) -> Iterator[tuple[int, int]]:
+        return iter(self._entry.iter_unpack(self._data))
