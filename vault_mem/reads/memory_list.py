@@ -171,8 +171,8 @@ def _plan(request: Request) -> Plan:
 @dataclass(frozen=True)
 class Matching:
     """The documents the index admits: ``docs`` (None: every live note) and ``ordered``, the same
-    in listing order (lazy when it is every note and the lineage mode reads it in order), by
-    ``key``; ``candidates``: what the query's words matched (None without a query)."""
+    in listing order (lazy: read as far as the page, or whole by a lineage mode that needs every
+    hit), by ``key``; ``candidates``: what the query's words matched (None without a query)."""
 
     candidates: set[int] | None
     docs: list[int] | None
@@ -195,9 +195,8 @@ def _matching_in_order(view: View, request: Request, plan: Plan) -> Matching:
         docs = [d for d in (view.all_docs() if docs is None else docs)
                 if column[d] is not None and lo <= column[d] <= hi]
     order_key = _listing_key(view, request.by_importance)
-    if docs is None and request.follow in ("all", "active"):  # lazy: only the page is read
+    if docs is None:  # every live note: each segment's cached order, merged as far as it is read
         return Matching(candidates, None, _every_note_in_order(view, request.by_importance, order_key), order_key)
-    docs = view.all_docs() if docs is None else docs
     return Matching(candidates, docs, _in_listing_order(view, docs, request.by_importance, order_key), order_key)
 
 
