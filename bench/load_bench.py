@@ -346,12 +346,11 @@ class GcPauses:
             self.pauses.append(1000 * (time.perf_counter() - self._began))
 
     def __enter__(self) -> GcPauses:
-        if os.environ.get("LOAD_BENCH_GC") != "default":
-            # What the server does too: what exists now (the vault's refs, the SDK's modules) is
-            # never walked again, and young collections come less often.
-            gc.collect()
-            gc.freeze()
-            gc.set_threshold(CLIENT_GC_YOUNG, *gc.get_threshold()[1:])
+        # What the server does too: what exists now (the vault's refs, the SDK's modules) is never
+        # walked again, and young collections come less often.
+        gc.collect()
+        gc.freeze()
+        gc.set_threshold(CLIENT_GC_YOUNG, *gc.get_threshold()[1:])
         gc.callbacks.append(self)
         return self
 
