@@ -25,7 +25,7 @@ from mcp.client.streamable_http import streamable_http_client
 from serving import serve_args, start_http
 
 from vault_mem.cli import main
-from vault_mem.index.store import write_lock
+from vault_mem.index.commits import write_lock
 from vault_mem.mcp_server.app import build_server
 from vault_mem.served.agents import Agent
 

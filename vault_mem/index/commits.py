@@ -5,7 +5,9 @@
   file, and a process about to commit again gives way to it (``Turns``): otherwise one
   busy server, whose next commit is always ready, keeps the lock from another for seconds.
 - Live commits fold the tiny segments earlier live commits left (``fold_tiny``).
-- Within one process, writers queue on a plain lock (``ProcessTurn``).
+- Within one process, writers queue on a plain lock (``ProcessTurn``); Whoosh's lock itself,
+  without a writer, for a merge's swap and for tidying (``write_lock``), and what killed
+  writers left (``clean_debris``).
 - The files this process indexed itself, so that its watcher's events for them need no look
   at the index (``Written``).
 """
@@ -15,16 +17,19 @@ from __future__ import annotations
 import contextlib
 import os
 import secrets
+import shutil
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+from whoosh.index import FileIndex
 from whoosh.reading import SegmentReader
 from whoosh.writing import SegmentWriter
 
+from vault_mem.errors import IndexBusy
 from vault_mem.index.schema import document_of
 from vault_mem.vault.note import Note
 
@@ -199,6 +204,55 @@ class ProcessTurn:
                     self._lock.release()
 
         lock.release = release
+
+
+@contextlib.contextmanager
+def write_lock(ix: FileIndex, timeout: float | None = None) -> Iterator[None]:
+    """Whoosh's write lock itself, without a writer (for a merge's swap and for tidying), waited for
+    as ``VaultIndex.acquire_writer`` waits."""
+    lock = ix.lock("WRITELOCK")
+    start = time.monotonic()
+    delay = 0.005
+    while not lock.acquire(blocking=False):
+        if timeout is not None and time.monotonic() - start > timeout:
+            raise IndexBusy(f"the index stayed locked by another writer for {timeout:.0f} s")
+        time.sleep(delay)
+        delay = min(delay * 2, 0.1)
+    try:
+        yield
+    finally:
+        lock.release()
+
+
+def clean_debris(index_dir: Path, stale_after: float = 600.0) -> list[str]:
+    """Remove what killed writers left in the index folder; call it holding Whoosh's write lock.
+
+    Under that lock no other writer is at work (a build's parent holds it for the whole build),
+    so every temp folder (``*.tmp``: a writer's pool, a build worker's) and every unfinished
+    table of contents (``_MAIN_<n>.toc.<time>``) is debris. A temp file (``*.tmp``: the state
+    file's atomic write, done without that lock) is debris only once it is old. Orphan
+    segment files are Whoosh's to remove: every commit deletes those no TOC names.
+    """
+    removed: list[str] = []
+    now = time.time()
+    try:
+        entries = list(os.scandir(index_dir))
+    except OSError:
+        return removed
+    for entry in entries:
+        name = entry.name
+        try:
+            if name.endswith(".tmp") and entry.is_dir(follow_symlinks=False):
+                shutil.rmtree(entry.path, ignore_errors=True)
+            elif (".toc." in name and name.startswith("_")) or (
+                    name.endswith(".tmp") and now - entry.stat(follow_symlinks=False).st_mtime > stale_after):
+                os.unlink(entry.path)
+            else:
+                continue
+        except OSError:
+            continue
+        removed.append(name)
+    return removed
 
 
 class Written:

@@ -49,8 +49,7 @@ from whoosh.filedb.filestore import FileStorage
 from whoosh.index import TOC
 from whoosh.reading import SegmentReader
 
-from vault_mem.index.commits import TINY_FOLD, tiny_segments
-from vault_mem.index.store import clean_debris, write_lock
+from vault_mem.index.commits import TINY_FOLD, clean_debris, tiny_segments, write_lock
 from vault_mem.index.whoosh_seam import (
     DEFAULT_INDEX_NAME,
     TocTarget,

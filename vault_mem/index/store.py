@@ -30,7 +30,18 @@ from whoosh.writing import SegmentWriter
 
 from vault_mem.errors import IndexBusy, VaultUnavailable
 from vault_mem.git.history import History, history_for
-from vault_mem.index.commits import TINY_FOLD, WAITING_DIR, Batch, OwnTiny, ProcessTurn, Turns, Written, fold_tiny
+from vault_mem.index.commits import (
+    TINY_FOLD,
+    WAITING_DIR,
+    Batch,
+    OwnTiny,
+    ProcessTurn,
+    Turns,
+    Written,
+    clean_debris,
+    fold_tiny,
+    write_lock,
+)
 from vault_mem.index.schema import SCHEMA_VERSION, document_of, make_schema
 from vault_mem.index.whoosh_parts import LeanSearcher, parts_in_memory
 from vault_mem.index.whoosh_seam import (
@@ -98,55 +109,6 @@ def cache_index_dir(root: Path) -> Path:
     """The index folder of a vault that cannot be written: ``<user cache>/vault-mem/<hash>``."""
     digest = hashlib.sha256(str(root.resolve()).encode("utf-8", "surrogateescape")).hexdigest()[:16]
     return user_cache_root() / "vault-mem" / digest
-
-
-@contextlib.contextmanager
-def write_lock(ix: FileIndex, timeout: float | None = None) -> Iterator[None]:
-    """Whoosh's write lock itself, without a writer (for a merge's swap and for tidying), waited for
-    as ``VaultIndex.acquire_writer`` waits."""
-    lock = ix.lock("WRITELOCK")
-    start = time.monotonic()
-    delay = 0.005
-    while not lock.acquire(blocking=False):
-        if timeout is not None and time.monotonic() - start > timeout:
-            raise IndexBusy(f"the index stayed locked by another writer for {timeout:.0f} s")
-        time.sleep(delay)
-        delay = min(delay * 2, 0.1)
-    try:
-        yield
-    finally:
-        lock.release()
-
-
-def clean_debris(index_dir: Path, stale_after: float = 600.0) -> list[str]:
-    """Remove what killed writers left in the index folder; call it holding Whoosh's write lock.
-
-    Under that lock no other writer is at work (a build's parent holds it for the whole build),
-    so every temp folder (``*.tmp``: a writer's pool, a build worker's) and every unfinished
-    table of contents (``_MAIN_<n>.toc.<time>``) is debris. A temp file (``*.tmp``: the state
-    file's atomic write, done without that lock) is debris only once it is old. Orphan
-    segment files are Whoosh's to remove: every commit deletes those no TOC names.
-    """
-    removed: list[str] = []
-    now = time.time()
-    try:
-        entries = list(os.scandir(index_dir))
-    except OSError:
-        return removed
-    for entry in entries:
-        name = entry.name
-        try:
-            if name.endswith(".tmp") and entry.is_dir(follow_symlinks=False):
-                shutil.rmtree(entry.path, ignore_errors=True)
-            elif (".toc." in name and name.startswith("_")) or (
-                    name.endswith(".tmp") and now - entry.stat(follow_symlinks=False).st_mtime > stale_after):
-                os.unlink(entry.path)
-            else:
-                continue
-        except OSError:
-            continue
-        removed.append(name)
-    return removed
 
 
 class VaultIndex:
