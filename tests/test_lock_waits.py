@@ -239,10 +239,10 @@ def test_a_writer_gives_this_processs_turn_back_however_it_ends(make_vault) -> N
     with lock_held_by_another_process(index), pytest.raises(IndexBusy):
         index.acquire_writer(timeout=0.2)
     writer = index.acquire_writer(timeout=30)
-    assert not index.write_turn.take(0)  # held while the writer lives
+    assert not index._write_turn.take(0)  # held while the writer lives
     writer.cancel()
-    assert index.write_turn.take(0)  # given back
-    index.write_turn.give_back()
+    assert index._write_turn.take(0)  # given back
+    index._write_turn.give_back()
 
 
 def test_a_batch_whose_commit_failed_takes_no_more_changes(make_vault) -> None:

@@ -18,7 +18,7 @@ from whoosh.reading import SegmentReader
 
 from vault_mem.index import commits, merge
 from vault_mem.index.build import build
-from vault_mem.index.commits import FOLD_BEHIND, TINY, TINY_FOLD
+from vault_mem.index.commits import TINY, TINY_FOLD
 from vault_mem.index.merge import FACTOR, MERGE_LOCK, merge_all, merge_once, plan
 from vault_mem.index.store import VaultIndex
 from vault_mem.reads.memory_search import memory_search
@@ -27,7 +27,6 @@ from vault_mem.served.context import Vault, View
 from vault_mem.vault.reader import read_note
 from vault_mem.vault.walk import walk_vault
 
-PAST_FOLDS = TINY_FOLD * FOLD_BEHIND + 1  # more tiny segments than any fold leaves: the merge takes them
 NEEDED = {".gitignore", "state.json", "MAIN_WRITELOCK", "build.lock", MERGE_LOCK, "presence", "waiting"}
 
 
@@ -35,7 +34,7 @@ def note(i: int, extra: str = "") -> str:
     return f"---\nid: n{i}\ntitle: Note {i}\n---\nBody of note number {i} about gardening. {extra}\n"
 
 
-def many_segments(tmp_path: Path, notes: int = 60, singles: int = PAST_FOLDS + FACTOR, due: bool = True) -> VaultIndex:
+def many_segments(tmp_path: Path, notes: int = 60, singles: int = 2 * FACTOR, due: bool = True) -> VaultIndex:
     """A vault of ``notes`` notes whose index holds a built segment plus ``singles`` one-note commits."""
     root = write_notes(tmp_path / "vault", {f"d{i % 3}/n{i}.md": note(i) for i in range(notes)})
     index = VaultIndex(root, tmp_path / "index")
@@ -132,7 +131,7 @@ def test_a_save_during_a_merge_is_visible_without_waiting_for_it(tmp_path: Path)
 
 
 def test_a_merge_killed_at_any_moment_leaves_an_index_equal_to_the_files(tmp_path: Path) -> None:
-    index = many_segments(tmp_path, notes=400, singles=PAST_FOLDS + 2 * FACTOR)
+    index = many_segments(tmp_path, notes=400, singles=4 * FACTOR)
     command = [sys.executable, "-m", "vault_mem.index.merge", str(index.dir)]
     killed_mid_merge = 0
     # Killed some time after it started, or after it began writing (its work folder appeared: on a
@@ -141,7 +140,7 @@ def test_a_merge_killed_at_any_moment_leaves_an_index_equal_to_the_files(tmp_pat
     for after, delay in moments:
         if not plan(index.open()._read_toc().segments):
             index.close()
-            for i in range(PAST_FOLDS + FACTOR):  # more small commits than any fold leaves: a merge to kill
+            for i in range(2 * FACTOR):  # more small commits than a live fold takes: a merge to kill
                 commit_note(index, f"d{i % 3}/n{i}.md", note(i, f"again {after} {delay} {i}"))
         proc = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                                 stderr=subprocess.DEVNULL)
@@ -168,7 +167,7 @@ def test_a_merge_killed_at_any_moment_leaves_an_index_equal_to_the_files(tmp_pat
 
 
 def test_two_processes_never_merge_at_once(tmp_path: Path) -> None:
-    index = many_segments(tmp_path, notes=200, singles=PAST_FOLDS + 2 * FACTOR)
+    index = many_segments(tmp_path, notes=200, singles=3 * FACTOR)
     index.close()
     command = [sys.executable, "-m", "vault_mem.index.merge", str(index.dir)]
     # While another process holds the merge lock, a merge process does nothing.
@@ -227,8 +226,8 @@ def test_a_served_vault_merges_its_small_segments_in_the_background(make_vault) 
     vault.index.fold_at = None  # the live commits' own folding of tiny segments would merge them first
     try:
         assert runtime.wait_ready(60)
-        for i in range(PAST_FOLDS + 2):  # live commits: one small segment each, never a merge
-            commit_note(vault.index, f"d/n{i % 20}.md", note(i % 20, f"live {i}"))
+        for i in range(FACTOR + 2):  # live commits: one small segment each, never a merge
+            commit_note(vault.index, f"d/n{i}.md", note(i, f"live {i}"))
         assert len(vault.index.open()._read_toc().segments) > FACTOR
         deadline = time.monotonic() + 120
         while merge.merge_due(vault.index.dir) or (runtime._merger and runtime._merger.poll() is None):
@@ -376,8 +375,8 @@ def test_a_merge_leaves_the_tiny_segments_to_the_live_folds_and_is_not_voided_by
     # The built segment, the merged one, and the live commit's with the tiny ones folded in.
     assert sorted(s.doc_count_all() for s in left) == [TINY_FOLD + 1, 40, FACTOR * 25]
     assert_index_equals_files(index)
-    # With more tiny segments than any fold leaves (nobody folds them), the merge takes them.
+    # With more tiny segments than a fold takes (no live commit folds them), the merge takes them.
     index.fold_at = None
-    for i in range(PAST_FOLDS - 1):
+    for i in range(TINY_FOLD + 1):
         commit_note(index, rels[i], note(i, f"again {i}"))
-    assert sum(s.doc_count_all() <= TINY for s in plan(index.open()._read_toc().segments)) == PAST_FOLDS
+    assert sum(s.doc_count_all() <= TINY for s in plan(index.open()._read_toc().segments)) == TINY_FOLD + 2

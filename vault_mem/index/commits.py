@@ -35,9 +35,6 @@ from vault_mem.vault.note import Note
 
 TINY = 20  # a segment of at most this many documents: what a few live commits make
 TINY_FOLD = 8  # this many tiny segments and the next commit folds them into its own
-# With a background fold (a server's: index/folding.py), a live commit folds only this many times
-# ``TINY_FOLD`` (the fold fell behind), and a merge takes tiny segments only past that many too.
-FOLD_BEHIND = 3
 
 
 def tiny_segments(segments: list[Any]) -> list[Any]:
@@ -85,30 +82,22 @@ def fold_tiny(writer: SegmentWriter, segments: list[Any], at: int | None = TINY_
 
 class OwnTiny:
     """The notes each tiny segment this process committed holds, in document order, by segment id,
-    for ``fold_tiny`` and the background fold (``index/folding.py``), which run in different
-    threads; the oldest are forgotten past ``LIMIT`` (a segment merged away in the background is
-    never asked for again)."""
+    for ``fold_tiny``. Only ever used under the process's write turn; the oldest are forgotten
+    past ``LIMIT`` (a segment merged away in the background is never asked for again)."""
 
     LIMIT = 64
 
     def __init__(self) -> None:
         self._by_segment: OrderedDict[str, list[tuple[Note, str]]] = OrderedDict()
-        self._lock = threading.Lock()
 
     def keep(self, segment_id: str, notes: list[tuple[Note, str]]) -> None:
         if notes and len(notes) <= TINY:
-            with self._lock:
-                self._by_segment[segment_id] = notes
-                while len(self._by_segment) > self.LIMIT:
-                    self._by_segment.popitem(last=False)
-
-    def peek(self, segment_id: str) -> list[tuple[Note, str]] | None:
-        with self._lock:
-            return self._by_segment.get(segment_id)
+            self._by_segment[segment_id] = notes
+            while len(self._by_segment) > self.LIMIT:
+                self._by_segment.popitem(last=False)
 
     def pop(self, segment_id: str) -> list[tuple[Note, str]] | None:
-        with self._lock:
-            return self._by_segment.pop(segment_id, None)
+        return self._by_segment.pop(segment_id, None)
 
 
 class Batch:

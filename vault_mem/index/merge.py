@@ -49,9 +49,7 @@ from whoosh.filedb.filestore import FileStorage
 from whoosh.index import TOC
 from whoosh.reading import SegmentReader
 
-from vault_mem.index.commits import FOLD_BEHIND, TINY_FOLD, clean_debris, tiny_segments, write_lock
-from vault_mem.index.schema import document_of
-from vault_mem.index.whoosh_parts import parts_in_memory
+from vault_mem.index.commits import TINY_FOLD, clean_debris, tiny_segments, write_lock
 from vault_mem.index.whoosh_seam import (
     DEFAULT_INDEX_NAME,
     TocTarget,
@@ -60,7 +58,6 @@ from vault_mem.index.whoosh_seam import (
     release,
     unlocked_writer,
 )
-from vault_mem.vault.note import Note
 
 log = logging.getLogger("vault_mem.merge")
 MERGE_LOCK = "merge.lock"
@@ -86,14 +83,13 @@ def tier_size(segment: Any) -> int:
 def plan(segments: list[Any]) -> list[Any]:
     """The segments the next merge should combine (empty when none is due).
 
-    The tiny segments are the folds' (``commits.fold_tiny``, ``index/folding.py``) while there are
-    no more than a fold takes, even when one is behind (``FOLD_BEHIND``): a merge that took them as
-    well lost the race for them to the next fold nearly every time under steady saves (the segment
-    it read was gone by its swap), and the segments piled up to 40 between merges instead of about
-    12. More of them than that means nobody folds them (another version's process, a test): then
-    they are the merge's."""
+    The tiny segments are the live commits' to fold (``commits.fold_tiny``) while there are no more
+    than a fold takes: a merge that took them as well lost the race for them to the next commit
+    nearly every time under steady saves (the segment it read was gone by its swap), and the
+    segments piled up to 40 between merges instead of about 12. More of them than that means no live
+    commit folds them (another version's process, a test): then they are the merge's."""
     tiny = set(tiny_segments(segments))  # segments compare by their id
-    if len(tiny) <= TINY_FOLD * FOLD_BEHIND:
+    if len(tiny) <= TINY_FOLD:
         segments = [segment for segment in segments if segment not in tiny]
     tiers: dict[int, list[Any]] = {}
     for segment in segments:
@@ -148,93 +144,57 @@ def merge_once(index_dir: Path, before_swap: Callable[[], None] | None = None) -
     if not chosen:
         return None
     work = _fresh_work_dir(index_dir)
-    try:
-        built = merged_segment(ix, toc, chosen, work)
-        if before_swap is not None:
-            before_swap()
-        carried = swap(ix, built, write_lock(ix, SWAP_LOCK_TIMEOUT))
-    finally:
-        shutil.rmtree(work, ignore_errors=True)
-    if carried is None:
-        return None
-    return MergeResult(len(chosen), built.segment.doc_count() if built.segment is not None else 0, carried,
-                       time.monotonic() - start)
-
-
-@dataclass
-class Merged:
-    """A segment written off the live path, not yet in the index (``merged_segment``)."""
-
-    chosen: list[Any]  # the segments it stands for
-    segment: Any  # None when every document of ``chosen`` was deleted
-    docmap: dict[str, dict[int, int]]  # segment id -> {its document number: the new one}
-    deleted_before: dict[str, set[int]]  # segment id -> its deletions when it was read
-    work: FileStorage  # the folder it was written in
-    notes: list[tuple[Note, str]] | None  # its notes in document order, when all came from ``notes_of``
-
-
-def merged_segment(ix: Any, toc: Any, chosen: list[Any], work: Path,
-                   notes_of: Callable[[str], list[tuple[Note, str]] | None] | None = None,
-                   in_memory: bool = False) -> Merged:
-    """Write the live documents of ``chosen`` (in their order) as one segment in ``work``, taking
-    no lock. A segment whose notes ``notes_of`` knows (by segment id: a tiny one this process
-    committed) is indexed again from them, else read back. ``in_memory``: the segment's parts
-    are assembled in memory (a few dozen notes)."""
     storage = FileStorage(str(work))
     deleted_before = {s.segment_id(): set(s.deleted_docs()) for s in chosen}
     # New document numbers: the live documents of each chosen segment in order, one after another.
     docmap: dict[str, dict[int, int]] = {}
-    notes: list[tuple[Note, str]] | None = []
-    if not any(s.doc_count() for s in chosen):
-        return Merged(chosen, None, docmap, deleted_before, storage, notes)
-    with parts_in_memory() if in_memory else contextlib.nullcontext():
+    merged: Any = None  # stays None when every document of the chosen segments is deleted
+    if any(s.doc_count() for s in chosen):
         writer = unlocked_writer(TocTarget(storage, ix.indexname, toc.schema))
-    try:
-        for segment in chosen:
-            segid = segment.segment_id()
-            gone = deleted_before[segid]
-            base = writer.docnum
-            live = [d for d in range(segment.doc_count_all()) if d not in gone]
-            docmap[segid] = {old: base + i for i, old in enumerate(live)}
-            known = notes_of(segid) if notes_of is not None else None
-            if known is not None and len(known) == segment.doc_count_all():
-                for docnum in live:
-                    writer.add_document(**document_of(*known[docnum]))
-                if notes is not None:
-                    notes += [known[docnum] for docnum in live]
-                continue
-            notes = None
-            reader = SegmentReader(ix.storage, toc.schema, segment, generation=toc.generation)
-            try:
-                writer.add_reader(reader)
-            finally:
-                reader.close()
-        segment = finish_segment(writer)
-    except BaseException:
-        with contextlib.suppress(Exception):
-            writer.cancel()
-        raise
-    release(writer)
-    return Merged(chosen, segment, docmap, deleted_before, storage, notes)
+        try:
+            for segment in chosen:
+                gone = deleted_before[segment.segment_id()]
+                base = writer.docnum
+                live = [d for d in range(segment.doc_count_all()) if d not in gone]
+                docmap[segment.segment_id()] = {old: base + i for i, old in enumerate(live)}
+                reader = SegmentReader(ix.storage, toc.schema, segment, generation=toc.generation)
+                try:
+                    writer.add_reader(reader)
+                finally:
+                    reader.close()
+            merged = finish_segment(writer)
+        except BaseException:
+            with contextlib.suppress(Exception):
+                writer.cancel()
+            shutil.rmtree(work, ignore_errors=True)
+            raise
+        release(writer)
+    if before_swap is not None:
+        before_swap()
+    carried = _swap(ix, chosen, merged, docmap, deleted_before, storage)
+    shutil.rmtree(work, ignore_errors=True)
+    if carried is None:
+        return None
+    return MergeResult(len(chosen), merged.doc_count() if merged is not None else 0, carried,
+                       time.monotonic() - start)
 
 
-def swap(ix: Any, built: Merged, locked: contextlib.AbstractContextManager[Any]) -> int | None:
-    """Holding ``locked`` (Whoosh's write lock, and whatever turn comes with it): publish ``built``
-    in place of the segments it stands for. Returns how many deletions were carried over, or
-    None when one of them is no longer in the index (another merge or fold took it, a rebuild)."""
-    merged, work = built.segment, built.work
-    with locked:
+def _swap(ix: Any, chosen: list[Any], merged: Any, docmap: dict[str, dict[int, int]],
+          deleted_before: dict[str, set[int]], work: FileStorage) -> int | None:
+    """Under Whoosh's write lock: publish ``merged`` in place of ``chosen``. Returns how many
+    deletions were carried over, or None when a chosen segment is no longer in the index."""
+    with write_lock(ix, SWAP_LOCK_TIMEOUT):
         toc = read_toc(ix)
         current = {s.segment_id(): s for s in toc.segments}
-        ids = [s.segment_id() for s in built.chosen]
+        ids = [s.segment_id() for s in chosen]
         if any(i not in current for i in ids):
             return None
         carried = 0
         if merged is not None:
             for segid in ids:
-                for docnum in set(current[segid].deleted_docs()) - built.deleted_before[segid]:
+                for docnum in set(current[segid].deleted_docs()) - deleted_before[segid]:
                     # Deleted since the merge read it: the new copy of that document goes too.
-                    merged.delete_document(built.docmap[segid][docnum])
+                    merged.delete_document(docmap[segid][docnum])
                     carried += 1
             for name in work.list():
                 if name.startswith(merged.segment_id() + "."):

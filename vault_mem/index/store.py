@@ -19,7 +19,7 @@ import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from filelock import FileLock
 from whoosh import index as whoosh_index
@@ -31,7 +31,6 @@ from whoosh.writing import SegmentWriter
 from vault_mem.errors import IndexBusy, VaultUnavailable
 from vault_mem.git.history import History, history_for
 from vault_mem.index.commits import (
-    FOLD_BEHIND,
     TINY_FOLD,
     WAITING_DIR,
     Batch,
@@ -41,7 +40,6 @@ from vault_mem.index.commits import (
     Written,
     clean_debris,
     fold_tiny,
-    tiny_segments,
     write_lock,
 )
 from vault_mem.index.schema import SCHEMA_VERSION, document_of, make_schema
@@ -56,9 +54,6 @@ from vault_mem.index.whoosh_seam import (
 from vault_mem.vault.note import Note
 from vault_mem.vault.paths import INDEX_DIRNAME
 from vault_mem.vault.portable import replace_file, user_cache_root
-
-if TYPE_CHECKING:
-    from vault_mem.index.folding import Folder
 
 log = logging.getLogger("vault_mem.index")
 STATE_FILE = "state.json"
@@ -132,9 +127,8 @@ class VaultIndex:
         self._committing = threading.Lock()  # one group commit at a time in this process
         self.fold_at: int | None = TINY_FOLD  # see fold_tiny (None: never, for tests of merges)
         self.own_tiny = OwnTiny()  # the notes of the tiny segments this process's commits made
-        self.folder: Folder | None = None  # the background fold, in a server (index/folding.py)
         self.turns = Turns(self.dir)
-        self.write_turn = ProcessTurn()  # held by this process's one writer
+        self._write_turn = ProcessTurn()  # held by this process's one writer
         self.written = Written()  # what this process indexed itself (for its watcher)
         self._epoch = 0
         self._lock = threading.RLock()
@@ -307,7 +301,7 @@ class VaultIndex:
         """
         ix = self.open()
         start = time.monotonic()
-        if not self.write_turn.take(timeout):
+        if not self._write_turn.take(timeout):
             raise IndexBusy(f"the index at {self.dir} stayed locked by another writer of this server for "
                             f"{timeout:.0f} s")
         self.turns.give_way()  # another process waiting for the lock goes first (index/commits.py)
@@ -337,7 +331,7 @@ class VaultIndex:
                     time.sleep(delay)
                     delay = min(delay * 2, 0.02)
                     continue
-                self.write_turn.until_released(writer)
+                self._write_turn.until_released(writer)
                 handed = True
                 try:
                     self._lend_searcher(writer)
@@ -347,7 +341,7 @@ class VaultIndex:
                 return writer
         except BaseException:
             if not handed:
-                self.write_turn.give_back()
+                self._write_turn.give_back()
             raise
         finally:
             if waiting:
@@ -403,24 +397,15 @@ class VaultIndex:
             raise
 
     def commit_live(self, writer: SegmentWriter, added: list[tuple[Note, str]] | None = None) -> None:
-        """Commit a live writer's change: one new segment, with the tiny ones folded in (``fold_tiny``),
-        or with a background fold only those it fell behind on. ``added``: the notes the writer
-        added, in order, when nothing else was (kept for a later fold)."""
-        folder = self.folder
-        at = self.fold_at if folder is None or self.fold_at is None else self.fold_at * FOLD_BEHIND
-        tiny = 0
-
+        """Commit a live writer's change: one new segment, with the tiny ones folded in (``fold_tiny``).
+        ``added``: the notes the writer added, in order, when nothing else was (kept for a later fold)."""
         def merge(w: SegmentWriter, segments: list[Any]) -> list[Any]:
-            nonlocal tiny
-            kept, taken = fold_tiny(w, segments, at, self.own_tiny)
+            kept, taken = fold_tiny(w, segments, self.fold_at, self.own_tiny)
             if added and taken is not None:  # the new segment: these notes, then those folded in
                 self.own_tiny.keep(new_segment_id(w), added + taken)
-            tiny = len(tiny_segments(kept)) + 1  # and the new one, most likely
             return kept
 
         writer.commit(mergetype=merge)
-        if folder is not None:
-            folder.nudge(tiny)
 
     def apply(self, notes: list[tuple[Note, str]], removed: list[str], timeout: float | None = None) -> None:
         """Index ``notes`` (each with its OS-relative path) and drop ``removed`` paths, committed

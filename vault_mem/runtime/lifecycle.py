@@ -34,7 +34,6 @@ from typing import Any
 from vault_mem.errors import VaultUnavailable
 from vault_mem.git.history import unregister
 from vault_mem.index.build import SyncReport, reconcile
-from vault_mem.index.folding import Folder
 from vault_mem.index.gitfollow import attach_history
 from vault_mem.index.merge import merge_due, merge_lock
 from vault_mem.index.schema import SCHEMA_VERSION
@@ -94,7 +93,6 @@ class Runtime:
         self._merger: subprocess.Popen[bytes] | None = None
         self._merge_thread: threading.Thread | None = None
         self.merges = merges
-        self.folder = Folder(index) if writes else None  # folds the live commits' tiny segments
         self._calls = 0  # tool calls in flight (``answering``)
         self._calls_changed = threading.Condition()
         self._last_call = 0.0  # monotonic time the last call ended
@@ -157,8 +155,6 @@ class Runtime:
         except Exception:
             self._bringing_up.release()
             raise
-        if self.folder is not None:
-            self.folder.start()
         if self.merges:  # of serve --workers N, only one worker merges
             self._start_merge_scheduler()  # merges run in their own process, at low priority
         threading.Thread(target=self._bring_up, name="vault-mem-index", daemon=True).start()
@@ -281,8 +277,6 @@ class Runtime:
         if child is not None and child.poll() is None:
             child.terminate()  # it keeps what it committed; the next start resumes the build
         self._stop_merging.set()
-        if self.folder is not None:
-            self.folder.stop()
         merger = self._merger
         if merger is not None and merger.poll() is None:
             merger.terminate()  # a merge stopped at any moment loses nothing
