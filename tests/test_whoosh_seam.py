@@ -18,7 +18,7 @@ import whoosh.index
 import whoosh.writing
 from whoosh.fields import ID, TEXT, Schema
 
-from vault_mem.index import whoosh_seam
+from vault_mem.index import whoosh_parts, whoosh_seam
 from vault_mem.index.mapping import ViewFile
 from vault_mem.index.whoosh_seam import WhooshMismatch, check_shapes, check_version, shape_problems
 
@@ -194,6 +194,62 @@ def _touches_whoosh(path: Path) -> bool:
         if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("whoosh"):
             return True
     return path.parent.name == "index"
+
+
+def test_patch_11_a_table_of_contents_is_read_once_per_generation_and_a_writer_deletes_in_its_own_copy(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    ix = _index(tmp_path / "ix")
+    with ix.writer() as writer:
+        for n in range(3):
+            writer.add_document(path=f"n{n}.md", body="text")
+    read_from_file: list[int] = []
+    whooshs = whoosh_parts._read_toc_file
+
+    def counted(*args: object) -> object:
+        read_from_file.append(1)
+        return whooshs(*args)
+
+    monkeypatch.setattr(whoosh_parts, "_read_toc_file", counted)
+    first, second = ix._read_toc(), ix._read_toc()
+    assert len(read_from_file) <= 1  # once at most (the writer's commit may have read it already)
+    assert [s.segment_id() for s in first.segments] == [s.segment_id() for s in second.segments]
+    writer = ix.writer()
+    writer.delete_by_term("path", "n0.md")  # marked in the writer's segments until it commits
+    assert writer.segments[0].is_deleted(0) and not ix._read_toc().segments[0].is_deleted(0)
+    with ix.searcher() as searcher:
+        assert searcher.document_number(path="n0.md") == 0  # what the others read is unchanged
+    writer.cancel()
+    with ix.writer() as writer:  # the next generation is read from its own file
+        writer.add_document(path="n9.md", body="more")
+    assert ix._read_toc().generation == first.generation + 1
+    assert sorted(s.doc_count_all() for s in ix._read_toc().segments) == [1, 3]
+    # An index made again in the folder starts its generations again: the same file names,
+    # other files, read anew.
+    ix = whoosh.index.create_in(str(tmp_path / "ix"), ix.schema)
+    with ix.writer() as writer:
+        writer.add_document(path="m.md", body="new")
+    with ix.writer() as writer:
+        writer.add_document(path="m2.md", body="new")
+    assert ix._read_toc().generation == first.generation + 1
+    assert sorted(s.doc_count_all() for s in ix._read_toc().segments) == [1, 1]
+
+
+def test_patch_11_the_table_of_contents_written_is_whooshs_byte_for_byte(tmp_path: Path) -> None:
+    ix = _index(tmp_path / "ix")
+    with ix.writer() as writer:
+        writer.add_document(path="n.md", body="text")
+    with ix.writer() as writer:
+        writer.delete_by_term("path", "n.md")
+        writer.add_document(path="m.md", body="text")
+    toc = ix._read_toc()
+    whoosh_parts._whoosh_write_toc(toc, ix.storage, "WHOOSH")
+    toc.write(ix.storage, "OURS")
+    toc.write(ix.storage, "AGAIN")  # the schema's pickle made before
+    files = [tmp_path / "ix" / f"_{name}_{toc.generation}.toc" for name in ("WHOOSH", "OURS", "AGAIN")]
+    assert files[0].read_bytes() == files[1].read_bytes() == files[2].read_bytes()
+    again = whoosh.index.TOC.read(ix.storage, "OURS", schema=ix.schema)
+    assert [(s.segment_id(), s.deleted_count()) for s in again.segments] == \
+        [(s.segment_id(), s.deleted_count()) for s in toc.segments]
 
 
 def test_no_module_outside_the_seam_uses_a_private_whoosh_name() -> None:

@@ -43,9 +43,8 @@ from vault_mem.index.commits import (
     write_lock,
 )
 from vault_mem.index.schema import SCHEMA_VERSION, document_of, make_schema
-from vault_mem.index.whoosh_parts import LeanSearcher, parts_in_memory
+from vault_mem.index.whoosh_parts import LeanSearcher, frozen_segment, parts_in_memory
 from vault_mem.index.whoosh_seam import (
-    frozen_segment,
     lend_searcher,
     new_segment_id,
     renewed_searcher,
