@@ -181,6 +181,67 @@ async def test_every_read_tool_leaves_out_what_the_agent_may_not_read(tmp_path: 
     assert "status: archived" not in (root / "private/Task.md").read_text(encoding="utf-8")
 
 
+LINKED = {
+    "projects/Plan.md": "---\nid: plan\n---\nOpen plan about apples.\n",
+    "private/Secret.md": "---\nid: secret\ntags: [pay]\ncreated: 2025-01-01\n---\nClassified payroll numbers.\n",
+    "private/deep/Other.md": "---\nid: other\n---\nClassified other things.\n",
+}
+
+
+def linked_vault(tmp_path: Path) -> Path:
+    """``projects/Link.md`` is a symlink to ``private/Secret.md``, ``projects/deeplink`` to ``private/deep``."""
+    root = write_notes(tmp_path / "v", LINKED)
+    os.symlink(os.path.join("..", "private", "Secret.md"), root / "projects" / "Link.md")
+    os.symlink(os.path.join("..", "private", "deep"), root / "projects" / "deeplink", target_is_directory=True)
+    return root
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="symlinks need special rights on Windows")
+async def test_a_symlinked_note_is_read_only_by_an_agent_that_may_read_the_file_it_links_to(tmp_path: Path) -> None:
+    root = linked_vault(tmp_path)
+    vault = open_vault(root)
+    seen = {}
+    for who, caller in (("coder", Agent("coder", read=("projects/",))),
+                        ("both", Agent("both", read=("projects/", "private/"))), ("owner", None)):
+        async with Client(build_server(vault, caller=caller), mode="legacy") as client:
+            c = ToolClient(client)
+            answers = [await c.call("memory_search", agent=who, query="classified"),
+                       await c.call("memory_list", query="classified"),
+                       await c.call("list_by_domain", domain="projects"),
+                       await c.call("mem_recall", since="2000", output_format="structured"),
+                       await c.call("memory_read", ref="projects/Link"),
+                       await c.call("memory_read", ref="projects/deeplink/Other")]
+            listed = [r.uri for r in (await client.list_resources()).resources]
+            seen[who] = (json.dumps(answers), [str(uri) for uri in listed])
+            if who == "coder":
+                assert [a["status"] for a in answers[-2:]] == ["not_found", "not_found"]
+    text, resources = seen["coder"]
+    assert "payroll numbers" not in text and "other things" not in text and "secret" not in text
+    assert "memory://projects/Link" not in text and "memory://projects/deeplink" not in text
+    assert "Open plan about apples" in text  # its own note is there
+    assert resources == ["memory://projects/Plan"]
+    for who in ("both", "owner"):
+        text, resources = seen[who]
+        assert "Classified payroll numbers" in text and "Classified other things" in text
+        assert "memory://projects/Link" in resources and "memory://projects/deeplink/Other" in resources
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="symlinks need special rights on Windows")
+async def test_a_write_through_a_symlink_needs_the_right_to_write_where_it_lands(tmp_path: Path) -> None:
+    root = linked_vault(tmp_path)
+    agent = Agent("coder", read=("projects/", "private/"), write=("projects/",))
+    async with await limited_session(root, agent) as client:
+        c = ToolClient(client)
+        edit = await c.call("memory_edit", agent="coder", ref="projects/Link", append="Leaked.")
+        assert edit["status"] == "forbidden" and "private/Secret.md" in edit["message"]
+        into = await c.call("memory_write", agent="coder", title="Planted", content="x", domain="projects/deeplink")
+        assert into["status"] == "forbidden" and "private/deep/Planted.md" in into["message"]
+        mine = await c.call("memory_write", agent="coder", title="Fine", content="x", domain="projects")
+        assert mine["status"] == "ok"
+    assert "Leaked" not in (root / "private" / "Secret.md").read_text(encoding="utf-8")
+    assert not (root / "private" / "deep" / "Planted.md").exists()
+
+
 async def test_a_supersede_needs_the_new_notes_folder_to_be_writable(tmp_path: Path) -> None:
     root = write_notes(tmp_path / "v", NOTES)
     agent = Agent("coder", read=("projects/", "private/"), write=("projects/",))

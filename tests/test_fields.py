@@ -91,7 +91,10 @@ def test_the_schema_holds_exactly_the_rows_index_fields_and_the_files_own() -> N
     names = set(make_schema().names())
     assert names == from_rows | set(FILE_FIELDS)
     assert not from_rows & set(FILE_FIELDS)
-    assert set(document_of(every_key_note(), "d/every.md")) == names
+    note = every_key_note()
+    assert set(document_of(note, "d/every.md")) == names - {"real"}  # only a symlinked note has one
+    note.real = "elsewhere/every.md"
+    assert set(document_of(note, "d/every.md")) == names
 
 
 def test_exact_rows_make_the_terms_a_filter_value_asks_for() -> None:

@@ -1,6 +1,7 @@
 """A searcher's segments as a caller limited to part of the vault sees them: the notes it may
 not read count among each segment's dead documents (served/context.py decides which part;
-docs/sharing.md).
+docs/sharing.md). A note it may not read is one whose path it may not read or, for a note that
+is a symlink (its own or a folder's), whose linked file it may not read (``real``).
 
 Every document set of the query API (``index/query.py``) goes through a segment's ``dead``
 (``lift``, ``live``), so a masked segment hides the notes from every read at once: for that
@@ -35,7 +36,10 @@ def masked_segments(searcher: Searcher, mask: str, visible: Callable[[str], bool
 
 def _hidden(seg: Segment, mask: str, visible: Callable[[str], bool]) -> frozenset[int]:
     def make() -> frozenset[int]:
-        return frozenset(d for d, path in enumerate(segment_column(seg, "path"))
-                         if path is not None and not visible(path))
+        hidden = {d for d, path in enumerate(segment_column(seg, "path")) if path is not None and not visible(path)}
+        for real in seg.terms("real"):  # a symlinked note is the file it links to: both must be visible
+            if not visible(real):
+                hidden.update(seg.term_docs("real", real))
+        return frozenset(hidden)
 
     return CACHE.get_or_make(("hidden", seg.key, mask), make, approx_size)

@@ -22,9 +22,9 @@ from vault_mem.vault.fields import fold as fold  # kept importable from here
 from vault_mem.vault.fields import tag_keys as tag_keys
 from vault_mem.vault.note import PERMALINK_PREFIX, Note, domain_of, permalink_of
 
-SCHEMA_VERSION = 6  # 3: `created` from a date in the file name (daily notes); 4: sup_keys, and text
+SCHEMA_VERSION = 7  # 3: `created` from a date in the file name (daily notes); 4: sup_keys, and text
 # fields keep frequencies, not positions (no phrase queries); 5: one term per number; 6: `agent` and `to`
-# as terms (the inbox: served/mailbox.py)
+# as terms (the inbox: served/mailbox.py); 7: `real`, the file a symlinked note is (index/masked.py)
 SEP = "\x1f"  # separates the values of multi-valued exact fields
 HEAD_CHARS = 2000  # body characters kept in the stored record for snippets and previews
 
@@ -33,7 +33,7 @@ _VALUES = RegexTokenizer(r"[^\x1f]+")
 TEXT_FIELDS = ("title", "perm", "tagtext", "body")
 # Index fields that are no field table row's (vault/fields.py): the file's own, and the body's.
 FILE_FIELDS = ("path", "key_path", "key_name", "dom_exact", "dom_anc", "perm", "body", "link_keys",
-               "size", "mtime_ns", "etag", "record")
+               "size", "mtime_ns", "etag", "record", "real")
 EXACT = tuple(row for row in FIELDS if row.exact is not None)  # rows held as exact terms
 
 
@@ -60,6 +60,7 @@ def make_schema() -> Schema:
         sup_keys=multi(),  # "s:"/"b:" + each supersedes/superseded_by target's lookup keys
         paths_pre=multi(),  # every '/'-prefix of every code path
         link_keys=multi(),  # lower-cased wikilink targets, for backlinks
+        real=ID(),  # a symlinked note's own file (``Note.real``), as it is spelled: who may read it
         # Whoosh's float columns cannot be sorted on (a struct error), so: whole seconds,
         # and importance in thousandths. Numbers are read from their columns, never searched
         # by range (a range query costs ~100x the column): one term each (``shift_step=0``),
@@ -128,6 +129,7 @@ def record_of(note: Note, fsrel: str) -> dict[str, Any]:
         "head": note.body[:HEAD_CHARS],
         "body_chars": len(note.body),
         "excalidraw": note.excalidraw,
+        **({"real": note.real} if note.real is not None else {}),
     }
 
 
@@ -167,4 +169,5 @@ def document_of(note: Note, fsrel: str) -> dict[str, Any]:
         "mtime_ns": note.mtime_ns,
         "etag": note.etag,
         "record": record_of(note, fsrel),
+        **({"real": note.real} if note.real is not None else {}),
     }

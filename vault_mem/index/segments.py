@@ -146,6 +146,10 @@ class Segment:
         docs = list(self.reader.postings(field, value).all_ids())
         return CACHE.get_or_make(key, lambda: docs) if len(docs) >= LONG_POSTINGS else docs
 
+    def terms(self, field: str) -> frozenset[str]:
+        """Every term of ``field`` in this segment, for a field of few terms (kept as ``_terms``)."""
+        return self._terms(field) or frozenset()
+
     def _terms(self, field: str) -> frozenset[str] | None:
         """The terms of ``field`` in this (small) segment, None when they cannot be read as text:
         made once for every searcher and thread (the shared cache), then kept on this object for

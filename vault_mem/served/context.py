@@ -32,7 +32,7 @@ from vault_mem.index.substring import segment_docs_containing, terms_containing
 from vault_mem.served.agents import Agent
 from vault_mem.vault.frontmatter import split_frontmatter
 from vault_mem.vault.paths import InsideCheck
-from vault_mem.vault.reader import decode, read_bytes
+from vault_mem.vault.reader import decode, linked_to, read_bytes
 
 V = TypeVar("V")
 SETTLED_NS = 2_000_000_000  # a file unchanged this long has an mtime that tells a later change
@@ -118,10 +118,20 @@ class View:
     def may_read(self, path: str) -> bool:
         return self.caller is None or self.caller.may_read(path)
 
-    def check_write(self, path: str, tool: str) -> None:
-        """Forbidden (naming the rule) unless this caller may write the note at ``path``."""
-        if self.caller is not None:
-            self.caller.check_write(path, tool)
+    def check_write(self, path: str, tool: str, fsrel: str | None = None) -> None:
+        """Forbidden (naming the rule) unless this caller may write the note at ``path`` and, when
+        a symlink makes that file (``fsrel``, its OS path, existing or not) another file of the
+        vault, that file too."""
+        if self.caller is None:
+            return
+        self.caller.check_write(path, tool)
+        if fsrel is not None:
+            try:
+                real = linked_to(self.vault.root, fsrel)
+            except (OSError, RuntimeError):  # a loop: the write itself fails and says so
+                return
+            if real:
+                self.caller.check_write(real, tool)
 
     # -- document sets ----------------------------------------------------------------
 

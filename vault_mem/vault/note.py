@@ -57,6 +57,9 @@ class Note:
     frontmatter_ok: bool = True  # False: the writer must not rewrite this frontmatter
     fields: dict[str, Any] = field(default_factory=dict)  # the frontmatter as read
     more: dict[str, Any] = field(default_factory=dict)  # the field table's rows that are no attribute here
+    # Where a symlink (the file's own or a folder's on its way) makes ``path`` another file of the
+    # vault: that file's vault-relative path; None for a note that is where its path says.
+    real: str | None = None
 
     @property
     def domain(self) -> str:

@@ -143,21 +143,43 @@ def read_note(root: Path, rel: str, history: DateSource | None = None) -> Note:
     if shown != rel.replace(os.sep, "/") and "\ufffd" in shown:
         problems.append("file name is not valid UTF-8; shown with U+FFFD")
     try:
-        if path.is_symlink():
-            real = path.resolve()
-            real_root = root.resolve()
-            if real_root not in real.parents:
-                problems.append("symlink pointing outside the vault; not followed")
-                return parse_text(shown, "", "", 0, 0, problems)
-    except (OSError, RuntimeError):
+        real = linked_to(root, rel)
+    except (OSError, RuntimeError, ValueError):
         problems.append("symlink that cannot be resolved (a loop?); not followed")
+        return parse_text(shown, "", "", 0, 0, problems)
+    if real == "":
+        problems.append("symlink pointing outside the vault; not followed")
         return parse_text(shown, "", "", 0, 0, problems)
     data, etag, size, mtime_ns, read_problems = read_bytes(path)
     problems += read_problems
     text, decode_problems = decode(data)
     problems += decode_problems
     dates = history.dates(shown, data) if history is not None and len(data) == size else None
-    return parse_text(shown, text, etag, size, mtime_ns, problems, dates)
+    note = parse_text(shown, text, etag, size, mtime_ns, problems, dates)
+    if real is not None:
+        note.real = real
+    return note
+
+
+def linked_to(root: Path, rel: str) -> str | None:
+    """The vault-relative path ('/'-separated, shown as ``display_path`` shows it) of the file that
+    ``rel`` is through a symlink, its own or a folder's on the way: None when none is a symlink
+    (a look at each segment), "" when it resolves outside the vault. A caller limited to some
+    folders reads such a note only if it may read that file too (docs/sharing.md)."""
+    parts = rel.replace(os.sep, "/").split("/")
+    if not any(os.path.islink(os.path.join(root, *parts[:n])) for n in range(1, len(parts) + 1)):
+        return None
+    resolved = os.path.realpath(root / rel)
+    if os.path.islink(resolved):  # what realpath leaves of a loop
+        raise RuntimeError(f"symlink loop at {resolved}")
+    try:
+        real = os.path.relpath(resolved, os.path.realpath(root))
+    except ValueError:  # another drive (Windows)
+        return ""
+    if real == os.pardir or real.startswith(os.pardir + os.sep) or os.path.isabs(real):
+        return ""
+    real = real.replace(os.sep, "/")
+    return None if real == "/".join(parts) else display_path(real)
 
 
 def parse_text(path: str, text: str, etag: str, size: int, mtime_ns: int, problems: list[str],

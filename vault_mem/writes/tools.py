@@ -302,7 +302,8 @@ def _create(view: View, args: Args, agent: str, defaults: dict[str, Any], tool: 
     # "Projects" and "projects" would each make one on a case-sensitive disk.
     _take_turn(view.vault.root, domain.strip())
     folder, domain = _folder(view, domain)
-    view.check_write(f"{domain}/{note_filename(title)}".lstrip("/"), tool)
+    target = f"{domain}/{note_filename(title)}".lstrip("/")
+    view.check_write(target, tool, target)
     fields = _new_fields(args, agent, title, defaults)
     data = render_note(fields, content).encode("utf-8")
     final = create_exclusive(folder, note_filename(title), data)
@@ -341,8 +342,8 @@ def _current(view: View, ref: str, tool: str) -> tuple[str, bytes]:
     """The target's OS-relative path and its bytes as they are now; Forbidden when the caller
     may not change it."""
     record = view.record(resolve_ref(view, ref))
-    view.check_write(record["path"], tool)
     rel = record.get("fsrel") or record["path"]
+    view.check_write(record["path"], tool, rel)
     _take_turn(view.vault.root, rel)
     try:
         data = read_whole(note_file(view.vault.root, rel))
