@@ -128,7 +128,7 @@ class View:
         if fsrel is not None:
             try:
                 real = linked_to(self.vault.root, fsrel)
-            except (OSError, RuntimeError):  # a loop: the write itself fails and says so
+            except (OSError, RuntimeError, ValueError):  # a loop: the write itself fails and says so
                 return
             if real:
                 self.caller.check_write(real, tool)
