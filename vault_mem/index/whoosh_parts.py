@@ -129,7 +129,8 @@ _read_toc_file = whoosh.index.TOC.read.__func__  # taken before install()
 _whoosh_write_toc = whoosh.index.TOC.write  # the same (tests compare the bytes each writes)
 _tocs: OrderedDict[tuple[str, str, int], tuple[tuple[int, int, int], Any]] = OrderedDict()
 _tocs_lock = threading.Lock()
-_schema_pickles: dict[int, tuple[Any, tuple[str, ...], bytes]] = {}  # id(schema) -> (it, its fields, its pickle)
+# id(schema) -> (the schema, its field names, its pickle), for the latest schemas written
+_schema_pickles: OrderedDict[int, tuple[Any, tuple[str, ...], bytes]] = OrderedDict()
 
 
 def _read_toc(cls: Any, storage: Any, indexname: str, gen: int | None = None, schema: Any = None) -> Any:
@@ -174,7 +175,10 @@ def _schema_pickle(schema: Any) -> bytes:
     if kept is not None and kept[0] is schema and kept[1] == names:
         return kept[2]
     pickled = pickle.dumps(schema, 2)
-    _schema_pickles[id(schema)] = (schema, names, pickled)
+    with _tocs_lock:
+        _schema_pickles[id(schema)] = (schema, names, pickled)
+        while len(_schema_pickles) > _TOCS_KEPT:  # each index opened again (a rebuild) brings its own
+            _schema_pickles.popitem(last=False)
     return pickled
 
 
