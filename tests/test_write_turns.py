@@ -31,8 +31,13 @@ WAIT = 30.0  # seconds: only a hang takes this long
 
 def test_a_write_of_another_note_lands_while_one_is_in_its_file_steps(make_vault, monkeypatch) -> None:
     """An edit of a.md held between its file write and its submission does not hold up an edit
-    of b.md (run one at a time, the second waited for the first)."""
-    vault = make_vault(NOTES)
+    of another note (run one at a time, the second waited for the first)."""
+    others = {f"{c}.md": f"---\nid: {c}-1\ntitle: {c.upper()}\n---\nfirst of {c}\n" for c in "bcdefgh"}
+    vault = make_vault({"a.md": NOTES["a.md"], **others})
+    # Two notes share a turn now and then (one name in 64, by the run's string hashes): the other
+    # note is the first that does not share a.md's.
+    name = next(n for n in others if tools.turn_number(vault.root, n) != tools.turn_number(vault.root, "a.md"))
+    other = name[0] + "-1"
     calls = Calls(vault)
     inside, release = threading.Event(), threading.Event()
     landed = tools.landed
@@ -53,16 +58,16 @@ def test_a_write_of_another_note_lands_while_one_is_in_its_file_steps(make_vault
     held.start()
     try:
         assert inside.wait(WAIT)
-        other = threading.Thread(target=edit, args=("b-1",))
-        other.start()
-        other.join(WAIT)
-        assert not other.is_alive(), "the edit of b.md waited for the edit of a.md"
-        assert answers["b-1"]["status"] == "ok" and "a-1" not in answers
+        second = threading.Thread(target=edit, args=(other,))
+        second.start()
+        second.join(WAIT)
+        assert not second.is_alive(), f"the edit of {name} waited for the edit of a.md"
+        assert answers[other]["status"] == "ok" and "a-1" not in answers
     finally:
         release.set()
         held.join(WAIT)
     assert answers["a-1"]["status"] == "ok"
-    assert "more of a-1" in (vault.root / "a.md").read_text() and "more of b-1" in (vault.root / "b.md").read_text()
+    assert "more of a-1" in (vault.root / "a.md").read_text() and f"more of {other}" in (vault.root / name).read_text()
 
 
 def test_edits_of_one_note_from_many_threads_lose_nothing(make_vault) -> None:

@@ -134,16 +134,22 @@ def one_note_at_a_time(tool: Tool) -> Tool:
     return serialized
 
 
-def _take_turn(root: Path, rel: str) -> None:
-    """Hold the turn of the file at ``root / rel`` (a note, or a folder about to be made) until
-    this write's file steps end, or until it takes another turn: a thread lets go of the one it
-    holds first (a new note's folder, then the note)."""
+def turn_number(root: Path, rel: str) -> int:
+    """Which of the ``NOTE_TURNS`` turns the file at ``root / rel`` takes. Two notes share one
+    now and then (one pair in 64, as the process's string hashes fall): their writes then take
+    turns too."""
     try:
         where = os.path.realpath(root / rel)
     except (ValueError, OSError):  # a name no file system takes (a NUL): the call refuses it next
         where = str(root / rel)
-    key = unicodedata.normalize("NFC", where).casefold()
-    turn = _NOTE_TURNS[hash(key) % NOTE_TURNS]
+    return hash(unicodedata.normalize("NFC", where).casefold()) % NOTE_TURNS
+
+
+def _take_turn(root: Path, rel: str) -> None:
+    """Hold the turn of the file at ``root / rel`` (a note, or a folder about to be made) until
+    this write's file steps end, or until it takes another turn: a thread lets go of the one it
+    holds first (a new note's folder, then the note)."""
+    turn = _NOTE_TURNS[turn_number(root, rel)]
     held = getattr(_HOLDING, "turn", None)
     if held is turn:
         return
