@@ -2,6 +2,14 @@
 
     python bench/write_bench.py                 # 10,000 generated notes, 100 calls per tool
     python bench/write_bench.py --notes 2000 --runs 50
+    python bench/write_bench.py --notes 2000 --threads 8 --seconds 20   # concurrent writes
+
+``--threads N`` runs N threads that write new notes and append to their own for ``--seconds``,
+as worker 1 of ``serve --workers 2`` makes the writes of 32 sessions, with the server's
+runtime (its watcher, background merges) running. It prints the writes per second, their p50
+and p99, and the CPU this process spent per write (merge processes not counted): steadier than
+``load_bench``'s latencies, which move by tens of ms between identical runs, so a change to the
+write path is judged by it first.
 
 Each call goes through the server's own call path (``vault_mem.mcp_server.app.call``: argument
 validation, one searcher, the write, the index commit that makes it visible to every read
@@ -14,9 +22,11 @@ The vault and its index live in a temporary folder and are thrown away.
 from __future__ import annotations
 
 import argparse
+import random
 import statistics
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -75,12 +85,72 @@ class Bench:
         return ok
 
 
+def concurrent(vault: Vault, domains: list[str], threads: int, seconds: float) -> None:
+    """``threads`` threads writing for ``seconds``: half new notes, half appends to their own."""
+    from vault_mem.runtime.lifecycle import Runtime
+
+    runtime = Runtime(vault.index)
+    runtime.start()
+    if not runtime.wait_ready(600):
+        raise SystemExit("the index did not become ready")
+    specs = {spec.name: spec for spec in tools_for(False)}
+    times: list[float] = []
+    failures: list[str] = []
+    deadline = time.monotonic() + seconds
+
+    def writer(n: int) -> None:
+        rng = random.Random(n)
+        mine: list[str] = []
+        i = 0
+        while time.monotonic() < deadline:
+            i += 1
+            if mine and rng.random() < 0.5:
+                tool, args = "memory_edit", {"agent": AGENT, "ref": rng.choice(mine), "append": f"More {n} {i}."}
+            else:
+                tool, args = "memory_write", {"agent": AGENT, "title": f"Load {n} {i}", "content": f"By {n}: {i}.",
+                                              "domain": rng.choice(domains), "tags": ["load"]}
+            start = time.perf_counter()
+            answer = call(vault, specs[tool], args)
+            times.append((time.perf_counter() - start) * 1000)
+            if answer.get("status") != "ok":
+                failures.append(f"{tool}: {answer.get('message')}")
+            elif tool == "memory_write":
+                mine.append(str(answer["uid"]))
+
+    cpu, wall = time.process_time(), time.perf_counter()
+    pool = [threading.Thread(target=writer, args=(n,)) for n in range(threads)]
+    for thread in pool:
+        thread.start()
+    for thread in pool:
+        thread.join()
+    cpu, wall = time.process_time() - cpu, time.perf_counter() - wall
+    runtime.stop()
+    print(f"{len(times)} writes from {threads} threads in {wall:.1f} s: {len(times) / wall:.1f} writes/s, "
+          f"p50 {statistics.median(times):.1f} ms, p99 {pct(times, 0.99):.1f} ms, max {max(times):.1f} ms")
+    print(f"CPU of this process: {cpu:.1f} s, {1000 * cpu / len(times):.2f} ms per write "
+          f"(merge processes not counted); {len(failures)} failed{': ' + failures[0] if failures else ''}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description="vault-mem write benchmark")
     parser.add_argument("--notes", type=int, default=10_000)
     parser.add_argument("--runs", type=int, default=100)
+    parser.add_argument("--threads", type=int, default=0, help="concurrent writers (0: each tool in turn)")
+    parser.add_argument("--seconds", type=float, default=20.0, help="how long the concurrent writers run")
     args = parser.parse_args()
+    if args.threads < 0 or args.seconds <= 0:
+        parser.error("--threads takes 0 or more, --seconds more than 0")
     runs = args.runs
+    if args.threads:
+        with tempfile.TemporaryDirectory(prefix="vault-mem-wbench-") as tmp:
+            root = Path(tmp) / "vault"
+            generate(root, args.notes)
+            index = VaultIndex(root, Path(tmp) / "index")
+            print(f"vault of {build(index).total} notes")
+            domains = sorted({r["path"].rpartition("/")[0] for r in index.records().values()})
+            concurrent(Vault(root, index), domains, args.threads, args.seconds)
+            index.close()
+        return
     with tempfile.TemporaryDirectory(prefix="vault-mem-wbench-") as tmp:
         root = Path(tmp) / "vault"
         generate(root, args.notes)
