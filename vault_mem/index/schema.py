@@ -129,7 +129,6 @@ def record_of(note: Note, fsrel: str) -> dict[str, Any]:
         "head": note.body[:HEAD_CHARS],
         "body_chars": len(note.body),
         "excalidraw": note.excalidraw,
-        **({"real": note.real} if note.real is not None else {}),
     }
 
 
