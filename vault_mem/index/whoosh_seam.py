@@ -67,9 +67,9 @@ The patches, applied when this module is first imported (before any writer exist
    commit each searcher of every process read the new table of contents (its renewal, a
    writer's opening) and unpickled its segments, and the commit pickled the unchanged schema
    again (0.2 ms): 9% of the writing worker under 32 sessions. ``TOC.read`` keeps what it read
-   while the file's (inode, size, mtime) stay and hands each caller its own copies of the
-   segments; ``TOC.write`` writes the same bytes with the schema's pickle made once
-   (``whoosh_parts.py``).
+   while the file's (inode, size, mtime) stay, and its readers share the segments; a writer,
+   which marks its deletions in them, gets copies of its own (``SegmentWriter.__init__``).
+   ``TOC.write`` writes the same bytes with the schema's pickle made once (``whoosh_parts.py``).
 
 The private names read (``PRIVATE_NAMES``, ``ATTRIBUTES``), each behind a function at the end:
 writers that do not lock, finish a segment or commit given segments; the table of contents; a
