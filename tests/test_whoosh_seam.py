@@ -298,3 +298,41 @@ def test_a_renewed_searcher_makes_its_sub_searchers_only_when_whoosh_asks_for_th
         assert [offset for _, offset in made] == [offset for _, offset in leaves]
         assert all(sub.reader() is reader for (sub, _), (reader, _) in zip(made, leaves, strict=True))
         assert searcher.leaf_searchers() is made  # made once, then kept
+
+
+def test_patch_12_a_committed_writer_and_its_lent_searcher_need_no_garbage_collection(make_vault) -> None:
+    """Whoosh's ``temp_storage`` kept a caught FileExistsError whose frames held the writer (with
+    its postings), and a lent searcher held itself through ``_orig_close``: each commit's writer
+    and readers waited for the garbage collector. Reference counting frees them now, for a live
+    commit's writer (parts in memory) and for Whoosh's own (parts on disk)."""
+    import gc
+    import weakref
+
+    from conftest import commit_note
+
+    from vault_mem.index.schema import document_of
+    from vault_mem.vault.reader import read_note
+
+    vault = make_vault({"a.md": "---\nid: a\n---\nbody\n"})
+    index = vault.index
+    commit_note(index, "b.md", "---\nid: b\n---\nfirst\n")  # the temp folders exist from here on
+    (index.root / "b.md").write_text("---\nid: b\n---\nsecond\n", encoding="utf-8")
+    ix = _index(index.dir.parent / "plain")
+    gc.collect()
+    gc.disable()
+    try:
+        writer = index.acquire_writer()
+        lent = weakref.ref(writer._searcher)
+        writer.update_document(**document_of(read_note(index.root, "b.md"), "b.md"))
+        index.commit_live(writer)
+        freed = weakref.ref(writer)
+        plain = ix.writer()
+        plain.add_document(path="p.md", body="plain whoosh")
+        plain.commit(merge=False)
+        plain_freed = weakref.ref(plain)
+        del writer, plain
+        assert (freed(), lent(), plain_freed()) == (None, None, None)
+    finally:
+        gc.enable()
+    with index.searching() as searcher:
+        assert [f["path"] for f in searcher.documents(path="b.md")] == ["b.md"]

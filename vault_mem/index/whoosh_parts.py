@@ -1,8 +1,9 @@
 """The Whoosh seam's third module: how a segment's parts are written (whoosh_seam.py, patches 9
 and 10): terms of few postings inlined in their term info, and a live commit's part files made in
 memory, then written as the one packed segment file; the table of contents read once per
-generation and its schema pickled once (patch 11); and ``LeanSearcher``, the searcher opened
-after every commit."""
+generation and its schema pickled once (patch 11); temp storages made without an exception
+(patch 12); and ``LeanSearcher``, the searcher opened after every commit, and the one lent to a
+writer (``lend_searcher``)."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ import contextlib
 import functools
 import os
 import pickle
+import tempfile
 import threading
 import time
 import weakref
@@ -21,6 +23,7 @@ from typing import Any
 import whoosh
 import whoosh.codec.base
 import whoosh.codec.whoosh3
+import whoosh.filedb.filestore
 import whoosh.index
 import whoosh.writing
 from whoosh.codec.whoosh3 import W3FieldWriter, W3TermInfo
@@ -203,8 +206,26 @@ def _write_toc(self: Any, storage: Any, indexname: str) -> None:
     storage.rename_file(tempfilename, tocfilename, safe=True)
 
 
+def _folder_temp_storage(self: Any, name: str | None = None) -> FileStorage:
+    return _temp_storage(self.folder, name)
+
+
+def _ram_temp_storage(self: Any, name: str | None = None) -> FileStorage:
+    return _temp_storage(tempfile.gettempdir(), name)  # where Whoosh's RamStorage puts it
+
+
+def _temp_storage(folder: str, name: str | None) -> FileStorage:
+    """Whoosh's ``temp_storage``: a ``FileStorage`` of ``folder/name``, made when missing. Whoosh's
+    own lets ``os.makedirs`` raise FileExistsError (every writer asks for the same name twice) and
+    keeps it in a local: a cycle through the frames up to the writer's ``__init__`` (patch 12)."""
+    path = os.path.join(folder, name or f"{whoosh.filedb.filestore.random_name()}.tmp")
+    if not os.path.isdir(path):
+        os.makedirs(path, exist_ok=True)
+    return FileStorage(path)
+
+
 def install() -> None:
-    """Patches 10 and 11 (whoosh_seam.py applies them once its shape check passed)."""
+    """Patches 10, 11 and 12 (whoosh_seam.py applies them once its shape check passed)."""
     codec = whoosh.codec.whoosh3.W3Codec
     for name in ("per_document_writer", "field_writer"):
         setattr(codec, name, _parts_writer(getattr(codec, name)))
@@ -214,6 +235,21 @@ def install() -> None:
     whoosh.index.TOC.read = classmethod(_read_toc)
     whoosh.index.TOC.write = _write_toc
     whoosh.writing.SegmentWriter.__init__ = _writer_init
+    FileStorage.temp_storage = _folder_temp_storage
+    RamStorage.temp_storage = _ram_temp_storage
+
+
+def _keep_open() -> None:
+    pass
+
+
+def lend_searcher(writer: Any, searcher: Any) -> None:
+    """Have ``writer`` find what it replaces through ``searcher`` (of exactly its segments), not a
+    reader of every segment opened anew; the writer never closes it (its owner does)."""
+    # What SegmentWriter._finish and delete_by_query call; Whoosh's own ``_orig_close = close`` (a
+    # bound method kept on its searcher) is a reference cycle: a lent one held readers until a collection.
+    searcher._orig_close = searcher.close = _keep_open
+    writer._searcher = searcher
 
 
 class LeanSearcher(Searcher):  # type: ignore[misc]  # Whoosh has no types

@@ -71,6 +71,11 @@ The patches, applied when this module is first imported (before any writer exist
    which marks its deletions in them, gets copies of its own (``SegmentWriter.__init__``).
    ``TOC.write`` writes the same bytes with the schema's pickle made once (``whoosh_parts.py``).
 
+12. No reference cycle per writer. Whoosh's ``temp_storage`` kept a caught FileExistsError, whose
+   frames held the writer: each commit's writer, postings and readers (about 1,000 objects) were
+   left to the garbage collector, whose young collections then held the interpreter lock 10-100
+   ms in the writing worker. It checks for the folder instead (``FileStorage``, ``RamStorage``).
+
 The private names read (``PRIVATE_NAMES``, ``ATTRIBUTES``), each behind a function at the end:
 writers that do not lock, finish a segment or commit given segments; the table of contents; a
 reader's folder; a reader remade around new deletions; a searcher renewed after a commit that
@@ -103,7 +108,7 @@ import whoosh.reading
 import whoosh.util
 import whoosh.writing
 from whoosh.codec.whoosh3 import W3FieldWriter
-from whoosh.filedb.filestore import FileStorage
+from whoosh.filedb.filestore import FileStorage, RamStorage
 from whoosh.index import FileIndex
 from whoosh.reading import EmptyReader, MultiReader, SegmentReader
 from whoosh.searching import Searcher
@@ -161,6 +166,7 @@ PATCHED: tuple[tuple[Any, str, tuple[str, ...]], ...] = (
     (whoosh.index, "clean_files", ("storage", "indexname", "gen", "segments")),
     (whoosh.index.TOC, "read", ("storage", "indexname", "gen", "schema")),  # patch 11
     (whoosh.index.TOC, "write", ("self", "storage", "indexname")),
+    *((cls, "temp_storage", ("self", "name")) for cls in (FileStorage, RamStorage)),  # patch 12
 )
 PRIVATE_NAMES: tuple[tuple[Any, str, tuple[str, ...]], ...] = (
     (whoosh.writing.SegmentWriter, "__init__", ("self", "ix", "poolclass", "timeout", "delay", "_lk", "limitmb")),
@@ -187,7 +193,7 @@ ATTRIBUTES: tuple[tuple[type, tuple[str, ...]], ...] = (
     (whoosh.codec.whoosh3.W3TermsReader, ("_tindex", "_fieldmap", "_postfile")),
     (whoosh.codec.whoosh3.W3PerDocReader, ("_readers",)),  # patch 4
     (whoosh.writing.PostingPool, ("runs", "current")),  # patch 5 (set by its base, SortingPool)
-    (whoosh.writing.SegmentWriter, ("_searcher", "_orig_close")),  # lend_searcher
+    (whoosh.writing.SegmentWriter, ("_searcher", "_orig_close")),  # whoosh_parts.lend_searcher
     (whoosh.codec.whoosh3.W3Segment, ("_deleted",)),  # frozen_segment
     (whoosh.reading.SegmentReader, ("_segment", "_perdoc")),  # with_deletions
     (whoosh.codec.whoosh3.W3PerDocReader, ("_segment",)),
@@ -438,14 +444,6 @@ def with_deletions(reader: Any, segment: Any) -> Any:
     twin._perdoc = copy.copy(reader._perdoc)
     twin._perdoc._segment = segment
     return twin
-
-
-def lend_searcher(writer: whoosh.writing.SegmentWriter, searcher: Any) -> None:
-    """Have ``writer`` find what it replaces through ``searcher`` (of exactly its segments), not a
-    reader of every segment opened anew; the writer never closes it (its owner does)."""
-    searcher._orig_close = searcher.close  # what SegmentWriter._finish calls
-    searcher.close = lambda: None  # what delete_by_query calls on whatever searcher() handed it
-    writer._searcher = searcher
 
 
 def read_toc(ix: whoosh.index.FileIndex) -> whoosh.index.TOC:
