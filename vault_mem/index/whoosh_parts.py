@@ -216,7 +216,7 @@ def _ram_temp_storage(self: Any, name: str | None = None) -> FileStorage:
 
 def _temp_storage(folder: str, name: str | None) -> FileStorage:
     """Whoosh's ``temp_storage``: a ``FileStorage`` of ``folder/name``, made when missing. Whoosh's
-    own lets ``os.makedirs`` raise FileExistsError (every writer asks for the same name twice) and
+    own lets ``os.makedirs`` raise FileExistsError (every writer asks for folders that exist) and
     keeps it in a local: a cycle through the frames up to the writer's ``__init__`` (patch 12)."""
     path = os.path.join(folder, name or f"{whoosh.filedb.filestore.random_name()}.tmp")
     if not os.path.isdir(path):

@@ -74,7 +74,8 @@ The patches, applied when this module is first imported (before any writer exist
 12. No reference cycle per writer. Whoosh's ``temp_storage`` kept a caught FileExistsError, whose
    frames held the writer: each commit's writer, postings and readers (about 1,000 objects) were
    left to the garbage collector, whose young collections then held the interpreter lock 10-100
-   ms in the writing worker. It checks for the folder instead (``FileStorage``, ``RamStorage``).
+   ms in the writing worker. It checks for the folder instead (``FileStorage``, ``RamStorage``),
+   and a writer's lent searcher no longer holds itself through ``_orig_close`` (``lend_searcher``).
 
 The private names read (``PRIVATE_NAMES``, ``ATTRIBUTES``), each behind a function at the end:
 writers that do not lock, finish a segment or commit given segments; the table of contents; a
