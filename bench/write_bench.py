@@ -141,22 +141,17 @@ def main() -> None:
     if args.threads < 0 or args.seconds <= 0:
         parser.error("--threads takes 0 or more, --seconds more than 0")
     runs = args.runs
-    if args.threads:
-        with tempfile.TemporaryDirectory(prefix="vault-mem-wbench-") as tmp:
-            root = Path(tmp) / "vault"
-            generate(root, args.notes)
-            index = VaultIndex(root, Path(tmp) / "index")
-            print(f"vault of {build(index).total} notes")
-            domains = sorted({r["path"].rpartition("/")[0] for r in index.records().values()})
-            concurrent(Vault(root, index), domains, args.threads, args.seconds)
-            index.close()
-        return
     with tempfile.TemporaryDirectory(prefix="vault-mem-wbench-") as tmp:
         root = Path(tmp) / "vault"
         generate(root, args.notes)
         index = VaultIndex(root, Path(tmp) / "index")
         report = build(index)
         print(f"vault of {report.total} notes, index built in {report.seconds:.1f} s")
+        if args.threads:
+            domains = sorted({r["path"].rpartition("/")[0] for r in index.records().values()})
+            concurrent(Vault(root, index), domains, args.threads, args.seconds)
+            index.close()
+            return
         records = sorted(index.records().values(), key=lambda r: r["path"])
         domain = max(records, key=lambda r: (r["path"].count("/"), r["path"]))["path"].rpartition("/")[0]
         old = [r["uid"] for r in records[:: max(1, len(records) // runs)]][:runs]
