@@ -136,6 +136,15 @@ _tocs_lock = threading.Lock()
 _schema_pickles: OrderedDict[int, tuple[Any, tuple[str, ...], bytes]] = OrderedDict()
 
 
+def _keep_latest(kept: OrderedDict[Any, Any], key: Any, value: Any) -> None:
+    """Put ``key`` last in ``kept``, dropping the oldest past ``_TOCS_KEPT`` (under ``_tocs_lock``)."""
+    with _tocs_lock:
+        kept[key] = value
+        kept.move_to_end(key)
+        while len(kept) > _TOCS_KEPT:
+            kept.popitem(last=False)
+
+
 def _read_toc(cls: Any, storage: Any, indexname: str, gen: int | None = None, schema: Any = None) -> Any:
     folder = getattr(storage, "folder", None)
     if schema is None or type(storage) is not FileStorage or not isinstance(folder, str):
@@ -152,11 +161,7 @@ def _read_toc(cls: Any, storage: Any, indexname: str, gen: int | None = None, sc
     if kept is None or kept[0] != stamp or kept[1].schema is not schema:
         toc = _read_toc_file(cls, storage, indexname, gen, schema)
         kept = (stamp, toc)
-        with _tocs_lock:
-            _tocs[key] = kept
-            _tocs.move_to_end(key)
-            while len(_tocs) > _TOCS_KEPT:
-                _tocs.popitem(last=False)
+        _keep_latest(_tocs, key, kept)
     toc = kept[1]
     return cls(toc.schema, list(toc.segments), toc.generation, toc.version, toc.release)
 
@@ -178,10 +183,7 @@ def _schema_pickle(schema: Any) -> bytes:
     if kept is not None and kept[0] is schema and kept[1] == names:
         return kept[2]
     pickled = pickle.dumps(schema, 2)
-    with _tocs_lock:
-        _schema_pickles[id(schema)] = (schema, names, pickled)
-        while len(_schema_pickles) > _TOCS_KEPT:  # each index opened again (a rebuild) brings its own
-            _schema_pickles.popitem(last=False)
+    _keep_latest(_schema_pickles, id(schema), (schema, names, pickled))  # a rebuilt index brings its own
     return pickled
 
 
