@@ -188,6 +188,21 @@ def test_two_processes_never_merge_at_once(tmp_path: Path) -> None:
     assert_no_debris(index)
 
 
+@pytest.mark.skipif(not Path("/proc/self/autogroup").exists(), reason="no Linux autogroup scheduling here")
+def test_a_merge_process_takes_a_session_of_its_own_at_the_lowest_autogroup_priority() -> None:
+    # What `python -m vault_mem.index.merge` does first, in a child of its own as a merge is.
+    probe = ("import os; from vault_mem.index.merge import lower_priority; parent = os.getsid(0); "
+             "lower_priority(); print(os.getsid(0) == os.getpid() != parent, os.nice(0), "
+             "open('/proc/self/autogroup').read().split()[-1])")
+    before = subprocess.run([sys.executable, "-c", "import os; print(os.nice(0))"], capture_output=True,
+                            text=True, timeout=60, check=True).stdout.split()
+    own_session, nice, group_nice = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
+                                                   timeout=60, check=True).stdout.split()
+    assert own_session == "True"
+    assert int(nice) == min(19, int(before[0]) + 10)
+    assert group_nice == "19"
+
+
 def test_a_parallel_build_leaves_only_the_index_in_its_folder(tmp_path: Path) -> None:
     # 1,700 notes on 2 workers: batches of 1,000 and 700, and the last, under the lowest tier's
     # floor, is folded into the first (alone, every merge of the saves' segments would take it).
