@@ -76,31 +76,7 @@ def journal_dir(index_dir: Path) -> Path:
 
 def record(index_dir: Path, agent: str, tool: str, changes: list[dict[str, Any]]) -> str | None:
     """Journal ``changes`` (each: path, fsrel, title, uid, before bytes|None, after bytes|None,
-    trash) made by ``agent`` with ``tool``, on the disk when it returns. Returns None, or a warning
-    when it could not."""
-    return append(index_dir, agent, tool, changes).durable()
-
-
-@dataclass(frozen=True)
-class Appended:
-    """Lines appended to the journal; ``durable`` waits until they are on the disk."""
-
-    warning: str | None  # the lines could not be appended: nothing to wait for
-    key: str = ""
-    ticket: int = 0
-
-    def durable(self) -> str | None:
-        """Wait for the flush that covers these lines; None, or the warning for the answer."""
-        if self.warning is not None or not self.key:
-            return self.warning
-        failed = _FLUSHER.wait(self.key, self.ticket)
-        return None if failed is None else f"the change is saved, but its journal line for undo may not be ({failed})"
-
-
-def append(index_dir: Path, agent: str, tool: str, changes: list[dict[str, Any]]) -> Appended:
-    """Append ``changes`` to the journal as ``record`` does, and hand the flush to the process's
-    journal flusher instead of waiting for it: a write tool waits (``Appended.durable``) only after
-    its commit, which ran meanwhile, and one flush covers the lines of every write in flight."""
+    trash) made by ``agent`` with ``tool``. Returns None, or a warning when it could not."""
     folder = journal_dir(index_dir)
     try:
         (folder / "blobs").mkdir(parents=True, exist_ok=True)
@@ -121,67 +97,12 @@ def append(index_dir: Path, agent: str, tool: str, changes: list[dict[str, Any]]
             _append(folder / ENTRIES, lines)
             if _prune_due(folder):
                 prune(index_dir, now)
+        # Made durable once the lock is free: the next change can be appended meanwhile, and
+        # one fsync then covers every line written before it.
+        _sync(folder / ENTRIES)
     except OSError as exc:
-        return Appended(f"the change is saved, but it could not be journaled for undo ({exc.strerror or exc})")
-    key = str(folder / ENTRIES)
-    return Appended(None, key, _FLUSHER.ask(key))
-
-
-class _Flusher:
-    """Group flush of the journal files of this process: one thread fsyncs a file for every line
-    appended to it before the flush began, so writes in flight share one fsync, and a write tool's
-    flush runs while its commit does (measured under 32 sessions: the journal's fsync took 2.6 ms
-    a write on average, 15 ms at the p99, and up to 100 ms when the disk stalled). The thread
-    ends when idle for ``IDLE`` s and starts again on demand."""
-
-    IDLE = 5.0
-
-    def __init__(self) -> None:
-        self._cond = threading.Condition()
-        self._asked: dict[str, int] = {}  # file -> lines handed over so far (tickets)
-        self._done: dict[str, int] = {}  # file -> tickets flushed (or failed)
-        self._failed: list[tuple[str, int, int, str]] = []  # (file, after, upto, why): the latest only
-        self._running = False
-
-    def ask(self, key: str) -> int:
-        with self._cond:
-            ticket = self._asked[key] = self._asked.get(key, 0) + 1
-            if not self._running:
-                self._running = True
-                threading.Thread(target=self._run, name="vault-mem-journal-flush", daemon=True).start()
-            self._cond.notify_all()
-            return ticket
-
-    def wait(self, key: str, ticket: int) -> str | None:
-        with self._cond:
-            self._cond.wait_for(lambda: self._done.get(key, 0) >= ticket)
-            return next((why for k, after, upto, why in self._failed if k == key and after < ticket <= upto), None)
-
-    def _due(self) -> str | None:
-        return next((k for k, n in self._asked.items() if n > self._done.get(k, 0)), None)
-
-    def _run(self) -> None:
-        while True:
-            with self._cond:
-                if not self._cond.wait_for(lambda: self._due() is not None, self.IDLE):
-                    self._running = False
-                    return
-                key = self._due()
-                assert key is not None
-                after, upto = self._done.get(key, 0), self._asked[key]
-            why = None
-            try:
-                _sync(Path(key))
-            except Exception as exc:  # told to the waiting writes: none of them may wait for ever
-                why = str(getattr(exc, "strerror", None) or exc or type(exc).__name__)
-            with self._cond:
-                self._done[key] = upto
-                if why is not None:
-                    self._failed = [*self._failed[-63:], (key, after, upto, why)]
-                self._cond.notify_all()
-
-
-_FLUSHER = _Flusher()
+        return f"the change is saved, but it could not be journaled for undo ({exc.strerror or exc})"
+    return None
 
 
 def _keep_blob(folder: Path, data: bytes) -> None:

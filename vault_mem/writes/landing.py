@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import datetime as dt
 import logging
-from dataclasses import dataclass
 from typing import Any
 
 from vault_mem.index import agentstate, journal
@@ -26,27 +25,13 @@ def change(path: str, fsrel: str, title: str, uid: str, before: bytes | None, af
             "trash": trash}
 
 
-@dataclass(frozen=True)
-class Landing:
-    """What ``landed`` did: warnings for the answer, and the journal lines whose flush is under way."""
-
-    warnings: list[str]
-    journaled: journal.Appended
-
-    def durable(self) -> list[str]:
-        """The warnings, once the journal lines are on the disk (a write answers only then)."""
-        warning = self.journaled.durable() if self.journaled.warning is None else None
-        return [*self.warnings, warning] if warning else self.warnings
-
-
-def landed(view: View, tool: str, agent: str, changes: list[dict[str, Any]]) -> Landing:
-    """Journal ``changes`` and track the agent's notes. The journal's flush runs meanwhile: the
-    write tool indexes the change, then waits for it (``Landing.durable``) before it answers."""
+def landed(view: View, tool: str, agent: str, changes: list[dict[str, Any]]) -> list[str]:
+    """Journal ``changes`` and track the agent's notes; returns warnings for the answer."""
     index_dir = view.vault.index.dir
     warnings = []
-    journaled = journal.append(index_dir, agent, tool, changes)
-    if journaled.warning:
-        warnings.append(journaled.warning)
+    warning = journal.record(index_dir, agent, tool, changes)
+    if warning:
+        warnings.append(warning)
 
     def track(state: agentstate.Changes) -> None:
         for item in changes:
@@ -59,7 +44,7 @@ def landed(view: View, tool: str, agent: str, changes: list[dict[str, Any]]) -> 
         agentstate.change(index_dir, agent, track)
     except OSError as exc:
         log.warning("cannot keep the notes of agent %s: %s", agent, exc)
-    return Landing(warnings, journaled)
+    return warnings
 
 
 def not_landed(view: View, agent: str, tool: str, path: str, message: str) -> None:

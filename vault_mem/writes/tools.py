@@ -52,7 +52,7 @@ from vault_mem.vault.writer import (
     replace_body,
     set_keys,
 )
-from vault_mem.writes.landing import Landing, change, landed, not_landed
+from vault_mem.writes.landing import change, landed, not_landed
 
 MAX_TITLE = 500
 MAX_SEGMENT_BYTES = 255
@@ -207,12 +207,10 @@ def _answer(note: Note) -> dict[str, Any]:
 
 
 def _attributed(view: View, answer: dict[str, Any], tool: str, agent: str, title: str,
-                before: dict[str, bytes | None], landing: Landing) -> dict[str, Any]:
+                before: dict[str, bytes | None], warnings: list[str]) -> dict[str, Any]:
     """With ``serve --git-commit``: commit the files this call touched, author the agent; a commit
     that fails is a warning in the answer (and a ``persist_error`` on the agent's next call), never
-    a failed write (git/commit.py). ``landing``: what ``landed`` did; the answer waits for its
-    journal lines to be on the disk (their flush ran while the change was indexed)."""
-    warnings = landing.durable()
+    a failed write (git/commit.py). ``warnings``: what ``landed`` said."""
     if view.vault.git_commit:
         warning = write_commit(view.vault.root, tool, agent, title, list(before), before)
         if warning:
@@ -317,9 +315,9 @@ def _create(view: View, args: Args, agent: str, defaults: dict[str, Any], tool: 
     final = create_exclusive(folder, note_filename(title), data)
     rel = final.relative_to(view.vault.root).as_posix()
     _take_turn(view.vault.root, rel)  # nobody else knows the name yet; an edit of it waits for its submission
-    landing = landed(view, tool, agent, [change(rel, rel, title, fields["id"], None, data)])
+    warnings = landed(view, tool, agent, [change(rel, rel, title, fields["id"], None, data)])
     note = _index_file(view, rel, tool, agent)
-    return _attributed(view, _answer(note), tool, agent, note.title, {rel: None}, landing)
+    return _attributed(view, _answer(note), tool, agent, note.title, {rel: None}, warnings)
 
 
 def _addressed(args: Args) -> list[str] | None:
@@ -412,9 +410,9 @@ def _rewrite(view: View, rel: str, before: bytes, new_text: str, tool: str, agen
     data = new_text.encode("utf-8")
     atomic_write(path, data)
     note = read_note(view.vault.root, rel, view.vault.index.history)  # read once: journaled, then indexed
-    landing = landed(view, tool, agent, [change(note.path, rel, note.title, note.uid, before, data)])
+    warnings = landed(view, tool, agent, [change(note.path, rel, note.title, note.uid, before, data)])
     _index(view, [(note, rel)], [], f"{note.path} was saved", tool, agent)
-    return _attributed(view, _answer(note), tool, agent, note.title, {rel: before}, landing)
+    return _attributed(view, _answer(note), tool, agent, note.title, {rel: before}, warnings)
 
 
 @one_note_at_a_time
@@ -479,13 +477,13 @@ def memory_delete(view: View, raw: dict[str, Any]) -> dict[str, Any]:
     _check_preconditions(args, rel, data, view.vault.root, view.vault.index.history)
     note = read_note(view.vault.root, rel, view.vault.index.history)
     trashed = move_to_trash(view.vault.root, rel)
-    landing = landed(view, "memory_delete", agent,
-                     [change(note.path, rel, note.title, note.uid, data, None, trash=trashed)])
+    warnings = landed(view, "memory_delete", agent,
+                      [change(note.path, rel, note.title, note.uid, data, None, trash=trashed)])
     _index(view, [], [note.path], f"{note.path} was moved to {trashed}", "memory_delete", agent)
     answer = {"status": "ok", "uid": note.uid, "permalink": permalink_of(note.path), "path": trashed,
               "updated": note.updated, "etag": note.etag, "deleted": True,
               "message": f"moved {note.path} to {trashed}; restore it by moving it back"}
-    return _attributed(view, answer, "memory_delete", agent, note.title, {note.path: data}, landing)
+    return _attributed(view, answer, "memory_delete", agent, note.title, {note.path: data}, warnings)
 
 
 __all__ = ["memory_delete", "memory_edit", "memory_supersede", "memory_write", "task_close"]
