@@ -188,6 +188,27 @@ def test_the_journal_is_bounded_by_age_and_size_and_kept_through_a_rebuild(tmp_p
     assert journal.entries(index_dir) == [] and not list((index_dir / "journal" / "blobs").iterdir())
 
 
+def test_the_journal_is_pruned_only_past_a_limit_and_then_to_a_tenth_under_it(tmp_path: Path, monkeypatch) -> None:
+    index_dir = tmp_path / "ix"
+    monkeypatch.setattr(journal, "MAX_ENTRIES", 10)
+    monkeypatch.setattr(journal, "PRUNE_EVERY", 0.0)  # every record looks at the limits
+    entries_file = journal.journal_dir(index_dir) / journal.ENTRIES
+    counts, rewrites, last = [], 0, None
+    for i in range(14):
+        change = {"path": f"n{i}.md", "fsrel": f"n{i}.md", "before": f"before {i}".encode(), "after": b"x"}
+        assert journal.record(index_dir, "coder", "memory_write", [change]) is None
+        counts.append(len(journal.entries(index_dir)))
+        inode = entries_file.stat().st_ino
+        rewrites += last is not None and inode != last
+        last = inode
+    # Appended up to the limit untouched, cut to 9 once past it, then appended again up to it.
+    assert counts == [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 9, 10, 9, 10]
+    assert rewrites == 2
+    assert [e.path for e in journal.entries(index_dir)] == [f"n{i}.md" for i in range(4, 14)]
+    named = {e.before for e in journal.entries(index_dir)}
+    assert {p.name for p in (index_dir / "journal" / "blobs").iterdir()} == named  # the dropped contents went
+
+
 def test_a_torn_last_line_does_not_swallow_the_next_entry(tmp_path: Path) -> None:
     index_dir = tmp_path / "ix"
     change = {"path": "a.md", "fsrel": "a.md", "before": None, "after": b"x"}
