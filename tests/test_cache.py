@@ -92,7 +92,7 @@ def test_cells_answer_as_the_whole_column_does_without_reading_it(make_vault, mo
         searcher._vault_mem_columns = {}
         cells = Cells(searcher, "path")
         values = [cells[d] for d in range(searcher.doc_count_all())]
-        assert has_columns(searcher, "path") and values == column(searcher, "path")
+        assert has_columns(searcher, "path") and values == list(column(searcher, "path"))
 
 
 def test_a_served_process_warms_the_shared_caches_once_ready_and_changes_nothing(make_vault) -> None:

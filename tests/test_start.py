@@ -292,21 +292,6 @@ async def test_the_start_up_check_lets_the_first_calls_go_first_and_gives_way_to
         index.close()
 
 
-def test_a_started_server_keeps_the_collector_off_what_it_loaded_once() -> None:
-    import gc
-
-    from vault_mem.cli import serve
-
-    threshold = gc.get_threshold()
-    try:
-        serve._settle_memory()
-        assert gc.get_freeze_count() > 1000  # the modules, the SDK's models: loaded for good
-        assert gc.get_threshold()[0] == serve.GC_YOUNG > threshold[0]
-    finally:
-        gc.unfreeze()
-        gc.set_threshold(*threshold)
-
-
 def test_a_worker_that_does_not_write_follows_the_files_through_the_writers_commits(tmp_path: Path) -> None:
     """Of ``serve --workers N``, only worker 1 (``writes``) watches the files: a serving worker runs
     no watcher, and a file saved in an editor is found through it once worker 1 indexed it."""

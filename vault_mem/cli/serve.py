@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import gc
 import logging
 import os
 import sys
@@ -24,6 +23,7 @@ from vault_mem.cli.common import open_index, say, vault_root
 from vault_mem.cli.gitsync import add_serve_options, start_serve_options
 from vault_mem.cli.workers import worker_count
 from vault_mem.errors import InvalidInput
+from vault_mem.runtime.collector import settle as settle_collector
 from vault_mem.served.agents import Agent
 from vault_mem.served.keys import KeyRing, list_agents
 
@@ -131,7 +131,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
                 warm_when_ready(vault, runtime.wait_ready)
             run = _transport(args, server, url, token, root, keys, caller, seat, calls)
-            _settle_memory()
+            settle_collector(GC_YOUNG)
             if seat is None or seat.leads:
                 start_serve_options(args, root)
         except KeyboardInterrupt:  # Ctrl-C while the server loads: the same one line as later
@@ -183,16 +183,6 @@ def _say_http(root: Any, url: str, token: str | None, keys: KeyRing) -> None:
         say(f"this vault has {len(list_agents(root))} agent key(s): each request needs one of them"
             + (" or the token" if token else "") + ", even on loopback")
     say(f'connect a client with {{"url": "{url}"}}; Ctrl-C to stop')
-
-
-def _settle_memory() -> None:
-    """Keep Python's garbage collector off what the server loaded once (the SDK, its models, the
-    index's open state): it is there until the process ends, and every full collection walked it
-    again, a tenth of a busy server's time (py-spy, docs/index-and-scale.md). Young objects are
-    collected less often too: a call makes thousands that die with it."""
-    gc.collect()
-    gc.freeze()
-    gc.set_threshold(GC_YOUNG, *gc.get_threshold()[1:])
 
 
 def _url_host(host: str) -> str:

@@ -12,6 +12,7 @@ lookups it joins the column after all: for many documents that is the cheaper wa
 from __future__ import annotations
 
 import bisect
+from collections.abc import Sequence
 from typing import Any
 
 from vault_mem.index.columns import column, has_columns
@@ -28,7 +29,7 @@ class Cells:
     def __init__(self, searcher: Searcher, field: str) -> None:
         self.searcher = searcher
         self.field = field
-        self._whole: list[Any] | None = column(searcher, field) if has_columns(searcher, field) else None
+        self._whole: Sequence[Any] | None = column(searcher, field) if has_columns(searcher, field) else None
         self._seen: dict[int, Any] = {}
         self._segments = segments(searcher)
         self._offsets = [seg.offset for seg in self._segments]

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import bisect
 import sys
+from collections.abc import Sequence
 from typing import Any
 
 from whoosh.searching import Searcher
@@ -16,23 +17,39 @@ from whoosh.searching import Searcher
 from vault_mem.index.lru import CACHE
 from vault_mem.index.segments import Parts, Segment, searcher_memo, segments
 
+# Per field, the segments (key and offset) of the latest joined column and the column itself.
+_latest: dict[str, tuple[tuple[Any, ...], tuple[Any, ...]]] = {}
 
-def column(searcher: Searcher, field: str) -> list[Any]:
-    """Values of a sortable ``field`` for every document number of ``searcher`` (do not modify).
+
+def column(searcher: Searcher, field: str) -> Sequence[Any]:
+    """Values of a sortable ``field`` for every document number of ``searcher``.
 
     The concatenation is kept on the searcher: its segments never change while it lives (a
     thread's searcher is renewed after a commit), and joining 100,000 values costs a
-    millisecond or two, which link resolution would otherwise pay per lookup.
+    millisecond or two, which link resolution would otherwise pay per lookup. The call threads
+    renew their searchers after the same commit, so the latest join of each field is also kept
+    for the process and taken by every searcher of the same segments. It is a tuple: a tuple of
+    strings and numbers is looked at once by Python's garbage collector and then left alone,
+    while a list of 100,000 is walked at every collection that reaches it (under load, joined
+    lists made the serving worker's young collections 10-30 ms, docs/index-and-scale.md).
     """
-    memo: dict[str, list[Any]] = searcher_memo(searcher).setdefault("columns", {})
+    memo: dict[str, Sequence[Any]] = searcher_memo(searcher).setdefault("columns", {})
     values = memo.get(field)
     if values is not None:
         return values
-    values = []
-    for seg in segments(searcher):
-        if len(values) < seg.offset:
-            values.extend([None] * (seg.offset - len(values)))
-        values.extend(segment_column(seg, field))
+    parts = segments(searcher)
+    keys = tuple((seg.key, seg.offset) for seg in parts)
+    latest = _latest.get(field)
+    if latest is not None and latest[0] == keys:
+        values = latest[1]
+    else:
+        joined: list[Any] = []
+        for seg in parts:
+            if len(joined) < seg.offset:
+                joined.extend([None] * (seg.offset - len(joined)))
+            joined.extend(segment_column(seg, field))
+        values = tuple(joined)
+        _latest[field] = (keys, values)
     memo[field] = values
     return values
 
@@ -68,12 +85,13 @@ def _record_size(record: dict[str, Any]) -> int:
     return 3000 + 2 * len(str(record.get("head", ""))) + 400 * len(record.get("links") or ()) + 100 * many
 
 
-def segment_column(seg: Segment, field: str) -> list[Any]:
-    """The values of a sortable ``field`` for every local number of one segment (cached; do not modify)."""
-    def read() -> list[Any]:
+def segment_column(seg: Segment, field: str) -> tuple[Any, ...]:
+    """The values of a sortable ``field`` for every local number of one segment (cached; a tuple,
+    for the garbage collector's sake, as ``column``)."""
+    def read() -> tuple[Any, ...]:
         if seg.reader.has_column(field):
-            return list(seg.reader.column_reader(field))
-        return [None] * seg.size
+            return tuple(seg.reader.column_reader(field))
+        return (None,) * seg.size
 
     return CACHE.get_or_make(("column", seg.key, field), read)
 

@@ -14,7 +14,7 @@ ties by vault-relative path ascending, a missing date oldest.
 from __future__ import annotations
 
 import bisect
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any, Protocol
 
 from whoosh.lang.snowball.english import EnglishStemmer
@@ -117,12 +117,12 @@ def docs_where(parts: Parts, require: list[tuple[str, str]],
     return found
 
 
-def newest_first_key(dates: list[Any], paths: list[Any]) -> Callable[[int], tuple[int, str]]:
+def newest_first_key(dates: Sequence[Any], paths: Sequence[Any]) -> Callable[[int], tuple[int, str]]:
     """The one newest-first order as a sort key over columns ``dates`` and ``paths``."""
     return lambda d: (-(dates[d] or 0), paths[d] or "")
 
 
-def ranked_newest_key(first: list[Any] | dict[int, Any], dates: ByDoc,
+def ranked_newest_key(first: Sequence[Any] | dict[int, Any], dates: ByDoc,
                       paths: ByDoc) -> Callable[[int], tuple[Any, int, str]]:
     """Highest ``first`` (a column or a score map; missing is 0) ahead of the newest-first order."""
     if isinstance(first, dict):

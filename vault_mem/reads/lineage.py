@@ -22,6 +22,7 @@ cycle: every walk is iterative with a visited set.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from vault_mem.index.query import newest_first_key
@@ -46,8 +47,8 @@ class Lineage:
         self._names = LinkResolver(view)
         self._resolved: dict[tuple[str, str], int | None] = {}
         self._current: dict[int, list[int]] = {}
-        self._created_col: list[Any] | None = None
-        self._path_col: list[Any] | None = None
+        self._created_col: Sequence[Any] | None = None
+        self._path_col: Sequence[Any] | None = None
         self._build()
         self._rep = self._terminal_representatives()
 
@@ -108,7 +109,7 @@ class Lineage:
 
     # -- ordering -------------------------------------------------------------------
 
-    def _columns(self) -> tuple[list[Any], list[Any]]:
+    def _columns(self) -> tuple[Sequence[Any], Sequence[Any]]:
         if self._created_col is None or self._path_col is None:
             self._created_col, self._path_col = self.view.column("created"), self.view.column("path")
         return self._created_col, self._path_col

@@ -22,7 +22,7 @@ from __future__ import annotations
 import bisect
 import heapq
 import math
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -402,8 +402,8 @@ def _listing_key(view: View, by_importance: bool) -> Callable[[int], tuple[Any, 
                       view.column("importance") if by_importance else None)
 
 
-def _order_key(created: list[Any], paths: list[Any],
-               importance: list[Any] | None) -> Callable[[int], tuple[Any, ...]]:
+def _order_key(created: Sequence[Any], paths: Sequence[Any],
+               importance: Sequence[Any] | None) -> Callable[[int], tuple[Any, ...]]:
     if importance is None:
         return newest_first_key(created, paths)
     return ranked_newest_key(importance, created, paths)

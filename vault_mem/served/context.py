@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 import os
 import time
-from collections.abc import Callable, Hashable, Iterable
+from collections.abc import Callable, Hashable, Iterable, Sequence
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -208,7 +208,7 @@ class View:
             self._records[docnum] = rec
         return rec
 
-    def column(self, field: str) -> list[Any]:
+    def column(self, field: str) -> Sequence[Any]:
         return column(self.searcher, field)
 
     def cells(self, field: str) -> Cells:

@@ -1,0 +1,78 @@
+"""runtime/collector.py: a serving process's garbage collector, out of the calls' way.
+
+Each case runs in a child Python: freezing and the collector's thread act on the whole process,
+and pytest's own objects must stay collectable for the other tests."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+
+HANG = 120  # seconds: only catches a hang
+
+
+def run_child(code: str) -> str:
+    done = subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True, text=True,
+                          timeout=HANG)
+    assert done.returncode == 0, done.stderr
+    return done.stdout
+
+
+def test_settling_freezes_what_is_loaded_and_leaves_only_young_collections_automatic() -> None:
+    out = run_child("""
+        import gc, time
+        from vault_mem.runtime import collector
+        collector.FREEZE_EVERY = 0.02
+        before = gc.get_threshold()
+        c = collector.settle(20_000)
+        assert gc.get_freeze_count() > 1000, gc.get_freeze_count()  # the modules, loaded for good
+        assert gc.get_threshold() == (20_000, collector.NEVER, collector.NEVER) != before
+        frozen = gc.get_freeze_count()
+        kept = [[i] for i in range(30_000)]  # survivors: the collector's thread freezes them
+        deadline = time.monotonic() + 60
+        while gc.get_freeze_count() < frozen + 30_000 and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert gc.get_freeze_count() >= frozen + 30_000
+        print("ok", len(kept))
+    """)
+    assert out.split() == ["ok", "30000"]
+
+
+def test_a_garbage_cycle_that_was_frozen_is_freed_by_a_full_collection_when_idle_or_due() -> None:
+    out = run_child("""
+        import gc, weakref
+        from vault_mem.runtime import collector
+
+        class Node:
+            pass
+
+        def cycle():
+            a, b = Node(), Node()
+            a.other, b.other = b, a
+            return weakref.ref(a)
+
+        gc.disable()  # no automatic collection: only the steps below collect
+        c = collector.Collector()
+        t = c.last_full
+        gone = cycle()
+        c.step(idle=False, now=t + 1)  # frozen: beyond every ordinary collection
+        gc.collect(1)
+        assert gone() is not None and c.full_collections == 0
+        collector.IDLE_GROWTH = 10 ** 9
+        c.step(idle=True, now=t + 2)  # idle, but too little frozen since the last full one
+        assert gone() is not None and c.full_collections == 0
+        collector.IDLE_GROWTH = 1
+        c.step(idle=True, now=t + 3)
+        assert gone() is None and c.full_collections == 1 and c.last_full == t + 3
+        assert gc.get_freeze_count() == c.frozen > 0  # what lives is frozen again
+
+        collector.IDLE_GROWTH = 10 ** 9
+        gone = cycle()
+        c.step(idle=False, now=t + 3 + collector.FULL_EVERY - 1)  # busy, not yet due
+        assert gone() is not None and c.full_collections == 1
+        c.step(idle=False, now=t + 3 + collector.FULL_EVERY)  # busy for FULL_EVERY: collected anyway
+        assert gone() is None and c.full_collections == 2
+        print("ok")
+    """)
+    assert out.strip() == "ok"
