@@ -8,6 +8,7 @@ from __future__ import annotations
 import subprocess
 import sys
 import textwrap
+from pathlib import Path
 
 HANG = 120  # seconds: only catches a hang
 
@@ -25,7 +26,7 @@ def test_settling_freezes_what_is_loaded_and_leaves_only_young_collections_autom
         from vault_mem.runtime import collector
         collector.FREEZE_EVERY = 0.02
         before = gc.get_threshold()
-        c = collector.settle(20_000)
+        c = collector.settle(20_000, lambda seconds: False)
         assert gc.get_freeze_count() > 1000, gc.get_freeze_count()  # the modules, loaded for good
         assert gc.get_threshold() == (20_000, collector.NEVER, collector.NEVER) != before
         frozen = gc.get_freeze_count()
@@ -53,7 +54,7 @@ def test_a_garbage_cycle_that_was_frozen_is_freed_by_a_full_collection_when_idle
             return weakref.ref(a)
 
         gc.disable()  # no automatic collection: only the steps below collect
-        c = collector.Collector()
+        c = collector.Collector(lambda seconds: True)
         t = c.last_full
         gone = cycle()
         c.step(idle=False, now=t + 1)  # frozen: beyond every ordinary collection
@@ -76,3 +77,23 @@ def test_a_garbage_cycle_that_was_frozen_is_freed_by_a_full_collection_when_idle
         print("ok")
     """)
     assert out.strip() == "ok"
+
+
+def test_a_runtime_is_quiet_only_with_no_call_running_and_none_ended_lately(tmp_path: Path) -> None:
+    """What the collector asks before a full collection (cli/serve.py): a worker whose calls all
+    wait for a lock uses no CPU, yet it is not idle."""
+    from vault_mem.index.store import VaultIndex
+    from vault_mem.runtime.lifecycle import Runtime
+
+    root = tmp_path / "v"
+    root.mkdir()
+    (root / "n.md").write_text("# N\n", encoding="utf-8")
+    index = VaultIndex(root)
+    try:
+        runtime = Runtime(index)
+        assert runtime.quiet_for(1.0)  # no call yet
+        with runtime.answering():
+            assert not runtime.quiet_for(0.0)  # a call in flight
+        assert not runtime.quiet_for(3600.0) and runtime.quiet_for(0.0)  # one ended just now
+    finally:
+        index.close()

@@ -131,7 +131,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
                 warm_when_ready(vault, runtime.wait_ready)
             run = _transport(args, server, url, token, root, keys, caller, seat, calls)
-            settle_collector(GC_YOUNG)
+            settle_collector(GC_YOUNG, runtime.quiet_for)
             if seat is None or seat.leads:
                 start_serve_options(args, root)
         except KeyboardInterrupt:  # Ctrl-C while the server loads: the same one line as later

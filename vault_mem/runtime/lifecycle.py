@@ -187,6 +187,11 @@ class Runtime:
                 self._last_call = time.monotonic()
                 self._calls_changed.notify_all()
 
+    def quiet_for(self, seconds: float) -> bool:
+        """No tool call is running, and none ended in the last ``seconds``."""
+        with self._calls_changed:
+            return not self._calls and time.monotonic() - self._last_call >= seconds
+
     def _let_calls_go_first(self) -> None:
         """Wait for CALLS_FIRST seconds without a call in flight (at most CALLS_FIRST_AT_MOST)."""
         now = time.monotonic()
