@@ -3,11 +3,16 @@ and shared by every call thread, so a segment's column is held once however many
 
 from __future__ import annotations
 
+import threading
+from typing import Any
+
 from conftest import in_threads
 
 from vault_mem.index.columns import segment_column
 from vault_mem.index.lru import CACHE, Lru
 from vault_mem.index.segments import segments
+
+HANG = 60.0  # generous: only a hang fails
 
 
 def test_the_cache_stays_within_its_byte_bound_dropping_the_least_recently_used() -> None:
@@ -125,3 +130,31 @@ def test_a_served_process_warms_the_shared_caches_once_ready_and_changes_nothing
     assert keys and all(CACHE.peek(key) is not None for key in keys)
     assert files() == before  # no note, no agent state, no journal: reading only
     assert warm_up(vault) == len(WARM_CALLS)  # every query answers (none fails quietly)
+
+
+def test_searchers_of_the_same_segments_share_one_joined_column_and_a_commit_makes_a_new_one(make_vault) -> None:
+    """index/columns.py: the call threads renew their searchers after the same commit; the
+    first joins a field's column and the others take that one (a tuple, which the garbage
+    collector checks once). A new segment makes a new join, with its values."""
+    from conftest import commit_note
+
+    from vault_mem.index.columns import column
+
+    vault = make_vault({f"n{i}.md": f"# Note {i}\n" for i in range(5)})
+    with vault.index.searching() as first:
+        shared = column(first, "path")
+    got: list[Any] = []
+
+    def other_thread() -> None:  # a call thread of its own, with its own searcher
+        with vault.index.searching() as second:
+            got.extend([second, column(second, "path")])
+
+    worker = threading.Thread(target=other_thread)
+    worker.start()
+    worker.join(HANG)
+    assert got and got[0] is not first
+    assert isinstance(shared, tuple) and got[1] is shared
+    commit_note(vault.index, "late.md", "# Late\n")
+    with vault.index.searching() as third:
+        renewed = column(third, "path")
+        assert renewed is not shared and "late.md" in renewed and set(shared) < set(renewed)

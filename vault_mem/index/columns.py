@@ -30,8 +30,7 @@ def column(searcher: Searcher, field: str) -> Sequence[Any]:
     renew their searchers after the same commit, so the latest join of each field is also kept
     for the process and taken by every searcher of the same segments. It is a tuple: a tuple of
     strings and numbers is looked at once by Python's garbage collector and then left alone,
-    while a list of 100,000 is walked at every collection that reaches it (under load, joined
-    lists made the serving worker's young collections 10-30 ms, docs/index-and-scale.md).
+    while a list of 100,000 is walked at every collection that reaches it (docs/index-and-scale.md).
     """
     memo: dict[str, Sequence[Any]] = searcher_memo(searcher).setdefault("columns", {})
     values = memo.get(field)
