@@ -61,18 +61,22 @@ def test_a_garbage_cycle_that_was_frozen_is_freed_by_a_full_collection_when_idle
         gc.collect(1)
         assert gone() is not None and c.full_collections == 0
         collector.IDLE_GROWTH = 10 ** 9
-        c.step(idle=True, now=t + 2)  # idle, but too little frozen since the last full one
+        c.step(idle=True, now=t + collector.IDLE_EVERY)  # idle, but too little frozen since the last full one
         assert gone() is not None and c.full_collections == 0
         collector.IDLE_GROWTH = 1
-        c.step(idle=True, now=t + 3)
-        assert gone() is None and c.full_collections == 1 and c.last_full == t + 3 and c.made == 0
+        c.step(idle=True, now=t + collector.IDLE_EVERY - 1)  # idle, but the last full one was lately
+        assert gone() is not None and c.full_collections == 0
+        c.step(idle=True, now=t + collector.IDLE_EVERY)
+        assert gone() is None and c.full_collections == 1 and c.last_full == t + collector.IDLE_EVERY
+        assert c.made == 0
         assert gc.get_freeze_count() > 1000  # what lives is frozen again
 
         collector.IDLE_GROWTH = 10 ** 9
         gone = cycle()
-        c.step(idle=False, now=t + 3 + collector.FULL_EVERY - 1)  # busy, not yet due
+        t = c.last_full
+        c.step(idle=False, now=t + collector.FULL_EVERY - 1)  # busy, not yet due
         assert gone() is not None and c.full_collections == 1
-        c.step(idle=False, now=t + 3 + collector.FULL_EVERY)  # busy for FULL_EVERY: collected anyway
+        c.step(idle=False, now=t + collector.FULL_EVERY)  # busy for FULL_EVERY: collected anyway
         assert gone() is None and c.full_collections == 2
         print("ok")
     """)

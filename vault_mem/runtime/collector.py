@@ -13,7 +13,9 @@ survives is frozen every ``FREEZE_EVERY`` seconds instead of being walked again 
 the older generations, which are never collected on their own (``NEVER``). Garbage that forms
 a cycle among frozen objects is not lost: a full collection (unfreeze, collect, freeze) runs
 when no tool call has run for a tick and ``IDLE_GROWTH`` objects were frozen since the last
-one, and at least every ``FULL_EVERY`` seconds while anything was (docs/index-and-scale.md).
+one (at most every ``IDLE_EVERY`` seconds: an agent pausing between calls should not cost a
+whole collection each time), and at least every ``FULL_EVERY`` seconds while anything was
+(docs/index-and-scale.md).
 Idle means no call, not little CPU: a worker whose calls all wait for a lock uses no CPU, and a
 full collection then (0.1-0.7 s at 13,000 notes) only made their wait longer.
 """
@@ -30,6 +32,7 @@ log = logging.getLogger("vault_mem.runtime")
 FREEZE_EVERY = 1.0  # seconds between freezes of what survived the young collections
 FULL_EVERY = 600.0  # seconds of steady load after which a full collection runs anyway
 IDLE_GROWTH = 20_000  # objects frozen since the last full collection (at most) that an idle tick collects
+IDLE_EVERY = 60.0  # seconds at least between two full collections at idle ticks
 NEVER = 1_000_000_000  # a generation threshold that is never reached
 
 
@@ -72,7 +75,8 @@ class Collector:
         self.made += gc.get_count()[0] + (young - self.young) * gc.get_threshold()[0]
         self.young = young
         gc.freeze()
-        if self.made and (now - self.last_full >= FULL_EVERY or (idle and self.made >= IDLE_GROWTH)):
+        since = now - self.last_full
+        if self.made and (since >= FULL_EVERY or (idle and since >= IDLE_EVERY and self.made >= IDLE_GROWTH)):
             self.full(now)
 
     def full(self, now: float) -> None:
