@@ -60,12 +60,13 @@ def test_a_garbage_cycle_that_was_frozen_is_freed_by_a_full_collection_when_idle
         c.step(idle=False, now=t + 1)  # frozen: beyond every ordinary collection
         gc.collect(1)
         assert gone() is not None and c.full_collections == 0
+        collector.IDLE_GROWTH = 1
+        c.step(idle=True, now=t + collector.IDLE_EVERY - 1)  # idle, but the last full one was lately
+        assert gone() is not None and c.full_collections == 0
         collector.IDLE_GROWTH = 10 ** 9
         c.step(idle=True, now=t + collector.IDLE_EVERY)  # idle, but too little frozen since the last full one
         assert gone() is not None and c.full_collections == 0
         collector.IDLE_GROWTH = 1
-        c.step(idle=True, now=t + collector.IDLE_EVERY - 1)  # idle, but the last full one was lately
-        assert gone() is not None and c.full_collections == 0
         c.step(idle=True, now=t + collector.IDLE_EVERY)
         assert gone() is None and c.full_collections == 1 and c.last_full == t + collector.IDLE_EVERY
         assert c.made == 0

@@ -16,6 +16,7 @@ when no tool call has run for a tick and ``IDLE_GROWTH`` objects were frozen sin
 one (at most every ``IDLE_EVERY`` seconds: an agent pausing between calls should not cost a
 whole collection each time), and at least every ``FULL_EVERY`` seconds while anything was
 (docs/index-and-scale.md).
+
 Idle means no call, not little CPU: a worker whose calls all wait for a lock uses no CPU, and a
 full collection then (0.1-0.7 s at 13,000 notes) only made their wait longer.
 """
