@@ -27,6 +27,13 @@ Prints throughput, p50/p99 latency per kind (read/write) and per tool, the error
 (status "error" or an exception; "invalid" counts too, since the bench sends only valid
 calls) and the lost writes. Targets: zero errors, zero lost writes, p99 under 250 ms.
 Exit status 1 when a target is missed.
+
+The sessions never pause, so the mean latency is about sessions / (calls per second): a slower
+machine stretches every latency alike. The shape line divides each p99 by the mean, which shows
+how uneven the answers are whatever the machine's speed, and says what throughput that shape
+would need to meet the target. Every session lives in this one process, so the bench also says
+how late its own event loop woke (a reply waits for it too). ``bench/load_ab.py`` compares two
+versions or settings in alternating runs.
 """
 
 from __future__ import annotations
@@ -292,7 +299,7 @@ def pct(values: list[float], q: float) -> float:
     return statistics.quantiles(values, n=100, method="inclusive")[int(q) - 1]
 
 
-def report(shared: Shared, seconds: float, lost: list[str]) -> bool:
+def report(shared: Shared, seconds: float, lost: list[str], sessions: int) -> bool:
     calls = shared.calls
     errors = [c for c in calls if c.status in ("error", "exception", "invalid", "missing")]
     print(f"\n{len(calls)} calls in {seconds:.1f} s: {len(calls) / seconds:.1f} calls/s")
@@ -321,10 +328,54 @@ def report(shared: Shared, seconds: float, lost: list[str]) -> bool:
         settled = min(c.at for c in calls) + WARM_UP
         later = {kind: pct([c.ms for c in calls if c.kind == kind and c.at >= settled], 99) for kind in p99s}
         print(f"after the first {WARM_UP:.0f} s: " + ", ".join(f"{k} p99 {v:.0f} ms" for k, v in later.items()))
+    if calls:
+        print(shape(calls, seconds, sessions, p99s))
     ok = not errors and not lost and all(v < P99_TARGET_MS for v in p99s.values())
     targets = ", ".join(f"{kind} p99 {v:.0f} ms" for kind, v in p99s.items())
     print(f"targets (0 errors, 0 lost, p99 < {P99_TARGET_MS:.0f} ms): {'met' if ok else 'MISSED'} ({targets})")
     return ok
+
+
+def shape(calls: list[Call], seconds: float, sessions: int, p99s: dict[str, float]) -> str:
+    """The p99s as multiples of the mean latency, and the throughput they would need to meet the
+    target. The sessions call again as soon as an answer comes (no pause), so the mean latency is
+    about sessions / (calls per second) (Little's law): a machine half as fast doubles every
+    latency, while p99 / mean (how uneven the answers are) stays. Two runs on a shared machine
+    compare better by these ratios than by their p99s."""
+    mean = statistics.fmean(c.ms for c in calls)
+    rate = len(calls) / seconds
+    parts = []
+    for kind, p99 in p99s.items():
+        if p99 == p99:  # not NaN: the kind ran
+            ratio = p99 / mean
+            parts.append(f"{kind} {ratio:.2f} (needs {sessions * ratio * 1000 / P99_TARGET_MS:.0f} calls/s)")
+    return (f"p99 / mean latency ({mean:.0f} ms; {sessions} sessions / {rate:.1f} calls/s = "
+            f"{sessions * 1000 / rate:.0f} ms): " + ", ".join(parts))
+
+
+class LoopLag:
+    """How late the bench's own event loop runs: every session lives in it, so each call's latency
+    here includes the time a reply waited for the loop (its other sessions' work, the machine's
+    other processes). A task sleeps ``STEP`` seconds over and over and keeps how much later than
+    asked it woke."""
+
+    STEP = 0.005
+
+    def __init__(self) -> None:
+        self.late_ms: list[float] = []
+
+    async def run(self, deadline: float) -> None:
+        while time.monotonic() < deadline:
+            began = time.perf_counter()
+            await anyio.sleep(self.STEP)
+            self.late_ms.append(max(0.0, (time.perf_counter() - began - self.STEP) * 1000))
+
+    def line(self) -> str:
+        if not self.late_ms:
+            return "the bench's own event loop: not measured (the run was too short)"
+        return (f"the bench's own event loop (all sessions share it) woke late by p50 {pct(self.late_ms, 50):.1f} ms, "
+                f"p99 {pct(self.late_ms, 99):.1f} ms over {len(self.late_ms)} sleeps of {self.STEP * 1000:.0f} ms: "
+                "every call's latency here holds such waits")
 
 
 class GcPauses:
@@ -410,8 +461,10 @@ async def run(args: argparse.Namespace, work: Path) -> bool:
         cpu_server, cpu_client, ticks = cpu_seconds(proc.pid), cpu_seconds(), machine_ticks()
         per_worker = {child: cpu_seconds(child) for child in children(proc.pid)}
         deadline = start + args.seconds
+        lag = LoopLag()
         with GcPauses() as pauses:
             async with anyio.create_task_group() as tg:
+                tg.start_soon(lag.run, deadline)
                 for session in range(args.sessions):
                     tg.start_soon(run_session, url, session, deadline, shared, args.seed, args.mode, args.writes)
         elapsed = time.monotonic() - start
@@ -426,10 +479,11 @@ async def run(args: argparse.Namespace, work: Path) -> bool:
                 for c in sorted(shared.calls, key=lambda c: c.at):
                     out.write(f"{c.at - start:.3f},{c.kind},{c.tool},{c.ms:.1f},{c.status}\n")
             print(f"every call written to {args.trace}")
-        ok = report(shared, elapsed, lost)
+        ok = report(shared, elapsed, lost, args.sessions)
         print(f"CPU during the run ({os.cpu_count()} cores): server {cpu_server:.1f} s "
               f"({cpu_server / elapsed:.0%} of one core), clients {cpu_client:.1f} s ({cpu_client / elapsed:.0%})")
         print(pauses.line())
+        print(lag.line())
         if len(per_worker) > 1:  # the parent starts the workers in order: worker 1 first
             print("  by worker (each with its merge processes): " + ", ".join(
                 f"worker {n}: {cpu:.1f} s ({cpu / elapsed:.0%})" for n, (_, cpu) in enumerate(sorted(per_worker.items()), 1)))
