@@ -173,7 +173,7 @@ async def run_session(url: str, session: int, deadline: float, shared: Shared, s
     mine: list[str] = []  # uids this session created
     n = 0
     http = counting_client(shared)
-    async with http, Client(streamable_http_client(url, http_client=http), mode=mode) as client:  # type: ignore[arg-type]
+    async with http, Client(streamable_http_client(url, http_client=http), mode=mode) as client:
         while time.monotonic() < deadline:
             n += 1
             if rng.random() >= write_share:
@@ -486,7 +486,8 @@ async def run(args: argparse.Namespace, work: Path) -> bool:
         print(lag.line())
         if len(per_worker) > 1:  # the parent starts the workers in order: worker 1 first
             print("  by worker (each with its merge processes): " + ", ".join(
-                f"worker {n}: {cpu:.1f} s ({cpu / elapsed:.0%})" for n, (_, cpu) in enumerate(sorted(per_worker.items()), 1)))
+                f"worker {n}: {cpu:.1f} s ({cpu / elapsed:.0%})"
+                for n, (_, cpu) in enumerate(sorted(per_worker.items()), 1)))
         if ticks is not None and ticks_after is not None and ticks_after[1] > ticks[1] and shared.calls:
             busy = (ticks_after[0] - ticks[0]) / (ticks_after[1] - ticks[1])
             per_call = busy * (os.cpu_count() or 1) * elapsed * 1000 / len(shared.calls)
