@@ -56,6 +56,8 @@ def test_a_garbage_cycle_that_was_frozen_is_freed_by_a_full_collection_when_idle
         gc.disable()  # no automatic collection: only the steps below collect
         c = collector.Collector(lambda seconds: True)
         t = c.last_full
+        # Each due step is a millisecond past its mark: (t + 600) - t is not always 600 in floats.
+        idle_due, full_due = collector.IDLE_EVERY + 0.001, collector.FULL_EVERY + 0.001
         gone = cycle()
         c.step(idle=False, now=t + 1)  # frozen: beyond every ordinary collection
         gc.collect(1)
@@ -64,11 +66,11 @@ def test_a_garbage_cycle_that_was_frozen_is_freed_by_a_full_collection_when_idle
         c.step(idle=True, now=t + collector.IDLE_EVERY - 1)  # idle, but the last full one was lately
         assert gone() is not None and c.full_collections == 0
         collector.IDLE_GROWTH = 10 ** 9
-        c.step(idle=True, now=t + collector.IDLE_EVERY)  # idle, but too little frozen since the last full one
+        c.step(idle=True, now=t + idle_due)  # idle, but too little frozen since the last full one
         assert gone() is not None and c.full_collections == 0
         collector.IDLE_GROWTH = 1
-        c.step(idle=True, now=t + collector.IDLE_EVERY)
-        assert gone() is None and c.full_collections == 1 and c.last_full == t + collector.IDLE_EVERY
+        c.step(idle=True, now=t + idle_due)
+        assert gone() is None and c.full_collections == 1 and c.last_full == t + idle_due
         assert c.made == 0
         assert gc.get_freeze_count() > 1000  # what lives is frozen again
 
@@ -77,7 +79,7 @@ def test_a_garbage_cycle_that_was_frozen_is_freed_by_a_full_collection_when_idle
         t = c.last_full
         c.step(idle=False, now=t + collector.FULL_EVERY - 1)  # busy, not yet due
         assert gone() is not None and c.full_collections == 1
-        c.step(idle=False, now=t + collector.FULL_EVERY)  # busy for FULL_EVERY: collected anyway
+        c.step(idle=False, now=t + full_due)  # busy for FULL_EVERY: collected anyway
         assert gone() is None and c.full_collections == 2
         print("ok")
     """)
