@@ -32,7 +32,7 @@ from collections.abc import Callable
 log = logging.getLogger("vault_mem.runtime")
 FREEZE_EVERY = 1.0  # seconds between freezes of what survived the young collections
 FULL_EVERY = 600.0  # seconds of steady load after which a full collection runs anyway
-IDLE_GROWTH = 20_000  # objects frozen since the last full collection (at most) that an idle tick collects
+IDLE_GROWTH = 20_000  # objects frozen since the last full collection (about: see ``step``) that an idle tick collects
 IDLE_EVERY = 60.0  # seconds at least between two full collections at idle ticks
 NEVER = 1_000_000_000  # a generation threshold that is never reached
 
@@ -54,7 +54,7 @@ class Collector:
 
     def __init__(self, quiet: Callable[[float], bool]) -> None:
         self.quiet = quiet
-        self.made = 0  # objects frozen since the last full collection, at most (``step``)
+        self.made = 0  # objects frozen since the last full collection, about (``step``)
         self.young = _young_collections()
         self.last_full = time.monotonic()
         self.full_collections = 0
@@ -69,8 +69,9 @@ class Collector:
 
     def step(self, idle: bool, now: float) -> None:
         """Freeze what survived; collect everything if it is due (``idle``: no call in the last tick)."""
-        # What the freeze takes, at most: the young objects made since the last young collection,
-        # and whatever survived each young collection since the last tick. (``gc.get_freeze_count``
+        # What the freeze takes, about: the young objects made since the last young collection,
+        # and whatever survived each young collection since the last tick. Not a bound either way:
+        # young objects that die lower the count, and so do older ones. (``gc.get_freeze_count``
         # would say it exactly, but it walks every frozen object: 17 ms for 2 million, each tick.)
         young = _young_collections()
         self.made += gc.get_count()[0] + (young - self.young) * gc.get_threshold()[0]
