@@ -228,6 +228,57 @@ def test_a_commit_waits_for_a_write_between_its_file_change_and_its_submission(m
     assert joined == [batch] and set(batch.changes) == {"a.md", "b.md"}
 
 
+def test_commits_under_steady_saves_are_spaced_and_a_lone_callers_are_not(make_vault, monkeypatch) -> None:
+    """Under steady saves a commit starts ``SPACING`` after the last one began, the saves made
+    meanwhile joining it (index/store.py); saves one after another from a lone caller never wait."""
+    from vault_mem.index import store
+    from vault_mem.vault.reader import read_note
+
+    vault = make_vault({f"n{k}.md": f"---\ntitle: N{k}\n---\nbody\n" for k in range(4)})
+    index = vault.index
+    monkeypatch.setattr(store, "SPACING", 600.0)  # far beyond the test: any wait would be seen
+    waits: list[float] = []
+    monkeypatch.setattr(store.time, "sleep", waits.append)
+
+    def note(k: int) -> tuple[object, str]:
+        return read_note(vault.root, f"n{k}.md"), f"n{k}.md"
+
+    for k in range(3):  # a lone caller: one save per commit, nobody else writing
+        index.apply([note(k)], [])
+    assert waits == []
+    batch = index.submit([note(0)], [])
+    index.submit([note(1)], [])  # two saves in one batch: steady saves
+    index.settle(batch)
+    assert len(waits) == 1 and 599 < waits[0] <= 600
+    index.apply([note(2)], [])  # the batch before held two: still steady
+    assert len(waits) == 2
+    index.apply([note(3)], [])  # the one before held one: a lone caller again
+    assert len(waits) == 2
+    index.written.begin()  # another thread's write in its file steps: steady again
+    other = threading.Thread(target=lambda: index.apply([note(0)], []))
+    other.start()
+    other.join(60)
+    index.written.end()
+    assert len(waits) == 3
+    assert index.records()["n3.md"]["etag"] == note(3)[0].etag
+
+
+def test_a_spaced_commit_waits_no_longer_than_its_timeout(make_vault, monkeypatch) -> None:
+    from vault_mem.index import store
+    from vault_mem.vault.reader import read_note
+
+    vault = make_vault({"a.md": "---\ntitle: A\n---\na\n", "b.md": "---\ntitle: B\n---\nb\n"})
+    index = vault.index
+    monkeypatch.setattr(store, "SPACING", 600.0)
+    waits: list[float] = []
+    monkeypatch.setattr(store.time, "sleep", waits.append)
+    index.apply([(read_note(vault.root, "a.md"), "a.md")], [])
+    batch = index.submit([(read_note(vault.root, "a.md"), "a.md")], [])
+    index.submit([(read_note(vault.root, "b.md"), "b.md")], [])
+    index.settle(batch, timeout=20.0)
+    assert len(waits) == 1 and 0 < waits[0] <= 20.0
+
+
 def test_a_writer_gives_this_processs_turn_back_however_it_ends(make_vault) -> None:
     """Writers of one process queue on one turn (index/commits.py ``ProcessTurn``): a commit, a
     cancel and a wait that gave up each give it back, or the next writer would wait forever."""

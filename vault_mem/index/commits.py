@@ -291,6 +291,11 @@ class Written:
             if self._open.pop(threading.get_ident(), None) is not None:
                 self._calm.notify_all()
 
+    def in_steps(self) -> bool:
+        """Whether a write tool of another thread is in its file steps now."""
+        with self._lock:
+            return any(thread != threading.get_ident() for thread in self._open)
+
     def wait_steps(self, timeout: float) -> bool:
         """Wait (at most ``timeout`` s) until every write tool that had begun its file steps when
         this was called has submitted (or failed); False when one still has not. Steps begun
