@@ -62,9 +62,10 @@ GATHER = 0.03  # a few ms, and under load a batch then holds 2-3 saves instead o
 # Under steady saves from several callers, a commit starts at least this long after the one before
 # it started, and the saves made meanwhile join it. Every commit costs each reader of the index a
 # searcher renewal and a new pass over what a call keeps per set of segments (domain counts, sort
-# orders, joined columns): about 15 ms of CPU in all, so that with 32 sessions (bench/load_bench.py,
-# two workers) commits at most every 50 ms answered 10-15% more calls on the same CPU than ~25 a
-# second did (docs/concurrency.md). A lone caller's save never waits for it.
+# orders, joined columns): about 15 ms of CPU in all. With 32 sessions (bench/load_bench.py, two
+# workers) commits at most every 50 ms instead of ~25 a second answered 15% more calls for less CPU
+# on the 6,500-note hub, about as many on the 13,415-note corpus (docs/concurrency.md), the writes
+# as fast as before. A lone caller's save never waits for it.
 SPACING = 0.05
 WRITE_TOOL_TIMEOUT = 20.0  # what a write tool waits for the lock before answering a retryable error
 WAIT_NOTICE = 30.0  # a writer still waiting after this long says so in the log
