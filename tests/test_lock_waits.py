@@ -228,6 +228,24 @@ def test_a_commit_waits_for_a_write_between_its_file_change_and_its_submission(m
     assert joined == [batch] and set(batch.changes) == {"a.md", "b.md"}
 
 
+def _recorded_sleeps(monkeypatch) -> list[float]:
+    """index/store.py's sleeps, recorded instead of slept. Only its own ``time`` is replaced: the
+    time module's ``sleep`` stays real for every other thread of the test process."""
+    from vault_mem.index import store
+
+    waits: list[float] = []
+
+    class Clock:
+        def __getattr__(self, name: str) -> object:
+            return getattr(time, name)
+
+        def sleep(self, seconds: float) -> None:
+            waits.append(seconds)
+
+    monkeypatch.setattr(store, "time", Clock())
+    return waits
+
+
 def test_commits_under_steady_saves_are_spaced_and_a_lone_callers_are_not(make_vault, monkeypatch) -> None:
     """Under steady saves a commit starts ``SPACING`` after the last one began, the saves made
     meanwhile joining it (index/store.py); saves one after another from a lone caller never wait."""
@@ -237,8 +255,7 @@ def test_commits_under_steady_saves_are_spaced_and_a_lone_callers_are_not(make_v
     vault = make_vault({f"n{k}.md": f"---\ntitle: N{k}\n---\nbody\n" for k in range(4)})
     index = vault.index
     monkeypatch.setattr(store, "SPACING", 600.0)  # far beyond the test: any wait would be seen
-    waits: list[float] = []
-    monkeypatch.setattr(store.time, "sleep", waits.append)
+    waits = _recorded_sleeps(monkeypatch)
 
     def note(k: int) -> tuple[object, str]:
         return read_note(vault.root, f"n{k}.md"), f"n{k}.md"
@@ -270,8 +287,7 @@ def test_a_spaced_commit_waits_no_longer_than_its_timeout(make_vault, monkeypatc
     vault = make_vault({"a.md": "---\ntitle: A\n---\na\n", "b.md": "---\ntitle: B\n---\nb\n"})
     index = vault.index
     monkeypatch.setattr(store, "SPACING", 600.0)
-    waits: list[float] = []
-    monkeypatch.setattr(store.time, "sleep", waits.append)
+    waits = _recorded_sleeps(monkeypatch)
     index.apply([(read_note(vault.root, "a.md"), "a.md")], [])
     batch = index.submit([(read_note(vault.root, "a.md"), "a.md")], [])
     index.submit([(read_note(vault.root, "b.md"), "b.md")], [])
