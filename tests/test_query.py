@@ -68,7 +68,10 @@ def test_term_lookups_answer_what_whoosh_queries_answer(vault: Vault) -> None:
         records = query.prefix_records(searcher, "path", "d1/")
         assert sorted(r["path"] for r in records) == sorted(
             f["path"] for f in searcher.search(Prefix("path", "d1/"), limit=None))
-        assert query.lexicon(searcher, "type") == ["fact", "note"]
+        assert len(parts) > 1
+        assert query.lexicon(parts, "type") == ["fact", "note"]
+        for name in ("tags", "type", "dom_anc", "path", "title"):  # Whoosh's own, every segment merged
+            assert query.lexicon(parts, name) == [t.decode("utf-8") for t in searcher.reader().lexicon(name)]
 
 
 def test_ranges_and_the_newest_first_order(vault: Vault) -> None:

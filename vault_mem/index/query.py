@@ -61,9 +61,16 @@ def has_term(parts: Parts, field: str, value: str) -> bool:
     return any(seg.lift(seg.term_docs(field, value)) for seg in parts)
 
 
-def lexicon(searcher: Searcher, field: str) -> list[str]:
-    """Every term of ``field`` in any segment, sorted (a term only deleted documents hold included)."""
-    return [t.decode("utf-8") if isinstance(t, bytes) else str(t) for t in searcher.reader().lexicon(field)]
+def lexicon(parts: Parts, field: str) -> list[str]:
+    """Every term of ``field`` in any segment, sorted (a term only deleted documents hold included).
+
+    From each segment's terms, read once into the shared cache (``Segment.terms``), not from
+    Whoosh's lexicon of the whole index, which merges every segment's terms file term by term on
+    each call: with 14 segments under steady saves, that was half of a ``mem_recall``."""
+    found: set[str] = set()
+    for seg in parts:
+        found.update(seg.terms(field))
+    return sorted(found)
 
 
 def doc_frequency(searcher: Searcher, field: str, value: str) -> int:

@@ -220,10 +220,11 @@ class View:
         """Every term of ``field`` in the index (a term only deleted notes hold included); for a
         limited caller only those held by a note it may see (a segment's lexicon lists the terms
         of every note in it, whoever may read them)."""
-        found = query.lexicon(self.searcher, field)
-        if self.limited:
-            found = [t for t in found if self.has_term(field, t)]
-        return found
+        def make() -> list[str]:
+            found = query.lexicon(self.parts, field)
+            return [t for t in found if self.has_term(field, t)] if self.limited else found
+
+        return list(self.kept(("lexicon", field), make))
 
     def by_path(self, path: str) -> int | None:
         docs = self.term_docs("path", [path])
