@@ -460,6 +460,24 @@ def test_create_exclusive_never_overwrites(tmp_path: Path) -> None:
     assert sorted(os.listdir(first.parent)) == ["NOTE 2.md", "Note 1.md", "Note.md"]
 
 
+def test_create_exclusive_lists_a_folder_again_only_once_it_changed(tmp_path: Path,
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    from vault_mem.vault import writer
+
+    listed: list[Path] = []
+    real = writer._taken
+    monkeypatch.setattr(writer, "_taken", lambda folder: listed.append(folder) or real(folder))
+    assert create_exclusive(tmp_path, "a.md", b"1").name == "a.md"
+    assert create_exclusive(tmp_path, "A.md", b"2").name == "A 1.md"  # its own names, kept: no listing
+    assert len(listed) == 1
+    (tmp_path / "B.md").write_text("x")  # another program's file: the folder's mtime moves
+    mtime = os.stat(tmp_path).st_mtime_ns
+    os.utime(tmp_path, ns=(mtime, mtime + 10**9))  # (by a whole second, whatever the disk's clock tick)
+    assert create_exclusive(tmp_path, "b.md", b"3").name == "b 1.md"
+    assert len(listed) == 2
+    assert sorted(os.listdir(tmp_path)) == ["A 1.md", "B.md", "a.md", "b 1.md"]
+
+
 def test_create_exclusive_skips_a_folder_with_the_name(tmp_path: Path) -> None:
     (tmp_path / "Note.md").mkdir()
     assert create_exclusive(tmp_path, "Note.md", b"x").name == "Note 1.md"
