@@ -202,6 +202,26 @@ def test_folder_moved_into_another_folder(live) -> None:
     assert {"b/a/after.md", "deep/after.md"} <= set(index_etags(vault.index))
 
 
+def test_saves_in_a_folder_moved_deeper_with_its_subfolder_are_heard(live) -> None:
+    """A folder moved inside its top-level folder, into folders made just before, with a folder in
+    it: watchdog's inotify watch dropped the subfolder's watch at its new place, and a save there
+    later was never heard (found by test_live_state_machine)."""
+    vault, w = live({"c/a/a/start.md": note("Start", "first")})
+    root = vault.root
+    (root / "c/d/e").mkdir(parents=True)
+    os.rename(root / "c/a", root / "c/d/e/z z")
+    settle(w)
+    assert set(index_etags(vault.index)) == {"c/d/e/z z/a/start.md"}
+    target = root / "c/d/e/z z/a/start.md"
+    temp = target.parent / ".start.md.tmp"
+    temp.write_text(note("Start", "saved after the move"))
+    os.replace(temp, target)
+    settle(w)
+    (root / "c/d/e/z z/a/new.md").write_text(note("New", "made after the move"))
+    settle(w)
+    assert set(index_etags(vault.index)) == {"c/d/e/z z/a/start.md", "c/d/e/z z/a/new.md"}
+
+
 def test_folder_deleted(live) -> None:
     vault, w = live(BASE)
     shutil.rmtree(vault.root / "a")

@@ -40,9 +40,12 @@ CLOSES: list[type[FileSystemEvent]] = [
     DirCreatedEvent, DirDeletedEvent, DirMovedEvent]
 
 
+INOTIFY = getattr(Observer, "__name__", "") == "InotifyObserver"  # Linux: a watch on every folder
+
+
 def changes_to_watch() -> list[type[FileSystemEvent]]:
     """The events this platform's observer is asked for."""
-    return CLOSES if getattr(Observer, "__name__", "") == "InotifyObserver" else CHANGES
+    return CLOSES if INOTIFY else CHANGES
 
 
 def stop_observer(observer: Any) -> None:

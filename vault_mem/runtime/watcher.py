@@ -37,6 +37,7 @@ from vault_mem.index.query import prefix_records
 from vault_mem.index.schema import document_of
 from vault_mem.index.store import VaultIndex, same_content, stat_state
 from vault_mem.runtime.observer import (
+    INOTIFY,
     changes_to_watch,
     observer_alive,
     quiet_benign_watchdog_warning,
@@ -86,6 +87,9 @@ class Watcher:
         # The vault folder itself was deleted or moved away: its watch is gone (inotify ends it),
         # even when a folder of the same name (and, on Linux, often the same inode) is made again.
         self.root_lost = False
+        # Top-level folders whose watch to make anew at the next flush: one where a folder inside
+        # was moved or deleted (see ``note_event``).
+        self._rewatch: set[str] = set()
         self.indexed = 0  # notes (re)indexed by the watcher
         self.swept = 0  # paths the periodic check found changed although no event said so
 
@@ -185,6 +189,13 @@ class Watcher:
             return
         if is_dir and "/" not in rel:
             self._watch_top(rel)  # a top-level folder appeared, vanished or was renamed: fix the watches
+        elif is_dir and gone and INOTIFY:
+            # watchdog's inotify watch keeps its folders by path: when a folder inside moved, removing
+            # the old path's watches also removed the one just added on the same folder at its new
+            # place (inotify has one per folder), and later saves there went unheard. A new watch of
+            # the top-level folder at the next flush, before its subtrees are compared, sees them.
+            with self._cond:
+                self._rewatch.add(rel.split("/", 1)[0])
         self._queue(rel, is_dir)
 
     def _queue(self, rel: str, is_dir: bool) -> None:
@@ -333,6 +344,11 @@ class Watcher:
             log.exception("reconcile failed")
 
     def _flush(self, files: set[str], dirs: set[str]) -> None:
+        with self._cond:
+            rewatch, self._rewatch = self._rewatch, set()
+        for name in sorted(rewatch):
+            self._unwatch_top(name)
+            self._watch_top(name)
         _follow_head(self.root)  # a pull or checkout moved HEAD: history dates first, then the files
         rules = IgnoreRules(self.root)
         candidates = set(files)
