@@ -476,6 +476,9 @@ def test_create_exclusive_lists_a_folder_again_only_once_it_changed(tmp_path: Pa
     assert create_exclusive(tmp_path, "b.md", b"3").name == "b 1.md"
     assert len(listed) == 2
     assert sorted(os.listdir(tmp_path)) == ["A 1.md", "B.md", "a.md", "b 1.md"]
+    monkeypatch.setattr(writer, "NAMES_FRESH", 0.0)  # a listing serves for a while only, changed or not
+    create_exclusive(tmp_path, "c.md", b"4")
+    assert len(listed) == 3
 
 
 def test_create_exclusive_skips_a_folder_with_the_name(tmp_path: Path) -> None:

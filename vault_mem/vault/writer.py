@@ -20,6 +20,7 @@ import re
 import secrets
 import stat
 import threading
+import time
 import unicodedata
 from collections import OrderedDict
 from collections.abc import Iterator
@@ -41,6 +42,7 @@ MAX_NAME_BYTES = 200  # the stem, in UTF-8; leaves room for " 123.md" under the 
 TRASH_DIRNAME = ".trash"
 _MAX_SUFFIX = 10_000
 NAMES_KEPT = 64  # folders whose names (``name_key``) the process keeps between creates (``_names_in``)
+NAMES_FRESH = 5.0  # seconds a folder's listing serves its creates at most (``_names_in``)
 # Illegal in file names on some OS (* " \ / < > : | ?), or breaking [[wikilinks]] (# ^ [ ]).
 _ILLEGAL = re.compile(r'[*"\\/<>:|?#^\[\]]')
 # Device names Windows reserves whatever the extension.
@@ -158,7 +160,7 @@ def _taken(folder: Path) -> set[str]:
 # mtime) then. Listing a big folder is slow in a busy server: ``os.listdir`` lets go of the
 # interpreter lock for every entry, and each time another thread may keep it for the switch
 # interval (a folder of 3,575 notes took 17-90 ms to list beside busy threads, 1.3 ms alone).
-_names: OrderedDict[str, tuple[tuple[int, int, int], frozenset[str]]] = OrderedDict()
+_names: OrderedDict[str, tuple[tuple[int, int, int], frozenset[str], float]] = OrderedDict()
 _names_lock = threading.Lock()
 
 
@@ -170,26 +172,29 @@ def _signature(folder: Path) -> tuple[int, int, int] | None:
     return (st.st_dev, st.st_ino, st.st_mtime_ns)
 
 
-def _names_in(folder: Path) -> frozenset[str]:
-    """The ``name_key`` of every name in ``folder``: listed again only when the folder changed
-    since this process last listed it or created a file in it (its mtime moved). The stat is taken
-    before the listing, so a change made while it lists makes the next create list again."""
+def _names_in(folder: Path) -> tuple[frozenset[str], float]:
+    """The ``name_key`` of every name in ``folder``, and when it was listed: listed again when the
+    folder changed since this process last listed it or created a file in it (its mtime moved),
+    and at least every ``NAMES_FRESH`` seconds (another program's file made while this process
+    created one is missed until then). The stat is taken before the listing, so a change made
+    while it lists makes the next create list again."""
     key = os.fspath(folder)
     signature = _signature(folder)
+    now = time.monotonic()
     with _names_lock:
         kept = _names.get(key)
-        if kept is not None and signature is not None and kept[0] == signature:
+        if kept is not None and signature is not None and kept[0] == signature and now - kept[2] < NAMES_FRESH:
             _names.move_to_end(key)
-            return kept[1]
+            return kept[1], kept[2]
     names = frozenset(_taken(folder))
     if signature is not None:
-        _keep_names(key, signature, names)
-    return names
+        _keep_names(key, signature, names, now)
+    return names, now
 
 
-def _keep_names(key: str, signature: tuple[int, int, int], names: frozenset[str]) -> None:
+def _keep_names(key: str, signature: tuple[int, int, int], names: frozenset[str], listed: float) -> None:
     with _names_lock:
-        _names[key] = (signature, names)
+        _names[key] = (signature, names, listed)
         _names.move_to_end(key)
         while len(_names) > NAMES_KEPT:
             _names.popitem(last=False)
@@ -205,13 +210,13 @@ def create_exclusive(folder: Path, filename: str, data: bytes, mode: int | None 
     path written. Raises WriteFailed on any OS error, leaving no file behind. ``taken``, the
     ``name_key`` of every name in ``folder``, saves listing it for each of many creates (an
     import); the name claimed is added to it. Without it, the folder is listed only when it
-    changed since this process last listed it or created a file in it (``_names_in``): a name
-    another program gives a case variant in the same tick of the folder's clock is then missed,
-    as one it gives a moment later always is.
+    changed since this process last listed it or created a file in it, or ``NAMES_FRESH`` seconds
+    after (``_names_in``): a case variant another program makes meanwhile may be missed for that
+    long, as one it makes a moment later always is (both files stay; nothing is overwritten).
     """
     try:
         folder.mkdir(parents=True, exist_ok=True)
-        listed = _names_in(folder) if taken is None else frozenset()  # before the temp file changes it
+        listed, listed_at = _names_in(folder) if taken is None else (frozenset(), 0.0)  # before the temp file
         temp = _write_temp(folder, filename, data, mode)
     except OSError as exc:
         raise WriteFailed(f"{_reason(exc)} while creating {folder / filename}; nothing was written") from exc
@@ -228,7 +233,7 @@ def create_exclusive(folder: Path, filename: str, data: bytes, mode: int | None 
                     _unlink_quietly(temp)
                     signature = _signature(folder)
                     if signature is not None:
-                        _keep_names(os.fspath(folder), signature, listed | seen)
+                        _keep_names(os.fspath(folder), signature, listed | seen, listed_at)
                 return final
             seen.add(name_key(candidate))
         raise WriteFailed(f"no free name for {filename} in {folder} after {_MAX_SUFFIX} tries")
