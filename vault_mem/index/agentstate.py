@@ -37,6 +37,7 @@ from typing import Any, TypeVar
 
 from vault_mem.index import filelocks
 from vault_mem.vault.portable import replace_file
+from vault_mem.vault.reader import VersionKey, version_key
 
 AGENTS_DIR = "agents"
 MAX_READ = 5_000  # uids remembered as read; the oldest are forgotten first
@@ -53,7 +54,7 @@ T = TypeVar("T")
 class _Parsed:
     """One version of a state file as this process parsed it."""
 
-    stat: tuple[int, int, int]  # (mtime, size, inode) when it was read
+    stat: VersionKey  # (mtime, size, inode, device) when it was read
     state: dict[str, Any]  # shared: never changed
     end: int  # bytes parsed, up to the end of the last whole line
     size: int  # bytes read
@@ -208,7 +209,7 @@ def _rewrite(path: Path, agent: str, state: dict[str, Any]) -> None:
 
 
 def _remember(path: Path, state: dict[str, Any], end: int, base: int, head: bytes) -> None:
-    stat = _stat_key(path)
+    stat = version_key(path)
     if stat is not None and stat[1] == end:
         with _cache_lock:
             _cache[str(path)] = _Parsed(stat, state, end, end, base, head)
@@ -219,7 +220,7 @@ def _parsed(path: Path, strict: bool = False) -> _Parsed | None:
     that parse plus the lines added since, or a whole new parse. A file that cannot be read
     (Windows: being replaced at that moment) raises OSError when ``strict`` (a change must not
     start again from nothing), else reads as empty this once (not kept)."""
-    stat = _stat_key(path)
+    stat = version_key(path)
     if stat is None:
         return None
     with _cache_lock:
@@ -246,7 +247,7 @@ def _parsed(path: Path, strict: bool = False) -> _Parsed | None:
     return parsed
 
 
-def _whole(stat: tuple[int, int, int], data: bytes) -> _Parsed:
+def _whole(stat: VersionKey, data: bytes) -> _Parsed:
     first = data.find(b"\n")
     base = len(data) if first < 0 else first + 1
     state = empty()
@@ -265,7 +266,7 @@ def _whole(stat: tuple[int, int, int], data: bytes) -> _Parsed:
     return _more(parsed, stat, data[base:]) if head is not None else parsed
 
 
-def _more(parsed: _Parsed, stat: tuple[int, int, int], data: bytes) -> _Parsed:
+def _more(parsed: _Parsed, stat: VersionKey, data: bytes) -> _Parsed:
     """``parsed`` with the whole lines of ``data`` (what follows its end) applied."""
     replay = Changes(dict(parsed.state))  # each map copied before its first change, as an edit's are
     done = 0
@@ -312,10 +313,3 @@ def _apply(mapping: dict[str, Any], step: list[Any]) -> None:
         mapping[key] = step[3]
 
 
-def _stat_key(path: Path) -> tuple[int, int, int] | None:
-    """What tells one version of a state file from the next (None: no file)."""
-    try:
-        st = os.stat(path)
-    except OSError:
-        return None
-    return (st.st_mtime_ns, st.st_size, st.st_ino)

@@ -48,6 +48,7 @@ from vault_mem.index.whoosh_seam import new_segment_id, renewed_searcher, with_d
 from vault_mem.vault.note import Note
 from vault_mem.vault.paths import INDEX_DIRNAME
 from vault_mem.vault.portable import replace_file, user_cache_root
+from vault_mem.vault.reader import VersionKey, version_key
 
 log = logging.getLogger("vault_mem.index")
 STATE_FILE = "state.json"
@@ -136,7 +137,7 @@ class VaultIndex:
         self._epoch = 0
         self._lock = threading.RLock()
         self.write_timeout = WRITE_TOOL_TIMEOUT
-        self._state_seen: tuple[tuple[int, int, int], dict[str, Any]] | None = None  # see state()
+        self._state_seen: tuple[VersionKey, dict[str, Any]] | None = None  # see state()
 
     @property
     def history(self) -> History | None:
@@ -150,12 +151,13 @@ class VaultIndex:
         """``state.json``: what the index is (schema, complete). Every call asks (is a build under
         way?), so the file is read again only when its stat changed (it is replaced whole)."""
         path = self.dir / STATE_FILE
+        key = version_key(path)
+        if key is None:
+            return {}
+        seen = self._state_seen
+        if seen is not None and seen[0] == key:
+            return dict(seen[1])
         try:
-            st = os.stat(path)
-            key = (st.st_mtime_ns, st.st_size, st.st_ino)
-            seen = self._state_seen
-            if seen is not None and seen[0] == key:
-                return dict(seen[1])
             data = json.loads(path.read_text(encoding="utf-8"))
         except (OSError, ValueError):
             return {}

@@ -42,8 +42,23 @@ def file_etag(data: bytes) -> str:
     return hashlib.blake2b(data, digest_size=12).hexdigest()
 
 
-__all__ = ["CORE_KEYS", "CREATED_KEYS", "MAX_BYTES", "UPDATED_KEYS", "DateSource", "created_fallback", "decode",
-           "file_etag", "normalize_tags", "parse_text", "read_bytes", "read_note", "read_whole"]
+VersionKey = tuple[int, int, int, int]  # (mtime_ns, size, inode, device)
+
+
+def version_key(path: os.PathLike[str] | str) -> VersionKey | None:
+    """What tells one version of a file or folder from the next, from one stat (None: there is
+    none): a file replaced whole has another inode, a folder's mtime moves when a name in it is
+    made, removed or renamed."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return (st.st_mtime_ns, st.st_size, st.st_ino, st.st_dev)
+
+
+__all__ = ["CORE_KEYS", "CREATED_KEYS", "MAX_BYTES", "UPDATED_KEYS", "DateSource", "VersionKey", "created_fallback",
+           "decode", "file_etag", "normalize_tags", "parse_text", "read_bytes", "read_note", "read_whole",
+           "version_key"]
 
 
 def read_bytes(path: Path) -> tuple[bytes, str, int, int, list[str]]:

@@ -30,6 +30,7 @@ from vault_mem.errors import InvalidInput, NotFound, WriteFailed
 from vault_mem.vault.fmedit import append_paragraph, render_note, replace_body, set_keys
 from vault_mem.vault.paths import name_key
 from vault_mem.vault.portable import O_BINARY, fsync_folder, lacks_hard_links, replace_file, set_mode, unlink_file
+from vault_mem.vault.reader import VersionKey, version_key
 from vault_mem.vault.yamlstyle import render_frontmatter
 
 __all__ = [
@@ -156,20 +157,12 @@ def _taken(folder: Path) -> set[str]:
         return set()
 
 
-# A folder's names as this process last listed or changed it, with the folder's (device, inode,
-# mtime) then. Listing a big folder is slow in a busy server: ``os.listdir`` lets go of the
-# interpreter lock for every entry, and each time another thread may keep it for the switch
-# interval (a folder of 3,575 notes took 17-90 ms to list beside busy threads, 1.3 ms alone).
-_names: OrderedDict[str, tuple[tuple[int, int, int], frozenset[str], float]] = OrderedDict()
+# A folder's names as this process last listed or changed it, with the folder's ``version_key``
+# then. Listing a big folder is slow in a busy server: ``os.listdir`` lets go of the interpreter
+# lock for every entry, and each time another thread may keep it for the switch interval (a
+# folder of 3,575 notes took 17-90 ms to list beside busy threads, 1.3 ms alone).
+_names: OrderedDict[str, tuple[VersionKey, frozenset[str], float]] = OrderedDict()
 _names_lock = threading.Lock()
-
-
-def _signature(folder: Path) -> tuple[int, int, int] | None:
-    try:
-        st = os.stat(folder)
-    except OSError:
-        return None
-    return (st.st_dev, st.st_ino, st.st_mtime_ns)
 
 
 def _names_in(folder: Path) -> tuple[frozenset[str], float]:
@@ -179,7 +172,7 @@ def _names_in(folder: Path) -> tuple[frozenset[str], float]:
     created one is missed until then). The stat is taken before the listing, so a change made
     while it lists makes the next create list again."""
     key = os.fspath(folder)
-    signature = _signature(folder)
+    signature = version_key(folder)
     now = time.monotonic()
     with _names_lock:
         kept = _names.get(key)
@@ -192,7 +185,7 @@ def _names_in(folder: Path) -> tuple[frozenset[str], float]:
     return names, now
 
 
-def _keep_names(key: str, signature: tuple[int, int, int], names: frozenset[str], listed: float) -> None:
+def _keep_names(key: str, signature: VersionKey, names: frozenset[str], listed: float) -> None:
     with _names_lock:
         _names[key] = (signature, names, listed)
         _names.move_to_end(key)
@@ -231,7 +224,7 @@ def create_exclusive(folder: Path, filename: str, data: bytes, mode: int | None 
                 seen.add(name_key(candidate))
                 if taken is None:  # this create's own changes, so that the next one need not list
                     _unlink_quietly(temp)
-                    signature = _signature(folder)
+                    signature = version_key(folder)
                     if signature is not None:
                         _keep_names(os.fspath(folder), signature, listed | seen, listed_at)
                 return final
