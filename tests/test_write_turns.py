@@ -5,6 +5,7 @@ commit wait for is the file steps under way when they ask (index/commits.py ``Wr
 
 from __future__ import annotations
 
+import itertools
 import os
 import subprocess
 import sys
@@ -29,9 +30,12 @@ NOTES = {
 WAIT = 30.0  # seconds: only a hang takes this long
 
 
-def test_a_write_of_another_note_lands_while_one_is_in_its_file_steps(make_vault, monkeypatch) -> None:
-    """An edit of a.md held between its file write and its submission does not hold up an edit
-    of another note (run one at a time, the second waited for the first)."""
+@pytest.mark.parametrize("step", ["atomic_write", "landed"])
+def test_a_write_of_another_note_lands_while_one_is_in_its_file_steps(make_vault, monkeypatch, step: str) -> None:
+    """An edit of a.md held after its file write (``atomic_write``: before its submission to the
+    index; ``landed``: after it, while its change is journaled) does not hold up an edit of
+    another note (run one at a time, the second waited for the first; and the first to submit
+    to a batch committed it, so a slow journal held up every write that joined its batch)."""
     others = {f"{c}.md": f"---\nid: {c}-1\ntitle: {c.upper()}\n---\nfirst of {c}\n" for c in "bcdefgh"}
     vault = make_vault({"a.md": NOTES["a.md"], **others})
     # Two notes share a turn now and then (one name in 64, by the run's string hashes): the other
@@ -40,15 +44,23 @@ def test_a_write_of_another_note_lands_while_one_is_in_its_file_steps(make_vault
     other = name[0] + "-1"
     calls = Calls(vault)
     inside, release = threading.Event(), threading.Event()
-    landed = tools.landed
+    original = getattr(tools, step)
 
-    def slow_for_a(view: Any, tool: str, agent: str, changes: list[dict[str, Any]]) -> list[str]:
+    def hold_a() -> None:
+        inside.set()
+        assert release.wait(WAIT), "the edit of a.md was never let go"
+
+    def landed(view: Any, tool: str, agent: str, changes: list[dict[str, Any]]) -> list[str]:
         if changes[0]["fsrel"] == "a.md":
-            inside.set()
-            assert release.wait(WAIT), "the edit of a.md was never let go"
-        return landed(view, tool, agent, changes)
+            hold_a()
+        return original(view, tool, agent, changes)
 
-    monkeypatch.setattr(tools, "landed", slow_for_a)
+    def atomic_write(path: Path, data: bytes, mode: int | None = None) -> None:
+        original(path, data, mode)
+        if path.name == "a.md":
+            hold_a()
+
+    monkeypatch.setattr(tools, step, landed if step == "landed" else atomic_write)
     answers: dict[str, dict[str, Any]] = {}
 
     def edit(ref: str) -> None:
@@ -72,7 +84,7 @@ def test_a_write_of_another_note_lands_while_one_is_in_its_file_steps(make_vault
 
 def test_edits_of_one_note_from_many_threads_lose_nothing(make_vault) -> None:
     """Appends to one note from eight threads at once: every paragraph in the file, one journal
-    entry each, and the index holds the file's last version."""
+    entry each (in the order of the writes), and the index holds the file's last version."""
     vault = make_vault(NOTES)
     calls = Calls(vault)
     count = iter(range(1000))
@@ -91,7 +103,10 @@ def test_edits_of_one_note_from_many_threads_lose_nothing(make_vault) -> None:
     assert failures == []
     text = (vault.root / "a.md").read_text()
     assert all(f"paragraph {n}\n" in text for n in range(40))
-    assert len([e for e in journal.entries(vault.index.dir) if e.path == "a.md"]) == 40
+    entries = [e for e in journal.entries(vault.index.dir) if e.path == "a.md"]
+    assert len(entries) == 40
+    # In the order of the writes: each one's "before" is what the one before it left.
+    assert all(later.before == earlier.after for earlier, later in itertools.pairwise(entries))
     found = calls.answer("memory_read", {"ref": "a-1"}, None)
     assert found["status"] == "ok" and all(f"paragraph {n}" in found["body"] for n in range(40))
 

@@ -102,13 +102,18 @@ class OwnTiny:
 
 class Batch:
     """Changes that threads submitted to ``VaultIndex`` while a commit ran: one commit, made by
-    the thread that opened the batch (``leader``)."""
+    the first of them to ask for it (``lead``); a thread may do other work between its
+    submission and its wait (a write tool journals its change) without holding up the others."""
 
-    def __init__(self, leader: int) -> None:
-        self.leader = leader
+    def __init__(self) -> None:
+        self._led = threading.Lock()
         self.changes: dict[str, tuple[Note, str] | None] = {}  # by path: the note, or None to drop it
         self.done = threading.Event()
         self.error: BaseException | None = None
+
+    def lead(self) -> bool:
+        """True for the first thread that asks: it commits the batch; the others wait for ``done``."""
+        return self._led.acquire(blocking=False)
 
     def add(self, notes: list[tuple[Note, str]], removed: list[str]) -> None:
         for path in removed:

@@ -421,21 +421,21 @@ class VaultIndex:
     def submit(self, notes: list[tuple[Note, str]], removed: list[str]) -> Batch:
         """Put changes in the open batch; ``settle`` must follow (it commits or waits for the commit).
         Group commit: threads that submit while another thread's commit runs join one batch, which
-        the first of them commits for all once that commit is done, so under many writers one commit
-        (and the segment every searcher then opens) serves several changes. A path's last change in a
-        batch wins, as in commits one after another: a caller that orders its file writes
-        (writes/tools.py) submits before it lets the next write begin."""
+        the first of them to call ``settle`` commits for all once that commit is done, so under
+        many writers one commit (and the segment every searcher then opens) serves several changes.
+        A path's last change in a batch wins, as in commits one after another: a caller that orders
+        its file writes (writes/tools.py) submits before it lets the next write begin."""
         with self._batch_lock:
             batch = self._open_batch
             if batch is None:
-                batch = self._open_batch = Batch(leader=threading.get_ident())
+                batch = self._open_batch = Batch()
             batch.add(notes, removed)
         self.written.add(notes)
         return batch
 
     def settle(self, batch: Batch, timeout: float | None = None) -> None:
         """Return once ``batch`` is committed (raising what its commit raised)."""
-        if batch.leader == threading.get_ident():
+        if batch.lead():
             try:
                 started = time.monotonic()
                 if not self._committing.acquire(timeout=-1 if timeout is None else timeout):

@@ -21,6 +21,7 @@ from typing import Any
 
 from vault_mem.errors import Conflict, IndexBusy, InvalidInput, NotFound, WriteFailed
 from vault_mem.git.commit import write_commit
+from vault_mem.index.commits import Batch
 from vault_mem.index.store import VaultIndex
 from vault_mem.served.agents import check_agent_name
 from vault_mem.served.context import View
@@ -160,26 +161,43 @@ def _take_turn(root: Path, rel: str) -> None:
     _HOLDING.turn = turn
 
 
-def _end_steps() -> None:
-    """This thread's write tool has submitted its change (or failed): its file steps are over,
-    and the next write of its note may begin."""
-    turn = getattr(_HOLDING, "turn", None)
-    if turn is not None:
-        _HOLDING.turn = None
-        turn.release()
+def _submitted() -> None:
+    """This thread's write tool has submitted its change: a commit no longer waits for it."""
     written = getattr(_HOLDING, "steps", None)
     if written is not None:
         _HOLDING.steps = None
         written.end()
 
 
-def _commit_in_turn(index: VaultIndex, notes: list[tuple[Note, str]], removed: list[str], again: bool) -> None:
+def _end_steps() -> None:
+    """This thread's write tool is done with its note (or failed): the next write of it may begin."""
+    _submitted()
+    turn = getattr(_HOLDING, "turn", None)
+    if turn is not None:
+        _HOLDING.turn = None
+        turn.release()
+
+
+def _commit_in_turn(index: VaultIndex, notes: list[tuple[Note, str]], removed: list[str], again: bool,
+                    land: Callable[[], list[str]]) -> list[str]:
     """Index a write's changes, a write tool's last step on the files: submitted while the note's
     turn is held, then committed (or waited for) with the next write of the note free to begin
-    meanwhile, so that writes in flight share one commit (``VaultIndex.submit``). ``again``: take
-    the git turn back afterwards (for the git commit of ``serve --git-commit``)."""
+    meanwhile, so that writes in flight share one commit (``VaultIndex.submit``). ``land``
+    journals the change (``landed``, its warnings returned) after the submission, so that a
+    commit gathering the writes in their file steps does not wait for it, and before the turn
+    is let go, so that a note's journal keeps the order of its writes. ``again``: take the git
+    turn back afterwards (for the git commit of ``serve --git-commit``)."""
     batch = index.submit(notes, removed)
-    _end_steps()
+    _submitted()
+    try:
+        warnings = land()
+    finally:
+        _end_steps()
+        _settle(index, batch, again)
+    return warnings
+
+
+def _settle(index: VaultIndex, batch: Batch, again: bool) -> None:
     if not getattr(_HOLDING, "git", False):
         index.settle(batch, timeout=index.write_timeout)
         return
@@ -221,18 +239,14 @@ def _attributed(view: View, answer: dict[str, Any], tool: str, agent: str, title
     return answer
 
 
-def _index_file(view: View, rel: str, tool: str, agent: str) -> Note:
-    note = read_note(view.vault.root, rel, view.vault.index.history)
-    _index(view, [(note, rel)], [], f"{note.path} was saved", tool, agent)
-    return note
-
-
 def _index(view: View, notes: list[tuple[Note, str]], removed: list[str], done: str, tool: str,
-           agent: str) -> None:
-    """Index what a write tool just did to the files; ``done`` says what that was. When the
-    index cannot take it, the agent's next call also carries a ``persist_error``."""
+           agent: str, changes: list[dict[str, Any]]) -> list[str]:
+    """Index what a write tool just did to the files (``changes``, journaled meanwhile: ``landed``,
+    whose warnings it returns); ``done`` says what that was. When the index cannot take it, the
+    agent's next call also carries a ``persist_error``."""
     try:
-        _commit_in_turn(view.vault.index, notes, removed, again=view.vault.git_commit)
+        return _commit_in_turn(view.vault.index, notes, removed, view.vault.git_commit,
+                               lambda: landed(view, tool, agent, changes))
     except IndexBusy:
         not_landed(view, agent, tool, notes[0][1] if notes else removed[0],
                    f"{done}, but not indexed: read tools show it once the index catches up")
@@ -314,9 +328,10 @@ def _create(view: View, args: Args, agent: str, defaults: dict[str, Any], tool: 
     data = render_note(fields, content).encode("utf-8")
     final = create_exclusive(folder, note_filename(title), data)
     rel = final.relative_to(view.vault.root).as_posix()
-    _take_turn(view.vault.root, rel)  # nobody else knows the name yet; an edit of it waits for its submission
-    warnings = landed(view, tool, agent, [change(rel, rel, title, fields["id"], None, data)])
-    note = _index_file(view, rel, tool, agent)
+    _take_turn(view.vault.root, rel)  # nobody else knows the name yet; an edit of it waits for its journal entry
+    note = read_note(view.vault.root, rel, view.vault.index.history)
+    warnings = _index(view, [(note, rel)], [], f"{note.path} was saved", tool, agent,
+                      [change(rel, rel, title, fields["id"], None, data)])
     return _attributed(view, _answer(note), tool, agent, note.title, {rel: None}, warnings)
 
 
@@ -410,8 +425,8 @@ def _rewrite(view: View, rel: str, before: bytes, new_text: str, tool: str, agen
     data = new_text.encode("utf-8")
     atomic_write(path, data)
     note = read_note(view.vault.root, rel, view.vault.index.history)  # read once: journaled, then indexed
-    warnings = landed(view, tool, agent, [change(note.path, rel, note.title, note.uid, before, data)])
-    _index(view, [(note, rel)], [], f"{note.path} was saved", tool, agent)
+    warnings = _index(view, [(note, rel)], [], f"{note.path} was saved", tool, agent,
+                      [change(note.path, rel, note.title, note.uid, before, data)])
     return _attributed(view, _answer(note), tool, agent, note.title, {rel: before}, warnings)
 
 
@@ -477,9 +492,8 @@ def memory_delete(view: View, raw: dict[str, Any]) -> dict[str, Any]:
     _check_preconditions(args, rel, data, view.vault.root, view.vault.index.history)
     note = read_note(view.vault.root, rel, view.vault.index.history)
     trashed = move_to_trash(view.vault.root, rel)
-    warnings = landed(view, "memory_delete", agent,
+    warnings = _index(view, [], [note.path], f"{note.path} was moved to {trashed}", "memory_delete", agent,
                       [change(note.path, rel, note.title, note.uid, data, None, trash=trashed)])
-    _index(view, [], [note.path], f"{note.path} was moved to {trashed}", "memory_delete", agent)
     answer = {"status": "ok", "uid": note.uid, "permalink": permalink_of(note.path), "path": trashed,
               "updated": note.updated, "etag": note.etag, "deleted": True,
               "message": f"moved {note.path} to {trashed}; restore it by moving it back"}
