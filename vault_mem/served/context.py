@@ -11,7 +11,6 @@ Writes ask ``check_write``."""
 from __future__ import annotations
 
 import json
-import os
 import time
 from collections.abc import Callable, Hashable, Iterable, Sequence
 from contextlib import AbstractContextManager, nullcontext
@@ -32,7 +31,7 @@ from vault_mem.index.substring import segment_docs_containing, terms_containing
 from vault_mem.served.agents import Agent
 from vault_mem.vault.frontmatter import split_frontmatter
 from vault_mem.vault.paths import InsideCheck
-from vault_mem.vault.reader import decode, linked_to, read_bytes
+from vault_mem.vault.reader import VersionKey, decode, linked_to, read_bytes, version_key
 
 V = TypeVar("V")
 SETTLED_NS = 2_000_000_000  # a file unchanged this long has an mtime that tells a later change
@@ -258,17 +257,14 @@ class View:
         return body
 
 
-def settled_stamp(path: Path) -> tuple[int, int, int] | None:
-    """(inode, size, mtime) of the file at ``path``, to keep what is derived from it for as long
-    as they stay; None when it cannot be stat'ed or changed in the last ``SETTLED_NS`` (a rewrite
-    of the same size within one tick of the clock keeps its mtime, as git's index knows)."""
-    try:
-        st = os.stat(path)
-    except OSError:
+def settled_stamp(path: Path) -> VersionKey | None:
+    """The ``version_key`` of the file at ``path``, to keep what is derived from it for as long as
+    it stays; None when it cannot be stat'ed or changed in the last ``SETTLED_NS`` (a rewrite of
+    the same size within one tick of the clock keeps its mtime, as git's index knows)."""
+    key = version_key(path)
+    if key is None or time.time_ns() - key[0] <= SETTLED_NS:
         return None
-    if time.time_ns() - st.st_mtime_ns <= SETTLED_NS:
-        return None
-    return st.st_ino, st.st_size, st.st_mtime_ns
+    return key
 
 
 def _body_now(record: dict[str, Any], path: Path) -> tuple[str, bool]:
