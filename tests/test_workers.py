@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import re
+import signal
 import socket
 import subprocess
 import sys
@@ -182,6 +183,27 @@ async def test_stopping_the_parent_stops_every_worker(served: Served) -> None:
         assert time.monotonic() < deadline, f"workers still running: {[p for p in pids if alive(p)]}"
         time.sleep(0.05)
     assert "Traceback" not in served.stderr()
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="sessions and process groups are POSIX")
+def test_workers_have_process_groups_of_their_own_in_the_parents_session(served: Served) -> None:
+    """A Ctrl-C in the terminal reaches the parent alone (its workers are in other process groups),
+    while the workers stay in its session: Linux shares the CPU between sessions first
+    (mcp_server/workers.py, _own_group). Each ignores SIGTTOU, which a terminal set to
+    ``stty tostop`` sends a background process that writes to it."""
+    pids = served.pids()
+    deadline = time.monotonic() + 120
+    while not all(f"worker {i} of 2" in served.stderr() for i in (1, 2)):
+        assert served.proc.poll() is None and time.monotonic() < deadline, served.stderr()
+        time.sleep(0.05)
+    parent = served.proc.pid
+    for pid in pids:
+        assert os.getpgid(pid) == pid != os.getpgid(parent)
+        assert os.getsid(pid) == os.getsid(parent)
+        status = Path(f"/proc/{pid}/status")
+        if status.exists():
+            ignored = int(re.search(r"^SigIgn:\s*([0-9a-f]+)", status.read_text(), re.M).group(1), 16)  # type: ignore[union-attr]
+            assert ignored >> (signal.SIGTTOU - 1) & 1, f"worker {pid} does not ignore SIGTTOU"
 
 
 @pytest.mark.skipif(sys.platform == "win32", reason="SIGKILL is POSIX (on Windows a killed parent's pipes close too)")

@@ -20,6 +20,7 @@ from __future__ import annotations
 import json
 import os
 import secrets
+import signal
 import socket
 import struct
 import subprocess
@@ -171,7 +172,23 @@ class Workers:
 
 def _own_group() -> dict[str, Any]:
     """Children in their own process group: a Ctrl-C reaches the parent, which stops them (one
-    line on the terminal, not N+1)."""
+    line on the terminal, not N+1).
+
+    In the parent's session, not a new one each (as up to 0.4.19): Linux's autogroup scheduling
+    (the default of most distributions) shares the CPU between sessions first, and one session
+    per worker made worker 1's writes, which run in short bursts between waits on the disk,
+    queue as a group behind the serving worker's steady work. In one session the scheduler sees
+    their threads side by side (docs/concurrency.md, "One session for all").
+    A worker in the terminal's session but not its foreground group ignores SIGTTOU
+    (``keep_writing_to_the_terminal``)."""
     if sys.platform == "win32":
         return {"creationflags": subprocess.CREATE_NEW_PROCESS_GROUP}
-    return {"start_new_session": True}
+    return {"process_group": 0}
+
+
+def keep_writing_to_the_terminal() -> None:
+    """A worker's log lines go to the terminal from a background process group: on a terminal set
+    to ``stty tostop`` each would stop the worker (SIGTTOU) until someone resumed it. Call from the
+    worker's main thread."""
+    if sys.platform != "win32":
+        signal.signal(signal.SIGTTOU, signal.SIG_IGN)
