@@ -185,25 +185,34 @@ async def test_stopping_the_parent_stops_every_worker(served: Served) -> None:
     assert "Traceback" not in served.stderr()
 
 
-@pytest.mark.skipif(sys.platform == "win32", reason="sessions and process groups are POSIX")
-def test_workers_have_process_groups_of_their_own_in_the_parents_session(served: Served) -> None:
+@pytest.mark.skipif(sys.platform == "win32", reason="sessions, process groups and nice values are POSIX")
+def test_workers_share_the_parents_session_and_the_serving_one_gives_way_to_the_writer(served: Served) -> None:
     """A Ctrl-C in the terminal reaches the parent alone (its workers are in other process groups),
     while the workers stay in its session: Linux shares the CPU between sessions first
-    (mcp_server/workers.py, _own_group). Each ignores SIGTTOU, which a terminal set to
-    ``stty tostop`` sends a background process that writes to it."""
+    (mcp_server/workers.py, _own_group). Worker 2, and every thread it runs, is ``SERVING_NICE``
+    below worker 1. Each ignores SIGTTOU, which a terminal set to ``stty tostop`` sends a
+    background process that writes to it."""
+    from vault_mem.mcp_server.workers import SERVING_NICE
+
     pids = served.pids()
     deadline = time.monotonic() + 120
     while not all(f"worker {i} of 2" in served.stderr() for i in (1, 2)):
         assert served.proc.poll() is None and time.monotonic() < deadline, served.stderr()
         time.sleep(0.05)
     parent = served.proc.pid
-    for pid in pids:
+    base = os.getpriority(os.PRIO_PROCESS, parent)
+    for number, pid in enumerate(pids, 1):
         assert os.getpgid(pid) == pid != os.getpgid(parent)
         assert os.getsid(pid) == os.getsid(parent)
-        status = Path(f"/proc/{pid}/status")
-        if status.exists():
-            ignored = int(re.search(r"^SigIgn:\s*([0-9a-f]+)", status.read_text(), re.M).group(1), 16)  # type: ignore[union-attr]
-            assert ignored >> (signal.SIGTTOU - 1) & 1, f"worker {pid} does not ignore SIGTTOU"
+        expected = base + (SERVING_NICE if number > 1 else 0)
+        assert os.getpriority(os.PRIO_PROCESS, pid) == expected
+        tasks = Path(f"/proc/{pid}/task")
+        if tasks.exists():  # Linux: a nice value per thread
+            nices = {int((task / "stat").read_text().rsplit(")", 1)[1].split()[16]) for task in tasks.iterdir()}
+            assert nices == {expected}, f"worker {number}'s threads: {nices}"
+            status = Path(f"/proc/{pid}/status").read_text()
+            ignored = int(re.search(r"^SigIgn:\s*([0-9a-f]+)", status, re.M).group(1), 16)  # type: ignore[union-attr]
+            assert ignored >> (signal.SIGTTOU - 1) & 1, f"worker {number} does not ignore SIGTTOU"
 
 
 @pytest.mark.skipif(sys.platform == "win32", reason="SIGKILL is POSIX (on Windows a killed parent's pipes close too)")

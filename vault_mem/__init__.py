@@ -15,4 +15,4 @@ Layers, each importing only from the ones above it in this list:
     cli         argument parsing and printing only
 """
 
-__version__ = "0.4.20"
+__version__ = "0.4.21"

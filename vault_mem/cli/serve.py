@@ -69,11 +69,12 @@ def cmd_serve(args: argparse.Namespace) -> int:
     seat = None
     if args.http:
         from vault_mem.mcp_server.transports import check_http_options
-        from vault_mem.mcp_server.workers import keep_writing_to_the_terminal, seat_from_env
+        from vault_mem.mcp_server.workers import give_way_to_the_writer, keep_writing_to_the_terminal, seat_from_env
 
         seat = seat_from_env()  # one of `serve --workers N`: the parent checked the options and holds the port
         if seat is not None:
             keep_writing_to_the_terminal()
+            give_way_to_the_writer(seat)
         if seat is None:
             check_http_options(args.host, args.port, token, args.allowed_host)
     elif args.workers is not None:
