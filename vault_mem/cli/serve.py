@@ -72,11 +72,11 @@ def cmd_serve(args: argparse.Namespace) -> int:
         from vault_mem.mcp_server.workers import give_way_to_the_writer, keep_writing_to_the_terminal, seat_from_env
 
         seat = seat_from_env()  # one of `serve --workers N`: the parent checked the options and holds the port
-        if seat is not None:
-            keep_writing_to_the_terminal()
-            give_way_to_the_writer(seat)
         if seat is None:
             check_http_options(args.host, args.port, token, args.allowed_host)
+        else:
+            keep_writing_to_the_terminal()
+            give_way_to_the_writer(seat)
     elif args.workers is not None:
         raise InvalidInput("--workers", "applies to --http only: a stdio server has one client")
     elif sys.stdin is None:
