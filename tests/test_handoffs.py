@@ -266,7 +266,6 @@ def test_the_notes_an_agent_wrote_that_are_still_there_follow_every_commit(tmp_p
 
     from vault_mem.index.merge import merge_all
     from vault_mem.served.context import View
-    from vault_mem.served.mailbox import _written_there
 
     def note(i: int, agent: str, extra: str = "") -> str:
         return f"---\nagent: {agent}\n---\nNote {i} {extra}\n"
@@ -281,8 +280,8 @@ def test_the_notes_an_agent_wrote_that_are_still_there_follow_every_commit(tmp_p
             for caller in (None, limited):
                 view = View(vault, searcher, caller)
                 expected = {view.record(d)["path"] for d in view.all_docs() if view.record(d).get("agent") == "coder"}
-                assert _written_there(view, "coder") == expected
-                assert _written_there(view, "coder") is _written_there(view, "coder")  # kept while nothing changes
+                assert view.written_by("coder") == expected
+                assert view.written_by("coder") is view.written_by("coder")  # kept while nothing changes
 
     check()
     for i in range(30, 42):  # new notes, each in a segment of its own (and folds of them)

@@ -60,11 +60,35 @@ def test_layer_imports_point_down(layer: str) -> None:
     assert not offenders, "\n".join(offenders)
 
 
-def test_modules_stay_small() -> None:
-    """One concept per module: a file past ~500 lines is two concepts."""
+def test_modules_stay_readable() -> None:
+    """Modules are split by concept, not by size; a file past 900 lines has grown a second one."""
     big = [f"{p.relative_to(PACKAGE)}: {n} lines" for p in PACKAGE.rglob("*.py")
-           if (n := len(p.read_text(encoding="utf-8").splitlines())) > 520]
+           if (n := len(p.read_text(encoding="utf-8").splitlines())) > 900]
     assert not big, "\n".join(big)
+
+
+# The search engine's one face (index/api.py). The journal and the agents' state are the undo
+# history and the inboxes, not the engine: they live in index/ for now and may be reached directly.
+ENGINE_FACE = {"vault_mem.index", "vault_mem.index.api", "vault_mem.index.journal", "vault_mem.index.agentstate"}
+
+
+def test_nothing_above_the_engine_reaches_behind_its_face() -> None:
+    offenders = []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        if path.relative_to(PACKAGE).parts[0] == "index":
+            continue
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+                names = {node.module} if node.module != "vault_mem.index" else {
+                    f"vault_mem.index.{alias.name}" for alias in node.names}
+            elif isinstance(node, ast.Import):
+                names = {alias.name for alias in node.names}
+            else:
+                continue
+            offenders += [f"{path.relative_to(PACKAGE)} imports {name}" for name in sorted(names)
+                          if name.startswith("vault_mem.index.") and name not in ENGINE_FACE]
+    assert not offenders, "\n".join(offenders)
 
 
 # Who may start processes: git only through git/repo.py (no shell, timeouts, LC_ALL=C), and the

@@ -92,7 +92,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
         index.close()
         return serve_workers(args, root, workers, lambda: _say_http(root, url, token, keys))
 
-    from vault_mem.index.presence import present
+    from vault_mem.index.api import present
     from vault_mem.runtime.lifecycle import STOP_GRACE, Runtime
 
     project = args.project or os.environ.get("VAULT_MEM_PROJECT") or None

@@ -1,6 +1,6 @@
 """A segment's documents grouped by a value, each group in the order ties take.
 
-Pruned ranking (``reads/topk.py``) walks a term's notes from the greatest contribution down
+Pruned ranking (``index/topk.py``) walks a term's notes from the greatest contribution down
 and, among notes that contribute the same, in the order ties are broken: ``updated`` newest
 first, then the path (docs/ranking.md; a missing date is oldest, a missing path ``""``).
 That order within one segment never changes (segments are immutable, deletions are kept

@@ -87,3 +87,15 @@ def _budget() -> int:
 
 
 CACHE = Lru(_budget())
+
+
+def keep_while_unchanged(key: Hashable, make: Callable[[], tuple[V, bool]],
+                         sizeof: Callable[[V], int] = approx_size) -> V:
+    """What ``make()`` derives from one version of a file, kept under ``key`` (which names that
+    version: path and ``version_key``); ``make`` also says whether its value may be kept (a read
+    that failed is not)."""
+    kept: V | None = CACHE.peek(key)
+    if kept is not None:
+        return kept
+    value, keep = make()
+    return CACHE.get_or_make(key, lambda: value, sizeof) if keep else value

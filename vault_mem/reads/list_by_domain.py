@@ -10,8 +10,7 @@ from __future__ import annotations
 from functools import partial
 from typing import Any
 
-from vault_mem.index.schema import fold
-from vault_mem.index.vocabulary import closest_names
+from vault_mem.index.api import closest_names, fold
 from vault_mem.reads.misses import Filter, closest_kinds, did_you_mean, echo, why_empty
 from vault_mem.reads.rows import body_tokens, cut_message, fit_row, identity, snippet_of, task_fields
 from vault_mem.served.context import View, take_within

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from functools import partial
 from typing import Any
 
-from vault_mem.index.substring import words
+from vault_mem.index.api import words
 from vault_mem.reads.misses import ECHO, Filter, echo, listed, missing_word_hints, range_hint, tag_hints, why_empty
 from vault_mem.served.context import View
 

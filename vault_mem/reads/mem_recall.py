@@ -17,7 +17,6 @@ Decisions where docs/tools.md leaves room:
 
 from __future__ import annotations
 
-import bisect
 import fnmatch
 import re
 from collections.abc import Callable
@@ -25,7 +24,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from vault_mem.errors import InvalidInput
-from vault_mem.index.schema import fold
+from vault_mem.index.api import fold
 from vault_mem.reads.chunks import Chunk, ChunkCache, chunk_body
 from vault_mem.reads.dates import epoch_bounds, parse_period
 from vault_mem.reads.misses import echo, range_hint, tag_hints
@@ -254,18 +253,14 @@ def _matching(view: View, docs: list[int] | None, window: tuple[int | None, int 
 class _Chunker:
     """Chunks and chunk counts of one call's notes, through the module's cache.
 
-    Counts are keyed by (segment, document number in it): Whoosh segments never change, so
-    that pair names one indexed version of a note without reading its stored record."""
+    Counts are keyed by the note's indexed version (``Snapshot.indexed_version``), which names
+    it without reading its stored record."""
 
     def __init__(self, view: View) -> None:
         self.view = view
-        parts = view.segments()
-        self.bases = [seg.offset for seg in parts]
-        self.segments = [seg.key for seg in parts]
 
     def count_key(self, docnum: int) -> tuple[Any, int]:
-        at = bisect.bisect_right(self.bases, docnum) - 1
-        return self.segments[at], docnum - self.bases[at]
+        return self.view.indexed_version(docnum)
 
     def chunks(self, docnum: int) -> list[Chunk]:
         record = self.view.record(docnum)

@@ -19,19 +19,13 @@ gives them (``#project/`` is ``project``).
 
 from __future__ import annotations
 
-import bisect
-import heapq
 import math
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
 from vault_mem.errors import InvalidInput
-from vault_mem.index.columns import segment_column
-from vault_mem.index.lru import CACHE
-from vault_mem.index.query import newest_first_key, ranked_newest_key
-from vault_mem.index.segments import Segment
-from vault_mem.index.substring import is_word, words
+from vault_mem.index.api import is_word, words
 from vault_mem.reads.dates import epoch_bounds, parse_period
 from vault_mem.reads.lineage import Lineage
 from vault_mem.reads.list_misses import ListMiss, why_no_memories
@@ -194,10 +188,10 @@ def _matching_in_order(view: View, request: Request, plan: Plan) -> Matching:
         column, (lo, hi) = view.column("created"), plan.created
         docs = [d for d in (view.all_docs() if docs is None else docs)
                 if column[d] is not None and lo <= column[d] <= hi]
-    order_key = _listing_key(view, request.by_importance)
+    order_key = view.listing_key(request.by_importance)
     if docs is None:  # every live note: each segment's cached order, merged as far as it is read
-        return Matching(candidates, None, _every_note_in_order(view, request.by_importance, order_key), order_key)
-    return Matching(candidates, docs, _in_listing_order(view, docs, request.by_importance, order_key), order_key)
+        return Matching(candidates, None, view.every_in_listing_order(request.by_importance), order_key)
+    return Matching(candidates, docs, view.in_listing_order(docs, request.by_importance), order_key)
 
 
 def _record_check(view: View, plan: Plan) -> Callable[[int], bool]:
@@ -393,75 +387,6 @@ def _norm(value: Any) -> str | float | None:
 
 
 # -- order and lineage --------------------------------------------------------------
-
-
-def _listing_key(view: View, by_importance: bool) -> Callable[[int], tuple[Any, ...]]:
-    """The listing order as a sort key: the newest-first order on ``created``, behind the
-    highest importance when ``by_importance``."""
-    return _order_key(view.column("created"), view.column("path"),
-                      view.column("importance") if by_importance else None)
-
-
-def _order_key(created: Sequence[Any], paths: Sequence[Any],
-               importance: Sequence[Any] | None) -> Callable[[int], tuple[Any, ...]]:
-    if importance is None:
-        return newest_first_key(created, paths)
-    return ranked_newest_key(importance, created, paths)
-
-
-def _in_listing_order(view: View, docs: list[int], by_importance: bool,
-                      key: Callable[[int], tuple[Any, ...]]) -> Iterator[int]:
-    """``docs`` (live notes, in any order) in listing order, lazily: each segment's share sorted
-    by its place in the segment's cached order (a list lookup per note), the segments merged by
-    ``key`` only as far as the caller reads. Sorting every match by ``key`` built a tuple per
-    match on every call, a millisecond for a common word on 2,000 notes (py-spy under
-    ``bench/load_bench.py``); a rank of the whole index was made again after every commit."""
-    ordered = sorted(docs)
-    streams = []
-    start = 0
-    for seg in view.segments():
-        end = bisect.bisect_left(ordered, seg.offset + seg.size, start)
-        if end > start:
-            rank = _segment_rank(seg, by_importance)
-            offset = seg.offset
-            local = sorted((d - offset for d in ordered[start:end]), key=rank.__getitem__)
-            streams.append([offset + d for d in local])
-        start = end
-    if len(streams) == 1:
-        return iter(streams[0])
-    return heapq.merge(*streams, key=key)
-
-
-def _segment_rank(seg: Segment, by_importance: bool) -> list[int]:
-    """Each local number's place in the segment's listing order (cached)."""
-    def make() -> list[int]:
-        order = _segment_order(seg, by_importance)
-        rank = [0] * len(order)
-        for position, doc in enumerate(order):
-            rank[doc] = position
-        return rank
-
-    return CACHE.get_or_make(("memory_list.rank", seg.key, by_importance), make)
-
-
-def _every_note_in_order(view: View, by_importance: bool,
-                         key: Callable[[int], tuple[Any, ...]]) -> Iterator[int]:
-    """Every live note in listing order, lazily: each segment's order is cached (segments never
-    change) and the segments are merged as far as they are read, so a page after a commit costs
-    a few keys, not a ranking of the whole vault."""
-    streams = [seg.lift_lazily(_segment_order(seg, by_importance)) for seg in view.segments()]
-    return heapq.merge(*streams, key=key)
-
-
-def _segment_order(seg: Segment, by_importance: bool) -> list[int]:
-    """One segment's local numbers in listing order (cached)."""
-    def make() -> list[int]:
-        created = segment_column(seg, "created")
-        key = _order_key(created, segment_column(seg, "path"),
-                         segment_column(seg, "importance") if by_importance else None)
-        return sorted(range(len(created)), key=key)
-
-    return CACHE.get_or_make(("memory_list.order", seg.key, by_importance), make)
 
 
 def _follow(lineage: Lineage, ordered: Iterable[int], docs: list[int] | None, passes: Callable[[int], bool],

@@ -45,10 +45,7 @@ from pathlib import Path
 from typing import Any
 
 from vault_mem.errors import InvalidInput, NotFound
-from vault_mem.index.columns import segment_column
-from vault_mem.index.lru import CACHE
-from vault_mem.index.schema import ancestors, fold
-from vault_mem.index.segments import Segment
+from vault_mem.index.api import ancestors, fold, keep_while_unchanged
 from vault_mem.reads.githistory import DEFAULT_HISTORY, MAX_HISTORY, git_fields
 from vault_mem.reads.lineage import lineage_for
 from vault_mem.reads.links import LinkResolver, backlinks, outgoing
@@ -137,7 +134,8 @@ def _parsed(root: Path, fsrel: str, history: DateSource | None) -> Note:
     stamp = settled_stamp(root / fsrel)
     if stamp is None:
         return read_note(root, fsrel, history)
-    return CACHE.get_or_make(("note", str(root), fsrel, *stamp), lambda: read_note(root, fsrel, history), _note_size)
+    return keep_while_unchanged(("note", str(root), fsrel, *stamp), lambda: (read_note(root, fsrel, history), True),
+                                _note_size)
 
 
 def _note_size(note: Note) -> int:
@@ -210,15 +208,8 @@ def list_domains(view: View, raw: dict[str, Any]) -> dict[str, Any]:
 
 
 def _domains_page(view: View, offset: int) -> dict[str, Any]:
-    # Group by the note's own folder first (per segment, cached), then spread each folder's
-    # totals to its ancestors.
-    own: dict[str, list[int]] = {}  # folder -> [active, archived, newest updated]
-    for seg in view.segments():
-        for folder, (active, arch, newest) in _segment_folders(seg).items():
-            entry = own.setdefault(folder, [0, 0, 0])
-            entry[0] += active
-            entry[1] += arch
-            entry[2] = max(entry[2], newest)
+    # Each folder's own notes (the engine keeps them per segment), spread to its ancestors.
+    own = view.folder_counts()
     totals: dict[str, list[int]] = {}
     for folder, (active, arch, newest) in own.items():
         for name in ["", *ancestors(folder)]:
@@ -243,26 +234,6 @@ def _domains_page(view: View, offset: int) -> dict[str, Any]:
     if offset + len(rows) < len(names):
         answer["next_offset"] = offset + len(rows)
     return answer
-
-
-def _segment_folders(seg: Segment) -> dict[str, tuple[int, int, int]]:
-    """One segment's live notes by own folder: (active, archived, newest updated), cached by the
-    segment and its deletion count (a segment's deletions only ever grow)."""
-    def count() -> dict[str, tuple[int, int, int]]:
-        paths = segment_column(seg, "path")
-        updated = segment_column(seg, "updated")
-        archived = set(seg.term_docs("status", "archived"))
-        own: dict[str, list[int]] = {}
-        for doc in seg.live_local():
-            path = paths[doc]
-            if not path:
-                continue
-            entry = own.setdefault(path.rpartition("/")[0], [0, 0, 0])
-            entry[doc in archived] += 1
-            entry[2] = max(entry[2], updated[doc] or 0)
-        return {folder: (a, b, c) for folder, (a, b, c) in own.items()}
-
-    return CACHE.get_or_make(("folders", seg.key, seg.deletions), count)
 
 
 @functools.lru_cache(maxsize=1 << 16)  # the same folders, call after call: a third of list_domains

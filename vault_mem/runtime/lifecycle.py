@@ -33,11 +33,7 @@ from typing import Any
 
 from vault_mem.errors import VaultUnavailable
 from vault_mem.git.history import unregister
-from vault_mem.index.build import SyncReport, reconcile
-from vault_mem.index.gitfollow import attach_history
-from vault_mem.index.merge import merge_due, merge_lock
-from vault_mem.index.schema import SCHEMA_VERSION
-from vault_mem.index.store import VaultIndex
+from vault_mem.index.api import SCHEMA_VERSION, SyncReport, VaultIndex, attach_history, merge_due, merge_lock, reconcile
 from vault_mem.runtime.watcher import Watcher, folder_identity
 from vault_mem.vault.walk import walk_vault
 

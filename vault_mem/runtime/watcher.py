@@ -32,10 +32,7 @@ from watchdog.events import DirMovedEvent, FileMovedEvent, FileSystemEvent, File
 from watchdog.observers import Observer
 
 from vault_mem.git.history import history_for
-from vault_mem.index.build import reconcile
-from vault_mem.index.query import prefix_records
-from vault_mem.index.schema import document_of
-from vault_mem.index.store import VaultIndex, same_content, stat_state
+from vault_mem.index.api import VaultIndex, document_of, prefix_records, reconcile, same_content, stat_state
 from vault_mem.runtime.observer import (
     INOTIFY,
     changes_to_watch,

@@ -1,39 +1,26 @@
 """What every query runs against: the vault root, its index, the server's settings, and what
 each caller may see.
 
-A ``View`` is made for one call and one caller (``served/agents.py``): for an agent limited
-to some folders its segments count every other note as dead (``index/masked.py``), so every
-document set a read gets (live documents, term lookups, ref resolution, links, hints) is
-already filtered, and a hidden note is ``not_found``; ``record`` refuses one as well, should
-a document number reach it some other way, and ``lexicon`` lists only its notes' terms.
-Writes ask ``check_write``."""
+A ``View`` is made for one call and one caller (``served/agents.py``): the engine's snapshot
+as that caller may see it (for an agent limited to some folders every other note looks as if
+it was never indexed, so every document set a read gets is already filtered, and a hidden note
+is ``not_found``). Writes ask ``check_write``."""
 
 from __future__ import annotations
 
 import json
 import time
-from collections.abc import Callable, Hashable, Iterable, Sequence
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol, TypeVar
+from typing import Any, Protocol
 
-from vault_mem.errors import NotFound
-from vault_mem.index import query, vocabulary
-from vault_mem.index.cells import Cells
-from vault_mem.index.columns import column, path_key_docs, stored_record
-from vault_mem.index.lru import CACHE
-from vault_mem.index.masked import masked_segments
-from vault_mem.index.query import Searcher
-from vault_mem.index.segments import Parts, segments
-from vault_mem.index.store import VaultIndex
-from vault_mem.index.substring import segment_docs_containing, terms_containing
+from vault_mem.index.api import Searcher, Snapshot, VaultIndex, keep_while_unchanged
 from vault_mem.served.agents import Agent
 from vault_mem.vault.frontmatter import split_frontmatter
 from vault_mem.vault.paths import InsideCheck
 from vault_mem.vault.reader import VersionKey, decode, linked_to, read_bytes, version_key
 
-V = TypeVar("V")
 SETTLED_NS = 2_000_000_000  # a file unchanged this long has an mtime that tells a later change
 
 MAX_ANSWER_CHARS = 40_000  # no answer's JSON passes this (docs/tools.md, "Bounded")
@@ -87,32 +74,19 @@ class Vault:
         return self.health.answering()
 
 
-class View:
-    """One consistent look at the index for the length of a call, as ``caller`` may see it
-    (None: the vault's owner, who sees everything). Every document set a read uses comes
-    from these methods (``index/query.py`` behind them), over the view's segments ``parts``:
-    a document a segment counts as dead (deleted, or not this caller's to see:
-    ``index/masked.py``) is in none of them, so what one caller may see is applied there,
-    once. Document numbers are the searcher's; sets are ascending."""
+class View(Snapshot):
+    """One call's look at the served vault, as ``caller`` may see it (None: the vault's owner,
+    who sees everything): the engine's snapshot (``index/snapshot.py``: every document set,
+    record and column a read uses, with what the caller may not see already taken out), the
+    vault it belongs to, the caller's write rules and the notes' bodies on disk."""
 
     def __init__(self, vault: Vault, searcher: Searcher, caller: Agent | None = None) -> None:
+        limited = caller is not None and not caller.reads_everything
+        super().__init__(searcher, caller.mask if caller is not None and limited else None,
+                         caller.may_read if caller is not None and limited else None)
         self.vault = vault
         self.caller = caller
-        self.limited = caller is not None and not caller.reads_everything
-        self.searcher = searcher
-        self.parts = (masked_segments(searcher, caller.mask, caller.may_read) if caller is not None and self.limited
-                      else segments(searcher))
-        self._records: dict[int, dict[str, Any]] = {}
         self._inside: InsideCheck | None = None  # the root and folders resolved once a call, not once a row
-        self._state: tuple[Any, ...] | None = None
-
-    def kept(self, name: Hashable, make: Callable[[], V]) -> V:
-        """``make()``, kept in the process's shared cache for as long as the view's segments and
-        their deletions (and what its caller may not see) stay: for what every call asks and
-        only a commit changes (under steady saves a dozen calls share each commit)."""
-        if self._state is None:
-            self._state = tuple((segment.key, segment.deletions) for segment in self.parts)
-        return CACHE.get_or_make((name, self._state), make)
 
     def may_read(self, path: str) -> bool:
         return self.caller is None or self.caller.may_read(path)
@@ -132,107 +106,6 @@ class View:
             if real:
                 self.caller.check_write(real, tool)
 
-    # -- document sets ----------------------------------------------------------------
-
-    def all_docs(self) -> list[int]:
-        """Every live document."""
-        return query.live_docs(self.parts)
-
-    def term_docs(self, field: str, values: Iterable[str]) -> list[int]:
-        """The documents holding any of the exact ``values`` in ``field``."""
-        return query.term_docs(self.parts, field, values)
-
-    def docs_where(self, require: list[tuple[str, str]], field: str | None = None,
-                   values: list[str] | None = None) -> list[int]:
-        """The documents holding every (field, value) of ``require`` and, when ``field`` is
-        given, any of ``values`` in it."""
-        return query.docs_where(self.parts, require, field, values)
-
-    def docs_in_range(self, field: str, lo: Any | None, hi: Any | None) -> list[int]:
-        """The documents whose sortable ``field`` is in ``[lo, hi)`` (None: open)."""
-        return query.docs_in_range(self.parts, field, lo, hi)
-
-    def newest(self, field: str, limit: int, keep: Callable[[int], bool] | None = None,
-               floor: Any | None = None) -> list[int] | None:
-        """Up to ``limit`` documents newest first on ``field`` (see ``index.query.newest_docs``)."""
-        return query.newest_docs(self.parts, field, limit, keep, floor)
-
-    def path_key_docs(self, field: str, value: str) -> list[int]:
-        """The documents whose ``key_path`` or ``key_name`` is ``value``."""
-        return path_key_docs(self.searcher, self.parts, field, value)
-
-    def docs_containing(self, field: str, needle: str) -> list[int]:
-        """The live documents whose ``field`` contains the word-only ``needle`` (any case),
-        ascending."""
-        needle = needle.lower()
-        found: list[int] = []
-        for seg in self.parts:
-            found.extend(seg.lift(segment_docs_containing(seg, field, needle)))
-        return found
-
-    def segments(self) -> Parts:
-        """The view's segments, for a read that caches what it derives per segment (and applies
-        each one's ``dead`` through ``lift``)."""
-        return self.parts
-
-    # -- what the index knows besides document sets ------------------------------------
-
-    def has_term(self, field: str, value: str) -> bool:
-        return query.has_term(self.parts, field, value)
-
-    def terms_containing(self, field: str, needle: str) -> list[str]:
-        return terms_containing(self.parts, field, needle)
-
-    def holds(self, fields: tuple[str, ...], needle: str, substring: bool = True) -> bool:
-        """Whether a live note holds the word ``needle`` in any of ``fields`` (inside a token too,
-        with ``substring``)."""
-        return vocabulary.holds(self.parts, fields, needle, substring)
-
-    def closest_words(self, fields: tuple[str, ...], word: str) -> list[str]:
-        """The words of ``fields`` closest to ``word`` ("did you mean"), the commonest first."""
-        return vocabulary.closest_words(self.parts, fields, word)
-
-    def doc_frequency(self, field: str, value: str) -> int:
-        return query.doc_frequency(self.searcher, field, value)
-
-    def doc_count(self) -> int:
-        return query.doc_count(self.searcher)
-
-    def record(self, docnum: int) -> dict[str, Any]:
-        rec = self._records.get(docnum)
-        if rec is None:
-            rec = stored_record(self.searcher, docnum)
-            if self.limited and not self.may_read(str(rec.get("path", ""))):
-                raise NotFound("no such note")  # masked already; a second lock on the same door
-            self._records[docnum] = rec
-        return rec
-
-    def column(self, field: str) -> Sequence[Any]:
-        return column(self.searcher, field)
-
-    def cells(self, field: str) -> Cells:
-        """``field``'s values by document number, for a few documents: the column is read whole
-        only once many are asked for (``index/cells.py``)."""
-        return Cells(self.searcher, field)
-
-    def lexicon(self, field: str) -> list[str]:
-        """Every term of ``field`` in the index (a term only deleted notes hold included); for a
-        limited caller only those held by a note it may see (a segment's lexicon lists the terms
-        of every note in it, whoever may read them)."""
-        def make() -> list[str]:
-            found = query.lexicon(self.parts, field)
-            return [t for t in found if self.has_term(field, t)] if self.limited else found
-
-        return list(self.kept(("lexicon", field), make))
-
-    def by_path(self, path: str) -> int | None:
-        docs = self.term_docs("path", [path])
-        return docs[0] if docs else None
-
-    def sort_newest(self, docs: Iterable[int], field: str = "updated") -> list[int]:
-        """``docs`` in the one newest-first order on ``field`` (``index.query.newest_first_key``)."""
-        return query.sort_newest(self.searcher, docs, field)
-
     def body(self, record: dict[str, Any]) -> str:
         """The note's body as it is on disk now ('' when the file is gone or now leads outside the vault)."""
         if self._inside is None:
@@ -247,14 +120,8 @@ class View:
         stamp = settled_stamp(path)
         if stamp is None:
             return _body_now(record, path)[0]
-        key = ("body", str(self.vault.root), record["fsrel"], *stamp)
-        kept: str | None = CACHE.peek(key)
-        if kept is not None:
-            return kept
-        body, readable = _body_now(record, path)
-        if readable:
-            CACHE.get_or_make(key, lambda: body, _text_size)
-        return body
+        return keep_while_unchanged(("body", str(self.vault.root), record["fsrel"], *stamp),
+                                    lambda: _body_now(record, path), _text_size)
 
 
 def settled_stamp(path: Path) -> VersionKey | None:

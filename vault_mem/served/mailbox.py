@@ -20,10 +20,7 @@ import os
 from typing import Any
 
 from vault_mem.index import agentstate
-from vault_mem.index.columns import segment_column
-from vault_mem.index.lru import CACHE
-from vault_mem.index.schema import fold
-from vault_mem.index.segments import Segment
+from vault_mem.index.api import fold
 from vault_mem.served.agents import AGENT_NAME, Agent
 from vault_mem.served.context import View
 from vault_mem.vault.dates import iso
@@ -136,7 +133,7 @@ def _lost(view: View, agent: str, wrote: dict[str, Any]) -> dict[str, tuple[dict
     found: dict[str, tuple[dict[str, Any], tuple[str, Any] | None]] = {}
     if not wrote:
         return found
-    there = _written_there(view, agent)
+    there = view.written_by(agent)
     # ``wrote`` is keyed by each note's file path, which is its indexed path except where the two
     # are spelled apart (a decomposed name on macOS): such keys stay in the difference and get the
     # full check below. A key found in ``there`` is a live note of the agent at that very file.
@@ -162,31 +159,3 @@ def _lost(view: View, agent: str, wrote: dict[str, Any]) -> dict[str, tuple[dict
         row["what"] = "moved" if moved else "deleted"
         found[fsrel] = (row, moved)
     return found
-
-
-def _written_there(view: View, agent: str) -> frozenset[str]:
-    """The paths of the notes indexed with ``agent`` as their writer: they are there. One term,
-    one column, instead of a stat per note (an agent may have written a thousand); kept in the
-    shared cache for as long as the view's segments and deletions stay, because every call of a
-    busy agent asks, and under steady saves a dozen calls share each commit. Each segment's own
-    share is kept by the segment (its documents never change; deletions are applied here), so
-    that after a commit only the new segment is read: reading them all again after every commit
-    was 8% of the writing worker's time under 32 sessions."""
-    def make() -> frozenset[str]:
-        there: set[str] = set()
-        for segment in view.segments():
-            dead = segment.dead
-            there.update(path for docnum, path in _agent_paths(segment, agent) if docnum not in dead)
-        return frozenset(there)
-
-    return view.kept(("written there", agent), make)
-
-
-def _agent_paths(segment: Segment, agent: str) -> list[tuple[int, str]]:
-    """(local number, path) of every document of ``segment`` with ``agent`` as its writer, deleted
-    ones included (cached: a segment's documents never change)."""
-    def make() -> list[tuple[int, str]]:
-        paths = segment_column(segment, "path")
-        return [(docnum, paths[docnum]) for docnum in segment.term_docs("agent", fold(agent))]
-
-    return CACHE.get_or_make(("agent paths", segment.key, agent), make)

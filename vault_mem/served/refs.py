@@ -28,8 +28,7 @@ from __future__ import annotations
 import unicodedata
 
 from vault_mem.errors import InvalidInput, NotFound
-from vault_mem.index.columns import PATH_KEY_FIELDS
-from vault_mem.index.schema import fold, strip_md
+from vault_mem.index.api import PATH_KEY_FIELDS, fold, strip_md
 from vault_mem.served.context import View
 from vault_mem.vault.note import PERMALINK_PREFIX, domain_of, permalink_of
 from vault_mem.vault.paths import check_relative

@@ -21,8 +21,7 @@ from typing import Any
 
 from vault_mem.errors import Conflict, IndexBusy, InvalidInput, NotFound, WriteFailed
 from vault_mem.git.commit import write_commit
-from vault_mem.index.commits import Batch
-from vault_mem.index.store import VaultIndex
+from vault_mem.index.api import Batch, VaultIndex
 from vault_mem.served.agents import check_agent_name
 from vault_mem.served.context import View
 from vault_mem.served.params import (

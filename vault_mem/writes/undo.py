@@ -22,8 +22,8 @@ from vault_mem.git.commit import agent_identity, commit_paths
 from vault_mem.git.repo import Repo
 from vault_mem.index import journal
 from vault_mem.index.agentstate import agent_key
+from vault_mem.index.api import VaultIndex
 from vault_mem.index.journal import Entry, digest
-from vault_mem.index.store import VaultIndex
 from vault_mem.vault.dates import iso
 from vault_mem.vault.paths import note_file
 from vault_mem.vault.reader import read_note

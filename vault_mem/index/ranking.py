@@ -31,8 +31,8 @@ from vault_mem.index.impacts import grouped_in_tie_order
 from vault_mem.index.lru import CACHE
 from vault_mem.index.query import english_stem
 from vault_mem.index.segments import Segment
+from vault_mem.index.snapshot import Snapshot
 from vault_mem.index.substring import segment_form_hit_counts, words
-from vault_mem.served.context import View
 
 MAX_TERMS = 32
 MIN_TERM_CHARS = 3
@@ -118,7 +118,7 @@ def form_stats(notes: int, exact_df: int, stem_df: int) -> TermStats:
     return TermStats(rarity(notes, exact_df) if exact_df else 0.0, rarity(notes, stem_df) if stem_df else 0.0)
 
 
-def weighted_hits(view: View, term: str) -> TermHits:
+def weighted_hits(view: Snapshot, term: str) -> TermHits:
     """Field-weighted hits of ``term`` and of its stem alone, for every note holding either.
 
     Computed per segment and kept in the shared cache (segments never change): a question's
@@ -127,7 +127,7 @@ def weighted_hits(view: View, term: str) -> TermHits:
     and the segments' offsets are applied per call."""
     exact: dict[int, float] = {}
     alone: dict[int, float] = {}
-    for seg in view.segments():
+    for seg in view.parts:
         hits = segment_hits(seg, term)
         exact.update(seg.lift_items(hits.exact))
         alone.update(seg.lift_items(hits.stem))
@@ -148,7 +148,7 @@ Groups = list[tuple[tuple[float | None, float | None], list[int]]]
 def segment_groups(seg: Segment, term: str) -> Groups:
     """One segment's notes holding ``term`` in some form, grouped by their weighted hits
     ``(exact, stem)`` (None: that form absent), each group in the tie order (cached by content;
-    dead notes too: the caller skips ``seg.dead``). What ``reads/topk.py`` walks from the
+    dead notes too: the caller skips ``seg.dead``). What ``index/topk.py`` walks from the
     greatest contribution down."""
     def make() -> Groups:
         hits = segment_hits(seg, term)
@@ -187,7 +187,7 @@ def _hits_size(hits: TermHits) -> int:
     return sum(sys.getsizeof(d) + 56 * len(d) for d in hits)
 
 
-def score_notes(view: View, terms: list[str]) -> dict[int, float]:
+def score_notes(view: Snapshot, terms: list[str]) -> dict[int, float]:
     """The score of every note holding at least one term in some form, by docnum."""
     notes = view.doc_count()
     totals: dict[int, float] = {}

@@ -1,6 +1,6 @@
 """The first ``limit`` notes of a search in rank order, without scoring every note that matches.
 
-The order is the ranking's (docs/ranking.md, ``reads/ranking.py``): score, then ``updated``
+The order is the ranking's (docs/ranking.md, ``index/ranking.py``): score, then ``updated``
 newest first, then path; the page is exactly what scoring every match and sorting would
 give, ties included. What makes skipping possible: each part of a score is a function of
 one term's statistics, so what a term adds to a note is known from the note's weighted hits
@@ -30,7 +30,7 @@ from collections.abc import Collection, Iterator
 from dataclasses import dataclass
 
 from vault_mem.index.impacts import tie_key
-from vault_mem.reads.ranking import (
+from vault_mem.index.ranking import (
     ALL_TERMS_BONUS,
     SCORE_DECIMALS,
     TermHits,
@@ -39,7 +39,7 @@ from vault_mem.reads.ranking import (
     segment_groups,
     segment_hits,
 )
-from vault_mem.served.context import View
+from vault_mem.index.snapshot import Snapshot
 
 DIRECT_BELOW = 256  # matches (a bound: the terms' holders summed) scored without pruning
 TIER_BELOW = 256  # notes holding every term (exactly, or in some form) scored without a walk
@@ -59,7 +59,7 @@ class Ranked:
     truncated: bool
 
 
-def best_notes(view: View, terms: list[str], limit: int, keep: Collection[int] | None = None,
+def best_notes(view: Snapshot, terms: list[str], limit: int, keep: Collection[int] | None = None,
                direct_below: int = DIRECT_BELOW, tier_below: int = TIER_BELOW) -> Ranked:
     """The first ``limit`` notes holding some term in some form (and in ``keep``, when given)
     in rank order; the same page as ``ranking.score_notes`` of every note, sorted. The two
@@ -76,9 +76,9 @@ def best_notes(view: View, terms: list[str], limit: int, keep: Collection[int] |
 class _Query:
     """One call's terms over the searcher's segments: their hits, rarities and the scoring."""
 
-    def __init__(self, view: View, terms: list[str]) -> None:
+    def __init__(self, view: Snapshot, terms: list[str]) -> None:
         self.terms = terms
-        self.segments = list(view.segments())  # a limited caller's hidden notes among each one's dead
+        self.segments = list(view.parts)  # a limited caller's hidden notes among each one's dead
         self.offsets = [seg.offset for seg in self.segments]
         self.dead = [seg.dead for seg in self.segments]
         self.hits: list[list[TermHits]] = [[segment_hits(seg, t) for seg in self.segments] for t in terms]
