@@ -231,8 +231,8 @@ def test_postings_spilled_to_run_files_index_the_same_as_postings_sorted_in_memo
     from whoosh import index as whoosh_index
     from whoosh.writing import SegmentWriter
 
-    from vault_mem.index.postings import RUN_CHUNK, TermPool
     from vault_mem.index.schema import document_of, make_schema
+    from vault_mem.index.whoosh.postings import RUN_CHUNK, TermPool
     from vault_mem.vault.reader import read_note
 
     rng = random.Random(7)
@@ -269,8 +269,8 @@ def test_term_lengths_written_from_decoded_lengths_are_whooshs_own(tmp_path: Pat
     from whoosh import index as whoosh_index
     from whoosh.writing import SegmentWriter
 
-    from vault_mem.index import whoosh_seam
     from vault_mem.index.schema import document_of, make_schema
+    from vault_mem.index.whoosh import seam as whoosh_seam
     from vault_mem.vault.reader import read_note
 
     rng = random.Random(11)

@@ -2,7 +2,7 @@
 vault <- git <- index <- served <- reads, writes (apart from each other) <- mcp_server <- cli,
 with runtime (what runs while serving) beside served, above the index and below the cli;
 imports (import and export) and clients (their config files) stand on vault alone, for cli;
-Whoosh is imported only inside index/ (and its internals only in index/whoosh_seam.py)."""
+Whoosh is imported only inside index/ (and its internals only in index/whoosh/seam.py)."""
 
 from __future__ import annotations
 

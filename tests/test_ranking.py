@@ -18,7 +18,7 @@ import yaml
 from vault_mem.index.build import sync
 from vault_mem.index.segments import segments
 from vault_mem.index.substring import form_hit_counts
-from vault_mem.index.whoosh_files import _decoded_postings, _matcher_postings
+from vault_mem.index.whoosh.files import _decoded_postings, _matcher_postings
 from vault_mem.vault.walk import walk_vault
 
 pytestmark = pytest.mark.anyio

@@ -1,4 +1,4 @@
-"""The Whoosh seam (vault_mem/index/whoosh_seam.py, and whoosh_files.py): the pinned version and the shape of every
+"""The Whoosh seam (vault_mem/index/whoosh/): the pinned version and the shape of every
 target are checked at import with a clear message; each patch does what its docstring says;
 no module outside the seam touches a private Whoosh name.
 
@@ -18,14 +18,15 @@ import whoosh.index
 import whoosh.writing
 from whoosh.fields import ID, TEXT, Schema
 
-from vault_mem.index import whoosh_parts, whoosh_seam
-from vault_mem.index.mapping import ViewFile
-from vault_mem.index.whoosh_seam import WhooshMismatch, check_shapes, check_version, shape_problems
+from vault_mem.index.whoosh import parts as whoosh_parts
+from vault_mem.index.whoosh import seam as whoosh_seam
+from vault_mem.index.whoosh.mapping import ViewFile
+from vault_mem.index.whoosh.seam import WhooshMismatch, check_shapes, check_version, shape_problems
 
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGE = ROOT / "vault_mem"
-SEAM = PACKAGE / "index" / "whoosh_seam.py"
-SEAMS = (SEAM, PACKAGE / "index" / "whoosh_files.py", PACKAGE / "index" / "whoosh_parts.py")  # three modules
+SEAM = PACKAGE / "index" / "whoosh" / "seam.py"
+SEAMS = tuple(sorted((PACKAGE / "index" / "whoosh").glob("*.py")))  # the one folder that knows Whoosh's internals
 
 
 def test_the_installed_whoosh_is_the_one_pinned_in_pyproject() -> None:
@@ -280,7 +281,7 @@ def test_a_renewed_searcher_makes_its_sub_searchers_only_when_whoosh_asks_for_th
     from whoosh.query import Every, Term
     from whoosh.searching import Searcher
 
-    from vault_mem.index.whoosh_parts import LeanSearcher
+    from vault_mem.index.whoosh.parts import LeanSearcher
 
     vault = make_vault({f"n{i}.md": f"---\nid: n{i}\n---\nbody {'kiwi' if i % 2 else 'plum'}\n" for i in range(6)})
     for i in range(3):  # each commit: one more segment, and each thread's searcher renewed

@@ -1,3 +1,3 @@
-"""The Whoosh index, a disposable cache of the vault rebuilt or reconciled from the files:
-Whoosh's patches and internals behind one seam (``whoosh_seam``), the versioned schema, build,
-merge and store, and the query API everything above asks through (``query``, ``segments``)."""
+"""The search engine: the vault's Whoosh index (a disposable cache rebuilt or reconciled from
+the files), how it is built, merged and kept, and how it answers. Everything above imports its
+one face, ``index/api.py``; what knows Whoosh's internals lives in ``index/whoosh/``."""

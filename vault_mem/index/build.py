@@ -35,7 +35,7 @@ from vault_mem.index.merge import tier
 from vault_mem.index.progress import Progress
 from vault_mem.index.schema import document_of
 from vault_mem.index.store import VaultIndex, same_content, stat_state
-from vault_mem.index.whoosh_seam import drop_temp_folder, finish_segment, publish, unlocked_writer
+from vault_mem.index.whoosh.seam import drop_temp_folder, finish_segment, publish, unlocked_writer
 from vault_mem.vault.note import Note
 from vault_mem.vault.paths import display_path
 from vault_mem.vault.reader import read_note

@@ -50,7 +50,7 @@ from whoosh.index import TOC
 from whoosh.reading import SegmentReader
 
 from vault_mem.index.commits import TINY_FOLD, clean_debris, tiny_segments, write_lock
-from vault_mem.index.whoosh_seam import (
+from vault_mem.index.whoosh.seam import (
     DEFAULT_INDEX_NAME,
     TocTarget,
     finish_segment,

@@ -20,8 +20,8 @@ from typing import Any, TypeVar
 from whoosh.searching import Searcher
 
 from vault_mem.index.lru import CACHE
-from vault_mem.index.whoosh_files import field_terms
-from vault_mem.index.whoosh_seam import reader_folder
+from vault_mem.index.whoosh.files import field_terms
+from vault_mem.index.whoosh.seam import reader_folder
 
 V = TypeVar("V")
 LONG_POSTINGS = 64  # a term held by at least this many documents of a segment: its list is cached

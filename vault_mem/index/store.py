@@ -43,8 +43,8 @@ from vault_mem.index.commits import (
     write_lock,
 )
 from vault_mem.index.schema import SCHEMA_VERSION, document_of, make_schema
-from vault_mem.index.whoosh_parts import LeanSearcher, frozen_segment, lend_searcher, parts_in_memory
-from vault_mem.index.whoosh_seam import new_segment_id, renewed_searcher, with_deletions
+from vault_mem.index.whoosh.parts import LeanSearcher, frozen_segment, lend_searcher, parts_in_memory
+from vault_mem.index.whoosh.seam import new_segment_id, renewed_searcher, with_deletions
 from vault_mem.vault.note import Note
 from vault_mem.vault.paths import INDEX_DIRNAME
 from vault_mem.vault.portable import replace_file, user_cache_root

@@ -22,7 +22,7 @@ from whoosh.searching import Searcher
 
 from vault_mem.index.lru import CACHE
 from vault_mem.index.segments import Parts, Segment, segments
-from vault_mem.index.whoosh_files import field_terms, postings
+from vault_mem.index.whoosh.files import field_terms, postings
 
 _WORD_RUN = re.compile(r"\w+")
 

@@ -39,7 +39,7 @@ The patches, applied when this module is first imported (before any writer exist
    lengths are decoded once, to the same values (``SegmentWriter._flush_segment``).
 
 7. Documents to postings without a Token per word or a sorted tuple per posting
-   (``index/postings.py``): the terms of the schema's text, keyword and id fields come from one
+   (``index/whoosh/postings.py``): the terms of the schema's text, keyword and id fields come from one
    ``findall`` and a ``Counter``, and the pool keeps each term's postings together, so a
    segment's postings are written term by term after sorting the terms, not every posting:
    the same terms, postings and lengths (``SegmentWriter.add_document``, ``PostingPool``; about
@@ -116,10 +116,10 @@ from whoosh.searching import Searcher
 from whoosh.system import _INT_SIZE
 from whoosh.util.numeric import byte_to_length
 
-from vault_mem.index import whoosh_parts
-from vault_mem.index.mapping import SharedFiles, ViewFile, hash_reader_init
-from vault_mem.index.postings import TermPool
-from vault_mem.index.postings import add_document as postings_add_document
+from vault_mem.index.whoosh import parts as whoosh_parts
+from vault_mem.index.whoosh.mapping import SharedFiles, ViewFile, hash_reader_init
+from vault_mem.index.whoosh.postings import TermPool
+from vault_mem.index.whoosh.postings import add_document as postings_add_document
 
 PINNED = "2.7.5"  # the whoosh-reloaded release everything below was written against
 
@@ -132,7 +132,7 @@ def check_version(found: str) -> None:
     """Raise WhooshMismatch unless ``found`` is the pinned whoosh-reloaded version."""
     if found != PINNED:
         raise WhooshMismatch(
-            f"vault-mem needs whoosh-reloaded {PINNED} exactly (its patches in vault_mem/index/whoosh_seam.py "
+            f"vault-mem needs whoosh-reloaded {PINNED} exactly (its patches in vault_mem/index/whoosh/seam.py "
             f"were written against that release), but {found} is installed; "
             f"run: pip install 'whoosh-reloaded=={PINNED}'")
 
@@ -239,7 +239,7 @@ def shape_problems() -> list[str]:
 def check_shapes(problems: list[str]) -> None:
     """Raise WhooshMismatch listing ``problems`` when there are any."""
     if problems:
-        raise WhooshMismatch("the installed Whoosh differs from the one vault_mem/index/whoosh_seam.py "
+        raise WhooshMismatch("the installed Whoosh differs from the one vault_mem/index/whoosh/seam.py "
                              f"was written for ({PINNED}): " + "; ".join(problems))
 
 
