@@ -7,7 +7,7 @@ import random
 import textwrap
 import threading
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Iterator
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any, TypeVar
@@ -15,6 +15,7 @@ from typing import Any, TypeVar
 import pytest
 from mcp import Client
 
+from vault_mem.index.api import install_whoosh_patches
 from vault_mem.index.build import sync
 from vault_mem.index.store import VaultIndex
 from vault_mem.mcp_server.answers import IS_ERROR
@@ -28,6 +29,22 @@ SAMPLE_VAULT = Path(__file__).resolve().parent.parent / "sample_vault"
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addoption("--slow", action="store_true", default=False, help="run the long fuzz and load tests")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    # As the command line does at start. VAULT_MEM_WHOOSH_PATCHES=none runs the suite on Whoosh's
+    # own code: the patches are speed, never meaning (CI runs a part of the suite that way).
+    install_whoosh_patches()
+
+
+@pytest.fixture
+def whoosh_patches() -> Iterator[None]:
+    """Every Whoosh patch in place for one test (a test of what a patch does), whatever the run chose."""
+    from vault_mem.index.whoosh.patches import install
+
+    install(())
+    yield
+    install_whoosh_patches()
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:

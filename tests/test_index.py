@@ -10,6 +10,7 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
 from conftest import write_notes
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -224,6 +225,7 @@ def json_str(text: str) -> str:
     return json.dumps(text, ensure_ascii=False)
 
 
+@pytest.mark.usefixtures("whoosh_patches")  # patch 5's run files
 def test_postings_spilled_to_run_files_index_the_same_as_postings_sorted_in_memory(tmp_path: Path) -> None:
     """The build's posting pool (``postings.TermPool``) spills sorted runs to temp
     files when it outgrows its limit and merges them back: a tiny limit (hundreds of runs, so

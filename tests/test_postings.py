@@ -6,6 +6,7 @@ import random
 from pathlib import Path
 from typing import Any
 
+import pytest
 import whoosh.writing
 from conftest import write_notes
 from hypothesis import given, settings
@@ -24,6 +25,8 @@ from vault_mem.vault.reader import read_note
 _TRICKY = ["İstanbul", "ΣΊΣΥΦΟΣ", "Straße", "ǅemal", "١٢٣", "e\u0301te", "a\u200db", "naïve", "日本語",
            "🙂x", "under_score", "Ⅻ", "ﬁne", "K", "x\x1fy", "", " ", "\x1f\x1f"]
 _TEXT = st.lists(st.one_of(st.sampled_from(_TRICKY), st.text(max_size=12)), max_size=30).map(" ".join)
+
+pytestmark = pytest.mark.usefixtures("whoosh_patches")  # what each patch does, with every patch in place
 
 
 @settings(max_examples=300, deadline=None)

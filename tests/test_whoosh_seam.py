@@ -28,6 +28,8 @@ PACKAGE = ROOT / "vault_mem"
 SEAM = PACKAGE / "index" / "whoosh" / "seam.py"
 SEAMS = tuple(sorted((PACKAGE / "index" / "whoosh").glob("*.py")))  # the one folder that knows Whoosh's internals
 
+pytestmark = pytest.mark.usefixtures("whoosh_patches")  # what each patch does, with every patch in place
+
 
 def test_the_installed_whoosh_is_the_one_pinned_in_pyproject() -> None:
     dependencies = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]["dependencies"]

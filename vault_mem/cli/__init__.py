@@ -57,6 +57,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     previous = None
     try:
         previous = _sigterm_as_interrupt()
+        from vault_mem.index.api import install_whoosh_patches  # the composition root: once, here
+
+        install_whoosh_patches()
         return command.run(args)
     except VaultMemError as exc:
         message = for_people(exc.message)

@@ -11,6 +11,8 @@ else inside it (``tests/test_layers.py`` keeps it so).
                         how names and text are normalised for the index's keys
     keep_while_unchanged
                         keep what is derived from one version of a file (the engine's cache)
+    install_whoosh_patches
+                        put the Whoosh patches in place (each one switchable: index/whoosh/patches.py)
 
 Whoosh, its segments, columns and the shared cache stay behind this face.
 """
@@ -34,6 +36,7 @@ from vault_mem.index.store import VaultIndex, same_content, stat_state
 from vault_mem.index.substring import is_word, words
 from vault_mem.index.topk import Ranked, best_notes
 from vault_mem.index.vocabulary import closest_names
+from vault_mem.index.whoosh.patches import install_from_environment as install_whoosh_patches
 
 __all__ = [
     "PATH_KEY_FIELDS",
@@ -53,6 +56,7 @@ __all__ = [
     "document_of",
     "fold",
     "has_index",
+    "install_whoosh_patches",
     "is_word",
     "keep_while_unchanged",
     "live",

@@ -35,6 +35,7 @@ from vault_mem.index.merge import tier
 from vault_mem.index.progress import Progress
 from vault_mem.index.schema import document_of
 from vault_mem.index.store import VaultIndex, same_content, stat_state
+from vault_mem.index.whoosh.patches import install_from_environment
 from vault_mem.index.whoosh.seam import drop_temp_folder, finish_segment, publish, unlocked_writer
 from vault_mem.vault.note import Note
 from vault_mem.vault.paths import display_path
@@ -241,6 +242,7 @@ def _worker(index_dir: str, root: str, conn: Connection) -> None:
     with contextlib.suppress(ValueError, OSError):
         signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent decides when to stop
     try:
+        install_from_environment()  # a spawned process: the parent's patches are not inherited
         history = open_history_readonly(Path(root), Path(index_dir))
         ix = whoosh_index.open_dir(index_dir)
         # Every writer of an index shares one temp folder ("MAIN.tmp") by default; a worker that

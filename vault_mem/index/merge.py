@@ -50,6 +50,7 @@ from whoosh.index import TOC
 from whoosh.reading import SegmentReader
 
 from vault_mem.index.commits import TINY_FOLD, clean_debris, tiny_segments, write_lock
+from vault_mem.index.whoosh.patches import install_from_environment
 from vault_mem.index.whoosh.seam import (
     DEFAULT_INDEX_NAME,
     TocTarget,
@@ -269,6 +270,7 @@ def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(level=logging.INFO, stream=sys.stderr, format="vault-mem merge: %(message)s")
     lower_priority()
     try:
+        install_from_environment()
         results = merge_all(Path(args[0]))
     except Exception as exc:  # the index is unchanged; the server tries again later
         log.error("merge failed: %s: %s", type(exc).__name__, exc)

@@ -15,7 +15,7 @@ from whoosh.analysis import LowercaseFilter, RegexTokenizer
 from whoosh.fields import ID, NUMERIC, STORED, TEXT, Schema
 from whoosh.fields import KEYWORD as _KEYWORD
 
-from vault_mem.index.whoosh import seam as whoosh_seam  # noqa: F401  (checked and patched before any writer exists)
+from vault_mem.index.whoosh import seam as _seam  # noqa: F401  (the installed Whoosh checked before any index is opened)
 from vault_mem.vault.dates import parse_datetime
 from vault_mem.vault.fields import FIELDS, plain
 from vault_mem.vault.fields import fold as fold  # kept importable from here

@@ -82,7 +82,7 @@ def parts_in_memory() -> Iterator[None]:
         _in_memory.on = False
 
 
-def _parts_writer(make: Any) -> Any:
+def parts_writer(make: Any) -> Any:
     def writer(self: Any, storage: Any, segment: Any) -> Any:
         if getattr(_in_memory, "on", False):
             parts = _parts.get(segment)
@@ -93,16 +93,16 @@ def _parts_writer(make: Any) -> Any:
     return writer
 
 
-def _parts_reader(make: Any) -> Any:
+def parts_reader(make: Any) -> Any:
     def reader(self: Any, storage: Any, segment: Any) -> Any:
         return make(self, _parts.get(segment, storage), segment)
     return reader
 
 
-_create_compound_file = whoosh.codec.base.Segment.create_compound_file  # taken before install()
+_create_compound_file = whoosh.codec.base.Segment.create_compound_file  # Whoosh's own (patches.py installs later)
 
 
-def _assemble_parts(self: Any, storage: Any) -> None:
+def assemble_parts(self: Any, storage: Any) -> None:
     parts = _parts.pop(self, None)
     if parts is None:
         _create_compound_file(self, storage)
@@ -128,7 +128,7 @@ def frozen_segment(segment: Any) -> Any:
 # starts the generations again writes new files. Its segments are shared by every reader, which
 # only reads them; a writer, which records its deletions in them, gets copies of its own.
 _TOCS_KEPT = 8  # the latest generations of the indexes open in this process
-_read_toc_file = whoosh.index.TOC.read.__func__  # taken before install()
+_read_toc_file = whoosh.index.TOC.read.__func__  # Whoosh's own (patches.py installs later)
 _whoosh_write_toc = whoosh.index.TOC.write  # the same (tests compare the bytes each writes)
 _tocs: OrderedDict[tuple[str, str, int], tuple[tuple[int, int, int], Any]] = OrderedDict()
 _tocs_lock = threading.Lock()
@@ -145,7 +145,7 @@ def _keep_latest(kept: OrderedDict[Any, Any], key: Any, value: Any) -> None:
             kept.popitem(last=False)
 
 
-def _read_toc(cls: Any, storage: Any, indexname: str, gen: int | None = None, schema: Any = None) -> Any:
+def read_toc(cls: Any, storage: Any, indexname: str, gen: int | None = None, schema: Any = None) -> Any:
     folder = getattr(storage, "folder", None)
     if schema is None or type(storage) is not FileStorage or not isinstance(folder, str):
         return _read_toc_file(cls, storage, indexname, gen, schema)  # a schema read from the file: not kept
@@ -166,11 +166,11 @@ def _read_toc(cls: Any, storage: Any, indexname: str, gen: int | None = None, sc
     return cls(toc.schema, list(toc.segments), toc.generation, toc.version, toc.release)
 
 
-_whoosh_writer_init = whoosh.writing.SegmentWriter.__init__  # taken before install()
+_whoosh_writer_init = whoosh.writing.SegmentWriter.__init__  # Whoosh's own (patches.py installs later)
 
 
 @functools.wraps(_whoosh_writer_init)
-def _writer_init(self: Any, ix: Any, *args: Any, **kwargs: Any) -> None:
+def writer_init(self: Any, ix: Any, *args: Any, **kwargs: Any) -> None:
     _whoosh_writer_init(self, ix, *args, **kwargs)
     self.segments = [frozen_segment(s) for s in self.segments]  # its deletions stay its own
 
@@ -187,7 +187,7 @@ def _schema_pickle(schema: Any) -> bytes:
     return pickled
 
 
-def _write_toc(self: Any, storage: Any, indexname: str) -> None:
+def write_toc(self: Any, storage: Any, indexname: str) -> None:
     """``TOC.write``: the same bytes, with the schema's pickle made once (``_schema_pickle``)."""
     schema = ensure_schema(self.schema)
     schema.clean()
@@ -208,11 +208,11 @@ def _write_toc(self: Any, storage: Any, indexname: str) -> None:
     storage.rename_file(tempfilename, tocfilename, safe=True)
 
 
-def _folder_temp_storage(self: Any, name: str | None = None) -> FileStorage:
+def folder_temp_storage(self: Any, name: str | None = None) -> FileStorage:
     return _temp_storage(self.folder, name)
 
 
-def _ram_temp_storage(self: Any, name: str | None = None) -> FileStorage:
+def ram_temp_storage(self: Any, name: str | None = None) -> FileStorage:
     return _temp_storage(tempfile.gettempdir(), name)  # where Whoosh's RamStorage puts it
 
 
@@ -224,21 +224,6 @@ def _temp_storage(folder: str, name: str | None) -> FileStorage:
     if not os.path.isdir(path):
         os.makedirs(path, exist_ok=True)
     return FileStorage(path)
-
-
-def install() -> None:
-    """Patches 10, 11 and 12 (whoosh_seam.py applies them once its shape check passed)."""
-    codec = whoosh.codec.whoosh3.W3Codec
-    for name in ("per_document_writer", "field_writer"):
-        setattr(codec, name, _parts_writer(getattr(codec, name)))
-    for name in ("per_document_reader", "terms_reader"):
-        setattr(codec, name, _parts_reader(getattr(codec, name)))
-    whoosh.codec.base.Segment.create_compound_file = _assemble_parts
-    whoosh.index.TOC.read = classmethod(_read_toc)
-    whoosh.index.TOC.write = _write_toc
-    whoosh.writing.SegmentWriter.__init__ = _writer_init
-    FileStorage.temp_storage = _folder_temp_storage
-    RamStorage.temp_storage = _ram_temp_storage
 
 
 def _keep_open() -> None:

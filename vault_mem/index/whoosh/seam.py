@@ -113,13 +113,11 @@ from whoosh.filedb.filestore import FileStorage, RamStorage
 from whoosh.index import FileIndex
 from whoosh.reading import EmptyReader, MultiReader, SegmentReader
 from whoosh.searching import Searcher
-from whoosh.system import _INT_SIZE
 from whoosh.util.numeric import byte_to_length
 
 from vault_mem.index.whoosh import parts as whoosh_parts
-from vault_mem.index.whoosh.mapping import SharedFiles, ViewFile, hash_reader_init
+from vault_mem.index.whoosh.mapping import SharedFiles, ViewFile
 from vault_mem.index.whoosh.postings import TermPool
-from vault_mem.index.whoosh.postings import add_document as postings_add_document
 
 PINNED = "2.7.5"  # the whoosh-reloaded release everything below was written against
 
@@ -244,7 +242,7 @@ def check_shapes(problems: list[str]) -> None:
 
 
 check_version(_installed_version())
-check_shapes(shape_problems())  # before any patch below replaces a target
+check_shapes(shape_problems())  # before any patch (patches.py) replaces a target
 
 log = logging.getLogger("vault_mem.index")
 _IDCHARS = "0123456789abcdefghijklmnopqrstuvwxyz"
@@ -254,11 +252,7 @@ def unique_name(size: int = 28) -> str:
     return "".join(secrets.choice(_IDCHARS) for _ in range(size))
 
 
-for _module in (whoosh.util, whoosh.codec.base, whoosh.filedb.compound, whoosh.filedb.filestore, whoosh.writing):
-    _module.random_name = unique_name
-
-
-def _buffer_file_init(self: Any, buf: Any, name: str | None = None, onclose: Any = None) -> None:
+def buffer_file_init(self: Any, buf: Any, name: str | None = None, onclose: Any = None) -> None:
     # Whoosh's BufferFile wraps each sub-file of a memory-mapped compound segment (postings,
     # terms, stored fields) in ``BytesIO(buf)``, which copies it: every reader of every thread
     # then held a private copy of the whole segment (hundreds of MB). Reading through the
@@ -271,14 +265,11 @@ def _buffer_file_init(self: Any, buf: Any, name: str | None = None, onclose: Any
     self.is_closed = False
 
 
-whoosh.filedb.structfile.BufferFile.__init__ = _buffer_file_init
-
-
 _shared = SharedFiles()  # each compound segment file mapped once for the whole process
 _open_compound_file = whoosh.codec.base.Segment.open_compound_file
 
 
-def _open_shared_compound_file(self: Any, storage: Any) -> Any:
+def open_shared_compound_file(self: Any, storage: Any) -> Any:
     # Each SegmentReader maps its segment's file anew, and every thread has its own readers:
     # the same pages were then counted once per mapping in the server's resident memory. A
     # segment file never changes once written, so one mapping serves every reader.
@@ -289,10 +280,7 @@ def _open_shared_compound_file(self: Any, storage: Any) -> Any:
     return _shared.open(key, lambda: _open_compound_file(self, storage))
 
 
-whoosh.codec.base.Segment.open_compound_file = _open_shared_compound_file
-
-
-def _cached_reader(self: Any, fieldname: str, column: Any) -> Any:
+def cached_reader(self: Any, fieldname: str, column: Any) -> Any:
     # Whoosh caches a column reader only when the column exists; for a field without one (no
     # lengths are kept for ID and KEYWORD fields) it asked the file system again on every
     # posting written: 15% of a build. Segments never change, so a miss is cached too.
@@ -302,9 +290,6 @@ def _cached_reader(self: Any, fieldname: str, column: Any) -> Any:
     reader = self.column_reader(fieldname, column) if self.has_column(fieldname) else None
     readers[fieldname] = reader
     return reader
-
-
-whoosh.codec.whoosh3.W3PerDocReader._cached_reader = _cached_reader
 
 
 class _DecodedLengths:
@@ -330,7 +315,7 @@ class _DecodedLengths:
         return self.fields[fieldname]
 
 
-def _flush_segment(self: Any) -> None:
+def flush_segment(self: Any) -> None:
     self.perdocwriter.close()
     pdr = self.per_document_reader() if self.codec.length_stats else None
     lengths = _DecodedLengths(pdr) if pdr else None
@@ -346,18 +331,8 @@ def _flush_segment(self: Any) -> None:
         pdr.close()
 
 
-WHOOSH_FLUSH_SEGMENT = whoosh.writing.SegmentWriter._flush_segment  # kept for the test that compares
-whoosh.writing.SegmentWriter._flush_segment = _flush_segment
-
-whoosh_parts.install()  # patch 10
-
-# Patch 7 (and 5: the pool's runs).
-whoosh.writing.PostingPool = TermPool
-whoosh.writing.SegmentWriter.add_document = postings_add_document
-_tables = whoosh.filedb.filetables  # patch 8
-WHOOSH_HASH_READER_INIT = _tables.HashReader.__init__  # kept for the test that compares
-_tables.HashReader.__init__ = hash_reader_init(_tables._hash_functions, _tables._dir_entry, _INT_SIZE,
-                                               _tables.FileFormatError)
+WHOOSH_FLUSH_SEGMENT = whoosh.writing.SegmentWriter._flush_segment  # Whoosh's own, for the test that compares
+WHOOSH_HASH_READER_INIT = whoosh.filedb.filetables.HashReader.__init__  # the same
 
 _delete_file = FileStorage.delete_file
 _clean_files = whoosh.index.clean_files
@@ -396,11 +371,6 @@ def clean_files_and_leftovers(storage: Any, indexname: str, gen: int, segments: 
             if match and match.group(1) in packed and filename != packed[match.group(1)]:
                 with contextlib.suppress(OSError):
                     storage.delete_file(filename)
-
-
-FileStorage.delete_file = delete_when_free
-FileStorage.destroy = destroy_when_free
-whoosh.index.clean_files = clean_files_and_leftovers
 
 
 # -- the private names read elsewhere, one function each ----------------------------------
