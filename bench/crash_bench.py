@@ -102,10 +102,9 @@ async def write_storm(url: str, writes: int, kill_after: int, proc: subprocess.P
     async def on_session(k: int) -> None:
         http, client = session(url)
         try:
-            async with http, client:
-                async with anyio.create_task_group() as tg:
-                    for i in range(k, writes, 6):
-                        tg.start_soon(one, client, i)
+            async with http, client, anyio.create_task_group() as tg:
+                for i in range(k, writes, 6):
+                    tg.start_soon(one, client, i)
         except Exception:  # the server died: the session ends with it
             return
 

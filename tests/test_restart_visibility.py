@@ -136,7 +136,7 @@ async def test_notes_written_as_a_server_was_killed_are_listed_once_no_answer_sa
     """The whole path through real processes: a server killed with kill -9 after notes reached the
     disk uncommitted, then a new ``serve`` over stdio, asked as a client would until its answers
     carry neither ``indexing`` nor ``checking``: then every note on disk is listed."""
-    root, index = indexed_vault(tmp_path, 20)
+    root, _ = indexed_vault(tmp_path, 20)
     killed = subprocess.Popen([sys.executable, "-m", "vault_mem", "serve", "--vault", str(root)],
                               stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
     try:
