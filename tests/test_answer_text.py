@@ -150,6 +150,9 @@ class HalfBuilt:
     def indexing(self) -> dict[str, int] | None:
         return {"done": 1, "total": 2}
 
+    def checking(self) -> dict[str, int] | None:
+        return None
+
     def check(self) -> None:
         return None
 

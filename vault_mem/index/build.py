@@ -274,10 +274,12 @@ def _worker(index_dir: str, root: str, conn: Connection) -> None:
 
 
 def reconcile(index: VaultIndex, progress: Callable[[str, int], Progress] | None = None,
-              pace: Callable[[str], None] | None = None) -> SyncReport:
+              pace: Callable[[str], None] | None = None,
+              listed: Callable[[int], None] | None = None) -> SyncReport:
     """Stat every file; re-read only those whose size or mtime changed, re-index only those whose
     content hash changed, drop what is gone. ``pace`` is called with each file the walk reaches,
-    before its stat (tests make the walk slow with it)."""
+    before its stat (tests make the walk slow with it); ``listed`` with the number of files the
+    walk found, before the first (the server's answers count the check's progress with it)."""
     start = time.monotonic()
     # The index first, the disk second: a note written (and indexed) while the walk runs is then
     # either seen on disk or found still there below, never dropped as deleted.
@@ -286,6 +288,8 @@ def reconcile(index: VaultIndex, progress: Callable[[str, int], Progress] | None
     walked = walk_vault(index.root, rules)
     on_disk: set[str] = set()
     report = SyncReport(total=len(walked.files), walk_problems=walked.problems)
+    if listed is not None:
+        listed(len(walked.files))
     candidates: list[str] = []
     for rel in walked.files:
         if pace is not None:

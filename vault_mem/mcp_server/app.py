@@ -108,15 +108,23 @@ def _admit(spec: ToolSpec, raw: dict[str, Any], caller: Agent | None, read_only:
 
 
 def _with_progress(vault: Vault, answer: dict[str, Any]) -> dict[str, Any]:
-    """``answer`` with ``indexing`` and a hint while a build runs: until it ends, any answer
-    (a ref not found included) may only reflect part of the vault."""
+    """``answer`` with ``indexing`` and a hint while a build runs, or ``checking`` and a hint while
+    the start-up check is due or running: until it ends, any answer (a ref not found included) may
+    only reflect part of the vault (docs/index-and-sync.md)."""
     progress = vault.indexing()
     if progress is not None:
         answer["indexing"] = progress
-        hints = answer.setdefault("hints", [])
-        if isinstance(hints, list):
-            hints.append(f"the index is still being built ({progress['done']} of {progress['total']} "
-                         "notes): answers may be incomplete")
+        hint = (f"the index is still being built ({progress['done']} of {progress['total']} "
+                "notes): answers may be incomplete")
+    elif (checked := vault.checking()) is not None:
+        answer["checking"] = checked
+        hint = (f"the start-up check is comparing the index with the files ({checked['done']} of "
+                f"{checked['total']}): notes changed while no server ran may be missing until it ends")
+    else:
+        return answer
+    hints = answer.setdefault("hints", [])
+    if isinstance(hints, list):
+        hints.append(hint)
     return answer
 
 

@@ -94,6 +94,12 @@ class Runtime:
         self._last_call = 0.0  # monotonic time the last call ended
         self._files_checked = 0
         self.gave_way = 0  # pauses the start-up check made for calls (tests)
+        # The start-up check is due or running: from start() until its reconcile has applied what it
+        # found. Notes changed while no server ran (one killed mid-write included) are only in the
+        # index after it, so answers say so meanwhile (``checking``).
+        self._check_due = False
+        self._check_total: int | None = None  # files the check's walk listed, once it has
+        self._check_done = 0  # files the check has compared so far
 
     @property
     def progress_path(self) -> Path:
@@ -116,6 +122,17 @@ class Runtime:
             pass
         total = self._files_on_disk()
         return {"done": min(self._notes_indexed(), total), "total": total}
+
+    def checking(self) -> dict[str, int] | None:
+        """``{done, total}`` while the start-up check is due or running and no build is, else None:
+        the files compared with the index so far, of those on disk (until the check has listed
+        them, the notes the index holds)."""
+        if not self._check_due or self._building.is_set():
+            return None
+        total = self._check_total
+        if total is None:
+            total = self._notes_indexed()
+        return {"done": min(self._check_done, total), "total": total}
 
     def _files_on_disk(self) -> int:
         with self._counting:
@@ -141,6 +158,7 @@ class Runtime:
         self._check_after = check_after
         self._ready.clear()
         self._counted = None
+        self._check_due, self._check_total, self._check_done = True, None, 0
         building = self.index.needs_build()
         if building:
             self._building.set()
@@ -208,6 +226,7 @@ class Runtime:
         is in flight (a thread that sleeps hands the interpreter lock to the call at once)."""
         if self.pace is not None:
             self.pace(rel)
+        self._check_done += 1
         self._files_checked += 1
         if self._calls and self._files_checked % GIVE_WAY_EVERY == 0:
             self.gave_way += 1
@@ -347,7 +366,7 @@ class Runtime:
             if self._stopping:
                 return  # stopped while the server was loading: nothing more to say after "stopped"
             attach_history(self.index)  # a git work tree: dates, history and HEAD's moves (docs/git.md)
-            self.report = reconcile(self.index, pace=self._check_pace)
+            self.report = reconcile(self.index, pace=self._check_pace, listed=self._check_listed)
             if self._stopping:
                 return
             log.info("index ready: %s", self.report.summary())
@@ -367,8 +386,12 @@ class Runtime:
                 self._building.clear()
                 with contextlib.suppress(OSError):  # only the index belongs in the index folder
                     self.progress_path.unlink()
+            self._check_due = False
             self._ready.set()
             self._bringing_up.release()
+
+    def _check_listed(self, files: int) -> None:
+        self._check_total = files
 
     def _build_in_child(self) -> None:
         self.index.dir.mkdir(parents=True, exist_ok=True)

@@ -33,6 +33,9 @@ class Health(Protocol):
     def indexing(self) -> dict[str, int] | None:
         """``{done, total}`` while a build runs, else None."""
 
+    def checking(self) -> dict[str, int] | None:
+        """``{done, total}`` while the start-up check of an existing index is due or running, else None."""
+
     def check(self) -> None:
         """Raise VaultUnavailable when the vault cannot be served right now."""
 
@@ -44,6 +47,9 @@ class SteadyHealth:
     """A vault indexed before serving (tests, the CLI): never building, always there."""
 
     def indexing(self) -> dict[str, int] | None:
+        return None
+
+    def checking(self) -> dict[str, int] | None:
         return None
 
     def check(self) -> None:
@@ -66,6 +72,9 @@ class Vault:
 
     def indexing(self) -> dict[str, int] | None:
         return self.health.indexing()
+
+    def checking(self) -> dict[str, int] | None:
+        return self.health.checking()
 
     def check(self) -> None:
         self.health.check()

@@ -1,0 +1,158 @@
+"""Nothing on disk is invisible to a starting server (docs/index-and-sync.md, "Starting on an
+existing index"): a note a killed server wrote but never committed, or one saved while no server
+ran, is in the answers once the start-up check ends, and every answer until then says the check is
+still to come or running (``checking``), as ``indexing`` does for a build."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+from conftest import ToolClient, write_notes
+from mcp import Client, StdioServerParameters
+
+from vault_mem.index.build import sync
+from vault_mem.index.store import VaultIndex
+from vault_mem.mcp_server.app import build_server
+from vault_mem.runtime.lifecycle import Runtime
+from vault_mem.served.context import Vault
+
+pytestmark = pytest.mark.anyio
+HANG = 60.0  # generous: only a hang fails
+
+
+def indexed_vault(tmp_path: Path, count: int = 5) -> tuple[Path, VaultIndex]:
+    root = write_notes(tmp_path / "v", {f"n{i}.md": f"# Note {i}\n\nabout queues\n" for i in range(count)})
+    index = VaultIndex(root)
+    sync(index)
+    index.close()
+    return root, index
+
+
+def left_by_a_killed_server(root: Path, name: str) -> None:
+    """What a server killed between a write's rename and its commit leaves: the note on disk, not
+    in the index (no server runs to hear it)."""
+    (root / name).write_text("# Orphan\n\nwritten as its server was killed, about a zeppelin\n", encoding="utf-8")
+
+
+def permalinks(answer: dict[str, Any]) -> set[str]:
+    return {row["permalink"] for row in answer.get("results", [])}
+
+
+async def test_answers_say_the_start_up_check_is_due_until_it_has_indexed_what_no_server_saw(
+        tmp_path: Path) -> None:
+    root, index = indexed_vault(tmp_path)
+    left_by_a_killed_server(root, "orphan.md")
+    loaded = threading.Event()  # the check waits for it: held here, at the exact step
+    runtime = Runtime(index)
+    runtime.start(check_after=loaded)
+    try:
+        async with Client(build_server(Vault(root, index, health=runtime)), mode="legacy") as client:
+            session = ToolClient(client)
+            before = await session.call("list_by_domain", domain="", status="all", limit=50)
+            assert "memory://orphan" not in permalinks(before)  # the check has not run yet
+            assert before["checking"] == {"done": 0, "total": 5}, before  # and the answer says so
+            assert any("start-up check" in hint for hint in before["hints"]), before
+            assert "indexing" not in before
+            missing = await session.call("memory_read", ref="orphan")  # a ref not found says it too
+            assert missing["status"] != "ok" and "checking" in missing, missing
+            loaded.set()
+            assert runtime.wait_ready(HANG)
+            after = await session.call("list_by_domain", domain="", status="all", limit=50)
+            assert "checking" not in after and "memory://orphan" in permalinks(after), after
+            assert runtime.report is not None and runtime.report.added == 1
+    finally:
+        loaded.set()
+        runtime.stop()
+        index.close()
+
+
+async def test_checking_counts_the_files_the_check_compared_while_it_walks(tmp_path: Path) -> None:
+    root, index = indexed_vault(tmp_path)
+    left_by_a_killed_server(root, "orphan.md")
+    at_n3, go = threading.Event(), threading.Event()
+
+    def pace(rel: str) -> None:
+        if rel == "n3.md":
+            at_n3.set()
+            go.wait(HANG)
+
+    runtime = Runtime(index, pace=pace)
+    runtime.start()
+    try:
+        async with Client(build_server(Vault(root, index, health=runtime)), mode="legacy") as client:
+            session = ToolClient(client)
+            assert at_n3.wait(HANG)
+            answer = await session.call("memory_search", agent="t", query="queues")
+            # Walked in order n0.md .. n4.md, orphan.md: three compared, six listed.
+            assert answer["checking"]["total"] == 6 and 3 <= answer["checking"]["done"] <= 4, answer
+            go.set()
+            assert runtime.wait_ready(HANG)
+            assert "checking" not in await session.call("memory_search", agent="t", query="zeppelin")
+    finally:
+        go.set()
+        runtime.stop()
+        index.close()
+
+
+async def test_a_check_that_fails_does_not_leave_answers_saying_it_runs(tmp_path: Path) -> None:
+    """Attack: the check raising half way must not leave ``checking`` in every answer for the
+    server's life (nor hide a note the watcher indexes meanwhile)."""
+    root, index = indexed_vault(tmp_path)
+
+    def pace(rel: str) -> None:
+        raise OSError("the disk went away under the walk")
+
+    runtime = Runtime(index, pace=pace)
+    runtime.start()
+    try:
+        assert runtime.wait_ready(HANG)
+        assert runtime.error is not None and "disk went away" in runtime.error
+        async with Client(build_server(Vault(root, index, health=runtime)), mode="legacy") as client:
+            answer = await ToolClient(client).call("memory_search", agent="t", query="queues")
+            assert "checking" not in answer and answer["status"] == "ok", answer
+    finally:
+        runtime.stop()
+        index.close()
+
+
+def serve(root: Path) -> StdioServerParameters:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("VAULT_MEM_")}
+    return StdioServerParameters(command=sys.executable, args=["-m", "vault_mem", "serve", "--vault", str(root)],
+                                 cwd=str(root.parent), env=env)
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="kills the server with SIGKILL")
+async def test_notes_written_as_a_server_was_killed_are_listed_once_no_answer_says_checking(
+        tmp_path: Path) -> None:
+    """The whole path through real processes: a server killed with kill -9 after notes reached the
+    disk uncommitted, then a new ``serve`` over stdio, asked as a client would until its answers
+    carry neither ``indexing`` nor ``checking``: then every note on disk is listed."""
+    root, _ = indexed_vault(tmp_path, 20)
+    killed = subprocess.Popen([sys.executable, "-m", "vault_mem", "serve", "--vault", str(root)],
+                              stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+    try:
+        for i in range(3):  # the killed server's writes in flight: renamed into place, not committed
+            left_by_a_killed_server(root, f"orphan{i}.md")
+    finally:
+        killed.send_signal(signal.SIGKILL)
+        killed.communicate()
+    async with Client(serve(root), mode="legacy") as client:
+        session = ToolClient(client)
+        deadline = time.monotonic() + HANG
+        while True:
+            answer = await session.call("list_by_domain", domain="", status="all", limit=50)
+            if "indexing" not in answer and "checking" not in answer:
+                break
+            assert time.monotonic() < deadline, answer
+            await anyio.sleep(0.6)  # calls that leave the check a quiet moment (runtime/lifecycle.py)
+        on_disk = {f"memory://{p.stem}" for p in root.glob("*.md")}
+        assert len(on_disk) == 23 and permalinks(answer) == on_disk, sorted(on_disk - permalinks(answer))
