@@ -1,15 +1,18 @@
-"""The Whoosh patches, installed by one explicit call and switchable one by one.
+"""The Whoosh patches, installed by one explicit call; the speed patches switchable one by one.
 
 Each patch replaces some Whoosh attributes with vault-mem's versions (``seam.py`` says what
-each one fixes). None changes what an index holds or what a query answers: with every patch
-off, Whoosh's own code runs and the answers are byte for byte the same
+each one does). Two are fixes of Whoosh bugs and always go in: unique names (Whoosh draws
+segment names from ``random``, which a program or a test framework may reseed: two writers then
+draw the same name and a commit fails) and deleting a file held open elsewhere (Windows refuses,
+and Whoosh's commit then failed half-way). The others are speed and memory, never meaning: with
+every one of them off, Whoosh's own code runs and the answers are byte for byte the same
 (``bench/answers_check.py``; CI runs a part of the suite that way). The command line installs
 them once at start (``vault_mem/cli``), a build worker and a merge process likewise, each
 honouring ``VAULT_MEM_WHOOSH_PATCHES`` (docs/index-and-scale.md, "Whoosh patches").
 
-    install(off)     every patch not named in ``off`` installed, every one named there removed
+    install(off)     the fixes, and every speed patch not named in ``off``; those named removed
     installed()      the names of the patches in place now
-    PATCHES          the names, in seam.py's numbering
+    FIXES, PATCHES   the names, in seam.py's numbering
 """
 
 from __future__ import annotations
@@ -38,7 +41,7 @@ from vault_mem.index.whoosh.mapping import hash_reader_init
 from vault_mem.index.whoosh.postings import TermPool
 from vault_mem.index.whoosh.postings import add_document as postings_add_document
 
-ENVIRONMENT = "VAULT_MEM_WHOOSH_PATCHES"  # "all" (the default), "none", or "-name,-name" to leave some out
+ENVIRONMENT = "VAULT_MEM_WHOOSH_PATCHES"  # "all" (the default), "none", or "-name,-name": speed patches left out
 
 Target = tuple[Any, str, Any]  # (owner, attribute, vault-mem's value)
 
@@ -90,17 +93,19 @@ def _patches() -> tuple[Patch, ...]:
     )
 
 
-PATCHES: tuple[str, ...] = ("unique-names", "delete-when-free", "shared-mappings", "missing-columns", "postings",
-                            "field-lengths", "hash-directory", "parts-in-memory", "toc-once", "no-writer-cycle")
+FIXES: tuple[str, ...] = ("unique-names", "delete-when-free")
+PATCHES: tuple[str, ...] = ("shared-mappings", "missing-columns", "postings", "field-lengths", "hash-directory",
+                            "parts-in-memory", "toc-once", "no-writer-cycle")
 _NEEDS = {"postings": "field-lengths"}  # a patch that works only with another in place
 
 
 def install(off: Collection[str] = ()) -> None:
-    """Every patch not named in ``off`` in place and every one named there removed (Whoosh's own
-    code back); ValueError naming an unknown name. Safe to call again, from any thread."""
+    """The fixes and every speed patch not named in ``off`` in place, every one named there removed
+    (Whoosh's own code back); ValueError naming a name that is no speed patch. Safe to call again,
+    from any thread."""
     unknown = sorted(set(off) - set(PATCHES))
     if unknown:
-        raise ValueError(f"no Whoosh patch is named {', '.join(unknown)}: the names are {', '.join(PATCHES)}")
+        raise ValueError(f"no Whoosh speed patch is named {', '.join(unknown)}: the names are {', '.join(PATCHES)}")
     left_out = set(off) | {name for name, needed in _NEEDS.items() if needed in off}
     with _lock:
         for patch in _patches():
