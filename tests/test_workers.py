@@ -302,7 +302,7 @@ async def test_a_write_call_passed_to_the_writer_needs_the_secret_and_comes_back
     listener.bind(("127.0.0.1", 0))
     listener.listen()
     port = listener.getsockname()[1]
-    WriteServer(listener, "s3cret", run_call).start()
+    WriteServer(listener, "s3cret", run_call, threads=8).start()
     try:
         agent = Agent("scribe", ("work/**",), ("work/**",), False)
         right, wrong = Delegate(port, "s3cret", connections=3), Delegate(port, "wrong")
