@@ -213,3 +213,21 @@ def test_the_sdk_still_keeps_its_sessions_where_the_bound_reads_them() -> None:
 
     manager = StreamableHTTPSessionManager(app=None)  # type: ignore[arg-type]
     assert manager._server_instances == {}
+
+
+def test_a_repeated_event_is_logged_once_then_summarised_once_a_period(caplog: pytest.LogCaptureFixture) -> None:
+    import logging
+
+    from vault_mem.mcp_server.throttled import Throttled
+
+    now = [0.0]
+    events = Throttled(logging.getLogger("vault_mem.test"), "refused: %d is the bound", 5, every=60,
+                       clock=lambda: now[0])
+    with caplog.at_level(logging.WARNING, logger="vault_mem.test"):
+        for step in range(10_000):
+            now[0] = step * 0.01  # 100 s of events, 100 a second
+            events.note("busy")
+    lines = [r.getMessage() for r in caplog.records]
+    assert len(lines) == 2, lines
+    assert lines[0].startswith("refused: 5 is the bound (busy; 1 time(s)")
+    assert "6000 time(s)" in lines[1]
