@@ -22,6 +22,7 @@ import ipaddress
 import json
 import logging
 import socket
+import sys
 from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Any
 
@@ -114,10 +115,10 @@ class BearerAuth:
 
 def connection_bound() -> int:
     """MAX_CONNECTIONS, or less where the file descriptor limit is low (1/FD_SHARE of it)."""
-    try:
-        import resource
-    except ImportError:  # Windows: no per-process descriptor limit of this kind
+    if sys.platform == "win32":  # no per-process descriptor limit of this kind
         return MAX_CONNECTIONS
+    import resource
+
     soft, _hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     if soft == resource.RLIM_INFINITY:
         return MAX_CONNECTIONS
