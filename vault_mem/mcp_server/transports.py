@@ -156,6 +156,7 @@ def bounded_protocol(bound: int) -> type[asyncio.Protocol]:
             if len(self.connections) >= bound:
                 if not waiting:
                     refused.note("every connection is in a request")
+                    self.transport = transport  # type: ignore[assignment]  # for connection_lost, which still comes
                     transport.write(full)  # type: ignore[attr-defined]
                     transport.close()
                     return
