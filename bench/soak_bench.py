@@ -145,8 +145,9 @@ def soak(root: Path, index_dir: Path, mode: str, lines: int, every_s: float, see
                       f"{pct(minute, 0.99):>8.2f} {errors:>8}   {loadavg()}", flush=True)
                 minute, mark = [], now
         elapsed = time.monotonic() - start
-        print(f"\n{len(latencies)} calls in {elapsed:.0f} s ({len(latencies) / elapsed:.0f}/s), {edits} edits from outside, "
-              f"{errors} errors; RSS highest {peak:.0f} MB, last {rss_mb(server.proc.pid):.0f} MB; "
+        print(f"\n{len(latencies)} calls in {elapsed:.0f} s ({len(latencies) / elapsed:.0f}/s), "
+              f"{edits} edits from outside, {errors} errors; "
+              f"RSS highest {peak:.0f} MB, last {rss_mb(server.proc.pid):.0f} MB; "
               f"p50 {statistics.median(latencies):.2f} ms, p99 {pct(latencies, 0.99):.2f} ms")
     finally:
         server.close()
@@ -170,7 +171,8 @@ def main() -> None:
         else:
             generate(root, args.notes, args.seed)
         index_dir = args.index_dir.resolve() if args.index_dir else Path(tmp) / "index"
-        soak(root, index_dir, args.mode, args.minutes, args.every, args.seed, args.tree.resolve() if args.tree else None)
+        tree = args.tree.resolve() if args.tree else None
+        soak(root, index_dir, args.mode, args.minutes, args.every, args.seed, tree)
 
 
 if __name__ == "__main__":
