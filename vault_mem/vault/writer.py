@@ -74,7 +74,9 @@ def _temp_name(name: str) -> str:
 def _write_temp(folder: Path, name: str, data: bytes, mode: int | None) -> Path:
     """A hidden temp file in ``folder`` holding ``data``, fsynced. Raises OSError (temp removed)."""
     temp = folder / _temp_name(name)
-    fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | O_BINARY | getattr(os, "O_CLOEXEC", 0), 0o666)
+    # Owner-only until set_mode: a file that is 0600 (a token in it) is never readable by others meanwhile.
+    created = 0o666 if mode is None else 0o600
+    fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | O_BINARY | getattr(os, "O_CLOEXEC", 0), created)
     try:
         try:
             view = memoryview(data)
