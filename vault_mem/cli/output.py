@@ -3,8 +3,10 @@ vault text made harmless to print (``visible``)."""
 
 from __future__ import annotations
 
+import os
 import re
 import shutil
+import sys
 from collections.abc import Sequence
 
 ROOT_LABEL = "(root)"  # the vault's top folder, shown and accepted wherever a domain is
@@ -40,9 +42,22 @@ def json_text(text: str) -> str:
     return _IN_JSON.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
 
 
+UNLIMITED = 1_000_000  # the room of a pipe or a file: lines are never cut there
+
+
 def width() -> int:
-    """The terminal's columns ($COLUMNS first; 80 when not a terminal), at least 40."""
+    """The terminal's columns ($COLUMNS first), at least 40; UNLIMITED when stdout is not a
+    terminal and $COLUMNS is not set: `vault-mem log | grep x` needs whole lines."""
+    if not os.environ.get("COLUMNS", "").strip().isdigit() and not _is_terminal():
+        return UNLIMITED
     return max(40, shutil.get_terminal_size((80, 24)).columns)
+
+
+def _is_terminal() -> bool:
+    try:
+        return sys.stdout.isatty()
+    except (AttributeError, ValueError):  # no stdout, or closed
+        return False
 
 
 def one_line(text: str) -> str:
