@@ -5,11 +5,13 @@ from __future__ import annotations
 
 import os
 import queue
+import shutil
 import subprocess
 import sys
 import threading
 from pathlib import Path
 
+import pytest
 from conftest import write_notes
 from serving import serve_args
 
@@ -66,3 +68,37 @@ def test_piped_output_keeps_whole_lines(tmp_path: Path) -> None:
     done = subprocess.run([sys.executable, "-m", "vault_mem", "search", "queue", "--vault", str(root)],
                           capture_output=True, text=True, env=narrow, timeout=120)
     assert all(len(line) <= 80 for line in done.stdout.splitlines()) and "…" in done.stdout
+
+
+DOCS = Path(__file__).resolve().parent.parent / "docs"
+SAMPLE = Path(__file__).resolve().parent.parent / "sample_vault"
+
+
+def sh_blocks(text: str) -> list[list[str]]:
+    """The lines of each ```sh block, in order."""
+    return [block.split("```", 1)[0].strip().splitlines() for block in text.split("```sh\n")[1:]]
+
+
+ACTIVATE = Path(sys.prefix) / "bin" / "activate"
+
+
+@pytest.mark.skipif(os.name == "nt" or not ACTIVATE.is_file() or not shutil.which("bash"),
+                    reason="runs the POSIX steps in bash, with the test's own virtualenv as the one installed")
+def test_getting_started_runs_as_written_in_a_fresh_shell(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    home.mkdir()
+    (home / ".vault-mem-venv").symlink_to(Path(sys.prefix))  # what step 1's venv and pip made
+    repo = tmp_path / "vault-mem"
+    shutil.copytree(SAMPLE, repo / "sample_vault")
+    install, index, look, *_ = sh_blocks((DOCS / "getting-started.md").read_text(encoding="utf-8"))
+    lines = [line for line in install if not line.startswith(("python3 -m venv", "~/.vault-mem-venv/bin/pip"))]
+    lines += [line.replace("/path/to/vault-mem", str(repo)) for line in index] + look
+    script = "\n".join(f'{line}\necho "exit $? of: {line[:30]}"' for line in lines)
+    done = subprocess.run(["bash", "--noprofile", "--norc", "-c", script], capture_output=True, text=True,
+                          env={"HOME": str(home), "PATH": "/usr/bin:/bin"}, cwd=tmp_path, timeout=300)
+    said = [line for line in done.stdout.splitlines() if line.startswith("exit ")]
+    assert len(said) == len(lines), done.stdout + done.stderr
+    for line in said:
+        # doctor exits 3 when it finds problems: sample_vault has a broken note on purpose
+        assert line.startswith("exit 0 ") or line.startswith("exit 3 of: vault-mem doctor"), done.stderr
+    assert "command not found" not in done.stderr
