@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 from vault_mem.cli.app import Command, register
 from vault_mem.cli.common import check_likely_vault, print_json, progress_bar, say, vault_root
-from vault_mem.cli.output import plural
+from vault_mem.cli.output import plural, visible
 from vault_mem.errors import InvalidInput
 from vault_mem.imports import FORMATS
 
@@ -154,7 +154,7 @@ def _print_report(report: Report, root: Path, source: Path, agent: str, warnings
                      "(see vault-mem log)")
     lines += warnings
     for line in lines:
-        print(line, file=sys.stderr)
+        print(visible(line), file=sys.stderr)
 
 
 register(Command(
