@@ -215,3 +215,95 @@ def jsonl(folder: Path, records: int = 300, seed: int = 5) -> Sample:
 
 
 GENERATORS = {"mcp-memory": mcp_memory, "mem0": mem0, "chatgpt": chatgpt, "claude": claude, "jsonl": jsonl}
+
+
+# -- shapes of real export files (hand-written; each names the published file it mirrors) --------
+
+def claude_with_thinking() -> list[dict[str, Any]]:
+    """A Claude.ai export as the site writes it now: the assistant's ``text`` holds its thinking
+    and then the answer, while ``content`` has the blocks apart (``thinking``, ``text``,
+    ``tool_use``, ``tool_result``), and ``attachments``/``files`` beside them. Mirrors the shape of
+    ceyre-boop/ai-memory and cl0ver012/chatlore ``tests/fixtures/claude/conversations.json``
+    (thinking, tool and attachment blocks) and what a real export holds in ``text``."""
+    thinking = "The user is asking about whether dog saliva is clean. I should correct the myth."
+    answer = "Dog saliva does not clean wounds; it carries bacteria, so wash a lick on a cut with soap."
+    return [{
+        "uuid": "5d2f1b7e-0000-4000-8000-00000000c1a0", "name": "Is dog saliva clean?", "summary": "",
+        "created_at": "2025-03-02T09:15:00.000000Z", "updated_at": "2025-03-02T09:16:10.000000Z",
+        "account": {"uuid": "acct-1"},
+        "chat_messages": [
+            {"uuid": "m1", "text": "Is dog saliva antiseptic?", "sender": "human",
+             "content": [{"start_timestamp": "2025-03-02T09:15:00.000000Z", "stop_timestamp": None,
+                          "type": "text", "text": "Is dog saliva antiseptic?", "citations": []}],
+             "created_at": "2025-03-02T09:15:00.000000Z", "updated_at": "2025-03-02T09:15:00.000000Z",
+             "attachments": [{"file_name": "notes.txt", "file_size": 12, "file_type": "text/plain",
+                              "extracted_content": "vet said no"}],
+             "files": [{"file_name": "lick.jpg"}], "parent_message_uuid": "00000000-0000-4000-8000-000000000000"},
+            {"uuid": "m2", "text": thinking + "\n\n" + answer, "sender": "assistant",
+             "content": [{"start_timestamp": "2025-03-02T09:15:02.000000Z", "type": "thinking",
+                          "thinking": thinking, "summaries": [], "cut_off": False},
+                         {"type": "tool_use", "name": "web_search", "input": {"query": "dog saliva bacteria"}},
+                         {"type": "tool_result", "name": "web_search",
+                          "content": [{"type": "text", "text": "Pasteurella is common in dog mouths."}]},
+                         {"start_timestamp": "2025-03-02T09:15:09.000000Z", "type": "text", "text": answer,
+                          "citations": []}],
+             "created_at": "2025-03-02T09:15:10.000000Z", "updated_at": "2025-03-02T09:15:10.000000Z",
+             "attachments": [], "files": [], "parent_message_uuid": "m1"},
+        ],
+    }]
+
+
+def _flat_node(key: str, role: str, text: str, when: float, **extra: Any) -> dict[str, Any]:
+    content: dict[str, Any] = {"parts": [text]}
+    if "content_type" not in extra.get("drop", ()):
+        content = {"content_type": "text", **content}
+    node: dict[str, Any] = {"id": key, "message": {"id": f"m-{key}", "author": {"role": role},
+                                                   "create_time": when, "content": content}}
+    for link in ("parent", "children"):
+        if link in extra:
+            node[link] = extra[link]
+    return node
+
+
+def chatgpt_without_links() -> list[dict[str, Any]]:
+    """ChatGPT-format conversations from third-party exporters: mapping nodes with no ``parent``
+    or ``children``, no ``current_node``, no conversation ``id`` (the shape of geniusrise/you
+    ``tests/fixtures/chatgpt/conversations.json``); 2 conversations of 4 messages, listed out of
+    time order."""
+    out = []
+    for n, topic in enumerate(("lifetimes", "borrowing")):
+        start = 1_700_000_000 + n * 10_000
+        nodes = [_flat_node(f"c{n}-a2", "assistant", f"Second answer on {topic}.", start + 30),
+                 _flat_node(f"c{n}-u1", "user", f"First question on {topic}?", start),
+                 _flat_node(f"c{n}-a1", "assistant", f"First answer on {topic}.", start + 10),
+                 _flat_node(f"c{n}-u2", "user", f"Second question on {topic}?", start + 20)]
+        out.append({"title": f"Rust {topic}", "create_time": start, "update_time": start + 30,
+                    "mapping": {node["id"]: node for node in nodes}})
+    return out
+
+
+def chatgpt_parent_links_only() -> list[dict[str, Any]]:
+    """Nodes that name their ``parent`` but hold no ``children`` list, and no ``current_node``
+    (the shape of Qarait/cognition-vault ``tests/fixtures/chatgpt/conversations.json``)."""
+    nodes = [_flat_node("p1", "user", "Verify the sentinel PARENT_ONLY_1", 1708262400, parent=None),
+             _flat_node("p2", "assistant", "Sentinel PARENT_ONLY_1 acknowledged.", 1708262405, parent="p1"),
+             _flat_node("p3", "user", "And a follow-up PARENT_ONLY_2?", 1708262410, parent="p2"),
+             _flat_node("p4", "assistant", "Follow-up PARENT_ONLY_2 answered.", 1708262415, parent="p3")]
+    return [{"id": "thread-parent-only", "title": "Parent links only", "create_time": 1708262400,
+             "mapping": {node["id"]: node for node in nodes}}]
+
+
+def chatgpt_without_content_type_or_id() -> list[dict[str, Any]]:
+    """Messages whose ``content`` has ``parts`` but no ``content_type``, in conversations without
+    ``id``; and one conversation given as a flat ``messages`` list (the shape of suheil2004/Memora
+    ``tests/fixtures/chatgpt/conversations.json``, ``export-flat-2``)."""
+    nodes = [_flat_node("x1", "user", "Untyped question NOTYPE_1?", 1704067210, drop=("content_type",),
+                        parent=None, children=["x2"]),
+             _flat_node("x2", "assistant", "Untyped answer NOTYPE_2.", 1704067220, drop=("content_type",),
+                        parent="x1", children=[])]
+    return [{"title": "No content_type", "create_time": 1704067200, "current_node": "x2",
+             "mapping": {node["id"]: node for node in nodes}},
+            {"title": "Flat messages", "create_time": 1704153600,
+             "messages": [{"id": "g1", "role": "user", "create_time": 1704153610, "content": "Purple tomatoes FLAT_1?"},
+                          {"id": "g2", "role": "assistant", "create_time": 1704153620,
+                           "content": "Water them early FLAT_2."}]}]

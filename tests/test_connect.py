@@ -180,3 +180,84 @@ def test_claude_code_uses_claude_mcp_add_when_claude_is_installed(tmp_path: Path
         "mcp remove --scope user vault-mem",
     ]
     assert not (home / ".claude.json").exists(), "claude's own command wrote its config"
+
+
+@pytest.mark.skipif(os.name == "nt", reason="POSIX permission bits")
+def test_a_private_config_stays_private_in_its_backup_and_after_the_rewrite(tmp_path: Path) -> None:
+    place = config_place("claude-desktop", "linux", layout(tmp_path, "linux"))
+    place.path.parent.mkdir(parents=True)
+    place.path.write_text(json.dumps({"mcpServers": {"gh": {"command": "gh-mcp", "env": {
+        "GITHUB_TOKEN": "ghp_secret"}}}}), encoding="utf-8")
+    place.path.chmod(0o600)
+    change = add_entry(place, "vault-mem", server_entry("claude-desktop", server_command(), tmp_path))
+    assert change.backup is not None and b"ghp_secret" in change.backup.read_bytes()
+    assert stat.S_IMODE(change.backup.stat().st_mode) == 0o600, "the backup holds the token too"
+    assert stat.S_IMODE(place.path.stat().st_mode) == 0o600
+    removed = remove_entry(place, "vault-mem")
+    assert removed.backup is not None and stat.S_IMODE(removed.backup.stat().st_mode) == 0o600
+    assert stat.S_IMODE(place.path.stat().st_mode) == 0o600
+
+
+def test_numbers_are_written_back_as_they_were_spelled(tmp_path: Path) -> None:
+    place = config_place("cursor", "linux", layout(tmp_path, "linux"))
+    place.path.parent.mkdir(parents=True)
+    huge = "9" * 5000  # more digits than Python's int() takes from a string by default
+    text = ('{"limits": {"big": 1e400, "tiny": -0.0, "exact": 0.10000000000000000000001, "e": 1E+2, '
+            f'"huge": {huge}, "odd": "\\ud800 lone"}}, "mcpServers": {{}}}}')
+    place.path.write_text(text, encoding="utf-8")
+    entry = server_entry("cursor", server_command(), tmp_path)
+    change = add_entry(place, "vault-mem", entry)
+    written = place.path.read_text(encoding="utf-8")
+    for spelled in ("1e400", "-0.0", "0.10000000000000000000001", "1E+2", huge, '"\\ud800 lone"'):
+        assert spelled in written
+    assert "Infinity" not in written
+    # valid JSON: a strict reader (no NaN/Infinity) takes it, and finds the entry
+    strict = json.loads(written, parse_constant=lambda name: pytest.fail(f"{name} in the file"),
+                        parse_int=str, parse_float=str)
+    assert strict["mcpServers"]["vault-mem"] == entry
+    assert change.rewritten is not None and "layout" in change.rewritten, "the layout change is said"
+    remove_entry(place, "vault-mem")
+    assert json.loads(place.path.read_text(encoding="utf-8"), parse_int=str, parse_float=str) == json.loads(
+        text, parse_int=str, parse_float=str)
+
+
+def test_a_key_twice_in_one_object_is_refused_naming_it(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    env = layout(tmp_path, "linux")
+    for key, value in env.items():
+        monkeypatch.setenv(key, value)
+    monkeypatch.setenv("PATH", str(tmp_path / "no-claude-here"))
+    place = config_place("claude-desktop")
+    place.path.parent.mkdir(parents=True)
+    text = ('{\n  "mcpServers": {"first": {"command": "a"}},\n  "theme": "dark",\n'
+            '  "mcpServers": {"second": {"command": "b"}}\n}\n')
+    place.path.write_text(text, encoding="utf-8")
+    vault = tmp_path / "vault"
+    vault.mkdir()
+    assert main(["connect", "claude-desktop", "--vault", str(vault)]) == 1
+    err = capsys.readouterr().err
+    assert '"mcpServers" twice' in err and "lines 2 and 4" in err and "nothing was changed" in err
+    assert place.path.read_text(encoding="utf-8") == text
+    assert sorted(p.name for p in place.path.parent.iterdir()) == [place.path.name], "no backup, no temp file"
+    # a duplicate deeper down is refused too: nothing the client holds is dropped unseen
+    nested = '{"mcpServers": {"a": {"command": "x", "env": {"K": "1", "K": "2"}}}}'
+    place.path.write_text(nested, encoding="utf-8")
+    assert main(["disconnect", "claude-desktop", "--name", "a"]) == 1
+    assert '"K" twice' in capsys.readouterr().err
+    assert place.path.read_text(encoding="utf-8") == nested
+    place.path.write_text('{"mcpServers": {}, "x": NaN}', encoding="utf-8")
+    assert main(["connect", "claude-desktop", "--vault", str(vault)]) == 1
+    assert "NaN is not a JSON number" in capsys.readouterr().err
+
+
+def test_disconnect_says_the_server_is_gone_not_shown(tmp_path: Path, home: Path,
+                                                      capsys: pytest.CaptureFixture[str]) -> None:
+    vault = tmp_path / "vault"
+    vault.mkdir()
+    for client in CLIENTS:
+        assert main(["connect", client, "--vault", str(vault)]) == 0
+        capsys.readouterr()
+        assert main(["disconnect", client, "--json"]) == 0
+        answer = json.loads(capsys.readouterr().out)
+        assert answer["action"] == "removed" and answer["next"]
+        assert client == "claude-desktop" or "no longer" in answer["next"], answer["next"]

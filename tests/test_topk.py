@@ -168,6 +168,30 @@ def test_a_limited_callers_pruned_page_holds_only_its_notes(tmp_path: Path) -> N
         index.close()
 
 
+def test_a_walk_leaves_no_garbage_cycle_behind(tmp_path: Path) -> None:
+    """A serving process freezes what outlives a young collection (runtime/collector.py), so a
+    cycle made per search waits there for a full collection: every way to the page must leave
+    its objects to be freed as soon as the page is made."""
+    import gc
+
+    index, _files = make_vault(tmp_path / "v", 3, 30)
+    try:
+        with index.searching() as searcher:
+            view = View(Vault(index.root, index), searcher)
+            terms = search_terms(" ".join(COMMON))[0]
+            gc.collect()
+            gc.disable()  # only reference counts free anything until the check
+            try:
+                for way in WAYS.values():
+                    assert topk.best_notes(view, terms, 5, None, **way).page
+                left = [type(o).__name__ for o in gc.get_objects() if type(o) in (topk._Query, topk._Stream)]
+            finally:
+                gc.enable()
+    finally:
+        index.close()
+    assert not left, left
+
+
 @contextmanager
 def plain_cut() -> Iterator[None]:
     """The walk stopping as soon as it holds ``limit`` notes: the first a cheap order gives."""

@@ -6,6 +6,7 @@ a worker for each one; the ``Vault-Mem-Worker`` header of each answer says which
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import signal
@@ -52,16 +53,17 @@ def alive(pid: int) -> bool:
 
 
 class Served:
-    def __init__(self, tmp_path: Path, workers: int = 2) -> None:
+    def __init__(self, tmp_path: Path, workers: int = 2, extra: tuple[str, ...] = (),
+                 env: dict[str, str] | None = None) -> None:
         self.root = write_notes(tmp_path / "v", NOTES)
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}/mcp"
         self.log = tmp_path / "serve.log"
-        env = {k: v for k, v in os.environ.items() if k != "VAULT_MEM_TOKEN"}
+        env = {k: v for k, v in os.environ.items() if k != "VAULT_MEM_TOKEN"} | (env or {})
         with self.log.open("wb") as log:
             self.proc = subprocess.Popen(
                 [sys.executable, "-m", "vault_mem", "serve", "--vault", str(self.root), "--index-dir",
-                 str(tmp_path / "ix"), "--http", "--port", str(self.port), "--workers", str(workers)],
+                 str(tmp_path / "ix"), "--http", "--port", str(self.port), "--workers", str(workers), *extra],
                 stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=log, env=env, cwd=tmp_path)
 
     def stderr(self) -> str:
@@ -90,16 +92,18 @@ def served(tmp_path: Path) -> Iterator[Served]:
         server.stop()
 
 
-def client(url: str, mode: str, seen: list[tuple[str | None, str | None]]) -> tuple[httpx2.AsyncClient, Client]:
+def client(url: str, mode: str, seen: list[tuple[str | None, str | None]],
+           token: str | None = None) -> tuple[httpx2.AsyncClient, Client]:
     """An SDK client whose every request opens a new connection; ``seen`` gets (worker, session)."""
     async def note(response: httpx2.Response) -> None:
         seen.append((response.headers.get("vault-mem-worker"), response.request.headers.get("mcp-session-id")))
 
-    http = httpx2.AsyncClient(limits=httpx2.Limits(max_keepalive_connections=0), event_hooks={"response": [note]})
+    http = httpx2.AsyncClient(limits=httpx2.Limits(max_keepalive_connections=0), event_hooks={"response": [note]},
+                              headers={"Authorization": f"Bearer {token}"} if token else None)
     return http, Client(streamable_http_client(url, http_client=http), mode=mode)  # type: ignore[arg-type]
 
 
-async def ready(served: Served) -> None:
+async def ready(served: Served, token: str | None = None) -> None:
     """Wait for both workers to say they serve, then for the index (one folder for all of them)."""
     served.pids()
     deadline = time.monotonic() + 120
@@ -108,7 +112,7 @@ async def ready(served: Served) -> None:
         await anyio.sleep(0.05)
     deadline = time.monotonic() + 120
     seen: list[tuple[str | None, str | None]] = []
-    http, mcp = client(served.url, "2026-07-28", seen)
+    http, mcp = client(served.url, "2026-07-28", seen, token)
     async with http:
         while True:
             try:
@@ -120,7 +124,7 @@ async def ready(served: Served) -> None:
                 assert served.proc.poll() is None, served.stderr()
             assert time.monotonic() < deadline, served.stderr()
             await anyio.sleep(0.1)
-            http, mcp = client(served.url, "2026-07-28", seen)
+            http, mcp = client(served.url, "2026-07-28", seen, token)
 
 
 async def test_a_legacy_session_stays_on_its_worker_across_many_calls(served: Served) -> None:
@@ -302,7 +306,7 @@ async def test_a_write_call_passed_to_the_writer_needs_the_secret_and_comes_back
     listener.bind(("127.0.0.1", 0))
     listener.listen()
     port = listener.getsockname()[1]
-    WriteServer(listener, "s3cret", run_call).start()
+    WriteServer(listener, "s3cret", run_call, threads=8).start()
     try:
         agent = Agent("scribe", ("work/**",), ("work/**",), False)
         right, wrong = Delegate(port, "s3cret", connections=3), Delegate(port, "wrong")
@@ -348,3 +352,53 @@ def test_the_writer_worker_takes_the_interpreter_lock_back_quickly() -> None:
         assert before / 5 >= SWITCH_INTERVAL
     finally:
         sys.setswitchinterval(before)
+
+
+def write_port_of(pid: int) -> int:
+    """Worker 1's write-call port, from its environment (Linux: /proc/PID/environ)."""
+    for entry in Path(f"/proc/{pid}/environ").read_bytes().split(b"\0"):
+        name, _, value = entry.partition(b"=")
+        if name == b"VAULT_MEM_WORKER":
+            return int(json.loads(value)["write_port"])
+    raise AssertionError("no seat in worker 1's environment")
+
+
+def closed_by_the_server(conn: socket.socket) -> bool:
+    """The server ended ``conn`` (EOF or reset) before the socket's timeout."""
+    try:
+        return conn.recv(1) == b""
+    except ConnectionResetError:
+        return True
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
+async def test_worker_1s_write_socket_checks_the_secret_first_and_bounds_its_threads(served: Served) -> None:
+    """Worker 1's write-call socket, attacked on the real server: a first frame that claims to be
+    huge is refused unread (once it buffered up to 64 MiB); connections beyond write_threads(2)
+    are closed at once and worker 1 never runs more threads than that for them; a connection
+    that sends nothing is closed after SECRET_WAIT; then a write through worker 2 still works."""
+    from vault_mem.mcp_server.delegate import FRAME, MAX_FRAME, SECRET_WAIT, write_threads
+
+    await ready(served)
+    writer = served.pids()[0]
+    port = write_port_of(writer)
+    baseline = len(os.listdir(f"/proc/{writer}/task"))
+    with socket.create_connection(("127.0.0.1", port), timeout=60) as huge:
+        huge.sendall(FRAME.pack(MAX_FRAME))  # "the secret is MAX_FRAME bytes long"
+        assert closed_by_the_server(huge)
+    bound = write_threads(2)
+    silent = [socket.create_connection(("127.0.0.1", port), timeout=SECRET_WAIT + 60) for _ in range(bound + 10)]
+    try:
+        threads = len(os.listdir(f"/proc/{writer}/task"))
+        assert threads <= baseline + bound, (baseline, threads)
+        assert all(closed_by_the_server(conn) for conn in silent)  # the extra at once, the others on SECRET_WAIT
+    finally:
+        for conn in silent:
+            conn.close()
+    seen: list[tuple[str | None, str | None]] = []
+    http, mcp = client(served.url, "2026-07-28", seen)
+    async with http, mcp as c:
+        written = await c.call_tool("memory_write", {"agent": "t", "title": "After the flood",
+                                                     "content": "Still written.", "domain": "work"})
+        assert written.structured_content and written.structured_content["status"] == "ok", written
+    assert "Traceback" not in served.stderr()

@@ -27,11 +27,13 @@ from vault_mem.cli import (  # noqa: F401  (each registers its commands)
     history,
     imports,
     maintenance,
+    notehistory,
     queries,
     serve,
 )
 from vault_mem.cli.app import COMMANDS, PROG, UsageError, parse, print_command_list
 from vault_mem.cli.common import for_people
+from vault_mem.cli.output import json_text, visible
 from vault_mem.errors import VaultMemError
 
 __all__ = ["COMMANDS", "main"]
@@ -88,8 +90,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def _fail(line: str, status: str, message: str, wants_json: bool, code: int) -> int:
     if wants_json:
-        print(json.dumps({"status": status, "message": message}, ensure_ascii=False))
-    print(" ".join(line.split()), file=sys.stderr)
+        print(json_text(json.dumps({"status": status, "message": message}, ensure_ascii=False)))
+    print(visible(" ".join(line.split())), file=sys.stderr)
     return code
 
 

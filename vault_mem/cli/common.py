@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from vault_mem.cli.app import PROG
+from vault_mem.cli.output import json_text, visible
 from vault_mem.errors import InvalidInput
 
 if TYPE_CHECKING:
@@ -34,7 +35,7 @@ _OPTION_OF = {"tag_filter": "--tags", "source_filter": "--source", "limit": "--l
 
 
 def say(text: str) -> None:
-    print(f"{PROG}: {text}", file=sys.stderr, flush=True)
+    print(f"{PROG}: {visible(text)}", file=sys.stderr, flush=True)
 
 
 def for_people(message: str) -> str:
@@ -103,7 +104,7 @@ def run_query(args: argparse.Namespace, tool: str, raw: dict[str, Any]) -> dict[
 
 
 def print_json(value: Any) -> None:
-    print(json.dumps(value, ensure_ascii=False, indent=2))
+    print(json_text(json.dumps(value, ensure_ascii=False, indent=2)))
 
 
 def print_answer(args: argparse.Namespace, answer: dict[str, Any], human: Callable[[dict[str, Any]], None],
@@ -126,4 +127,4 @@ def print_answer(args: argparse.Namespace, answer: dict[str, Any], human: Callab
 def print_hints(answer: dict[str, Any]) -> None:
     """The answer's ``hints`` (why nothing matched, "did you mean"), one line each on stderr."""
     for hint in answer.get("hints", []):
-        print(f"  {for_people(str(hint))}", file=sys.stderr)
+        print(f"  {visible(for_people(str(hint)))}", file=sys.stderr)

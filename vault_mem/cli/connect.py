@@ -12,6 +12,7 @@ from vault_mem.cli.app import Command, register
 from vault_mem.cli.common import print_json, say, vault_root
 from vault_mem.clients.configs import (
     CLIENTS,
+    GONE_STEP,
     NEXT_STEP,
     Change,
     add_entry,
@@ -79,6 +80,8 @@ def _report(args: argparse.Namespace, answer: dict[str, Any], line: str) -> int:
         say(line)
         if answer.get("backup"):
             say(f"the file as it was is kept in {answer['backup']}")
+        if answer.get("rewritten"):
+            say(answer["rewritten"])
         if answer.get("next"):
             say(f"next: {answer['next']}")
     return 0
@@ -87,7 +90,7 @@ def _report(args: argparse.Namespace, answer: dict[str, Any], line: str) -> int:
 def _change_answer(change: Change, name: str, next_step: str | None) -> dict[str, Any]:
     return {"status": "ok", "client": change.place.client, "name": name, "config": str(change.place.path),
             "action": change.action, "backup": str(change.backup) if change.backup else None,
-            "next": next_step if change.action not in ("unchanged", "absent") else None}
+            "rewritten": change.rewritten, "next": next_step if change.action not in ("unchanged", "absent") else None}
 
 
 def cmd_connect(args: argparse.Namespace) -> int:
@@ -133,13 +136,13 @@ def cmd_disconnect(args: argparse.Namespace) -> int:
         removed, said = mcp_remove(claude, name)
         answer = {"status": "ok", "client": args.client, "name": name, "config": "claude mcp (user scope)",
                   "action": "removed" if removed else "absent", "backup": None,
-                  "next": NEXT_STEP[args.client] if removed else None, "message": said}
+                  "next": GONE_STEP[args.client] if removed else None, "message": said}
         return _report(args, answer, f"removed {name} with 'claude mcp remove'" if removed
                        else f"'claude mcp remove' removed nothing: {said}")
     change = remove_entry(config_place(args.client), name)
     line = (f"removed {name} from {change.place.path}" if change.action == "removed"
             else f"{change.place.path} has no server named {name}; nothing was changed")
-    return _report(args, _change_answer(change, name, NEXT_STEP[args.client]), line)
+    return _report(args, _change_answer(change, name, GONE_STEP[args.client]), line)
 
 
 register(Command(
@@ -147,9 +150,10 @@ register(Command(
     summary="add this vault to an MCP client's config: claude-desktop, claude-code, cursor, vscode",
     description="Write this install's absolute command and the vault into the client's own config file at "
                 "its place on this system (macOS, Windows, Linux; docs/clients.md), merged into what is "
-                "there: other servers are kept, the file as it was is saved beside it first, the result is "
-                "valid JSON. A file that does not parse is never overwritten: the command stops and says "
-                "where the error is. claude-code uses 'claude mcp add --scope user' when the claude command "
+                "there: other servers are kept, the file as it was is saved beside it first (with the file's "
+                "own permissions), the result is valid JSON with every number spelled as it was. A file that "
+                "does not parse, or holds a key twice in one object, is never overwritten: the command stops "
+                "and says where the error is. claude-code uses 'claude mcp add --scope user' when the claude command "
                 "is installed. --print shows the entry instead. Then restart the client.",
     examples=("vault-mem connect claude-desktop --vault ~/notes",
               "vault-mem connect claude-code --vault ~/notes",

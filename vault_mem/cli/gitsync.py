@@ -9,6 +9,7 @@ from pathlib import Path
 
 from vault_mem.cli.app import PROG, Command, register
 from vault_mem.cli.common import print_json, say, vault_root
+from vault_mem.cli.output import visible
 
 
 def seconds(text: str) -> float:
@@ -59,7 +60,7 @@ def cmd_sync(args: argparse.Namespace) -> int:
                     "committed": result.committed, "pushed": result.pushed, "lines": lines,
                     "conflicts": [{"note": note, "copy": copy} for note, copy in result.conflicts]})
     for line in lines:
-        print(f"{PROG}: {line}", file=sys.stderr)
+        print(f"{PROG}: {visible(line)}", file=sys.stderr)
     _reindex(args, root)
     return result.exit_code
 

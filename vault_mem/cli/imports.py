@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 from vault_mem.cli.app import Command, register
 from vault_mem.cli.common import check_likely_vault, print_json, progress_bar, say, vault_root
-from vault_mem.cli.output import plural
+from vault_mem.cli.output import plural, visible
 from vault_mem.errors import InvalidInput
 from vault_mem.imports import FORMATS
 
@@ -25,50 +25,115 @@ def import_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("source", metavar="SOURCE", type=Path, help="the export file to import")
     parser.add_argument("--domain", default=None, metavar="FOLDER",
                         help="put every note in this folder (default: the format's own, see docs/import.md)")
-    parser.add_argument("--dry-run", action="store_true", help="say what would be done; write nothing")
+    parser.add_argument("--dry-run", action="store_true",
+                        help="say what would be done; write nothing (not even a new vault's folder)")
 
 
-def _import_vault(args: argparse.Namespace) -> Path:
+NOTHING_IMPORTED = 3  # exit status when no record became or matched a note (docs/import.md)
+
+
+def _import_vault(args: argparse.Namespace) -> tuple[Path, bool]:
+    """(the vault's root, whether this run made its folder). A dry run makes nothing: a vault that
+    does not exist yet is taken as empty."""
     given = getattr(args, "vault", None)
-    if given is not None and not Path(given).expanduser().exists():
-        Path(given).expanduser().mkdir(parents=True)  # a new, empty vault to import into
-        say(f"created the vault folder {Path(given).expanduser()}")
-    root = vault_root(args)
-    if not args.yes:
-        check_likely_vault(root, "import into it")
-    return root
+    folder = Path(given).expanduser() if given is not None else None
+    made = False
+    if folder is not None and not folder.exists():
+        if args.dry_run:
+            return folder.absolute(), False
+        folder.mkdir(parents=True)  # a new, empty vault to import into
+        made = True
+    try:
+        root = vault_root(args)
+        if not args.yes:
+            check_likely_vault(root, "import into it")
+    except BaseException:
+        if folder is not None and made:
+            _remove_if_empty(folder)
+        raise
+    return root, made
+
+
+def _remove_if_empty(folder: Path) -> bool:
+    try:
+        folder.rmdir()  # only an empty folder goes
+    except OSError:
+        return False
+    return True
+
+
+class _Journal:
+    """Each batch the import wrote, journaled as the changes of one agent, ``import-FORMAT``
+    (docs/sharing.md): ``vault-mem log`` lists them and ``vault-mem undo`` takes them back. The
+    index folder is found at the first change, so that a run that writes nothing makes none."""
+
+    def __init__(self, args: argparse.Namespace, root: Path, agent: str) -> None:
+        self.args, self.root, self.agent = args, root, agent
+        self.index_dir: Path | None = None
+        self.warnings: list[str] = []
+
+    def __call__(self, changes: list[dict[str, Any]]) -> None:
+        from vault_mem.errors import VaultMemError
+        from vault_mem.index import journal
+        from vault_mem.index.folder import usable_index_dir
+
+        try:
+            if self.index_dir is None:
+                self.index_dir = usable_index_dir(self.root, getattr(self.args, "index_dir", None))
+        except VaultMemError as exc:
+            warning: str | None = f"the notes are written, but not journaled for undo: {exc}"
+        else:
+            warning = journal.record(self.index_dir, self.agent, "import", changes)
+        if warning and warning not in self.warnings:
+            self.warnings.append(warning)
 
 
 def cmd_import(args: argparse.Namespace) -> int:
     from vault_mem.imports.notes import import_records
 
     fmt = FORMATS[args.format]
-    root = _import_vault(args)
-    source = fmt.read(args.source.expanduser())
+    source = fmt.read(args.source.expanduser())  # before any folder is made: a bad source leaves nothing
+    root, made = _import_vault(args)
+    agent = f"import-{fmt.name}"
+    journal = _Journal(args, root, agent)
     bar = progress_bar(f"import {fmt.name}", len(source.records))
     bar.quiet = args.json
-    report = import_records(root, fmt.name, source, domain=args.domain, dry_run=args.dry_run,
-                            default_domain=fmt.default_domain, advance=bar.advance)
+    try:
+        report = import_records(root, fmt.name, source, domain=args.domain, dry_run=args.dry_run,
+                                default_domain=fmt.default_domain, advance=bar.advance, journal=journal)
+    except BaseException:
+        if made:
+            _remove_if_empty(root)
+        raise
+    if made and report.imported_nothing():
+        made = not _remove_if_empty(root)
+    if made:
+        say(f"created the vault folder {root}")
     if args.json:
-        print_json(_answer(report, root))
+        print_json(_answer(report, root, agent, journal.warnings))
     else:
-        _print_report(report, root, args.source)
-    return 0
+        _print_report(report, root, args.source, agent, journal.warnings)
+    return NOTHING_IMPORTED if report.imported_nothing() else 0
 
 
-def _answer(report: Report, root: Path) -> dict[str, Any]:
+def _answer(report: Report, root: Path, agent: str, warnings: list[str]) -> dict[str, Any]:
     return {"status": "ok", "vault": str(root), "format": report.format, "dry_run": report.dry_run,
-            **report.counts(), "created_paths": report.created, "updated_paths": report.updated,
+            "agent": agent, **report.counts(), "imported_nothing": report.imported_nothing(),
+            "created_paths": report.created, "updated_paths": report.updated,
             "conflict_paths": [{"path": p, "why": why} for p, why in report.conflicts],
-            "skipped_records": [{"where": s.where, "why": s.reason} for s in report.skipped]}
+            "skipped_records": [{"where": s.where, "why": s.reason} for s in report.skipped],
+            "left_out": report.left_out, "warnings": warnings}
 
 
-def _print_report(report: Report, root: Path, source: Path) -> None:
+def _print_report(report: Report, root: Path, source: Path, agent: str, warnings: list[str]) -> None:
     counts = report.counts()
     verb = "would import" if report.dry_run else "imported"
     say(f"{verb} {source.name} ({report.format}) into {root}: "
         + ", ".join(f"{n:,} {name}" for name, n in counts.items()))
     lines: list[str] = []
+    if report.left_out:
+        lines.append("left out, as docs/import.md says for this format: "
+                     + ", ".join(f"{n:,} {what}" for what, n in sorted(report.left_out.items())))
     for title, items in (("conflicts (left as they are)", [f"{p}: {why}" for p, why in report.conflicts]),
                          ("skipped", [f"{s.where}: {s.reason}" for s in report.skipped])):
         if items:
@@ -76,13 +141,20 @@ def _print_report(report: Report, root: Path, source: Path) -> None:
             lines += [f"  {item}" for item in items[:SHOWN]]
             if len(items) > SHOWN:
                 lines.append(f"  ... and {len(items) - SHOWN:,} more (--json lists them all)")
+    if report.imported_nothing():
+        lines.append(f"nothing {'would be' if report.dry_run else 'was'} imported: "
+                     + ("every record was skipped (above)" if report.skipped else "the source holds no record")
+                     + f" (exit status {NOTHING_IMPORTED})")
     if report.dry_run:
         lines.append("nothing was written (--dry-run)")
     elif report.created or report.updated:
         lines.append("the index catches up on its own: at once under a running 'vault-mem serve', else at "
                      "the next command")
+        lines.append(f"to take this import back: vault-mem undo --agent {agent} --since 1h --apply "
+                     "(see vault-mem log)")
+    lines += warnings
     for line in lines:
-        print(line, file=sys.stderr)
+        print(visible(line), file=sys.stderr)
 
 
 register(Command(
@@ -92,8 +164,12 @@ register(Command(
                 "write tools write them (agent import-FORMAT). Run it again at any time: a note is updated "
                 "only when its source changed and nobody edited it since the last import (an edited note is "
                 "listed as a conflict and left alone), and nothing is created twice. The end shows counts: "
-                "created, updated, unchanged, conflicts, skipped (with the line or entry and why). Formats "
-                "and where each export comes from: docs/import.md.",
+                "created, updated, unchanged, conflicts, skipped (with the line or entry and why), and what "
+                "the format's notes leave out (thinking, tool calls, other branches...). Each run is journaled "
+                "as agent import-FORMAT: 'vault-mem log' lists it and 'vault-mem undo --agent import-FORMAT' "
+                "takes it back. Exit status: 0 imported; 3 nothing imported (every record skipped, or none "
+                "in the source); 1 failed (a source that cannot be read names why). Formats and where each "
+                "export comes from: docs/import.md.",
     examples=("vault-mem import mcp-memory ~/memory.jsonl --vault ~/notes",
               "vault-mem import chatgpt ~/Downloads/chatgpt-export/conversations.json --vault ~/notes",
               "vault-mem import claude conversations.json --vault ~/notes --domain chats/claude",

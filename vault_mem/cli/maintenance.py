@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from vault_mem.cli.app import Command, register
 from vault_mem.cli.common import open_index, print_json, say, up_to_date, vault_root
-from vault_mem.cli.output import ROOT_LABEL, cut, plural, table, width
+from vault_mem.cli.output import ROOT_LABEL, cut, plural, table, visible, width
 
 if TYPE_CHECKING:
     from vault_mem.index.api import Progress, VaultIndex
@@ -209,9 +209,9 @@ def cmd_doctor(args: argparse.Namespace) -> int:
                     "problems": [{"path": path, "problems": why} for path, why in found.items()]})
     else:
         for path, problems in found.items():
-            print(path)
+            print(visible(path))
             for problem in problems:
-                print(f"  - {problem}")
+                print(f"  - {visible(problem)}")
         say(f"{plural(len(found), 'file')} of {total:,} with problems (each is indexed as well as it can be)"
             if found else f"all {plural(total, 'file')} read cleanly")
     return PROBLEMS_FOUND if found else 0

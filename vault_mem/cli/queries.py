@@ -12,7 +12,7 @@ from typing import Any
 
 from vault_mem.cli.app import Command, register
 from vault_mem.cli.common import for_people, print_answer, print_hints, run_query
-from vault_mem.cli.output import ROOT_LABEL, cut, domain_label, plural, table, width
+from vault_mem.cli.output import ROOT_LABEL, cut, domain_label, plural, table, visible, width
 from vault_mem.vault.fields import FIELDS
 
 DATES = "YYYY, YYYY-MM, YYYY-MM-DD or an ISO datetime"
@@ -33,7 +33,7 @@ def _letters(text: str) -> str:
 
 
 def _footer(text: str) -> None:
-    print(text, file=sys.stderr)
+    print(visible(text), file=sys.stderr)
 
 
 # -- search -------------------------------------------------------------------------------
@@ -176,7 +176,7 @@ def cmd_recall(args: argparse.Namespace) -> int:
 
     def human(a: dict[str, Any]) -> None:
         if a.get("text"):
-            print(for_people_text(a["text"]))
+            print(visible(for_people_text(a["text"]), lines=True))
         print_hints(a)
         more = f"; the next page: --offset {a['next_offset']}" if "next_offset" in a else ""
         _footer(f"{plural(a.get('count', 0), 'chunk')}{more}")
@@ -250,13 +250,13 @@ def print_record(a: dict[str, Any]) -> None:
             fields.append((row.name, ", ".join(map(str, value)) if isinstance(value, list) else str(value)))
     for key, value in (a.get("metadata") or {}).items():
         fields.append((str(key), str(value)))
-    print(_name(a["title"], a["permalink"]))
+    print(visible(_name(a["title"], a["permalink"])))
     for key, value in fields:
-        print(f"  {key:<13} {cut(value, room - 16)}")
+        print(f"  {visible(key):<13} {cut(value, room - 16)}")
     print(rule)
-    print(a.get("body", "").rstrip("\n"))
+    print(visible(a.get("body", "").rstrip("\n"), lines=True))
     if "next_offset" in a:
-        print(f"[… the body goes on: vault-mem read {a['permalink']!r} --offset {a['next_offset']}]")
+        print(visible(f"[… the body goes on: vault-mem read {a['permalink']!r} --offset {a['next_offset']}]"))
     print(rule)
     links = a.get("links", [])
     print(f"links ({len(links)})" if links else "links: none")

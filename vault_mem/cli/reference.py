@@ -21,9 +21,15 @@ from the same parser (`python -m vault_mem.cli.reference > docs/cli.md`).
 
 - **The vault** comes from `--vault PATH`, else `$VAULT_MEM_VAULT`. The index lives in
   `<vault>/.vault-mem/` unless `--index-dir` says otherwise (see [the vault format](vault-format.md)).
-- **Output**: text for people, sized to the terminal's width (`$COLUMNS`); with `--json`, one JSON
-  object on stdout, errors included (`{"status": "invalid", "message": ...}`). Every command but
-  `serve` and `export` (whose stdout belongs to the MCP protocol and to the notes) takes `--json`.
+- **Output**: text for people, its rows cut with `…` to the terminal's width (`$COLUMNS` when
+  set); piped or redirected to a file, whole lines, never cut. With `--json`, one JSON object on
+  stdout, errors included (`{"status": "invalid", "message": ...}`). Every command but `serve`
+  and `export` (whose stdout belongs to the MCP protocol and to the notes) takes `--json`.
+- **Vault text is shown, never obeyed**: a control character in a title, body, tag or file name
+  (an escape sequence that would clear the screen, set the window title or write the
+  clipboard) is printed visibly as `\\x1b`, and a bidi control that would reorder a name (U+202E
+  and the like) as `\\u202e`; `--json` keeps every value exact, escaping those characters the
+  JSON way (`\\u001b`, `\\u202e`). New file names never hold bidi controls.
 - **Errors** are one line on stderr that says what was wrong and what is accepted; see
   [troubleshooting](troubleshooting.md) for each message.
 - **Exit status**: 0 done; 1 failed (bad value, unknown note or domain, unusable vault);

@@ -15,6 +15,7 @@ import os
 import sys
 import threading
 from collections.abc import Callable
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
 
 from vault_mem import __version__
@@ -28,6 +29,7 @@ from vault_mem.served.agents import Agent
 from vault_mem.served.keys import KeyRing, list_agents
 
 GC_YOUNG = 20_000  # allocations between young collections (Python's default: 700)
+TOKEN_ENV = "VAULT_MEM_TOKEN"  # the token by environment: kept out of argv, and how workers get it
 
 if TYPE_CHECKING:
     from vault_mem.mcp_server.app import Calls
@@ -42,7 +44,11 @@ def add_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--port", type=port_number, default=8765, metavar="1..65535",
                         help="HTTP port (default 8765)")
     parser.add_argument("--token", default=None, metavar="SECRET",
-                        help="bearer token HTTP clients must send (default: $VAULT_MEM_TOKEN)")
+                        help="bearer token HTTP clients must send (default: $VAULT_MEM_TOKEN); it shows in the "
+                             "process list: prefer --token-file or the variable")
+    parser.add_argument("--token-file", default=None, metavar="PATH",
+                        help="read the bearer token from this file (its one line; surrounding spaces and the "
+                             "line end are dropped), keeping it out of the process list")
     parser.add_argument("--workers", type=worker_count, default=None, metavar="N",
                         help="with --http: N server processes on one port, each with its own index reader "
                              "(default: the number of cores); with 2 or more, worker 1 makes every write and "
@@ -64,8 +70,8 @@ def add_options(parser: argparse.ArgumentParser) -> None:
 
 def cmd_serve(args: argparse.Namespace) -> int:
     root = vault_root(args)
+    token = serve_token(args) if args.http else None
     index = open_index(args, root, doing="serve it")
-    token = args.token or os.environ.get("VAULT_MEM_TOKEN") or None
     seat = None
     if args.http:
         from vault_mem.mcp_server.transports import check_http_options
@@ -90,7 +96,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
         from vault_mem.cli.workers import serve_workers
 
         index.close()
-        return serve_workers(args, root, workers, lambda: _say_http(root, url, token, keys))
+        return serve_workers(args, root, workers, token, lambda: _say_http(root, url, token, keys))
 
     from vault_mem.index.api import present
     from vault_mem.runtime.lifecycle import STOP_GRACE, Runtime
@@ -143,6 +149,35 @@ def cmd_serve(args: argparse.Namespace) -> int:
             runtime.stop()
             raise
         return _run_until_stopped(run, runtime, STOP_GRACE, quiet=seat is not None)
+
+
+def serve_token(args: argparse.Namespace) -> str | None:
+    """The bearer token: ``--token``, else ``--token-file``, else ``$VAULT_MEM_TOKEN`` (empty: unset).
+    A blank token, or one with spaces or control characters at its ends or control characters
+    within (a client could never send it in a header as it is), is refused, naming its source."""
+    if args.token is not None and args.token_file is not None:
+        raise InvalidInput("--token-file", "give the token once: --token or --token-file, not both")
+    if args.token is not None:
+        return _checked_token("--token", args.token)
+    if args.token_file is not None:
+        try:
+            text = Path(args.token_file).read_text(encoding="utf-8")
+        except (OSError, UnicodeError) as exc:
+            reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else type(exc).__name__
+            raise InvalidInput("--token-file", f"cannot read the token from {args.token_file}: {reason}") from None
+        return _checked_token("--token-file", text.strip(), where=f" in {args.token_file}")
+    value = os.environ.get(TOKEN_ENV)
+    return _checked_token(TOKEN_ENV, value) if value else None
+
+
+def _checked_token(source: str, token: str, where: str = "") -> str:
+    if not token.strip():
+        raise InvalidInput(source, f"the token{where} is blank: give a secret that clients send as "
+                                   "'Authorization: Bearer SECRET' (e.g. openssl rand -hex 16)")
+    if token != token.strip() or any(ord(c) < 32 or ord(c) == 127 for c in token):
+        raise InvalidInput(source, f"the token{where} has spaces at its ends or control characters, which a "
+                                   "client cannot send in an HTTP header as they are: give it without them")
+    return token
 
 
 def _stdio_agent(args: argparse.Namespace, keys: KeyRing, root: Any) -> Agent | None:
@@ -247,7 +282,8 @@ register(Command(
                 "Ctrl-C stops it. See docs/clients.md for client set-up.",
     examples=("vault-mem serve --vault ~/notes",
               "vault-mem serve --vault ~/notes --http --port 8765",
-              "vault-mem serve --vault ~/notes --http --host 0.0.0.0 --token S3CRET --allowed-host memory.lan",
+              "vault-mem serve --vault ~/notes --http --host 0.0.0.0 --token-file ~/.vault-mem-token "
+              "--allowed-host memory.lan",
               "vault-mem serve --vault ~/notes --git-commit --sync-every 300"),
     run=cmd_serve, add_options=add_options, has_json=False,
 ))

@@ -14,6 +14,7 @@ from vault_mem.cli.app import PROG
 from vault_mem.cli.common import say
 
 MAX_WORKERS = 64
+TOKEN_OPTIONS = ("--token", "--token-file")  # left out of a worker's arguments: it reads the token from its environment
 
 
 def worker_count(text: str) -> int:
@@ -26,14 +27,33 @@ def worker_count(text: str) -> int:
     return count
 
 
-def serve_workers(args: argparse.Namespace, root: Path, count: int, say_http: Callable[[], None]) -> int:
-    """Run ``count`` workers until Ctrl-C or SIGTERM (status 130) or until one ends (status 1)."""
+def without_token(argv: list[str]) -> list[str]:
+    """``argv`` without ``--token``/``--token-file`` and their values, in any spelling argparse takes
+    (``--token X``, ``--token=X``, an unambiguous prefix such as ``--tok X``): what a process list
+    shows of a worker must not hold the secret."""
+    kept: list[str] = []
+    words = iter(argv)
+    for word in words:
+        name, has_value, _ = word.partition("=")
+        if len(name) > 2 and any(option.startswith(name) for option in TOKEN_OPTIONS):
+            if not has_value:
+                next(words, None)
+            continue
+        kept.append(word)
+    return kept
+
+
+def serve_workers(args: argparse.Namespace, root: Path, count: int, token: str | None,
+                  say_http: Callable[[], None]) -> int:
+    """Run ``count`` workers until Ctrl-C or SIGTERM (status 130) or until one ends (status 1).
+    The workers get ``token`` in their environment, never in their arguments (``without_token``)."""
     from vault_mem.mcp_server.workers import Workers
 
     if args.read_only:
         say("read-only: no write tools are served")
     say(f"{PROG} {__version__} serving the vault {root}")
-    workers = Workers([sys.executable, "-m", "vault_mem", *args.argv], args.host, args.port, count)
+    workers = Workers([sys.executable, "-m", "vault_mem", *without_token(args.argv)], args.host, args.port, count,
+                      token)
     try:
         pids = workers.start()
         say(f"{count} worker processes on one port (pids {', '.join(map(str, pids))}), each with its own "

@@ -5,9 +5,11 @@
     add_entry(place, name, entry)         merge into the file: a backup first, other servers kept
     remove_entry(place, name)             take the one entry out, the same way
 
-The files are JSON; one that does not parse (a trailing comma, a comment) is never
-rewritten: InvalidInput says the file, line and column. Every write is atomic, and the
-file's previous bytes are kept beside it as ``<name>.<UTC time>.bak`` first.
+The files are JSON; one that does not parse (a trailing comma, a comment), that holds a
+key twice in one object, or NaN/Infinity, is never rewritten: InvalidInput says the file and
+what is wrong. Numbers are written back as they were spelled (``1e400`` stays ``1e400``).
+Every write is atomic, and the file's previous bytes are kept beside it as
+``<name>.<UTC time>.bak`` first, with the file's own permission bits (it may hold a token).
 """
 
 from __future__ import annotations
@@ -15,6 +17,8 @@ from __future__ import annotations
 import datetime as dt
 import json
 import os
+import re
+import stat
 import sys
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -28,9 +32,16 @@ CLIENTS = ("claude-desktop", "claude-code", "cursor", "vscode")
 NEXT_STEP = {
     "claude-desktop": "quit Claude Desktop completely (Claude > Quit on macOS, the tray icon on Windows) "
                       "and start it again: it reads the file only at start",
-    "claude-code": "start a new Claude Code session; 'claude mcp list' shows vault-mem",
-    "cursor": "in Cursor, Settings > MCP: toggle vault-mem off and on (or restart Cursor)",
-    "vscode": "in VS Code, run 'MCP: List Servers' and start vault-mem (or reload the window)",
+    "claude-code": "start a new Claude Code session; 'claude mcp list' shows the server",
+    "cursor": "in Cursor, Settings > MCP: toggle the server off and on (or restart Cursor)",
+    "vscode": "in VS Code, run 'MCP: List Servers' and start the server (or reload the window)",
+}
+# After disconnect: the client still runs the server it started until it reads its config again.
+GONE_STEP = {
+    "claude-desktop": NEXT_STEP["claude-desktop"],
+    "claude-code": "start a new Claude Code session; 'claude mcp list' no longer shows the server",
+    "cursor": "in Cursor, Settings > MCP no longer lists the server once Cursor is restarted",
+    "vscode": "in VS Code, reload the window: 'MCP: List Servers' no longer lists the server",
 }
 
 
@@ -46,6 +57,33 @@ class Change:
     place: Place
     action: str  # added | replaced | unchanged | removed | absent
     backup: Path | None = None
+    rewritten: str | None = None  # what of the file's layout the rewrite did not keep, when any
+
+
+@dataclass(frozen=True)
+class Number:
+    """A JSON number as the file spells it: written back as it was (``1e400`` would become
+    ``inf``, then ``Infinity``, which is not JSON; a 5,000-digit integer would not parse)."""
+
+    text: str
+
+
+class _Duplicate(Exception):
+    def __init__(self, key: str) -> None:
+        self.key = key
+
+
+def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    seen: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in seen:
+            raise _Duplicate(key)
+        seen[key] = value
+    return seen
+
+
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not a JSON number")
 
 
 def home_of(system: str, env: Mapping[str, str]) -> Path:
@@ -106,13 +144,23 @@ def read_config(place: Place) -> tuple[dict[str, Any], bytes | None]:
     if not data.strip():
         return {}, data
     try:
-        config = json.loads(data.decode("utf-8-sig"))
+        text = data.decode("utf-8-sig")
+        config = json.loads(text, object_pairs_hook=_no_duplicates, parse_float=Number, parse_int=Number,
+                            parse_constant=_no_constant)
     except UnicodeDecodeError:
         raise InvalidInput("CLIENT", f"{place.path} is not UTF-8 text; nothing was changed") from None
     except json.JSONDecodeError as exc:
         raise InvalidInput("CLIENT", f"{place.path} does not parse as JSON at line {exc.lineno}, column "
                            f"{exc.colno} ({exc.msg}); nothing was changed: fix the file (comments and "
                            "trailing commas are not JSON), or use --print and add the entry by hand") from None
+    except _Duplicate as dup:
+        raise InvalidInput("CLIENT", f"{place.path} has the key {json.dumps(dup.key, ensure_ascii=False)} twice "
+                           f"in one object{_lines_of(text, dup.key)}; a client reads only the last one, so "
+                           "what the first holds is ignored already: merge the two into one, then run this "
+                           "again (or use --print and add the entry by hand); nothing was changed") from None
+    except ValueError as exc:  # NaN or Infinity: Python reads them, no client does
+        raise InvalidInput("CLIENT", f"{place.path} holds {exc}; nothing was changed: fix the file, or use "
+                           "--print and add the entry by hand") from None
     if not isinstance(config, dict):
         raise InvalidInput("CLIENT", f"{place.path} holds a JSON {type(config).__name__}, not an object; "
                            "nothing was changed")
@@ -122,15 +170,61 @@ def read_config(place: Place) -> tuple[dict[str, Any], bytes | None]:
     return config, data
 
 
-def _write(place: Place, config: dict[str, Any], before: bytes | None) -> Path | None:
-    backup = None
+def _lines_of(text: str, key: str) -> str:
+    """ " (lines 3 and 9)": where ``key`` is spelled as a key, when it is spelled plainly."""
+    spelled = re.compile(re.escape(json.dumps(key, ensure_ascii=False)) + r"\s*:")
+    lines = [str(text.count("\n", 0, m.start()) + 1) for m in spelled.finditer(text)]
+    return f" (lines {', '.join(lines[:-1])} and {lines[-1]})" if len(lines) >= 2 else ""
+
+
+def dumps(value: Any, level: int = 0) -> str:
+    """``json.dumps(value, indent=2, ensure_ascii=False)``, with each Number as it was spelled, and
+    a string holding a lone surrogate (``"\\ud800"`` in the file) escaped, as UTF-8 cannot hold it."""
+    pad, inner = "  " * level, "  " * (level + 1)
+    if isinstance(value, Number):
+        return value.text
+    if isinstance(value, dict):
+        if not value:
+            return "{}"
+        items = (f"{inner}{dumps(str(k))}: {dumps(v, level + 1)}" for k, v in value.items())
+        return "{\n" + ",\n".join(items) + f"\n{pad}}}"
+    if isinstance(value, list):
+        if not value:
+            return "[]"
+        return "[\n" + ",\n".join(f"{inner}{dumps(v, level + 1)}" for v in value) + f"\n{pad}]"
+    if isinstance(value, str) and any("\ud800" <= ch <= "\udfff" for ch in value):
+        return json.dumps(value)
+    return json.dumps(value, ensure_ascii=False)
+
+
+def _write(place: Place, config: dict[str, Any], before: bytes | None) -> tuple[Path | None, str | None]:
+    """Write ``config``: first the file as it was to a backup with the file's own permission bits,
+    then the new text over it atomically (atomic_write keeps the bits of the file it replaces).
+    Returns (the backup, what of the old layout was not kept)."""
+    backup, rewritten = None, None
     if before is not None:
         stamp = dt.datetime.now(dt.UTC).strftime("%Y%m%dT%H%M%S%fZ")
         backup = place.path.with_name(f"{place.path.name}.{stamp}.bak")
-        atomic_write(backup, before)
+        atomic_write(backup, before, mode=stat.S_IMODE(os.stat(place.path).st_mode))
+        rewritten = _layout_change(before)
     place.path.parent.mkdir(parents=True, exist_ok=True)
-    atomic_write(place.path, (json.dumps(config, indent=2, ensure_ascii=False) + "\n").encode("utf-8"))
-    return backup
+    atomic_write(place.path, (dumps(config) + "\n").encode("utf-8"))
+    return backup, rewritten
+
+
+def _layout_change(before: bytes) -> str | None:
+    """What the rewrite does not keep of the file as it was (every value is kept): None when the
+    file was already laid out as connect writes it."""
+    try:
+        text = before.decode("utf-8-sig")
+        again = dumps(json.loads(text, object_pairs_hook=_no_duplicates, parse_float=Number, parse_int=Number))
+    except (ValueError, _Duplicate):
+        return None  # read_config refused it already
+    if again.strip() == text.strip():
+        return None
+    bom = "byte order mark, " if before.startswith(b"\xef\xbb\xbf") else ""
+    return (f"the file's layout ({bom}indentation, spacing, escapes such as \\u00e9) was not kept: it is "
+            "written as 2-space JSON; every key, value and number is kept as it was")
 
 
 def add_entry(place: Place, name: str, entry: dict[str, Any]) -> Change:
@@ -140,7 +234,7 @@ def add_entry(place: Place, name: str, entry: dict[str, Any]) -> Change:
         return Change(place, "unchanged")
     action = "replaced" if name in servers else "added"
     config[place.key] = {**servers, name: entry}
-    return Change(place, action, _write(place, config, before))
+    return Change(place, action, *_write(place, config, before))
 
 
 def remove_entry(place: Place, name: str) -> Change:
@@ -149,7 +243,7 @@ def remove_entry(place: Place, name: str) -> Change:
     if name not in servers:
         return Change(place, "absent")
     config[place.key] = {k: v for k, v in servers.items() if k != name}
-    return Change(place, "removed", _write(place, config, before))
+    return Change(place, "removed", *_write(place, config, before))
 
 
 def snippet(place: Place, name: str, entry: dict[str, Any]) -> str:

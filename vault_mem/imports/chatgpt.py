@@ -4,14 +4,21 @@ The file is a JSON list of conversations: ``id`` (or ``conversation_id``), ``tit
 ``create_time`` and ``update_time`` (POSIX seconds), ``current_node`` and ``mapping``, a tree
 of ``{id: {message, parent, children}}`` nodes. The conversation as its owner last saw it is
 the branch that ends at ``current_node``, followed up through the parents and read back down;
-regenerated answers and edited prompts on other branches are left out (when ``current_node``
-is missing, the newest child is followed from the root). Only the text of user and
-assistant messages is kept (``text`` and ``multimodal_text`` parts that are strings); system,
-tool and hidden messages, code and images are not.
+regenerated answers and edited prompts on other branches are left out and counted (without
+``current_node``, the newest child is followed from the root). Files written by other
+exporters differ, and are read as they are: links given only as ``parent`` (or only as
+``children``) are completed from each other; a mapping with no links at all is one branch in
+time order (every message kept); a ``messages`` list instead of a mapping is read in order; a
+message without ``content_type`` is text when its ``parts`` are; a conversation without an id
+is known by its title, start time and message ids. Only the text of user and assistant
+messages is kept; system, tool and hidden messages, code, images and other content are left
+out and counted in the summary.
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
 from pathlib import Path
 from typing import Any
 
@@ -23,60 +30,123 @@ FORMAT = "chatgpt"
 DEFAULT_DOMAIN = DateFolder("chatgpt")
 ACCEPTED = "the JSON list of conversations in conversations.json from a ChatGPT data export"
 _TEXT_KINDS = ("text", "multimodal_text")
+OTHER_BRANCHES = "messages on other branches (regenerated answers, edited prompts)"
 
 
-def _branch(mapping: dict[str, Any], current: Any) -> list[dict[str, Any]]:
-    """The nodes from the root to ``current`` (or along the newest children), in order."""
-    chain: list[dict[str, Any]] = []
-    seen: set[str] = set()
-    if isinstance(current, str) and isinstance(mapping.get(current), dict):
-        node_id: Any = current
-        while isinstance(node_id, str) and node_id not in seen and isinstance(mapping.get(node_id), dict):
-            seen.add(node_id)
-            chain.append(mapping[node_id])
-            node_id = mapping[node_id].get("parent")
-        return chain[::-1]
-    roots = [n for n in mapping.values() if isinstance(n, dict) and not n.get("parent")]
-    node = roots[0] if roots else None
-    visited: set[int] = set()
-    while isinstance(node, dict) and id(node) not in visited:
-        visited.add(id(node))
-        chain.append(node)
-        children = [c for c in node.get("children") or [] if isinstance(c, str) and c in mapping]
-        node = mapping[children[-1]] if children else None
-    return chain
+def _links(nodes: dict[str, dict[str, Any]]) -> tuple[dict[str, str], dict[str, list[str]]]:
+    """(parent of each node, children of each node), each completed from the other."""
+    parent_of: dict[str, str] = {}
+    children_of: dict[str, list[str]] = {key: [] for key in nodes}
+    for key, node in nodes.items():
+        parent = node.get("parent")
+        if isinstance(parent, str) and parent in nodes and parent != key:
+            parent_of[key] = parent
+        kids = node.get("children")
+        for child in kids if isinstance(kids, list) else []:
+            if isinstance(child, str) and child in nodes and child != key and child not in children_of[key]:
+                children_of[key].append(child)
+                parent_of.setdefault(child, key)
+    for child, parent in parent_of.items():
+        if child not in children_of[parent]:
+            children_of[parent].append(child)
+    return parent_of, children_of
 
 
-def _message(node: dict[str, Any]) -> tuple[str, str] | None:
+def _when(node: dict[str, Any]) -> float | None:
+    message = node.get("message")
+    value = message.get("create_time") if isinstance(message, dict) else None
+    return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
+
+
+def _in_time_order(keys: list[str], nodes: dict[str, dict[str, Any]]) -> list[str]:
+    """``keys`` by their message's create_time; those without one keep their place in the file."""
+    order = {key: n for n, key in enumerate(keys)}
+    return sorted(keys, key=lambda k: (_when(nodes[k]) is None, _when(nodes[k]) or 0.0, order[k]))
+
+
+def _branch(mapping: dict[str, Any], current: Any) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """(the nodes of the branch shown, in order; the nodes on no branch shown)."""
+    nodes = {key: node for key, node in mapping.items() if isinstance(node, dict)}
+    parent_of, children_of = _links(nodes)
+    if not parent_of:  # no links at all: one branch, in time order
+        return [nodes[k] for k in _in_time_order(list(nodes), nodes)], []
+    chain: list[str] = []
+    if isinstance(current, str) and current in nodes:
+        key: str | None = current
+        while key is not None and key not in chain:
+            chain.append(key)
+            key = parent_of.get(key)
+        chain.reverse()
+    else:
+        roots = [k for k in nodes if k not in parent_of and children_of[k]] or [k for k in nodes if k not in parent_of]
+        key = roots[0] if roots else None
+        while key is not None and key not in chain:
+            chain.append(key)
+            children = children_of[key]
+            key = _in_time_order(children, nodes)[-1] if children else None
+    on_branch = set(chain)
+    return [nodes[k] for k in chain], [node for k, node in nodes.items() if k not in on_branch]
+
+
+def _message(node: dict[str, Any], out: Source) -> tuple[str, str] | None:
+    """(speaker, text) of a node's message, or None (counted in ``out`` when it held something)."""
     message = node.get("message")
     if not isinstance(message, dict):
         return None
     author = message.get("author")
-    role = author.get("role") if isinstance(author, dict) else None
-    speaker = SPEAKERS.get(str(role))
+    role = author.get("role") if isinstance(author, dict) else message.get("role")
     metadata = message.get("metadata")
-    if speaker is None or (isinstance(metadata, dict) and metadata.get("is_visually_hidden_from_conversation")):
+    speaker = SPEAKERS.get(str(role))
+    if speaker is None:
+        out.leave("system and tool messages")
+        return None
+    if isinstance(metadata, dict) and metadata.get("is_visually_hidden_from_conversation"):
+        out.leave("hidden messages")
         return None
     content = message.get("content")
-    if not isinstance(content, dict) or content.get("content_type") not in _TEXT_KINDS:
+    if isinstance(content, str):
+        return (speaker, content) if content.strip() else None
+    if not isinstance(content, dict):
+        return None
+    kind = content.get("content_type")
+    if kind is not None and kind not in _TEXT_KINDS:
+        out.leave(f"{kind} messages" if isinstance(kind, str) else "messages of an unknown content_type")
         return None
     parts = content.get("parts")
-    text = "\n\n".join(p for p in parts if isinstance(p, str) and p.strip()) if isinstance(parts, list) else ""
+    if not isinstance(parts, list):
+        text = content.get("text")
+        return (speaker, text) if isinstance(text, str) and text.strip() else None
+    out.leave("images and files", sum(1 for p in parts if not isinstance(p, str)))
+    text = "\n\n".join(p for p in parts if isinstance(p, str) and p.strip())
     return (speaker, text) if text.strip() else None
 
 
-def _record(item: Any, where: str, fallback: str) -> Record | Skipped:
+def _derived_id(item: dict[str, Any], keys: list[str]) -> str:
+    """An id for a conversation the file gives none: its title, start time and message ids."""
+    seed = json.dumps([item.get("title"), item.get("create_time"), keys], ensure_ascii=False, default=str)
+    return "sha256-" + hashlib.sha256(seed.encode("utf-8", "surrogatepass")).hexdigest()[:24]
+
+
+def _record(item: Any, where: str, fallback: str, out: Source) -> Record | Skipped:
     if not isinstance(item, dict):
         return Skipped(where, f"{json_kind(item)}, not a conversation object")
-    source_id = text_or_none(item.get("conversation_id")) or text_or_none(item.get("id"))
-    if source_id is None:
-        return Skipped(where, "a conversation without an id (id or conversation_id)")
-    mapping = item.get("mapping")
-    if not isinstance(mapping, dict):
-        return Skipped(where, f"conversation {source_id!r} has no mapping (its message tree)")
-    messages = [m for node in _branch(mapping, item.get("current_node")) if (m := _message(node))]
+    mapping, flat = item.get("mapping"), item.get("messages")
+    if isinstance(mapping, dict):
+        branch, elsewhere = _branch(mapping, item.get("current_node"))
+        keys = list(mapping)
+    elif isinstance(flat, list):
+        branch, elsewhere = [{"message": m} for m in flat], []
+        keys = [str(m.get("id")) for m in flat if isinstance(m, dict)]
+    else:
+        name = text_or_none(item.get("title")) or "untitled"
+        return Skipped(where, f"conversation {name!r} has neither a mapping (its message tree) nor a "
+                       "messages list")
+    source_id = text_or_none(item.get("conversation_id")) or text_or_none(item.get("id")) or _derived_id(item, keys)
+    messages = [m for node in branch if (m := _message(node, out))]
+    out.leave(OTHER_BRANCHES, sum(1 for node in elsewhere if _message(node, Source())))
     if not messages:
-        return Skipped(where, f"conversation {source_id!r} has no user or assistant text on its current branch")
+        return Skipped(where, f"conversation {source_id!r} has no user or assistant text"
+                       + (" on its current branch" if elsewhere else ""))
     record = conversation(source_id, item, ("create_time", "update_time", "title"), "chatgpt", messages,
                           where, fallback)
     model = text_or_none(item.get("default_model_slug"))
@@ -87,6 +157,8 @@ def _record(item: Any, where: str, fallback: str) -> Record | Skipped:
 
 def read(source: Path) -> Source:
     data = load_json(source, ACCEPTED)
+    if isinstance(data, dict) and isinstance(data.get("conversations"), list):
+        data = data["conversations"]
     if not isinstance(data, list):
         raise InvalidInput("SOURCE", f"{source} is {json_kind(data)}; expected {ACCEPTED}")
     return read_items(source, data, "conversation", _record)

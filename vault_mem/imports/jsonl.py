@@ -4,12 +4,16 @@
      "domain": "work/acme", "id": "source-id-42"}
 
 ``text`` (or ``body``) is the note's body and the only key required; ``title`` defaults to
-its first line, ``date`` (or ``created``) to the file's modification time, ``type`` to
+its first line, ``date`` (or ``created``, ``created_at``, ``timestamp``, ``ts``: ISO text or
+POSIX seconds) to the file's modification time, ``type`` to
 ``note``, ``domain`` to the import's ``--domain`` or the vault's top. ``id`` is the record's
 id in its source, what makes a second import update rather than duplicate; without one the
 title, date and text stand for it. The lines ``vault-mem export`` writes are accepted as they
 are (``uid``, ``path``, ``updated``, ``aliases``, ``importance``, ``metadata``... are kept),
-so that exporting a vault and importing the file into an empty one gives back equal notes.
+so that exporting a vault and importing the file into an empty one gives back equal notes;
+a note's ``imported_from``, ``import_id`` and ``import_hash`` travel with it, so a re-import of
+its first source into the new vault still finds it. ``path`` is cleaned and confined as a
+write tool's title and domain are (imports.notes).
 """
 
 from __future__ import annotations
@@ -39,6 +43,8 @@ DEFAULT_DOMAIN = ""
 _DEFAULTS = {"importance": 0.5, "namespace": "default", "scope": "user"}
 _LISTS = ("aliases", "paths", "supersedes", "superseded_by")
 _IMPORT_KEYS = (IMPORTED_FROM, IMPORT_ID, IMPORT_HASH)
+_CREATED = ("created", "date", "created_at", "timestamp", "ts")  # the first that is a date dates the note
+_UPDATED = ("updated", "updated_at")
 
 
 def _fields(obj: dict[str, Any], created: str, updated: str) -> dict[str, Any]:
@@ -77,9 +83,9 @@ def _record(obj: Any, where: str, fallback: str) -> Record | Skipped:
     if title is None and not text.strip():
         return Skipped(where, "empty: neither text nor a title")
     title = " ".join((title or first_line_title(text)).split())
-    dated = moment(obj.get("created", obj.get("date")))
+    dated = next((m for key in _CREATED if key in obj and (m := moment(obj[key]))), None)
     created = dated or fallback
-    updated = moment(obj.get("updated")) or created
+    updated = next((m for key in _UPDATED if key in obj and (m := moment(obj[key]))), None) or created
     uid = text_or_none(obj.get("uid"))
     source_id = text_or_none(obj.get("id")) or uid
     if source_id is None:
@@ -89,7 +95,20 @@ def _record(obj: Any, where: str, fallback: str) -> Record | Skipped:
     path = text_or_none(obj.get("path"))
     return Record(source_id=source_id.strip(), title=title, body=text, fields=_fields(obj, created, updated),
                   domain=domain.strip() if domain else ("" if "domain" in obj else None),
-                  path=path, uid=uid.strip() if uid else None, where=where, dated=dated is not None)
+                  path=path, uid=uid.strip() if uid else None, where=where, dated=dated is not None,
+                  origin=_origin(obj))
+
+
+def _origin(obj: dict[str, Any]) -> tuple[str, str, str | None] | None:
+    """The import identity an exported note carried (its metadata's imported_from, import_id and
+    import_hash), kept so that a moved vault still knows where each note came from."""
+    metadata = obj.get("metadata")
+    if not isinstance(metadata, dict):
+        return None
+    fmt, source_id = text_or_none(metadata.get(IMPORTED_FROM)), text_or_none(metadata.get(IMPORT_ID))
+    if fmt is None or source_id is None:
+        return None
+    return fmt.strip(), source_id, text_or_none(metadata.get(IMPORT_HASH))
 
 
 def read(source: Path) -> Source:

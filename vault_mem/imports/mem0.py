@@ -6,7 +6,9 @@ with ``id``, its text in ``memory`` (mem0) or ``content`` (OpenMemory), and opti
 ``metadata``, ``categories``, ``created_at``, ``updated_at``, ``user_id``, ``agent_id``,
 ``run_id``, ``app_id``/``app_name`` and ``state``. Each becomes a ``fact`` titled by its first
 line, tagged with its categories, dated by its own dates; memories whose state is
-``deleted`` are skipped.
+``deleted`` are skipped. Graph memory's ``relations`` (``{source, source_type, relationship,
+target}``; ``destination`` in older versions) become one note per source entity whose
+``## Relations`` lines link to the targets.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from vault_mem.errors import InvalidInput
+from vault_mem.imports.mcp_memory import wikilink
 from vault_mem.imports.records import (
     Record,
     Skipped,
@@ -24,13 +27,16 @@ from vault_mem.imports.records import (
     load_json,
     moment,
     read_items,
+    source_moment,
     string_list,
     text_or_none,
 )
+from vault_mem.vault.note import KNOWN_TYPES
 
 FORMAT = "mem0"
 DEFAULT_DOMAIN = "mem0"
-ACCEPTED = "a JSON list of memories, or an object with 'results' or 'memories' holding one"
+ACCEPTED = ("a JSON list of memories, or an object with 'results' or 'memories' holding one (and graph "
+            "memory's 'relations')")
 _IDS = ("user_id", "agent_id", "run_id", "app_id", "app_name", "hash")
 
 
@@ -44,7 +50,7 @@ def _memories(data: Any) -> list[Any] | None:
     return None
 
 
-def _record(item: Any, where: str, fallback: str) -> Record | Skipped:
+def _record(item: Any, where: str, fallback: str, out: Source) -> Record | Skipped:
     if not isinstance(item, dict):
         return Skipped(where, f"{json_kind(item)}, not a memory object")
     source_id = text_or_none(item.get("id"))
@@ -71,8 +77,41 @@ def _record(item: Any, where: str, fallback: str) -> Record | Skipped:
                   where=where, dated=dated is not None)
 
 
+def _relations(items: list[Any], out: Source, fallback: str) -> None:
+    """Graph memory's ``relations`` as one note per source entity, its relations as links under
+    ``## Relations`` (as the MCP memory graph's are), so each target's backlinks show them."""
+    by_source: dict[str, tuple[str, set[tuple[str, str]], str]] = {}  # name -> (type, links, where)
+    for number, item in enumerate(items, start=1):
+        where = f"relation {number}"
+        ends = [item.get(k) if isinstance(item, dict) else None for k in ("source", "relationship", "target")]
+        if isinstance(item, dict) and not isinstance(ends[2], str):
+            ends[2] = item.get("destination")
+        if isinstance(item, dict) and not isinstance(ends[1], str):
+            ends[1] = item.get("relation")
+        start, rel, target = (e.strip() if isinstance(e, str) else "" for e in ends)
+        if not (start and rel and target):
+            out.skipped.append(Skipped(where, "a relation needs source, relationship and target (or destination), "
+                                       "non-empty strings"))
+            continue
+        kind = text_or_none(item.get("source_type")) if isinstance(item, dict) else None
+        entry = by_source.setdefault(start, ((kind or "note").strip(), set(), where))
+        entry[1].add((rel, target))
+    for name, (kind, links, where) in by_source.items():
+        body = "## Relations\n\n" + "\n".join(f"- {' '.join(rel.split())} {wikilink(target)}"
+                                                for rel, target in sorted(links))
+        note_type = kind.lower() if kind.lower() in KNOWN_TYPES else kind
+        out.records.append(Record(source_id=f"entity:{name}", title=" ".join(name.split()), body=body,
+                                  fields={"type": note_type, "created": fallback, "updated": fallback},
+                                  where=where, dated=False))
+
+
 def read(source: Path) -> Source:
-    memories = _memories(load_json(source, ACCEPTED))
-    if memories is None:
+    data = load_json(source, ACCEPTED)
+    memories = _memories(data)
+    relations = data.get("relations") if isinstance(data, dict) else None
+    if memories is None and not isinstance(relations, list):
         raise InvalidInput("SOURCE", f"{source} holds no memories: expected {ACCEPTED}")
-    return read_items(source, memories, "memory", _record)
+    out = read_items(source, memories or [], "memory", _record)
+    if isinstance(relations, list):
+        _relations(relations, out, source_moment(source))
+    return out

@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from vault_mem.errors import InvalidInput
+from vault_mem.errors import InvalidInput, WriteFailed
 from vault_mem.imports.records import Record, Skipped, Source
 from vault_mem.vault.dates import parse_datetime
 from vault_mem.vault.frontmatter import load_yaml, split_frontmatter
@@ -57,6 +57,11 @@ class Report:
     unchanged: int = 0
     conflicts: list[tuple[str, str]] = field(default_factory=list)  # (path, why)
     skipped: list[Skipped] = field(default_factory=list)
+    left_out: dict[str, int] = field(default_factory=dict)  # what the notes do not hold, by design
+
+    def imported_nothing(self) -> bool:
+        """No record became or matched a note (every one was skipped, or the source held none)."""
+        return not (self.created or self.updated or self.unchanged or self.conflicts)
 
     def counts(self) -> dict[str, int]:
         return {"created": len(self.created), "updated": len(self.updated), "unchanged": self.unchanged,
@@ -87,10 +92,12 @@ def expected_digest(fields: dict[str, Any], body: str) -> str:
     return digest({key: plain_value(value) for key, value in fields.items()}, body)
 
 
-def rendered(fields: dict[str, Any], body: str) -> tuple[str, str]:
-    """(the note's text with ``import_hash``, that hash). InvalidInput for a value YAML cannot hold."""
+def rendered(fields: dict[str, Any], body: str, kept_hash: str | None = None) -> tuple[str, str]:
+    """(the note's text with ``import_hash``, that hash). InvalidInput for a value YAML cannot hold.
+    ``kept_hash``: the hash the note carried before it was exported, kept so that an edit made
+    before the move is still a conflict for the next import of its first source."""
     text = render_note(fields, body)
-    value = expected_digest(fields, body)
+    value = kept_hash or expected_digest(fields, body)
     end = text.index("\n---\n") + 1  # render_note's block: the first closing fence
     return text[:end] + f"{IMPORT_HASH}: {value}\n" + text[end:], value
 
@@ -103,25 +110,35 @@ def _read_head(path: Path) -> bytes | None:
         return None
 
 
-def find_imported(root: Path, fmt: str) -> tuple[dict[str, list[str]], set[str]]:
-    """({import_id: [paths of notes carrying it]}, ids of this format's notes in the trash)."""
-    found: dict[str, list[str]] = {}
+Identity = tuple[str, str]  # (imported_from, import_id)
+
+
+def _identity(data: bytes) -> Identity | None:
+    if b"import_id:" not in data:
+        return None
+    values, _, ok = parsed(data.decode("utf-8", "replace"))
+    if ok and values.get(IMPORTED_FROM) is not None and values.get(IMPORT_ID) is not None:
+        return str(values[IMPORTED_FROM]), str(values[IMPORT_ID])
+    return None
+
+
+def find_imported(root: Path) -> tuple[dict[Identity, list[str]], set[Identity]]:
+    """({(imported_from, import_id): [paths of notes carrying it]}, those of notes in the trash).
+    Every format's: a vault moved through export and import jsonl keeps its notes' first identity."""
+    found: dict[Identity, list[str]] = {}
     for rel in walk_vault(root).files:
         data = _read_head(root / rel)
-        if data is None or b"import_id:" not in data:
-            continue
-        values, _, ok = parsed(data.decode("utf-8", "replace"))
-        if ok and values.get(IMPORTED_FROM) == fmt and values.get(IMPORT_ID) is not None:
-            found.setdefault(str(values[IMPORT_ID]), []).append(rel)
-    trashed: set[str] = set()
+        identity = _identity(data) if data is not None else None
+        if identity is not None:
+            found.setdefault(identity, []).append(rel)
+    trashed: set[Identity] = set()
     trash = root / TRASH_NAME
     if trash.is_dir() and not trash.is_symlink():
         for name in sorted(os.listdir(trash)):
             data = _read_head(trash / name) if name.lower().endswith(".md") else None
-            if data is not None and b"import_id:" in data:
-                values, _, ok = parsed(data.decode("utf-8", "replace"))
-                if ok and values.get(IMPORTED_FROM) == fmt and values.get(IMPORT_ID) is not None:
-                    trashed.add(str(values[IMPORT_ID]))
+            identity = _identity(data) if data is not None else None
+            if identity is not None:
+                trashed.add(identity)
     return found, trashed
 
 
@@ -131,8 +148,16 @@ def _note_id(created: Any) -> str:
     return f"{moment:%Y%m%d}-{secrets.token_hex(4)}"
 
 
+MAX_SEGMENT_BYTES = 255  # a folder name, as the write tools' domain check takes it
+
+
 def _folder(root: Path, domain: str, param: str) -> tuple[Path, str]:
     domain = existing_spelling(root, check_relative(domain.strip(), param)) if domain.strip() else ""
+    for segment in domain.split("/"):
+        size = len(segment.encode("utf-8", "surrogatepass"))
+        if size > MAX_SEGMENT_BYTES:
+            raise InvalidInput(param, f"the folder name {segment[:40]!r}... is {size} bytes; file systems "
+                               f"take at most {MAX_SEGMENT_BYTES}")
     return confine(root, domain, param), domain
 
 
@@ -145,17 +170,23 @@ def _names_in(folder: Path) -> set[str]:
 
 class _Importer:
     def __init__(self, root: Path, fmt: str, domain: str | None, dry_run: bool,
-                 default_domain: Callable[[Record], str]) -> None:
+                 default_domain: Callable[[Record], str], journal: Callable[[list[dict[str, Any]]], None] | None
+                 ) -> None:
         self.root, self.fmt, self.domain, self.dry_run = root, fmt, domain, dry_run
         self.default_domain = default_domain
+        self.journal = journal
         self.report = Report(fmt, dry_run)
-        self.found, self.trashed = find_imported(root, fmt)
-        self.seen: dict[str, str] = {}
+        self.found, self.trashed = find_imported(root) if root.is_dir() else ({}, set())
+        self.seen: dict[Identity, str] = {}
         # Listing a folder for each note would make an import of n notes into one folder O(n²).
         self.folders: dict[tuple[str, str], Path] = {}
         self.names: dict[Path, set[str]] = {}
         self.pool = ThreadPoolExecutor(max_workers=WRITERS, thread_name_prefix="import")
-        self.pending: list[Future[Path]] = []
+        self.pending: list[tuple[Future[Path], Record, str, bytes, str]] = []  # (create, record, where, bytes, id)
+        self.changes: list[dict[str, Any]] = []  # written since the last journal call
+
+    def identity(self, record: Record) -> Identity:
+        return (record.origin[0], record.origin[1]) if record.origin else (self.fmt, record.source_id)
 
     def folder(self, domain: str, param: str) -> Path:
         key = (domain, param)
@@ -166,24 +197,24 @@ class _Importer:
     def fields(self, record: Record) -> dict[str, Any]:
         fields = {"title": record.title, **{k: v for k, v in record.fields.items() if v not in (None, [], {})}}
         fields.setdefault("agent", f"import-{self.fmt}")
-        fields[IMPORTED_FROM] = self.fmt
-        fields[IMPORT_ID] = record.source_id
+        fields[IMPORTED_FROM], fields[IMPORT_ID] = self.identity(record)
         return fields
 
     def one(self, record: Record) -> None:
         where = record.where or f"record {record.source_id!r}"
-        if record.source_id in self.seen:
-            self.report.skipped.append(Skipped(where, f"the id {record.source_id!r} came already at "
-                                               f"{self.seen[record.source_id]}; the first was kept"))
+        identity = self.identity(record)
+        if identity in self.seen:
+            self.report.skipped.append(Skipped(where, f"the id {identity[1]!r} came already at "
+                                               f"{self.seen[identity]}; the first was kept"))
             return
-        self.seen[record.source_id] = where
-        paths = self.found.get(record.source_id, [])
+        self.seen[identity] = where
+        paths = self.found.get(identity, [])
         if len(paths) > 1:
             why = f"{len(paths)} notes carry import_id {record.source_id!r} ({', '.join(paths[:3])}); keep one"
             self.report.conflicts.append((paths[0], why))
         elif paths:
             self.update(paths[0], record)
-        elif record.source_id in self.trashed:
+        elif identity in self.trashed:
             self.report.skipped.append(Skipped(where, f"deleted since the last import (it is in {TRASH_NAME}/); "
                                                "restore it, or empty the trash to import it again"))
         else:
@@ -192,12 +223,15 @@ class _Importer:
     def create(self, record: Record, where: str) -> None:
         fields = {"id": record.uid or _note_id(record.fields.get("created")), **self.fields(record)}
         try:
-            text, _ = rendered(fields, record.body)
+            text, _ = rendered(fields, record.body, record.origin[2] if record.origin else None)
             if record.path is not None and self.domain is None:
                 rel = check_relative(record.path, "path")
                 folder_rel, _, name = rel.rpartition("/")
                 if not name.lower().endswith(".md"):
                     raise InvalidInput("path", f"{rel!r} is not a Markdown file name (.md)")
+                # The name a write tool would give a note titled so: no ': | ? * < >', no CON, at most
+                # MAX_NAME_BYTES; a name that is already clean is kept as it is.
+                name = note_filename(name[:-3])
                 folder = self.folder(folder_rel, "path")
             else:
                 domain = self.domain if self.domain is not None else (
@@ -215,16 +249,29 @@ class _Importer:
             names = self.names[folder] = _names_in(folder)
         # Each create fsyncs its file and folder as a write tool's does; several at once let the file
         # system commit them together (10,000 notes one after the other wait on 20,000 commits).
-        self.pending.append(self.pool.submit(create_exclusive, folder, name, text.encode("utf-8"), taken=names))
+        data = text.encode("utf-8")
+        self.pending.append((self.pool.submit(create_exclusive, folder, name, data, taken=names), record, where,
+                             data, str(fields["id"])))
 
     def finish(self, advance: Callable[[int], None] | None) -> None:
-        """Wait for the creates in flight, in record order; the first that failed raises."""
-        for future in self.pending:
-            final = future.result()
-            self.report.created.append(final.relative_to(self.root).as_posix())
+        """Wait for the creates in flight, in record order (one the disk refused is skipped, named
+        with the reason), then journal what this batch wrote."""
+        for future, record, where, data, uid in self.pending:
+            try:
+                final = future.result()
+            except WriteFailed as exc:
+                self.report.skipped.append(Skipped(where, f"not written: {exc.message}"))
+            else:
+                rel = final.relative_to(self.root).as_posix()
+                self.report.created.append(rel)
+                self.changes.append({"path": rel, "fsrel": rel, "title": record.title, "uid": uid,
+                                     "before": None, "after": data})
             if advance is not None:
                 advance(1)
         self.pending.clear()
+        if self.changes and self.journal is not None:
+            self.journal(self.changes)
+        self.changes = []
 
     def update(self, rel: str, record: Record) -> None:
         path = self.root / rel
@@ -266,23 +313,35 @@ class _Importer:
             if path.read_bytes() != before:
                 self.report.conflicts.append((rel, "changed while it was being imported; left as it is"))
                 return
-            atomic_write(path, new_text.encode("utf-8"))
+            new_bytes = new_text.encode("utf-8")
+            try:
+                atomic_write(path, new_bytes)
+            except WriteFailed as exc:
+                self.report.skipped.append(Skipped(record.where or rel, f"not written: {exc.message}"))
+                return
+            self.changes.append({"path": rel, "fsrel": rel, "title": record.title, "uid": str(fields["id"]),
+                                 "before": before, "after": new_bytes})
         self.report.updated.append(rel)
 
 
 def import_records(root: Path, fmt: str, source: Source, domain: str | None = None, dry_run: bool = False,
                    default_domain: Callable[[Record], str] = lambda record: "",
-                   advance: Callable[[int], None] | None = None) -> Report:
-    """Write ``source``'s records as notes under ``root`` (nothing with ``dry_run``); see the module.
+                   advance: Callable[[int], None] | None = None,
+                   journal: Callable[[list[dict[str, Any]]], None] | None = None) -> Report:
+    """Write ``source``'s records as notes under ``root`` (nothing with ``dry_run``, when ``root``
+    need not exist); see the module.
 
     ``domain`` puts every note in that folder; else a record's own domain, else
-    ``default_domain(record)``. Raises InvalidInput for a bad ``domain``, WriteFailed when the
-    disk refuses a write (the notes written so far stay, and a rerun continues).
+    ``default_domain(record)``. Raises InvalidInput for a bad ``domain``. A record that cannot
+    be written (a bad path, a refused write) is skipped with its reason; the rest go on.
+    ``journal(changes)`` is called after each batch with what it wrote (path, fsrel, title, uid,
+    before and after bytes), so that an import can be logged and undone as one agent's changes.
     """
     if domain is not None:
         _folder(root, domain, "--domain")
-    importer = _Importer(root, fmt, domain, dry_run, default_domain)
+    importer = _Importer(root, fmt, domain, dry_run, default_domain, journal)
     importer.report.skipped.extend(source.skipped)
+    importer.report.left_out.update(source.left_out)
     try:
         for record in source.records:
             queued = len(importer.pending)

@@ -34,6 +34,9 @@ class Record:
     uid: str | None = None  # the note id to keep (an export's uid); None: a new one
     where: str = ""  # "line 12", "conversation 3": for messages
     dated: bool = True  # False: created/updated are the source file's time, not the record's own
+    # (imported_from, import_id, import_hash) a note carried before it was exported: an export moved
+    # into a new vault keeps its notes' import identity, so a re-import of the first source still matches
+    origin: tuple[str, str, str | None] | None = None
 
 
 @dataclass
@@ -46,6 +49,13 @@ class Skipped:
 class Source:
     records: list[Record] = field(default_factory=list)
     skipped: list[Skipped] = field(default_factory=list)
+    # What the format's notes do not hold by design (thinking, tool calls, other branches...), counted
+    # so that the summary names it: {"thinking blocks": 12, ...}
+    left_out: dict[str, int] = field(default_factory=dict)
+
+    def leave(self, what: str, count: int = 1) -> None:
+        if count:
+            self.left_out[what] = self.left_out.get(what, 0) + count
 
     def add(self, item: Record | Skipped) -> None:
         if isinstance(item, Skipped):
@@ -152,11 +162,12 @@ def json_lines(source: Path, out: Source) -> Iterator[tuple[str, Any]]:
 
 
 def read_items(source: Path, items: list[Any], noun: str,
-               record: Callable[[Any, str, str], Record | Skipped]) -> Source:
-    """The records of a source that holds a list: ``record(item, where, fallback)`` for each item,
-    ``where`` being ``NOUN N`` and ``fallback`` the source file's time (for undated items)."""
+               record: Callable[[Any, str, str, Source], Record | Skipped]) -> Source:
+    """The records of a source that holds a list: ``record(item, where, fallback, out)`` for each
+    item, ``where`` being ``NOUN N``, ``fallback`` the source file's time (for undated items) and
+    ``out`` the Source, to count what the notes leave out (``out.leave``)."""
     out = Source()
     fallback = source_moment(source)
     for number, item in enumerate(items, start=1):
-        out.add(record(item, f"{noun} {number}", fallback))
+        out.add(record(item, f"{noun} {number}", fallback, out))
     return out

@@ -406,15 +406,17 @@ class _Stream:
             self.frontier, groups = self._levels[self._next]
             self.group_left = sum(len(docs) for _segment, docs in groups)
             self._next += 1
-            walks = [self._walk(segment, docs) for segment, docs in groups]
+            # A plain function's walks: a method's would hold this stream, and the stream its walks,
+            # a cycle per search that only a full collection frees (runtime/collector.py).
+            walks = [_walk(self._query, segment, docs) for segment, docs in groups]
             self._notes = walks[0] if len(walks) == 1 else heapq.merge(*walks)
 
-    def _walk(self, segment: int, docs: list[int]) -> Iterator[Item]:
-        query = self._query
-        offset, dead = query.offsets[segment], query.dead[segment]
-        updated, paths = query.updated, query.paths
-        for local in docs:
-            if local in dead:
-                continue
-            doc = offset + local
-            yield tie_key(updated[doc], paths[doc]), doc, segment, local
+
+def _walk(query: _Query, segment: int, docs: list[int]) -> Iterator[Item]:
+    offset, dead = query.offsets[segment], query.dead[segment]
+    updated, paths = query.updated, query.paths
+    for local in docs:
+        if local in dead:
+            continue
+        doc = offset + local
+        yield tie_key(updated[doc], paths[doc]), doc, segment, local

@@ -12,8 +12,11 @@ it acts as) to worker 1, where ``WriteServer`` runs it as any call of its own, a
 what comes back (``Vault-Mem-Worker`` on the client's HTTP answer names the worker that took
 the request, not worker 1). The calls travel over a loopback socket that the parent binds and
 hands to worker 1 alone, as frames: four bytes of length (big-endian), then that much JSON. A
-connection's first frame is the secret the parent gave its workers, and worker 1 closes one
-that sends anything else. Each worker keeps up to ``CONNECTIONS`` connections open and sends
+connection's first frame is the secret the parent gave its workers: worker 1 reads it within
+``SECRET_WAIT`` seconds and no more bytes than the secret has, and closes a connection that
+sends anything else, or nothing. It serves at most ``write_threads(N)`` connections at once
+(one thread each) and closes any beyond that at once; a frame over ``MAX_FRAME`` ends its
+connection unread. Each worker keeps up to ``CONNECTIONS`` connections open and sends
 one call at a time on each. (HTTP through a client library and worker 1's web server cost
 about 4 ms of CPU a write across the two processes, measured in 0.4.1; frames cost a tenth.)
 """
@@ -27,6 +30,7 @@ import socket
 import struct
 import sys
 import threading
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -34,15 +38,22 @@ import anyio
 import mcp.types as t
 from anyio.abc import SocketStream
 from anyio.streams.buffered import BufferedByteReceiveStream
+from mcp.server.transport_security import DEFAULT_MAX_REQUEST_BODY_SIZE
 
 from vault_mem.errors import InternalError
 from vault_mem.mcp_server.answers import answer_json, error_answer, text_result, to_result
+from vault_mem.mcp_server.throttled import Throttled
 from vault_mem.served.agents import Agent
 
 log = logging.getLogger("vault_mem.mcp_server")
 FRAME = struct.Struct(">I")
-MAX_FRAME = 64 * 2**20  # a call's arguments or answer: far above the tools' own bounds
+# A call's JSON: an HTTP body (at most the SDK's bound) re-encoded, each character at most 6 bytes.
+MAX_FRAME = 6 * DEFAULT_MAX_REQUEST_BODY_SIZE + 2**16
 CONNECTIONS = 8  # calls a worker passes at once (more wait for a free connection)
+# Connections (threads) worker 1 serves beyond every other worker's CONNECTIONS: room to reconnect.
+SPARE_CONNECTIONS = CONNECTIONS
+ACCEPT_PAUSE = 0.5  # seconds worker 1 waits after a failed accept (no descriptor left) before the next
+SECRET_WAIT = 5.0  # seconds a new connection has to send the secret (a worker sends it at once)
 # Worker 1's switch interval (Python's default is 5 ms): see take_writes_quickly.
 SWITCH_INTERVAL = 0.0005
 RunCall = Callable[[str, dict[str, Any] | None, Agent | None], str]  # a call's answer as its text block
@@ -116,6 +127,12 @@ class Delegate:
             await connection.stream.aclose()
 
 
+def write_threads(workers: int) -> int:
+    """The connections worker 1 of ``workers`` serves at once: the others' CONNECTIONS each, plus
+    SPARE_CONNECTIONS."""
+    return CONNECTIONS * (workers - 1) + SPARE_CONNECTIONS
+
+
 def take_writes_quickly() -> None:
     """Worker 1 of several: a short switch interval for the whole process.
 
@@ -132,13 +149,17 @@ def take_writes_quickly() -> None:
 
 
 class WriteServer:
-    """Worker 1's end: a thread taking connections on ``sock``, and one per connection running
-    the calls that come on it, one after another, through ``run_call``."""
+    """Worker 1's end: a thread taking connections on ``sock``, and one per connection (at most
+    ``threads`` at once) checking the secret, then running the calls that come on it, one after
+    another, through ``run_call``."""
 
-    def __init__(self, sock: socket.socket, secret: str, run_call: RunCall) -> None:
+    def __init__(self, sock: socket.socket, secret: str, run_call: RunCall, threads: int) -> None:
         self.sock = sock
         self.secret = secret.encode()
         self.run_call = run_call
+        self._slots = threading.BoundedSemaphore(threads)
+        self._refusals = Throttled(log, "worker 1 refused write-call connections: %d at once is the bound "
+                                        "(docs/safety.md)", threads)
 
     def start(self) -> None:
         threading.Thread(target=self._accept, name="vault-mem-writes", daemon=True).start()
@@ -147,21 +168,40 @@ class WriteServer:
         while True:
             try:
                 conn, _ = self.sock.accept()
-            except OSError:  # the socket was closed: the worker is stopping
-                return
-            threading.Thread(target=self._serve, args=(conn,), name="vault-mem-write-calls", daemon=True).start()
+            except OSError as exc:
+                if self.sock.fileno() == -1:  # the socket was closed: the worker is stopping
+                    return
+                self._refusals.note(f"accept failed ({exc.strerror or exc})")
+                time.sleep(ACCEPT_PAUSE)  # out of file descriptors: give the open ones time to end
+                continue
+            if not self._slots.acquire(blocking=False):
+                conn.close()  # no thread for it: it is closed at once, unread
+                self._refusals.note("all busy")
+                continue
+            try:
+                threading.Thread(target=self._serve, args=(conn,), name="vault-mem-write-calls",
+                                 daemon=True).start()
+            except RuntimeError:  # the system would start no more threads
+                conn.close()
+                self._slots.release()
+                self._refusals.note("no thread")
 
     def _serve(self, conn: socket.socket) -> None:
-        with conn:
-            conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-            try:
-                first = _receive(conn)
-                if first is None or not self.secret or not hmac.compare_digest(first, self.secret):
-                    return
-                while (body := _receive(conn)) is not None:
-                    conn.sendall(frame(self._answer(body).encode("utf-8", "surrogatepass")))
-            except OSError as exc:  # the other worker went away mid-call
-                log.debug("a write-call connection ended: %s", exc)
+        try:
+            with conn:
+                conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+                try:
+                    conn.settimeout(SECRET_WAIT)
+                    first = _receive(conn, len(self.secret))
+                    if first is None or not self.secret or not hmac.compare_digest(first, self.secret):
+                        return
+                    conn.settimeout(None)  # a worker's connection waits for its next call as long as it likes
+                    while (body := _receive(conn, MAX_FRAME)) is not None:
+                        conn.sendall(frame(self._answer(body).encode("utf-8", "surrogatepass")))
+                except OSError as exc:  # the other worker went away mid-call, or sent no secret in time
+                    log.debug("a write-call connection ended: %s", exc)
+        finally:
+            self._slots.release()
 
     def _answer(self, body: bytes) -> str:
         try:
@@ -173,13 +213,14 @@ class WriteServer:
         return self.run_call(name, arguments, caller)
 
 
-def _receive(conn: socket.socket) -> bytes | None:
-    """One frame, or None when the connection ended before one began (or sent too much)."""
+def _receive(conn: socket.socket, limit: int) -> bytes | None:
+    """One frame, or None when the connection ended before one began or the frame is over
+    ``limit`` bytes (then nothing of it is read)."""
     head = _exactly(conn, FRAME.size)
     if head is None:
         return None
     (size,) = FRAME.unpack(head)
-    return None if size > MAX_FRAME else _exactly(conn, size)
+    return None if size > limit else _exactly(conn, size)
 
 
 def _exactly(conn: socket.socket, size: int) -> bytes | None:

@@ -6,6 +6,8 @@ keys (served/keys.py, docs/sharing.md), a request needs the token or one of thos
 even on loopback; a key makes the request act as its agent. Host and Origin headers are
 checked by the SDK's DNS-rebinding protection. Neither the token nor a key is ever logged.
 
+Every HTTP limit (docs/safety.md, "Limits") is a constant below: the connections a process
+holds, the time and bytes a request's headers may take, the legacy sessions of one caller.
 ``check_http_options`` says what is wrong with a host, port, token or host list before anything
 is announced; ``serve`` (cli/serve.py) runs the transports in a thread so that Ctrl-C stops
 them at once (a blocked stdin read or an open event stream would otherwise hold the exit).
@@ -13,11 +15,14 @@ them at once (a blocked stdin read or an open event stream would otherwise hold 
 
 from __future__ import annotations
 
+import asyncio
 import errno
 import hmac
 import ipaddress
+import json
 import logging
 import socket
+import sys
 from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Any
 
@@ -28,10 +33,30 @@ from mcp.server.transport_security import TransportSecuritySettings
 
 from vault_mem.errors import InvalidInput
 from vault_mem.mcp_server.app import CALLER, Calls
+from vault_mem.mcp_server.throttled import Throttled
 from vault_mem.mcp_server.workers import Seat
 from vault_mem.served.keys import KeyRing
 
 log = logging.getLogger("vault_mem.mcp_server")
+
+# Client connections one server process holds at once; a newcomer beyond it first ends the
+# connection that has waited longest without a request, else it is refused (503).
+MAX_CONNECTIONS = 1000
+# Of the process's file descriptors (RLIMIT_NOFILE), at most 1/FD_SHARE go to client connections:
+# the rest stay for the index, the notes and the hops between workers, so accept never runs out.
+FD_SHARE = 2
+HEADER_TIMEOUT = 10.0  # seconds a request's line and headers may take from its first byte (or the connection)
+MAX_HEADER_BYTES = 64 * 1024  # a request's line and headers (httptools sets no bound of its own)
+# The listen backlog, also how many connections asyncio accepts in one go before any is checked:
+# at most 1/BACKLOG_SHARE of the connection bound, so that a burst never takes the descriptors kept.
+BACKLOG_SHARE = 4
+BACKLOG = 2048  # uvicorn's default, where the bound allows it
+KEEP_ALIVE = 5  # seconds an idle kept-alive connection stays open (uvicorn's default)
+# Legacy (stateful) sessions of one caller (the owner or anonymous, each agent) in one process: at
+# the bound a new one ends that caller's least recently used idle session, else it is refused.
+MAX_SESSIONS_PER_CALLER = 100
+MAX_SESSIONS = 10_000  # all callers' legacy sessions in one process (the SDK's own bound)
+SESSION_IDLE = 30 * 60  # seconds a legacy session without a request lives (the SDK's default)
 
 Scope = MutableMapping[str, Any]
 Receive = Callable[[], Awaitable[MutableMapping[str, Any]]]
@@ -86,6 +111,213 @@ class BearerAuth:
                     return
                 scope[CALLER] = agent
         await self.app(scope, receive, send)
+
+
+def connection_bound() -> int:
+    """MAX_CONNECTIONS, or less where the file descriptor limit is low (1/FD_SHARE of it)."""
+    if sys.platform == "win32":  # no per-process descriptor limit of this kind
+        return MAX_CONNECTIONS
+    import resource
+
+    soft, _hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft == resource.RLIM_INFINITY:
+        return MAX_CONNECTIONS
+    return max(1, min(MAX_CONNECTIONS, soft // FD_SHARE))
+
+
+def _refusal(status: bytes, text: str) -> bytes:
+    body = text.encode()
+    return (b"HTTP/1.1 " + status + b"\r\ncontent-type: text/plain; charset=utf-8\r\nconnection: close\r\n"
+            b"content-length: " + str(len(body)).encode() + b"\r\n\r\n" + body)
+
+
+def bounded_protocol(bound: int) -> type[asyncio.Protocol]:
+    """uvicorn's httptools protocol with the limits above: at most ``bound`` connections (the one
+    waiting longest without a request gives way to a newcomer), HEADER_TIMEOUT and MAX_HEADER_BYTES
+    for each request's head. uvicorn arms its keep-alive timer only after a response, so without
+    this a connection that never finishes its first request would stay open for ever."""
+    from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
+
+    waiting: dict[Any, None] = {}  # connections between requests, longest waiting first
+    refused = Throttled(log, "HTTP connections refused: %d at once is the bound (MAX_CONNECTIONS, "
+                             "docs/safety.md)", bound)
+    full = _refusal(b"503 Service Unavailable", f"too many connections: this server holds at most {bound} "
+                                                "at once; try again shortly\n")
+    slow = _refusal(b"408 Request Timeout", f"the request's headers took over {HEADER_TIMEOUT:g} s\n")
+    large = _refusal(b"431 Request Header Fields Too Large", f"the request's line and headers are over "
+                                                            f"{MAX_HEADER_BYTES} bytes\n")
+
+    class BoundedHttpToolsProtocol(HttpToolsProtocol):
+        _head_timer: asyncio.TimerHandle | None = None
+        _head_bytes = 0
+        _in_head = False
+
+        def connection_made(self, transport: asyncio.BaseTransport) -> None:
+            if len(self.connections) >= bound:
+                if not waiting:
+                    refused.note("every connection is in a request")
+                    self.transport = transport  # type: ignore[assignment]  # for connection_lost, which still comes
+                    transport.write(full)  # type: ignore[attr-defined]
+                    transport.close()
+                    return
+                oldest = next(iter(waiting))
+                waiting.pop(oldest)
+                oldest.transport.close()
+                refused.note("ended the connection that waited longest without a request")
+            super().connection_made(transport)  # type: ignore[arg-type]
+            self._start_head()
+
+        def _start_head(self) -> None:
+            self._in_head, self._head_bytes = True, 0
+            waiting[self] = None
+            self._head_timer = self.loop.call_later(HEADER_TIMEOUT, self._head_too_slow)
+
+        def _end_head(self) -> None:
+            self._in_head = False
+            waiting.pop(self, None)
+            if self._head_timer is not None:
+                self._head_timer.cancel()
+                self._head_timer = None
+
+        def _head_too_slow(self) -> None:
+            self._head_timer = None
+            if self._in_head and not self.transport.is_closing():
+                self.transport.write(slow)
+                self.transport.close()
+
+        def data_received(self, data: bytes) -> None:
+            if self._in_head:
+                self._head_bytes += len(data)
+            super().data_received(data)
+            if self._in_head and self._head_bytes > MAX_HEADER_BYTES and not self.transport.is_closing():
+                self.transport.write(large)
+                self.transport.close()
+
+        def on_headers_complete(self) -> None:
+            self._end_head()
+            super().on_headers_complete()
+
+        def on_response_complete(self) -> None:
+            super().on_response_complete()
+            if not self.transport.is_closing() and not self.pipeline and self.cycle.response_complete:
+                self._start_head()
+
+        def connection_lost(self, exc: Exception | None) -> None:
+            self._end_head()
+            super().connection_lost(exc)
+
+    return BoundedHttpToolsProtocol
+
+
+class SessionBound:
+    """ASGI middleware under BearerAuth: at most MAX_SESSIONS_PER_CALLER legacy sessions per caller
+    (``CALLER`` of the scope: None for the owner or an anonymous loopback client, else the agent).
+
+    A request that may open a session (no ``Mcp-Session-Id``, a handshake protocol version) is
+    counted against its caller until answered; at the bound, the caller's least recently used
+    session with no request in flight is ended first, so that sessions a client left behind
+    never lock that caller out; when all are in use, the request gets 503 saying so. The
+    sessions open are the SDK manager's own (a session it ended on its idle timeout or a DELETE
+    is gone from it)."""
+
+    def __init__(self, app: ASGIApp, manager: Any, bound: int = MAX_SESSIONS_PER_CALLER) -> None:
+        from vault_mem.mcp_server.affinity import HANDSHAKES
+
+        self.handshakes = HANDSHAKES
+        self.app = app
+        self.manager = manager
+        self.bound = bound
+        self._sessions: dict[str, dict[str, None]] = {}  # caller -> its session ids, least recently used first
+        self._busy: dict[str, int] = {}  # session id -> requests in flight
+        self._opening: dict[str, int] = {}  # caller -> session-opening requests in flight
+        self._refused = Throttled(log, "legacy sessions refused: a caller had %d, all in use "
+                                       "(MAX_SESSIONS_PER_CALLER, docs/safety.md)", bound)
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        headers = dict(scope.get("headers") or [])
+        version = headers.get(b"mcp-protocol-version")
+        if version is not None and version not in self.handshakes:  # stateless: no session to count
+            await self.app(scope, receive, send)
+            return
+        agent = scope.get(CALLER)
+        who = "" if agent is None else f"agent:{agent.name}"
+        session = headers.get(b"mcp-session-id")
+        if session is not None:
+            await self._in_session(who, session.decode("latin-1"), scope, receive, send)
+        elif scope.get("method") == "POST":
+            await self._opening_session(who, agent, scope, receive, send)
+        else:
+            await self.app(scope, receive, send)
+
+    async def _in_session(self, who: str, session: str, scope: Scope, receive: Receive, send: Send) -> None:
+        mine = self._sessions.get(who)
+        if mine is not None and session in mine:
+            mine.pop(session)
+            mine[session] = None  # now the most recently used
+        self._busy[session] = self._busy.get(session, 0) + 1
+        try:
+            await self.app(scope, receive, send)
+        finally:
+            left = self._busy.pop(session) - 1
+            if left:
+                self._busy[session] = left
+
+    async def _opening_session(self, who: str, agent: Any, scope: Scope, receive: Receive, send: Send) -> None:
+        mine = self._live(who)
+        if len(mine) + self._opening.get(who, 0) >= self.bound:
+            idle = next((sid for sid in mine if not self._busy.get(sid)), None)
+            if idle is None:
+                self._refused.note("all in use")
+                name = "the owner" if agent is None else f"agent {agent.name!r}"
+                await _json_refusal(send, 503, f"too many sessions: {name} already has {self.bound} legacy "
+                                               "sessions open on this server, each with a request in flight "
+                                               "(the bound per key, docs/safety.md); end one (HTTP DELETE) "
+                                               "or use the stateless protocol")
+                return
+            mine.pop(idle)
+            await self._end(idle)
+        self._opening[who] = self._opening.get(who, 0) + 1
+        opened: list[str] = []
+
+        async def watch(message: MutableMapping[str, Any]) -> None:
+            if message["type"] == "http.response.start" and message["status"] < 400:
+                opened.extend(v.decode("latin-1") for k, v in message.get("headers") or []
+                              if k.lower() == b"mcp-session-id")
+            await send(message)
+
+        try:
+            await self.app(scope, receive, watch)
+        finally:
+            self._opening[who] -= 1
+            for sid in opened:
+                self._sessions.setdefault(who, {})[sid] = None
+
+    def _live(self, who: str) -> dict[str, None]:
+        """The caller's sessions that the SDK still holds (it forgets one it ended itself)."""
+        held = self._open_sessions()
+        mine = {sid: None for sid in self._sessions.get(who, {}) if sid in held}
+        self._sessions[who] = mine
+        return mine
+
+    def _open_sessions(self) -> dict[str, Any]:
+        # The SDK offers no public view of its sessions; tests/test_sessions.py pins this name.
+        held: dict[str, Any] = self.manager._server_instances
+        return held
+
+    async def _end(self, session: str) -> None:
+        transport = self._open_sessions().get(session)
+        if transport is not None:
+            await transport.terminate()  # the SDK's session task then ends and forgets it
+
+
+async def _json_refusal(send: Send, status: int, message: str) -> None:
+    body = json.dumps({"jsonrpc": "2.0", "id": None, "error": {"code": -32000, "message": message}}).encode()
+    await send({"type": "http.response.start", "status": status,
+                "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]})
+    await send({"type": "http.response.body", "body": body})
 
 
 def check_http_options(host: str, port: int, token: str | None, allowed_hosts: list[str]) -> None:
@@ -156,8 +388,9 @@ def http_app(server: Server[Any], host: str, port: int, token: str | None,
     # One JSON body per answer, not an SSE stream: no tool sends the client anything mid-call, and
     # the stream (a task, a channel and event framing per request) was a third of an HTTP call.
     app: ASGIApp = server.streamable_http_app(streamable_http_path="/mcp", transport_security=security, host=host,
-                                              json_response=True)
-    return BearerAuth(app, token, keys)
+                                              json_response=True, max_sessions=MAX_SESSIONS,
+                                              session_idle_timeout=SESSION_IDLE)
+    return BearerAuth(SessionBound(app, server.session_manager), token, keys)
 
 
 def run_http(server: Server[Any], host: str, port: int, token: str | None, allowed_hosts: list[str],
@@ -176,15 +409,42 @@ def run_http(server: Server[Any], host: str, port: int, token: str | None, allow
         app = Affinity(app, seat.index, seat.ports)
         sockets, writes = worker_sockets(seat)
         if writes is not None and calls is not None:
-            from vault_mem.mcp_server.delegate import WriteServer, take_writes_quickly
+            from vault_mem.mcp_server.delegate import WriteServer, take_writes_quickly, write_threads
 
             take_writes_quickly()
-            WriteServer(writes, seat.secret, calls.text).start()
+            WriteServer(writes, seat.secret, calls.text, write_threads(seat.count)).start()
+    bound = connection_bound()
     # Not uvicorn.run: outside the main thread uvicorn installs no signal handlers, and a failed
     # bind raises here instead of exiting the process.
     config = uvicorn.Config(app, host=host.strip("[]"), port=port, log_level="warning", access_log=False,
-                            log_config=None, http="httptools")
-    web = uvicorn.Server(config)
+                            log_config=None, http=bounded_protocol(bound),
+                            timeout_keep_alive=KEEP_ALIVE, backlog=max(1, min(BACKLOG, bound // BACKLOG_SHARE)))
+    web = _quiet_server_class()(config)
     web.run(sockets=sockets)
     if not web.started:
         raise OSError(f"the HTTP server could not listen on {host}:{port}")
+
+
+def _quiet_server_class() -> type[Any]:
+    import uvicorn
+
+    class QuietServer(uvicorn.Server):
+        """uvicorn's server whose event loop logs a failed accept (no file descriptor left) through
+        ``Throttled``: asyncio logs one with its traceback for each connection of the backlog, each
+        time it retries, which filled gigabytes of stderr under a flood."""
+
+        async def serve(self, sockets: list[socket.socket] | None = None) -> None:
+            loop = asyncio.get_running_loop()
+            accepts = Throttled(log, "the HTTP server could not accept connections")
+
+            def handle(loop: asyncio.AbstractEventLoop, context: dict[str, Any]) -> None:
+                exc = context.get("exception")
+                if "out of system resource" in str(context.get("message", "")) and isinstance(exc, OSError):
+                    accepts.note(exc.strerror or str(exc))
+                else:
+                    loop.default_exception_handler(context)
+
+            loop.set_exception_handler(handle)
+            await super().serve(sockets)
+
+    return QuietServer

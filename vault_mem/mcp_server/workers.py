@@ -33,6 +33,7 @@ from dataclasses import dataclass
 from typing import Any
 
 ENV = "VAULT_MEM_WORKER"
+TOKEN_ENV = "VAULT_MEM_TOKEN"  # how a worker gets the bearer token (cli/serve.py reads it)
 # How much lower the serving workers' priority is than worker 1's (see give_way_to_the_writer).
 SERVING_NICE = 3
 STOP_WAIT = 10.0  # seconds a worker gets to stop before it is killed
@@ -115,8 +116,9 @@ def _listener(family: int, address: tuple[str, int]) -> socket.socket:
 class Workers:
     """The parent: binds, starts the N children, waits, and stops them all."""
 
-    def __init__(self, command: list[str], host: str, port: int, count: int) -> None:
+    def __init__(self, command: list[str], host: str, port: int, count: int, token: str | None = None) -> None:
         self.command = command
+        self.token = token
         family = socket.AF_INET6 if ":" in host else socket.AF_INET
         self.shared = _listener(family, (host.strip("[]"), port))
         self.private = [_listener(socket.AF_INET, ("127.0.0.1", 0)) for _ in range(count)]
@@ -133,6 +135,10 @@ class Workers:
             mine = [self.shared, private, *([self.writes] if i == 0 and self.writes is not None else [])]
             fds = [] if sys.platform == "win32" else [s.fileno() for s in mine]
             env = os.environ | {ENV: Seat(i, count, self.ports, fds, self.secret, self.write_port).to_env()}
+            # The token by environment (only the same user can read it), never in the arguments.
+            env.pop(TOKEN_ENV, None)
+            if self.token:
+                env[TOKEN_ENV] = self.token
             child = subprocess.Popen(self.command, stdin=subprocess.PIPE, env=env,
                                      pass_fds=tuple(fds), **_own_group())
             if sys.platform == "win32":

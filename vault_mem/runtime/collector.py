@@ -11,10 +11,13 @@ So once the server is ready (``settle``): what it loaded for good is frozen out 
 (``gc.freeze``); young objects are still collected, every ``young`` allocations; and what
 survives is frozen every ``FREEZE_EVERY`` seconds instead of being walked again and again by
 the older generations, which are never collected on their own (``NEVER``). Garbage that forms
-a cycle among frozen objects is not lost: a full collection (unfreeze, collect, freeze) runs
-when no tool call has run for a tick and ``IDLE_GROWTH`` objects were frozen since the last
-one (at most every ``IDLE_EVERY`` seconds: an agent pausing between calls should not cost a
-whole collection each time), and at least every ``FULL_EVERY`` seconds while anything was
+a cycle among frozen objects waits for a full collection (unfreeze, collect, freeze), which
+runs whatever the load once the objects frozen since the last one reach ``GROWTH_SHARE`` of
+those it left alive (at least ``GROWTH_FLOOR``): waiting garbage stays a bounded share of what
+the process holds, and each full collection's pause is paid for by that much growth. Besides,
+one runs when no tool call has run for a tick and ``IDLE_GROWTH`` objects were frozen since the
+last one (at most every ``IDLE_EVERY`` seconds: an agent pausing between calls should not cost
+a whole collection each time), and at least every ``FULL_EVERY`` seconds while anything was
 (docs/index-and-scale.md).
 
 Idle means no call, not little CPU: a worker whose calls all wait for a lock uses no CPU, and a
@@ -32,7 +35,9 @@ from collections.abc import Callable
 log = logging.getLogger("vault_mem.runtime")
 FREEZE_EVERY = 1.0  # seconds between freezes of what survived the young collections
 FULL_EVERY = 600.0  # seconds of steady load after which a full collection runs anyway
-IDLE_GROWTH = 20_000  # objects frozen since the last full collection (about: see ``step``) that an idle tick collects
+GROWTH_SHARE = 0.5  # objects frozen since the last full collection, to those it left frozen, that make one due
+GROWTH_FLOOR = 200_000  # objects frozen since the last full collection that make one due however few live
+IDLE_GROWTH = 20_000  # objects frozen since the last full collection that an idle tick collects
 IDLE_EVERY = 60.0  # seconds at least between two full collections at idle ticks
 NEVER = 1_000_000_000  # a generation threshold that is never reached
 
@@ -54,8 +59,8 @@ class Collector:
 
     def __init__(self, quiet: Callable[[float], bool]) -> None:
         self.quiet = quiet
-        self.made = 0  # objects frozen since the last full collection, about (``step``)
-        self.young = _young_collections()
+        self.made = 0  # objects frozen since the last full collection (some may have died since)
+        self.bound = max(GROWTH_FLOOR, int(GROWTH_SHARE * gc.get_freeze_count()))  # ``made`` that makes one due
         self.last_full = time.monotonic()
         self.full_collections = 0
 
@@ -69,16 +74,13 @@ class Collector:
 
     def step(self, idle: bool, now: float) -> None:
         """Freeze what survived; collect everything if it is due (``idle``: no call in the last tick)."""
-        # What the freeze takes, about: the young objects made since the last young collection,
-        # and whatever survived each young collection since the last tick. Not a bound either way:
-        # young objects that die lower the count, and so do older ones. (``gc.get_freeze_count``
-        # would say it exactly, but it walks every frozen object: 17 ms for 2 million, each tick.)
-        young = _young_collections()
-        self.made += gc.get_count()[0] + (young - self.young) * gc.get_threshold()[0]
-        self.young = young
+        # What this freeze takes: the generations below the frozen one, listed (the frozen one's
+        # own count walks every frozen object, so it is taken only at full collections).
+        self.made += sum(len(gc.get_objects(generation)) for generation in range(3))
         gc.freeze()
         since = now - self.last_full
-        if self.made and (since >= FULL_EVERY or (idle and since >= IDLE_EVERY and self.made >= IDLE_GROWTH)):
+        if self.made and (self.made >= self.bound or since >= FULL_EVERY
+                          or (idle and since >= IDLE_EVERY and self.made >= IDLE_GROWTH)):
             self.full(now)
 
     def full(self, now: float) -> None:
@@ -86,11 +88,8 @@ class Collector:
         gc.unfreeze()
         found = gc.collect()
         gc.freeze()
-        self.made, self.young = 0, _young_collections()
+        self.made = 0
+        self.bound = max(GROWTH_FLOOR, int(GROWTH_SHARE * gc.get_freeze_count()))
         self.last_full = now
         self.full_collections += 1
         log.debug("full collection: %d unreachable objects, %.0f ms", found, (time.perf_counter() - started) * 1000)
-
-
-def _young_collections() -> int:
-    return int(gc.get_stats()[0]["collections"])

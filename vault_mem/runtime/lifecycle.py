@@ -369,7 +369,7 @@ class Runtime:
             self.report = reconcile(self.index, pace=self._check_pace, listed=self._check_listed)
             if self._stopping:
                 return
-            log.info("index ready: %s", self.report.summary())
+            log.info("index ready: %s", _ready(self.report, built=self._building.is_set() and self.error is None))
             debris = self.index.tidy()
             if debris:
                 log.info("removed %d leftovers of interrupted writes from %s", len(debris), self.index.dir)
@@ -400,7 +400,7 @@ class Runtime:
         command = [sys.executable, "-m", "vault_mem", "index", "--quiet",
                    "--vault", str(self.root), "--index-dir", str(self.index.dir),
                    "--progress-file", str(self.progress_path), "--yes"]
-        log.info("building the index of %s in the background", self.root)
+        log.debug("building the index of %s in a child process", self.root)  # serve has said it
         # Its own process group: a Ctrl-C in the terminal stops the server, which stops the child
         # (stop()); the child never dies half-started with a traceback of its own.
         group: dict[str, Any] = {"start_new_session": True}
@@ -411,3 +411,14 @@ class Runtime:
         returncode = self._child.wait()
         if returncode != 0:
             raise RuntimeError(f"index build exited with status {returncode}")
+
+
+def _ready(report: SyncReport, built: bool) -> str:
+    """The start-up's last line: after a build, the notes it indexed (the check that follows
+    finds them unchanged: "0 added, 0 updated, 0 removed, 51 unchanged" would say nothing)."""
+    if not built:
+        return report.summary()
+    changed = report.added + report.updated + report.removed
+    since = (f"; since the build began: {report.added} added, {report.updated} updated, "
+             f"{report.removed} removed" if changed else "")
+    return f"built the index of {report.total:,} note{'' if report.total == 1 else 's'}{since}"

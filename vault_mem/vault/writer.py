@@ -46,6 +46,8 @@ NAMES_KEPT = 64  # folders whose names (``name_key``) the process keeps between 
 NAMES_FRESH = 5.0  # seconds a folder's listing serves its creates at most (``_names_in``)
 # Illegal in file names on some OS (* " \ / < > : | ?), or breaking [[wikilinks]] (# ^ [ ]).
 _ILLEGAL = re.compile(r'[*"\\/<>:|?#^\[\]]')
+# Bidi overrides, embeddings, isolates and marks: in a file name they reorder how listings show it.
+_BIDI_CONTROLS = frozenset("\u061c\u200e\u200f\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069")
 # Device names Windows reserves whatever the extension.
 _WINDOWS_DEVICES = {"CON", "PRN", "AUX", "NUL", *(f"COM{n}" for n in range(1, 10)), *(f"LPT{n}" for n in range(1, 10))}
 _REASONS = {
@@ -74,7 +76,9 @@ def _temp_name(name: str) -> str:
 def _write_temp(folder: Path, name: str, data: bytes, mode: int | None) -> Path:
     """A hidden temp file in ``folder`` holding ``data``, fsynced. Raises OSError (temp removed)."""
     temp = folder / _temp_name(name)
-    fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | O_BINARY | getattr(os, "O_CLOEXEC", 0), 0o666)
+    # Owner-only until set_mode: a file that is 0600 (a token in it) is never readable by others meanwhile.
+    created = 0o666 if mode is None else 0o600
+    fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | O_BINARY | getattr(os, "O_CLOEXEC", 0), created)
     try:
         try:
             view = memoryview(data)
@@ -268,7 +272,8 @@ def note_filename(title: str) -> str:
     """The file name (with ``.md``) Obsidian would give a note titled ``title``.
 
     Removes characters illegal in file names and those that break wikilinks
-    (``* " \\ / < > : | ? # ^ [ ]``) and control characters; collapses whitespace; strips
+    (``* " \\ / < > : | ? # ^ [ ]``), control characters and bidi controls (U+202E shows the
+    rest of a name reversed in listings: an extension in disguise); collapses whitespace; strips
     leading dots and trailing dots and spaces; caps the stem at MAX_NAME_BYTES of UTF-8
     (cut between characters); adds ``_`` to a name Windows reserves (``CON``, ``NUL``,
     ``COM1``...); "Untitled" when nothing is left. Emoji and right-to-left
@@ -276,7 +281,7 @@ def note_filename(title: str) -> str:
     """
     text = unicodedata.normalize("NFC", title)
     text = " ".join(text.split())  # tabs and newlines become single spaces
-    text = "".join(ch for ch in text if unicodedata.category(ch) not in ("Cc", "Cs"))
+    text = "".join(ch for ch in text if unicodedata.category(ch) not in ("Cc", "Cs") and ch not in _BIDI_CONTROLS)
     text = _ILLEGAL.sub("", text)
     text = " ".join(text.split())
     text = _trim(text)
