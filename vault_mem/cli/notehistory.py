@@ -14,7 +14,7 @@ from vault_mem.errors import InvalidInput, NotFound
 from vault_mem.reads.githistory import MAX_HISTORY
 
 if TYPE_CHECKING:
-    from vault_mem.index.store import VaultIndex
+    from vault_mem.index.api import VaultIndex
 
 DEFAULT_COMMITS = 20
 
