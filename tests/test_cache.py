@@ -120,7 +120,7 @@ def test_a_served_process_warms_the_shared_caches_once_ready_and_changes_nothing
     before = files()
     CACHE.clear()
     with vault.index.searching() as searcher:
-        keys = [("memory_list.order", seg.key, False) for seg in view_segments(searcher)]
+        keys = [("listing order", seg.key, False) for seg in view_segments(searcher)]
     ready = threading.Event()
     thread = warm_when_ready(vault, ready.wait)
     assert thread.is_alive() and all(CACHE.peek(key) is None for key in keys)  # it waits for the index
