@@ -54,11 +54,11 @@ import yaml
 from gen_vault import generate
 from rpc_bench import ISSUE_WORDS, common_words, ready_index, sample_words
 
-from vault_mem.index.build import build
-from vault_mem.index.store import VaultIndex
 from vault_mem.mcp_server.answers import to_result
 from vault_mem.mcp_server.app import call
 from vault_mem.mcp_server.tools import TOOLS_BY_NAME
+from vault_mem.search.build import build
+from vault_mem.search.store import VaultIndex
 from vault_mem.served.context import Vault
 
 Call = tuple[str, dict[str, Any]]

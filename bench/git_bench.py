@@ -30,9 +30,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from vault_mem.git.history import History, history_for, register, unregister
 from vault_mem.git.repo import Repo
 from vault_mem.git.sync import sync_vault
-from vault_mem.index.build import sync
-from vault_mem.index.store import VaultIndex
 from vault_mem.reads.read import memory_read
+from vault_mem.search.build import sync
+from vault_mem.search.store import VaultIndex
 from vault_mem.served.context import Vault, View
 
 IDENTITY = {"GIT_AUTHOR_NAME": "Bench", "GIT_AUTHOR_EMAIL": "bench@example.org",

@@ -22,9 +22,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from gen_vault import generate
 
-from vault_mem.index.build import build, reconcile
-from vault_mem.index.progress import Progress
-from vault_mem.index.store import VaultIndex
+from vault_mem.search.build import build, reconcile
+from vault_mem.search.progress import Progress
+from vault_mem.search.store import VaultIndex
 
 
 def peak_rss_mb() -> tuple[float, float]:

@@ -23,7 +23,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from whoosh import index as whoosh_index
 
-import vault_mem.index.schema  # noqa: F401  (the index layer's Whoosh patches, as the server reads)
+import vault_mem.search.schema  # noqa: F401  (the index layer's Whoosh patches, as the server reads)
 
 
 def items(index_dir: Path) -> dict[str, list[str]]:

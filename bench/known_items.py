@@ -25,9 +25,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from vault_mem.index.build import build
-from vault_mem.index.store import VaultIndex
-from vault_mem.index.substring import segment_terms_containing, words
+from vault_mem.search.build import build
+from vault_mem.search.store import VaultIndex
+from vault_mem.search.substring import segment_terms_containing, words
 from vault_mem.vault.reader import read_note
 from vault_mem.vault.walk import walk_vault
 

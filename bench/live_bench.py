@@ -27,10 +27,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from gen_vault import generate
 
-from vault_mem.index.build import build
-from vault_mem.index.store import VaultIndex
 from vault_mem.reads.memory_search import memory_search
 from vault_mem.runtime.watcher import Watcher
+from vault_mem.search.build import build
+from vault_mem.search.store import VaultIndex
 from vault_mem.served.context import Vault, View
 from vault_mem.vault.walk import walk_vault
 

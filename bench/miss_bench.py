@@ -24,9 +24,9 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import vault_mem.reads.memory_search as search_module
-from vault_mem.index.store import VaultIndex
-from vault_mem.index.substring import words
 from vault_mem.reads.misses import search_term_hints
+from vault_mem.search.store import VaultIndex
+from vault_mem.search.substring import words
 from vault_mem.served.context import Vault, View
 
 

@@ -28,10 +28,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from gen_vault import generate
 from rpc_bench import ISSUE_WORDS, common_words, loadavg
 
-from vault_mem.index.build import build
-from vault_mem.index.ranking import score_notes
-from vault_mem.index.store import VaultIndex
 from vault_mem.mcp_server.tools import TOOLS_BY_NAME
+from vault_mem.search.build import build
+from vault_mem.search.ranking import score_notes
+from vault_mem.search.store import VaultIndex
 from vault_mem.served.context import Vault, View
 
 

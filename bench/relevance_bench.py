@@ -52,11 +52,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import gen_vault  # bench/, beside this file
 import known_items
 
-from vault_mem.index import ranking
-from vault_mem.index.build import build
-from vault_mem.index.store import VaultIndex
-from vault_mem.index.substring import hit_counts, words
 from vault_mem.reads.memory_search import memory_search
+from vault_mem.search import ranking
+from vault_mem.search.build import build
+from vault_mem.search.store import VaultIndex
+from vault_mem.search.substring import hit_counts, words
 from vault_mem.served.context import Vault, View
 
 REPO = Path(__file__).resolve().parent.parent

@@ -42,8 +42,8 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from vault_mem.index.build import build
-from vault_mem.index.store import VaultIndex
+from vault_mem.search.build import build
+from vault_mem.search.store import VaultIndex
 
 WORD = re.compile(r"[A-Za-z]{6,}")
 ISSUE_WORDS = ["community", "recipe", "footer", "stopwatch", "plugin"]  # issue 22's slow words on the Hub

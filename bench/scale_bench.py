@@ -86,7 +86,7 @@ def load() -> str:
 
 def server_pid(index_dir: Path) -> int | None:
     """The pid of the running ``vault-mem serve`` on ``index_dir`` (from its presence file)."""
-    from vault_mem.index.presence import live
+    from vault_mem.search.presence import live
 
     servers = live(index_dir, "serve")
     return int(servers[0]["pid"]) if servers else None

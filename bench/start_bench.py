@@ -88,7 +88,7 @@ def watch_commits(vault: Path, saved: dict[str, tuple[Path, float]], committed: 
                   saves: int) -> None:
     """This process's own reader of the index: when each saved note is first committed (the server's
     apply, without the latency of its calls)."""
-    from vault_mem.index.store import VaultIndex
+    from vault_mem.search.store import VaultIndex
 
     index = VaultIndex(vault)
     deadline = time.perf_counter() + TIMEOUT + 60

@@ -6,7 +6,7 @@ For ``--count`` random 6+-letter words of random notes (seeded, as bench/rpc_ben
 them), the common words (issue 22's Hub words and the vault's most widespread words), and
 pairs of each, both ways find the page of ``--limit`` notes in one searcher, on warm caches
 (each query is asked once before it is timed): ``score_notes`` of every match then a sort
-by score, newest, path (what memory_search did before index/topk.py), and ``best_notes``.
+by score, newest, path (what memory_search did before search/topk.py), and ``best_notes``.
 Prints p50, p95 and the worst in milliseconds of CPU time (this thread's: on a loaded
 machine the clock moves far more) and wall time, the worst common-word query, the load
 average, and fails (exit status 1) if any page, score or ``truncated`` differs. Then each
@@ -32,9 +32,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from rpc_bench import ISSUE_WORDS, common_words, loadavg, pct, ready_index, sample_words
 
-from vault_mem.index.ranking import score_notes, search_terms
-from vault_mem.index.topk import best_notes
 from vault_mem.mcp_server.tools import TOOLS_BY_NAME
+from vault_mem.search.ranking import score_notes, search_terms
+from vault_mem.search.topk import best_notes
 from vault_mem.served.context import Vault, View
 
 Page = tuple[list[int], dict[int, float], bool]

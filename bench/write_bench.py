@@ -36,10 +36,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from gen_vault import generate
 
-from vault_mem.index.build import build
-from vault_mem.index.store import VaultIndex
 from vault_mem.mcp_server.app import call
 from vault_mem.mcp_server.tools import ToolSpec, tools_for
+from vault_mem.search.build import build
+from vault_mem.search.store import VaultIndex
 from vault_mem.served.context import Vault
 
 AGENT = "bench"

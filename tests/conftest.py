@@ -15,11 +15,11 @@ from typing import Any, TypeVar
 import pytest
 from mcp import Client
 
-from vault_mem.index.api import install_whoosh_patches
-from vault_mem.index.build import sync
-from vault_mem.index.store import VaultIndex
 from vault_mem.mcp_server.answers import IS_ERROR
 from vault_mem.mcp_server.app import build_server
+from vault_mem.search.api import install_whoosh_patches
+from vault_mem.search.build import sync
+from vault_mem.search.store import VaultIndex
 from vault_mem.served.context import Vault
 from vault_mem.vault.note import Note
 from vault_mem.vault.reader import read_note
@@ -40,7 +40,7 @@ def pytest_configure(config: pytest.Config) -> None:
 @pytest.fixture
 def whoosh_patches() -> Iterator[None]:
     """Every Whoosh patch in place for one test (a test of what a patch does), whatever the run chose."""
-    from vault_mem.index.whoosh.patches import install
+    from vault_mem.search.whoosh.patches import install
 
     install(())
     yield

@@ -1,4 +1,4 @@
-"""The agents' state file (index/agentstate.py): one line for the whole state, then one line per
+"""The agents' state file (history/agentstate.py): one line for the whole state, then one line per
 change, rewritten whole when the changes outgrow it. What a process reads, parsing only what
 was added since its last look, is always what a fresh parse of the file gives, and what a
 plain model of the changes says."""
@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from vault_mem.index import agentstate
+from vault_mem.history import agentstate
 
 
 @pytest.fixture

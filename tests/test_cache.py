@@ -1,4 +1,4 @@
-"""The process's one cache (index/lru.py): bounded in bytes, least recently used out first,
+"""The process's one cache (search/lru.py): bounded in bytes, least recently used out first,
 and shared by every call thread, so a segment's column is held once however many threads read."""
 
 from __future__ import annotations
@@ -8,9 +8,9 @@ from typing import Any
 
 from conftest import in_threads
 
-from vault_mem.index.columns import segment_column
-from vault_mem.index.lru import CACHE, Lru
-from vault_mem.index.segments import segments
+from vault_mem.search.columns import segment_column
+from vault_mem.search.lru import CACHE, Lru
+from vault_mem.search.segments import segments
 
 HANG = 60.0  # generous: only a hang fails
 
@@ -50,7 +50,7 @@ def test_threads_share_one_copy_of_a_segment_column(make_vault) -> None:
 def test_threads_share_one_unpickled_record_and_an_edit_is_seen(make_vault) -> None:
     from conftest import commit_note
 
-    from vault_mem.index.columns import stored_record
+    from vault_mem.search.columns import stored_record
 
     vault = make_vault({f"n{i}.md": f"# Note {i}\nbody {i}\n" for i in range(30)})
     seen: list[int] = []
@@ -72,14 +72,14 @@ def test_threads_share_one_unpickled_record_and_an_edit_is_seen(make_vault) -> N
 
 
 def test_cells_answer_as_the_whole_column_does_without_reading_it(make_vault, monkeypatch) -> None:
-    """index/cells.py: a few documents' values from the segments' column readers, equal to the
+    """search/cells.py: a few documents' values from the segments' column readers, equal to the
     joined column's, across segments, deletions and a segment without a value; past
     WHOLE_AFTER lookups the column is joined after all."""
     from conftest import commit_note, commit_removal
 
-    from vault_mem.index import cells as cells_module
-    from vault_mem.index.cells import Cells
-    from vault_mem.index.columns import column, has_columns
+    from vault_mem.search import cells as cells_module
+    from vault_mem.search.cells import Cells
+    from vault_mem.search.columns import column, has_columns
 
     vault = make_vault({f"n{i}.md": f"---\nupdated: 2024-01-{i + 1:02d}\n---\n# Note {i}\n" for i in range(20)})
     commit_note(vault.index, "n3.md", "---\nupdated: 2025-02-02\n---\n# Note 3 again\n")  # a new segment
@@ -107,8 +107,8 @@ def test_a_served_process_warms_the_shared_caches_once_ready_and_changes_nothing
     import hashlib
     import threading
 
-    from vault_mem.index.segments import segments as view_segments
     from vault_mem.mcp_server.warm import WARM_CALLS, warm_up, warm_when_ready
+    from vault_mem.search.segments import segments as view_segments
 
     vault = make_vault({f"d{i % 3}/n{i}.md": f"---\nid: n{i}\ntags: [memory]\ncreated: 2025-01-0{1 + i % 9}\n---\n"
                         f"A memory of {i}.\n" for i in range(12)})
@@ -133,12 +133,12 @@ def test_a_served_process_warms_the_shared_caches_once_ready_and_changes_nothing
 
 
 def test_searchers_of_the_same_segments_share_one_joined_column_and_a_commit_makes_a_new_one(make_vault) -> None:
-    """index/columns.py: the call threads renew their searchers after the same commit; the
+    """search/columns.py: the call threads renew their searchers after the same commit; the
     first joins a field's column and the others take that one (a tuple, which the garbage
     collector checks once). A new segment makes a new join, with its values."""
     from conftest import commit_note
 
-    from vault_mem.index.columns import column
+    from vault_mem.search.columns import column
 
     vault = make_vault({f"n{i}.md": f"# Note {i}\n" for i in range(5)})
     with vault.index.searching() as first:

@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 from vault_mem.cli import queries
-from vault_mem.index.schema import EXACT, FILE_FIELDS, document_of, make_schema, record_of
 from vault_mem.reads import memory_list, read, rows
+from vault_mem.search.schema import EXACT, FILE_FIELDS, document_of, make_schema, record_of
 from vault_mem.vault.fields import CORE_KEYS, FIELD, FIELDS, READ_LAYOUT, filter_names, normalize_tag
 from vault_mem.vault.note import NOTE_ATTRIBUTES
 from vault_mem.vault.reader import parse_text

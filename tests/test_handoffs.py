@@ -25,8 +25,8 @@ from mcp.client.streamable_http import streamable_http_client
 from serving import serve_args, start_http
 
 from vault_mem.cli import main
-from vault_mem.index.commits import write_lock
 from vault_mem.mcp_server.app import build_server
+from vault_mem.search.commits import write_lock
 from vault_mem.served.agents import Agent
 
 pytestmark = pytest.mark.anyio
@@ -206,7 +206,7 @@ async def test_a_write_that_did_not_fully_land_is_a_persist_error_on_the_next_ca
 def test_what_agents_have_seen_is_kept_when_the_index_is_rebuilt(tmp_path: Path) -> None:
     root = write_notes(tmp_path / "v", {"a.md": "---\nto: r\n---\nx\n"})
     vault = open_vault(root)
-    from vault_mem.index import agentstate
+    from vault_mem.history import agentstate
 
     agentstate.change(vault.index.dir, "r", lambda state: state.put("read", "a", "now"))
     vault.index.create()
@@ -214,7 +214,7 @@ def test_what_agents_have_seen_is_kept_when_the_index_is_rebuilt(tmp_path: Path)
 
 
 def test_an_agents_state_is_changed_from_a_copy_and_a_change_on_disk_is_seen(tmp_path: Path) -> None:
-    from vault_mem.index import agentstate
+    from vault_mem.history import agentstate
 
     index_dir = tmp_path / "ix"
     agentstate.change(index_dir, "r", lambda state: state.put("read", "a", "t1"))
@@ -236,7 +236,7 @@ def test_an_agents_state_is_changed_from_a_copy_and_a_change_on_disk_is_seen(tmp
 CHANGER = """
 import sys
 from pathlib import Path
-from vault_mem.index import agentstate, journal
+from vault_mem.history import agentstate, journal
 index_dir, who = Path(sys.argv[1]), sys.argv[2]
 agentstate.REWRITE_SLACK = 64  # rewrites of the whole file between the other process's appends
 for i in range(40):
@@ -250,7 +250,7 @@ def test_two_processes_marking_notes_read_and_journaling_keep_each_others_change
     procs = [subprocess.Popen([sys.executable, "-c", CHANGER, str(index_dir), who]) for who in ("a", "b")]
     for proc in procs:
         assert proc.wait(timeout=120) == 0
-    from vault_mem.index import agentstate, journal
+    from vault_mem.history import agentstate, journal
 
     read = agentstate.load(index_dir, "reviewer")["read"]
     assert set(read) == {f"{who}-{i}" for who in "ab" for i in range(40)}
@@ -264,7 +264,7 @@ def test_the_notes_an_agent_wrote_that_are_still_there_follow_every_commit(tmp_p
     and for a limited caller only those it may see."""
     from conftest import commit_note, commit_removal
 
-    from vault_mem.index.merge import merge_all
+    from vault_mem.search.merge import merge_all
     from vault_mem.served.context import View
 
     def note(i: int, agent: str, extra: str = "") -> str:

@@ -15,10 +15,10 @@ from conftest import write_notes
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from vault_mem.index.build import build, reconcile, sync
-from vault_mem.index.segments import segments
-from vault_mem.index.store import VaultIndex
-from vault_mem.index.substring import segment_docs_containing, substring_query
+from vault_mem.search.build import build, reconcile, sync
+from vault_mem.search.segments import segments
+from vault_mem.search.store import VaultIndex
+from vault_mem.search.substring import segment_docs_containing, substring_query
 
 
 def snapshot(index: VaultIndex) -> dict[str, tuple[str, str, str]]:
@@ -80,7 +80,7 @@ def test_parallel_build_matches_serial_build(tmp_path: Path) -> None:
 def test_an_index_of_an_older_schema_is_rebuilt_at_the_next_sync(tmp_path: Path) -> None:
     """After an upgrade that changes the index format (docs/index-and-sync.md), the old index
     is not read with the new schema: the next sync builds it again, from the files."""
-    from vault_mem.index.schema import SCHEMA_VERSION
+    from vault_mem.search.schema import SCHEMA_VERSION
 
     root = write_notes(tmp_path / "v", {f"d/n{i}.md": note(f"u{i}", f"Note {i}", f"body {i}") for i in range(30)})
     index = VaultIndex(root, tmp_path / "ix")
@@ -233,8 +233,8 @@ def test_postings_spilled_to_run_files_index_the_same_as_postings_sorted_in_memo
     from whoosh import index as whoosh_index
     from whoosh.writing import SegmentWriter
 
-    from vault_mem.index.schema import document_of, make_schema
-    from vault_mem.index.whoosh.postings import RUN_CHUNK, TermPool
+    from vault_mem.search.schema import document_of, make_schema
+    from vault_mem.search.whoosh.postings import RUN_CHUNK, TermPool
     from vault_mem.vault.reader import read_note
 
     rng = random.Random(7)
@@ -271,8 +271,8 @@ def test_term_lengths_written_from_decoded_lengths_are_whooshs_own(tmp_path: Pat
     from whoosh import index as whoosh_index
     from whoosh.writing import SegmentWriter
 
-    from vault_mem.index.schema import document_of, make_schema
-    from vault_mem.index.whoosh import seam as whoosh_seam
+    from vault_mem.search.schema import document_of, make_schema
+    from vault_mem.search.whoosh import seam as whoosh_seam
     from vault_mem.vault.reader import read_note
 
     rng = random.Random(11)
@@ -350,8 +350,8 @@ def test_a_renewed_searcher_opens_only_new_segments_and_sees_new_deletions(tmp_p
     segment's other notes (their stored records and their terms)."""
     from whoosh.reading import SegmentReader
 
-    from vault_mem.index.query import term_docs
-    from vault_mem.index.segments import segments
+    from vault_mem.search.query import term_docs
+    from vault_mem.search.segments import segments
     from vault_mem.vault.reader import read_note
 
     names = [f"n{k}.md" for k in range(4)]
@@ -414,7 +414,7 @@ def test_a_writers_searcher_sees_the_deletions_committed_before_it(tmp_path: Pat
 def test_live_commits_fold_the_tiny_segments_they_leave(tmp_path: Path) -> None:
     """Saves one by one do not pile up segments: every few commits fold the tiny ones into the
     new one, with each note once, at its newest version (docs/index-and-scale.md)."""
-    from vault_mem.index.store import TINY_FOLD
+    from vault_mem.search.store import TINY_FOLD
     from vault_mem.vault.reader import read_note
 
     names = [f"n{k}.md" for k in range(5)]
@@ -445,7 +445,7 @@ def test_a_small_segments_term_sets_answer_as_whooshs_own_term_lookup(tmp_path: 
     hashed lookup in the terms file that larger segments use (a file name that is not UTF-8 too)."""
     from conftest import commit_note
 
-    import vault_mem.index.segments as segs_module
+    import vault_mem.search.segments as segs_module
 
     rng = random.Random(5)
     names = ["coder", "Reviewer", "qa-bot", "ünïcode"]

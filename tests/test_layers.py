@@ -1,8 +1,9 @@
 """The layers stay apart: imports point down, never up:
-vault <- git <- index <- served <- reads, writes (apart from each other) <- mcp_server <- cli,
-with runtime (what runs while serving) beside served, above the index and below the cli;
+vault <- git <- history <- search <- served <- reads, writes (apart from each other) <- mcp_server <- cli,
+with runtime (what runs while serving) beside served, above the search engine and below the cli;
 imports (import and export) and clients (their config files) stand on vault alone, for cli;
-Whoosh is imported only inside index/ (and its internals only in index/whoosh/seam.py)."""
+Whoosh is imported only inside search/ (its internals only in search/whoosh/), and everything
+above the engine reaches it through its face, search/api.py."""
 
 from __future__ import annotations
 
@@ -15,22 +16,24 @@ PACKAGE = Path(__file__).resolve().parent.parent / "vault_mem"
 # What each layer must never import.
 TOOLS = ("vault_mem.reads", "vault_mem.writes")
 TOP = ("vault_mem.mcp_server", "vault_mem.cli", "mcp")
-ABOVE_INDEX = ("vault_mem.served", "vault_mem.runtime", *TOOLS, *TOP)
+ABOVE_ENGINE = ("vault_mem.served", "vault_mem.runtime", *TOOLS, *TOP)
 FORBIDDEN = {
-    "vault": ("vault_mem.git", "vault_mem.index", "vault_mem.imports", "vault_mem.clients", *ABOVE_INDEX, "whoosh"),
-    "git": ("vault_mem.index", *ABOVE_INDEX, "whoosh"),
+    "vault": ("vault_mem.git", "vault_mem.search", "vault_mem.imports", "vault_mem.clients", *ABOVE_ENGINE, "whoosh"),
+    "git": ("vault_mem.search", *ABOVE_ENGINE, "whoosh"),
     # Files in, files out: an import writes notes as the write tools do, and the index catches up
     # as with any other change, so neither needs git, the index or anything above them.
-    "imports": ("vault_mem.git", "vault_mem.index", "vault_mem.clients", *ABOVE_INDEX, "whoosh"),
-    "clients": ("vault_mem.git", "vault_mem.index", "vault_mem.imports", *ABOVE_INDEX, "whoosh"),
-    "index": ABOVE_INDEX,
-    # Above the index, Whoosh is reached only through index/ (its query API: index/query.py).
+    "imports": ("vault_mem.git", "vault_mem.search", "vault_mem.clients", *ABOVE_ENGINE, "whoosh"),
+    "clients": ("vault_mem.git", "vault_mem.search", "vault_mem.imports", *ABOVE_ENGINE, "whoosh"),
+    # The journal and the agents' states: files beside the vault, below the engine that indexes it.
+    "history": ("vault_mem.git", "vault_mem.search", "vault_mem.imports", "vault_mem.clients", *ABOVE_ENGINE, "whoosh"),
+    "search": ABOVE_ENGINE,
+    # Above the engine, Whoosh is reached only through search/api.py.
     "served": ("vault_mem.runtime", *TOOLS, *TOP, "whoosh"),
     "runtime": ("vault_mem.served", *TOOLS, *TOP, "whoosh"),
     "reads": ("vault_mem.writes", "vault_mem.runtime", *TOP, "whoosh"),
     "writes": ("vault_mem.reads", "vault_mem.runtime", *TOP, "whoosh"),
     "mcp_server": ("vault_mem.runtime", "vault_mem.cli", "whoosh"),
-    "cli": ("mcp", "whoosh"),  # the top: it reaches MCP only through mcp_server/, Whoosh through index/
+    "cli": ("mcp", "whoosh"),  # the top: it reaches MCP only through mcp_server/, Whoosh through search/
 }
 
 
@@ -67,27 +70,26 @@ def test_modules_stay_readable() -> None:
     assert not big, "\n".join(big)
 
 
-# The search engine's one face (index/api.py). The journal and the agents' state are the undo
-# history and the inboxes, not the engine: they live in index/ for now and may be reached directly.
-ENGINE_FACE = {"vault_mem.index", "vault_mem.index.api", "vault_mem.index.journal", "vault_mem.index.agentstate"}
+# The search engine's one face.
+ENGINE_FACE = {"vault_mem.search", "vault_mem.search.api"}
 
 
 def test_nothing_above_the_engine_reaches_behind_its_face() -> None:
     offenders = []
     for path in sorted(PACKAGE.rglob("*.py")):
-        if path.relative_to(PACKAGE).parts[0] == "index":
+        if path.relative_to(PACKAGE).parts[0] == "search":
             continue
         tree = ast.parse(path.read_text(encoding="utf-8"))
         for node in ast.walk(tree):
             if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
-                names = {node.module} if node.module != "vault_mem.index" else {
-                    f"vault_mem.index.{alias.name}" for alias in node.names}
+                names = {node.module} if node.module != "vault_mem.search" else {
+                    f"vault_mem.search.{alias.name}" for alias in node.names}
             elif isinstance(node, ast.Import):
                 names = {alias.name for alias in node.names}
             else:
                 continue
             offenders += [f"{path.relative_to(PACKAGE)} imports {name}" for name in sorted(names)
-                          if name.startswith("vault_mem.index.") and name not in ENGINE_FACE]
+                          if name.startswith("vault_mem.search.") and name not in ENGINE_FACE]
     assert not offenders, "\n".join(offenders)
 
 

@@ -19,10 +19,10 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, rule
 from test_watcher import disk_etags, index_etags
 
-from vault_mem.index.build import sync
-from vault_mem.index.store import VaultIndex
 from vault_mem.reads.read import memory_read
 from vault_mem.runtime.watcher import Watcher
+from vault_mem.search.build import sync
+from vault_mem.search.store import VaultIndex
 from vault_mem.served.context import Vault, View
 from vault_mem.vault.paths import display_path
 from vault_mem.vault.reader import file_etag

@@ -15,10 +15,10 @@ from contextlib import contextmanager
 
 import pytest
 
-from vault_mem.index.build import SyncReport, reconcile
-from vault_mem.index.store import VaultIndex
 from vault_mem.runtime.lifecycle import Runtime
 from vault_mem.runtime.watcher import Watcher
+from vault_mem.search.build import SyncReport, reconcile
+from vault_mem.search.store import VaultIndex
 from vault_mem.served.context import Vault
 
 pytestmark = pytest.mark.anyio
@@ -137,7 +137,7 @@ def test_the_watcher_waits_for_a_held_lock_and_then_indexes(make_vault) -> None:
 
 
 
-# -- group commit: writes in flight share a commit (index/store.py, VaultIndex.submit) --------
+# -- group commit: writes in flight share a commit (search/store.py, VaultIndex.submit) --------
 
 
 def _generation(index: VaultIndex) -> int:
@@ -199,9 +199,9 @@ def test_in_one_batch_a_paths_last_change_wins(make_vault) -> None:
 
 
 def test_a_commit_waits_for_a_write_between_its_file_change_and_its_submission(make_vault, monkeypatch) -> None:
-    """Group commit gathers (index/store.py ``GATHER``): the leader, holding the commit, lets a write
+    """Group commit gathers (search/store.py ``GATHER``): the leader, holding the commit, lets a write
     tool whose file steps are under way submit into its batch, so both land in one commit."""
-    from vault_mem.index import store
+    from vault_mem.search import store
     from vault_mem.vault.reader import read_note
 
     monkeypatch.setattr(store, "GATHER", 60.0)  # only the other write's end lets the commit go on
@@ -229,9 +229,9 @@ def test_a_commit_waits_for_a_write_between_its_file_change_and_its_submission(m
 
 
 def _recorded_sleeps(monkeypatch) -> list[float]:
-    """index/store.py's sleeps, recorded instead of slept. Only its own ``time`` is replaced: the
+    """search/store.py's sleeps, recorded instead of slept. Only its own ``time`` is replaced: the
     time module's ``sleep`` stays real for every other thread of the test process."""
-    from vault_mem.index import store
+    from vault_mem.search import store
 
     waits: list[float] = []
 
@@ -248,8 +248,8 @@ def _recorded_sleeps(monkeypatch) -> list[float]:
 
 def test_commits_under_steady_saves_are_spaced_and_a_lone_callers_are_not(make_vault, monkeypatch) -> None:
     """Under steady saves a commit starts ``SPACING`` after the last one began, the saves made
-    meanwhile joining it (index/store.py); saves one after another from a lone caller never wait."""
-    from vault_mem.index import store
+    meanwhile joining it (search/store.py); saves one after another from a lone caller never wait."""
+    from vault_mem.search import store
     from vault_mem.vault.reader import read_note
 
     vault = make_vault({f"n{k}.md": f"---\ntitle: N{k}\n---\nbody\n" for k in range(4)})
@@ -281,7 +281,7 @@ def test_commits_under_steady_saves_are_spaced_and_a_lone_callers_are_not(make_v
 
 
 def test_a_spaced_commit_waits_no_longer_than_its_timeout(make_vault, monkeypatch) -> None:
-    from vault_mem.index import store
+    from vault_mem.search import store
     from vault_mem.vault.reader import read_note
 
     vault = make_vault({"a.md": "---\ntitle: A\n---\na\n", "b.md": "---\ntitle: B\n---\nb\n"})
@@ -296,7 +296,7 @@ def test_a_spaced_commit_waits_no_longer_than_its_timeout(make_vault, monkeypatc
 
 
 def test_a_writer_gives_this_processs_turn_back_however_it_ends(make_vault) -> None:
-    """Writers of one process queue on one turn (index/commits.py ``ProcessTurn``): a commit, a
+    """Writers of one process queue on one turn (search/commits.py ``ProcessTurn``): a commit, a
     cancel and a wait that gave up each give it back, or the next writer would wait forever."""
     from vault_mem.errors import IndexBusy
 
@@ -334,7 +334,7 @@ def test_an_index_folder_another_worker_is_making_is_not_taken_for_other_files(t
     """Two workers start at once on a new --index-dir: what the first has put there so far (its
     probe, its wait for the lock) must not make the second refuse the folder."""
     from vault_mem.errors import VaultUnavailable
-    from vault_mem.index.folder import usable_index_dir
+    from vault_mem.search.folder import usable_index_dir
 
     root = tmp_path / "v"
     root.mkdir()

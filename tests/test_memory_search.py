@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 from whoosh.lang.snowball.english import EnglishStemmer
 
-from vault_mem.index.ranking import STOP_WORDS
+from vault_mem.search.ranking import STOP_WORDS
 
 pytestmark = pytest.mark.anyio
 

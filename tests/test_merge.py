@@ -16,13 +16,13 @@ from conftest import commit_note, write_notes
 from filelock import FileLock
 from whoosh.reading import SegmentReader
 
-from vault_mem.index import commits, merge
-from vault_mem.index.build import build
-from vault_mem.index.commits import TINY, TINY_FOLD
-from vault_mem.index.merge import FACTOR, MERGE_LOCK, merge_all, merge_once, plan
-from vault_mem.index.store import VaultIndex
 from vault_mem.reads.memory_search import memory_search
 from vault_mem.runtime.watcher import Watcher
+from vault_mem.search import commits, merge
+from vault_mem.search.build import build
+from vault_mem.search.commits import TINY, TINY_FOLD
+from vault_mem.search.merge import FACTOR, MERGE_LOCK, merge_all, merge_once, plan
+from vault_mem.search.store import VaultIndex
 from vault_mem.served.context import Vault, View
 from vault_mem.vault.reader import read_note
 from vault_mem.vault.walk import walk_vault
@@ -132,7 +132,7 @@ def test_a_save_during_a_merge_is_visible_without_waiting_for_it(tmp_path: Path)
 
 def test_a_merge_killed_at_any_moment_leaves_an_index_equal_to_the_files(tmp_path: Path) -> None:
     index = many_segments(tmp_path, notes=400, singles=4 * FACTOR)
-    command = [sys.executable, "-m", "vault_mem.index.merge", str(index.dir)]
+    command = [sys.executable, "-m", "vault_mem.search.merge", str(index.dir)]
     killed_mid_merge = 0
     # Killed some time after it started, or after it began writing (its work folder appeared: on a
     # busy machine a fixed delay from the start may always hit the start-up or the end).
@@ -169,7 +169,7 @@ def test_a_merge_killed_at_any_moment_leaves_an_index_equal_to_the_files(tmp_pat
 def test_two_processes_never_merge_at_once(tmp_path: Path) -> None:
     index = many_segments(tmp_path, notes=200, singles=3 * FACTOR)
     index.close()
-    command = [sys.executable, "-m", "vault_mem.index.merge", str(index.dir)]
+    command = [sys.executable, "-m", "vault_mem.search.merge", str(index.dir)]
     # While another process holds the merge lock, a merge process does nothing.
     generation = index.open()._read_toc().generation
     with FileLock(str(index.dir / MERGE_LOCK)):
@@ -200,8 +200,8 @@ def autogroup_writable() -> bool:
 def test_a_merge_process_takes_a_session_of_its_own_at_the_lowest_autogroup_priority() -> None:
     if not autogroup_writable():  # asked here, not as a skip mark: a mark runs its probe at every collection
         pytest.skip("no Linux autogroup scheduling that a process may lower here")
-    # What `python -m vault_mem.index.merge` does first, in a child of its own as a merge is.
-    probe = ("import os; from vault_mem.index.merge import lower_priority; parent = os.getsid(0); "
+    # What `python -m vault_mem.search.merge` does first, in a child of its own as a merge is.
+    probe = ("import os; from vault_mem.search.merge import lower_priority; parent = os.getsid(0); "
              "lower_priority(); print(os.getsid(0) == os.getpid() != parent, os.nice(0), "
              "open('/proc/self/autogroup').read().split()[-1])")
     before = subprocess.run([sys.executable, "-c", "import os; print(os.nice(0))"], capture_output=True,
@@ -323,7 +323,7 @@ def test_folding_its_own_tiny_segments_from_their_notes_gives_the_index_reading_
     """A live commit folds the tiny segments this process committed from the notes they were made
     of (``commits.OwnTiny``) instead of reading them back: the same notes, terms, weights and
     lengths as the fold that reads them, deletions and notes edited twice between folds included."""
-    from vault_mem.index import commits
+    from vault_mem.search import commits
 
     opened: list[int] = []
     real_reader = commits.SegmentReader

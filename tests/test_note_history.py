@@ -12,8 +12,8 @@ import pytest
 from git_helpers import commit_all, git_env, new_repo
 
 from vault_mem.cli import main
-from vault_mem.index.build import sync
-from vault_mem.index.store import VaultIndex
+from vault_mem.search.build import sync
+from vault_mem.search.store import VaultIndex
 from vault_mem.served.context import Vault
 
 __all__ = ["git_env"]  # a fixture, used by name

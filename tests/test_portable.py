@@ -22,8 +22,8 @@ import pytest
 from conftest import commit_note
 from whoosh.filedb.filestore import FileStorage
 
-from vault_mem.index.build import sync
-from vault_mem.index.store import VaultIndex
+from vault_mem.search.build import sync
+from vault_mem.search.store import VaultIndex
 from vault_mem.vault.portable import fsync_folder, lacks_hard_links, replace_file, set_mode, user_cache_root
 from vault_mem.vault.reader import read_whole
 from vault_mem.vault.writer import atomic_write, create_exclusive
@@ -160,7 +160,7 @@ def test_a_merge_over_a_segment_in_use_commits_and_deletes_it_at_a_later_commit(
 
 
 def _document(index: VaultIndex, name: str) -> dict[str, object]:
-    from vault_mem.index.schema import document_of
+    from vault_mem.search.schema import document_of
     from vault_mem.vault.reader import read_note
 
     (index.root / name).write_text(f"# {name}\n", encoding="utf-8")

@@ -1,4 +1,4 @@
-"""The build's own path from documents to postings (``index/whoosh/postings.py``) writes what Whoosh writes."""
+"""The build's own path from documents to postings (``search/whoosh/postings.py``) writes what Whoosh writes."""
 
 from __future__ import annotations
 
@@ -14,10 +14,10 @@ from hypothesis import strategies as st
 from whoosh import index as whoosh_index
 from whoosh.writing import SegmentWriter
 
-from vault_mem.index.schema import document_of, make_schema
-from vault_mem.index.whoosh import parts as whoosh_parts
-from vault_mem.index.whoosh import postings
-from vault_mem.index.whoosh import seam as whoosh_seam
+from vault_mem.search.schema import document_of, make_schema
+from vault_mem.search.whoosh import parts as whoosh_parts
+from vault_mem.search.whoosh import postings
+from vault_mem.search.whoosh import seam as whoosh_seam
 from vault_mem.vault.reader import read_note
 
 # Words that lower-casing or Unicode make tricky: U+0130 lower-cases to "i" plus a combining dot
@@ -129,7 +129,7 @@ def test_terms_of_few_postings_keep_them_in_their_term_info_and_read_back_as_who
     """Patch 9: a term of at most INLINE_POSTINGS postings is inlined (no block in the postings
     file), a longer one is not; both read back as Whoosh's own segment holds them, through the
     matcher (segment_content) and through the one-piece decoder of whoosh_files."""
-    from vault_mem.index.whoosh.files import postings as term_postings
+    from vault_mem.search.whoosh.files import postings as term_postings
 
     rels = sorted(generated_vault(tmp_path / "v", 40, seed=5))
     write_segment(tmp_path / "v", tmp_path / "ours", rels)

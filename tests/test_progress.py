@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from vault_mem.index.progress import Progress, eta
+from vault_mem.search.progress import Progress, eta
 
 
 class Terminal(io.StringIO):

@@ -1,4 +1,4 @@
-"""The index's query API (index/query.py, index/segments.py) answers what Whoosh's own queries
+"""The index's query API (search/query.py, search/segments.py) answers what Whoosh's own queries
 answer, over several segments with deletions: live documents only, ascending, and the one
 newest-first order."""
 
@@ -12,9 +12,9 @@ import pytest
 from conftest import commit_note, commit_removal
 from whoosh.query import And, Every, Or, Prefix, Term
 
-from vault_mem.index import query
-from vault_mem.index.columns import column
-from vault_mem.index.segments import segments
+from vault_mem.search import query
+from vault_mem.search.columns import column
+from vault_mem.search.segments import segments
 from vault_mem.served.context import Vault
 
 TAGS = ["alpha", "beta", "gamma", "delta"]

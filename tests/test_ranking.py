@@ -15,10 +15,10 @@ from typing import Any
 import pytest
 import yaml
 
-from vault_mem.index.build import sync
-from vault_mem.index.segments import segments
-from vault_mem.index.substring import form_hit_counts
-from vault_mem.index.whoosh.files import _decoded_postings, _matcher_postings
+from vault_mem.search.build import sync
+from vault_mem.search.segments import segments
+from vault_mem.search.substring import form_hit_counts
+from vault_mem.search.whoosh.files import _decoded_postings, _matcher_postings
 from vault_mem.vault.walk import walk_vault
 
 pytestmark = pytest.mark.anyio

@@ -19,10 +19,10 @@ import pytest
 from conftest import ToolClient, write_notes
 from mcp import Client, StdioServerParameters
 
-from vault_mem.index.build import sync
-from vault_mem.index.store import VaultIndex
 from vault_mem.mcp_server.app import build_server
 from vault_mem.runtime.lifecycle import Runtime
+from vault_mem.search.build import sync
+from vault_mem.search.store import VaultIndex
 from vault_mem.served.context import Vault
 
 pytestmark = pytest.mark.anyio

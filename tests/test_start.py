@@ -20,11 +20,11 @@ import pytest
 from conftest import SAMPLE_VAULT, ToolClient, eventually, write_notes
 from mcp import Client, StdioServerParameters
 
-from vault_mem.index.build import sync
-from vault_mem.index.store import VaultIndex
 from vault_mem.mcp_server.app import build_server
 from vault_mem.runtime.lifecycle import Runtime
 from vault_mem.runtime.watcher import Watcher
+from vault_mem.search.build import sync
+from vault_mem.search.store import VaultIndex
 from vault_mem.served.context import Vault
 from vault_mem.vault.walk import walk_vault
 

@@ -1,4 +1,4 @@
-"""The pruned page (index/topk.py) is the full ranking's page: every note scored, then sorted.
+"""The pruned page (search/topk.py) is the full ranking's page: every note scored, then sorted.
 
 Generated vaults are made to trip a shortcut: a few dates shared by many notes (ties broken by
 the path), words whose stems are inside other words (stem-only title hits, exact hits in the
@@ -23,10 +23,10 @@ from conftest import commit_note, commit_removal, write_notes
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from vault_mem.index import topk
-from vault_mem.index.build import sync
-from vault_mem.index.ranking import score_notes, search_terms
-from vault_mem.index.store import VaultIndex
+from vault_mem.search import topk
+from vault_mem.search.build import sync
+from vault_mem.search.ranking import score_notes, search_terms
+from vault_mem.search.store import VaultIndex
 from vault_mem.served.agents import Agent
 from vault_mem.served.context import Vault, View
 

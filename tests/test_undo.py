@@ -17,7 +17,7 @@ from git_helpers import commit_all, git, git_env, new_repo
 from mcp import Client
 
 from vault_mem.cli import main
-from vault_mem.index import journal
+from vault_mem.history import journal
 from vault_mem.mcp_server.app import build_server
 from vault_mem.served.context import Vault
 
@@ -220,7 +220,7 @@ def test_a_torn_last_line_does_not_swallow_the_next_entry(tmp_path: Path) -> Non
 
 
 def test_a_change_is_journaled_while_another_waits_for_its_fsync(tmp_path: Path, monkeypatch) -> None:
-    """The journal's lock covers the append, not the fsync (index/journal.py): a second change is
+    """The journal's lock covers the append, not the fsync (history/journal.py): a second change is
     appended while the first one's fsync is still under way, and each call returns only after an
     fsync of its own, made after its line was written."""
     index_dir = tmp_path / "ix"

@@ -17,12 +17,12 @@ from typing import Any
 import pytest
 from conftest import eventually, has_path, stored, write_notes
 
-from vault_mem.index.build import reconcile, sync
-from vault_mem.index.schema import document_of
-from vault_mem.index.store import VaultIndex
 from vault_mem.reads.list_by_domain import list_by_domain
 from vault_mem.runtime import watcher as watcher_module
 from vault_mem.runtime.watcher import Watcher
+from vault_mem.search.build import reconcile, sync
+from vault_mem.search.schema import document_of
+from vault_mem.search.store import VaultIndex
 from vault_mem.served.context import Vault, View
 from vault_mem.vault.paths import display_path
 from vault_mem.vault.reader import file_etag, read_note

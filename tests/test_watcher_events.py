@@ -51,9 +51,9 @@ from watchdog.events import (
     generate_sub_moved_events,
 )
 
-from vault_mem.index.build import sync
-from vault_mem.index.store import VaultIndex
 from vault_mem.runtime.watcher import Watcher, _Handler
+from vault_mem.search.build import sync
+from vault_mem.search.store import VaultIndex
 from vault_mem.vault.paths import display_path
 from vault_mem.vault.reader import file_etag
 from vault_mem.vault.walk import walk_vault

@@ -1,4 +1,4 @@
-"""The Whoosh seam (vault_mem/index/whoosh/): the pinned version and the shape of every
+"""The Whoosh seam (vault_mem/search/whoosh/): the pinned version and the shape of every
 target are checked at import with a clear message; each patch does what its docstring says;
 no module outside the seam touches a private Whoosh name.
 
@@ -18,15 +18,15 @@ import whoosh.index
 import whoosh.writing
 from whoosh.fields import ID, TEXT, Schema
 
-from vault_mem.index.whoosh import parts as whoosh_parts
-from vault_mem.index.whoosh import seam as whoosh_seam
-from vault_mem.index.whoosh.mapping import ViewFile
-from vault_mem.index.whoosh.seam import WhooshMismatch, check_shapes, check_version, shape_problems
+from vault_mem.search.whoosh import parts as whoosh_parts
+from vault_mem.search.whoosh import seam as whoosh_seam
+from vault_mem.search.whoosh.mapping import ViewFile
+from vault_mem.search.whoosh.seam import WhooshMismatch, check_shapes, check_version, shape_problems
 
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGE = ROOT / "vault_mem"
-SEAM = PACKAGE / "index" / "whoosh" / "seam.py"
-SEAMS = tuple(sorted((PACKAGE / "index" / "whoosh").glob("*.py")))  # the one folder that knows Whoosh's internals
+SEAM = PACKAGE / "search" / "whoosh" / "seam.py"
+SEAMS = tuple(sorted((PACKAGE / "search" / "whoosh").glob("*.py")))  # the one folder that knows Whoosh's internals
 
 pytestmark = pytest.mark.usefixtures("whoosh_patches")  # what each patch does, with every patch in place
 
@@ -196,7 +196,7 @@ def _touches_whoosh(path: Path) -> bool:
             return True
         if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("whoosh"):
             return True
-    return path.parent.name == "index"
+    return path.parent.name == "search"
 
 
 def test_patch_11_a_table_of_contents_is_read_once_per_generation_and_a_writer_deletes_in_its_own_copy(
@@ -262,7 +262,7 @@ def test_no_module_outside_the_seam_uses_a_private_whoosh_name() -> None:
 
 
 def test_the_private_name_check_sees_each_kind_of_use(tmp_path: Path) -> None:
-    sample = tmp_path / "index" / "sample.py"
+    sample = tmp_path / "search" / "sample.py"
     sample.parent.mkdir()
     sample.write_text("from whoosh.index import _DEF_INDEX_NAME\n"
                       "toc = ix._read_toc()\n"
@@ -283,7 +283,7 @@ def test_a_renewed_searcher_makes_its_sub_searchers_only_when_whoosh_asks_for_th
     from whoosh.query import Every, Term
     from whoosh.searching import Searcher
 
-    from vault_mem.index.whoosh.parts import LeanSearcher
+    from vault_mem.search.whoosh.parts import LeanSearcher
 
     vault = make_vault({f"n{i}.md": f"---\nid: n{i}\n---\nbody {'kiwi' if i % 2 else 'plum'}\n" for i in range(6)})
     for i in range(3):  # each commit: one more segment, and each thread's searcher renewed
@@ -313,7 +313,7 @@ def test_patch_12_a_committed_writer_and_its_lent_searcher_need_no_garbage_colle
 
     from conftest import commit_note
 
-    from vault_mem.index.schema import document_of
+    from vault_mem.search.schema import document_of
     from vault_mem.vault.reader import read_note
 
     vault = make_vault({"a.md": "---\nid: a\n---\nbody\n"})

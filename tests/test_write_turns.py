@@ -1,7 +1,7 @@
 """Write tools of one process take turns per note (writes/tools.py): writes of one note one after
 another, writes of different notes side by side; the small file locks beside the index queue
-the threads of a process before the file (index/filelocks.py); and what the watcher and the
-commit wait for is the file steps under way when they ask (index/commits.py ``Written``)."""
+the threads of a process before the file (history/filelocks.py); and what the watcher and the
+commit wait for is the file steps under way when they ask (search/commits.py ``Written``)."""
 
 from __future__ import annotations
 
@@ -17,10 +17,10 @@ from typing import Any
 import pytest
 from conftest import in_threads
 
-from vault_mem.index import filelocks, journal
-from vault_mem.index.build import reconcile
-from vault_mem.index.commits import Written
+from vault_mem.history import filelocks, journal
 from vault_mem.mcp_server.app import Calls
+from vault_mem.search.build import reconcile
+from vault_mem.search.commits import Written
 from vault_mem.writes import tools
 
 NOTES = {

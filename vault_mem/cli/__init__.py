@@ -59,7 +59,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     previous = None
     try:
         previous = _sigterm_as_interrupt()
-        from vault_mem.index.api import install_whoosh_patches  # the composition root: once, here
+        from vault_mem.search.api import install_whoosh_patches  # the composition root: once, here
 
         install_whoosh_patches()
         return command.run(args)

@@ -17,7 +17,7 @@ from vault_mem.cli.output import json_text, visible
 from vault_mem.errors import InvalidInput
 
 if TYPE_CHECKING:
-    from vault_mem.index.api import Progress, VaultIndex
+    from vault_mem.search.api import Progress, VaultIndex
 
 FAILED = ("invalid", "not_found", "conflict", "error")
 # Tool vocabulary in messages, as a person at a shell would say it.
@@ -58,7 +58,7 @@ def vault_root(args: argparse.Namespace) -> Path:
 
 def open_index(args: argparse.Namespace, root: Path | None = None, doing: str = "index it") -> VaultIndex:
     """The vault's index in a folder that can be written; refuses an unlikely vault without --yes."""
-    from vault_mem.index.api import VaultIndex, has_index, usable_index_dir
+    from vault_mem.search.api import VaultIndex, has_index, usable_index_dir
 
     root = root or vault_root(args)
     given = getattr(args, "index_dir", None)
@@ -76,14 +76,14 @@ def check_likely_vault(root: Path, doing: str) -> None:
 
 
 def progress_bar(label: str, total: int) -> Progress:
-    from vault_mem.index.api import Progress
+    from vault_mem.search.api import Progress
 
     return Progress(label, total)
 
 
 def up_to_date(args: argparse.Namespace) -> VaultIndex:
     """The vault's index, built (with a progress bar) or reconciled first."""
-    from vault_mem.index.api import sync
+    from vault_mem.search.api import sync
 
     index = open_index(args)
     sync(index, progress=progress_bar)

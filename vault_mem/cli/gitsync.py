@@ -67,7 +67,7 @@ def cmd_sync(args: argparse.Namespace) -> int:
 
 def _reindex(args: argparse.Namespace, root: Path) -> None:
     """Keep an existing index (and the conflicted copies in it) current; never build one here."""
-    from vault_mem.index.api import VaultIndex, has_index, sync, usable_index_dir
+    from vault_mem.search.api import VaultIndex, has_index, sync, usable_index_dir
 
     given = getattr(args, "index_dir", None)
     if has_index(root, given):

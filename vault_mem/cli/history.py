@@ -40,7 +40,7 @@ def log_options(parser: argparse.ArgumentParser) -> None:
 
 
 def cmd_log(args: argparse.Namespace) -> int:
-    from vault_mem.index.journal import MAX_AGE_DAYS
+    from vault_mem.history.journal import MAX_AGE_DAYS
     from vault_mem.writes.undo import log
 
     agent, since = _agent(args.agent, "--agent"), _when(args.since)

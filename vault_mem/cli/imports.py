@@ -74,8 +74,8 @@ class _Journal:
 
     def __call__(self, changes: list[dict[str, Any]]) -> None:
         from vault_mem.errors import VaultMemError
-        from vault_mem.index import journal
-        from vault_mem.index.api import usable_index_dir
+        from vault_mem.history import journal
+        from vault_mem.search.api import usable_index_dir
 
         try:
             if self.index_dir is None:

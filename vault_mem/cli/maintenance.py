@@ -14,7 +14,7 @@ from vault_mem.cli.common import open_index, print_json, say, up_to_date, vault_
 from vault_mem.cli.output import ROOT_LABEL, cut, plural, table, visible, width
 
 if TYPE_CHECKING:
-    from vault_mem.index.api import Progress, VaultIndex
+    from vault_mem.search.api import Progress, VaultIndex
 
 PROBLEMS_FOUND = 3  # doctor's exit status when the vault has files with problems
 
@@ -30,7 +30,7 @@ def index_options(parser: argparse.ArgumentParser) -> None:
 
 
 def cmd_index(args: argparse.Namespace) -> int:
-    from vault_mem.index.api import Progress, ProgressFile, present, sync
+    from vault_mem.search.api import Progress, ProgressFile, present, sync
 
     index = open_index(args)
     bars: list[Progress] = []
@@ -96,7 +96,7 @@ def doc_count(index: VaultIndex) -> int:
 
 
 def status_of(index: VaultIndex) -> dict[str, Any]:
-    from vault_mem.index.api import live
+    from vault_mem.search.api import live
 
     state = index.state()
     builds, servers = live(index.dir, "build"), live(index.dir, "serve")
@@ -134,7 +134,7 @@ def _iso(seconds: float) -> str:
 
 
 def cmd_status(args: argparse.Namespace) -> int:
-    from vault_mem.index.api import VaultIndex, usable_index_dir
+    from vault_mem.search.api import VaultIndex, usable_index_dir
 
     root = vault_root(args)
     index = VaultIndex(root, usable_index_dir(root, getattr(args, "index_dir", None)))

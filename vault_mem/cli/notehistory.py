@@ -14,7 +14,7 @@ from vault_mem.errors import InvalidInput, NotFound
 from vault_mem.reads.githistory import MAX_HISTORY
 
 if TYPE_CHECKING:
-    from vault_mem.index.api import VaultIndex
+    from vault_mem.search.api import VaultIndex
 
 DEFAULT_COMMITS = 20
 
@@ -98,7 +98,7 @@ def _gone(args: argparse.Namespace) -> int:
 
 
 def _print_history(a: dict[str, Any]) -> None:
-    from vault_mem.index.journal import MAX_AGE_DAYS
+    from vault_mem.history.journal import MAX_AGE_DAYS
 
     rows = [(r["time"].replace("+00:00", "Z"), r["agent"], r["kind"],
              r["path"] + (f" -> {r['trash']}" if r.get("trash") else "")) for r in a["changes"]]

@@ -98,8 +98,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
         index.close()
         return serve_workers(args, root, workers, token, lambda: _say_http(root, url, token, keys))
 
-    from vault_mem.index.api import present
     from vault_mem.runtime.lifecycle import STOP_GRACE, Runtime
+    from vault_mem.search.api import present
 
     project = args.project or os.environ.get("VAULT_MEM_PROJECT") or None
     runtime = Runtime(index, merges=seat is None or seat.leads, writes=seat is None or seat.leads)

@@ -25,8 +25,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from vault_mem.index.api import fold, newest_first_key, strip_md
 from vault_mem.reads.links import LinkResolver
+from vault_mem.search.api import fold, newest_first_key, strip_md
 from vault_mem.served.context import View
 from vault_mem.served.refs import without_prefix
 from vault_mem.vault.note import domain_of, permalink_of

@@ -28,7 +28,7 @@ from __future__ import annotations
 import posixpath
 from typing import Any
 
-from vault_mem.index.api import fold, strip_md
+from vault_mem.search.api import fold, strip_md
 from vault_mem.served.context import View
 from vault_mem.served.refs import Names
 from vault_mem.vault import markdown

@@ -10,9 +10,9 @@ from __future__ import annotations
 from functools import partial
 from typing import Any
 
-from vault_mem.index.api import closest_names, fold
 from vault_mem.reads.misses import Filter, closest_kinds, did_you_mean, echo, why_empty
 from vault_mem.reads.rows import body_tokens, cut_message, fit_row, identity, snippet_of, task_fields
+from vault_mem.search.api import closest_names, fold
 from vault_mem.served.context import View, take_within
 from vault_mem.served.params import OFFSET, Args, choice_param, flag_param, int_param, text_param
 from vault_mem.vault.note import domain_of

@@ -8,8 +8,8 @@ from dataclasses import dataclass
 from functools import partial
 from typing import Any
 
-from vault_mem.index.api import words
 from vault_mem.reads.misses import ECHO, Filter, echo, listed, missing_word_hints, range_hint, tag_hints, why_empty
+from vault_mem.search.api import words
 from vault_mem.served.context import View
 
 TEXT_CHECKS = 500  # query matches whose text a miss re-checks for a query with non-word characters

@@ -24,11 +24,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from vault_mem.errors import InvalidInput
-from vault_mem.index.api import fold
 from vault_mem.reads.chunks import Chunk, ChunkCache, chunk_body
 from vault_mem.reads.dates import epoch_bounds, parse_period
 from vault_mem.reads.misses import echo, range_hint, tag_hints
 from vault_mem.reads.rows import bound_message, cut_message, fit_row, snippet
+from vault_mem.search.api import fold
 from vault_mem.served.context import ROW_BUDGET, View, json_size, take_within
 from vault_mem.served.params import OFFSET, Args, choice_param, int_param, text_param
 from vault_mem.vault.dates import iso

@@ -25,12 +25,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from vault_mem.errors import InvalidInput
-from vault_mem.index.api import is_word, words
 from vault_mem.reads.dates import epoch_bounds, parse_period
 from vault_mem.reads.lineage import Lineage
 from vault_mem.reads.list_misses import ListMiss, why_no_memories
 from vault_mem.reads.list_page import page_rows
 from vault_mem.reads.rows import bound_message
+from vault_mem.search.api import is_word, words
 from vault_mem.served.context import View
 from vault_mem.served.params import (
     OFFSET,

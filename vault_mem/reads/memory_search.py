@@ -28,15 +28,6 @@ from dataclasses import dataclass
 from typing import Any
 
 from vault_mem.errors import InvalidInput
-from vault_mem.index.api import (
-    Ranked,
-    best_notes,
-    match_forms,
-    path_prefixes,
-    ranked_newest_key,
-    score_notes,
-    search_terms,
-)
 from vault_mem.reads.excerpts import excerpt_around
 from vault_mem.reads.misses import (
     Filter,
@@ -49,6 +40,15 @@ from vault_mem.reads.misses import (
     why_empty,
 )
 from vault_mem.reads.rows import bound_message
+from vault_mem.search.api import (
+    Ranked,
+    best_notes,
+    match_forms,
+    path_prefixes,
+    ranked_newest_key,
+    score_notes,
+    search_terms,
+)
 from vault_mem.served.context import ROW_BUDGET, View, json_size, take_within
 from vault_mem.served.params import AGENT, Args, int_param, text_param
 from vault_mem.vault.fields import normalize_tag
@@ -120,7 +120,7 @@ class Matches:
     candidates: list[int]
     scores: dict[int, float]
     newest: list[int] | None  # set when the newest answered directly (one more: whether more follow)
-    ranked: Ranked | None = None  # set when only what can reach the page was scored (index/topk.py)
+    ranked: Ranked | None = None  # set when only what can reach the page was scored (search/topk.py)
 
 
 def _parse(args: Args) -> Request:
@@ -162,7 +162,7 @@ def _matches(view: View, request: Request, plan: Plan) -> Matches:
     scores: dict[int, float] = {}
     newest: list[int] | None = None
     if plan.terms:
-        if not request.path:  # only what can reach the page is scored (index/topk.py)
+        if not request.path:  # only what can reach the page is scored (search/topk.py)
             ranked = best_notes(view, plan.terms, request.limit, _allowed(view, filters, request.since))
             return Matches([], ranked.scores, None, ranked)
         scores = score_notes(view, plan.terms)  # overlap is checked on records, in rank order

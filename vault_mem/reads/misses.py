@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Callable, Collection, Iterable
 from dataclasses import dataclass
 
-from vault_mem.index.api import closest_names, stem_of
+from vault_mem.search.api import closest_names, stem_of
 from vault_mem.served.context import View
 
 ECHO = 40  # characters of a caller's value a hint repeats

@@ -45,11 +45,11 @@ from pathlib import Path
 from typing import Any
 
 from vault_mem.errors import InvalidInput, NotFound
-from vault_mem.index.api import ancestors, fold, keep_while_unchanged
 from vault_mem.reads.githistory import DEFAULT_HISTORY, MAX_HISTORY, git_fields
 from vault_mem.reads.lineage import lineage_for
 from vault_mem.reads.links import LinkResolver, backlinks, outgoing
 from vault_mem.reads.rows import cut_to_fit
+from vault_mem.search.api import ancestors, fold, keep_while_unchanged
 from vault_mem.served.context import MAX_ANSWER_CHARS, View, json_size, settled_stamp, take_within
 from vault_mem.served.params import OFFSET, REF, Args, int_param, text_param
 from vault_mem.served.refs import resolve_ref

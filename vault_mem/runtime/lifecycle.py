@@ -13,8 +13,8 @@ stderr: the build forks workers, and nothing a child does may reach the protocol
 
 Segments are merged off the live path: a scheduler thread checks the index's segments
 every few seconds and, when the tiered policy asks for a merge and no process holds the
-merge lock, starts ``python -m vault_mem.index.merge`` at low priority (see
-``index/merge.py`` and docs/index-and-scale.md). Nothing here ever waits for it.
+merge lock, starts ``python -m vault_mem.search.merge`` at low priority (see
+``search/merge.py`` and docs/index-and-scale.md). Nothing here ever waits for it.
 """
 
 from __future__ import annotations
@@ -33,8 +33,16 @@ from typing import Any
 
 from vault_mem.errors import VaultUnavailable
 from vault_mem.git.history import unregister
-from vault_mem.index.api import SCHEMA_VERSION, SyncReport, VaultIndex, attach_history, merge_due, merge_lock, reconcile
 from vault_mem.runtime.watcher import Watcher, folder_identity
+from vault_mem.search.api import (
+    SCHEMA_VERSION,
+    SyncReport,
+    VaultIndex,
+    attach_history,
+    merge_due,
+    merge_lock,
+    reconcile,
+)
 from vault_mem.vault.walk import walk_vault
 
 log = logging.getLogger("vault_mem.mcp_server")
@@ -338,7 +346,7 @@ class Runtime:
         with merge_lock(self.index.dir) as free:  # another server's merge is running: leave it be
             if not free:
                 return False
-        command = [sys.executable, "-m", "vault_mem.index.merge", str(self.index.dir)]
+        command = [sys.executable, "-m", "vault_mem.search.merge", str(self.index.dir)]
         self._merger = subprocess.Popen(
             command, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=sys.stderr.fileno(),
             creationflags=getattr(subprocess, "BELOW_NORMAL_PRIORITY_CLASS", 0))

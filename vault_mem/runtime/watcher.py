@@ -32,7 +32,6 @@ from watchdog.events import DirMovedEvent, FileMovedEvent, FileSystemEvent, File
 from watchdog.observers import Observer
 
 from vault_mem.git.history import history_for
-from vault_mem.index.api import VaultIndex, document_of, prefix_records, reconcile, same_content, stat_state
 from vault_mem.runtime.observer import (
     INOTIFY,
     changes_to_watch,
@@ -40,6 +39,7 @@ from vault_mem.runtime.observer import (
     quiet_benign_watchdog_warning,
     stop_observer,
 )
+from vault_mem.search.api import VaultIndex, document_of, prefix_records, reconcile, same_content, stat_state
 from vault_mem.vault.note import Note
 from vault_mem.vault.paths import Listing, display_path, listed_spelling, relative_to_root
 from vault_mem.vault.reader import read_note
@@ -47,7 +47,7 @@ from vault_mem.vault.walk import IgnoreRules, is_memory_name, walk_vault
 
 log = logging.getLogger("vault_mem.watch")
 DEBOUNCE = 0.05  # seconds of quiet before a flush
-STEPS_WAIT = 2.0  # longest wait for a write tool's file steps to end (index/commits.py ``Written``)
+STEPS_WAIT = 2.0  # longest wait for a write tool's file steps to end (search/commits.py ``Written``)
 MAX_DELAY = 0.3  # a steady stream of events is still flushed this often
 RECONCILE_EVERY = 60.0
 BATCH = 2000
@@ -354,7 +354,7 @@ class Watcher:
         for rel in files:  # ReadDirectoryChangesW reports a deleted folder as a deleted file
             if not is_memory_name(rel.rpartition("/")[2]) and not os.path.lexists(self.root / rel):
                 candidates |= self._subtree(rel)
-        # What this process's write tools saved and indexed themselves needs nothing (index/commits.py),
+        # What this process's write tools saved and indexed themselves needs nothing (search/commits.py),
         # not even a listing: they write under the spelling on disk (``existing_spelling``, the index's).
         self.index.written.wait_steps(STEPS_WAIT)  # a save heard before it was submitted
         candidates = {rel for rel in candidates if not self.index.written.unchanged(self.root, rel)}
@@ -426,7 +426,7 @@ class Watcher:
         except BaseException:
             writer.cancel()
             raise
-        self.index.commit_live(writer)  # no merge but of tiny segments on the live path (index/merge.py)
+        self.index.commit_live(writer)  # no merge but of tiny segments on the live path (search/merge.py)
         self.indexed += len(todo)
 
     def _subtree(self, rel_dir: str) -> set[str]:

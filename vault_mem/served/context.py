@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
-from vault_mem.index.api import Searcher, Snapshot, VaultIndex, keep_while_unchanged
+from vault_mem.search.api import Searcher, Snapshot, VaultIndex, keep_while_unchanged
 from vault_mem.served.agents import Agent
 from vault_mem.vault.frontmatter import split_frontmatter
 from vault_mem.vault.paths import InsideCheck
@@ -85,7 +85,7 @@ class Vault:
 
 class View(Snapshot):
     """One call's look at the served vault, as ``caller`` may see it (None: the vault's owner,
-    who sees everything): the engine's snapshot (``index/snapshot.py``: every document set,
+    who sees everything): the engine's snapshot (``search/snapshot.py``: every document set,
     record and column a read uses, with what the caller may not see already taken out), the
     vault it belongs to, the caller's write rules and the notes' bodies on disk."""
 

@@ -8,7 +8,7 @@
 
 Who calls: the caller identity of the call (an agent key, ``serve --agent``), else the call's
 own ``agent`` argument; a call naming no agent gets none of these. What an agent has seen
-is kept beside the index (``index/agentstate.py``), never in the note.
+is kept beside the index (``history/agentstate.py``), never in the note.
 """
 
 from __future__ import annotations
@@ -19,8 +19,8 @@ import logging
 import os
 from typing import Any
 
-from vault_mem.index import agentstate
-from vault_mem.index.api import fold
+from vault_mem.history import agentstate
+from vault_mem.search.api import fold
 from vault_mem.served.agents import AGENT_NAME, Agent
 from vault_mem.served.context import View
 from vault_mem.vault.dates import iso

@@ -28,7 +28,7 @@ from __future__ import annotations
 import unicodedata
 
 from vault_mem.errors import InvalidInput, NotFound
-from vault_mem.index.api import PATH_KEY_FIELDS, fold, strip_md
+from vault_mem.search.api import PATH_KEY_FIELDS, fold, strip_md
 from vault_mem.served.context import View
 from vault_mem.vault.note import PERMALINK_PREFIX, domain_of, permalink_of
 from vault_mem.vault.paths import check_relative
@@ -67,7 +67,7 @@ class Names:
                 found = []
             elif field in PATH_KEY_FIELDS:  # a dict per segment, derived from the path column
                 found = self.view.path_key_docs(field, value)
-            else:  # one hash lookup per segment, no query machinery (index/columns.py)
+            else:  # one hash lookup per segment, no query machinery (search/columns.py)
                 found = self.view.term_docs(field, [value])
             self._hits[key] = found
         return found

@@ -9,7 +9,7 @@ A row says:
               problem to ``source.problems``; it never raises
     exact     how the index holds it as exact terms (``Exact``), so that ``memory_list``'s
               ``metadata_filters`` on it is one term query; None: not held as a term
-    indexed   the other index fields made from it (``index/schema.py`` builds them)
+    indexed   the other index fields made from it (``search/schema.py`` builds them)
     row       ``memory_list`` rows show it (and its ``fields`` projection accepts it)
     filter    ``metadata_filters`` compares it under its name and its keys
     cut       a huge value may be cut in rows and in ``memory_read`` (``reads/rows.py``)

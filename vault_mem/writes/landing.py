@@ -1,7 +1,7 @@
 """What happens after a write tool changed a file: the journal for ``vault-mem log`` and
-``undo`` (index/journal.py), the agent's own notes for ``lost``, and, when something did not
+``undo`` (history/journal.py), the agent's own notes for ``lost``, and, when something did not
 fully land (not indexed, not committed), a ``persist_error`` for its next call
-(index/agentstate.py, served/mailbox.py). None of it ever fails the write: the file change
+(history/agentstate.py, served/mailbox.py). None of it ever fails the write: the file change
 stands, and what could not be kept is a warning or a log line."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import datetime as dt
 import logging
 from typing import Any
 
-from vault_mem.index import agentstate, journal
+from vault_mem.history import agentstate, journal
 from vault_mem.served.context import View
 from vault_mem.vault.dates import iso
 from vault_mem.vault.note import permalink_of

@@ -21,7 +21,7 @@ from typing import Any
 
 from vault_mem.errors import Conflict, IndexBusy, InvalidInput, NotFound, WriteFailed
 from vault_mem.git.commit import write_commit
-from vault_mem.index.api import Batch, VaultIndex
+from vault_mem.search.api import Batch, VaultIndex
 from vault_mem.served.agents import check_agent_name
 from vault_mem.served.context import View
 from vault_mem.served.params import (
@@ -111,7 +111,7 @@ Tool = Callable[[View, dict[str, Any]], dict[str, Any]]
 
 
 def one_note_at_a_time(tool: Tool) -> Tool:
-    """A write tool: its file steps (``begin`` to its submission, index/commits.py ``Written``)
+    """A write tool: its file steps (``begin`` to its submission, search/commits.py ``Written``)
     hold the turn of the note they change (``_take_turn``), or, under ``--git-commit``, the
     one turn of every write."""
     @functools.wraps(tool)
@@ -121,7 +121,7 @@ def one_note_at_a_time(tool: Tool) -> Tool:
             _GIT_TURN.acquire()
         _HOLDING.git = git
         written = view.vault.index.written
-        written.begin()  # the watcher waits for these file steps (index/commits.py ``Written``)
+        written.begin()  # the watcher waits for these file steps (search/commits.py ``Written``)
         _HOLDING.steps = written
         try:
             return tool(view, raw)

@@ -1,4 +1,4 @@
-"""``vault-mem log`` and ``vault-mem undo`` over the journal of write tools (index/journal.py;
+"""``vault-mem log`` and ``vault-mem undo`` over the journal of write tools (history/journal.py;
 docs/sharing.md, "What an agent did, and undo").
 
 ``plan`` groups an agent's journal entries since a moment by note and, for each note, compares
@@ -20,10 +20,10 @@ from typing import Any
 from vault_mem.errors import GitError, IndexBusy, NotFound, VaultMemError
 from vault_mem.git.commit import agent_identity, commit_paths
 from vault_mem.git.repo import Repo
-from vault_mem.index import journal
-from vault_mem.index.agentstate import agent_key
-from vault_mem.index.api import VaultIndex
-from vault_mem.index.journal import Entry, digest
+from vault_mem.history import journal
+from vault_mem.history.agentstate import agent_key
+from vault_mem.history.journal import Entry, digest
+from vault_mem.search.api import VaultIndex
 from vault_mem.vault.dates import iso
 from vault_mem.vault.paths import note_file
 from vault_mem.vault.reader import read_note

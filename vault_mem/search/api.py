@@ -1,10 +1,10 @@
-"""The search engine's one face: everything above ``index/`` imports from here, and from nowhere
+"""The search engine's one face: everything above ``search/`` imports from here, and from nowhere
 else inside it (``tests/test_layers.py`` keeps it so).
 
     VaultIndex          the index of one vault: open, submit notes (``Batch``), settle, searchers
     sync, reconcile     bring the index up to the files (a build, or only what changed)
     Snapshot            one call's consistent look at the index: document sets, orders,
-                        records, columns, lexicons, closest words (``index/snapshot.py``)
+                        records, columns, lexicons, closest words (``search/snapshot.py``)
     score_notes, best_notes, search_terms, match_forms, stem_of
                         the ``memory_search`` ranking and its top k (docs/ranking.md)
     fold, strip_md, ancestors, path_prefixes, words, is_word, closest_names
@@ -12,31 +12,31 @@ else inside it (``tests/test_layers.py`` keeps it so).
     keep_while_unchanged
                         keep what is derived from one version of a file (the engine's cache)
     install_whoosh_patches
-                        put the Whoosh patches in place (each one switchable: index/whoosh/patches.py)
+                        put the Whoosh patches in place (each one switchable: search/whoosh/patches.py)
 
 Whoosh, its segments, columns and the shared cache stay behind this face.
 """
 
 from __future__ import annotations
 
-from vault_mem.index.build import SyncReport, reconcile, sync
-from vault_mem.index.columns import PATH_KEY_FIELDS
-from vault_mem.index.commits import Batch
-from vault_mem.index.folder import has_index, usable_index_dir
-from vault_mem.index.gitfollow import attach_history
-from vault_mem.index.lru import keep_while_unchanged
-from vault_mem.index.merge import merge_due, merge_lock
-from vault_mem.index.presence import live, present
-from vault_mem.index.progress import Progress, ProgressFile
-from vault_mem.index.query import Searcher, newest_first_key, prefix_records, ranked_newest_key
-from vault_mem.index.ranking import match_forms, score_notes, search_terms, stem_of
-from vault_mem.index.schema import SCHEMA_VERSION, ancestors, document_of, fold, path_prefixes, strip_md
-from vault_mem.index.snapshot import Snapshot
-from vault_mem.index.store import VaultIndex, same_content, stat_state
-from vault_mem.index.substring import is_word, words
-from vault_mem.index.topk import Ranked, best_notes
-from vault_mem.index.vocabulary import closest_names
-from vault_mem.index.whoosh.patches import install_from_environment as install_whoosh_patches
+from vault_mem.search.build import SyncReport, reconcile, sync
+from vault_mem.search.columns import PATH_KEY_FIELDS
+from vault_mem.search.commits import Batch
+from vault_mem.search.folder import has_index, usable_index_dir
+from vault_mem.search.gitfollow import attach_history
+from vault_mem.search.lru import keep_while_unchanged
+from vault_mem.search.merge import merge_due, merge_lock
+from vault_mem.search.presence import live, present
+from vault_mem.search.progress import Progress, ProgressFile
+from vault_mem.search.query import Searcher, newest_first_key, prefix_records, ranked_newest_key
+from vault_mem.search.ranking import match_forms, score_notes, search_terms, stem_of
+from vault_mem.search.schema import SCHEMA_VERSION, ancestors, document_of, fold, path_prefixes, strip_md
+from vault_mem.search.snapshot import Snapshot
+from vault_mem.search.store import VaultIndex, same_content, stat_state
+from vault_mem.search.substring import is_word, words
+from vault_mem.search.topk import Ranked, best_notes
+from vault_mem.search.vocabulary import closest_names
+from vault_mem.search.whoosh.patches import install_from_environment as install_whoosh_patches
 
 __all__ = [
     "PATH_KEY_FIELDS",

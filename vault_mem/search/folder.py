@@ -11,9 +11,9 @@ import os
 from pathlib import Path
 
 from vault_mem.errors import VaultUnavailable
-from vault_mem.index.commits import WAITING_DIR
-from vault_mem.index.presence import PRESENCE_DIR
-from vault_mem.index.store import MERGE_LOCK, STATE_FILE, cache_index_dir, default_index_dir
+from vault_mem.search.commits import WAITING_DIR
+from vault_mem.search.presence import PRESENCE_DIR
+from vault_mem.search.store import MERGE_LOCK, STATE_FILE, cache_index_dir, default_index_dir
 from vault_mem.vault.paths import INDEX_DIRNAME
 
 # What a vault-mem index folder holds, even while another server (a worker) is making it.

@@ -36,10 +36,10 @@ import whoosh.writing
 from whoosh.filedb.filestore import FileStorage, RamStorage
 from whoosh.system import _INT_SIZE
 
-from vault_mem.index.whoosh import parts, seam
-from vault_mem.index.whoosh.mapping import hash_reader_init
-from vault_mem.index.whoosh.postings import TermPool
-from vault_mem.index.whoosh.postings import add_document as postings_add_document
+from vault_mem.search.whoosh import parts, seam
+from vault_mem.search.whoosh.mapping import hash_reader_init
+from vault_mem.search.whoosh.postings import TermPool
+from vault_mem.search.whoosh.postings import add_document as postings_add_document
 
 ENVIRONMENT = "VAULT_MEM_WHOOSH_PATCHES"  # "all" (the default), "none", or "-name,-name": speed patches left out
 

@@ -4,7 +4,7 @@ for some words; a note's stored record; a field's column or lexicon).
 
 A snapshot is made for one call over one searcher. For a reader limited to some folders
 (``visible``, named by ``mask``) the notes it may not read count among each segment's dead
-documents (``index/masked.py``), so every document set it gives is already filtered and a
+documents (``search/masked.py``), so every document set it gives is already filtered and a
 hidden note looks like one never indexed; ``record`` refuses one as well, should a document
 number reach it some other way. Document numbers are the searcher's; sets are ascending.
 
@@ -20,15 +20,15 @@ from collections.abc import Callable, Hashable, Iterable, Iterator, Sequence
 from typing import Any, TypeVar
 
 from vault_mem.errors import NotFound
-from vault_mem.index import query, vocabulary
-from vault_mem.index.cells import Cells
-from vault_mem.index.columns import column, path_key_docs, segment_column, stored_record
-from vault_mem.index.lru import CACHE
-from vault_mem.index.masked import masked_segments
-from vault_mem.index.query import Searcher, newest_first_key, ranked_newest_key
-from vault_mem.index.schema import fold
-from vault_mem.index.segments import Parts, Segment, segments
-from vault_mem.index.substring import segment_docs_containing, terms_containing
+from vault_mem.search import query, vocabulary
+from vault_mem.search.cells import Cells
+from vault_mem.search.columns import column, path_key_docs, segment_column, stored_record
+from vault_mem.search.lru import CACHE
+from vault_mem.search.masked import masked_segments
+from vault_mem.search.query import Searcher, newest_first_key, ranked_newest_key
+from vault_mem.search.schema import fold
+from vault_mem.search.segments import Parts, Segment, segments
+from vault_mem.search.substring import segment_docs_containing, terms_containing
 
 V = TypeVar("V")
 SortKey = Callable[[int], tuple[Any, ...]]
@@ -178,7 +178,7 @@ class Snapshot:
 
     def cells(self, field: str) -> Cells:
         """``field``'s values by document number, for a few documents: the column is read whole
-        only once many are asked for (``index/cells.py``)."""
+        only once many are asked for (``search/cells.py``)."""
         return Cells(self.searcher, field)
 
     def lexicon(self, field: str) -> list[str]:

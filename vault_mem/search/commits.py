@@ -1,4 +1,4 @@
-"""Whose turn it is to commit, and what a live commit takes along (used by ``index/store.py``).
+"""Whose turn it is to commit, and what a live commit takes along (used by ``search/store.py``).
 
 - Group commit: changes submitted while a commit runs share the next one (``Batch``).
 - Turns between processes: a process waiting for Whoosh's write lock says so with a marker
@@ -30,7 +30,7 @@ from whoosh.reading import SegmentReader
 from whoosh.writing import SegmentWriter
 
 from vault_mem.errors import IndexBusy
-from vault_mem.index.schema import document_of
+from vault_mem.search.schema import document_of
 from vault_mem.vault.note import Note
 
 TINY = 20  # a segment of at most this many documents: what a few live commits make

@@ -5,7 +5,7 @@ the searcher's numbers ``s.offset .. s.offset + s.size - 1`` (its local numbers 
 size - 1``). A segment never changes once written except that deletions are added to it
 (kept apart, and only ever growing), so what is derived from its documents is cached by
 ``s.key`` and the deletions (``s.dead``) are applied per call, here. Every document set of
-``index/query.py`` goes through ``dead`` (``lift``, ``live``): it is what a view does not see.
+``search/query.py`` goes through ``dead`` (``lift``, ``live``): it is what a view does not see.
 """
 
 from __future__ import annotations
@@ -19,9 +19,9 @@ from typing import Any, TypeVar
 
 from whoosh.searching import Searcher
 
-from vault_mem.index.lru import CACHE
-from vault_mem.index.whoosh.files import field_terms
-from vault_mem.index.whoosh.seam import reader_folder
+from vault_mem.search.lru import CACHE
+from vault_mem.search.whoosh.files import field_terms
+from vault_mem.search.whoosh.seam import reader_folder
 
 V = TypeVar("V")
 LONG_POSTINGS = 64  # a term held by at least this many documents of a segment: its list is cached
@@ -46,13 +46,13 @@ def searcher_memo(searcher: Searcher) -> dict[str, Any]:
 
 
 class Segment:
-    """One segment as one searcher sees it (``reader`` is Whoosh's: for ``index/`` only)."""
+    """One segment as one searcher sees it (``reader`` is Whoosh's: for ``search/`` only)."""
 
     def __init__(self, reader: Any, offset: int, hidden: frozenset[int] = frozenset(),
                  mask: str | None = None) -> None:
         self.reader = reader
         self.offset = offset
-        self.hidden = hidden  # local numbers a limited caller may not see (index/masked.py)
+        self.hidden = hidden  # local numbers a limited caller may not see (search/masked.py)
         self.mask = mask  # names what ``hidden`` hides; None: nothing
 
     @cached_property

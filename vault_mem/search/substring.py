@@ -20,9 +20,9 @@ from array import array
 from whoosh.query import NullQuery, Or, Query, Term
 from whoosh.searching import Searcher
 
-from vault_mem.index.lru import CACHE
-from vault_mem.index.segments import Parts, Segment, segments
-from vault_mem.index.whoosh.files import field_terms, postings
+from vault_mem.search.lru import CACHE
+from vault_mem.search.segments import Parts, Segment, segments
+from vault_mem.search.whoosh.files import field_terms, postings
 
 _WORD_RUN = re.compile(r"\w+")
 

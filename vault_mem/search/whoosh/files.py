@@ -15,7 +15,7 @@ from typing import Any
 from whoosh.codec.whoosh3 import WHOOSH3_HEADER_MAGIC
 from whoosh.system import unpack_int
 
-from vault_mem.index.whoosh import seam as whoosh_seam  # noqa: F401  (patch 3 maps the files read here)
+from vault_mem.search.whoosh import seam as whoosh_seam  # noqa: F401  (patch 3 maps the files read here)
 
 _LENGTHS = struct.Struct("!ii")  # Whoosh's hash-file record header: key length, value length
 

@@ -39,7 +39,7 @@ The patches, applied when this module is first imported (before any writer exist
    lengths are decoded once, to the same values (``SegmentWriter._flush_segment``).
 
 7. Documents to postings without a Token per word or a sorted tuple per posting
-   (``index/whoosh/postings.py``): the terms of the schema's text, keyword and id fields come from one
+   (``search/whoosh/postings.py``): the terms of the schema's text, keyword and id fields come from one
    ``findall`` and a ``Counter``, and the pool keeps each term's postings together, so a
    segment's postings are written term by term after sorting the terms, not every posting:
    the same terms, postings and lengths (``SegmentWriter.add_document``, ``PostingPool``; about
@@ -115,9 +115,9 @@ from whoosh.reading import EmptyReader, MultiReader, SegmentReader
 from whoosh.searching import Searcher
 from whoosh.util.numeric import byte_to_length
 
-from vault_mem.index.whoosh import parts as whoosh_parts
-from vault_mem.index.whoosh.mapping import SharedFiles, ViewFile
-from vault_mem.index.whoosh.postings import TermPool
+from vault_mem.search.whoosh import parts as whoosh_parts
+from vault_mem.search.whoosh.mapping import SharedFiles, ViewFile
+from vault_mem.search.whoosh.postings import TermPool
 
 PINNED = "2.7.5"  # the whoosh-reloaded release everything below was written against
 
@@ -130,7 +130,7 @@ def check_version(found: str) -> None:
     """Raise WhooshMismatch unless ``found`` is the pinned whoosh-reloaded version."""
     if found != PINNED:
         raise WhooshMismatch(
-            f"vault-mem needs whoosh-reloaded {PINNED} exactly (its patches in vault_mem/index/whoosh/seam.py "
+            f"vault-mem needs whoosh-reloaded {PINNED} exactly (its patches in vault_mem/search/whoosh/seam.py "
             f"were written against that release), but {found} is installed; "
             f"run: pip install 'whoosh-reloaded=={PINNED}'")
 
@@ -237,14 +237,14 @@ def shape_problems() -> list[str]:
 def check_shapes(problems: list[str]) -> None:
     """Raise WhooshMismatch listing ``problems`` when there are any."""
     if problems:
-        raise WhooshMismatch("the installed Whoosh differs from the one vault_mem/index/whoosh/seam.py "
+        raise WhooshMismatch("the installed Whoosh differs from the one vault_mem/search/whoosh/seam.py "
                              f"was written for ({PINNED}): " + "; ".join(problems))
 
 
 check_version(_installed_version())
 check_shapes(shape_problems())  # before any patch (patches.py) replaces a target
 
-log = logging.getLogger("vault_mem.index")
+log = logging.getLogger("vault_mem.search")
 _IDCHARS = "0123456789abcdefghijklmnopqrstuvwxyz"
 
 

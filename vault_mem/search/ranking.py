@@ -27,12 +27,12 @@ from functools import lru_cache, partial
 from typing import NamedTuple
 
 from vault_mem.errors import InvalidInput
-from vault_mem.index.impacts import grouped_in_tie_order
-from vault_mem.index.lru import CACHE
-from vault_mem.index.query import english_stem
-from vault_mem.index.segments import Segment
-from vault_mem.index.snapshot import Snapshot
-from vault_mem.index.substring import segment_form_hit_counts, words
+from vault_mem.search.impacts import grouped_in_tie_order
+from vault_mem.search.lru import CACHE
+from vault_mem.search.query import english_stem
+from vault_mem.search.segments import Segment
+from vault_mem.search.snapshot import Snapshot
+from vault_mem.search.substring import segment_form_hit_counts, words
 
 MAX_TERMS = 32
 MIN_TERM_CHARS = 3
@@ -148,7 +148,7 @@ Groups = list[tuple[tuple[float | None, float | None], list[int]]]
 def segment_groups(seg: Segment, term: str) -> Groups:
     """One segment's notes holding ``term`` in some form, grouped by their weighted hits
     ``(exact, stem)`` (None: that form absent), each group in the tie order (cached by content;
-    dead notes too: the caller skips ``seg.dead``). What ``index/topk.py`` walks from the
+    dead notes too: the caller skips ``seg.dead``). What ``search/topk.py`` walks from the
     greatest contribution down."""
     def make() -> Groups:
         hits = segment_hits(seg, term)

@@ -4,7 +4,7 @@ One ``VaultIndex`` per process. Writers take Whoosh's lock with a retry, so two
 processes on one vault (two MCP clients) take turns instead of failing; searchers
 are refreshed whenever any process has committed. Commits merge only the tiny segments
 earlier live commits made (``fold_tiny``; a merge of a big index takes minutes):
-``index/merge.py`` does the rest off the live path.
+``search/merge.py`` does the rest off the live path.
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ from whoosh.writing import SegmentWriter
 
 from vault_mem.errors import IndexBusy, VaultUnavailable
 from vault_mem.git.history import History, history_for
-from vault_mem.index.commits import (
+from vault_mem.search.commits import (
     TINY_FOLD,
     WAITING_DIR,
     Batch,
@@ -42,21 +42,21 @@ from vault_mem.index.commits import (
     fold_tiny,
     write_lock,
 )
-from vault_mem.index.schema import SCHEMA_VERSION, document_of, make_schema
-from vault_mem.index.whoosh.parts import LeanSearcher, frozen_segment, lend_searcher, parts_in_memory
-from vault_mem.index.whoosh.seam import new_segment_id, renewed_searcher, with_deletions
+from vault_mem.search.schema import SCHEMA_VERSION, document_of, make_schema
+from vault_mem.search.whoosh.parts import LeanSearcher, frozen_segment, lend_searcher, parts_in_memory
+from vault_mem.search.whoosh.seam import new_segment_id, renewed_searcher, with_deletions
 from vault_mem.vault.note import Note
 from vault_mem.vault.paths import INDEX_DIRNAME
 from vault_mem.vault.portable import replace_file, user_cache_root
 from vault_mem.vault.reader import VersionKey, version_key
 
-log = logging.getLogger("vault_mem.index")
+log = logging.getLogger("vault_mem.search")
 STATE_FILE = "state.json"
 BUILD_LOCK = "build.lock"  # held for a whole build; kept when the folder is emptied
 MERGE_LOCK = "merge.lock"  # held by the one merging process; kept when the folder is emptied
-HISTORY_CACHE = "git-history.json"  # the git history map (index/gitfollow.py): not the index
-# Not the index, so kept when a build empties the folder: presence (index/presence.py), what each
-# agent has seen (index/agentstate.py) and the journal of writes for undo (index/journal.py).
+HISTORY_CACHE = "git-history.json"  # the git history map (search/gitfollow.py): not the index
+# Not the index, so kept when a build empties the folder: presence (search/presence.py), what each
+# agent has seen (history/agentstate.py) and the journal of writes for undo (history/journal.py).
 KEPT_ON_REBUILD = frozenset({BUILD_LOCK, MERGE_LOCK, "presence", HISTORY_CACHE, "agents", "journal", WAITING_DIR})
 # Longest a commit waits for a write tool between its file change and its submission to join it:
 GATHER = 0.03  # a few ms, and under load a batch then holds 2-3 saves instead of 1-2
@@ -141,7 +141,7 @@ class VaultIndex:
 
     @property
     def history(self) -> History | None:
-        """The vault's git history map when one is open in this process (``index/gitfollow.py``),
+        """The vault's git history map when one is open in this process (``search/gitfollow.py``),
         for the reader's default dates; None outside a git work tree."""
         return history_for(self.root)
 
@@ -271,7 +271,7 @@ class VaultIndex:
     def fingerprints(self, paths: list[str] | None = None) -> dict[str, Fingerprint]:
         """``{path: (size, mtime_ns, etag)}`` for every note (or those of ``paths`` that are indexed),
         from columns: no stored record is loaded."""
-        from vault_mem.index.columns import column, has_columns
+        from vault_mem.search.columns import column, has_columns
 
         with self.searching() as s:
             if paths is not None and len(paths) <= FEW_PATHS and not has_columns(s, "size", "mtime_ns", "etag"):
@@ -309,7 +309,7 @@ class VaultIndex:
         if not self._write_turn.take(timeout):
             raise IndexBusy(f"the index at {self.dir} stayed locked by another writer of this server for "
                             f"{timeout:.0f} s")
-        self.turns.give_way()  # another process waiting for the lock goes first (index/commits.py)
+        self.turns.give_way()  # another process waiting for the lock goes first (search/commits.py)
         notice = start + WAIT_NOTICE
         delay = 0.005
         waiting = False
@@ -388,7 +388,7 @@ class VaultIndex:
         ``added``: the notes the block adds, in order, and nothing else (see ``commit_live``).
 
         The commit adds one small segment and merges nothing bigger than what live commits make
-        (``index/commits.py``), so its cost does not grow with the index; ``index/merge.py``
+        (``search/commits.py``), so its cost does not grow with the index; ``search/merge.py``
         merges the rest in the background.
         """
         w = self.acquire_writer(timeout)

@@ -14,8 +14,8 @@ from typing import Any
 
 from whoosh.searching import Searcher
 
-from vault_mem.index.lru import CACHE
-from vault_mem.index.segments import Parts, Segment, searcher_memo, segments
+from vault_mem.search.lru import CACHE
+from vault_mem.search.segments import Parts, Segment, searcher_memo, segments
 
 # Per field, the segments (key and offset) of the latest joined column and the column itself. Only
 # the latest: a join is wanted until the next commit, and keeping each in the shared LRU (as
@@ -123,7 +123,7 @@ def path_key_docs(searcher: Searcher, parts: Parts, field: str, value: str) -> l
 
 
 def _path_keys(seg: Segment, field: str) -> dict[str, list[int]]:
-    from vault_mem.index.schema import fold, strip_md
+    from vault_mem.search.schema import fold, strip_md
 
     def make() -> dict[str, list[int]]:
         table: dict[str, list[int]] = {}

@@ -1,4 +1,4 @@
-"""The index's query API: what everything above ``index/`` asks of a searcher, by document
+"""The index's query API: what everything above ``search/`` asks of a searcher, by document
 number, without Whoosh (``served/``, ``reads/`` and ``runtime/`` never import it).
 
 Every function answers live documents only, ascending unless it says otherwise, and never
@@ -20,15 +20,15 @@ from typing import Any, Protocol
 from whoosh.lang.snowball.english import EnglishStemmer
 from whoosh.searching import Searcher as Searcher  # re-exported: the type the layers above name
 
-from vault_mem.index.columns import column, segment_column
-from vault_mem.index.lru import CACHE, approx_size
-from vault_mem.index.segments import Parts, Segment, segments
+from vault_mem.search.columns import column, segment_column
+from vault_mem.search.lru import CACHE, approx_size
+from vault_mem.search.segments import Parts, Segment, segments
 
 english_stem: Callable[[str], str] = EnglishStemmer().stem  # the Snowball English stemmer
 
 
 class ByDoc(Protocol):
-    """Values by document number: a column (a list), or ``index/cells.py``'s few of one."""
+    """Values by document number: a column (a list), or ``search/cells.py``'s few of one."""
 
     def __getitem__(self, docnum: int, /) -> Any: ...
 

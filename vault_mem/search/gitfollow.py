@@ -15,7 +15,7 @@ from pathlib import Path
 
 from vault_mem.git.history import History, history_for, register
 from vault_mem.git.repo import Repo
-from vault_mem.index.store import HISTORY_CACHE, VaultIndex
+from vault_mem.search.store import HISTORY_CACHE, VaultIndex
 from vault_mem.vault.reader import read_note
 
 log = logging.getLogger("vault_mem.git")

@@ -35,7 +35,7 @@ from itertools import islice
 from pathlib import Path
 from typing import Any, TypeVar
 
-from vault_mem.index import filelocks
+from vault_mem.history import filelocks
 from vault_mem.vault.portable import replace_file
 from vault_mem.vault.reader import VersionKey, version_key
 

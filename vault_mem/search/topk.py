@@ -1,6 +1,6 @@
 """The first ``limit`` notes of a search in rank order, without scoring every note that matches.
 
-The order is the ranking's (docs/ranking.md, ``index/ranking.py``): score, then ``updated``
+The order is the ranking's (docs/ranking.md, ``search/ranking.py``): score, then ``updated``
 newest first, then path; the page is exactly what scoring every match and sorting would
 give, ties included. What makes skipping possible: each part of a score is a function of
 one term's statistics, so what a term adds to a note is known from the note's weighted hits
@@ -29,8 +29,8 @@ import heapq
 from collections.abc import Collection, Iterator
 from dataclasses import dataclass
 
-from vault_mem.index.impacts import tie_key
-from vault_mem.index.ranking import (
+from vault_mem.search.impacts import tie_key
+from vault_mem.search.ranking import (
     ALL_TERMS_BONUS,
     SCORE_DECIMALS,
     TermHits,
@@ -39,7 +39,7 @@ from vault_mem.index.ranking import (
     segment_groups,
     segment_hits,
 )
-from vault_mem.index.snapshot import Snapshot
+from vault_mem.search.snapshot import Snapshot
 
 DIRECT_BELOW = 256  # matches (a bound: the terms' holders summed) scored without pruning
 TIER_BELOW = 256  # notes holding every term (exactly, or in some form) scored without a walk

@@ -3,7 +3,7 @@ not read count among each segment's dead documents (served/context.py decides wh
 docs/sharing.md). A note it may not read is one whose path it may not read or, for a note that
 is a symlink (its own or a folder's), whose linked file it may not read (``real``).
 
-Every document set of the query API (``index/query.py``) goes through a segment's ``dead``
+Every document set of the query API (``search/query.py``) goes through a segment's ``dead``
 (``lift``, ``live``), so a masked segment hides the notes from every read at once: for that
 caller a hidden note is one that was never indexed. The segments keep their ``key`` (what a
 segment holds does not depend on who looks, so content caches are shared); a cache of
@@ -16,10 +16,10 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from vault_mem.index.columns import segment_column
-from vault_mem.index.lru import CACHE, approx_size
-from vault_mem.index.query import Searcher
-from vault_mem.index.segments import Segment, searcher_memo, segments
+from vault_mem.search.columns import segment_column
+from vault_mem.search.lru import CACHE, approx_size
+from vault_mem.search.query import Searcher
+from vault_mem.search.segments import Segment, searcher_memo, segments
 
 
 def masked_segments(searcher: Searcher, mask: str, visible: Callable[[str], bool]) -> list[Segment]:

@@ -15,7 +15,7 @@ from whoosh.analysis import LowercaseFilter, RegexTokenizer
 from whoosh.fields import ID, NUMERIC, STORED, TEXT, Schema
 from whoosh.fields import KEYWORD as _KEYWORD
 
-from vault_mem.index.whoosh import seam as _seam  # noqa: F401  (the installed Whoosh checked before any index is opened)
+from vault_mem.search.whoosh import seam as _seam  # noqa: F401  (the installed Whoosh checked before any index is opened)
 from vault_mem.vault.dates import parse_datetime
 from vault_mem.vault.fields import FIELDS, plain
 from vault_mem.vault.fields import fold as fold  # kept importable from here
@@ -24,7 +24,7 @@ from vault_mem.vault.note import PERMALINK_PREFIX, Note, domain_of, permalink_of
 
 SCHEMA_VERSION = 7  # 3: `created` from a date in the file name (daily notes); 4: sup_keys, and text
 # fields keep frequencies, not positions (no phrase queries); 5: one term per number; 6: `agent` and `to`
-# as terms (the inbox: served/mailbox.py); 7: `real`, the file a symlinked note is (index/masked.py)
+# as terms (the inbox: served/mailbox.py); 7: `real`, the file a symlinked note is (search/masked.py)
 SEP = "\x1f"  # separates the values of multi-valued exact fields
 HEAD_CHARS = 2000  # body characters kept in the stored record for snippets and previews
 

@@ -5,7 +5,7 @@ writes its own Whoosh segments (no documents cross a pipe), and the parent, hold
 the index lock, publishes a new table of contents after every finished batch so that
 searchers see the build grow. Batches start small (the first answers come quickly) and
 double up to ``MAX_BATCH``, so a build ends with few segments (13 at 107k notes, 6 at
-13k) that the tiered merge policy (``index/merge.py``) leaves alone.
+13k) that the tiered merge policy (``search/merge.py``) leaves alone.
 
 ``state.json`` in the index folder says whether the last build finished; a build
 killed half way leaves ``complete: false`` and its committed batches, and the next
@@ -30,13 +30,13 @@ from typing import Any
 from whoosh import index as whoosh_index
 from whoosh.index import TOC
 
-from vault_mem.index.gitfollow import attach_history, open_history_readonly
-from vault_mem.index.merge import tier
-from vault_mem.index.progress import Progress
-from vault_mem.index.schema import document_of
-from vault_mem.index.store import VaultIndex, same_content, stat_state
-from vault_mem.index.whoosh.patches import install_from_environment
-from vault_mem.index.whoosh.seam import drop_temp_folder, finish_segment, publish, unlocked_writer
+from vault_mem.search.gitfollow import attach_history, open_history_readonly
+from vault_mem.search.merge import tier
+from vault_mem.search.progress import Progress
+from vault_mem.search.schema import document_of
+from vault_mem.search.store import VaultIndex, same_content, stat_state
+from vault_mem.search.whoosh.patches import install_from_environment
+from vault_mem.search.whoosh.seam import drop_temp_folder, finish_segment, publish, unlocked_writer
 from vault_mem.vault.note import Note
 from vault_mem.vault.paths import display_path
 from vault_mem.vault.reader import read_note

@@ -24,9 +24,9 @@ from typing import Any
 from whoosh.codec.base import Automata
 from whoosh.support.levenshtein import distance
 
-from vault_mem.index.lru import CACHE
-from vault_mem.index.segments import Parts, Segment
-from vault_mem.index.substring import segment_terms_containing
+from vault_mem.search.lru import CACHE
+from vault_mem.search.segments import Parts, Segment
+from vault_mem.search.substring import segment_terms_containing
 
 SUGGESTIONS = 3  # closest words offered per word
 # Suggestions share the word's first character, and its first two at two edits: Whoosh's

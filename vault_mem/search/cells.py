@@ -15,10 +15,10 @@ import bisect
 from collections.abc import Sequence
 from typing import Any
 
-from vault_mem.index.columns import column, has_columns
-from vault_mem.index.lru import CACHE
-from vault_mem.index.query import Searcher
-from vault_mem.index.segments import segments
+from vault_mem.search.columns import column, has_columns
+from vault_mem.search.lru import CACHE
+from vault_mem.search.query import Searcher
+from vault_mem.search.segments import segments
 
 WHOLE_AFTER = 2000  # lookups one by one before the whole column is joined instead
 

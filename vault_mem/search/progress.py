@@ -1,7 +1,7 @@
 """Progress of long index work: a bar on a terminal's stderr, a line per 10% elsewhere.
 
 Both show the rate and the time left. Build workers report every few files, so the bar
-moves from the first seconds (see ``index/build.py``).
+moves from the first seconds (see ``search/build.py``).
 """
 
 from __future__ import annotations

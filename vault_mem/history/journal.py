@@ -28,7 +28,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from vault_mem.index import filelocks
+from vault_mem.history import filelocks
 from vault_mem.vault.dates import iso
 from vault_mem.vault.portable import O_BINARY, replace_file
 

@@ -24,7 +24,7 @@ rename) the old segments are the index; an orphan file is removed by the next sw
 clean-up, the work folder by the next merge. Queries keep using the segments their
 searcher opened and pick up the merged one on their next renewal.
 
-Run as ``python -m vault_mem.index.merge INDEX_DIR`` (what ``runtime/lifecycle.py``
+Run as ``python -m vault_mem.search.merge INDEX_DIR`` (what ``runtime/lifecycle.py``
 starts); it merges until the policy is satisfied and exits at once when another
 process holds the merge lock.
 """
@@ -49,9 +49,9 @@ from whoosh.filedb.filestore import FileStorage
 from whoosh.index import TOC
 from whoosh.reading import SegmentReader
 
-from vault_mem.index.commits import TINY_FOLD, clean_debris, tiny_segments, write_lock
-from vault_mem.index.whoosh.patches import install_from_environment
-from vault_mem.index.whoosh.seam import (
+from vault_mem.search.commits import TINY_FOLD, clean_debris, tiny_segments, write_lock
+from vault_mem.search.whoosh.patches import install_from_environment
+from vault_mem.search.whoosh.seam import (
     DEFAULT_INDEX_NAME,
     TocTarget,
     finish_segment,
@@ -265,7 +265,7 @@ def _own_autogroup() -> None:
 def main(argv: list[str] | None = None) -> int:
     args = sys.argv[1:] if argv is None else argv
     if len(args) != 1:
-        print("usage: python -m vault_mem.index.merge INDEX_DIR", file=sys.stderr)
+        print("usage: python -m vault_mem.search.merge INDEX_DIR", file=sys.stderr)
         return 2
     logging.basicConfig(level=logging.INFO, stream=sys.stderr, format="vault-mem merge: %(message)s")
     lower_priority()

@@ -1,6 +1,6 @@
 """A segment's documents grouped by a value, each group in the order ties take.
 
-Pruned ranking (``index/topk.py``) walks a term's notes from the greatest contribution down
+Pruned ranking (``search/topk.py``) walks a term's notes from the greatest contribution down
 and, among notes that contribute the same, in the order ties are broken: ``updated`` newest
 first, then the path (docs/ranking.md; a missing date is oldest, a missing path ``""``).
 That order within one segment never changes (segments are immutable, deletions are kept
@@ -14,9 +14,9 @@ import sys
 from collections.abc import Hashable, Mapping
 from typing import Any, TypeVar
 
-from vault_mem.index.columns import segment_column
-from vault_mem.index.lru import CACHE
-from vault_mem.index.segments import Segment
+from vault_mem.search.columns import segment_column
+from vault_mem.search.lru import CACHE
+from vault_mem.search.segments import Segment
 
 K = TypeVar("K", bound=Hashable)
 
