@@ -131,3 +131,56 @@ def test_agents_open_refuses_while_keys_remain_and_says_so(tmp_path: Path,
     listed = subprocess.run([sys.executable, "-m", "vault_mem", "agents", "list", "--vault", str(root)],
                             capture_output=True, text=True, timeout=60)  # the real CLI, as a person runs it
     assert listed.returncode == 0 and "it is closed" in listed.stderr + listed.stdout
+
+
+LIMITS_NOTES = {
+    "projects/acme/Acme.md": "---\nid: acme\ntitle: Acme\n---\nThe one note worker may write here.\n",
+    "projects/acme/Plan.md": "---\nid: plan\ntitle: Plan\n---\nRead, not written, by worker.\n",
+    "projects/Mine.md": "---\nid: mine\ntitle: Mine\nagent: worker\n---\nWorker's own.\n",
+    "handoffs/H.md": "---\nid: h\ntitle: H\nagent: research\n---\nFrom research.\n",
+    "private/S.md": "---\nid: s\ntitle: S\n---\nThe secret.\n",
+}
+
+
+async def test_a_limited_agent_cannot_write_around_its_globs(tmp_path: Path,
+                                                              capsys: pytest.CaptureFixture[str]) -> None:
+    root = write_notes(tmp_path / "v", LIMITS_NOTES)
+    worker = add_key(capsys, root, "worker", "--read", "projects/", "--read", "handoffs/",
+                     "--write", "projects/acme/Acme", "--write", "projects/*.md", "--write", "handoffs/")
+    before = {p: p.read_bytes() for p in root.rglob("*.md")}
+    with serving(root, os.environ | {"VAULT_MEM_TOKEN": TOKEN}) as url:
+        async with session(url, worker) as agent:
+            # A note glob is that note: no folder of its name, no folder named like a note.
+            for domain in ("projects/acme/Acme", "projects/acme/Acme/deep/er", "projects/notes.md"):
+                refused = await agent.call("memory_write", title="evil", content="x", domain=domain)
+                assert refused["status"] == "forbidden" and refused["rule"] == "write", (domain, refused)
+            # The name taken, the file another: checked as written, and removed again.
+            taken = await agent.call("memory_write", title="Acme", content="x", domain="projects/acme")
+            assert taken["status"] == "forbidden" and "that name is taken" in taken["message"]
+            # Retiring or re-attributing another note needs that note's write rule and one's own name.
+            retire = await agent.call("memory_supersede", ref="plan", title="Plan v2", content="x",
+                                      domain="projects")
+            assert retire["status"] == "forbidden" and "projects/acme/Plan.md" in retire["message"]
+            lineage = await agent.call("memory_edit", ref="mine", set={"supersedes": ["plan"]})
+            assert lineage["status"] == "forbidden" and lineage["rule"] == "write"
+            backward = await agent.call("memory_edit", ref="mine", set={"superseded_by": "[[Plan]]"})
+            assert backward["status"] == "forbidden"
+            hidden = await agent.call("memory_edit", ref="mine", set={"supersedes": ["s"]})
+            missing = await agent.call("memory_edit", ref="mine", set={"supersedes": ["nosuch"]})
+            assert hidden["status"] == missing["status"] == "not_found"
+            assert hidden["message"].replace("'s'", "X") == missing["message"].replace("'nosuch'", "X")
+            forged = await agent.call("memory_edit", ref="mine", set={"agent": "research", "to": ["reviewer"]})
+            assert forged["status"] == "forbidden" and forged["rule"] == "name"
+            readdressed = await agent.call("memory_edit", ref="handoffs/H", to=["reviewer"])
+            assert readdressed["status"] == "forbidden" and "sent by 'research'" in readdressed["message"]
+            own = await agent.call("memory_edit", ref="mine", to=["reviewer"])
+            assert own["status"] == "ok", "addressing its own note is what handoffs are for"
+            # A hidden folder looks like a missing one.
+            answers = [await agent.call("list_by_domain", domain=d, subtree=False) for d in ("private", "nosuch")]
+            assert [a["hints"][0].split(" ")[:5] for a in answers] == [["domain:", "no", "folder", "is", "named"]] * 2
+        async with session(url, TOKEN) as owner:
+            plan = await owner.call("memory_read", ref="plan")
+            assert plan["lineage"]["superseded_by"] == [], "plan is not retired"
+    after = {p: p.read_bytes() for p in root.rglob("*.md")}
+    changed = {p.relative_to(root).as_posix() for p in after if before.get(p) != after[p]}
+    assert changed == {"projects/Mine.md"}, "only the allowed edit landed; nothing else was created"

@@ -40,7 +40,7 @@ from pathlib import Path
 from typing import Any
 
 from vault_mem.errors import InvalidInput, NotFound, WriteFailed
-from vault_mem.served.agents import Agent, check_agent_name, check_globs
+from vault_mem.served.agents import Agent, check_agent_name, check_globs, resolve_globs
 from vault_mem.vault.paths import INDEX_DIRNAME
 
 FILE_NAME = "agents.json"
@@ -208,7 +208,8 @@ def list_agents(root: Path) -> list[Entry]:
 def add_agent(root: Path, name: str, read: list[str], write: list[str], read_only: bool) -> tuple[Entry, str]:
     """A new key for ``name`` on the vault ``root``: (its entry, the key, shown only this once)."""
     check_agent_name(name)
-    agent = Agent(name, check_globs(read, "--read"), check_globs(write, "--write"), read_only)
+    agent = Agent(name, resolve_globs(root, check_globs(read, "--read"), "--read"),
+                  resolve_globs(root, check_globs(write, "--write"), "--write"), read_only)
     path = key_file()
     with _locked(path):
         return _add(path, root, agent)
