@@ -19,7 +19,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from vault_mem.errors import Conflict, Forbidden, IndexBusy, InvalidInput, NotFound, WriteFailed
+from vault_mem.errors import Conflict, IndexBusy, InvalidInput, NotFound, WriteFailed
 from vault_mem.git.commit import write_commit
 from vault_mem.index.commits import Batch
 from vault_mem.index.store import VaultIndex
@@ -39,7 +39,6 @@ from vault_mem.served.params import (
 from vault_mem.served.refs import resolve_ref
 from vault_mem.vault.dates import iso, parse_datetime
 from vault_mem.vault.fields import FIELD, normalize_tags
-from vault_mem.vault.markdown import wikilinks
 from vault_mem.vault.note import SCOPES, Note, permalink_of
 from vault_mem.vault.paths import check_relative, confine, existing_spelling, note_file
 from vault_mem.vault.reader import DateSource, file_etag, read_note, read_whole
@@ -55,6 +54,7 @@ from vault_mem.vault.writer import (
     set_keys,
 )
 from vault_mem.writes.landing import change, landed, not_landed
+from vault_mem.writes.limits import check_effects, check_free_name
 
 MAX_TITLE = 500
 MAX_SEGMENT_BYTES = 255
@@ -330,67 +330,12 @@ def _create(view: View, args: Args, agent: str, defaults: dict[str, Any], tool: 
     final = create_exclusive(folder, note_filename(title), data)
     rel = final.relative_to(view.vault.root).as_posix()
     if rel != target:
-        _check_free_name(view, final, target, rel, tool)
+        check_free_name(view, final, target, rel, tool)
     _take_turn(view.vault.root, rel)  # nobody else knows the name yet; an edit of it waits for its journal entry
     note = read_note(view.vault.root, rel, view.vault.index.history)
     warnings = _index(view, [(note, rel)], [], f"{note.path} was saved", tool, agent,
                       [change(rel, rel, title, fields["id"], None, data)])
     return _attributed(view, _answer(note), tool, agent, note.title, {rel: None}, warnings)
-
-
-def _check_free_name(view: View, final: Path, target: str, rel: str, tool: str) -> None:
-    """The name was taken (in any case), so another was written: that file must be one the caller
-    may write too, or it is removed again. The refusal names no note, visible or hidden."""
-    try:
-        view.check_write(rel, tool, rel)
-    except Forbidden as refused:
-        try:
-            final.unlink()
-        except OSError as exc:
-            raise WriteFailed(f"{rel} could not be removed after a refused write ({exc.strerror}); "
-                              "delete it by hand") from exc
-        caller = view.caller.name if view.caller is not None else ""
-        raise Forbidden(f"agent {caller!r} may not write {target}: that name is taken (names compare in any "
-                        f"case) and the free name {rel.rpartition('/')[2]} is outside its globs; pick another "
-                        "title (docs/sharing.md)", rule=refused.details.get("rule", "write")) from None
-
-
-# Keys whose value acts on another note or on who is shown as the sender (docs/sharing.md).
-LINEAGE_KEYS = (FIELD["supersedes"].key, FIELD["superseded_by"].key)
-
-
-def _check_effects(view: View, path: str, updates: dict[str, Any], tool: str) -> None:
-    """For an agent with a key: a supersession target must be a note it may write (one it cannot
-    see answers as one that does not exist), the sender (``agent``) must be its own name, and
-    addressing a note (``to``) needs the note's sender to be itself."""
-    caller = view.caller
-    if caller is None:
-        return
-    if "agent" in updates:
-        caller.check_name(str(updates["agent"]))
-    for key in LINEAGE_KEYS:
-        if key not in updates:
-            continue
-        value = updates[key]
-        for item in value if isinstance(value, list) else [value]:
-            if item is None or not str(item).strip():
-                continue
-            text = str(item).strip()
-            links = wikilinks(text)
-            for target in [lk.target for lk in links if lk.target] if links else [text]:
-                try:
-                    doc = resolve_ref(view, target, f"set.{key}")
-                except (NotFound, InvalidInput):
-                    raise NotFound(f"set.{key}: {target[:200]!r} names no note agent {caller.name!r} may write; "
-                                   "pass the id of one it may write") from None
-                record = view.record(doc)
-                view.check_write(record["path"], tool, record.get("fsrel") or record["path"])
-    if "to" in updates and "agent" not in updates:
-        sender = read_note(view.vault.root, path, None).fields.get("agent")
-        if sender is not None and str(sender) != caller.name:
-            raise Forbidden(f"to: {path} was sent by {str(sender)[:64]!r} (its agent field); agent "
-                            f"{caller.name!r} may address it only as its sender: also set agent={caller.name!r}",
-                            rule="name")
 
 
 def _addressed(args: Args) -> list[str] | None:
@@ -512,7 +457,7 @@ def memory_edit(view: View, raw: dict[str, Any]) -> dict[str, Any]:
         updates = {**(updates or {}), "to": to}
     for attempt in range(3):
         rel, data = _current(view, ref, "memory_edit")
-        _check_effects(view, rel, updates or {}, "memory_edit")
+        check_effects(view, rel, updates or {}, "memory_edit")
         _check_preconditions(args, rel, data, view.vault.root, view.vault.index.history)
         text = decode_for_edit(data, rel)
         if content is not None:
