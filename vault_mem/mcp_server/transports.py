@@ -1,7 +1,7 @@
 """Running the server over stdio or streamable HTTP.
 
 HTTP binds to 127.0.0.1 by default. Any other bind needs a bearer token and the host
-names to accept; requests without the right token get a bare 401. Once the vault has agent
+names to accept; requests without the right token get a 401. Once the vault has (or has had) agent
 keys (served/keys.py, docs/sharing.md), a request needs the token or one of those keys,
 even on loopback; a key makes the request act as its agent. Host and Origin headers are
 checked by the SDK's DNS-rebinding protection. Neither the token nor a key is ever logged.
@@ -35,6 +35,7 @@ from vault_mem.errors import InvalidInput
 from vault_mem.mcp_server.app import CALLER, Calls
 from vault_mem.mcp_server.throttled import Throttled
 from vault_mem.mcp_server.workers import Seat
+from vault_mem.served.agents import Agent
 from vault_mem.served.keys import KeyRing
 
 log = logging.getLogger("vault_mem.mcp_server")
@@ -84,8 +85,9 @@ def is_loopback(host: str) -> bool:
 class BearerAuth:
     """ASGI middleware: who an HTTP request is. ``Authorization: Bearer X`` with X the shared
     token: the vault's owner (no limits); X an agent key of this vault: that agent, put in the
-    request's scope under ``CALLER`` for the tool handlers. Anything else gets a 401 with no
-    body, unless there is neither a token nor an agent key (a loopback server as it always was)."""
+    request's scope under ``CALLER`` for the tool handlers. A credential that is neither is
+    refused, always. No credential: the owner, unless there is a token or the vault is closed
+    (it has or has had agent keys: served/keys.py), which gets a 401 saying what is needed."""
 
     def __init__(self, app: ASGIApp, token: str | None, keys: KeyRing | None = None) -> None:
         self.app = app
@@ -94,23 +96,38 @@ class BearerAuth:
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "http":
-            headers = dict(scope.get("headers") or [])
-            given = headers.get(b"authorization", b"")
-            if self._expected is not None and hmac.compare_digest(given, self._expected):
-                scope[CALLER] = None
-            else:
-                agent = None
-                keyed = self.keys is not None and self.keys.any()
-                if keyed and given[:7].lower() == b"bearer ":
-                    assert self.keys is not None
-                    agent = self.keys.agent_for(given[7:].strip().decode("latin-1"))
-                if agent is None and (keyed or self._expected is not None):
-                    await send({"type": "http.response.start", "status": 401,
-                                "headers": [(b"www-authenticate", b"Bearer"), (b"content-length", b"0")]})
-                    await send({"type": "http.response.body", "body": b""})
-                    return
-                scope[CALLER] = agent
+            given = dict(scope.get("headers") or []).get(b"authorization")
+            allowed, agent = self._caller(given)
+            if not allowed:
+                await _unauthorized(send, presented=given is not None)
+                return
+            scope[CALLER] = agent
         await self.app(scope, receive, send)
+
+    def _caller(self, given: bytes | None) -> tuple[bool, Agent | None]:
+        """(allowed, the agent or None for the owner) for the request's Authorization header."""
+        if given is None:
+            closed = self._expected is not None or (self.keys is not None and self.keys.closed())
+            return not closed, None
+        if self._expected is not None and hmac.compare_digest(given, self._expected):
+            return True, None
+        if self.keys is not None and given[:7].lower() == b"bearer ":
+            agent = self.keys.agent_for(given[7:].strip().decode("latin-1"))
+            if agent is not None:
+                return True, agent
+        return False, None
+
+
+async def _unauthorized(send: Send, presented: bool) -> None:
+    """A 401 that says what is needed (the MCP Inspector shows the body), never what was sent."""
+    message = ("the bearer token or agent key sent is not one this server accepts" if presented else
+               "this server needs a bearer token or an agent key") + \
+        ": send 'Authorization: Bearer TOKEN' with the server's --token or an agent key (docs/sharing.md)"
+    body = json.dumps({"error": "unauthorized", "message": message}).encode()
+    await send({"type": "http.response.start", "status": 401,
+                "headers": [(b"www-authenticate", b"Bearer"), (b"content-type", b"application/json"),
+                            (b"content-length", str(len(body)).encode())]})
+    await send({"type": "http.response.body", "body": body})
 
 
 def connection_bound() -> int:
