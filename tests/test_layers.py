@@ -1,5 +1,5 @@
 """The layers stay apart: imports point down, never up:
-vault <- git <- index <- served <- reads, writes (apart from each other) <- mcp_server <- cli,
+vault <- git <- index <- served <- reads, writes (apart from each other) <- ui <- mcp_server <- cli,
 with runtime (what runs while serving) beside served, above the index and below the cli;
 imports (import and export) and clients (their config files) stand on vault alone, for cli;
 Whoosh is imported only inside index/ (and its internals only in index/whoosh_seam.py)."""
@@ -30,6 +30,8 @@ FORBIDDEN = {
     "reads": ("vault_mem.writes", "vault_mem.runtime", *TOP, "whoosh"),
     "writes": ("vault_mem.reads", "vault_mem.runtime", *TOP, "whoosh"),
     "mcp_server": ("vault_mem.runtime", "vault_mem.cli", "whoosh"),
+    # The page for people stands on reads, writes and served, under mcp_server (which mounts it).
+    "ui": ("vault_mem.runtime", *TOP, "whoosh"),
     "cli": ("mcp", "whoosh"),  # the top: it reaches MCP only through mcp_server/, Whoosh through index/
 }
 
