@@ -217,7 +217,7 @@ async def _body(receive: Receive) -> bytes:
 def _headers(content_type: str, cache: str = "no-store") -> list[tuple[bytes, bytes]]:
     return [(b"content-type", content_type.encode()), (b"content-security-policy", CSP.encode()),
             (b"x-content-type-options", b"nosniff"), (b"x-frame-options", b"DENY"),
-            (b"referrer-policy", b"no-referrer"), (b"cache-control", cache.encode()),
+            (b"referrer-policy", b"same-origin"), (b"cache-control", cache.encode()),
             (b"cross-origin-opener-policy", b"same-origin")]
 
 
