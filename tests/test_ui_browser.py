@@ -258,9 +258,10 @@ def test_the_mcp_apps_view_shows_a_search_answer_in_a_host_that_speaks_the_proto
     view.get_by_text("Alpha", exact=True).wait_for()
     assert view.locator("#search input").input_value() == "first body"
     shot(page, "mcp-app")
-    view.locator("#search input").fill("second body")
+    view.locator("#search input").fill("second")
     view.locator("#search button").click()
-    view.get_by_text("Beta", exact=True).wait_for()  # asked through the host's tools/call
+    view.get_by_text("Alpha", exact=True).wait_for(state="detached")  # asked through the host's tools/call
+    view.get_by_text("Beta", exact=True).wait_for()
     log = page.evaluate("window.log")
     assert log[:2] == ["ui/initialize", "ui/notifications/initialized"] and "tools/call" in log
     assert json.dumps(dialogs) == "[]"
