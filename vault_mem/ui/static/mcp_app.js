@@ -66,13 +66,15 @@
     else if (msg.method === "ui/resource-teardown" && msg.id !== undefined) host.postMessage({ jsonrpc: "2.0", id: msg.id, result: {} }, "*");
   });
 
-  document.getElementById("search").addEventListener("submit", async (event) => {
-    event.preventDefault();
-    const query = String(new FormData(event.target).get("query") || "");
+  // A button and Enter, not a form: a host's sandbox may not allow form submission.
+  async function search() {
+    const query = document.querySelector("#search input").value;
     document.getElementById("summary").textContent = "Searching…";
     try { render(await request("tools/call", { name: "memory_search", arguments: query ? { agent, query } : { agent } })); }
     catch (e) { document.getElementById("summary").textContent = "The host refused or failed the call: " + e.message; }
-  });
+  }
+  document.querySelector("#search button").addEventListener("click", search);
+  document.querySelector("#search input").addEventListener("keydown", (e) => { if (e.key === "Enter") search(); });
 
   request("ui/initialize", { protocolVersion: "2026-01-26", appInfo: { name: "vault-mem", version: "1" }, appCapabilities: {} })
     .then((result) => {
