@@ -13,7 +13,6 @@ import concurrent.futures
 import json
 import os
 import re
-import subprocess
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -215,6 +214,7 @@ def test_a_limited_agents_page_shows_no_note_it_may_not_read(browser: Any, serve
     assert "Hidden plans" not in everything and "secret" not in everything.lower().replace("secret\"", "")
     page.click("#tabs button[data-view=agents]")
     page.wait_for_selector("#agents tbody tr")
+    shot(page, "agents")
     assert key not in (page.content())
     assert dialogs == []
 
