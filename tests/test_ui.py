@@ -42,16 +42,20 @@ def listing_bytes(tools: list[Any]) -> bytes:
 
 
 @pytest.mark.anyio
-async def test_a_host_without_mcp_apps_sees_the_tools_unchanged_and_one_with_it_gets_the_view(tmp_path: Path) -> None:
+@pytest.mark.parametrize("mode", ["legacy", "2026-07-28"])
+async def test_a_host_without_mcp_apps_sees_the_tools_unchanged_and_one_with_it_gets_the_view(
+        tmp_path: Path, mode: str) -> None:
     vault = open_vault(write_notes(tmp_path / "v", NOTES))
-    async with Client(build_server(vault), mode="legacy") as plain:
+    async with Client(build_server(vault), mode=mode) as plain:
         before = (await plain.list_tools()).tools
-    async with Client(build_server(vault), mode="legacy", extensions=[APPS]) as host:
+        plain_resources = (await plain.list_resources()).resources
+    async with Client(build_server(vault), mode=mode, extensions=[APPS]) as host:
         viewed = (await host.list_tools()).tools
         resources = (await host.list_resources()).resources
         page = await host.read_resource(mcp_app.URI)
     assert all(tool.meta is None for tool in before)
     assert b"_meta" not in listing_bytes(before)
+    assert all(r.uri.startswith("memory://") for r in plain_resources)
     search = next(tool for tool in viewed if tool.name == "memory_search")
     assert search.meta == {"ui": {"resourceUri": mcp_app.URI}}
     assert [tool.meta for tool in viewed if tool.name != "memory_search"] == [None] * (len(viewed) - 1)

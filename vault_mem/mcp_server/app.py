@@ -205,7 +205,7 @@ def build_server(vault: Vault, caller: Agent | None = None, read_only: bool = Fa
         cursor = params.cursor if params is not None else None
         start = int(cursor) if cursor and cursor.isdigit() else 0
         resources, next_cursor = await anyio.to_thread.run_sync(_resource_page, vault, start, caller_of(ctx, caller))
-        if start == 0:
+        if start == 0 and _renders_apps(ctx):  # as tools/list: only a host that renders it hears of it
             resources.insert(0, t.Resource(uri=mcp_app.URI, name=mcp_app.NAME, mime_type=mcp_app.MIME))
         return t.ListResourcesResult(resources=resources, next_cursor=next_cursor)
 
