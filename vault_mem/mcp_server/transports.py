@@ -418,6 +418,14 @@ def run_http(server: Server[Any], host: str, port: int, token: str | None, allow
     import uvicorn
 
     app = http_app(server, host, port, token, allowed_hosts, keys)
+    if calls is not None:  # the page for people at / (vault_mem/ui/, docs/ui.md)
+        from vault_mem.ui.web import Page, with_page
+
+        page = Page(calls.vault, keys or KeyRing(calls.vault.root), token, allowed_hosts, port)
+        app = with_page(app, page)
+        if seat is None or seat.leads:
+            base = f"http://{'[' + host + ']' if ':' in host and not host.startswith('[') else host}:{port}"
+            log.warning("the page for people: %s (a one-time login link)", page.login_link(base))
     sockets = None
     if seat is not None:
         from vault_mem.mcp_server.affinity import Affinity
