@@ -245,10 +245,12 @@ class SessionBound:
         self.manager = manager
         self.bound = bound
         self._sessions: dict[str, dict[str, None]] = {}  # caller -> its session ids, least recently used first
+        self._owners: dict[str, str] = {}  # session id -> the caller that opened it
         self._busy: dict[str, int] = {}  # session id -> requests in flight
         self._opening: dict[str, int] = {}  # caller -> session-opening requests in flight
         self._refused = Throttled(log, "legacy sessions refused: a caller had %d, all in use "
                                        "(MAX_SESSIONS_PER_CALLER, docs/safety.md)", bound)
+        self._foreign = Throttled(log, "requests refused: a session id used with another caller's credential")
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -270,6 +272,13 @@ class SessionBound:
             await self.app(scope, receive, send)
 
     async def _in_session(self, who: str, session: str, scope: Scope, receive: Receive, send: Send) -> None:
+        owner = self._owners.get(session)
+        if owner is not None and owner != who:
+            # A session is its opener's: another key (or the owner's token) that learned its id is
+            # answered as the SDK answers an unknown session, so it cannot tell the id is in use.
+            self._foreign.note("a session of another caller")
+            await _json_refusal(send, 404, "Session not found")
+            return
         mine = self._sessions.get(who)
         if mine is not None and session in mine:
             mine.pop(session)
@@ -311,12 +320,15 @@ class SessionBound:
             self._opening[who] -= 1
             for sid in opened:
                 self._sessions.setdefault(who, {})[sid] = None
+                self._owners[sid] = who
 
     def _live(self, who: str) -> dict[str, None]:
         """The caller's sessions that the SDK still holds (it forgets one it ended itself)."""
         held = self._open_sessions()
         mine = {sid: None for sid in self._sessions.get(who, {}) if sid in held}
         self._sessions[who] = mine
+        if len(self._owners) > len(held):  # forget the openers of sessions the SDK ended itself
+            self._owners = {sid: opener for sid, opener in self._owners.items() if sid in held}
         return mine
 
     def _open_sessions(self) -> dict[str, Any]:
