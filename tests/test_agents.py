@@ -24,7 +24,8 @@ pytestmark = pytest.mark.anyio
 
 @pytest.mark.parametrize(("glob", "path", "matches"), [
     ("projects/", "projects/a.md", True),
-    ("projects", "projects/deep/b.md", True),
+    ("projects", "projects/deep/b.md", False),  # a plain name is the note projects.md (agents add resolves it)
+    ("projects", "projects.md", True),
     ("projects/**", "projects/deep/b.md", True),
     ("projects/", "projects-old/a.md", False),
     ("projects/", "Projects/a.md", False),  # case-sensitive: another folder on Linux
@@ -34,6 +35,11 @@ pytestmark = pytest.mark.anyio
     ("**/drafts/**", "drafts/c.md", True),
     ("projects/plan", "projects/plan.md", True),
     ("projects/plan", "projects/planning.md", False),
+    ("projects/acme/Acme", "projects/acme/Acme/evil.md", False),  # a note glob is that note, no folder
+    ("projects/acme/Acme", "projects/acme/Acme/deep/er/evil2.md", False),
+    ("projects/acme/Acme.md", "projects/acme/Acme.md/x.md", False),
+    ("projects/*.md", "projects/notes.md/x.md", False),
+    ("projects/*", "projects/notes.md/x.md", True),  # a wildcard name without .md matches folders too
     ("*.md", "top.md", True),
     ("*.md", "projects/a.md", False),
     ("notes/a?.md", "notes/ab.md", True),
@@ -41,6 +47,20 @@ pytestmark = pytest.mark.anyio
 ])
 def test_a_glob_covers_a_path_itself_or_a_folder_of_it(glob: str, path: str, matches: bool) -> None:
     assert Agent("a", read=(glob,)).may_read(path) is matches
+
+
+def test_agents_add_makes_a_plain_name_a_folder_or_a_note_by_what_the_vault_holds(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    root = write_notes(tmp_path / "v", {"projects/a.md": "# a\n", "projects/acme/Acme.md": "# A\n",
+                                        "both.md": "# b\n", "both/x.md": "# x\n"})
+    code, out, _err = run(capsys, "agents", "add", "w", "--vault", str(root), "--read", "projects",
+                          "--write", "projects/acme/Acme", "--json")
+    stored = json.loads(out)
+    assert code == 0 and stored["read"] == ["projects/"] and stored["write"] == ["projects/acme/Acme.md"]
+    for glob, said in (("both", "names both the folder both/ and the note both.md"),
+                       ("nothing", "names no folder or note of the vault")):
+        code, _out, err = run(capsys, "agents", "add", "x", "--vault", str(root), "--read", glob)
+        assert code == 1 and said in err
 
 
 def test_writing_needs_reading_and_read_only_writes_nothing() -> None:
@@ -67,7 +87,9 @@ def test_a_key_is_shown_once_and_kept_only_as_a_hash_outside_the_vault(
     assert key.startswith("vmk_") and len(key) > 40 and "shown only this once" in err
     stored = (own_config_folder / "vault-mem" / "agents.json").read_text(encoding="utf-8")
     assert key not in stored and keys.hashed(key) in stored
-    assert sorted(p.relative_to(root) for p in root.rglob("*")) == before, "nothing is written into the vault"
+    added = set(p.relative_to(root) for p in root.rglob("*")) - set(before)
+    assert added == {Path(".vault-mem"), Path(".vault-mem/keyed")}, "only the mark that the vault has had keys"
+    assert key not in keys.vault_mark(root).read_text(encoding="utf-8")
     data = json.loads(stored)
     assert list(data["vaults"]) == [str(root.resolve())]
     assert data["vaults"][str(root.resolve())]["coder"]["read"] == ["projects/"]
@@ -242,14 +264,18 @@ async def test_a_write_through_a_symlink_needs_the_right_to_write_where_it_lands
     assert not (root / "private" / "deep" / "Planted.md").exists()
 
 
-async def test_a_supersede_needs_the_new_notes_folder_to_be_writable(tmp_path: Path) -> None:
+async def test_a_supersede_needs_the_new_notes_folder_and_the_old_note_to_be_writable(tmp_path: Path) -> None:
     root = write_notes(tmp_path / "v", NOTES)
     agent = Agent("coder", read=("projects/", "private/"), write=("projects/",))
     async with await limited_session(root, agent) as client:
         c = ToolClient(client)
         into_private = await c.call("memory_supersede", agent="coder", ref="old", title="Newer", content="x")
         assert into_private["status"] == "forbidden" and into_private["rule"] == "write"
-        moved = await c.call("memory_supersede", agent="coder", ref="old", title="Newer", content="x",
+        retired = await c.call("memory_supersede", agent="coder", ref="old", title="Newer", content="x",
+                               domain="projects")
+        assert retired["status"] == "forbidden" and "private/Old plan.md" in retired["message"], \
+            "superseding retires the old note: its write rule applies"
+        moved = await c.call("memory_supersede", agent="coder", ref="plan", title="Newer", content="x",
                              domain="projects")
         assert moved["status"] == "ok" and moved["path"] == "projects/Newer.md"
         deleted = await c.call("memory_delete", agent="coder", ref="task")

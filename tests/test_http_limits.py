@@ -207,6 +207,29 @@ async def test_a_caller_at_its_session_bound_ends_its_oldest_idle_session_and_ne
     assert b"Traceback" not in err, err.decode(errors="replace")[-3000:]
 
 
+@pytest.mark.anyio
+async def test_a_session_answers_only_the_key_that_opened_it(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A session id is no credential: another agent's key, or the owner's token, that presents it
+    gets the answer an unknown session gets (404), and its opener keeps using it."""
+    root = write_notes(tmp_path / "v", NOTES)
+    reader = add_key(capsys, root, "reader", "--read-only")
+    other = add_key(capsys, root, "other", "--read-only")
+    proc, url = start_http(root, cwd=tmp_path, env=os.environ | {"VAULT_MEM_TOKEN": TOKEN})
+    try:
+        async with httpx2.AsyncClient(timeout=60) as client:
+            theirs = await open_session(client, url, reader)
+            owners = await open_session(client, url, TOKEN)
+            assert (await list_tools(client, url, other, theirs)).status_code == 404
+            assert (await list_tools(client, url, TOKEN, theirs)).status_code == 404
+            assert (await list_tools(client, url, reader, owners)).status_code == 404
+            assert (await list_tools(client, url, reader, theirs)).status_code == 200
+            assert (await list_tools(client, url, TOKEN, owners)).status_code == 200
+    finally:
+        proc.terminate()
+        _out, err = proc.communicate(timeout=60)
+    assert b"Traceback" not in err, err.decode(errors="replace")[-3000:]
+
+
 def test_the_sdk_still_keeps_its_sessions_where_the_bound_reads_them() -> None:
     """SessionBound reads the SDK manager's open sessions (it offers no public view)."""
     from mcp.server.streamable_http_manager import StreamableHTTPSessionManager

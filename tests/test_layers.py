@@ -1,5 +1,5 @@
 """The layers stay apart: imports point down, never up:
-vault <- git <- history <- search <- served <- reads, writes (apart from each other) <- mcp_server <- cli,
+vault <- git <- history <- search <- served <- reads, writes (apart from each other) <- ui <- mcp_server <- cli,
 with runtime (what runs while serving) beside served, above the search engine and below the cli;
 imports (import and export) and clients (their config files) stand on vault alone, for cli;
 Whoosh is imported only inside search/ (its internals only in search/whoosh/), and everything
@@ -33,6 +33,8 @@ FORBIDDEN = {
     "reads": ("vault_mem.writes", "vault_mem.runtime", *TOP, "whoosh"),
     "writes": ("vault_mem.reads", "vault_mem.runtime", *TOP, "whoosh"),
     "mcp_server": ("vault_mem.runtime", "vault_mem.cli", "whoosh"),
+    # The page for people stands on reads, writes and served, under mcp_server (which mounts it).
+    "ui": ("vault_mem.runtime", *TOP, "whoosh"),
     "cli": ("mcp", "whoosh"),  # the top: it reaches MCP only through mcp_server/, Whoosh through search/
 }
 

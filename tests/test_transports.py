@@ -69,9 +69,10 @@ async def test_http_requires_the_token_and_checks_the_host(http_server) -> None:
     url, _proc = http_server
     async with httpx2.AsyncClient() as raw:
         missing = await raw.post(url, json=INIT, headers=HEADERS)
-        assert missing.status_code == 401 and missing.content == b""
+        assert missing.status_code == 401 and "needs a bearer token or an agent key" in missing.json()["message"]
         wrong = await raw.post(url, json=INIT, headers=HEADERS | {"Authorization": "Bearer nope"})
-        assert wrong.status_code == 401 and wrong.content == b""
+        assert wrong.status_code == 401 and wrong.headers["www-authenticate"] == "Bearer"
+        assert "not one this server accepts" in wrong.json()["message"] and "nope" not in wrong.text
         rebinding = await raw.post(url, json=INIT, headers=HEADERS | {
             "Authorization": "Bearer s3cret-token", "Host": "evil.example:80"})
         assert rebinding.status_code in (400, 403, 421)

@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import shutil
 import sys
+import threading
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -19,6 +20,7 @@ from conftest import eventually, has_path, stored, write_notes
 
 from vault_mem.reads.list_by_domain import list_by_domain
 from vault_mem.runtime import watcher as watcher_module
+from vault_mem.runtime.observer import EVENTS_LOST
 from vault_mem.runtime.watcher import Watcher
 from vault_mem.search.build import reconcile, sync
 from vault_mem.search.schema import document_of
@@ -324,6 +326,74 @@ def test_periodic_reconcile_repairs_missed_events(live) -> None:
     assert stored(vault.index, "a/deep/two.md")["head"] == "changed unseen\n"  # type: ignore[index]
     assert has_path(vault.index, "a/unseen.md")
     assert w.swept == 2, "no event reached the watcher: the periodic check found both changes"
+
+
+def _unheard_append(vault: Vault, rel: str, text: str, outside: Path) -> None:
+    """Append to a note so that no watch of the vault hears it, as when the kernel drops the event:
+    through a hard link outside the vault (inotify reports a change to the folder it was made through)."""
+    os.link(vault.root / rel, outside)
+    with open(outside, "a", encoding="utf-8") as f:
+        f.write(text)
+    outside.unlink()
+
+
+def _overflow(w: Watcher) -> None:
+    """What the kernel queues when its inotify queue overflowed (wd -1, IN_Q_OVERFLOW), handed to the
+    real observer's reader as it would have read it."""
+    from watchdog.observers.inotify_c import InotifyConstants, InotifyEvent
+
+    w._observer._inotify_fd.handle_event(InotifyEvent(-1, InotifyConstants.IN_Q_OVERFLOW, 0, b""))
+
+
+needs_lost_events = pytest.mark.skipif(
+    not (watcher_module.INOTIFY and EVENTS_LOST), reason="injects an inotify overflow (watchdog 7 reports it)")
+
+
+@needs_lost_events
+def test_an_overflow_of_the_kernel_queue_checks_the_vault_at_once(live, tmp_path: Path, caplog) -> None:
+    """An overflow drops events and watchdog says so with one event per watch: the watcher checks the
+    whole vault at once (not at the next periodic check, a minute later) and says so in one line."""
+    vault, w = live(BASE)  # the periodic check is a minute away: it is not what finds the change
+    _unheard_append(vault, "a/deep/two.md", "appended unheard\n", tmp_path / "link.md")
+    (vault.root / "b/after.md").write_text("heard after the append\n")  # queued after anything it made
+    eventually(lambda: has_path(vault.index, "b/after.md"), what="the save made after the append")
+    assert w.wait_idle()
+    assert "appended unheard" not in stored(vault.index, "a/deep/two.md")["head"]  # type: ignore[index]
+    with caplog.at_level("WARNING", logger="vault_mem.watch"):
+        _overflow(w)
+        settle(w)
+    assert "appended unheard" in stored(vault.index, "a/deep/two.md")["head"]  # type: ignore[index]
+    assert w.swept >= 1 and w.checks >= 1
+    lost = [r for r in caplog.records if r.name == "vault_mem.watch" and "dropped file events" in r.message]
+    assert len(lost) == 1, "one overflow reaches every watch (the root's and each folder's): one line"
+
+
+@needs_lost_events
+def test_events_lost_while_the_check_runs_bring_another_check(tmp_path: Path, make_vault) -> None:
+    """The check may already have passed the files whose events an overflow dropped while it ran:
+    another check follows it."""
+    vault = make_vault(BASE)
+    walking, go_on = threading.Event(), threading.Event()
+
+    def pace(rel: str) -> None:
+        if not go_on.is_set():
+            walking.set()
+            assert go_on.wait(30)
+
+    w = Watcher(vault.index, pace=pace)
+    w.start()
+    try:
+        _overflow(w)
+        assert walking.wait(30), "the check after the first overflow started"
+        _overflow(w)  # while the first check is under way
+        _unheard_append(vault, "a/one.md", "appended during the check\n", tmp_path / "link.md")
+        go_on.set()
+        eventually(lambda: w.checks >= 2 and w.wait_idle(0.0), timeout=30, what="a second check")
+        settle(w)
+        assert "appended during the check" in stored(vault.index, "a/one.md")["head"]  # type: ignore[index]
+    finally:
+        go_on.set()
+        w.stop()
 
 
 @pytest.mark.parametrize("which", ["observer", "kernel queue reader"])

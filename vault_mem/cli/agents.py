@@ -1,22 +1,24 @@
-"""``vault-mem agents add|list|remove``: the agent keys of a vault (served/keys.py,
+"""``vault-mem agents add|list|remove|open``: the agent keys of a vault (served/keys.py,
 docs/sharing.md). This only parses and prints."""
 
 from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
 
 from vault_mem.cli.app import PROG, Command, register
 from vault_mem.cli.common import print_json, say, vault_root
 from vault_mem.cli.output import table
 from vault_mem.errors import InvalidInput
 
-ACTIONS = ("add", "list", "remove")
+ACTIONS = ("add", "list", "remove", "open")
 
 
 def add_options(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("action", nargs="?", default="list", choices=ACTIONS, metavar="add|list|remove",
-                        help="add a key, list the keys (the default) or remove one")
+    parser.add_argument("action", nargs="?", default="list", choices=ACTIONS, metavar="add|list|remove|open",
+                        help="add a key, list the keys (the default), remove one, or open a vault whose last "
+                             "key was removed (without a --token, HTTP requests then act as its owner)")
     parser.add_argument("name", nargs="?", default=None, metavar="NAME",
                         help="the agent's name (letters, digits, . _ -): what it passes as `agent`")
     parser.add_argument("--read", action="append", default=[], metavar="GLOB",
@@ -29,6 +31,21 @@ def add_options(parser: argparse.ArgumentParser) -> None:
                         help="with add: the agent may not write at all; write tools are not listed to it")
 
 
+def _open(args: argparse.Namespace, root: Path) -> int:
+    from vault_mem.served import keys
+
+    if args.name:
+        raise InvalidInput("NAME", "'agents open' takes no name; it opens the whole vault")
+    was = keys.open_vault(root)
+    if args.json:
+        print_json({"status": "ok", "vault": keys.vault_key(root), "closed": False, "was_closed": was})
+    else:
+        say(f"{root} is open" + (" again" if was else "") + ": an HTTP request without a "
+            "credential acts as the vault's owner unless the server has a --token; on a server running now "
+            "this takes effect at the next request")
+    return 0
+
+
 def cmd_agents(args: argparse.Namespace) -> int:
     from vault_mem.served import keys
 
@@ -38,6 +55,8 @@ def cmd_agents(args: argparse.Namespace) -> int:
             if given:
                 raise InvalidInput(option, f"only 'agents add' takes {option}: remove the key and add it again "
                                            "to change what an agent may do")
+    if args.action == "open":
+        return _open(args, root)
     if args.action in ("add", "remove") and not args.name:
         raise InvalidInput("NAME", f"'agents {args.action}' needs the agent's name: "
                                    f"{PROG} agents {args.action} NAME --vault {root}")
@@ -45,9 +64,13 @@ def cmd_agents(args: argparse.Namespace) -> int:
         if args.name:
             raise InvalidInput("NAME", "'agents list' takes no name; it lists every agent of the vault")
         entries = keys.list_agents(root)
+        closed = keys.is_closed(root)
         if args.json:
             print_json({"status": "ok", "vault": keys.vault_key(root), "file": str(keys.key_file()),
-                        "agents": [e.public() for e in entries]})
+                        "closed": closed, "agents": [e.public() for e in entries]})
+        elif not entries and closed:
+            say(f"no agent keys for {root}, and it is closed: it has had keys, so every HTTP request needs "
+                f"the shared --token ({PROG} agents open --vault {root} reopens it)")
         elif not entries:
             say(f"no agent keys for {root}: HTTP clients use the shared --token, if any "
                 f"({PROG} agents add NAME makes one)")
@@ -58,10 +81,14 @@ def cmd_agents(args: argparse.Namespace) -> int:
         return 0
     if args.action == "remove":
         entry = keys.remove_agent(root, args.name)
+        left = len(keys.list_agents(root))
         if args.json:
-            print_json({"status": "ok", "removed": entry.agent.name, "vault": keys.vault_key(root)})
+            print_json({"status": "ok", "removed": entry.agent.name, "vault": keys.vault_key(root),
+                        "agents_left": left, "closed": True})
         else:
-            say(f"removed the key of agent {entry.agent.name!r}: requests with it are refused from now on")
+            say(f"removed the key of agent {entry.agent.name!r}: requests with it are refused from now on"
+                + ("" if left else f"; no key is left and the vault stays closed: HTTP requests need the shared "
+                                   f"--token until {PROG} agents open --vault {root}"))
         return 0
     entry, key = keys.add_agent(root, args.name, args.read, args.write, args.read_only)
     if args.json:
@@ -84,11 +111,13 @@ register(Command(
                 "which may read and write only what its globs allow (a folder such as 'projects/' or a glob "
                 "such as 'projects/**/*.md'). The key is shown once and kept only as a hash in your "
                 "configuration folder, never in the vault. Once a vault has keys, an HTTP request needs a "
-                "key or the shared --token, even on loopback. 'serve --agent NAME' gives a stdio client "
+                "key or the shared --token, even on loopback, and it stays so when the last key is removed, "
+                "until 'agents open'. 'serve --agent NAME' gives a stdio client "
                 "the same limits. See docs/sharing.md.",
     examples=("vault-mem agents add coder --vault ~/notes --read projects/ --write projects/acme/",
               "vault-mem agents add reviewer --vault ~/notes --read-only --json",
               "vault-mem agents list --vault ~/notes",
-              "vault-mem agents remove coder --vault ~/notes"),
+              "vault-mem agents remove coder --vault ~/notes",
+              "vault-mem agents open --vault ~/notes"),
     run=cmd_agents, add_options=add_options,
 ))

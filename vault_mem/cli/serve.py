@@ -220,6 +220,10 @@ def _say_http(root: Any, url: str, token: str | None, keys: KeyRing) -> None:
     if keys.any():
         say(f"this vault has {len(list_agents(root))} agent key(s): each request needs one of them"
             + (" or the token" if token else "") + ", even on loopback")
+    elif keys.closed():
+        say("this vault has had agent keys and none is left: it is closed, every request needs the token"
+            + ("" if token else " (none was given, so every request is refused)")
+            + f"; {PROG} agents open --vault {root} reopens it")
     say(f'connect a client with {{"url": "{url}"}}; Ctrl-C to stop')
 
 

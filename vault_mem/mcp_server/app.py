@@ -20,6 +20,7 @@ from urllib.parse import unquote
 
 import anyio
 import mcp.types as t
+from mcp.server.apps import EXTENSION_ID, client_supports_apps
 from mcp.server.lowlevel import Server
 
 from vault_mem import __version__
@@ -32,6 +33,7 @@ from vault_mem.served.agents import Agent
 from vault_mem.served.context import Vault, View
 from vault_mem.served.mailbox import annotate, caller_name
 from vault_mem.served.refs import resolve_ref
+from vault_mem.ui import mcp_app
 from vault_mem.vault.note import resource_uri
 from vault_mem.vault.paths import note_file
 from vault_mem.vault.reader import read_whole
@@ -192,10 +194,13 @@ def build_server(vault: Vault, caller: Agent | None = None, read_only: bool = Fa
     reads_only = [tool for tool in listing if specs[tool.name].read_only]
     if read_only:
         listing = reads_only
+    # A host that renders MCP Apps (SEP-1865) gets memory_search's view; any other, the same bytes as before.
+    viewed = {id(tool): _with_view(tool) for tool in listing}
 
     async def on_list_tools(ctx: Any, params: Any) -> t.ListToolsResult:
         agent = caller_of(ctx, caller)
-        return t.ListToolsResult(tools=reads_only if agent is not None and agent.read_only else listing)
+        tools = reads_only if agent is not None and agent.read_only else listing
+        return t.ListToolsResult(tools=[viewed[id(tool)] for tool in tools] if _renders_apps(ctx) else tools)
 
     async def on_call_tool(ctx: Any, params: t.CallToolRequestParams) -> t.CallToolResult:
         spec = specs.get(params.name)
@@ -208,14 +213,19 @@ def build_server(vault: Vault, caller: Agent | None = None, read_only: bool = Fa
         cursor = params.cursor if params is not None else None
         start = int(cursor) if cursor and cursor.isdigit() else 0
         resources, next_cursor = await anyio.to_thread.run_sync(_resource_page, vault, start, caller_of(ctx, caller))
+        if start == 0 and _renders_apps(ctx):  # as tools/list: only a host that renders it hears of it
+            resources.insert(0, t.Resource(uri=mcp_app.URI, name=mcp_app.NAME, mime_type=mcp_app.MIME))
         return t.ListResourcesResult(resources=resources, next_cursor=next_cursor)
 
     async def on_read_resource(ctx: Any, params: t.ReadResourceRequestParams) -> t.ReadResourceResult:
         uri = str(params.uri)
+        if uri == mcp_app.URI:
+            html = await anyio.to_thread.run_sync(mcp_app.app_html)
+            return t.ReadResourceResult(contents=[t.TextResourceContents(uri=uri, text=html, mime_type=mcp_app.MIME)])
         text = await anyio.to_thread.run_sync(_resource_text, vault, uri, caller_of(ctx, caller))
         return t.ReadResourceResult(contents=[t.TextResourceContents(uri=uri, text=text, mime_type="text/markdown")])
 
-    return Server(
+    server = Server(
         "vault-mem",
         version=__version__,
         instructions=INSTRUCTIONS,
@@ -224,6 +234,23 @@ def build_server(vault: Vault, caller: Agent | None = None, read_only: bool = Fa
         on_list_resources=on_list_resources,
         on_read_resource=on_read_resource,
     )
+    server.extensions[EXTENSION_ID] = {}
+    return server
+
+
+def _with_view(tool: t.Tool) -> t.Tool:
+    """``tool`` naming its MCP Apps view in ``_meta.ui.resourceUri`` (memory_search's only)."""
+    if tool.name != mcp_app.TOOL:
+        return tool
+    return tool.model_copy(update={"meta": {"ui": {"resourceUri": mcp_app.URI}}})
+
+
+def _renders_apps(ctx: Any) -> bool:
+    """Whether the client announced the MCP Apps extension (a request without a session: no)."""
+    try:
+        return client_supports_apps(ctx)
+    except (AttributeError, RuntimeError):
+        return False
 
 
 def _resource_page(vault: Vault, start: int, caller: Agent | None) -> tuple[list[t.Resource], str | None]:

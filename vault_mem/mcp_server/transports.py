@@ -1,7 +1,7 @@
 """Running the server over stdio or streamable HTTP.
 
 HTTP binds to 127.0.0.1 by default. Any other bind needs a bearer token and the host
-names to accept; requests without the right token get a bare 401. Once the vault has agent
+names to accept; requests without the right token get a 401. Once the vault has (or has had) agent
 keys (served/keys.py, docs/sharing.md), a request needs the token or one of those keys,
 even on loopback; a key makes the request act as its agent. Host and Origin headers are
 checked by the SDK's DNS-rebinding protection. Neither the token nor a key is ever logged.
@@ -35,6 +35,7 @@ from vault_mem.errors import InvalidInput
 from vault_mem.mcp_server.app import CALLER, Calls
 from vault_mem.mcp_server.throttled import Throttled
 from vault_mem.mcp_server.workers import Seat
+from vault_mem.served.agents import Agent
 from vault_mem.served.keys import KeyRing
 
 log = logging.getLogger("vault_mem.mcp_server")
@@ -84,8 +85,9 @@ def is_loopback(host: str) -> bool:
 class BearerAuth:
     """ASGI middleware: who an HTTP request is. ``Authorization: Bearer X`` with X the shared
     token: the vault's owner (no limits); X an agent key of this vault: that agent, put in the
-    request's scope under ``CALLER`` for the tool handlers. Anything else gets a 401 with no
-    body, unless there is neither a token nor an agent key (a loopback server as it always was)."""
+    request's scope under ``CALLER`` for the tool handlers. A credential that is neither is
+    refused, always. No credential: the owner, unless there is a token or the vault is closed
+    (it has or has had agent keys: served/keys.py), which gets a 401 saying what is needed."""
 
     def __init__(self, app: ASGIApp, token: str | None, keys: KeyRing | None = None) -> None:
         self.app = app
@@ -94,23 +96,38 @@ class BearerAuth:
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "http":
-            headers = dict(scope.get("headers") or [])
-            given = headers.get(b"authorization", b"")
-            if self._expected is not None and hmac.compare_digest(given, self._expected):
-                scope[CALLER] = None
-            else:
-                agent = None
-                keyed = self.keys is not None and self.keys.any()
-                if keyed and given[:7].lower() == b"bearer ":
-                    assert self.keys is not None
-                    agent = self.keys.agent_for(given[7:].strip().decode("latin-1"))
-                if agent is None and (keyed or self._expected is not None):
-                    await send({"type": "http.response.start", "status": 401,
-                                "headers": [(b"www-authenticate", b"Bearer"), (b"content-length", b"0")]})
-                    await send({"type": "http.response.body", "body": b""})
-                    return
-                scope[CALLER] = agent
+            given = dict(scope.get("headers") or []).get(b"authorization")
+            allowed, agent = self._caller(given)
+            if not allowed:
+                await _unauthorized(send, presented=given is not None)
+                return
+            scope[CALLER] = agent
         await self.app(scope, receive, send)
+
+    def _caller(self, given: bytes | None) -> tuple[bool, Agent | None]:
+        """(allowed, the agent or None for the owner) for the request's Authorization header."""
+        if given is None:
+            closed = self._expected is not None or (self.keys is not None and self.keys.closed())
+            return not closed, None
+        if self._expected is not None and hmac.compare_digest(given, self._expected):
+            return True, None
+        if self.keys is not None and given[:7].lower() == b"bearer ":
+            agent = self.keys.agent_for(given[7:].strip().decode("latin-1"))
+            if agent is not None:
+                return True, agent
+        return False, None
+
+
+async def _unauthorized(send: Send, presented: bool) -> None:
+    """A 401 that says what is needed (the MCP Inspector shows the body), never what was sent."""
+    message = ("the bearer token or agent key sent is not one this server accepts" if presented else
+               "this server needs a bearer token or an agent key") + \
+        ": send 'Authorization: Bearer TOKEN' with the server's --token or an agent key (docs/sharing.md)"
+    body = json.dumps({"error": "unauthorized", "message": message}).encode()
+    await send({"type": "http.response.start", "status": 401,
+                "headers": [(b"www-authenticate", b"Bearer"), (b"content-type", b"application/json"),
+                            (b"content-length", str(len(body)).encode())]})
+    await send({"type": "http.response.body", "body": body})
 
 
 def connection_bound() -> int:
@@ -228,10 +245,12 @@ class SessionBound:
         self.manager = manager
         self.bound = bound
         self._sessions: dict[str, dict[str, None]] = {}  # caller -> its session ids, least recently used first
+        self._owners: dict[str, str] = {}  # session id -> the caller that opened it
         self._busy: dict[str, int] = {}  # session id -> requests in flight
         self._opening: dict[str, int] = {}  # caller -> session-opening requests in flight
         self._refused = Throttled(log, "legacy sessions refused: a caller had %d, all in use "
                                        "(MAX_SESSIONS_PER_CALLER, docs/safety.md)", bound)
+        self._foreign = Throttled(log, "requests refused: a session id used with another caller's credential")
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -253,6 +272,13 @@ class SessionBound:
             await self.app(scope, receive, send)
 
     async def _in_session(self, who: str, session: str, scope: Scope, receive: Receive, send: Send) -> None:
+        owner = self._owners.get(session)
+        if owner is not None and owner != who:
+            # A session is its opener's: another key (or the owner's token) that learned its id is
+            # answered as the SDK answers an unknown session, so it cannot tell the id is in use.
+            self._foreign.note("a session of another caller")
+            await _json_refusal(send, 404, "Session not found")
+            return
         mine = self._sessions.get(who)
         if mine is not None and session in mine:
             mine.pop(session)
@@ -294,12 +320,15 @@ class SessionBound:
             self._opening[who] -= 1
             for sid in opened:
                 self._sessions.setdefault(who, {})[sid] = None
+                self._owners[sid] = who
 
     def _live(self, who: str) -> dict[str, None]:
         """The caller's sessions that the SDK still holds (it forgets one it ended itself)."""
         held = self._open_sessions()
         mine = {sid: None for sid in self._sessions.get(who, {}) if sid in held}
         self._sessions[who] = mine
+        if len(self._owners) > len(held):  # forget the openers of sessions the SDK ended itself
+            self._owners = {sid: opener for sid, opener in self._owners.items() if sid in held}
         return mine
 
     def _open_sessions(self) -> dict[str, Any]:
@@ -401,6 +430,14 @@ def run_http(server: Server[Any], host: str, port: int, token: str | None, allow
     import uvicorn
 
     app = http_app(server, host, port, token, allowed_hosts, keys)
+    if calls is not None:  # the page for people at / (vault_mem/ui/, docs/ui.md)
+        from vault_mem.ui.web import Page, with_page
+
+        page = Page(calls.vault, keys or KeyRing(calls.vault.root), token, allowed_hosts, port)
+        app = with_page(app, page)
+        if seat is None or seat.leads:
+            base = f"http://{'[' + host + ']' if ':' in host and not host.startswith('[') else host}:{port}"
+            log.warning("the page for people: %s (a one-time login link)", page.login_link(base))
     sockets = None
     if seat is not None:
         from vault_mem.mcp_server.affinity import Affinity

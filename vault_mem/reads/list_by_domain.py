@@ -87,6 +87,8 @@ def _why_none(view: View, domain: str, subtree: bool, note_type: str, status: st
         return ["the index holds no memories yet"]
     wanted = fold(domain)
     resolved = [wanted] if _docs_under(view, [wanted], subtree, []) else inner_runs(view, wanted) if wanted else []
+    if view.limited:  # the folder terms are everyone's: a folder holding nothing this caller sees looks missing
+        resolved = [r for r in resolved if _docs_under(view, [r], True, [])]
     under = _docs_under(view, resolved, subtree, []) if resolved else []
     if not under:
         folders = folder_names(view)

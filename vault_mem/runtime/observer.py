@@ -8,6 +8,7 @@ import logging
 import warnings
 from typing import Any
 
+from watchdog import events as watchdog_events
 from watchdog.events import (
     DirCreatedEvent,
     DirDeletedEvent,
@@ -24,12 +25,19 @@ from watchdog.observers import Observer
 
 log = logging.getLogger("vault_mem.watch")
 
+# What watchdog (7 on) queues when the operating system dropped events: the kernel's inotify queue
+# overflowed (Linux), or a watch's ReadDirectoryChangesW buffer did (Windows). It names the watch,
+# not a changed path. Asked for like any change: an event filter that leaves it out drops it, and
+# nothing else says that saves went unheard (watchdog 6 has no such event: the periodic check is all).
+EVENTS_LOST: list[type[FileSystemEvent]] = [
+    lost for lost in [getattr(watchdog_events, "EventsLostEvent", None)] if lost is not None]
+
 # Every change, but not a file being opened or closed unwritten: without this filter inotify
 # reports each read the server itself makes (two events per excerpt and per memory_read),
 # and watchdog's threads take the GIL to pass each one along only for the handler to drop it.
 CHANGES: list[type[FileSystemEvent]] = [
     FileCreatedEvent, FileDeletedEvent, FileModifiedEvent, FileMovedEvent, FileClosedEvent,
-    DirCreatedEvent, DirDeletedEvent, DirModifiedEvent, DirMovedEvent]
+    DirCreatedEvent, DirDeletedEvent, DirModifiedEvent, DirMovedEvent, *EVENTS_LOST]
 # With inotify (Linux) a finished write is its close, so the modified events are left out of the
 # kernel's mask as well: one per write(2), and watchdog adds one for the folder of every file
 # created, moved or deleted. A save made by a temp file and a rename is then 3 events, not 7,
@@ -37,7 +45,7 @@ CHANGES: list[type[FileSystemEvent]] = [
 # there a change is a modified event.
 CLOSES: list[type[FileSystemEvent]] = [
     FileCreatedEvent, FileDeletedEvent, FileMovedEvent, FileClosedEvent,
-    DirCreatedEvent, DirDeletedEvent, DirMovedEvent]
+    DirCreatedEvent, DirDeletedEvent, DirMovedEvent, *EVENTS_LOST]
 
 
 INOTIFY = getattr(Observer, "__name__", "") == "InotifyObserver"  # Linux: a watch on every folder

@@ -10,9 +10,11 @@ and a write tool's own change (already indexed) costs one stat, not a second ind
 
 Hidden top-level folders (``.git``, ``.obsidian``, ``.trash``, the index folder) are never
 watched: the root is watched non-recursively and every visible top-level folder
-recursively. Events under any hidden segment are ignored. watchdog tells us nothing when
-the kernel queue overflows, so a periodic stat check (60 s, in its own thread, queueing
-what it finds as events) is the safety net; an observer that dies is restarted.
+recursively. Events under any hidden segment are ignored. When the operating system drops
+events (the kernel queue overflowed) watchdog 7 says so with one event per watch: the whole
+vault is then checked at once, as the periodic check does. That stat check (every 60 s, in
+its own thread, queueing what it finds as events) is also the safety net for losses nobody
+reports; an observer that dies is restarted.
 """
 
 from __future__ import annotations
@@ -51,6 +53,7 @@ STEPS_WAIT = 2.0  # longest wait for a write tool's file steps to end (search/co
 MAX_DELAY = 0.3  # a steady stream of events is still flushed this often
 RECONCILE_EVERY = 60.0
 BATCH = 2000
+LOST_SAID_EVERY = 60.0  # seconds between two warnings that the system dropped events
 LOOKUP_LIMIT = 2000  # changed paths looked up one by one; above this, all fingerprints at once
 
 
@@ -89,6 +92,11 @@ class Watcher:
         self._rewatch: set[str] = set()
         self.indexed = 0  # notes (re)indexed by the watcher
         self.swept = 0  # paths the periodic check found changed although no event said so
+        self.checks = 0  # whole-vault checks done (periodic, or after lost events)
+        self._lost = False  # the OS said it dropped events: check the whole vault at the next turn
+        self._lost_said: float | None = None  # when that was last logged (monotonic)
+        self._sweeping = False  # a check runs (its own thread)
+        self._sweep_again = False  # events were lost while it ran: check once more after it
 
     # -- lifecycle -------------------------------------------------------------------------
 
@@ -205,6 +213,24 @@ class Watcher:
             self._last_event = now
             self._cond.notify_all()
 
+    def events_lost(self) -> None:
+        """The OS dropped events (its queue overflowed): check the whole vault now, not at the next
+        periodic check. Every watch reports the same loss: they settle like a burst of events into
+        one check, and the warning is said once a minute at most."""
+        with self._cond:
+            self._lost = True
+            now = time.monotonic()
+            if not self._first_event:
+                self._first_event = now
+            self._last_event = now
+            say = self._lost_said is None or now - self._lost_said >= LOST_SAID_EVERY
+            if say:
+                self._lost_said = now
+            self._cond.notify_all()
+        if say:
+            log.warning("the system dropped file events for %s (its event queue overflowed); checking "
+                        "every note against the index now", self.root)
+
     def _relative(self, path: str) -> str | None:
         rel = relative_to_root(path, self._roots)
         if rel is None:
@@ -241,19 +267,21 @@ class Watcher:
             check_due = time.monotonic() >= next_reconcile
             if check_due:
                 next_reconcile = time.monotonic() + self.reconcile_every
-            self._process(*batch, check_due)
+            with self._cond:
+                lost, self._lost = self._lost, False
+            self._process(*batch, check_due, lost)
 
     def _next_batch(self, next_reconcile: float) -> tuple[set[str], set[str]] | None:
         """Wait for events (or until ``next_reconcile``), let a burst settle, then take every
         queued path and mark the watcher busy. None when the watcher is stopping."""
         with self._cond:
             while not self._stopping and (self._held or (not self._files and not self._dirs)):
-                if time.monotonic() >= next_reconcile and not self._held:
+                if (time.monotonic() >= next_reconcile or self._lost) and not self._held:
                     break
                 self._cond.wait(0.5)
             if self._stopping:
                 return None
-            if self._files or self._dirs:
+            if self._files or self._dirs or self._lost:
                 self._debounce()
             files, dirs = self._files, self._dirs
             self._files, self._dirs = set(), set()
@@ -271,14 +299,14 @@ class Watcher:
                 return
             self._cond.wait(min(DEBOUNCE - quiet, MAX_DELAY - waited))
 
-    def _process(self, files: set[str], dirs: set[str], check_due: bool) -> None:
-        """Apply one batch (and the periodic check when due); on any failure, recover by a
-        whole-vault reconcile rather than stop watching."""
+    def _process(self, files: set[str], dirs: set[str], check_due: bool, lost: bool = False) -> None:
+        """Apply one batch (and the periodic check when due, or at once when events were lost); on
+        any failure, recover by a whole-vault reconcile rather than stop watching."""
         try:
             if files or dirs:
                 self._flush(files, dirs)
-            if check_due:
-                self._safety_net()
+            if check_due or lost:
+                self._safety_net(again=lost)
         except Exception as exc:  # never stop watching: report, then reconcile everything
             log.exception("applying file changes failed; reconciling the whole vault")
             if self.on_error:
@@ -289,7 +317,7 @@ class Watcher:
                 self._busy = False
                 self._cond.notify_all()
 
-    def _safety_net(self) -> None:
+    def _safety_net(self, again: bool = False) -> None:
         if self._observer is None or not observer_alive(self._observer):
             log.warning("the file watcher stopped; restarting it")
             self._start_observer()
@@ -297,16 +325,36 @@ class Watcher:
             for name in set(_top_folders(self.root)) | set(self._watched_tops):
                 self._watch_top(name)
         _follow_head(self.root)
-        self._start_sweep()
+        self._start_sweep(again)
 
-    def _start_sweep(self) -> None:
+    def _start_sweep(self, again: bool = False) -> None:
         """The periodic check, off this thread: a stat walk over 100,000 notes takes seconds, and
         saves made meanwhile must not wait for it. What it finds is queued like events, so the
-        flush decides from the disk, under the lock, as for any event."""
-        if self._sweeper is not None and self._sweeper.is_alive():
-            return
-        self._sweeper = threading.Thread(target=self._sweep, name="vault-mem-sweep", daemon=True)
+        flush decides from the disk, under the lock, as for any event. One runs at a time; when
+        events were lost (``again``) during one, it may have passed their files already: another
+        follows it."""
+        with self._cond:
+            if self._sweeping:
+                self._sweep_again = self._sweep_again or again
+                return
+            self._sweeping = True
+        self._sweeper = threading.Thread(target=self._sweeps, name="vault-mem-sweep", daemon=True)
         self._sweeper.start()
+
+    def _sweeps(self) -> None:
+        try:
+            while True:
+                self._sweep()
+                self.checks += 1
+                with self._cond:
+                    if not self._sweep_again or self._stopping:
+                        self._sweeping = False
+                        return
+                    self._sweep_again = False
+        except BaseException:
+            with self._cond:
+                self._sweeping = False
+            raise
 
     def _sweep(self) -> None:
         try:
@@ -448,6 +496,9 @@ class _Handler(FileSystemEventHandler):
 
     def on_any_event(self, event: FileSystemEvent) -> None:
         if event.event_type in ("opened", "closed_no_write"):
+            return
+        if event.event_type == "events_lost":  # it names a watch, not a change (observer.EVENTS_LOST)
+            self.watcher.events_lost()
             return
         is_dir = event.is_directory
         if is_dir and event.event_type == "modified":

@@ -10,9 +10,14 @@ included), anchored at the vault's top, case-sensitively:
 
 - ``*`` is any run of characters within a folder or file name, ``?`` one character,
   ``**`` any number of folders (``**/drafts/**``);
-- a glob that matches a folder covers everything beneath it: ``projects``, ``projects/``
-  and ``projects/**`` are the same rule; ``projects/*`` covers every note under ``projects``;
-- a glob may leave out the ``.md`` of a note (``projects/plan`` is ``projects/plan.md``).
+- a folder glob ends in ``/`` or ``/**`` (``projects/``, ``projects/**``): the folder and
+  everything beneath it;
+- a note glob ends in ``.md`` (``projects/*.md``): those notes only, never a folder of that
+  name (``projects/notes.md/x.md`` is not ``projects/*.md``);
+- a plain name (``projects/plan``) is the note ``projects/plan.md`` only; ``agents add``
+  turns one naming a folder of the vault into ``projects/plan/`` (``resolve_globs``);
+- a last part with a wildcard and no ``.md`` (``projects/*``) matches notes and folders, and
+  everything inside those folders.
 
 No read globs: every note may be read. No write globs: every note it may read may be
 written. A note outside the read globs cannot be written either, whatever the write globs
@@ -25,6 +30,7 @@ import json
 import re
 from dataclasses import dataclass, field
 from functools import cached_property
+from pathlib import Path
 
 from vault_mem.errors import Forbidden, InvalidInput
 from vault_mem.vault.paths import check_relative
@@ -55,8 +61,39 @@ def check_globs(globs: list[str] | tuple[str, ...], param: str) -> tuple[str, ..
     return tuple(cleaned)
 
 
+def _kind(glob: str) -> str:
+    """``folder``, ``note``, ``name`` (a plain name: the note NAME.md) or ``wild`` (module docstring)."""
+    last = glob.rstrip("/").rpartition("/")[2]
+    if glob.endswith("/") or last == "**":
+        return "folder"
+    if last.endswith(".md"):
+        return "note"
+    return "wild" if "*" in last or "?" in last else "name"
+
+
+def resolve_globs(root: Path, globs: tuple[str, ...], param: str) -> tuple[str, ...]:
+    """``globs`` with each plain name made explicit by what the vault holds: a folder gets its
+    ``/``, a note its ``.md``; InvalidInput when a name is both or neither."""
+    out = []
+    for glob in globs:
+        if _kind(glob) != "name":
+            out.append(glob)
+            continue
+        folder, note = (root / glob).is_dir(), (root / f"{glob}.md").is_file()
+        if folder and note:
+            raise InvalidInput(param, f"{glob!r} names both the folder {glob}/ and the note {glob}.md: give "
+                                      f"'{glob}/' for the folder or '{glob}.md' for the note")
+        if not folder and not note:
+            raise InvalidInput(param, f"{glob!r} names no folder or note of the vault: give '{glob}/' for a "
+                                      f"folder (existing or not) or '{glob}.md' for a note")
+        out.append(f"{glob}/" if folder else f"{glob}.md")
+    return tuple(out)
+
+
 def glob_pattern(glob: str) -> re.Pattern[str]:
-    """The regex of one glob: the path, a folder of it, or the path without ``.md``."""
+    """The regex of one glob, by its kind (module docstring): a folder covers what is beneath
+    it, a note glob and a plain name only notes, a wildcard last part notes and folders."""
+    kind = _kind(glob)
     text = glob.rstrip("/")
     out = []
     i = 0
@@ -76,7 +113,8 @@ def glob_pattern(glob: str) -> re.Pattern[str]:
         else:
             out.append(re.escape(text[i]))
             i += 1
-    return re.compile("".join(out) + r"(?:\.md)?(?:/.*)?", re.DOTALL)
+    tail = {"folder": r"(?:/.*)?", "note": "", "name": r"\.md", "wild": r"(?:\.md)?(?:/.*)?"}[kind]
+    return re.compile("".join(out) + tail, re.DOTALL)
 
 
 @dataclass(frozen=True)

@@ -12,6 +12,13 @@ on POSIX (0600 in a 0700 folder; on Windows the user profile's own ACL). A key i
 bytes from ``secrets``: a plain hash is enough to keep it, because no one can guess 256
 random bits; slow password hashes exist for secrets people choose. Keys are compared in
 constant time (``hmac.compare_digest``) and never logged.
+
+A vault that has had keys stays **closed** when its last key goes: every HTTP request then
+needs the shared token, until the owner runs ``agents open``. Three marks say so, and any one
+of them keeps it closed: ``"closed": {VAULT: true}`` in the key file (``false`` once reopened),
+a file ``.vault-mem/keyed`` in the vault, and the running server's memory of having seen keys.
+So deleting or emptying the key file, serving from another configuration folder, or deleting
+the vault's mark (all anyone with write access to the vault alone can do) opens nothing.
 """
 
 from __future__ import annotations
@@ -33,12 +40,14 @@ from pathlib import Path
 from typing import Any
 
 from vault_mem.errors import InvalidInput, NotFound, WriteFailed
-from vault_mem.served.agents import Agent, check_agent_name, check_globs
+from vault_mem.served.agents import Agent, check_agent_name, check_globs, resolve_globs
+from vault_mem.vault.paths import INDEX_DIRNAME
 
 FILE_NAME = "agents.json"
 KEY_PREFIX = "vmk_"
 LOCK_WAIT = 10.0  # seconds an `agents add` waits for another one to finish
 LOCK_STALE = 60.0  # a lock older than this was left by a process that died
+MARK_NAME = "keyed"  # in the vault's .vault-mem/: this vault has had agent keys
 
 
 def config_dir() -> Path:
@@ -61,6 +70,35 @@ def key_file() -> Path:
 def vault_key(root: Path) -> str:
     """How the file names a vault: its resolved absolute path."""
     return str(root.resolve())
+
+
+def vault_mark(root: Path) -> Path:
+    """The vault's own mark that it has had agent keys (docs/sharing.md, "Closed")."""
+    return root / INDEX_DIRNAME / MARK_NAME
+
+
+def _mark_vault(root: Path) -> None:
+    """Leave the vault's mark; a vault that cannot be written keeps only the key file's."""
+    mark = vault_mark(root)
+    with contextlib.suppress(OSError):
+        if not mark.is_file():
+            mark.parent.mkdir(exist_ok=True)
+            mark.write_text("This vault has had agent keys: HTTP requests need a key or the token until\n"
+                            "its owner runs `vault-mem agents open` (docs/sharing.md).\n", encoding="utf-8")
+
+
+def _closed_flag(data: dict[str, Any], root: Path) -> bool | None:
+    """The key file's word on this vault: True closed, False reopened by its owner, None silent."""
+    flags = data.get("closed")
+    flag = flags.get(vault_key(root)) if isinstance(flags, dict) else None
+    return flag if isinstance(flag, bool) else None
+
+
+def _set_closed(data: dict[str, Any], root: Path, closed: bool) -> None:
+    flags = data.get("closed")
+    if not isinstance(flags, dict):
+        flags = data["closed"] = {}
+    flags[vault_key(root)] = closed
 
 
 def hashed(key: str) -> str:
@@ -170,7 +208,8 @@ def list_agents(root: Path) -> list[Entry]:
 def add_agent(root: Path, name: str, read: list[str], write: list[str], read_only: bool) -> tuple[Entry, str]:
     """A new key for ``name`` on the vault ``root``: (its entry, the key, shown only this once)."""
     check_agent_name(name)
-    agent = Agent(name, check_globs(read, "--read"), check_globs(write, "--write"), read_only)
+    agent = Agent(name, resolve_globs(root, check_globs(read, "--read"), "--read"),
+                  resolve_globs(root, check_globs(write, "--write"), "--write"), read_only)
     path = key_file()
     with _locked(path):
         return _add(path, root, agent)
@@ -187,7 +226,9 @@ def _add(path: Path, root: Path, agent: Agent) -> tuple[Entry, str]:
     agents = data["vaults"].setdefault(vault_key(root), {})
     agents[name] = {"sha256": hashed(key), "read": list(agent.read), "write": list(agent.write),
                     "read_only": agent.read_only, "created": created}
+    _set_closed(data, root, True)
     _save(path, data)
+    _mark_vault(root)
     return Entry(agent, hashed(key), created), key
 
 
@@ -207,8 +248,36 @@ def _remove(path: Path, root: Path, name: str) -> Entry:
     del agents[name]
     if not agents:
         del data["vaults"][vault_key(root)]
+    _set_closed(data, root, True)  # the last key gone: closed until `agents open`
     _save(path, data)
     return entries[name]
+
+
+def is_closed(root: Path) -> bool:
+    """Whether the vault has had keys and has not been reopened (with or without keys now)."""
+    data = _load(key_file())
+    return bool(_entries(data, root)) or _closed_flag(data, root) is True or os.path.lexists(vault_mark(root))
+
+
+def open_vault(root: Path) -> bool:
+    """Reopen a vault whose keys are all gone: without a token, HTTP requests act as its owner
+    again. False when it was not closed; InvalidInput while it still has keys."""
+    path = key_file()
+    with _locked(path):
+        data = _load(path)
+        left = sorted(_entries(data, root))
+        if left:
+            raise InvalidInput("agents", f"this vault still has agent keys ({', '.join(left)}): remove them "
+                                         "first (vault-mem agents remove NAME); a vault with keys is never open")
+        mark = vault_mark(root)
+        was = _closed_flag(data, root) is True or os.path.lexists(mark)
+        try:
+            mark.unlink(missing_ok=True)
+        except OSError as exc:
+            raise WriteFailed(f"cannot remove {mark} ({exc.strerror or exc}): the vault stays closed") from exc
+        _set_closed(data, root, False)
+        _save(path, data)
+        return was
 
 
 class KeyRing:
@@ -220,6 +289,10 @@ class KeyRing:
         self._lock = threading.Lock()
         self._stamp: tuple[int, int] | None = None
         self._entries: dict[str, Entry] = {}
+        self._flag: bool | None = None  # the key file's closed flag for this vault
+        self._had_keys = False  # this process has seen the vault closed: only `agents open` clears it
+        if self._current():
+            _mark_vault(root)  # a vault keyed before the mark existed gets it now
 
     def _current(self) -> dict[str, Entry]:
         path = key_file()
@@ -231,12 +304,25 @@ class KeyRing:
         with self._lock:
             if stamp != self._stamp:
                 try:
-                    self._entries = _entries(_load(path), self.root) if stamp is not None else {}
+                    data = _load(path) if stamp is not None else {"vaults": {}}
+                    self._entries, self._flag = _entries(data, self.root), _closed_flag(data, self.root)
                 except InvalidInput:
                     # A damaged file must not open the vault to anyone: keep refusing unknown keys.
                     self._entries = {name: Entry(e.agent, "", e.created) for name, e in self._entries.items()}
+                    self._flag = None
                 self._stamp = stamp
+                if self._entries or self._flag is True:
+                    self._had_keys = True
+                elif self._flag is False:  # its owner ran `agents open`
+                    self._had_keys = False
             return self._entries
+
+    def closed(self) -> bool:
+        """Whether every HTTP request needs a key or the token: the vault has keys, or had them
+        and its owner has not reopened it (any one of the three marks: module docstring)."""
+        if self._current() or self._had_keys:
+            return True
+        return os.path.lexists(vault_mark(self.root))
 
     def any(self) -> bool:
         """Whether this vault has agent keys (then every HTTP request needs a key or the token)."""

@@ -53,6 +53,7 @@ from vault_mem.vault.writer import (
     set_keys,
 )
 from vault_mem.writes.landing import change, landed, not_landed
+from vault_mem.writes.limits import check_effects, check_free_name
 
 MAX_TITLE = 500
 MAX_SEGMENT_BYTES = 255
@@ -327,6 +328,8 @@ def _create(view: View, args: Args, agent: str, defaults: dict[str, Any], tool: 
     data = render_note(fields, content).encode("utf-8")
     final = create_exclusive(folder, note_filename(title), data)
     rel = final.relative_to(view.vault.root).as_posix()
+    if rel != target:
+        check_free_name(view, final, target, rel, tool)
     _take_turn(view.vault.root, rel)  # nobody else knows the name yet; an edit of it waits for its journal entry
     note = read_note(view.vault.root, rel, view.vault.index.history)
     warnings = _index(view, [(note, rel)], [], f"{note.path} was saved", tool, agent,
@@ -353,6 +356,8 @@ def memory_supersede(view: View, raw: dict[str, Any]) -> dict[str, Any]:
     args = Args(raw, SUPERSEDE_PARAMS)
     agent = args.agent()
     old = view.record(resolve_ref(view, args.required_str("ref", max_len=1000)))
+    # Superseding retires the old note from every default list: the old note's write rule applies.
+    view.check_write(old["path"], "memory_supersede", old.get("fsrel") or old["path"])
     defaults = {"domain": old["path"].rpartition("/")[0], "type": old["type"], "tags": old["tags"],
                 "extra": {FIELD["supersedes"].key: old["uid"]}}
     return _create(view, args, agent, defaults, "memory_supersede")
@@ -451,6 +456,7 @@ def memory_edit(view: View, raw: dict[str, Any]) -> dict[str, Any]:
         updates = {**(updates or {}), "to": to}
     for attempt in range(3):
         rel, data = _current(view, ref, "memory_edit")
+        check_effects(view, rel, updates or {}, "memory_edit")
         _check_preconditions(args, rel, data, view.vault.root, view.vault.index.history)
         text = decode_for_edit(data, rel)
         if content is not None:

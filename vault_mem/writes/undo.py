@@ -207,3 +207,24 @@ def _commit(root: Path, paths: list[str], agent: str, since: dt.datetime, count:
         return commit_paths(repo, paths, message, agent_identity(UNDO_AGENT)), None
     except GitError as exc:
         return None, f"the notes are put back but not committed: {exc}"
+
+
+# -- one change (the page for people: vault_mem/ui/) --------------------------------------
+
+def change_id(entry: Entry) -> str:
+    """A stable name for one journaled change, for a page to point at."""
+    return digest(f"{entry.t!r}|{entry.agent}|{entry.tool}|{entry.fsrel}|{entry.after}".encode())[:20]
+
+
+def find_change(index: VaultIndex, ident: str) -> Entry:
+    """The journaled change named ``ident`` (``change_id``), or NotFound."""
+    for entry in journal.entries(index.dir):
+        if change_id(entry) == ident:
+            return entry
+    raise NotFound(f"no change {ident[:40]!r} in the journal (it keeps {journal.MAX_AGE_DAYS} days)")
+
+
+def plan_change(index: VaultIndex, entry: Entry) -> Step:
+    """What undoing this one change would do, by the window undo's rules: the note goes back to
+    what it was before the change only while it still is what the change left."""
+    return _step(index.root, index.dir, journal.entries(index.dir), [entry])

@@ -1,0 +1,322 @@
+// The page for people (docs/ui.md). Everything shown was written by an agent or an import:
+// it is only ever put into the page as text (textContent, createElement), never as markup.
+"use strict";
+(function () {
+  const $ = (sel) => document.querySelector(sel);
+  let csrf = "";
+  let owner = false;
+  let offset = 0;
+
+  function el(tag, attrs, ...children) {
+    const node = document.createElement(tag);
+    for (const [k, v] of Object.entries(attrs || {})) {
+      if (k === "class") node.className = v; else node.setAttribute(k, v);
+    }
+    for (const child of children) {
+      if (child === null || child === undefined) continue;
+      node.append(typeof child === "string" ? document.createTextNode(child) : child);
+    }
+    return node;
+  }
+
+  function say(text) { $("#status").textContent = text; }
+
+  async function get(path, params) {
+    const query = new URLSearchParams(params || {}).toString();
+    const response = await fetch("/api/" + path + (query ? "?" + query : ""), { credentials: "same-origin" });
+    const body = await response.json();
+    if (response.status === 401) { showLogin(""); throw new Error("log in first"); }
+    if (!response.ok || ["invalid", "forbidden", "error", "not_found"].includes(body.status)) {
+      throw new Error(body.message || ("HTTP " + response.status));
+    }
+    return body;
+  }
+
+  async function post(path, data) {
+    const response = await fetch("/api/" + path, {
+      method: "POST", credentials: "same-origin",
+      headers: { "Content-Type": "application/json", "X-CSRF-Token": csrf }, body: JSON.stringify(data),
+    });
+    const body = await response.json();
+    if (!response.ok) throw new Error(body.message || ("HTTP " + response.status));
+    return body;
+  }
+
+  function showLogin(why) {
+    $("#tabs").hidden = true;
+    document.querySelectorAll(".view").forEach((v) => { v.hidden = true; });
+    $("#login").hidden = false;
+    $("#login-why").textContent = why;
+  }
+
+  function show(name) {
+    document.querySelectorAll("#tabs button[data-view]").forEach((b) => b.classList.toggle("on", b.dataset.view === name));
+    document.querySelectorAll(".view").forEach((v) => { v.hidden = v.id !== "view-" + name; });
+    if (name === "activity") loadActivity(false);
+    if (name === "inbox") loadInbox();
+    if (name === "agents") loadAgents();
+    if (name === "search" && !$("#results").children.length) runSearch("");
+  }
+
+  // -- Activity ------------------------------------------------------------------------
+
+  function filters() {
+    const form = new FormData($("#filters"));
+    const params = {};
+    for (const key of ["agent", "folder", "since"]) { const v = String(form.get(key) || "").trim(); if (v) params[key] = v; }
+    return params;
+  }
+
+  async function loadActivity(more) {
+    offset = more ? offset : 0;
+    let answer;
+    try { answer = await get("activity", { ...filters(), offset: String(offset) }); } catch (e) { say(e.message); return; }
+    const list = $("#changes");
+    if (!more) { list.replaceChildren(); $("#change").replaceChildren(el("p", { class: "muted" }, "Pick a change to see its diff.")); }
+    $("#activity-count").textContent = answer.count + (answer.count === 1 ? " change" : " changes") + ", newest first";
+    const select = $("#filters select[name=agent]");
+    const chosen = select.value;
+    select.replaceChildren(el("option", { value: "" }, "any"), ...answer.agents.map((a) => el("option", { value: a }, a)));
+    select.value = answer.agents.includes(chosen) ? chosen : "";
+    for (const row of answer.changes) {
+      const item = el("li", { "data-id": row.id, tabindex: "0" },
+        el("span", { class: "kind" }, row.kind), el("span", { class: "path" }, row.path),
+        el("div", { class: "meta" }, row.agent + " · " + row.time.replace("T", " ").replace("+00:00", "Z")
+          + (row.trash ? " · moved to " + row.trash : "")));
+      item.addEventListener("click", () => openChange(row.id, item));
+      item.addEventListener("keydown", (e) => { if (e.key === "Enter") openChange(row.id, item); });
+      list.append(item);
+    }
+    offset = answer.next_offset || offset;
+    $("#more").hidden = answer.next_offset === null;
+  }
+
+  function diffView(lines) {
+    const pre = el("pre", { class: "diff" });
+    for (const line of lines) {
+      const kind = line.startsWith("@@") ? "hunk" : line.startsWith("+") && !line.startsWith("+++") ? "add"
+        : line.startsWith("-") && !line.startsWith("---") ? "del" : "";
+      pre.append(el("span", kind ? { class: kind } : {}, line || " "));
+    }
+    return pre;
+  }
+
+  async function openChange(id, item) {
+    document.querySelectorAll("#changes li").forEach((li) => li.classList.toggle("picked", li === item));
+    let answer;
+    try { answer = await get("change", { id }); } catch (e) { say(e.message); return; }
+    const c = answer.change;
+    const box = $("#change");
+    box.replaceChildren(
+      el("h2", {}, c.title || c.path),
+      el("p", { class: "meta" }, c.kind + " by " + c.agent + " at " + c.time + " · " + c.path),
+    );
+    if (!c.deleted) {
+      const read = el("a", { href: "#" }, "Read the note");
+      read.addEventListener("click", (e) => { e.preventDefault(); show("search"); openNote(c.path); });
+      box.append(el("p", {}, read));
+    }
+    if (answer.diff) box.append(diffView(answer.diff));
+    if (answer.diff_note) box.append(el("p", { class: "muted" }, answer.diff_note));
+    if (answer.undo) {
+      const u = answer.undo;
+      if (u.action === "leave") {
+        box.append(el("p", { class: "muted undo-left" }, "Undo would leave it alone: " + u.reason));
+      } else {
+        const button = el("button", { class: "undo-one" }, "Undo this change");
+        button.addEventListener("click", () => confirmThen("Undo this change to " + c.path + "?", [u.action + ": " + u.reason],
+          async () => { const r = await post("undo", { id }); report(r); loadActivity(false); }));
+        box.append(button);
+      }
+    }
+  }
+
+  function report(result) {
+    const done = (result.restored || []).length;
+    const left = result.left || [];
+    say("put back " + done + (done === 1 ? " note" : " notes") + (left.length ? ", left " + left.length + " alone: "
+      + left.map((s) => s.path + " (" + s.reason + ")").join("; ") : ""));
+  }
+
+  function confirmThen(text, lines, action) {
+    $("#confirm-text").textContent = text;
+    $("#confirm-list").replaceChildren(...lines.map((line) => el("li", {}, line)));
+    $("#confirm").hidden = false;
+    const yes = $("#confirm-yes"), no = $("#confirm-no");
+    const close = () => { $("#confirm").hidden = true; yes.onclick = null; no.onclick = null; };
+    no.onclick = close;
+    yes.onclick = async () => { close(); try { await action(); } catch (e) { say(e.message); } };
+  }
+
+  async function undoWindow() {
+    const { agent, since } = filters();
+    if (!agent || !since) { say("pick an agent and a 'since' moment first: its changes since then are undone"); return; }
+    let plan;
+    try { plan = await post("undo-window", { agent, since, apply: false }); } catch (e) { say(e.message); return; }
+    const lines = plan.would_restore.map((s) => s.action + ": " + s.path).concat(plan.left.map((s) => "left alone: " + s.path + " (" + s.reason + ")"));
+    if (!plan.would_restore.length) { say("nothing to undo: " + (lines.join("; ") || "no change by " + agent + " since " + since)); return; }
+    confirmThen("Undo " + agent + "'s changes since " + since + "?", lines,
+      async () => { report(await post("undo-window", { agent, since, apply: true })); loadActivity(false); });
+  }
+
+  // -- Inbox, agents -------------------------------------------------------------------
+
+  async function loadInbox() {
+    let answer;
+    try { answer = await get("inbox"); } catch (e) { say(e.message); return; }
+    const box = $("#inboxes");
+    box.replaceChildren();
+    if (!answer.inboxes.length) box.append(el("p", { class: "muted" }, "No agent has a key or a note addressed to it yet."));
+    for (const item of answer.inboxes) {
+      const list = el("ol", { class: "list" });
+      for (const row of item.inbox) {
+        const li = el("li", {}, el("span", { class: "kind" }, row.kind || "note"), row.title || row.permalink,
+          el("div", { class: "meta" }, "from " + (row.from || "unknown") + " · " + (row.updated || "") + " · " + row.permalink));
+        li.addEventListener("click", () => { show("search"); openNote(row.permalink); });
+        list.append(li);
+      }
+      box.append(el("div", { class: "inbox" }, el("h3", {}, item.agent + " (" + item.count + " waiting)"),
+        item.count ? list : el("p", { class: "muted" }, "nothing waits")));
+    }
+  }
+
+  async function loadAgents() {
+    let answer;
+    try { answer = await get("agents"); } catch (e) { say(e.message); return; }
+    const body = $("#agents tbody");
+    body.replaceChildren(...answer.agents.map((a) => el("tr", {}, el("td", {}, a.agent), el("td", {}, a.read.join(", ")),
+      el("td", {}, a.write.join(", ")), el("td", {}, a.read_only ? "yes" : "no"), el("td", {}, a.created || ""),
+      el("td", {}, a.last_change || "none in the journal"))));
+    if (!answer.agents.length) body.append(el("tr", {}, el("td", { colspan: "6" }, "No agent keys (vault-mem agents add NAME).")));
+  }
+
+  // -- Search and read -----------------------------------------------------------------
+
+  async function runSearch(query) {
+    let answer;
+    try { answer = await get("search", query ? { query, limit: "30" } : { limit: "30" }); } catch (e) { say(e.message); return; }
+    const list = $("#results");
+    list.replaceChildren();
+    for (const row of answer.notes || []) {
+      const li = el("li", {}, el("span", { class: "kind" }, row.kind || row.type || "note"), row.title || row.permalink,
+        el("div", { class: "meta" }, row.permalink), row.excerpt ? el("div", { class: "meta" }, row.excerpt) : null);
+      li.addEventListener("click", () => openNote(row.permalink));
+      list.append(li);
+    }
+    if (!(answer.notes || []).length) list.append(el("li", { class: "muted" }, answer.message || "nothing found"));
+  }
+
+  const SAFE_LINK = /^(https?:|mailto:)/i;
+
+  function inline(text) {
+    // [[target|label]], [label](url) and `code`; anything else stays text.
+    const out = [];
+    const pattern = /\[\[([^\]|#]+)(?:#[^\]|]*)?(?:\|([^\]]+))?\]\]|\[([^\]]+)\]\(([^)\s]+)\)|`([^`]+)`/g;
+    let last = 0, m;
+    while ((m = pattern.exec(text)) !== null) {
+      if (m.index > last) out.push(text.slice(last, m.index));
+      if (m[1] !== undefined) {
+        const target = m[1].trim();
+        const link = el("a", { href: "#", class: "wikilink" }, m[2] || target);
+        link.addEventListener("click", (e) => { e.preventDefault(); openNote(target); });
+        out.push(link);
+      } else if (m[3] !== undefined) {
+        out.push(SAFE_LINK.test(m[4]) ? el("a", { href: m[4], rel: "noopener noreferrer", target: "_blank" }, m[3]) : m[0]);
+      } else {
+        out.push(el("code", {}, m[5]));
+      }
+      last = pattern.lastIndex;
+    }
+    if (last < text.length) out.push(text.slice(last));
+    return out;
+  }
+
+  function markdown(body) {
+    const nodes = [];
+    const lines = body.split("\n");
+    let para = [], list = null, i = 0;
+    const flush = () => { if (para.length) { nodes.push(el("p", {}, ...inline(para.join(" ")))); para = []; } if (list) { nodes.push(list); list = null; } };
+    while (i < lines.length) {
+      const line = lines[i];
+      if (/^```/.test(line)) {
+        flush();
+        const code = [];
+        i += 1;
+        while (i < lines.length && !/^```/.test(lines[i])) { code.push(lines[i]); i += 1; }
+        nodes.push(el("pre", {}, el("code", {}, code.join("\n"))));
+      } else if (/^#{1,6}\s/.test(line)) {
+        flush();
+        const level = Math.min(line.match(/^#+/)[0].length + 1, 6);
+        nodes.push(el("h" + level, {}, ...inline(line.replace(/^#+\s*/, ""))));
+      } else if (/^\s*([-*+]|\d+[.)])\s+/.test(line)) {
+        if (para.length) { nodes.push(el("p", {}, ...inline(para.join(" ")))); para = []; }
+        list = list || el(/^\s*\d/.test(line) ? "ol" : "ul", {});
+        list.append(el("li", {}, ...inline(line.replace(/^\s*([-*+]|\d+[.)])\s+/, ""))));
+      } else if (!line.trim()) {
+        flush();
+      } else {
+        if (list) { nodes.push(list); list = null; }
+        para.push(line.trim());
+      }
+      i += 1;
+    }
+    flush();
+    return nodes;
+  }
+
+  function cell(value) {
+    if (value === null || value === undefined) return "";
+    if (Array.isArray(value)) return value.map(cell).join(", ");
+    if (typeof value === "object") return JSON.stringify(value);
+    return String(value);
+  }
+
+  async function openNote(ref) {
+    let n;
+    try { n = await get("note", { ref }); } catch (e) { say(e.message); return; }
+    const table = el("table", { class: "fm" });
+    for (const key of ["path", "type", "tags", "created", "updated", "memory_status", "state", "agent", "to", "importance"]) {
+      if (n[key] !== undefined && n[key] !== null && cell(n[key]) !== "") table.append(el("tr", {}, el("th", {}, key), el("td", {}, cell(n[key]))));
+    }
+    for (const [key, value] of Object.entries(n.metadata || {})) table.append(el("tr", {}, el("th", {}, key), el("td", {}, cell(value))));
+    const article = $("#note");
+    article.replaceChildren(el("h2", {}, n.title || n.permalink), table, ...markdown(n.body || ""));
+    if (n.next_offset) article.append(el("p", { class: "muted" }, "(the rest of this long note is in the file: " + n.path + ")"));
+    if ((n.backlinks || []).length) {
+      const back = el("p", { class: "muted" }, "Linked from: ");
+      n.backlinks.forEach((b, k) => { const a = el("a", { href: "#" }, b); a.addEventListener("click", (e) => { e.preventDefault(); openNote(b); }); back.append(k ? ", " : "", a); });
+      article.append(back);
+    }
+  }
+
+  // -- start ---------------------------------------------------------------------------
+
+  async function start() {
+    const params = new URLSearchParams(location.search);
+    let session;
+    try {
+      const response = await fetch("/api/session", { credentials: "same-origin" });
+      if (response.status === 401) {
+        showLogin(params.has("expired") ? "That login link was used already or is too old." : params.has("failed") ? "That token or key is not one of this vault's." : "");
+        return;
+      }
+      session = await response.json();
+    } catch (e) { say("the server does not answer: " + e.message); return; }
+    if (location.search) history.replaceState(null, "", "/");
+    csrf = session.csrf;
+    owner = session.agent === null;
+    $("#who").textContent = session.vault + (owner ? " · owner" : " · as agent " + session.agent + " (what it may read)");
+    document.querySelectorAll(".owner").forEach((n) => { n.hidden = !owner; });
+    $("#login").hidden = true;
+    $("#tabs").hidden = false;
+    document.querySelectorAll("#tabs button[data-view]").forEach((b) => b.addEventListener("click", () => show(b.dataset.view)));
+    $("#logout").addEventListener("click", async () => { await post("logout", {}); location.assign("/"); });
+    $("#filters").addEventListener("submit", (e) => { e.preventDefault(); loadActivity(false); });
+    $("#more").addEventListener("click", () => loadActivity(true));
+    $("#undo-window").addEventListener("click", undoWindow);
+    $("#search").addEventListener("submit", (e) => { e.preventDefault(); runSearch(String(new FormData(e.target).get("query") || "")); });
+    show("activity");
+  }
+
+  document.addEventListener("DOMContentLoaded", start);
+})();

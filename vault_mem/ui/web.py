@@ -1,0 +1,250 @@
+"""The page's HTTP side: a small ASGI app (no framework) serving the static page and its JSON
+endpoints (``api.py``), and ``with_page``, which puts it at ``/`` beside the MCP endpoint.
+
+Every response forbids remote and inline code (``CSP``), framing and sniffing. A request must
+name an allowed host (as the MCP endpoint checks: DNS rebinding), every endpoint but the login
+needs a session (``auth.py``), and a POST needs the session's CSRF token in ``X-CSRF-Token``
+and no foreign ``Origin``."""
+
+from __future__ import annotations
+
+import hmac
+import json
+import logging
+from collections.abc import Awaitable, Callable, MutableMapping
+from http.cookies import SimpleCookie
+from importlib import resources
+from typing import Any
+from urllib.parse import parse_qs
+
+import anyio
+
+from vault_mem.errors import Forbidden, InvalidInput, NotFound, VaultMemError
+from vault_mem.served.agents import Agent
+from vault_mem.served.context import Vault
+from vault_mem.served.keys import KeyRing
+from vault_mem.ui import api, auth
+
+log = logging.getLogger("vault_mem.ui")
+
+Scope = MutableMapping[str, Any]
+Receive = Callable[[], Awaitable[MutableMapping[str, Any]]]
+Send = Callable[[MutableMapping[str, Any]], Awaitable[None]]
+ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
+
+CSP = ("default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; connect-src 'self'; "
+       "form-action 'self'; frame-ancestors 'none'; base-uri 'none'")
+STATIC = {"/static/app.css": ("app.css", "text/css; charset=utf-8"),
+          "/static/app.js": ("app.js", "text/javascript; charset=utf-8")}
+MAX_BODY = 64 * 1024
+MCP_PATH = "/mcp"
+
+
+def static_text(name: str) -> bytes:
+    return resources.files("vault_mem.ui").joinpath("static", name).read_bytes()
+
+
+class Page:
+    """The page of one vault. ``token``: the owner's secret for the login form (None: only a
+    one-time link logs in as the owner); ``keys``: agents log in with their keys."""
+
+    def __init__(self, vault: Vault, keys: KeyRing, token: str | None, hosts: list[str], port: int) -> None:
+        self.vault = vault
+        self.keys = keys
+        self.token = token
+        self.secret = auth.secret_of(vault.root)
+        names = ["127.0.0.1", "localhost", "[::1]", *hosts]
+        self.hosts = {h.lower() for name in names for h in (name, f"{name}:{port}")}
+        self.files = {path: static_text(name) for path, (name, _) in STATIC.items()}
+        self.index_html = static_text("index.html")
+
+    def login_link(self, base: str) -> str:
+        """A one-time link that logs its first user in as the owner."""
+        return f"{base}/?login={auth.issue_login(self.vault.root)}"
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            return
+        headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope.get("headers") or []}
+        method, path = scope["method"], scope["path"]
+        if headers.get("host", "").lower() not in self.hosts:
+            await _send(send, 421, b"unknown host", "text/plain; charset=utf-8")
+            return
+        query = {k: v[0] for k, v in parse_qs(scope.get("query_string", b"").decode("latin-1")).items()}
+        cookies = SimpleCookie()
+        try:
+            cookies.load(headers.get("cookie", ""))
+        except Exception:  # a malformed Cookie header is no session
+            cookies = SimpleCookie()
+        morsel = cookies.get(auth.COOKIE)
+        session = auth.read_session(self.secret, morsel.value if morsel is not None else None)
+        caller: Agent | None = None
+        if session is not None and session.agent is not None:
+            caller = self.keys.named(session.agent)
+            if caller is None:  # its key was removed: the session ends with it
+                session = None
+        try:
+            if method == "POST" and not self._same_origin(headers):
+                raise Forbidden("a request from another site is refused", rule="origin")
+            if path == "/" and method == "GET":
+                await self._root(send, query)
+            elif path in self.files and method == "GET":
+                await _send(send, 200, self.files[path], STATIC[path][1], cache="no-cache")
+            elif path == "/login" and method == "POST":
+                await self._login(receive, send)
+            elif path.startswith("/api/"):
+                if session is None:
+                    await _json(send, 401, {"status": "forbidden", "message": "log in first"})
+                    return
+                await self._api(method, path[5:], query, session, caller, headers, receive, send)
+            else:
+                await _json(send, 404, {"status": "not_found", "message": f"no page {path[:100]!r}"})
+        except VaultMemError as exc:
+            code = 403 if isinstance(exc, Forbidden) else 404 if isinstance(exc, NotFound) else 400
+            await _json(send, code, {"status": exc.status, "message": exc.message})
+        except Exception:  # the page must answer, whatever went wrong below
+            log.exception("page request %s %s failed", method, path)
+            await _json(send, 500, {"status": "error", "message": "internal error; see the server's log"})
+
+    def _same_origin(self, headers: dict[str, str]) -> bool:
+        if headers.get("sec-fetch-site", "same-origin") not in ("same-origin", "none"):
+            return False
+        origin = headers.get("origin")
+        if origin is None:
+            return True
+        scheme, _, host = origin.partition("://")
+        return scheme in ("http", "https") and host.lower() in self.hosts
+
+    async def _root(self, send: Send, query: dict[str, str]) -> None:
+        code = query.get("login")
+        if code is None:
+            await _send(send, 200, self.index_html, "text/html; charset=utf-8")
+            return
+        ok = await anyio.to_thread.run_sync(auth.use_login, self.vault.root, code)
+        if not ok:
+            await _redirect(send, "/?expired=1")
+            return
+        await self._start_session(send, None)
+
+    async def _start_session(self, send: Send, agent: str | None) -> None:
+        _, value = auth.new_session(self.secret, agent)
+        cookie = f"{auth.COOKIE}={value}; Path=/; HttpOnly; SameSite=Strict; Max-Age={auth.SESSION_TTL}"
+        await _redirect(send, "/", [(b"set-cookie", cookie.encode())])
+
+    async def _login(self, receive: Receive, send: Send) -> None:
+        form = parse_qs((await _body(receive)).decode("utf-8", "replace"))
+        given = (form.get("secret") or [""])[0]
+        ok, agent = await anyio.to_thread.run_sync(auth.login_with, given, self.token, self.keys)
+        if not ok:
+            await _redirect(send, "/?failed=1")
+            return
+        await self._start_session(send, agent.name if agent is not None else None)
+
+    async def _api(self, method: str, name: str, query: dict[str, str], session: auth.Session,
+                   caller: Agent | None, headers: dict[str, str], receive: Receive, send: Send) -> None:
+        vault = self.vault
+        if method == "POST":
+            if not hmac.compare_digest(headers.get("x-csrf-token", ""), session.csrf(self.secret)):
+                raise Forbidden("this request lacks the page's CSRF token: reload the page", rule="csrf")
+            body = await _body(receive)
+            try:
+                data = json.loads(body or b"{}")
+            except ValueError:
+                raise InvalidInput("body", "the request body is not JSON") from None
+            if not isinstance(data, dict):
+                raise InvalidInput("body", "the request body must be a JSON object")
+            if name == "logout":
+                await _json(send, 200, {"status": "ok"},
+                            [(b"set-cookie", f"{auth.COOKIE}=; Path=/; HttpOnly; SameSite=Strict; Max-Age=0".encode())])
+                return
+            if name == "undo":
+                answer = await anyio.to_thread.run_sync(api.undo_change, vault, caller, str(data.get("id", "")))
+            elif name == "undo-window":
+                answer = await anyio.to_thread.run_sync(api.undo_window, vault, caller, str(data.get("agent", "")),
+                                                        str(data.get("since", "")), data.get("apply") is True)
+            else:
+                raise NotFound(f"no endpoint {name[:60]!r}")
+            await _json(send, 200, answer)
+            return
+        if method != "GET":
+            raise InvalidInput("method", f"{method} is not accepted here: GET or POST")
+        answer = await anyio.to_thread.run_sync(self._get, name, query, session, caller)
+        await _json(send, 200, answer)
+
+    def _get(self, name: str, query: dict[str, str], session: auth.Session, caller: Agent | None) -> dict[str, Any]:
+        vault = self.vault
+        if name == "session":
+            return {"status": "ok", "agent": caller.name if caller else None, "csrf": session.csrf(self.secret),
+                    "vault": vault.root.name, "git_commit": vault.git_commit}
+        if name == "activity":
+            return api.activity(vault, caller, query.get("agent", ""), query.get("folder", ""),
+                                query.get("since", ""), _int(query.get("offset", "0"), "offset"))
+        if name == "change":
+            return api.change(vault, caller, query.get("id", ""))
+        if name == "inbox":
+            return api.inboxes(vault, caller)
+        if name == "search":
+            raw: dict[str, Any] = {k: v for k, v in query.items() if k in ("query", "tag", "kind", "path", "since")}
+            if "limit" in query:
+                raw["limit"] = _int(query["limit"], "limit")
+            return api.search(vault, caller, raw)
+        if name == "note":
+            return api.note(vault, caller, query.get("ref", ""), _int(query.get("offset", "0"), "offset"))
+        if name == "agents":
+            return api.agents(vault, caller)
+        raise NotFound(f"no endpoint {name[:60]!r}")
+
+
+def _int(text: str, param: str) -> int:
+    if not text.isdigit() or len(text) > 9:
+        raise InvalidInput(param, f"{text[:40]!r} is not a whole number of 0 or more")
+    return int(text)
+
+
+async def _body(receive: Receive) -> bytes:
+    chunks, size = [], 0
+    while True:
+        message = await receive()
+        chunk = message.get("body", b"")
+        size += len(chunk)
+        if size > MAX_BODY:
+            raise InvalidInput("body", f"the request body passes {MAX_BODY} bytes")
+        chunks.append(chunk)
+        if not message.get("more_body"):
+            return b"".join(chunks)
+
+
+def _headers(content_type: str, cache: str = "no-store") -> list[tuple[bytes, bytes]]:
+    return [(b"content-type", content_type.encode()), (b"content-security-policy", CSP.encode()),
+            (b"x-content-type-options", b"nosniff"), (b"x-frame-options", b"DENY"),
+            (b"referrer-policy", b"same-origin"), (b"cache-control", cache.encode()),
+            (b"cross-origin-opener-policy", b"same-origin")]
+
+
+async def _send(send: Send, status: int, body: bytes, content_type: str, extra: list[tuple[bytes, bytes]] | None = None,
+                cache: str = "no-store") -> None:
+    headers = [*_headers(content_type, cache), (b"content-length", str(len(body)).encode()), *(extra or [])]
+    await send({"type": "http.response.start", "status": status, "headers": headers})
+    await send({"type": "http.response.body", "body": body})
+
+
+async def _json(send: Send, status: int, value: Any, extra: list[tuple[bytes, bytes]] | None = None) -> None:
+    body = json.dumps(value, ensure_ascii=False, default=str).encode()
+    await _send(send, status, body, "application/json; charset=utf-8", extra)
+
+
+async def _redirect(send: Send, where: str, extra: list[tuple[bytes, bytes]] | None = None) -> None:
+    await _send(send, 303, b"", "text/plain; charset=utf-8", [(b"location", where.encode()), *(extra or [])])
+
+
+def with_page(mcp: ASGIApp, page: Page) -> ASGIApp:
+    """``mcp`` at ``/mcp`` (and for lifespan events), the page everywhere else."""
+
+    async def app(scope: Scope, receive: Receive, send: Send) -> None:
+        path = scope.get("path", "")
+        if scope["type"] != "http" or path == MCP_PATH or path.startswith(MCP_PATH + "/"):
+            await mcp(scope, receive, send)
+        else:
+            await page(scope, receive, send)
+
+    return app
