@@ -1,9 +1,6 @@
 """Whose turn it is to commit, and what a live commit takes along (used by ``search/store.py``).
 
 - Group commit: changes submitted while a commit runs share the next one (``Batch``).
-- Turns between processes: a process waiting for Whoosh's write lock says so with a marker
-  file, and a process about to commit again gives way to it (``Turns``): otherwise one
-  busy server, whose next commit is always ready, keeps the lock from another for seconds.
 - Live commits fold the tiny segments earlier live commits left (``fold_tiny``).
 - Within one process, writers queue on a plain lock (``ProcessTurn``); Whoosh's lock itself,
   without a writer, for a merge's swap and for tidying (``write_lock``), and what killed
@@ -16,7 +13,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import secrets
 import shutil
 import threading
 import time
@@ -122,61 +118,6 @@ class Batch:
         for note, fsrel in notes:
             self.changes.pop(note.path, None)
             self.changes[note.path] = (note, fsrel)
-
-
-WAITING_DIR = "waiting"  # in the index folder: one marker file per process waiting for the lock
-FRESH = 0.5  # seconds a marker counts after its owner last touched it (a killed waiter's expires)
-GIVE_WAY = 0.25  # longest a process about to commit waits for a waiting one to take its turn
-POLL = 0.002
-
-
-class Turns:
-    """Marker files of the processes waiting for the write lock, and giving way to them."""
-
-    def __init__(self, index_dir: Path) -> None:
-        self.folder = index_dir / WAITING_DIR
-        self.mine = f"{os.getpid()}-{secrets.token_hex(4)}"
-        self._lock = threading.Lock()
-        self._waiters = 0  # threads of this process waiting (the marker is one per process)
-
-    def waiting(self) -> None:
-        """This process is waiting for the lock (again): its marker is made or touched."""
-        with self._lock:
-            self._waiters += 1
-            with contextlib.suppress(OSError):
-                self.folder.mkdir(exist_ok=True)
-                (self.folder / self.mine).touch()
-
-    def done_waiting(self) -> None:
-        with self._lock:
-            self._waiters -= 1
-            if self._waiters <= 0:
-                self._waiters = 0
-                with contextlib.suppress(OSError):
-                    (self.folder / self.mine).unlink()
-
-    def touch(self) -> None:
-        with contextlib.suppress(OSError):
-            os.utime(self.folder / self.mine)
-
-    def others_waiting(self) -> bool:
-        try:
-            entries = list(os.scandir(self.folder))
-        except OSError:
-            return False
-        now = time.time()
-        for entry in entries:
-            if entry.name != self.mine:
-                with contextlib.suppress(OSError):
-                    if now - entry.stat().st_mtime < FRESH:
-                        return True
-        return False
-
-    def give_way(self) -> None:
-        """Before taking the lock: while another process waits for it, let it go first (a bounded wait)."""
-        deadline = time.monotonic() + GIVE_WAY
-        while self.others_waiting() and time.monotonic() < deadline:
-            time.sleep(POLL)
 
 
 class ProcessTurn:

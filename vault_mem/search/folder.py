@@ -11,13 +11,13 @@ import os
 from pathlib import Path
 
 from vault_mem.errors import VaultUnavailable
-from vault_mem.search.commits import WAITING_DIR
 from vault_mem.search.presence import PRESENCE_DIR
 from vault_mem.search.store import MERGE_LOCK, STATE_FILE, cache_index_dir, default_index_dir
 from vault_mem.vault.paths import INDEX_DIRNAME
 
-# What a vault-mem index folder holds, even while another server (a worker) is making it.
-_MARKERS = (STATE_FILE, ".gitignore", "build.lock", PRESENCE_DIR, WAITING_DIR, "MAIN_WRITELOCK", MERGE_LOCK)
+# What a vault-mem index folder holds, even while another server (a worker) is making it; "waiting"
+# is where versions up to 0.4.21 left a marker while they waited for the write lock.
+_MARKERS = (STATE_FILE, ".gitignore", "build.lock", PRESENCE_DIR, "waiting", "MAIN_WRITELOCK", MERGE_LOCK)
 
 
 def usable_index_dir(root: Path, given: Path | None) -> Path:

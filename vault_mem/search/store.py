@@ -32,11 +32,9 @@ from vault_mem.errors import IndexBusy, VaultUnavailable
 from vault_mem.git.history import History, history_for
 from vault_mem.search.commits import (
     TINY_FOLD,
-    WAITING_DIR,
     Batch,
     OwnTiny,
     ProcessTurn,
-    Turns,
     Written,
     clean_debris,
     fold_tiny,
@@ -57,7 +55,7 @@ MERGE_LOCK = "merge.lock"  # held by the one merging process; kept when the fold
 HISTORY_CACHE = "git-history.json"  # the git history map (search/gitfollow.py): not the index
 # Not the index, so kept when a build empties the folder: presence (search/presence.py), what each
 # agent has seen (history/agentstate.py) and the journal of writes for undo (history/journal.py).
-KEPT_ON_REBUILD = frozenset({BUILD_LOCK, MERGE_LOCK, "presence", HISTORY_CACHE, "agents", "journal", WAITING_DIR})
+KEPT_ON_REBUILD = frozenset({BUILD_LOCK, MERGE_LOCK, "presence", HISTORY_CACHE, "agents", "journal"})
 # Longest a commit waits for a write tool between its file change and its submission to join it:
 GATHER = 0.03  # a few ms, and under load a batch then holds 2-3 saves instead of 1-2
 # Under steady saves from several callers, a commit starts at least this long after the one before
@@ -131,7 +129,6 @@ class VaultIndex:
         self._last_commit = (-SPACING, 1)  # when the last group commit began (monotonic), and its size
         self.fold_at: int | None = TINY_FOLD  # see fold_tiny (None: never, for tests of merges)
         self.own_tiny = OwnTiny()  # the notes of the tiny segments this process's commits made
-        self.turns = Turns(self.dir)
         self._write_turn = ProcessTurn()  # held by this process's one writer
         self.written = Written()  # what this process indexed itself (for its watcher)
         self._epoch = 0
@@ -309,10 +306,8 @@ class VaultIndex:
         if not self._write_turn.take(timeout):
             raise IndexBusy(f"the index at {self.dir} stayed locked by another writer of this server for "
                             f"{timeout:.0f} s")
-        self.turns.give_way()  # another process waiting for the lock goes first (search/commits.py)
         notice = start + WAIT_NOTICE
         delay = 0.005
-        waiting = False
         handed = False  # the writer gives the turn back itself (its commit or its cancel)
         try:
             while True:
@@ -328,11 +323,6 @@ class VaultIndex:
                         log.info("still waiting for the index lock (held by another writer for %.0f s)",
                                  now - start)
                         notice = now + WAIT_NOTICE
-                    if waiting:
-                        self.turns.touch()
-                    else:
-                        self.turns.waiting()
-                        waiting = True
                     time.sleep(delay)
                     delay = min(delay * 2, 0.02)
                     continue
@@ -348,9 +338,6 @@ class VaultIndex:
             if not handed:
                 self._write_turn.give_back()
             raise
-        finally:
-            if waiting:
-                self.turns.done_waiting()
 
     def _lend_searcher(self, writer: SegmentWriter) -> None:
         """Give ``writer`` a searcher of its segments for finding the notes it replaces or deletes.
