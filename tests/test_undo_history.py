@@ -151,7 +151,7 @@ async def test_one_agents_flood_drops_only_its_own_oldest_changes_and_log_says_s
     [gone] = log["dropped"]
     assert gone["agent"] == "flooder" and gone["changes"] == 12 - len(flooder)
     assert gone["why"] == "past its share of 0.0625 MiB of earlier contents"
-    code, text, err = vault_mem("log", vault=vault.root, index_dir=index_dir)
+    code, _, err = vault_mem("log", vault=vault.root, index_dir=index_dir)
     assert f"history dropped: {gone['changes']} older changes of agent flooder, up to" in err
     code, mine, err = vault_mem("log", "--agent", "coder", "--json", vault=vault.root, index_dir=index_dir)
     assert mine["dropped"] == []  # nothing of the coder's was dropped

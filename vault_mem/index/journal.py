@@ -26,6 +26,7 @@ import datetime as dt
 import hashlib
 import json
 import os
+import re
 import shutil
 import threading
 import time
@@ -143,11 +144,48 @@ def _prune_if_over(history_dir: Path, now: float) -> None:
     each limit free (``PRUNE_TO``), so the next one is thousands of changes away."""
     folder = journal_dir(history_dir)
     try:
-        if _plan(list(_read(folder / ENTRIES)), _blob_sizes(folder), now):
+        if _over_limits(folder, now):
             with filelocks.held(folder / "lock"):
                 prune(history_dir, now)
     except OSError:  # the journal stays as it is, and the next look tries again
         pass
+
+
+# What the look reads of each line as ``record`` writes it (its time, agent and earlier content),
+# without parsing the JSON: a parse of every entry cost most of a look. A line it misses is only
+# counted by the prune, which parses them all.
+_LINE = re.compile(rb'^\{"t": ([0-9.eE+-]+), "agent": ("(?:[^"\\\n]|\\.)*")[^\n]*?"before": (?:"([0-9a-f]{64})"|null)',
+                   re.MULTILINE)
+
+
+def _over_limits(folder: Path, now: float) -> bool:
+    """Whether an agent is past a limit or all are past a total, as the look sees it."""
+    try:
+        data = (folder / ENTRIES).read_bytes()
+    except FileNotFoundError:
+        return False
+    counts: dict[bytes, int] = {}
+    named: dict[bytes, set[bytes]] = {}
+    oldest = None
+    for match in _LINE.finditer(data):
+        if oldest is None:
+            oldest = float(match[1])
+        counts[match[2]] = counts.get(match[2], 0) + 1
+        if match[3]:
+            named.setdefault(match[2], set()).add(match[3])
+    if oldest is not None and oldest < now - MAX_AGE_DAYS * 86400:
+        return True
+    by_key: dict[str, tuple[int, set[bytes]]] = {}
+    for token, count in counts.items():  # one agent may be spelled in several cases
+        with contextlib.suppress(ValueError):
+            key = agent_key(str(json.loads(token)))
+            seen, shas = by_key.get(key, (0, set()))
+            by_key[key] = (seen + count, shas | named.get(token, set()))
+    if any(count > MAX_ENTRIES for count, _ in by_key.values()) or sum(counts.values()) > TOTAL_ENTRIES:
+        return True
+    sizes = _blob_sizes(folder)
+    held = [sum(sizes.get(sha.decode(), 0) for sha in shas) for _, shas in by_key.values()]
+    return any(size > MAX_BYTES for size in held) or sum(sizes.values()) > TOTAL_BYTES
 
 
 def _plan(everything: list[Entry], sizes: dict[str, int], now: float) -> dict[str, tuple[set[int], str]]:
