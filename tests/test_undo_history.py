@@ -103,11 +103,15 @@ def test_an_index_dir_elsewhere_keeps_its_history_beside_it_and_refuses_the_hist
 def test_an_older_versions_history_in_the_index_folder_is_moved_out_on_first_start(tmp_path: Path) -> None:
     root = write_notes(tmp_path / "v", NOTES)
     index_dir = root / ".vault-mem"
-    # Where versions before 0.4.22 kept them: the same files, inside the index folder.
+    # Where versions before 0.4.22 kept them: the same files, in journal/ and agents/ of the index folder.
+    made = tmp_path / "made"
     old = {"path": "plan.md", "fsrel": "plan.md", "before": b"old content", "after": NOTES["plan.md"].encode()}
-    assert journal.record(index_dir, "coder", "memory_edit", [old]) is None
-    agentstate.change(index_dir, "reviewer", lambda s: s.put("read", "memo", "2026-01-01T00:00:00Z"))
-    agentstate.change(index_dir, "coder", lambda s: s.put("read", "plan", "2026-01-01T00:00:00Z"))
+    assert journal.record(made, "coder", "memory_edit", [old]) is None
+    agentstate.change(made, "reviewer", lambda s: s.put("read", "memo", "2026-01-01T00:00:00Z"))
+    agentstate.change(made, "coder", lambda s: s.put("read", "plan", "2026-01-01T00:00:00Z"))
+    index_dir.mkdir()
+    for name in ("journal", "agents"):
+        shutil.move(made / name, index_dir / name)
     # A newer server already journaled one change and marked one read in the new place.
     history = root / ".vault-mem-history"
     new = {"path": "big.md", "fsrel": "big.md", "before": b"big before", "after": NOTES["big.md"].encode()}

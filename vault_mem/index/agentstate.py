@@ -37,7 +37,7 @@ from itertools import islice
 from pathlib import Path
 from typing import Any, TypeVar
 
-from vault_mem.index import filelocks
+from vault_mem.index import filelocks, kept
 from vault_mem.vault.portable import replace_file
 from vault_mem.vault.reader import VersionKey, version_key
 
@@ -174,6 +174,7 @@ def change(history_dir: Path, agent: str, edit: Callable[[Changes], T]) -> T:
     ``edit`` returned (nothing is saved when it raises). Raises OSError when the state folder
     cannot be written."""
     path = state_file(history_dir, agent)
+    kept.prepare(history_dir)
     path.parent.mkdir(parents=True, exist_ok=True)
     with filelocks.held(path.parent / ".lock"):
         # Under the lock nobody else writes the file: what this process parsed or wrote last is

@@ -35,7 +35,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from vault_mem.index import filelocks
+from vault_mem.index import filelocks, kept
 from vault_mem.index.agentstate import agent_key
 from vault_mem.vault.dates import iso
 from vault_mem.vault.portable import O_BINARY, replace_file
@@ -111,6 +111,7 @@ def record(history_dir: Path, agent: str, tool: str, changes: list[dict[str, Any
     (``VaultIndex.history_dir``). Returns None, or a warning when it could not."""
     folder = journal_dir(history_dir)
     try:
+        kept.prepare(history_dir)
         (folder / "blobs").mkdir(parents=True, exist_ok=True)
         now = time.time()
         lines = []

@@ -35,12 +35,13 @@ def history_dir(index_dir: Path) -> Path:
 
 
 def is_history_dir(folder: Path) -> bool:
-    """Whether ``folder`` is a history folder (its README says so): never an index folder."""
-    return (folder / README).is_file()
+    """Whether ``folder`` is a history folder (its README says so, and it holds no index)."""
+    return (folder / README).is_file() and not (folder / "state.json").exists()
 
 
 def prepare(history: Path) -> None:
-    """Make the history folder with its ``.gitignore`` and README (once per process). Raises OSError."""
+    """Make the history folder with its ``.gitignore`` and README (once per process), when the
+    first thing is written into it: reading makes nothing. Raises OSError."""
     if str(history) in _ready:
         return
     history.mkdir(parents=True, exist_ok=True)

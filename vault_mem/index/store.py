@@ -147,8 +147,6 @@ class VaultIndex:
         (index/kept.py); an older version's, found in the index folder, is moved there first."""
         if self._history_dir is None:
             history = kept.history_dir(self.dir)
-            with contextlib.suppress(OSError):  # a history that cannot be written: each write warns
-                kept.prepare(history)
             kept.adopt_old(self.dir, history)
             self._history_dir = history
         return self._history_dir
