@@ -425,9 +425,10 @@ def write_session(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Session]
     (root / "linkout").symlink_to(outside, target_is_directory=True)
     vault = open_vault(root, compat=True)
     index_dir = root.parent / f"{root.name}-index"
-    before = snapshot(base, {root, index_dir})
+    kept = {root, index_dir, vault.index.history_dir}  # the vault, its index, its undo history
+    before = snapshot(base, kept)
     yield from open_session(vault)
-    assert snapshot(base, {root, index_dir}) == before, "a write tool touched a file outside the vault"
+    assert snapshot(base, kept) == before, "a write tool touched a file outside the vault"
     stray = [p for p in root.rglob(".*.tmp")] + [p for p in root.rglob("*.tmp")]
     assert not stray, f"temp files left in the vault: {stray[:5]}"
 

@@ -208,9 +208,9 @@ def test_what_agents_have_seen_is_kept_when_the_index_is_rebuilt(tmp_path: Path)
     vault = open_vault(root)
     from vault_mem.history import agentstate
 
-    agentstate.change(vault.index.dir, "r", lambda state: state.put("read", "a", "now"))
+    agentstate.change(vault.index.history_dir, "r", lambda state: state.put("read", "a", "now"))
     vault.index.create()
-    assert agentstate.load(vault.index.dir, "R")["read"] == {"a": "now"}
+    assert agentstate.load(vault.index.history_dir, "R")["read"] == {"a": "now"}
 
 
 def test_an_agents_state_is_changed_from_a_copy_and_a_change_on_disk_is_seen(tmp_path: Path) -> None:

@@ -208,7 +208,8 @@ async def test_a_caller_at_its_session_bound_ends_its_oldest_idle_session_and_ne
 
 
 @pytest.mark.anyio
-async def test_a_session_answers_only_the_key_that_opened_it(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+async def test_a_session_answers_only_the_key_that_opened_it(tmp_path: Path,
+                                                            capsys: pytest.CaptureFixture[str]) -> None:
     """A session id is no credential: another agent's key, or the owner's token, that presents it
     gets the answer an unknown session gets (404), and its opener keeps using it."""
     root = write_notes(tmp_path / "v", NOTES)

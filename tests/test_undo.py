@@ -173,7 +173,7 @@ async def test_undo_with_git_commit_is_one_commit(tmp_path: Path, capsys) -> Non
 
 def test_the_journal_is_bounded_by_age_and_size_and_kept_through_a_rebuild(tmp_path: Path, monkeypatch) -> None:
     vault = open_vault(write_notes(tmp_path / "v", {"a.md": "# A\n"}))
-    index_dir = vault.index.dir
+    index_dir = vault.index.history_dir
     change = {"path": "a.md", "fsrel": "a.md", "title": "A", "uid": "a", "after": b"new"}
     assert journal.record(index_dir, "coder", "memory_edit", [change | {"before": b"x" * 1000}]) is None
     assert journal.record(index_dir, "coder", "memory_edit", [change | {"before": b"y" * 1000}]) is None

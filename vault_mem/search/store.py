@@ -30,6 +30,7 @@ from whoosh.writing import SegmentWriter
 
 from vault_mem.errors import IndexBusy, VaultUnavailable
 from vault_mem.git.history import History, history_for
+from vault_mem.history import kept
 from vault_mem.search.commits import (
     TINY_FOLD,
     WAITING_DIR,
@@ -55,8 +56,8 @@ STATE_FILE = "state.json"
 BUILD_LOCK = "build.lock"  # held for a whole build; kept when the folder is emptied
 MERGE_LOCK = "merge.lock"  # held by the one merging process; kept when the folder is emptied
 HISTORY_CACHE = "git-history.json"  # the git history map (search/gitfollow.py): not the index
-# Not the index, so kept when a build empties the folder: presence (search/presence.py), what each
-# agent has seen (history/agentstate.py) and the journal of writes for undo (history/journal.py).
+# Not the index, so kept when a build empties the folder: presence (search/presence.py), and where
+# versions before 0.4.22 kept the history (history/kept.py), until it is moved out.
 KEPT_ON_REBUILD = frozenset({BUILD_LOCK, MERGE_LOCK, "presence", HISTORY_CACHE, "agents", "journal", WAITING_DIR})
 # Longest a commit waits for a write tool between its file change and its submission to join it:
 GATHER = 0.03  # a few ms, and under load a batch then holds 2-3 saves instead of 1-2
@@ -138,6 +139,17 @@ class VaultIndex:
         self._lock = threading.RLock()
         self.write_timeout = WRITE_TOOL_TIMEOUT
         self._state_seen: tuple[VersionKey, dict[str, Any]] | None = None  # see state()
+        self._history_dir: Path | None = None
+
+    @property
+    def history_dir(self) -> Path:
+        """Where the journal behind undo and the agents' states live, apart from the index
+        (history/kept.py); an older version's, found in the index folder, is moved there first."""
+        if self._history_dir is None:
+            history = kept.history_dir(self.dir)
+            kept.adopt_old(self.dir, history)
+            self._history_dir = history
+        return self._history_dir
 
     @property
     def history(self) -> History | None:
@@ -201,6 +213,7 @@ class VaultIndex:
         """A new empty index, replacing whatever was in the index folder."""
         with self._lock:
             self.close()
+            _ = self.history_dir  # an older version's history moves out before the folder is emptied
             if self.dir.exists():
                 for child in self.dir.iterdir():
                     if child.name in KEPT_ON_REBUILD:

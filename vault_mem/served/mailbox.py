@@ -46,7 +46,7 @@ def inbox(view: View, agent: str, read: dict[str, Any] | None = None, just_read:
     """The documents in ``agent``'s inbox, newest first (``read``: its state's read uids;
     ``just_read``: one more, read by this very call)."""
     if read is None:
-        read = agentstate.load(view.vault.index.dir, agent)["read"]
+        read = agentstate.load(view.vault.index.history_dir, agent)["read"]
     found = []
     for doc in view.sort_newest(view.term_docs("to", [fold(agent)])):
         record = view.record(doc)
@@ -79,8 +79,8 @@ def annotate(view: View, tool: str, agent: str | None, answer: dict[str, Any], s
 
 
 def _annotate(view: View, tool: str, agent: str, answer: dict[str, Any], started: float) -> None:
-    index_dir = view.vault.index.dir
-    state, version = agentstate.load_version(index_dir, agent)
+    history_dir = view.vault.index.history_dir
+    state, version = agentstate.load_version(history_dir, agent)
     to_mark = _read_now(view, tool, agent, answer)
     # The same for every call between one commit or change of the agent's notes and the next.
     lost = view.kept(("lost", agent, version), lambda: _lost(view, agent, state["wrote"])) if state["wrote"] else {}
@@ -101,7 +101,7 @@ def _annotate(view: View, tool: str, agent: str, answer: dict[str, Any], started
                 current.put("read", to_mark, iso(dt.datetime.now(dt.UTC)))
             return [{k: v for k, v in e.items() if k != "t"} for e in errors], rows
 
-        errors, rows = agentstate.change(index_dir, agent, update)
+        errors, rows = agentstate.change(history_dir, agent, update)
         if errors:
             answer["persist_error"] = errors
         if rows:

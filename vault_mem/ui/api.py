@@ -42,7 +42,7 @@ def activity(vault: Vault, caller: Agent | None, agent: str = "", folder: str = 
             raise InvalidInput("since", f"{since[:80]!r} is not a moment: give {WHEN_FORMS}")
     prefix = folder.strip().strip("/")
     rows = []
-    for entry in reversed(journal.entries(vault.index.dir)):
+    for entry in reversed(journal.entries(vault.index.history_dir)):
         if not _visible(caller, entry):
             continue
         if agent.strip() and agent_key(entry.agent) != agent_key(agent.strip()):
@@ -69,7 +69,7 @@ def _version(vault: Vault, sha: str | None, fsrel: str) -> tuple[str | None, boo
     when it still has those bytes; None with True for no file."""
     if sha is None:
         return None, True
-    data = journal.blob(vault.index.dir, sha)
+    data = journal.blob(vault.index.history_dir, sha)
     if data is None:
         try:
             from vault_mem.vault.paths import note_file
@@ -199,7 +199,7 @@ def inboxes(vault: Vault, caller: Agent | None) -> dict[str, Any]:
 def agents(vault: Vault, caller: Agent | None) -> dict[str, Any]:
     """Each agent with a key: its limits and its last journaled change; never a key or its hash."""
     last: dict[str, str] = {}
-    for entry in journal.entries(vault.index.dir):
+    for entry in journal.entries(vault.index.history_dir):
         last[agent_key(entry.agent)] = entry.time
     rows = []
     for item in list_agents(vault.root):
