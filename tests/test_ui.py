@@ -91,7 +91,7 @@ async def test_undoing_one_change_keeps_the_agents_other_changes_and_a_persons_l
     assert (root / "beta.md").read_bytes() == beta_now
     again = api.undo_change(vault, None, changes[1]["id"])  # a second undo finds nothing to do
     assert again["restored"] == [] and (root / "alpha.md").read_bytes() == original
-    assert journal.entries(vault.index.dir)[-1].tool == "undo"
+    assert journal.entries(vault.index.history_dir)[-1].tool == "undo"
     with pytest.raises(Exception, match="no change"):
         undo.find_change(vault.index, "0" * 20)
 
