@@ -18,7 +18,6 @@ import pytest
 from conftest import eventually, has_path, stored, write_notes
 
 from vault_mem.reads.list_by_domain import list_by_domain
-from vault_mem.runtime import watcher as watcher_module
 from vault_mem.runtime.watcher import Watcher
 from vault_mem.search.build import reconcile, sync
 from vault_mem.search.schema import document_of
@@ -393,10 +392,10 @@ def test_files_that_are_not_notes_need_no_look_at_the_index(live) -> None:
     assert looked and has_path(vault.index, "b/new.md")
 
 
-def test_a_save_heard_before_its_submission_is_left_to_its_write_tool(live, monkeypatch) -> None:
+def test_a_save_heard_before_its_submission_is_left_to_its_write_tool(live, monkeypatch, tuned) -> None:
     """Under load a write tool can be slow between its file change and its submission: the
     watcher waits for those file steps, then finds the save submitted and indexes nothing."""
-    monkeypatch.setattr(watcher_module, "STEPS_WAIT", 120.0)  # a slow machine: no give-up here
+    tuned(watch_steps_wait=120.0)  # a slow machine: no give-up here
     vault, w = live(BASE)
     settle(w)
     indexed, written = w.indexed, vault.index.written

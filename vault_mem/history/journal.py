@@ -28,17 +28,13 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from vault_mem import settings
 from vault_mem.history import filelocks
 from vault_mem.vault.dates import iso
 from vault_mem.vault.portable import O_BINARY, replace_file
 
 JOURNAL_DIR = "journal"
 ENTRIES = "entries.jsonl"
-MAX_AGE_DAYS = 30
-MAX_ENTRIES = 20_000
-MAX_BYTES = 64 * 1024 * 1024  # earlier contents kept, in all
-PRUNE_EVERY = 60.0  # seconds between looks at the limits in one process (and one at its first record)
-PRUNE_TO = 0.9  # a prune keeps this share of each limit, so the next one is thousands of changes away
 _pruned: dict[str, float] = {}
 _prune_guard = threading.Lock()
 
@@ -133,8 +129,10 @@ def _over_limits(folder: Path, now: float) -> bool:
 def _past_limits(count: int, oldest: Entry | None, blob_bytes: Callable[[], int], now: float) -> bool:
     """Whether a journal of ``count`` entries, the oldest ``oldest``, holding ``blob_bytes()`` of
     earlier contents (asked last: it lists the blobs), is past one of its limits."""
-    return (count > MAX_ENTRIES or (oldest is not None and oldest.t < now - MAX_AGE_DAYS * 86400)
-            or blob_bytes() > MAX_BYTES)
+    config = settings.current()
+    too_old = oldest is not None and oldest.t < now - config.journal_max_age_days * 86400
+    return (count > config.journal_max_entries or too_old
+            or blob_bytes() > config.journal_max_bytes)
 
 
 def _keep_blob(folder: Path, data: bytes) -> None:
@@ -174,7 +172,7 @@ def _prune_due(folder: Path) -> bool:
     with _prune_guard:
         last = _pruned.get(key)
         now = time.monotonic()
-        if last is not None and now - last < PRUNE_EVERY:
+        if last is not None and now - last < settings.current().journal_prune_every:
             return False
         _pruned[key] = now
         return True
@@ -214,14 +212,16 @@ def blob(index_dir: Path, sha: str) -> bytes | None:
 def prune(index_dir: Path, now: float | None = None) -> int:
     """Drop the oldest entries until the journal is within ``PRUNE_TO`` of each limit (the caller
     holds the journal's lock); returns how many. With none past a limit it is already there."""
+    config = settings.current()
     folder = journal_dir(index_dir)
     kept = entries(index_dir)
     total = len(kept)
     now = now or time.time()
     sizes = _blob_sizes(folder)
-    share = PRUNE_TO if _past_limits(len(kept), kept[0] if kept else None, lambda: sum(sizes.values()), now) else 1.0
-    cutoff = now - MAX_AGE_DAYS * 86400 * share
-    kept = [e for e in kept if e.t >= cutoff][-int(MAX_ENTRIES * share):]
+    past = _past_limits(len(kept), kept[0] if kept else None, lambda: sum(sizes.values()), now)
+    share = config.journal_prune_to if past else 1.0
+    cutoff = now - config.journal_max_age_days * 86400 * share
+    kept = [e for e in kept if e.t >= cutoff][-int(config.journal_max_entries * share):]
     used, start = 0, len(kept)
     counted: set[str] = set()
     for i in range(len(kept) - 1, -1, -1):  # newest first, while the contents fit
@@ -229,7 +229,7 @@ def prune(index_dir: Path, now: float | None = None) -> int:
         if sha is not None and sha not in counted:
             counted.add(sha)
             used += sizes.get(sha, 0)
-        if used > MAX_BYTES * share:
+        if used > config.journal_max_bytes * share:
             break
         start = i
     kept = kept[start:]

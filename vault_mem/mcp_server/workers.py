@@ -32,11 +32,11 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from vault_mem import settings
+
 ENV = "VAULT_MEM_WORKER"
 TOKEN_ENV = "VAULT_MEM_TOKEN"  # how a worker gets the bearer token (cli/serve.py reads it)
 # How much lower the serving workers' priority is than worker 1's (see give_way_to_the_writer).
-SERVING_NICE = 3
-STOP_WAIT = 10.0  # seconds a worker gets to stop before it is killed
 
 
 @dataclass(frozen=True)
@@ -166,7 +166,7 @@ class Workers:
         for child in self.children:
             if child.poll() is None:
                 child.terminate()
-        deadline = time.monotonic() + STOP_WAIT
+        deadline = time.monotonic() + settings.current().worker_stop_wait
         for child in self.children:
             try:
                 child.wait(timeout=max(0.1, deadline - time.monotonic()))
@@ -205,7 +205,7 @@ def give_way_to_the_writer(seat: Seat) -> None:
     below normal waits for every busy program of the normal class, not a smaller share."""
     if seat.count > 1 and not seat.leads and hasattr(os, "nice"):
         with contextlib.suppress(OSError):
-            os.nice(SERVING_NICE)
+            os.nice(settings.current().serving_nice)
 
 
 def keep_writing_to_the_terminal() -> None:

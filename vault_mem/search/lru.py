@@ -16,8 +16,9 @@ from collections import OrderedDict
 from collections.abc import Callable, Hashable
 from typing import Any, TypeVar
 
+from vault_mem import settings
+
 V = TypeVar("V")
-DEFAULT_MB = 192
 
 
 def approx_size(value: Any) -> int:
@@ -79,10 +80,11 @@ class Lru:
 
 
 def _budget() -> int:
+    config = settings.current()
     try:
-        megabytes = float(os.environ.get("VAULT_MEM_CACHE_MB", DEFAULT_MB))
+        megabytes = float(os.environ.get("VAULT_MEM_CACHE_MB", config.cache_mb))
     except ValueError:
-        megabytes = DEFAULT_MB
+        megabytes = config.cache_mb
     return int(max(megabytes, 1) * 2**20)
 
 

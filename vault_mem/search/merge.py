@@ -49,7 +49,8 @@ from whoosh.filedb.filestore import FileStorage
 from whoosh.index import TOC
 from whoosh.reading import SegmentReader
 
-from vault_mem.search.commits import TINY_FOLD, clean_debris, tiny_segments, write_lock
+from vault_mem import settings
+from vault_mem.search.commits import clean_debris, tiny_segments, write_lock
 from vault_mem.search.whoosh.patches import install_from_environment
 from vault_mem.search.whoosh.seam import (
     DEFAULT_INDEX_NAME,
@@ -63,14 +64,11 @@ from vault_mem.search.whoosh.seam import (
 log = logging.getLogger("vault_mem.merge")
 MERGE_LOCK = "merge.lock"
 WORK_DIR = ".merging"
-FLOOR = 1000  # segments with fewer live documents are all in the lowest tier
-FACTOR = 8  # segments per tier before they are merged into one of the next tier
-MAX_AT_ONCE = 4 * FACTOR  # segments one merge takes at most
-SWAP_LOCK_TIMEOUT = 600.0  # a swap waits this long for live writers (each holds it ~30 ms)
 
 
 def tier(docs: int) -> int:
-    return 0 if docs < FLOOR else 1 + int(math.log(docs / FLOOR, FACTOR))
+    config = settings.current()
+    return 0 if docs < config.merge_floor else 1 + int(math.log(docs / config.merge_floor, config.merge_factor))
 
 
 def tier_size(segment: Any) -> int:
@@ -89,17 +87,18 @@ def plan(segments: list[Any]) -> list[Any]:
     nearly every time under steady saves (the segment it read was gone by its swap), and the
     segments piled up to 40 between merges instead of about 12. More of them than that means no live
     commit folds them (another version's process, a test): then they are the merge's."""
+    config = settings.current()
     tiny = set(tiny_segments(segments))  # segments compare by their id
-    if len(tiny) <= TINY_FOLD:
+    if len(tiny) <= config.tiny_fold:
         segments = [segment for segment in segments if segment not in tiny]
     tiers: dict[int, list[Any]] = {}
     for segment in segments:
         tiers.setdefault(tier(tier_size(segment)), []).append(segment)
     for level in sorted(tiers):
         group = tiers[level]
-        if len(group) >= FACTOR:
+        if len(group) >= config.merge_factor:
             # All of them when more piled up while a merge ran: one merge, not several rounds.
-            return sorted(group, key=lambda s: (s.doc_count(), s.segment_id()))[:MAX_AT_ONCE]
+            return sorted(group, key=lambda s: (s.doc_count(), s.segment_id()))[:config.merge_max_at_once]
     return []
 
 
@@ -184,7 +183,7 @@ def _swap(ix: Any, chosen: list[Any], merged: Any, docmap: dict[str, dict[int, i
           deleted_before: dict[str, set[int]], work: FileStorage) -> int | None:
     """Under Whoosh's write lock: publish ``merged`` in place of ``chosen``. Returns how many
     deletions were carried over, or None when a chosen segment is no longer in the index."""
-    with write_lock(ix, SWAP_LOCK_TIMEOUT):
+    with write_lock(ix, settings.current().merge_swap_wait):
         toc = read_toc(ix)
         current = {s.segment_id(): s for s in toc.segments}
         ids = [s.segment_id() for s in chosen]
