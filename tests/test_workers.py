@@ -203,7 +203,7 @@ def thread_nice(task: Path) -> int | None:
 def test_workers_share_the_parents_session_and_the_serving_one_gives_way_to_the_writer(served: Served) -> None:
     """A Ctrl-C in the terminal reaches the parent alone (its workers are in other process groups),
     while the workers stay in its session: Linux shares the CPU between sessions first
-    (mcp_server/workers.py, _own_group). Worker 2, and every thread it runs, is ``SERVING_NICE``
+    (mcp_server/workers.py, _own_group). Worker 2, and every thread it runs, is ``serving_nice``
     below worker 1. Each ignores SIGTTOU, which a terminal set to ``stty tostop`` sends a
     background process that writes to it."""
 
@@ -341,14 +341,14 @@ async def test_a_write_call_passed_to_the_writer_needs_the_secret_and_comes_back
 
 
 def test_the_writer_worker_takes_the_interpreter_lock_back_quickly() -> None:
-    """Worker 1 of several (mcp_server/transports.py calls this before it takes write calls) runs
-    with a switch interval a tenth of Python's default, so that a write's many short waits on the
-    disk do not each wait for a computing thread's 5 ms turn."""
-    from vault_mem.mcp_server.delegate import take_writes_quickly
+    """Worker 1 of several (cli/serve.py calls this before it takes write calls) runs with a switch
+    interval a tenth of Python's default, so that a write's many short waits on the disk do not
+    each wait for a computing thread's 5 ms turn."""
+    from vault_mem.runtime.tuning import writer_takes_writes_quickly
 
     before = sys.getswitchinterval()
     try:
-        take_writes_quickly()
+        writer_takes_writes_quickly()
         assert sys.getswitchinterval() == pytest.approx(settings.current().writer_switch_interval)
         assert before / 5 >= settings.current().writer_switch_interval
     finally:

@@ -24,7 +24,7 @@ from vault_mem.cli.common import open_index, say, vault_root
 from vault_mem.cli.gitsync import add_serve_options, start_serve_options
 from vault_mem.cli.workers import worker_count
 from vault_mem.errors import InvalidInput
-from vault_mem.runtime.collector import settle as settle_collector
+from vault_mem.runtime import tuning
 from vault_mem.served.agents import Agent
 from vault_mem.served.keys import KeyRing, list_agents
 
@@ -75,14 +75,17 @@ def cmd_serve(args: argparse.Namespace) -> int:
     seat = None
     if args.http:
         from vault_mem.mcp_server.transports import check_http_options
-        from vault_mem.mcp_server.workers import give_way_to_the_writer, keep_writing_to_the_terminal, seat_from_env
+        from vault_mem.mcp_server.workers import keep_writing_to_the_terminal, seat_from_env
 
         seat = seat_from_env()  # one of `serve --workers N`: the parent checked the options and holds the port
         if seat is None:
             check_http_options(args.host, args.port, token, args.allowed_host)
         else:
             keep_writing_to_the_terminal()
-            give_way_to_the_writer(seat)
+            if seat.takes_writes:  # worker 1 of several: every write is made here
+                tuning.writer_takes_writes_quickly()
+            elif not seat.leads:
+                tuning.serving_worker_gives_way()
     elif args.workers is not None:
         raise InvalidInput("--workers", "applies to --http only: a stdio server has one client")
     elif sys.stdin is None:
@@ -140,7 +143,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
                 warm_when_ready(vault, runtime.wait_ready)
             run = _transport(args, server, url, token, root, keys, caller, seat, calls)
-            settle_collector(config.gc_young, runtime.quiet_for)
+            tuning.settle_collector(runtime.quiet_for)
             if seat is None or seat.leads:
                 start_serve_options(args, root)
         except KeyboardInterrupt:  # Ctrl-C while the server loads: the same one line as later

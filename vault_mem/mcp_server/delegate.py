@@ -28,7 +28,6 @@ import json
 import logging
 import socket
 import struct
-import sys
 import threading
 import time
 from collections.abc import Callable
@@ -126,21 +125,6 @@ def write_threads(workers: int) -> int:
     """The connections worker 1 of ``workers`` serves at once: the others' ``delegate_connections``
     each, plus as many again: room to reconnect."""
     return settings.current().delegate_connections * workers
-
-
-def take_writes_quickly() -> None:
-    """Worker 1 of several: a short switch interval for the whole process.
-
-    A write's steps are mostly waits on the disk: its fsyncs, the journal's and the agent's file
-    locks, a dozen other calls into the system. Each one lets go of the interpreter lock, and
-    when another thread wants it meanwhile (a commit, a searcher's renewal) Python gives it back
-    only after the switch interval. At 5 ms a wait, a write held a lock that the others queued
-    for while it waited: under 32 sessions (``bench/load_bench.py``), the slowest calls in worker
-    1 took 150-300 ms in groups, most of it around system calls that took about 1 ms (``perf
-    trace``). At 0.5 ms the write p99 fell by about 50 ms in 3 pairs of runs
-    (docs/concurrency.md). The serving workers keep the default: their call threads compute, and
-    a shorter interval cost them calls."""
-    sys.setswitchinterval(settings.current().writer_switch_interval)
 
 
 class WriteServer:

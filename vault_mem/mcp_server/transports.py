@@ -404,9 +404,8 @@ def run_http(server: Server[Any], host: str, port: int, token: str | None, allow
         app = Affinity(app, seat.index, seat.ports)
         sockets, writes = worker_sockets(seat)
         if writes is not None and calls is not None:
-            from vault_mem.mcp_server.delegate import WriteServer, take_writes_quickly, write_threads
+            from vault_mem.mcp_server.delegate import WriteServer, write_threads
 
-            take_writes_quickly()
             WriteServer(writes, seat.secret, calls.text, write_threads(seat.count)).start()
     bound = connection_bound()
     # Not uvicorn.run: outside the main thread uvicorn installs no signal handlers, and a failed

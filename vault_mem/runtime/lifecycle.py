@@ -13,8 +13,8 @@ stderr: the build forks workers, and nothing a child does may reach the protocol
 
 Segments are merged off the live path: a scheduler thread checks the index's segments
 every few seconds and, when the tiered policy asks for a merge and no process holds the
-merge lock, starts ``python -m vault_mem.search.merge`` at low priority (see
-``search/merge.py`` and docs/index-and-scale.md). Nothing here ever waits for it.
+merge lock, starts ``python -m vault_mem.runtime.tuning`` at low priority (see
+``search/merge.py``, ``runtime/tuning.py`` and docs/index-and-scale.md). Nothing here ever waits for it.
 """
 
 from __future__ import annotations
@@ -342,10 +342,11 @@ class Runtime:
         with merge_lock(self.index.dir) as free:  # another server's merge is running: leave it be
             if not free:
                 return False
-        command = [sys.executable, "-m", "vault_mem.search.merge", str(self.index.dir)]
+        command = [sys.executable, "-m", "vault_mem.runtime.tuning", str(self.index.dir)]
+        below_normal = getattr(subprocess, "BELOW_NORMAL_PRIORITY_CLASS", 0)  # Windows: the merge gives way
         self._merger = subprocess.Popen(
             command, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=sys.stderr.fileno(),
-            creationflags=getattr(subprocess, "BELOW_NORMAL_PRIORITY_CLASS", 0))
+            creationflags=below_normal if settings.current().tune_merge_priority else 0)
         return True
 
     def _bring_up(self) -> None:

@@ -235,39 +235,12 @@ def merge_all(index_dir: Path, before_swap: Callable[[], None] | None = None) ->
         return results
 
 
-def lower_priority() -> None:
-    """Give the live path (the server's calls and commits) the CPU first."""
-    if hasattr(os, "nice"):
-        with contextlib.suppress(OSError):
-            os.nice(10)
-    _own_autogroup()
-
-
-def _own_autogroup() -> None:
-    """Linux with autogroup scheduling (the default of most distributions) shares the CPU fairly
-    between sessions first and applies a nice value only among the processes of one session. In
-    its server's session a merge at nice 10 ran on that session's share, level with the serving
-    worker and the clients whenever the server's own threads waited. A session of its own at the
-    lowest autogroup priority gives way to them: under 32 sessions
-    (``bench/load_bench.py``, two workers, 13,415 notes) the read p99 fell by about 10 ms over 8
-    runs of each, alternating, with the same calls answered (docs/index-and-scale.md)."""
-    if sys.platform != "linux":
-        return
-    try:
-        os.setsid()
-        with open("/proc/self/autogroup", "w", encoding="ascii") as group:
-            group.write("19")
-    except OSError:  # no autogroup (kernel option off, or a container without /proc): nice 10 it is
-        pass
-
-
 def main(argv: list[str] | None = None) -> int:
     args = sys.argv[1:] if argv is None else argv
     if len(args) != 1:
-        print("usage: python -m vault_mem.search.merge INDEX_DIR", file=sys.stderr)
+        print("usage: python -m vault_mem.runtime.tuning INDEX_DIR", file=sys.stderr)
         return 2
     logging.basicConfig(level=logging.INFO, stream=sys.stderr, format="vault-mem merge: %(message)s")
-    lower_priority()
     try:
         install_from_environment()
         results = merge_all(Path(args[0]))
@@ -277,7 +250,3 @@ def main(argv: list[str] | None = None) -> int:
     if results is None:
         log.info("another process is merging this index")
     return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())
