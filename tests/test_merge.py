@@ -133,7 +133,7 @@ def test_a_save_during_a_merge_is_visible_without_waiting_for_it(tmp_path: Path)
 
 def test_a_merge_killed_at_any_moment_leaves_an_index_equal_to_the_files(tmp_path: Path) -> None:
     index = many_segments(tmp_path, notes=400, singles=4 * Settings().merge_factor)
-    command = [sys.executable, "-m", "vault_mem.search.merge", str(index.dir)]
+    command = [sys.executable, "-m", "vault_mem.runtime.tuning", str(index.dir)]
     killed_mid_merge = 0
     # Killed some time after it started, or after it began writing (its work folder appeared: on a
     # busy machine a fixed delay from the start may always hit the start-up or the end).
@@ -170,7 +170,7 @@ def test_a_merge_killed_at_any_moment_leaves_an_index_equal_to_the_files(tmp_pat
 def test_two_processes_never_merge_at_once(tmp_path: Path) -> None:
     index = many_segments(tmp_path, notes=200, singles=3 * Settings().merge_factor)
     index.close()
-    command = [sys.executable, "-m", "vault_mem.search.merge", str(index.dir)]
+    command = [sys.executable, "-m", "vault_mem.runtime.tuning", str(index.dir)]
     # While another process holds the merge lock, a merge process does nothing.
     generation = index.open()._read_toc().generation
     with FileLock(str(index.dir / MERGE_LOCK)):

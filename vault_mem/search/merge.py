@@ -24,7 +24,7 @@ rename) the old segments are the index; an orphan file is removed by the next sw
 clean-up, the work folder by the next merge. Queries keep using the segments their
 searcher opened and pick up the merged one on their next renewal.
 
-Run as ``python -m vault_mem.search.merge INDEX_DIR`` (what ``runtime/lifecycle.py``
+Run as ``python -m vault_mem.runtime.tuning INDEX_DIR`` (what ``runtime/lifecycle.py``
 starts); it merges until the policy is satisfied and exits at once when another
 process holds the merge lock.
 """
