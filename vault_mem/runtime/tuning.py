@@ -93,6 +93,7 @@ def merge_process(argv: list[str] | None = None) -> int:
     """The background merge process: it gives way, then merges (``search/merge.py``)."""
     from vault_mem.search.api import merge_main
 
+    settings.configure(settings.from_environment(os.environ))  # a process of its own: its composition root
     merge_gives_way()
     return merge_main(sys.argv[1:] if argv is None else argv)
 
