@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import random
 import textwrap
@@ -15,6 +16,7 @@ from typing import Any, TypeVar
 import pytest
 from mcp import Client
 
+from vault_mem import settings
 from vault_mem.mcp_server.answers import IS_ERROR
 from vault_mem.mcp_server.app import build_server
 from vault_mem.search.api import install_whoosh_patches
@@ -63,6 +65,24 @@ def own_config_folder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     folder = tmp_path / "config"
     monkeypatch.setenv("XDG_CONFIG_HOME", str(folder))
     return folder
+
+
+Tuned = Callable[..., settings.Settings]
+
+
+@pytest.fixture
+def tuned() -> Iterator[Tuned]:
+    """``tuned(field=value, ...)`` changes the process's settings for the rest of one test; the
+    settings before it come back after it."""
+    before = settings.current()
+
+    def tune(**changes: Any) -> settings.Settings:
+        chosen = dataclasses.replace(settings.current(), **changes)
+        settings.configure(chosen)
+        return chosen
+
+    yield tune
+    settings.configure(before)
 
 
 @pytest.fixture

@@ -15,6 +15,7 @@ from conftest import write_notes
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from vault_mem import settings as vm_settings
 from vault_mem.search.build import build, reconcile, sync
 from vault_mem.search.segments import segments
 from vault_mem.search.store import VaultIndex
@@ -234,7 +235,7 @@ def test_postings_spilled_to_run_files_index_the_same_as_postings_sorted_in_memo
     from whoosh.writing import SegmentWriter
 
     from vault_mem.search.schema import document_of, make_schema
-    from vault_mem.search.whoosh.postings import RUN_CHUNK, TermPool
+    from vault_mem.search.whoosh.postings import TermPool
     from vault_mem.vault.reader import read_note
 
     rng = random.Random(7)
@@ -261,7 +262,7 @@ def test_postings_spilled_to_run_files_index_the_same_as_postings_sorted_in_memo
     kept_runs, kept = postings(256, "kept")
     assert kept_runs == 0 and spilled_runs > 128  # more runs than files open at once: runs merged first
     assert spilled == kept
-    assert sum(len(p) for p in kept.values()) > RUN_CHUNK  # more postings than one pickled chunk
+    assert sum(len(p) for p in kept.values()) > vm_settings.current().run_chunk  # more postings than one pickled chunk
 
 
 def test_term_lengths_written_from_decoded_lengths_are_whooshs_own(tmp_path: Path, monkeypatch) -> None:
@@ -439,7 +440,7 @@ def test_live_commits_fold_the_tiny_segments_they_leave(tmp_path: Path) -> None:
         assert list(searcher.docs_for_query(Term("body", "word35"))) == []  # replaced since
 
 
-def test_a_small_segments_term_sets_answer_as_whooshs_own_term_lookup(tmp_path: Path, monkeypatch) -> None:
+def test_a_small_segments_term_sets_answer_as_whooshs_own_term_lookup(tmp_path: Path, monkeypatch, tuned) -> None:
     """Segments of at most ``SET_TERMS`` documents answer ``term_docs`` from a set of each field's
     terms: for every field, every term they hold and terms they lack, the same documents as the
     hashed lookup in the terms file that larger segments use (a file name that is not UTF-8 too)."""
@@ -462,7 +463,7 @@ def test_a_small_segments_term_sets_answer_as_whooshs_own_term_lookup(tmp_path: 
         sync(index, procs=1)
     with index.searching() as searcher:
         parts = segments(searcher)
-        assert len(parts) >= 2 and all(seg.size <= segs_module.SET_TERMS for seg in parts)
+        assert len(parts) >= 2 and all(seg.size <= vm_settings.current().term_set_below for seg in parts)
         from whoosh.fields import ID, KEYWORD
 
         # term_docs is asked of the exact-term fields (a number field's terms are not text)
@@ -474,7 +475,7 @@ def test_a_small_segments_term_sets_answer_as_whooshs_own_term_lookup(tmp_path: 
                          for t in seg.reader.lexicon(field)] + ["absent", "", "coder2"]
                 for value in asked:
                     with_sets = seg.term_docs(field, value)
-                    monkeypatch.setattr(segs_module, "SET_TERMS", -1)  # the hashed lookup, as a big segment
+                    tuned(term_set_below=-1)  # the hashed lookup, as a big segment
                     fresh = segs_module.Segment(seg.reader, seg.offset)
                     assert with_sets == fresh.term_docs(field, value), (field, value)
-                    monkeypatch.setattr(segs_module, "SET_TERMS", 4096)
+                    tuned(term_set_below=4096)

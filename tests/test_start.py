@@ -17,7 +17,7 @@ from typing import Any
 
 import anyio
 import pytest
-from conftest import SAMPLE_VAULT, ToolClient, eventually, write_notes
+from conftest import SAMPLE_VAULT, ToolClient, Tuned, eventually, write_notes
 from mcp import Client, StdioServerParameters
 
 from vault_mem.mcp_server.app import build_server
@@ -249,13 +249,12 @@ async def test_a_held_watcher_applies_what_it_heard_once_released(tmp_path: Path
 
 
 async def test_the_start_up_check_lets_the_first_calls_go_first_and_gives_way_to_calls(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+        tmp_path: Path, tuned: Tuned) -> None:
     """Once the server is loaded, the check of an existing index does not start while a call is in
     flight (nor for a moment after one), and while it walks it pauses now and then for a call in
     flight; it still ends (runtime/lifecycle.py)."""
-    import vault_mem.runtime.lifecycle as lifecycle
 
-    monkeypatch.setattr(lifecycle, "GIVE_WAY_EVERY", 1)
+    tuned(check_give_way_every=1)
     root = write_notes(tmp_path / "v", {f"n{i}.md": f"# Note {i}\n\nabout queues\n" for i in range(5)})
     index = VaultIndex(root)
     sync(index)

@@ -21,6 +21,7 @@ from mcp import Client
 from mcp.client.extension import advertise
 from serving import free_port
 
+from vault_mem import settings
 from vault_mem.history import journal
 from vault_mem.mcp_server.app import build_server
 from vault_mem.served.keys import add_agent
@@ -104,7 +105,7 @@ def test_a_session_cookie_cannot_be_forged_or_outlive_its_time(tmp_path: Path) -
     signature = cookie.split(".")[1]
     owner_payload = auth.new_session(b"x" * 32, None, now=1000.0)[1].split(".")[0]
     assert auth.read_session(secret, f"{owner_payload}.{signature}", now=1001.0) is None  # another payload
-    assert auth.read_session(secret, cookie, now=1000.0 + auth.SESSION_TTL + 1) is None
+    assert auth.read_session(secret, cookie, now=1000.0 + settings.current().ui_session_ttl + 1) is None
     assert auth.read_session(b"y" * 32, cookie, now=1001.0) is None
     assert auth.read_session(secret, "garbage", now=1001.0) is None
     code = auth.issue_login(tmp_path)

@@ -14,9 +14,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import open_vault, write_notes
+from conftest import Tuned, open_vault, write_notes
 from mcp import Client
 
+from vault_mem import settings
 from vault_mem.history import agentstate, journal, kept
 from vault_mem.mcp_server.app import build_server
 from vault_mem.search.build import sync
@@ -134,10 +135,9 @@ def test_an_older_versions_history_in_the_index_folder_is_moved_out_on_first_sta
 # -- a share per agent -----------------------------------------------------------------------
 
 async def test_one_agents_flood_drops_only_its_own_oldest_changes_and_log_says_so(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+        tmp_path: Path, tuned: Tuned) -> None:
     # The limits scaled down a thousandfold, so that a flood takes a second instead of minutes.
-    monkeypatch.setattr(journal, "MAX_BYTES", 64 * 1024)
-    monkeypatch.setattr(journal, "PRUNE_EVERY", 0.0)
+    tuned(journal_max_bytes=64 * 1024, journal_prune_every=0.0)
     vault = open_vault(write_notes(tmp_path / "v", NOTES))
     filler = "flood " * 2000  # 12 KB a version
     async with Client(build_server(vault), mode="legacy") as client:
@@ -172,11 +172,10 @@ async def test_one_agents_flood_drops_only_its_own_oldest_changes_and_log_says_s
 
 
 def test_past_the_journals_total_the_agents_holding_the_most_give_up_their_oldest(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+        tmp_path: Path, tuned: Tuned) -> None:
     """A flood under many names (each within its own share) cuts the biggest holders to one
     level; an agent holding less than that level keeps everything."""
-    monkeypatch.setattr(journal, "TOTAL_BYTES", 10_000)
-    monkeypatch.setattr(journal, "PRUNE_EVERY", 3600.0)  # pruned below, by hand
+    tuned(journal_total_bytes=10_000, journal_prune_every=3600.0)  # pruned below, by hand
     history = tmp_path / "h"
 
     def edit(agent: str, i: int, size: int) -> None:
@@ -191,7 +190,8 @@ def test_past_the_journals_total_the_agents_holding_the_most_give_up_their_oldes
     left = [e.agent for e in journal.entries(history)]
     assert left.count("quiet") == 1 and left.count("flood-a") == left.count("flood-b") < 4
     assert {d.agent for d in journal.dropped(history)} == {"flood-a", "flood-b"}
-    assert sum(journal._blob_sizes(journal.journal_dir(history)).values()) <= 10_000 * journal.PRUNE_TO
+    kept_bytes = sum(journal._blob_sizes(journal.journal_dir(history)).values())
+    assert kept_bytes <= 10_000 * settings.current().journal_prune_to
 
 
 # -- a crafted journal -----------------------------------------------------------------------

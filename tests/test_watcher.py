@@ -463,10 +463,10 @@ def test_files_that_are_not_notes_need_no_look_at_the_index(live) -> None:
     assert looked and has_path(vault.index, "b/new.md")
 
 
-def test_a_save_heard_before_its_submission_is_left_to_its_write_tool(live, monkeypatch) -> None:
+def test_a_save_heard_before_its_submission_is_left_to_its_write_tool(live, monkeypatch, tuned) -> None:
     """Under load a write tool can be slow between its file change and its submission: the
     watcher waits for those file steps, then finds the save submitted and indexes nothing."""
-    monkeypatch.setattr(watcher_module, "STEPS_WAIT", 120.0)  # a slow machine: no give-up here
+    tuned(watch_steps_wait=120.0)  # a slow machine: no give-up here
     vault, w = live(BASE)
     settle(w)
     indexed, written = w.indexed, vault.index.written

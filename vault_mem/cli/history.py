@@ -8,6 +8,7 @@ import argparse
 import datetime as dt
 from typing import Any
 
+from vault_mem import settings
 from vault_mem.cli.app import PROG, Command, register
 from vault_mem.cli.common import open_index, print_json, say, up_to_date
 from vault_mem.cli.output import plural, table
@@ -40,7 +41,6 @@ def log_options(parser: argparse.ArgumentParser) -> None:
 
 
 def cmd_log(args: argparse.Namespace) -> int:
-    from vault_mem.history.journal import MAX_AGE_DAYS
     from vault_mem.writes.undo import dropped, log
 
     agent, since = _agent(args.agent, "--agent"), _when(args.since)
@@ -51,8 +51,9 @@ def cmd_log(args: argparse.Namespace) -> int:
         return 0
     _say_dropped(gone)
     if not rows:
+        days = settings.current().journal_max_age_days
         say("no changes by write tools " + (f"of agent {agent} " if agent else "")
-            + (f"since {args.since} " if since else "") + f"in the journal (it keeps {MAX_AGE_DAYS} days)")
+            + (f"since {args.since} " if since else "") + f"in the journal (it keeps {days} days)")
         return 0
     lines = table(("time", "agent", "change", "note"),
                   [(r["time"].replace("+00:00", "Z"), r["agent"], r["kind"],

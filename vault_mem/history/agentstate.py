@@ -37,15 +37,12 @@ from itertools import islice
 from pathlib import Path
 from typing import Any, TypeVar
 
+from vault_mem import settings
 from vault_mem.history import filelocks, kept
 from vault_mem.vault.portable import replace_file
 from vault_mem.vault.reader import VersionKey, version_key
 
 AGENTS_DIR = "agents"
-MAX_READ = 5_000  # uids remembered as read; the oldest are forgotten first
-MAX_WROTE = 2_000  # notes watched for ``lost``
-MAX_ERRORS = 20
-REWRITE_SLACK = 4096  # bytes of changes always allowed past the state's own size before a rewrite
 MAPS = ("read", "wrote")
 _UNSAFE = re.compile(r"[^a-z0-9._-]+")
 _HEAD = len('{"gen": "') + 16  # the bytes that tell one rewrite of a file from the next
@@ -122,7 +119,7 @@ class Changes:
             self.steps.append(["drop", where, key])
 
     def set_errors(self, errors: list[Any]) -> None:
-        errors = list(errors)[-MAX_ERRORS:]
+        errors = list(errors)[-settings.current().state_max_errors:]
         if errors != self._state["errors"]:
             self._state["errors"] = errors
             self.steps.append(["errors", errors])
@@ -140,7 +137,8 @@ class Changes:
 
     def bound(self) -> None:
         """Forget the oldest entries past MAX_READ and MAX_WROTE (entries are kept oldest first)."""
-        for where, most in (("read", MAX_READ), ("wrote", MAX_WROTE)):
+        config = settings.current()
+        for where, most in (("read", config.state_max_read), ("wrote", config.state_max_wrote)):
             extra = len(self._state[where]) - most
             for key in list(islice(self._state[where], max(0, extra))):
                 self.drop(where, key)
@@ -189,7 +187,7 @@ def change(history_dir: Path, agent: str, edit: Callable[[Changes], T]) -> T:
         state = changes.state
         line = (json.dumps(changes.steps, ensure_ascii=False) + "\n").encode("utf-8", "surrogateescape")
         if parsed is None or parsed.head is None or parsed.end != parsed.size or \
-                parsed.size + len(line) > 2 * parsed.base + REWRITE_SLACK:
+                parsed.size + len(line) > 2 * parsed.base + settings.current().state_rewrite_slack:
             _rewrite(path, agent, state)
         else:
             with open(path, "ab") as file:

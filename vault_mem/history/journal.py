@@ -8,9 +8,9 @@ no file). ``<history>/journal/blobs/<sha256>`` holds each earlier content once, 
 ``vault-mem undo`` can put a note back byte for byte, with or without git.
 
 Bounded per agent (names in any case), so that one agent's flood of changes drops only its own
-oldest entries: an agent's entries older than ``MAX_AGE_DAYS``, past ``MAX_ENTRIES``, or whose
-contents would take its share past ``MAX_BYTES`` are dropped, oldest first; past ``TOTAL_ENTRIES``
-or ``TOTAL_BYTES`` in all, the agents holding the most give up their oldest until all fit. The
+oldest entries: an agent's entries past its age, count or earlier-contents share (the ``journal_``
+settings) are dropped, oldest first; past the totals of all agents together, the agents holding
+the most give up their oldest until all fit. The
 blobs no entry names any more go too, and ``dropped.json`` keeps, per agent, how much was dropped
 and up to when, for ``vault-mem log`` and ``undo`` to say.
 
@@ -35,6 +35,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from vault_mem import settings
 from vault_mem.history import filelocks, kept
 from vault_mem.history.agentstate import agent_key
 from vault_mem.vault.dates import iso
@@ -43,14 +44,6 @@ from vault_mem.vault.portable import O_BINARY, replace_file
 JOURNAL_DIR = "journal"
 ENTRIES = "entries.jsonl"
 DROPPED = "dropped.json"
-MAX_AGE_DAYS = 30
-MAX_ENTRIES = 20_000  # each agent's
-MAX_BYTES = 64 * 1024 * 1024  # earlier contents each agent's entries name
-TOTAL_ENTRIES = 100_000  # all agents'
-TOTAL_BYTES = 512 * 1024 * 1024
-PRUNE_EVERY = 60.0  # seconds between looks at the limits in one process (and one at its first record)
-LOOK_AFTER = 16  # ... and a look once this process recorded a 16th of an agent's share since the last
-PRUNE_TO = 0.9  # a prune keeps this share of each limit, so the next one is thousands of changes away
 _pruned: dict[str, tuple[float, int, int]] = {}  # folder -> (last look, entries and bytes recorded since)
 _prune_guard = threading.Lock()
 
@@ -142,7 +135,7 @@ def record(history_dir: Path, agent: str, tool: str, changes: list[dict[str, Any
 def _prune_if_over(history_dir: Path, now: float) -> None:
     """Prune when an agent is past a limit, or all are past a total. The look takes no lock
     (every write waits for the journal's), and a prune that drops something leaves a tenth of
-    each limit free (``PRUNE_TO``), so the next one is thousands of changes away."""
+    each limit free (``settings.journal_prune_to``), so the next one is thousands of changes away."""
     folder = journal_dir(history_dir)
     try:
         if _over_limits(folder, now):
@@ -161,6 +154,7 @@ _LINE = re.compile(rb'^\{"t": ([0-9.eE+-]+), "agent": ("(?:[^"\\\n]|\\.)*")[^\n]
 
 def _over_limits(folder: Path, now: float) -> bool:
     """Whether an agent is past a limit or all are past a total, as the look sees it."""
+    config = settings.current()
     try:
         data = (folder / ENTRIES).read_bytes()
     except FileNotFoundError:
@@ -174,7 +168,7 @@ def _over_limits(folder: Path, now: float) -> bool:
         counts[match[2]] = counts.get(match[2], 0) + 1
         if match[3]:
             named.setdefault(match[2], set()).add(match[3])
-    if oldest is not None and oldest < now - MAX_AGE_DAYS * 86400:
+    if oldest is not None and oldest < now - config.journal_max_age_days * 86400:
         return True
     by_key: dict[str, tuple[int, set[bytes]]] = {}
     for token, count in counts.items():  # one agent may be spelled in several cases
@@ -182,16 +176,20 @@ def _over_limits(folder: Path, now: float) -> bool:
             key = agent_key(str(json.loads(token)))
             seen, shas = by_key.get(key, (0, set()))
             by_key[key] = (seen + count, shas | named.get(token, set()))
-    if any(count > MAX_ENTRIES for count, _ in by_key.values()) or sum(counts.values()) > TOTAL_ENTRIES:
+    if (any(count > config.journal_max_entries for count, _ in by_key.values())
+            or sum(counts.values()) > config.journal_total_entries):
         return True
     sizes = _blob_sizes(folder)
     held = [sum(sizes.get(sha.decode(), 0) for sha in shas) for _, shas in by_key.values()]
-    return any(size > MAX_BYTES for size in held) or sum(sizes.values()) > TOTAL_BYTES
+    return (any(size > config.journal_max_bytes for size in held)
+            or sum(sizes.values()) > config.journal_total_bytes)
 
 
 def _plan(everything: list[Entry], sizes: dict[str, int], now: float) -> dict[str, tuple[set[int], str]]:
     """Which entries (positions in ``everything``) a prune drops, by agent key, and why; empty
     when no agent is past a limit and all fit the totals."""
+    config = settings.current()
+    keep_share = config.journal_prune_to
     by_agent: dict[str, list[int]] = {}
     for i, entry in enumerate(everything):
         by_agent.setdefault(agent_key(entry.agent), []).append(i)
@@ -200,27 +198,29 @@ def _plan(everything: list[Entry], sizes: dict[str, int], now: float) -> dict[st
     for key, mine in by_agent.items():
         why = _past_limit([everything[i] for i in mine], sizes, now)
         if why:
-            cutoff = now - MAX_AGE_DAYS * 86400 * PRUNE_TO
-            keep = [i for i in mine if everything[i].t >= cutoff][-int(MAX_ENTRIES * PRUNE_TO):]
-            keep = _fitting(everything, keep, sizes, MAX_BYTES * PRUNE_TO)
+            cutoff = now - config.journal_max_age_days * 86400 * keep_share
+            keep = [i for i in mine if everything[i].t >= cutoff][-int(config.journal_max_entries * keep_share):]
+            keep = _fitting(everything, keep, sizes, config.journal_max_bytes * keep_share)
             plan[key] = (set(mine) - set(keep), why)
             mine = keep
         kept_of[key] = mine
     counts = {key: len(mine) for key, mine in kept_of.items()}
     usage = {key: _bytes_of(everything, mine, sizes) for key, mine in kept_of.items()}
     named = {everything[i].before for mine in kept_of.values() for i in mine}
-    over_entries = sum(counts.values()) > TOTAL_ENTRIES
-    over_bytes = sum(sizes.get(sha, 0) for sha in named if sha is not None) > TOTAL_BYTES
+    over_entries = sum(counts.values()) > config.journal_total_entries
+    over_bytes = sum(sizes.get(sha, 0) for sha in named if sha is not None) > config.journal_total_bytes
     if over_entries or over_bytes:
         # Past a total: the agents holding the most are cut to one level, the rest untouched.
-        top_count = _level(list(counts.values()), TOTAL_ENTRIES * PRUNE_TO) if over_entries else float("inf")
-        top_bytes = _level(list(usage.values()), TOTAL_BYTES * PRUNE_TO) if over_bytes else float("inf")
+        no_cut = float("inf")
+        top_count = _level(list(counts.values()), config.journal_total_entries * keep_share) if over_entries else no_cut
+        top_bytes = _level(list(usage.values()), config.journal_total_bytes * keep_share) if over_bytes else no_cut
         for key, mine in kept_of.items():
             keep = mine[len(mine) - int(min(len(mine), top_count)):]
             keep = _fitting(everything, keep, sizes, top_bytes)
             if len(keep) < len(mine):
                 gone, why = plan.get(key, (set(), ""))
-                total = f"{TOTAL_ENTRIES:,} changes" if over_entries else f"{_mib(TOTAL_BYTES)} of earlier contents"
+                total = (f"{config.journal_total_entries:,} changes" if over_entries
+                         else f"{_mib(config.journal_total_bytes)} of earlier contents")
                 plan[key] = (gone | (set(mine) - set(keep)),
                              why or f"the journal was past its total of {total}, and this agent held the most")
     return plan
@@ -228,12 +228,13 @@ def _plan(everything: list[Entry], sizes: dict[str, int], now: float) -> dict[st
 
 def _past_limit(mine: list[Entry], sizes: dict[str, int], now: float) -> str:
     """Why one agent's entries (oldest first) are past its limits, or ''."""
-    if len(mine) > MAX_ENTRIES:
-        return f"past its share of {MAX_ENTRIES:,} changes"
-    if mine and mine[0].t < now - MAX_AGE_DAYS * 86400:
-        return f"older than {MAX_AGE_DAYS} days"
-    if _bytes_of(mine, range(len(mine)), sizes) > MAX_BYTES:
-        return f"past its share of {_mib(MAX_BYTES)} of earlier contents"
+    config = settings.current()
+    if len(mine) > config.journal_max_entries:
+        return f"past its share of {config.journal_max_entries:,} changes"
+    if mine and mine[0].t < now - config.journal_max_age_days * 86400:
+        return f"older than {config.journal_max_age_days} days"
+    if _bytes_of(mine, range(len(mine)), sizes) > config.journal_max_bytes:
+        return f"past its share of {_mib(config.journal_max_bytes)} of earlier contents"
     return ""
 
 
@@ -307,13 +308,16 @@ def _sync(path: Path) -> None:
 def _prune_due(folder: Path, count: int, added: int) -> bool:
     """Whether to look at the limits now: at this process's first record, then once a minute,
     or sooner once it recorded a 16th of an agent's share (a flood is cut while it floods)."""
+    config = settings.current()
     key = str(folder)
     with _prune_guard:
         now = time.monotonic()
         last, entries_since, bytes_since = _pruned.get(key, (None, 0, 0))
         entries_since, bytes_since = entries_since + count, bytes_since + added
-        if last is not None and now - last < PRUNE_EVERY and entries_since < MAX_ENTRIES / LOOK_AFTER \
-                and bytes_since < MAX_BYTES / LOOK_AFTER:
+        look = config.journal_look_after
+        if (last is not None and now - last < config.journal_prune_every
+                and entries_since < config.journal_max_entries / look
+                and bytes_since < config.journal_max_bytes / look):
             _pruned[key] = (last, entries_since, bytes_since)
             return False
         _pruned[key] = (now, 0, 0)

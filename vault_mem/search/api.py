@@ -25,6 +25,7 @@ from vault_mem.search.commits import Batch
 from vault_mem.search.folder import has_index, usable_index_dir
 from vault_mem.search.gitfollow import attach_history
 from vault_mem.search.lru import keep_while_unchanged
+from vault_mem.search.merge import main as merge_main
 from vault_mem.search.merge import merge_due, merge_lock
 from vault_mem.search.presence import live, present
 from vault_mem.search.progress import Progress, ProgressFile
@@ -63,6 +64,7 @@ __all__ = [
     "match_forms",
     "merge_due",
     "merge_lock",
+    "merge_main",
     "newest_first_key",
     "path_prefixes",
     "prefix_records",

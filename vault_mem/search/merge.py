@@ -24,7 +24,7 @@ rename) the old segments are the index; an orphan file is removed by the next sw
 clean-up, the work folder by the next merge. Queries keep using the segments their
 searcher opened and pick up the merged one on their next renewal.
 
-Run as ``python -m vault_mem.search.merge INDEX_DIR`` (what ``runtime/lifecycle.py``
+Run as ``python -m vault_mem.runtime.tuning INDEX_DIR`` (what ``runtime/lifecycle.py``
 starts); it merges until the policy is satisfied and exits at once when another
 process holds the merge lock.
 """
@@ -49,7 +49,8 @@ from whoosh.filedb.filestore import FileStorage
 from whoosh.index import TOC
 from whoosh.reading import SegmentReader
 
-from vault_mem.search.commits import TINY_FOLD, clean_debris, tiny_segments, write_lock
+from vault_mem import settings
+from vault_mem.search.commits import clean_debris, tiny_segments, write_lock
 from vault_mem.search.whoosh.patches import install_from_environment
 from vault_mem.search.whoosh.seam import (
     DEFAULT_INDEX_NAME,
@@ -63,14 +64,11 @@ from vault_mem.search.whoosh.seam import (
 log = logging.getLogger("vault_mem.merge")
 MERGE_LOCK = "merge.lock"
 WORK_DIR = ".merging"
-FLOOR = 1000  # segments with fewer live documents are all in the lowest tier
-FACTOR = 8  # segments per tier before they are merged into one of the next tier
-MAX_AT_ONCE = 4 * FACTOR  # segments one merge takes at most
-SWAP_LOCK_TIMEOUT = 600.0  # a swap waits this long for live writers (each holds it ~30 ms)
 
 
 def tier(docs: int) -> int:
-    return 0 if docs < FLOOR else 1 + int(math.log(docs / FLOOR, FACTOR))
+    config = settings.current()
+    return 0 if docs < config.merge_floor else 1 + int(math.log(docs / config.merge_floor, config.merge_factor))
 
 
 def tier_size(segment: Any) -> int:
@@ -89,17 +87,18 @@ def plan(segments: list[Any]) -> list[Any]:
     nearly every time under steady saves (the segment it read was gone by its swap), and the
     segments piled up to 40 between merges instead of about 12. More of them than that means no live
     commit folds them (another version's process, a test): then they are the merge's."""
+    config = settings.current()
     tiny = set(tiny_segments(segments))  # segments compare by their id
-    if len(tiny) <= TINY_FOLD:
+    if len(tiny) <= config.tiny_fold:
         segments = [segment for segment in segments if segment not in tiny]
     tiers: dict[int, list[Any]] = {}
     for segment in segments:
         tiers.setdefault(tier(tier_size(segment)), []).append(segment)
     for level in sorted(tiers):
         group = tiers[level]
-        if len(group) >= FACTOR:
+        if len(group) >= config.merge_factor:
             # All of them when more piled up while a merge ran: one merge, not several rounds.
-            return sorted(group, key=lambda s: (s.doc_count(), s.segment_id()))[:MAX_AT_ONCE]
+            return sorted(group, key=lambda s: (s.doc_count(), s.segment_id()))[:config.merge_max_at_once]
     return []
 
 
@@ -184,7 +183,7 @@ def _swap(ix: Any, chosen: list[Any], merged: Any, docmap: dict[str, dict[int, i
           deleted_before: dict[str, set[int]], work: FileStorage) -> int | None:
     """Under Whoosh's write lock: publish ``merged`` in place of ``chosen``. Returns how many
     deletions were carried over, or None when a chosen segment is no longer in the index."""
-    with write_lock(ix, SWAP_LOCK_TIMEOUT):
+    with write_lock(ix, settings.current().merge_swap_wait):
         toc = read_toc(ix)
         current = {s.segment_id(): s for s in toc.segments}
         ids = [s.segment_id() for s in chosen]
@@ -236,39 +235,12 @@ def merge_all(index_dir: Path, before_swap: Callable[[], None] | None = None) ->
         return results
 
 
-def lower_priority() -> None:
-    """Give the live path (the server's calls and commits) the CPU first."""
-    if hasattr(os, "nice"):
-        with contextlib.suppress(OSError):
-            os.nice(10)
-    _own_autogroup()
-
-
-def _own_autogroup() -> None:
-    """Linux with autogroup scheduling (the default of most distributions) shares the CPU fairly
-    between sessions first and applies a nice value only among the processes of one session. In
-    its server's session a merge at nice 10 ran on that session's share, level with the serving
-    worker and the clients whenever the server's own threads waited. A session of its own at the
-    lowest autogroup priority gives way to them: under 32 sessions
-    (``bench/load_bench.py``, two workers, 13,415 notes) the read p99 fell by about 10 ms over 8
-    runs of each, alternating, with the same calls answered (docs/index-and-scale.md)."""
-    if sys.platform != "linux":
-        return
-    try:
-        os.setsid()
-        with open("/proc/self/autogroup", "w", encoding="ascii") as group:
-            group.write("19")
-    except OSError:  # no autogroup (kernel option off, or a container without /proc): nice 10 it is
-        pass
-
-
 def main(argv: list[str] | None = None) -> int:
     args = sys.argv[1:] if argv is None else argv
     if len(args) != 1:
-        print("usage: python -m vault_mem.search.merge INDEX_DIR", file=sys.stderr)
+        print("usage: python -m vault_mem.runtime.tuning INDEX_DIR", file=sys.stderr)
         return 2
     logging.basicConfig(level=logging.INFO, stream=sys.stderr, format="vault-mem merge: %(message)s")
-    lower_priority()
     try:
         install_from_environment()
         results = merge_all(Path(args[0]))
@@ -278,7 +250,3 @@ def main(argv: list[str] | None = None) -> int:
     if results is None:
         log.info("another process is merging this index")
     return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -19,6 +19,7 @@ import logging
 import os
 from typing import Any
 
+from vault_mem import settings
 from vault_mem.history import agentstate
 from vault_mem.search.api import fold
 from vault_mem.served.agents import AGENT_NAME, Agent
@@ -28,8 +29,6 @@ from vault_mem.vault.note import permalink_of
 from vault_mem.vault.paths import resolves_inside
 
 log = logging.getLogger("vault_mem.mailbox")
-INBOX_SHOWN = 5
-EXCERPT = 160
 CLOSED = ("completed", "cancelled")
 READ_TOOLS = ("memory_read", "get_memory", "memory_get")
 
@@ -61,7 +60,7 @@ def digest(view: View, doc: int) -> dict[str, Any]:
     record = view.record(doc)
     row = {"permalink": permalink_of(record["path"]), "title": record["title"], "kind": record["type"],
            "updated": record["updated"], "from": record.get("agent"),
-           "excerpt": " ".join(str(record.get("head", "")).split())[:EXCERPT]}
+           "excerpt": " ".join(str(record.get("head", "")).split())[:settings.current().inbox_excerpt]}
     return {k: v for k, v in row.items() if v is not None}
 
 
@@ -79,6 +78,7 @@ def annotate(view: View, tool: str, agent: str | None, answer: dict[str, Any], s
 
 
 def _annotate(view: View, tool: str, agent: str, answer: dict[str, Any], started: float) -> None:
+    config = settings.current()
     history_dir = view.vault.index.history_dir
     state, version = agentstate.load_version(history_dir, agent)
     to_mark = _read_now(view, tool, agent, answer)
@@ -108,8 +108,8 @@ def _annotate(view: View, tool: str, agent: str, answer: dict[str, Any], started
             answer["lost"] = rows
     if tool == "memory_search":
         docs = inbox(view, agent, state["read"], to_mark)
-        answer["inbox"] = [digest(view, d) for d in docs[:INBOX_SHOWN]]
-        answer["inbox_more"] = max(0, len(docs) - INBOX_SHOWN)
+        answer["inbox"] = [digest(view, d) for d in docs[:config.inbox_shown]]
+        answer["inbox_more"] = max(0, len(docs) - config.inbox_shown)
 
 
 def _before(errors: list[Any], started: float) -> list[dict[str, Any]]:

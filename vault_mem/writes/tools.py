@@ -19,6 +19,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from vault_mem import settings
 from vault_mem.errors import Conflict, IndexBusy, InvalidInput, NotFound, WriteFailed
 from vault_mem.git.commit import write_commit
 from vault_mem.search.api import Batch, VaultIndex
@@ -55,9 +56,7 @@ from vault_mem.vault.writer import (
 from vault_mem.writes.landing import change, landed, not_landed
 from vault_mem.writes.limits import check_effects, check_free_name
 
-MAX_TITLE = 500
 MAX_SEGMENT_BYTES = 255
-MAX_CONTENT = 1_000_000
 WRITE_PARAMS = (
     AGENT,
     text_param("title", "Title; also the file name.", required=True),
@@ -263,7 +262,7 @@ def _index(view: View, notes: list[tuple[Note, str]], removed: list[str], done: 
 
 def _body_text(args: Args, name: str) -> str | None:
     """A body or paragraph parameter; NUL is refused (the reader drops it and flags the file)."""
-    text = args.text(name, None, max_len=MAX_CONTENT)
+    text = args.text(name, None, max_len=settings.current().max_content)
     if text is not None and "\x00" in text:
         raise InvalidInput(name, "holds a NUL character, which a Markdown file cannot keep; remove it")
     return text
@@ -314,7 +313,7 @@ def _new_fields(args: Args, agent: str, title: str, defaults: dict[str, Any]) ->
 
 
 def _create(view: View, args: Args, agent: str, defaults: dict[str, Any], tool: str) -> dict[str, Any]:
-    title = args.required_str("title", max_len=MAX_TITLE).strip()
+    title = args.required_str("title", max_len=settings.current().max_title).strip()
     content = _body_text(args, "content") or ""
     domain = args.text("domain", None, max_len=1000)
     domain = domain if domain is not None else defaults.get("domain", "")
