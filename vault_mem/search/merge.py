@@ -50,6 +50,7 @@ from whoosh.index import TOC
 from whoosh.reading import SegmentReader
 
 from vault_mem.search.commits import TINY_FOLD, clean_debris, tiny_segments, write_lock
+from vault_mem.search.hold import hold_at
 from vault_mem.search.whoosh.patches import install_from_environment
 from vault_mem.search.whoosh.seam import (
     DEFAULT_INDEX_NAME,
@@ -163,6 +164,8 @@ def merge_once(index_dir: Path, before_swap: Callable[[], None] | None = None) -
                     writer.add_reader(reader)
                 finally:
                     reader.close()
+                if segment is chosen[0]:
+                    hold_at("merge-writing")
             merged = finish_segment(writer)
         except BaseException:
             with contextlib.suppress(Exception):
@@ -170,6 +173,7 @@ def merge_once(index_dir: Path, before_swap: Callable[[], None] | None = None) -
             shutil.rmtree(work, ignore_errors=True)
             raise
         release(writer)
+    hold_at("merge-swap")
     if before_swap is not None:
         before_swap()
     carried = _swap(ix, chosen, merged, docmap, deleted_before, storage)
@@ -200,6 +204,7 @@ def _swap(ix: Any, chosen: list[Any], merged: Any, docmap: dict[str, dict[int, i
             for name in work.list():
                 if name.startswith(merged.segment_id() + "."):
                     os.replace(os.path.join(work.folder, name), os.path.join(ix.storage.folder, name))
+            hold_at("merge-publish")
         first = min(i for i, s in enumerate(toc.segments) if s.segment_id() in ids)
         kept = [s for s in toc.segments if s.segment_id() not in ids]
         segments = kept[:first] + ([merged] if merged is not None else []) + kept[first:]
