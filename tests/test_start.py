@@ -276,7 +276,7 @@ async def test_the_start_up_check_lets_the_first_calls_go_first_and_gives_way_to
     try:
         with runtime.answering():  # a call in flight as the server finishes loading
             loaded.set()
-            time.sleep(1.0)  # a window in which a check that did not wait would have walked
+            eventually(lambda: runtime.waited_for_calls, timeout=HANG, what="the check waiting for the call")
             assert not calls_seen and not runtime.wait_ready(0)
         assert walking.wait(HANG)
         assert calls_seen and not any(calls_seen)  # it started once no call was in flight
