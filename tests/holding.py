@@ -10,13 +10,15 @@ from collections.abc import Callable
 from pathlib import Path
 
 from vault_mem.search.hold import HOLD_AT
+from vault_mem.search.whoosh.patches import ENVIRONMENT as WHOOSH_PATCHES
 
 HANG = 120.0  # generous: only a hang fails
 
 
 def held_environment(step: str, marker: Path) -> dict[str, str]:
-    """This process's environment without any ``VAULT_MEM_`` setting, holding ``step`` at ``marker``."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith("VAULT_MEM_")}
+    """This process's environment without any ``VAULT_MEM_`` setting but the run's choice of Whoosh
+    patches, holding ``step`` at ``marker``."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("VAULT_MEM_") or k == WHOOSH_PATCHES}
     env[HOLD_AT] = f"{step}={marker}"
     return env
 
