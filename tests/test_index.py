@@ -7,16 +7,17 @@ import random
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
 from conftest import write_notes
+from holding import HANG, held_environment, wait_held
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from vault_mem import settings as vm_settings
 from vault_mem.search.build import build, reconcile, sync
+from vault_mem.search.hold import HOLD_AT
 from vault_mem.search.segments import segments
 from vault_mem.search.store import VaultIndex
 from vault_mem.search.substring import segment_docs_containing, substring_query
@@ -100,26 +101,22 @@ def test_build_killed_half_way_is_repaired_at_next_start(tmp_path: Path) -> None
     notes = {f"d{i % 5}/n{i}.md": note(f"u{i}", f"Note {i}", "x " * 200) for i in range(3000)}
     root = write_notes(tmp_path / "v", notes)
     index_dir = tmp_path / "ix"
-    progress = tmp_path / "progress.json"
+    held = tmp_path / "held"  # the build stops after its first batch until it is killed (search/hold.py)
     child = subprocess.Popen(
         [sys.executable, "-m", "vault_mem", "index", "--rebuild", "--quiet", "--vault", str(root),
-         "--index-dir", str(index_dir), "--progress-file", str(progress)],
+         "--index-dir", str(index_dir)],
         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
+        env=held_environment("build-batch", held),
     )
-    deadline = time.monotonic() + 120
     try:
-        while time.monotonic() < deadline:  # wait until at least one batch is committed
-            if progress.exists() and '"done": 0,' not in progress.read_text() and progress.read_text():
-                break
-            assert child.poll() is None, "the build finished before it could be killed; make the vault bigger"
-            time.sleep(0.01)
-        os.killpg(child.pid, signal.SIGKILL)
+        wait_held(held, child)
     finally:
+        os.killpg(child.pid, signal.SIGKILL)
         child.wait(timeout=30)
     index = VaultIndex(root, index_dir)
     assert not index.is_complete()
-    done_before = len(index.records()) if not index.needs_build() else 0
-    assert done_before < 3000
+    done_before = len(index.records())
+    assert 0 < done_before < 3000
     sync(index, procs=1)
     assert index.is_complete()
     fresh = VaultIndex(root, tmp_path / "fresh")
@@ -127,29 +124,29 @@ def test_build_killed_half_way_is_repaired_at_next_start(tmp_path: Path) -> None
     assert snapshot(index) == snapshot(fresh)
 
 
-def test_a_build_worker_killed_fails_the_build_at_once_and_the_next_sync_repairs_it(tmp_path: Path) -> None:
+def test_a_build_worker_killed_fails_the_build_at_once_and_the_next_sync_repairs_it(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """A worker that dies (killed, out of memory) ends the build with a message naming it, at
     once and not after the other workers' batches; what was committed stays, the next sync
     finishes it."""
     import multiprocessing
     import threading
 
-    import pytest
-
-    notes = {f"d{i % 5}/n{i}.md": note(f"u{i}", f"Note {i}", "x " * 200) for i in range(4000)}
+    notes = {f"d{i % 5}/n{i}.md": note(f"u{i}", f"Note {i}", "x " * 200) for i in range(3000)}
     root = write_notes(tmp_path / "v", notes)
     index = VaultIndex(root, tmp_path / "ix")
+    held = tmp_path / "held"  # the build stops after its first batch (search/hold.py)
+    monkeypatch.setenv(HOLD_AT, f"build-batch={held}")
     killed: list[int] = []
+    ended: list[bool] = []
 
-    def kill_a_worker() -> None:
-        deadline = time.monotonic() + 120
-        while time.monotonic() < deadline and not killed:
-            for child in multiprocessing.active_children():
-                if child.pid is not None:
-                    child.kill()
-                    killed.append(child.pid)
-                    return
-            time.sleep(0.005)
+    def kill_a_worker() -> None:  # while the build holds after its first batch: workers still busy
+        wait_held(held, running=lambda: not ended)
+        child = multiprocessing.active_children()[0]
+        child.kill()
+        child.join(HANG)
+        killed.append(child.exitcode or 0)
+        held.unlink()
 
     killer = threading.Thread(target=kill_a_worker)
     killer.start()
@@ -157,11 +154,13 @@ def test_a_build_worker_killed_fails_the_build_at_once_and_the_next_sync_repairs
         with pytest.raises(RuntimeError, match="index worker stopped"):
             build(index, procs=2)
     finally:
-        killer.join(timeout=150)
-    assert killed
-    assert not index.is_complete()
+        ended.append(True)
+        held.unlink(missing_ok=True)
+        killer.join(timeout=HANG)
+    assert killed == [-signal.SIGKILL]
+    assert 0 < len(index.records()) < 3000 and not index.is_complete()
     sync(index, procs=1)
-    assert index.is_complete() and len(index.records()) == 4000
+    assert index.is_complete() and len(index.records()) == 3000
 
 
 WORDS = ["alpha", "beta", "gamma", "delta", "alphabet", "betamax", "omega", "megaphone", "über", "straße"]

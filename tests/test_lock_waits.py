@@ -14,6 +14,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 
 import pytest
+from conftest import eventually
 
 from vault_mem.runtime.lifecycle import Runtime
 from vault_mem.runtime.watcher import Watcher
@@ -123,12 +124,11 @@ def test_the_watcher_waits_for_a_held_lock_and_then_indexes(make_vault) -> None:
     try:
         with lock_held_by_another_process(vault.index):
             (vault.root / "d.md").write_text("# D\nsaved while the lock is held\n", encoding="utf-8")
-            deadline = time.monotonic() + 30
-            while watcher.wait_idle(0.0):  # until the event has reached the watcher
-                assert time.monotonic() < deadline, "the watcher saw no event"
-                time.sleep(0.01)
-            # The flush waits for the lock: the change stays pending, not dropped.
-            assert not watcher.wait_idle(1.5), "the watcher cannot have indexed it: the lock is held"
+            # The flush waits for the lock (its marker says so to other processes): the change stays
+            # pending, not dropped.
+            turns = vault.index.turns
+            eventually(lambda: (turns.folder / turns.mine).exists(), 30, "the watcher waiting for the lock")
+            assert not watcher.wait_idle(0), "the watcher cannot have indexed it: the lock is held"
         assert watcher.wait_idle(60)
         vault.index.close()
         assert "d.md" in vault.index.fingerprints()

@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 from conftest import Tuned, commit_note, write_notes
 from filelock import FileLock
+from holding import held_environment, wait_held
 from whoosh.reading import SegmentReader
 
 from vault_mem.reads.memory_search import memory_search
@@ -131,37 +132,34 @@ def test_a_save_during_a_merge_is_visible_without_waiting_for_it(tmp_path: Path)
         watcher.stop()
 
 
-def test_a_merge_killed_at_any_moment_leaves_an_index_equal_to_the_files(tmp_path: Path) -> None:
+@pytest.mark.parametrize("step", ["merge-writing", "merge-swap", "merge-publish"])
+def test_a_merge_killed_at_any_moment_leaves_an_index_equal_to_the_files(tmp_path: Path, step: str) -> None:
+    """Killed while it writes its segment, once it is written, and with the write lock held after
+    it moved the segment in but before the table of contents names it (each step held, then killed:
+    search/hold.py); the next merge cleans what it left."""
     index = many_segments(tmp_path, notes=400, singles=4 * Settings().merge_factor)
-    command = [sys.executable, "-m", "vault_mem.runtime.tuning", str(index.dir)]
-    killed_mid_merge = 0
-    # Killed some time after it started, or after it began writing (its work folder appeared: on a
-    # busy machine a fixed delay from the start may always hit the start-up or the end).
-    moments = [("start", d) for d in (0.0, 0.05, 0.1, 0.3)] + [("writing", d) for d in (0.0, 0.02, 0.05, 0.1, 0.2, 0.4)]
-    for after, delay in moments:
-        if not plan(index.open()._read_toc().segments):
-            index.close()
-            for i in range(2 * Settings().merge_factor):  # more small commits than a live fold takes: a merge to kill
-                commit_note(index, f"d{i % 3}/n{i}.md", note(i, f"again {after} {delay} {i}"))
-        proc = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                                stderr=subprocess.DEVNULL)
-        if after == "writing":
-            began = time.monotonic() + 60
-            while time.monotonic() < began and proc.poll() is None and not (index.dir / merge.WORK_DIR).exists():
-                time.sleep(0.001)
-        deadline = time.monotonic() + delay
-        while time.monotonic() < deadline and proc.poll() is None:
-            time.sleep(0.005)
-        if proc.poll() is None:
-            killed_mid_merge += (index.dir / merge.WORK_DIR).exists()
-            proc.kill()
+    index.close()
+    held = tmp_path / "held"
+    proc = subprocess.Popen([sys.executable, "-m", "vault_mem.runtime.tuning", str(index.dir)],
+                            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                            env=held_environment(step, held))
+    try:
+        wait_held(held, proc)
+        assert (index.dir / merge.WORK_DIR).exists()  # mid-merge
+        if step == "merge-publish":  # the merged segment is in the index folder, named by no TOC
+            wanted, present = segment_files(index)
+            assert present - wanted, "the swap has moved the merged segment in"
+    finally:
+        proc.kill()
         proc.wait(30)
-        index.close()
-        assert_index_equals_files(index)
-        assert search(index, "gardening")
-    assert killed_mid_merge, "no kill landed while a merge was writing"
-    # The next merge (or any commit) cleans what the killed ones left.
-    assert merge_all(index.dir) is not None
+    assert proc.returncode != 0, "killed, not finished"
+    assert plan(index.open()._read_toc().segments), "the killed merge changed nothing"
+    index.close()
+    assert_index_equals_files(index)
+    assert search(index, "gardening")
+    # The next merge (or any commit) cleans what the killed one left.
+    assert merge_all(index.dir)
+    assert not plan(index.open()._read_toc().segments)
     assert_index_equals_files(index)
     index.tidy()
     assert_no_debris(index)

@@ -10,7 +10,6 @@ import os
 import shutil
 import sys
 import threading
-import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -473,7 +472,7 @@ def test_a_save_heard_before_its_submission_is_left_to_its_write_tool(live, monk
     written.begin()  # what a write tool does before it changes a file (writes/tools.py)
     try:
         (vault.root / "a/new.md").write_text(note("New", "saved by a tool", uid="n1"))
-        time.sleep(0.5)  # ten debounces: without the wait the watcher has indexed it by now
+        eventually(lambda: written.waiting, 60, "the watcher heard the save and waits for the tool's steps")
         assert not has_path(vault.index, "a/new.md")
         vault.index.settle(vault.index.submit([(read_note(vault.root, "a/new.md"), "a/new.md")], []))
     finally:

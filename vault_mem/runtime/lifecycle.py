@@ -96,6 +96,7 @@ class Runtime:
         self._last_call = 0.0  # monotonic time the last call ended
         self._files_checked = 0
         self.gave_way = 0  # pauses the start-up check made for calls (tests)
+        self.waited_for_calls = 0  # times the start-up check waited for a call in flight to end (tests)
         # The start-up check is due or running: from start() until its reconcile has applied what it
         # found. Notes changed while no server ran (one killed mid-write included) are only in the
         # index after it, so answers say so meanwhile (``checking``).
@@ -217,6 +218,7 @@ class Runtime:
             self._last_call = max(self._last_call, now)
             while not self._stopping and (now := time.monotonic()) < deadline:
                 if self._calls:
+                    self.waited_for_calls += 1
                     self._calls_changed.wait(deadline - now)
                     continue
                 quiet_from = self._last_call + config.calls_first

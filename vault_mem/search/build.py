@@ -32,6 +32,7 @@ from whoosh.index import TOC
 
 from vault_mem import settings
 from vault_mem.search.gitfollow import attach_history, open_history_readonly
+from vault_mem.search.hold import hold_at
 from vault_mem.search.merge import tier
 from vault_mem.search.progress import Progress
 from vault_mem.search.schema import document_of
@@ -109,6 +110,8 @@ def _serial_build(index: VaultIndex, files: list[str], bar: Progress) -> None:
                 w.add_document(**document_of(read_note(index.root, rel, index.history), rel))
                 bar.advance()
         first, size = first + size, min(size * 2, config.build_batch)
+        if first < len(files):
+            hold_at("build-batch")
 
 
 def _parallel_build(index: VaultIndex, files: list[str], bar: Progress, procs: int) -> None:
@@ -170,6 +173,8 @@ def _parallel_build(index: VaultIndex, files: list[str], bar: Progress, procs: i
                 # Publish what is finished so far; old TOC files are cleaned by the final commit.
                 TOC(parent.schema, segments, generation).write(parent.storage, parent.indexname)
                 generation += 1
+                if received < expected:
+                    hold_at("build-batch")
         # The final commit publishes the segments as they are: the merge is left for later.
         parent.generation = generation
         publish(parent, segments)

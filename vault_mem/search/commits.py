@@ -279,6 +279,7 @@ class Written:
         self._issued = 0  # file steps begun so far: each one's ticket is its number
         self._open: dict[int, int] = {}  # thread -> the ticket of its file steps under way
         self._calm = threading.Condition(self._lock)
+        self.waiting = 0  # threads in ``wait_steps`` now: a test sees the watcher stopped there
 
     def begin(self) -> None:
         """This thread's write tool starts its file steps (write tools of different notes run theirs
@@ -303,7 +304,11 @@ class Written:
         later are not waited for: under steady writes there may never be a moment without any."""
         with self._lock:
             upto = self._issued
-            return self._calm.wait_for(lambda: all(ticket > upto for ticket in self._open.values()), timeout)
+            self.waiting += 1
+            try:
+                return self._calm.wait_for(lambda: all(ticket > upto for ticket in self._open.values()), timeout)
+            finally:
+                self.waiting -= 1
 
     def add(self, notes: list[tuple[Note, str]]) -> None:
         with self._lock:

@@ -8,10 +8,10 @@ by one background process at a time (a
 
 1. Read the table of contents (TOC) without any lock and pick the segments to merge
    with a tiered policy (``plan``): segments are put in tiers by document count
-   (``tier_size``: under ``FLOOR`` documents, then each tier ``FACTOR`` times larger); a merge takes
-   the ``FACTOR`` smallest segments of the lowest tier that holds ``FACTOR`` of them.
+   (``tier_size``: under ``merge_floor`` documents, then each tier ``merge_factor`` times larger); a merge takes
+   the ``merge_factor`` smallest segments of the lowest tier that holds that many.
    So a segment is rewritten about once per tier it climbs, and the biggest one only
-   when ``FACTOR`` segments of its size have piled up.
+   when ``merge_factor`` segments of its size have piled up.
 2. Write the merged segment into the hidden work folder ``.merging/`` (Whoosh's own
    clean-up deletes any segment file in the index folder that no TOC names, and live
    commits keep happening meanwhile).
@@ -51,6 +51,7 @@ from whoosh.reading import SegmentReader
 
 from vault_mem import settings
 from vault_mem.search.commits import clean_debris, tiny_segments, write_lock
+from vault_mem.search.hold import hold_at
 from vault_mem.search.whoosh.patches import install_from_environment
 from vault_mem.search.whoosh.seam import (
     DEFAULT_INDEX_NAME,
@@ -162,6 +163,8 @@ def merge_once(index_dir: Path, before_swap: Callable[[], None] | None = None) -
                     writer.add_reader(reader)
                 finally:
                     reader.close()
+                if segment is chosen[0]:
+                    hold_at("merge-writing")
             merged = finish_segment(writer)
         except BaseException:
             with contextlib.suppress(Exception):
@@ -169,6 +172,7 @@ def merge_once(index_dir: Path, before_swap: Callable[[], None] | None = None) -
             shutil.rmtree(work, ignore_errors=True)
             raise
         release(writer)
+    hold_at("merge-swap")
     if before_swap is not None:
         before_swap()
     carried = _swap(ix, chosen, merged, docmap, deleted_before, storage)
@@ -199,6 +203,7 @@ def _swap(ix: Any, chosen: list[Any], merged: Any, docmap: dict[str, dict[int, i
             for name in work.list():
                 if name.startswith(merged.segment_id() + "."):
                     os.replace(os.path.join(work.folder, name), os.path.join(ix.storage.folder, name))
+            hold_at("merge-publish")
         first = min(i for i, s in enumerate(toc.segments) if s.segment_id() in ids)
         kept = [s for s in toc.segments if s.segment_id() not in ids]
         segments = kept[:first] + ([merged] if merged is not None else []) + kept[first:]
