@@ -414,7 +414,7 @@ def test_a_writers_searcher_sees_the_deletions_committed_before_it(tmp_path: Pat
 def test_live_commits_fold_the_tiny_segments_they_leave(tmp_path: Path) -> None:
     """Saves one by one do not pile up segments: every few commits fold the tiny ones into the
     new one, with each note once, at its newest version (docs/index-and-scale.md)."""
-    from vault_mem.search.store import TINY_FOLD
+    from vault_mem import settings
     from vault_mem.vault.reader import read_note
 
     names = [f"n{k}.md" for k in range(5)]
@@ -428,7 +428,7 @@ def test_live_commits_fold_the_tiny_segments_they_leave(tmp_path: Path) -> None:
         (root / name).write_text(note(None, name, f"version {version} word{version}"))
         index.apply([(read_note(root, name), name)], [])
         most = max(most, len(segments_of(index)))
-    assert most <= built + TINY_FOLD
+    assert most <= built + settings.current().tiny_fold
     assert _live_paths(index) == sorted(names)
     records = index.records()
     assert all(records[name]["etag"] == read_note(root, name).etag for name in names)
