@@ -4,7 +4,8 @@ cluster with the note to keep.
 Every current note (one no other note supersedes: ``reads/lineage.py``) is compared with the
 notes resembling it (``search/similar.py``, as ``memory_write``'s ``similar``), and two notes
 that resemble each other at least ``threshold`` fall in one cluster, with what resembles either
-(the connected pieces of that relation). Only reading: what is done with a cluster is
+(the connected pieces of that relation); then only the notes that resemble the note to keep at
+least as much stay in its cluster. Only reading: what is done with a cluster is
 ``writes/tidy.py``'s.
 
 The note to keep is the most recently updated (then the one created last, then the path, as
@@ -110,10 +111,10 @@ def clusters(views: Callable[[], View], *, threshold: float = 0.35,
                 pieces.join(doc, near.docnum)
             if advance is not None:
                 advance(1)
-    return _proposed(views, pieces.groups(), rarest)
+    return _proposed(views, pieces.groups(), rarest, threshold)
 
 
-def _proposed(views: Callable[[], View], groups: list[list[int]], rarest: Rarity) -> list[Cluster]:
+def _proposed(views: Callable[[], View], groups: list[list[int]], rarest: Rarity, threshold: float) -> list[Cluster]:
     out: list[Cluster] = []
     for part in _chunks(groups):
         view = views()
@@ -123,10 +124,14 @@ def _proposed(views: Callable[[], View], groups: list[list[int]], rarest: Rarity
             ordered = sorted(docs, key=lambda d: (-(updated[d] or 0), -(created[d] or 0), paths[d] or ""))
             records = [view.record(d) for d in ordered]
             kept = _words(records[0])
-            members = [_member(r) for r in records]
-            for record, member in zip(records[1:], members[1:], strict=True):
-                member.similarity = round(resemblance(kept, _words(record), rarest), 3)
-            out.append(Cluster(members[0], members[1:]))
+            cluster = Cluster(_member(records[0]))
+            for record in records[1:]:
+                # only what resembles the note kept: a chain of resemblances can join two notes that differ
+                similarity = resemblance(kept, _words(record), rarest)
+                if similarity >= threshold:
+                    cluster.others.append(_member(record, round(similarity, 3)))
+            if cluster.others:
+                out.append(cluster)
     out.sort(key=lambda c: (-len(c.others), c.keep.path))
     return out
 
@@ -140,9 +145,9 @@ def _words(record: dict[str, Any]) -> frozenset[str]:
     return word_set(f"{record.get('title') or ''}\n{record.get('head') or ''}")
 
 
-def _member(record: dict[str, Any]) -> Member:
+def _member(record: dict[str, Any], similarity: float = 1.0) -> Member:
     return Member(path=record["path"], fsrel=record.get("fsrel") or record["path"],
                   title=str(record.get("title") or ""), uid=str(record.get("uid") or ""),
                   has_id=bool(record.get("has_id")), updated=str(record.get("updated") or ""),
                   created=str(record.get("created") or ""), etag=str(record.get("etag") or ""),
-                  supersedes=[str(s) for s in record.get("supersedes") or []])
+                  supersedes=[str(s) for s in record.get("supersedes") or []], similarity=similarity)
