@@ -30,6 +30,7 @@ from vault_mem.cli import (  # noqa: F401  (each registers its commands)
     notehistory,
     queries,
     serve,
+    tidy,
     ui,
 )
 from vault_mem.cli.app import COMMANDS, PROG, UsageError, parse, print_command_list

@@ -9,6 +9,8 @@ else inside it (``tests/test_layers.py`` keeps it so).
                         the ``memory_search`` ranking and its top k (docs/ranking.md)
     fold, strip_md, ancestors, path_prefixes, words, is_word, closest_names
                         how names and text are normalised for the index's keys
+    resembling, Resembling, Rarity, word_set, resemblance
+                        the notes that say nearly the same as a text (``search/similar.py``)
     keep_while_unchanged
                         keep what is derived from one version of a file (the engine's cache)
     install_whoosh_patches
@@ -32,6 +34,7 @@ from vault_mem.search.progress import Progress, ProgressFile
 from vault_mem.search.query import Searcher, newest_first_key, prefix_records, ranked_newest_key
 from vault_mem.search.ranking import match_forms, score_notes, search_terms, stem_of
 from vault_mem.search.schema import SCHEMA_VERSION, ancestors, document_of, fold, path_prefixes, strip_md
+from vault_mem.search.similar import Rarity, Resembling, resemblance, resembling, word_set
 from vault_mem.search.snapshot import Snapshot
 from vault_mem.search.store import VaultIndex, same_content, stat_state
 from vault_mem.search.substring import is_word, words
@@ -46,6 +49,8 @@ __all__ = [
     "Progress",
     "ProgressFile",
     "Ranked",
+    "Rarity",
+    "Resembling",
     "Searcher",
     "Snapshot",
     "SyncReport",
@@ -71,6 +76,8 @@ __all__ = [
     "present",
     "ranked_newest_key",
     "reconcile",
+    "resemblance",
+    "resembling",
     "same_content",
     "score_notes",
     "search_terms",
@@ -79,5 +86,6 @@ __all__ = [
     "strip_md",
     "sync",
     "usable_index_dir",
+    "word_set",
     "words",
 ]

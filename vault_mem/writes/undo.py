@@ -39,7 +39,7 @@ from vault_mem.vault.writer import TRASH_DIRNAME, atomic_write, create_at, move_
 
 UNDO_AGENT = "vault-mem"  # who the journal names for an undo's own changes
 KINDS = {"memory_write": "write", "memory_edit": "edit", "memory_supersede": "supersede",
-         "task_close": "close", "memory_delete": "delete", "undo": "undo"}
+         "task_close": "close", "memory_delete": "delete", "undo": "undo", "tidy": "tidy"}
 
 
 def log(index: VaultIndex, agent: str | None = None, since: dt.datetime | None = None) -> list[dict[str, Any]]:
