@@ -2,7 +2,7 @@
 
     python -m vault_mem.cli.reference > docs/cli.md
 
-``tests/test_cli_docs.py`` fails when the file differs from what this prints.
+``tests/unit/test_cli_docs.py`` fails when the file differs from what this prints.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """Claude Code's own ``claude mcp add`` / ``claude mcp remove``, when the command is installed.
 
-The one place outside git and the server's runtime that starts a process (tests/test_layers.py):
+The one place outside git and the server's runtime that starts a process (tests/unit/test_layers.py):
 Claude Code keeps its servers in a file it also writes itself while running, so its own
 command is the safe way to change it. No shell, a timeout, the output kept for the message.
 """

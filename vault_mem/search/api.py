@@ -1,5 +1,5 @@
 """The search engine's one face: everything above ``search/`` imports from here, and from nowhere
-else inside it (``tests/test_layers.py`` keeps it so).
+else inside it (``tests/unit/test_layers.py`` keeps it so).
 
     VaultIndex          the index of one vault: open, submit notes (``Batch``), settle, searchers
     sync, reconcile     bring the index up to the files (a build, or only what changed)

@@ -21,7 +21,7 @@ Everything else derives from the table: the reader's core keys (the rest of the
 frontmatter is ``metadata``), the index schema and record, the read answer's fields, the
 rows, the filters and the CLI's record view. Where an answer has always shown the fields
 in an order of its own, it keeps it (``layout``), and a new row comes after them. Adding a field is one row
-plus its parser; ``tests/test_fields.py`` fails when a part knows a field the table does not.
+plus its parser; ``tests/unit/test_fields.py`` fails when a part knows a field the table does not.
 """
 
 from __future__ import annotations

@@ -22,7 +22,7 @@ Here, applied by ``whoosh_seam`` (patch 7) to every writer:
   runs are merged with what is left in memory.
 
 The segment written is the one Whoosh writes: the same terms, postings, weights, values and
-lengths (``tests/test_postings.py`` compares them on generated documents). The Whoosh names
+lengths (``tests/unit/test_postings.py`` compares them on generated documents). The Whoosh names
 used here, none of them public, are used only on ``self`` and checked by the seam:
 ``SegmentWriter``'s ``_check_state``, ``_doc_boost``, ``_check_fields``, ``_field_boost``,
 ``perdocwriter``, ``pool``, ``docnum`` and ``_added``; ``PostingPool``'s run files

@@ -2,7 +2,7 @@
 written for one release pinned exactly in pyproject.toml (``whoosh-reloaded==2.7.5``), as pip
 pins what it vendors. At import it checks that version and the shape (signature, attributes)
 of each target and stops with ``WhooshMismatch`` naming what differs: an upgrade shows what it
-breaks instead of turning a patch into a silent no-op. ``tests/test_whoosh_seam.py`` tests each
+breaks instead of turning a patch into a silent no-op. ``tests/unit/test_whoosh_seam.py`` tests each
 patch's behaviour and that no other module touches a private Whoosh name.
 
 The patches, applied when this module is first imported (before any writer exists):

@@ -23,7 +23,7 @@ from vault_mem.vault.walk import walk_vault
 
 pytestmark = pytest.mark.anyio
 
-HERE = Path(__file__).resolve().parent
+HERE = Path(__file__).resolve().parent.parent
 VAULTS = {"sample_vault": HERE.parent / "sample_vault", "chat_vault": HERE / "relevance" / "chat_vault"}
 
 

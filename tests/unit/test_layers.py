@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-PACKAGE = Path(__file__).resolve().parent.parent / "vault_mem"
+PACKAGE = Path(__file__).resolve().parent.parent.parent / "vault_mem"
 # What each layer must never import.
 TOOLS = ("vault_mem.reads", "vault_mem.writes")
 TOP = ("vault_mem.mcp_server", "vault_mem.cli", "mcp")

@@ -17,7 +17,7 @@ from vault_mem import settings
 from vault_mem.errors import InvalidInput
 from vault_mem.search.lru import CACHE
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parent.parent.parent
 
 
 def slug(heading: str) -> str:

@@ -14,7 +14,7 @@ from vault_mem.cli import COMMANDS
 from vault_mem.cli.app import build_parser, subparser
 from vault_mem.cli.reference import markdown
 
-DOCS = Path(__file__).resolve().parent.parent / "docs"
+DOCS = Path(__file__).resolve().parent.parent.parent / "docs"
 README = DOCS.parent / "README.md"
 PEOPLE_PAGES = ["getting-started.md", "clients.md", "vault-format.md", "troubleshooting.md", "cli.md"]
 

@@ -13,7 +13,7 @@ from conftest import note_dict
 
 from vault_mem.vault.reader import read_note
 
-CORPUS = Path(__file__).parent / "corpus"
+CORPUS = Path(__file__).parent.parent / "corpus"
 FALLBACK_MTIME = 1_577_836_800  # 2020-01-01T00:00:00Z: what dates fall back to
 CASES = sorted(p for p in CORPUS.glob("*.md") if p.name != "README.md")
 

@@ -130,7 +130,7 @@ def test_metadata_filters_know_every_filterable_row_by_its_name_and_keys() -> No
 
 
 def test_the_vault_format_reference_names_every_key_of_every_row() -> None:
-    text = (Path(__file__).parent.parent / "docs" / "vault-format.md").read_text(encoding="utf-8")
+    text = (Path(__file__).parent.parent.parent / "docs" / "vault-format.md").read_text(encoding="utf-8")
     table = text.partition("| key | meaning | when absent |")[2].partition("\n\n")[0]
     documented = {key for line in table.splitlines()[2:] for key in re.findall(r"`([^`]+)`", line.split("|")[1])}
     keys = {key for row in FIELDS for key in row.keys}

@@ -3,7 +3,8 @@ target are checked at import with a clear message; each patch does what its docs
 no module outside the seam touches a private Whoosh name.
 
 Patches 2 (deleting files still in use), 5 (the chunked posting pool) and 6 (field lengths
-decoded once) are tested where their effects show: tests/test_portable.py and tests/test_index.py."""
+decoded once) are tested where their effects show: tests/integration/test_portable.py and
+tests/integration/test_index.py."""
 
 from __future__ import annotations
 
@@ -23,7 +24,7 @@ from vault_mem.search.whoosh import seam as whoosh_seam
 from vault_mem.search.whoosh.mapping import ViewFile
 from vault_mem.search.whoosh.seam import WhooshMismatch, check_shapes, check_version, shape_problems
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parent.parent.parent
 PACKAGE = ROOT / "vault_mem"
 SEAM = PACKAGE / "search" / "whoosh" / "seam.py"
 SEAMS = tuple(sorted((PACKAGE / "search" / "whoosh").glob("*.py")))  # the one folder that knows Whoosh's internals

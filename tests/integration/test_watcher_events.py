@@ -22,7 +22,7 @@ when the event is read (watchdog issues 92, 279, 775), and a folder sent to the 
 brings no event for the files inside it. Replacing a note (MoveFileEx with
 REPLACE_EXISTING) reports the old note removed, then the rename.
 
-Backslash separators and drive letters are checked with ``ntpath`` in tests/test_portable.py
+Backslash separators and drive letters are checked with ``ntpath`` in tests/integration/test_portable.py
 (``relative_to_root``); here the separator is this system's. After each replay the index
 must equal the files, and before it the index must still be stale (so nothing but the
 replayed events can have repaired it).

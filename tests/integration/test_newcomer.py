@@ -70,8 +70,8 @@ def test_piped_output_keeps_whole_lines(tmp_path: Path) -> None:
     assert all(len(line) <= 80 for line in done.stdout.splitlines()) and "…" in done.stdout
 
 
-DOCS = Path(__file__).resolve().parent.parent / "docs"
-SAMPLE = Path(__file__).resolve().parent.parent / "sample_vault"
+DOCS = Path(__file__).resolve().parent.parent.parent / "docs"
+SAMPLE = Path(__file__).resolve().parent.parent.parent / "sample_vault"
 
 
 def sh_blocks(text: str) -> list[list[str]]:

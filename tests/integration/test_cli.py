@@ -14,7 +14,7 @@ from conftest import SAMPLE_VAULT
 
 from vault_mem.cli import COMMANDS, main
 
-README = Path(__file__).resolve().parent.parent / "README.md"
+README = Path(__file__).resolve().parent.parent.parent / "README.md"
 
 
 @pytest.fixture(scope="module")
@@ -219,8 +219,8 @@ def test_status_builds_nothing(tmp_path: Path, capsys: pytest.CaptureFixture[str
 
 ARGUMENTS = {"list": ["acme"], "read": ["Inbox"], "search": ["queue"], "connect": ["cursor", "--print"],
              "inbox": ["reviewer"], "undo": ["--agent", "coder", "--since", "1d"], "history": ["Inbox"]}
-# serve, ui and export own stdout (ui: tests/test_ui.py); disconnect takes no vault; import creates a
-# vault that does not exist yet (its JSON answers: tests/test_import.py).
+# serve, ui and export own stdout (ui: tests/integration/test_ui.py); disconnect takes no vault; import creates a
+# vault that does not exist yet (its JSON answers: tests/unit/test_import.py).
 NOT_HERE = ("serve", "ui", "export", "disconnect", "import")
 
 

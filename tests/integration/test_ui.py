@@ -1,7 +1,7 @@
 """The page for people and the MCP Apps view (docs/ui.md), without a browser: the MCP side
 (tools/list unchanged for a host without MCP Apps, the view for one with it, the ui:// resource),
 the page's login, session, CSRF and host checks over real HTTP, an agent's page limited to what
-it may read, and undoing one change by the window undo's rules. tests/test_ui_browser.py drives
+it may read, and undoing one change by the window undo's rules. tests/integration/test_ui_browser.py drives
 the page itself in Chromium."""
 
 from __future__ import annotations

@@ -11,7 +11,7 @@ from vault_mem.vault.note import KNOWN_TYPES, SCOPES, TASK_STATES, Note
 from vault_mem.vault.reader import read_note
 from vault_mem.vault.walk import walk_vault
 
-SAMPLE = Path(__file__).resolve().parent.parent / "sample_vault"
+SAMPLE = Path(__file__).resolve().parent.parent.parent / "sample_vault"
 BROKEN = {"Broken frontmatter.md"}
 
 

@@ -16,7 +16,7 @@ import textwrap
 from pathlib import Path
 
 POSIX_ONLY = ("fcntl", "termios", "pwd", "grp")
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parent.parent.parent
 
 CHILD = textwrap.dedent("""
     import builtins, importlib, json, pkgutil, sys

@@ -17,7 +17,7 @@ from vault_mem.served.context import Vault
 
 pytestmark = pytest.mark.anyio
 
-DOCS = Path(__file__).resolve().parent.parent / "docs"
+DOCS = Path(__file__).resolve().parent.parent.parent / "docs"
 TOOLS_MD = DOCS / "tools.md"
 DOC_TYPES = {"string": "string", "integer": "integer", "number": "number", "boolean": "boolean",
              "object": "object", "array of strings": "array"}
@@ -102,7 +102,7 @@ async def test_every_example_call_is_one_the_tool_accepts(listed, make_vault, mc
 
 
 def _sample_notes() -> dict[str, str]:
-    root = Path(__file__).resolve().parent.parent / "sample_vault"
+    root = Path(__file__).resolve().parent.parent.parent / "sample_vault"
     return {p.relative_to(root).as_posix(): p.read_text(encoding="utf-8") for p in root.rglob("*.md")
             if not any(part.startswith(".") for part in p.relative_to(root).parts)}
 
@@ -135,5 +135,5 @@ def test_ci_runs_exactly_the_readmes_test_command() -> None:
     script = (DOCS.parent / ".ci" / "run").read_text(encoding="utf-8").splitlines()
     assert len(commands) == 1 and script[-1] == commands[0], (commands, script[-1])
     assert commands[0].endswith("VAULT_MEM_WHOOSH_PATCHES=none .venv/bin/pytest -m patches_off_subset")
-    present = {path.stem for path in Path(__file__).resolve().parent.rglob("test_*.py")}
+    present = {path.stem for path in Path(__file__).resolve().parent.parent.rglob("test_*.py")}
     assert present >= PATCHES_OFF_SUBSET, sorted(PATCHES_OFF_SUBSET - present)

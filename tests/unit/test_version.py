@@ -12,7 +12,7 @@ import pytest
 from vault_mem import __version__
 from vault_mem.cli import main
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parent.parent.parent
 
 
 def test_pyproject_and_package_carry_the_same_version() -> None:

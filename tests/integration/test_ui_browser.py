@@ -32,7 +32,7 @@ from vault_mem.ui import mcp_app
 CHROMIUM = Path("/usr/bin/chromium")
 FLAGS = ["--no-sandbox", "--headless", "--disable-gpu", "--disable-quic", "--no-first-run",
          "--disable-background-networking", "--disable-component-update", "--disable-sync"]
-SHOTS = Path(__file__).resolve().parent.parent / "docs" / "ui"
+SHOTS = Path(__file__).resolve().parent.parent.parent / "docs" / "ui"
 APPS = advertise("io.modelcontextprotocol/ui", {"mimeTypes": [mcp_app.MIME]})
 HOSTILE = '<img src=x onerror="alert(1)">'
 NOTES = {
