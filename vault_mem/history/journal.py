@@ -107,11 +107,11 @@ def record(index_dir: Path, agent: str, tool: str, changes: list[dict[str, Any]]
 
 
 def _prune_if_over(index_dir: Path, now: float) -> None:
-    """Prune when a limit is passed. The look needs no lock and parses one line: a full journal
-    (20,000 entries and their blobs) took 180 ms of CPU to prune with nothing to drop, under the
-    lock every write waits for, once a minute in each process that writes; the look takes 55 ms
-    (mostly listing the blobs' sizes) with no lock, and a prune that drops something leaves a
-    tenth of each limit free (``PRUNE_TO``), so the next is about 2,000 changes away."""
+    """Prune when a limit is passed. The look needs no lock and parses one line: a prune of a
+    full journal with nothing to drop held the lock every write waits for, once a minute in each
+    process that writes, where the look (mostly listing the blobs' sizes) holds none; and a prune
+    that drops something leaves a tenth of each limit free (``PRUNE_TO``), so the next is about
+    2,000 changes away (docs/perf/journal-prune.md)."""
     folder = journal_dir(index_dir)
     try:
         if _over_limits(folder, now):

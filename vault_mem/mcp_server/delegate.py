@@ -1,7 +1,7 @@
 """``serve --http --workers N``: every write tool call runs on worker 1 (docs/concurrency.md).
 
-Measured with 32 sessions of reads and writes (``bench/load_bench.py``): two workers that both
-wrote were slower than one, with a tail of seconds. Each process takes its turn on the
+Two workers that both wrote were slower than one, with a tail of seconds
+(docs/perf/writes-in-worker-one.md). Each process takes its turn on the
 index's one write lock, every commit of one makes the other's call threads reopen their
 searchers, and a process whose next commit is always ready keeps the lock from the other.
 With every write in one process, its saves share commits (``VaultIndex.submit``) and never
@@ -18,7 +18,7 @@ sends anything else, or nothing. It serves at most ``write_threads(N)`` connecti
 (one thread each) and closes any beyond that at once; a frame over ``MAX_FRAME`` ends its
 connection unread. Each worker keeps up to ``CONNECTIONS`` connections open and sends
 one call at a time on each. (HTTP through a client library and worker 1's web server cost
-about 4 ms of CPU a write across the two processes, measured in 0.4.1; frames cost a tenth.)
+far more CPU a write than frames do.)
 """
 
 from __future__ import annotations
@@ -139,12 +139,11 @@ def take_writes_quickly() -> None:
     A write's steps are mostly waits on the disk: its fsyncs, the journal's and the agent's file
     locks, a dozen other calls into the system. Each one lets go of the interpreter lock, and
     when another thread wants it meanwhile (a commit, a searcher's renewal) Python gives it back
-    only after the switch interval. At 5 ms a wait, a write held a lock that the others queued
-    for while it waited: under 32 sessions (``bench/load_bench.py``), the slowest calls in worker
-    1 took 150-300 ms in groups, most of it around system calls that took about 1 ms (``perf
-    trace``). At 0.5 ms the write p99 fell by about 50 ms in 3 pairs of runs
-    (docs/concurrency.md). The serving workers keep the default: their call threads compute, and
-    a shorter interval cost them calls."""
+    only after the switch interval. At Python's default a wait, a write held a lock that the
+    others queued for while it waited, and worker 1's slowest calls came in groups, spent around
+    short system calls; a shorter interval cut the write tail (docs/perf/switch-interval.md). The
+    serving workers keep the default: their call threads compute, and a shorter interval cost
+    them calls."""
     sys.setswitchinterval(SWITCH_INTERVAL)
 
 

@@ -1,11 +1,10 @@
 """Python's garbage collector in a serving process, kept out of the calls' way.
 
 Every collection holds the interpreter lock, so each one is a pause of every call in the
-process. Under 32 sessions (``bench/load_bench.py``, the 13,415-note corpus, two workers) the
-worker that answers the clients collected its young objects every second (10-24 ms of CPU),
-its middle generation every 12-15 s (60-140 ms) and, once its caches had filled, everything
-(100-400 ms in runs of two minutes). Nearly all they looked at was alive (the shared caches,
-the calls in flight) and they freed next to nothing: 0 objects in most young collections.
+process. Under load, the worker that answers the clients collected its young objects every
+second, its middle generation every few seconds and, once its caches had filled, everything,
+each a pause of every call (docs/perf/gc-freeze.md). Nearly all they looked at was alive (the
+shared caches, the calls in flight) and they freed next to nothing.
 
 So once the server is ready (``settle``): what it loaded for good is frozen out of reach
 (``gc.freeze``); young objects are still collected, every ``young`` allocations; and what
@@ -21,7 +20,7 @@ a whole collection each time), and at least every ``FULL_EVERY`` seconds while a
 (docs/index-and-scale.md).
 
 Idle means no call, not little CPU: a worker whose calls all wait for a lock uses no CPU, and a
-full collection then (0.1-0.7 s at 13,000 notes) only made their wait longer.
+full collection then only made their wait longer.
 """
 
 from __future__ import annotations

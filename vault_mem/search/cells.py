@@ -1,7 +1,7 @@
 """A few documents' values of a column without reading the column whole.
 
-``columns.column`` joins a field's values for every document of a searcher: at 107,000 notes
-that is ~0.3 s of CPU per field the first time a segment is seen, and the first search after a
+``columns.column`` joins a field's values for every document of a searcher: on a large vault
+that is a noticeable pause per field the first time a segment is seen, and the first search after a
 start (or after the watcher's commit added a segment) ranked its handful of candidates by
 two such columns. ``cells`` answers ``values[docnum]`` exactly as the joined column would,
 from whatever is already loaded (the searcher's joined column, a segment's cached column)

@@ -249,9 +249,8 @@ def _own_autogroup() -> None:
     between sessions first and applies a nice value only among the processes of one session. In
     its server's session a merge at nice 10 ran on that session's share, level with the serving
     worker and the clients whenever the server's own threads waited. A session of its own at the
-    lowest autogroup priority gives way to them: under 32 sessions
-    (``bench/load_bench.py``, two workers, 13,415 notes) the read p99 fell by about 10 ms over 8
-    runs of each, alternating, with the same calls answered (docs/index-and-scale.md)."""
+    lowest autogroup priority gives way to them: the reads' tail under load shrank, with the
+    same calls answered (docs/perf/autogroup.md)."""
     if sys.platform != "linux":
         return
     try:

@@ -3,7 +3,7 @@ number, without Whoosh (``served/``, ``reads/`` and ``runtime/`` never import it
 
 Every function answers live documents only, ascending unless it says otherwise, and never
 goes through Whoosh's query matchers: a union or intersection matcher walks each segment in
-blocks whether or not a term occurs there (100 ms and more a call at 100,000 notes); a term
+blocks whether or not a term occurs there, a cost that grows with the vault; a term
 lookup here costs a hash lookup per segment, and what never changes in a segment (a term's
 membership, a column's order) is read once into the shared cache, deletions applied per call.
 
@@ -66,7 +66,7 @@ def lexicon(parts: Parts, field: str) -> list[str]:
 
     From each segment's terms, read once into the shared cache (``Segment.terms``), not from
     Whoosh's lexicon of the whole index, which merges every segment's terms file term by term on
-    each call: with 14 segments under steady saves, that was half of a ``mem_recall``."""
+    each call: under steady saves, with many segments, that was most of a ``mem_recall``."""
     found: set[str] = set()
     for seg in parts:
         found.update(seg.terms(field))

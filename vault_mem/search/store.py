@@ -276,7 +276,7 @@ class VaultIndex:
         with self.searching() as s:
             if paths is not None and len(paths) <= FEW_PATHS and not has_columns(s, "size", "mtime_ns", "etag"):
                 # A few paths on a searcher whose columns are not loaded yet (the watcher's first save
-                # after a start or a commit): their stored records, not three whole columns (0.8 s at 107k).
+                # after a start or a commit): their stored records, not three whole columns.
                 few = {}
                 for path in paths:
                     docnum = s.document_number(path=path)

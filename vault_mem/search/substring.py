@@ -1,7 +1,7 @@
 """Substring matching on Whoosh by expanding the needle against a field's lexicon.
 
-A ``*term*`` wildcard walks every term with a regex (about 55 ms on 10k notes) and an
-n-gram field makes the build five times slower. Instead, each segment's lexicon is
+A ``*term*`` wildcard walks every term with a regex on every call and an n-gram field makes
+the build several times slower (docs/perf/substrings.md). Instead, each segment's lexicon is
 joined once into one string (segments never change, so the cache lives as long as the
 segment), ``str.find`` locates the needle in it, and the terms that contain it are OR-ed.
 
@@ -85,7 +85,7 @@ def segment_docs_containing(seg: Segment, field: str, needle: str) -> array[int]
     """The local numbers of ``seg``'s documents whose ``field`` contains the word-only (lower
     case) ``needle``, deleted ones too, ascending. Kept in the shared cache: a segment never
     changes, and a listing's query asks the same words of the same old segments call after
-    call (a quarter of a memory_list with a query went to decoding their postings again)."""
+    call (decoding their postings again was a large share of a memory_list with a query)."""
     def make() -> array[int]:
         found: set[int] = set()
         for term in segment_terms_containing(seg, field, needle):

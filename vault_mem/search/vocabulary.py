@@ -8,12 +8,10 @@ term of the vault). Suggestions of all segments are merged and ranked by edit di
 then by how many notes hold them; a word left only in deleted notes is never suggested.
 A segment never changes, so what it suggests for a word is cached with it.
 
-Costs, measured on the 13,415-note corpus (6 segments, ~70,000 body terms): a word's
-presence 0.01 ms median, 0.09 ms p95 (a whole-token lookup per segment and field; a
-substring scan of the cached lexicon, ~0.4 ms, only when the word is no whole token);
-suggestions within one edit 5-30 ms with the first letter kept (without it 30-45 ms),
-within two 10-75 ms with the first two kept (the first only: 30-700 ms; none: 300-900
-ms), as Whoosh's docs advise.
+A word's presence is a whole-token lookup per segment and field (a substring scan of the
+cached lexicon only when the word is no whole token); suggestions keep the first letter within
+one edit and the first two within two, as Whoosh's docs advise: without them a suggestion
+costs many times more (docs/perf/suggestions.md).
 """
 
 from __future__ import annotations
@@ -112,8 +110,8 @@ def _within(seg: Segment, field: str, word: str, maxdist: int) -> list[str]:
     """The terms of one segment's ``field`` within ``maxdist`` edits of ``word`` (cached).
 
     What ``seg.reader.terms_within`` answers, with the automaton built once per word and
-    distance (``_automaton``) instead of once per segment and field: building it was a third
-    of a miss's cost at 107,000 notes (20 segments, three fields)."""
+    distance (``_automaton``) instead of once per segment and field: on a vault of many
+    segments, building it again was a large share of a miss's cost."""
 
     def find() -> list[str]:
         try:
