@@ -24,7 +24,7 @@ from vault_mem.cli.common import open_index, say, vault_root
 from vault_mem.cli.gitsync import add_serve_options, start_serve_options
 from vault_mem.cli.workers import worker_count
 from vault_mem.errors import InvalidInput
-from vault_mem.runtime.collector import settle as settle_collector
+from vault_mem.runtime.collector import freeze_after_start
 from vault_mem.served.agents import Agent
 from vault_mem.served.keys import KeyRing, list_agents
 
@@ -140,7 +140,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
                 warm_when_ready(vault, runtime.wait_ready)
             run = _transport(args, server, url, token, root, keys, caller, seat, calls)
-            settle_collector(GC_YOUNG, runtime.quiet_for)
+            freeze_after_start(GC_YOUNG, runtime.quiet_for)
             if seat is None or seat.leads:
                 start_serve_options(args, root)
         except KeyboardInterrupt:  # Ctrl-C while the server loads: the same one line as later

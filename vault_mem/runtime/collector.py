@@ -6,7 +6,7 @@ second, its middle generation every few seconds and, once its caches had filled,
 each a pause of every call (docs/perf/gc-freeze.md). Nearly all they looked at was alive (the
 shared caches, the calls in flight) and they freed next to nothing.
 
-So once the server is ready (``settle``): what it loaded for good is frozen out of reach
+So once the server is ready (``freeze_after_start``): what it loaded for good is frozen out of reach
 (``gc.freeze``); young objects are still collected, every ``young`` allocations; and what
 survives is frozen every ``FREEZE_EVERY`` seconds instead of being walked again and again by
 the older generations, which are never collected on their own (``NEVER``). Garbage that forms
@@ -41,7 +41,7 @@ IDLE_EVERY = 60.0  # seconds at least between two full collections at idle ticks
 NEVER = 1_000_000_000  # a generation threshold that is never reached
 
 
-def settle(young: int, quiet: Callable[[float], bool]) -> Collector:
+def freeze_after_start(young: int, quiet: Callable[[float], bool]) -> Collector:
     """Freeze what is loaded, collect young objects every ``young`` allocations, and start the
     thread that freezes survivors and runs the full collections (see the module); ``quiet(s)``:
     no tool call ran in the last ``s`` seconds."""
