@@ -405,7 +405,7 @@ def test_a_save_heard_before_its_submission_is_left_to_its_write_tool(live, monk
         (vault.root / "a/new.md").write_text(note("New", "saved by a tool", uid="n1"))
         time.sleep(0.5)  # ten debounces: without the wait the watcher has indexed it by now
         assert not has_path(vault.index, "a/new.md")
-        vault.index.settle(vault.index.submit([(read_note(vault.root, "a/new.md"), "a/new.md")], []))
+        vault.index.commit_batch(vault.index.submit([(read_note(vault.root, "a/new.md"), "a/new.md")], []))
     finally:
         written.end()
     settle(w)

@@ -414,14 +414,14 @@ class VaultIndex:
 
     def apply(self, notes: list[tuple[Note, str]], removed: list[str], timeout: float | None = None) -> None:
         """Index ``notes`` (each with its OS-relative path) and drop ``removed`` paths, committed
-        when this returns (waiting for the lock as ``acquire_writer`` does): ``submit`` then ``settle``."""
+        when this returns (waiting for the lock as ``acquire_writer`` does): ``submit`` then ``commit_batch``."""
         if notes or removed:
-            self.settle(self.submit(notes, removed), timeout)
+            self.commit_batch(self.submit(notes, removed), timeout)
 
     def submit(self, notes: list[tuple[Note, str]], removed: list[str]) -> Batch:
-        """Put changes in the open batch; ``settle`` must follow (it commits or waits for the commit).
+        """Put changes in the open batch; ``commit_batch`` must follow (it commits or waits for the commit).
         Group commit: threads that submit while another thread's commit runs join one batch, which
-        the first of them to call ``settle`` commits for all once that commit is done, so under
+        the first of them to call ``commit_batch`` commits for all once that commit is done, so under
         many writers one commit (and the segment every searcher then opens) serves several changes.
         A path's last change in a batch wins, as in commits one after another: a caller that orders
         its file writes (writes/tools.py) submits before it lets the next write begin."""
@@ -433,7 +433,7 @@ class VaultIndex:
         self.written.add(notes)
         return batch
 
-    def settle(self, batch: Batch, timeout: float | None = None) -> None:
+    def commit_batch(self, batch: Batch, timeout: float | None = None) -> None:
         """Return once ``batch`` is committed (raising what its commit raised)."""
         if batch.lead():
             try:

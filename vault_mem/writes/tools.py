@@ -192,18 +192,18 @@ def _commit_in_turn(index: VaultIndex, notes: list[tuple[Note, str]], removed: l
         warnings = land()
     finally:
         _end_steps()
-        _settle(index, batch, again)
+        _commit_batch(index, batch, again)
     return warnings
 
 
-def _settle(index: VaultIndex, batch: Batch, again: bool) -> None:
+def _commit_batch(index: VaultIndex, batch: Batch, again: bool) -> None:
     if not getattr(_HOLDING, "git", False):
-        index.settle(batch, timeout=index.write_timeout)
+        index.commit_batch(batch, timeout=index.write_timeout)
         return
     _HOLDING.git = False
     _GIT_TURN.release()
     try:
-        index.settle(batch, timeout=index.write_timeout)
+        index.commit_batch(batch, timeout=index.write_timeout)
     finally:
         if again:
             _GIT_TURN.acquire()
