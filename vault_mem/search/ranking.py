@@ -27,12 +27,12 @@ from functools import lru_cache, partial
 from typing import NamedTuple
 
 from vault_mem.errors import InvalidInput
-from vault_mem.search.impacts import grouped_in_tie_order
 from vault_mem.search.lru import CACHE
 from vault_mem.search.query import english_stem
 from vault_mem.search.segments import Segment
 from vault_mem.search.snapshot import Snapshot
 from vault_mem.search.substring import segment_form_hit_counts, words
+from vault_mem.search.ties import grouped_in_tie_order
 
 MAX_TERMS = 32
 MIN_TERM_CHARS = 3

@@ -29,7 +29,6 @@ import heapq
 from collections.abc import Collection, Iterator
 from dataclasses import dataclass
 
-from vault_mem.search.impacts import tie_key
 from vault_mem.search.ranking import (
     ALL_TERMS_BONUS,
     SCORE_DECIMALS,
@@ -40,6 +39,7 @@ from vault_mem.search.ranking import (
     segment_hits,
 )
 from vault_mem.search.snapshot import Snapshot
+from vault_mem.search.ties import tie_key
 
 DIRECT_BELOW = 256  # matches (a bound: the terms' holders summed) scored without pruning
 TIER_BELOW = 256  # notes holding every term (exactly, or in some form) scored without a walk
