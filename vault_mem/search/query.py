@@ -7,7 +7,7 @@ blocks whether or not a term occurs there, a cost that grows with the vault; a t
 lookup here costs a hash lookup per segment, and what never changes in a segment (a term's
 membership, a column's order) is read once into the shared cache, deletions applied per call.
 
-The one newest-first order (docs/tools.md, "Order") is ``newest_first_key``: date descending,
+The one newest-first order (docs/tools.md, "Order") is ``newest_first``: date descending,
 ties by vault-relative path ascending, a missing date oldest.
 """
 
@@ -124,9 +124,15 @@ def docs_where(parts: Parts, require: list[tuple[str, str]],
     return found
 
 
+def newest_first(date: Any, path: Any) -> tuple[int, str]:
+    """The one newest-first order's key of one document: ``date`` descending (missing: oldest),
+    then ``path`` ascending (missing: ``""``). Every newest-first order is made from it."""
+    return -(date or 0), path or ""
+
+
 def newest_first_key(dates: Sequence[Any], paths: Sequence[Any]) -> Callable[[int], tuple[int, str]]:
     """The one newest-first order as a sort key over columns ``dates`` and ``paths``."""
-    return lambda d: (-(dates[d] or 0), paths[d] or "")
+    return lambda d: newest_first(dates[d], paths[d])
 
 
 def ranked_newest_key(first: Sequence[Any] | dict[int, Any], dates: ByDoc,
@@ -134,12 +140,13 @@ def ranked_newest_key(first: Sequence[Any] | dict[int, Any], dates: ByDoc,
     """Highest ``first`` (a column or a score map; missing is 0) ahead of the newest-first order."""
     if isinstance(first, dict):
         get = first.get
-        return lambda d: (-get(d, 0), -(dates[d] or 0), paths[d] or "")
-    return lambda d: (-(first[d] or 0), -(dates[d] or 0), paths[d] or "")
+        return lambda d: (-get(d, 0), *newest_first(dates[d], paths[d]))
+    return lambda d: (-(first[d] or 0), *newest_first(dates[d], paths[d]))
 
 
 def sort_newest(searcher: Searcher, docs: Iterable[int], field: str = "updated") -> list[int]:
-    """``docs`` in ``newest_first_key`` order on ``field`` (two stable sorts: faster than the key)."""
+    """``docs`` in ``newest_first`` order on ``field`` (two stable sorts give that order without a
+    key per document)."""
     dates = column(searcher, field)
     paths = column(searcher, "path")
     try:  # the columns' own item lookup as the key: no Python frame per document
@@ -203,5 +210,5 @@ def newest_docs(parts: Parts, field: str, limit: int, keep: Callable[[int], bool
             taken += 1
     if len(picked) < limit:
         return None
-    picked.sort(key=lambda p: (-p[0], p[1]))  # newest_first_key's order
+    picked.sort(key=lambda p: newest_first(p[0], p[1]))
     return [doc for _date, _path, doc in picked[:limit]]

@@ -5,25 +5,21 @@ and, among notes that contribute the same, in the order ties are broken: ``updat
 first, then the path (docs/ranking.md; a missing date is oldest, a missing path ``""``).
 That order within one segment never changes (segments are immutable, deletions are kept
 apart), so each segment's positions in it are computed once and cached; across segments
-the caller merges on the same key, ``tie_key``.
+the caller merges on the same key, ``query.newest_first``.
 """
 
 from __future__ import annotations
 
 import sys
 from collections.abc import Hashable, Mapping
-from typing import Any, TypeVar
+from typing import TypeVar
 
 from vault_mem.search.columns import segment_column
 from vault_mem.search.lru import CACHE
+from vault_mem.search.query import newest_first
 from vault_mem.search.segments import Segment
 
 K = TypeVar("K", bound=Hashable)
-
-
-def tie_key(updated: Any, path: Any) -> tuple[int, str]:
-    """The tie order's sort key of one document: newest first, then by path."""
-    return -(updated or 0), path or ""
 
 
 def newest_positions(seg: Segment) -> list[int]:
@@ -34,7 +30,7 @@ def newest_positions(seg: Segment) -> list[int]:
     def make() -> list[int]:
         updated = segment_column(seg, "updated")
         paths = segment_column(seg, "path")
-        order = sorted(range(len(paths)), key=lambda d: tie_key(updated[d], paths[d]))
+        order = sorted(range(len(paths)), key=lambda d: newest_first(updated[d], paths[d]))
         positions = [0] * len(order)
         for position, doc in enumerate(order):
             positions[doc] = position

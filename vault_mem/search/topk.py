@@ -29,6 +29,7 @@ import heapq
 from collections.abc import Collection, Iterator
 from dataclasses import dataclass
 
+from vault_mem.search.query import newest_first
 from vault_mem.search.ranking import (
     ALL_TERMS_BONUS,
     SCORE_DECIMALS,
@@ -39,7 +40,6 @@ from vault_mem.search.ranking import (
     segment_hits,
 )
 from vault_mem.search.snapshot import Snapshot
-from vault_mem.search.ties import tie_key
 
 DIRECT_BELOW = 256  # matches (a bound: the terms' holders summed) scored without pruning
 TIER_BELOW = 256  # notes holding every term (exactly, or in some form) scored without a walk
@@ -134,7 +134,7 @@ class _Query:
         return round(total + ALL_TERMS_BONUS + (self.ceiling if exact is not None else 0), SCORE_DECIMALS)
 
     def tie(self, doc: int) -> tuple[int, str]:
-        return tie_key(self.updated[doc], self.paths[doc])
+        return newest_first(self.updated[doc], self.paths[doc])
 
     def locate(self, doc: int) -> tuple[int, int]:
         segment = bisect.bisect_right(self.offsets, doc) - 1
@@ -419,4 +419,4 @@ def _walk(query: _Query, segment: int, docs: list[int]) -> Iterator[Item]:
         if local in dead:
             continue
         doc = offset + local
-        yield tie_key(updated[doc], paths[doc]), doc, segment, local
+        yield newest_first(updated[doc], paths[doc]), doc, segment, local
