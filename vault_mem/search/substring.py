@@ -3,7 +3,8 @@
 A ``*term*`` wildcard walks every term with a regex on every call and an n-gram field makes
 the build several times slower (docs/perf/substrings.md). Instead, each segment's lexicon is
 joined once into one string (segments never change, so the cache lives as long as the
-segment), ``str.find`` locates the needle in it, and the terms that contain it are OR-ed.
+segment), ``str.find`` locates the needle in it, and the notes holding those terms are read
+from their postings.
 
 For a needle made only of word characters this is exact: the fields are tokenised into
 maximal runs of word characters, so the needle occurs in a text exactly where it occurs
@@ -17,11 +18,8 @@ import re
 import sys
 from array import array
 
-from whoosh.query import NullQuery, Or, Query, Term
-from whoosh.searching import Searcher
-
 from vault_mem.search.lru import CACHE
-from vault_mem.search.segments import Parts, Segment, segments
+from vault_mem.search.segments import Parts, Segment
 from vault_mem.search.whoosh.files import field_terms, postings
 
 _WORD_RUN = re.compile(r"\w+")
@@ -68,17 +66,6 @@ def terms_containing(parts: Parts, field: str, needle: str) -> list[str]:
     for seg in parts:
         terms.update(dict.fromkeys(segment_terms_containing(seg, field, needle)))
     return list(terms)
-
-
-def substring_query(searcher: Searcher, fields: tuple[str, ...], needle: str) -> Query:
-    """A query matching documents where any of ``fields`` contains the word-only ``needle``."""
-    needle = needle.lower()
-    subqueries: list[Query] = [
-        Term(field, term) for field in fields for term in terms_containing(segments(searcher), field, needle)
-    ]
-    if not subqueries:
-        return NullQuery
-    return Or(subqueries)
 
 
 def segment_docs_containing(seg: Segment, field: str, needle: str) -> array[int]:
