@@ -114,7 +114,7 @@ def docs_where(parts: Parts, require: list[tuple[str, str]],
                 hits.update(seg.term_docs(field, value))
             if not hits:
                 continue
-            candidates = sorted(hits - seg.dead) if seg.dead else sorted(hits)
+            candidates = sorted(hits - seg.unseen) if seg.unseen else sorted(hits)
         for f, v in require:
             mask = term_mask(seg, f, v)
             candidates = [d for d in candidates if mask[d]]
@@ -198,13 +198,13 @@ def newest_docs(parts: Parts, field: str, limit: int, keep: Callable[[int], bool
     for seg in parts:
         values, docs = _ordered(seg, field)
         paths = segment_column(seg, "path")
-        dead, offset = seg.dead, seg.offset
+        unseen, offset = seg.unseen, seg.offset
         taken = 0
         for i in range(len(values) - 1, -1, -1):
             if taken == limit or (floor is not None and values[i] < floor):
                 break
             doc = docs[i]
-            if doc in dead or (keep is not None and not keep(offset + doc)):
+            if doc in unseen or (keep is not None and not keep(offset + doc)):
                 continue
             picked.append((values[i], paths[doc] or "", offset + doc))
             taken += 1

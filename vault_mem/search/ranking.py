@@ -136,7 +136,7 @@ def weighted_hits(view: Snapshot, term: str) -> TermHits:
 
 def segment_hits(seg: Segment, term: str) -> TermHits:
     """``weighted_hits`` of one segment, by segment document number, deleted ones too (cached by
-    the segment's content: the caller applies ``seg.dead``, which holds a limited caller's mask)."""
+    the segment's content: the caller applies ``seg.unseen``, which holds a limited caller's mask)."""
     stem = stem_of(term)
     return CACHE.get_or_make(("weighted_hits", seg.key, term, stem),
                              partial(_segment_weighted_hits, seg, term, stem), _hits_size)
@@ -148,7 +148,7 @@ Groups = list[tuple[tuple[float | None, float | None], list[int]]]
 def segment_groups(seg: Segment, term: str) -> Groups:
     """One segment's notes holding ``term`` in some form, grouped by their weighted hits
     ``(exact, stem)`` (None: that form absent), each group in the tie order (cached by content;
-    dead notes too: the caller skips ``seg.dead``). What ``search/topk.py`` walks from the
+    unseen notes too: the caller skips ``seg.unseen``). What ``search/topk.py`` walks from the
     greatest contribution down."""
     def make() -> Groups:
         hits = segment_hits(seg, term)

@@ -3,7 +3,7 @@ question a read asks (which notes hold a term, lie in a range, come newest first
 for some words; a note's stored record; a field's column or lexicon).
 
 A snapshot is made for one call over one searcher. For a reader limited to some folders
-(``visible``, named by ``mask``) the notes it may not read count among each segment's dead
+(``visible``, named by ``mask``) the notes it may not read count among each segment's unseen
 documents (``search/masked.py``), so every document set it gives is already filtered and a
 hidden note looks like one never indexed; ``record`` refuses one as well, should a document
 number reach it some other way. Document numbers are the searcher's; sets are ascending.
@@ -99,8 +99,8 @@ class Snapshot:
         def make() -> frozenset[str]:
             there: set[str] = set()
             for segment in self.parts:
-                dead = segment.dead
-                there.update(path for docnum, path in _agent_paths(segment, agent) if docnum not in dead)
+                unseen = segment.unseen
+                there.update(path for docnum, path in _agent_paths(segment, agent) if docnum not in unseen)
             return frozenset(there)
 
         return self.kept(("written by", agent), make)

@@ -23,9 +23,9 @@ K = TypeVar("K", bound=Hashable)
 
 
 def newest_positions(seg: Segment) -> list[int]:
-    """For each document number of one segment (dead ones too), its position in the segment's
+    """For each document number of one segment (unseen ones too), its position in the segment's
     tie order (cached by ``seg.key``: the segment's content never changes, and the order holds
-    every document whoever looks; callers skip ``seg.dead``, which holds a caller's mask)."""
+    every document whoever looks; callers skip ``seg.unseen``, which holds a caller's mask)."""
 
     def make() -> list[int]:
         updated = segment_column(seg, "updated")
@@ -42,7 +42,7 @@ def newest_positions(seg: Segment) -> list[int]:
 
 def grouped_in_tie_order(seg: Segment, values: Mapping[int, K]) -> list[tuple[K, list[int]]]:
     """The segment documents of ``values`` (local number -> value) grouped by value, each
-    group's documents in the segment's tie order (dead ones too: the caller skips them)."""
+    group's documents in the segment's tie order (unseen ones too: the caller skips them)."""
     groups: dict[K, list[int]] = {}
     for doc, value in values.items():
         found = groups.get(value)

@@ -35,15 +35,15 @@ MAX_CHARS = {1: 30, 2: 20}  # the longest word looked up at each distance
 
 
 def _live(seg: Segment, field: str, term: str) -> bool:
-    """Whether a live document of one segment (one not in ``seg.dead``) holds ``term`` in ``field``.
+    """Whether a live document of one segment (one not in ``seg.unseen``) holds ``term`` in ``field``.
 
-    Counting first: a term in more documents than the segment has dead is in a live one
+    Counting first: a term in more documents than the segment has unseen is in a live one
     (reading its postings costs a block decode, about as much as the rest of the check)."""
     try:
         frequency = seg.reader.doc_frequency(field, term)
         if not frequency:
             return False
-        if not seg.dead or frequency > len(seg.dead):
+        if not seg.unseen or frequency > len(seg.unseen):
             return True
         return bool(seg.lift(seg.term_docs(field, term)))
     except Exception:  # the term (or field) is not in this segment
