@@ -177,7 +177,8 @@ def test_substring_expansion_finds_what_a_plain_scan_finds(tmp_path_factory, see
     index = VaultIndex(root, tmp / "ix")
     sync(index, procs=1)
     with index.searching() as s:
-        listed = [d for seg in segments(s) for d in seg.lift(segment_docs_containing(seg, "body", needle))]
+        listed = [d for seg in segments(s)
+                  for d in seg.to_searcher_numbers(segment_docs_containing(seg, "body", needle))]
         containing = {s.stored_fields(d)["path"] for d in listed}
     expected = {p for p, b in bodies.items() if needle in b.lower()}
     assert containing == expected and listed == sorted(set(listed))
@@ -212,7 +213,8 @@ def test_a_generated_vault_indexes_with_every_note_findable(tmp_path_factory, no
             doc = resolve_ref(view, f"gen-{i}")
             assert view.record(doc)["path"] == rel
             assert view.record(resolve_ref(view, rel))["uid"] == f"gen-{i}"
-            marked = [d for seg in segments(s) for d in seg.lift(segment_docs_containing(seg, "body", f"marker{i}x"))]
+            marked = [d for seg in segments(s)
+                      for d in seg.to_searcher_numbers(segment_docs_containing(seg, "body", f"marker{i}x"))]
             assert {s.stored_fields(d)["path"] for d in marked} == {rel}
 
 

@@ -118,7 +118,7 @@ def path_key_docs(searcher: Searcher, parts: Parts, field: str, value: str) -> l
     for seg, table in zip(parts, tables, strict=True):
         hits = table.get(value)
         if hits:
-            found.extend(seg.lift(hits))
+            found.extend(seg.to_searcher_numbers(hits))
     return found
 
 

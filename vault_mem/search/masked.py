@@ -4,8 +4,8 @@ docs/sharing.md). A note it may not read is one whose path it may not read or, f
 is a symlink (its own or a folder's), whose linked file it may not read (``real``).
 
 Every document set of the query API (``search/query.py``) goes through a segment's ``unseen``
-(``lift``, ``live``), so a masked segment hides the notes from every read at once: for that
-caller a hidden note is one that was never indexed. The segments keep their ``key`` (what a
+(``to_searcher_numbers``, ``live``), so a masked segment hides the notes from every read at
+once: for that caller a hidden note is one that was never indexed. The segments keep their ``key`` (what a
 segment holds does not depend on who looks, so content caches are shared); a cache of
 results that depend on the unseen documents adds ``deletions``, which names the mask. What
 stays visible of a hidden note: the terms of its fields in a segment's lexicon (the view

@@ -52,13 +52,13 @@ def term_docs(parts: Parts, field: str, values: Iterable[str]) -> list[int]:
     found: set[int] = set()
     for seg in parts:
         for value in values:
-            found.update(seg.lift(seg.term_docs(field, value)))
+            found.update(seg.to_searcher_numbers(seg.term_docs(field, value)))
     return sorted(found)
 
 
 def has_term(parts: Parts, field: str, value: str) -> bool:
     """Whether any live document holds ``value`` in ``field``."""
-    return any(seg.lift(seg.term_docs(field, value)) for seg in parts)
+    return any(seg.to_searcher_numbers(seg.term_docs(field, value)) for seg in parts)
 
 
 def lexicon(parts: Parts, field: str) -> list[str]:
@@ -84,7 +84,7 @@ def prefix_records(searcher: Searcher, field: str, prefix: str) -> list[dict[str
     for seg in segments(searcher):  # (not a view's: what the index holds, for the watcher)
         for raw in seg.reader.expand_prefix(field, prefix):
             term = raw.decode("utf-8") if isinstance(raw, bytes) else raw
-            found.update(seg.lift(seg.term_docs(field, term)))
+            found.update(seg.to_searcher_numbers(seg.term_docs(field, term)))
     return [searcher.stored_fields(d) for d in sorted(found)]
 
 
@@ -181,7 +181,7 @@ def docs_in_range(parts: Parts, field: str, lo: Any | None, hi: Any | None) -> l
         values, docs = _ordered(seg, field)
         start = 0 if lo is None else bisect.bisect_left(values, lo)
         end = len(values) if hi is None else bisect.bisect_left(values, hi)
-        found.extend(seg.lift(sorted(docs[start:end])))
+        found.extend(seg.to_searcher_numbers(sorted(docs[start:end])))
     return found
 
 

@@ -129,8 +129,8 @@ def weighted_hits(view: Snapshot, term: str) -> TermHits:
     alone: dict[int, float] = {}
     for seg in view.parts:
         hits = segment_hits(seg, term)
-        exact.update(seg.lift_items(hits.exact))
-        alone.update(seg.lift_items(hits.stem))
+        exact.update(seg.to_searcher_items(hits.exact))
+        alone.update(seg.to_searcher_items(hits.stem))
     return TermHits(exact, alone)
 
 

@@ -5,7 +5,8 @@ the searcher's numbers ``s.offset .. s.offset + s.size - 1`` (its local numbers 
 size - 1``). A segment never changes once written except that deletions are added to it
 (kept apart, and only ever growing), so what is derived from its documents is cached by
 ``s.key`` and the deletions (``s.unseen``) are applied per call, here. Every document set of
-``search/query.py`` goes through ``unseen`` (``lift``, ``live``): it is what a view does not see.
+``search/query.py`` goes through ``unseen`` (``to_searcher_numbers``, ``live``): it is what a
+view does not see.
 """
 
 from __future__ import annotations
@@ -105,22 +106,25 @@ class Segment:
             return range(self.offset + local.start, self.offset + local.stop)
         return [self.offset + d for d in local]
 
-    def lift(self, docs: Iterable[int]) -> list[int]:
-        """The searcher's numbers of the live ones among local numbers ``docs``, in their order."""
+    def to_searcher_numbers(self, docs: Iterable[int]) -> list[int]:
+        """Local numbers ``docs`` as the searcher numbers them, in their order, the ``unseen`` ones
+        left out."""
         unseen, offset = self.unseen, self.offset
         if not unseen:
             return list(map(offset.__add__, docs))
         return [offset + d for d in docs if d not in unseen]
 
-    def lift_lazily(self, docs: Iterable[int]) -> Iterator[int]:
-        """``lift``, read only as far as the caller reads (a listing merged up to its page)."""
+    def to_searcher_numbers_lazily(self, docs: Iterable[int]) -> Iterator[int]:
+        """``to_searcher_numbers``, read only as far as the caller reads (a listing merged up to its
+        page)."""
         unseen, offset = self.unseen, self.offset
         if not unseen:
             return (offset + d for d in docs)
         return (offset + d for d in docs if d not in unseen)
 
-    def lift_items(self, values: Mapping[int, V]) -> Iterator[tuple[int, V]]:
-        """``(searcher's number, value)`` for the live documents of a map keyed by local number."""
+    def to_searcher_items(self, values: Mapping[int, V]) -> Iterator[tuple[int, V]]:
+        """``(searcher's number, value)`` for the documents this view sees of a map keyed by local
+        number."""
         unseen, offset = self.unseen, self.offset
         if not unseen:
             return ((offset + d, v) for d, v in values.items())
@@ -128,9 +132,9 @@ class Segment:
 
     def term_docs(self, field: str, value: str) -> list[int]:
         """The local numbers whose ``field`` holds ``value``, ascending, some deleted ones perhaps
-        among them (``lift`` applies ``unseen``). A long list is kept in the shared cache: a
-        segment's terms never change, and deletions only grow (an agent's name in every call's
-        ``lost``, a common tag). Whether the segment holds ``value`` at all is a set lookup in a
+        among them (``to_searcher_numbers`` applies ``unseen``). A long list is kept in the shared
+        cache: a segment's terms never change, and deletions only grow (an agent's name in every
+        call's ``lost``, a common tag). Whether the segment holds ``value`` at all is a set lookup in a
         small segment (``SET_TERMS``), a probe of its terms file in a large one."""
         terms = self._terms(field) if self.size <= SET_TERMS else None
         if terms is not None:

@@ -89,7 +89,7 @@ class Snapshot:
         needle = needle.lower()
         found: list[int] = []
         for seg in self.parts:
-            found.extend(seg.lift(segment_docs_containing(seg, field, needle)))
+            found.extend(seg.to_searcher_numbers(segment_docs_containing(seg, field, needle)))
         return found
 
     def written_by(self, agent: str) -> frozenset[str]:
@@ -138,7 +138,7 @@ class Snapshot:
 
     def every_in_listing_order(self, by_importance: bool) -> Iterator[int]:
         """Every live note in listing order, lazily (each segment's order is cached)."""
-        streams = [seg.lift_lazily(_segment_order(seg, by_importance)) for seg in self.parts]
+        streams = [seg.to_searcher_numbers_lazily(_segment_order(seg, by_importance)) for seg in self.parts]
         return heapq.merge(*streams, key=self.listing_key(by_importance))
 
     # -- what the index knows besides document sets ------------------------------------

@@ -99,8 +99,8 @@ def form_hit_counts(parts: Parts, field: str, term: str,
     alone: dict[int, int] = {}
     for seg in parts:
         seg_exact, seg_alone = segment_form_hit_counts(seg, field, term, stem)
-        exact.update(seg.lift_items(seg_exact))
-        alone.update(seg.lift_items(seg_alone))
+        exact.update(seg.to_searcher_items(seg_exact))
+        alone.update(seg.to_searcher_items(seg_alone))
     return exact, alone
 
 

@@ -45,7 +45,7 @@ def _live(seg: Segment, field: str, term: str) -> bool:
             return False
         if not seg.unseen or frequency > len(seg.unseen):
             return True
-        return bool(seg.lift(seg.term_docs(field, term)))
+        return bool(seg.to_searcher_numbers(seg.term_docs(field, term)))
     except Exception:  # the term (or field) is not in this segment
         return False
 
