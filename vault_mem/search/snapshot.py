@@ -21,7 +21,7 @@ from typing import Any, TypeVar
 
 from vault_mem.errors import NotFound
 from vault_mem.search import query, vocabulary
-from vault_mem.search.cells import Cells
+from vault_mem.search.cells import LazyColumn
 from vault_mem.search.columns import column, path_key_docs, segment_column, stored_record
 from vault_mem.search.lru import CACHE
 from vault_mem.search.masked import masked_segments
@@ -176,10 +176,10 @@ class Snapshot:
     def column(self, field: str) -> Sequence[Any]:
         return column(self.searcher, field)
 
-    def cells(self, field: str) -> Cells:
+    def cells(self, field: str) -> LazyColumn:
         """``field``'s values by document number, for a few documents: the column is read whole
         only once many are asked for (``search/cells.py``)."""
-        return Cells(self.searcher, field)
+        return LazyColumn(self.searcher, field)
 
     def lexicon(self, field: str) -> list[str]:
         """Every term of ``field`` in the index (a term only deleted notes hold included); for a
