@@ -30,7 +30,7 @@ def test_settling_freezes_what_is_loaded_and_leaves_only_young_collections_autom
         from vault_mem.runtime import collector
         settings.configure(dataclasses.replace(settings.current(), gc_freeze_every=0.02))
         before = gc.get_threshold()
-        c = collector.settle(20_000, lambda seconds: False)
+        c = collector.freeze_after_start(20_000, lambda seconds: False)
         assert gc.get_freeze_count() > 1000, gc.get_freeze_count()  # the modules, loaded for good
         assert gc.get_threshold() == (20_000, collector.NEVER, collector.NEVER) != before
         frozen = gc.get_freeze_count()

@@ -191,7 +191,7 @@ def test_in_one_batch_a_paths_last_change_wins(make_vault) -> None:
     batch = index.submit([(old, "a.md")], [])
     assert index.submit([(new, "a.md")], ["b.md"]) is batch  # one open batch
     index.submit([(read_note(vault.root, "b.md"), "b.md")], [])  # dropped, then saved again
-    index.settle(batch)
+    index.commit_batch(batch)
     records = index.records()
     assert records["a.md"]["etag"] == new.etag and "b.md" in records
     with index.searching() as searcher:
@@ -222,7 +222,7 @@ def test_a_commit_waits_for_a_write_between_its_file_change_and_its_submission(m
     thread = threading.Thread(target=other_write)
     thread.start()
     assert started.wait(30)
-    index.settle(batch)
+    index.commit_batch(batch)
     thread.join(30)
     assert joined == [batch] and set(batch.changes) == {"a.md", "b.md"}
 
@@ -263,7 +263,7 @@ def test_commits_under_steady_saves_are_spaced_and_a_lone_callers_are_not(make_v
     assert waits == []
     batch = index.submit([note(0)], [])
     index.submit([note(1)], [])  # two saves in one batch: steady saves
-    index.settle(batch)
+    index.commit_batch(batch)
     assert len(waits) == 1 and 599 < waits[0] <= 600
     index.apply([note(2)], [])  # the batch before held two: still steady
     assert len(waits) == 2
@@ -288,7 +288,7 @@ def test_a_spaced_commit_waits_no_longer_than_its_timeout(make_vault, monkeypatc
     index.apply([(read_note(vault.root, "a.md"), "a.md")], [])
     batch = index.submit([(read_note(vault.root, "a.md"), "a.md")], [])
     index.submit([(read_note(vault.root, "b.md"), "b.md")], [])
-    index.settle(batch, timeout=20.0)
+    index.commit_batch(batch, timeout=20.0)
     assert len(waits) == 1 and 0 < waits[0] <= 20.0
 
 
@@ -320,10 +320,10 @@ def test_a_batch_whose_commit_failed_takes_no_more_changes(make_vault) -> None:
     with lock_held_by_another_process(index):
         failed = index.submit([(note, "a.md")], [])
         with pytest.raises(IndexBusy):
-            index.settle(failed, timeout=0.2)
+            index.commit_batch(failed, timeout=0.2)
     later = index.submit([(note, "a.md")], [])
     assert later is not failed
-    index.settle(later, timeout=30)
+    index.commit_batch(later, timeout=30)
     assert index.records()["a.md"]["etag"] == note.etag
 
 

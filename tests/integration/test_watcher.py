@@ -45,7 +45,7 @@ def in_sync(index: VaultIndex) -> bool:
     return index_etags(index) == disk_etags(index.root)
 
 
-def settle(watcher: Watcher, timeout: float = 15.0) -> None:
+def wait_in_sync(watcher: Watcher, timeout: float = 15.0) -> None:
     """Wait until the watcher is idle and the index says exactly what the files say."""
     eventually(lambda: watcher.wait_idle(timeout) and in_sync(watcher.index), timeout, "index equal to the files")
 
@@ -96,13 +96,13 @@ def test_create_modify_delete(live) -> None:
     vault, w = live(BASE)
     root = vault.root
     (root / "a/new.md").write_text(note("New", "fresh"))
-    settle(w)
+    wait_in_sync(w)
     assert "a/new.md" in index_etags(vault.index)
     (root / "a/new.md").write_text(note("New", "fresh, edited"))
-    settle(w)
+    wait_in_sync(w)
     assert stored(vault.index, "a/new.md")["head"] == "fresh, edited\n"  # type: ignore[index]
     (root / "a/new.md").unlink()
-    settle(w)
+    wait_in_sync(w)
     assert not has_path(vault.index, "a/new.md")
 
 
@@ -113,7 +113,7 @@ def test_atomic_save_arrives_as_a_move_only(live) -> None:
         temp = target.parent / temp_name
         temp.write_text(note("One", f"saved through {temp_name}", uid="u1"))
         os.replace(temp, target)
-        settle(w)
+        wait_in_sync(w)
         assert stored(vault.index, "a/one.md")["head"] == f"saved through {temp_name}\n"  # type: ignore[index]
     assert uids(vault.index)["a/one.md"] == "u1"
     assert not any(p.endswith((".tmp", ".swp")) for p in index_etags(vault.index))
@@ -128,7 +128,7 @@ def test_vim_style_save(live) -> None:
     os.rename(folder / "one.md", folder / "one.md~")
     (folder / "one.md").write_text(note("One", "written by vim", uid="u1"))
     (folder / "one.md~").unlink()
-    settle(w)
+    wait_in_sync(w)
     assert stored(vault.index, "a/one.md")["head"] == "written by vim\n"  # type: ignore[index]
     assert uids(vault.index)["a/one.md"] == "u1"
 
@@ -136,7 +136,7 @@ def test_vim_style_save(live) -> None:
 async def test_rename_of_a_note_with_id_keeps_its_uid(live, mcp_session) -> None:
     vault, w = live(BASE)
     os.rename(vault.root / "a/one.md", vault.root / "b/renamed.md")
-    settle(w)
+    wait_in_sync(w)
     assert uids(vault.index)["b/renamed.md"] == "u1" and not has_path(vault.index, "a/one.md")
     async with mcp_session(vault) as c:
         answer = await c.call("memory_read", ref="u1")
@@ -151,7 +151,7 @@ async def test_rename_of_a_note_without_id_changes_uid_but_keeps_its_etag(live, 
     before = stored(vault.index, "b/three.md")
     assert before is not None
     os.rename(vault.root / "b/three.md", vault.root / "a/three again.md")
-    settle(w)
+    wait_in_sync(w)
     after = stored(vault.index, "a/three again.md")
     assert after is not None and not has_path(vault.index, "b/three.md")
     assert after["uid"] != before["uid"] and after["etag"] == before["etag"]
@@ -169,20 +169,20 @@ async def test_rename_of_a_note_without_id_changes_uid_but_keeps_its_etag(live, 
 def test_folder_rename_re_domains_every_note(live) -> None:
     vault, w = live(BASE)
     os.rename(vault.root / "a", vault.root / "alpha")
-    settle(w)
+    wait_in_sync(w)
     assert domain_paths(vault, "alpha") == ["alpha/deep/two.md", "alpha/one.md"]
     assert domain_paths(vault, "a") == []
     assert uids(vault.index)["alpha/deep/two.md"] == "u2"
     # the renamed top-level folder is watched under its new name
     (vault.root / "alpha/deep/later.md").write_text(note("Later", "after the rename"))
-    settle(w)
+    wait_in_sync(w)
     assert domain_paths(vault, "alpha/deep") == ["alpha/deep/later.md", "alpha/deep/two.md"]
 
 
 def test_nested_folder_rename(live) -> None:
     vault, w = live(BASE)
     os.rename(vault.root / "a/deep", vault.root / "a/shallow")
-    settle(w)
+    wait_in_sync(w)
     assert domain_paths(vault, "a/shallow") == ["a/shallow/two.md"]
     assert domain_paths(vault, "a/deep") == []
 
@@ -190,16 +190,16 @@ def test_nested_folder_rename(live) -> None:
 def test_folder_moved_into_another_folder(live) -> None:
     vault, w = live(BASE)
     os.rename(vault.root / "a", vault.root / "b/a")  # a top-level folder into another one
-    settle(w)
+    wait_in_sync(w)
     assert domain_paths(vault, "b/a") == ["b/a/deep/two.md", "b/a/one.md"]
     assert domain_paths(vault, "b") == ["b/a/deep/two.md", "b/a/one.md", "b/three.md"]
     os.rename(vault.root / "b/a/deep", vault.root / "deep")  # and a nested one out to the top
-    settle(w)
+    wait_in_sync(w)
     assert domain_paths(vault, "deep") == ["deep/two.md"]
     # both moved folders keep being followed
     (vault.root / "b/a/after.md").write_text("after\n")
     (vault.root / "deep/after.md").write_text("after\n")
-    settle(w)
+    wait_in_sync(w)
     assert {"b/a/after.md", "deep/after.md"} <= set(index_etags(vault.index))
 
 
@@ -211,22 +211,22 @@ def test_saves_in_a_folder_moved_deeper_with_its_subfolder_are_heard(live) -> No
     root = vault.root
     (root / "c/d/e").mkdir(parents=True)
     os.rename(root / "c/a", root / "c/d/e/z z")
-    settle(w)
+    wait_in_sync(w)
     assert set(index_etags(vault.index)) == {"c/d/e/z z/a/start.md"}
     target = root / "c/d/e/z z/a/start.md"
     temp = target.parent / ".start.md.tmp"
     temp.write_text(note("Start", "saved after the move"))
     os.replace(temp, target)
-    settle(w)
+    wait_in_sync(w)
     (root / "c/d/e/z z/a/new.md").write_text(note("New", "made after the move"))
-    settle(w)
+    wait_in_sync(w)
     assert set(index_etags(vault.index)) == {"c/d/e/z z/a/start.md", "c/d/e/z z/a/new.md"}
 
 
 def test_folder_deleted(live) -> None:
     vault, w = live(BASE)
     shutil.rmtree(vault.root / "a")
-    settle(w)
+    wait_in_sync(w)
     assert sorted(index_etags(vault.index)) == ["b/three.md"]
 
 
@@ -234,7 +234,7 @@ def test_new_folder_full_of_notes_moved_in(live, tmp_path: Path) -> None:
     vault, w = live(BASE)
     outside = write_notes(tmp_path / "staging", {f"sub{i % 3}/n{i}.md": note(f"N{i}", f"b{i}") for i in range(60)})
     shutil.move(str(outside), vault.root / "b/imported")  # arrives as one folder, no file events inside
-    settle(w)
+    wait_in_sync(w)
     assert len(domain_paths(vault, "b/imported")) == 60
 
 
@@ -242,10 +242,10 @@ def test_top_level_folder_created_after_start_is_watched(live) -> None:
     vault, w = live(BASE)
     (vault.root / "later/inner").mkdir(parents=True)
     (vault.root / "later/inner/x.md").write_text("x\n")
-    settle(w)
+    wait_in_sync(w)
     eventually(lambda: "later" in w._watched_tops, what="the new folder watched")
     (vault.root / "later/inner/y.md").write_text("y\n")  # seen through the new watch
-    settle(w)
+    wait_in_sync(w)
     assert domain_paths(vault, "later") == ["later/inner/x.md", "later/inner/y.md"]
 
 
@@ -255,7 +255,7 @@ def test_burst_of_2000_files_like_a_git_checkout(live) -> None:
         path = vault.root / f"c{i % 10}/d{i % 7}/n{i}.md"
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(note(f"Burst {i}", f"burst body {i}", uid=f"burst-{i}"))
-    settle(w, timeout=60)
+    wait_in_sync(w, timeout=60)
     assert len(index_etags(vault.index)) == 2003
 
 
@@ -277,12 +277,12 @@ def test_hidden_folders_are_never_watched_nor_indexed(tmp_path: Path) -> None:
             (root / rel).parent.mkdir(parents=True, exist_ok=True)
             (root / rel).write_text("hidden\n")
         (root / "a/two.md").write_text("visible\n")  # a marker: once it is in, the hidden events were seen
-        settle(w)
+        wait_in_sync(w)
         assert sorted(index_etags(index)) == ["a/one.md", "a/two.md"]
         (root / ".hidden-top").mkdir()  # a hidden top-level folder created later is not watched either
         (root / ".hidden-top/n.md").write_text("n\n")
         (root / "a/three.md").write_text("marker\n")
-        settle(w)
+        wait_in_sync(w)
         assert set(w._watched_tops) == {"a"} and ".hidden-top/n.md" not in index_etags(index)
     finally:
         w.stop()
@@ -294,7 +294,7 @@ def test_gitignored_files_are_not_indexed(live) -> None:
     (vault.root / "drafts/d.md").write_text("draft\n")
     (vault.root / "a/x.tmp.md").write_text("temp\n")
     (vault.root / "a/kept.md").write_text("kept\n")
-    settle(w)
+    wait_in_sync(w)
     assert "a/kept.md" in index_etags(vault.index)
     assert "drafts/d.md" not in index_etags(vault.index) and "a/x.tmp.md" not in index_etags(vault.index)
 
@@ -308,7 +308,7 @@ def test_half_written_file_ends_complete(live) -> None:
         handle.flush()
         eventually(lambda: has_path(vault.index, "a/slow.md"), what="the half file indexed")
         handle.write(full[len(full) // 2:])
-    settle(w)
+    wait_in_sync(w)
     assert stored(vault.index, "a/slow.md")["etag"] == file_etag(full.encode())  # type: ignore[index]
 
 
@@ -321,7 +321,7 @@ def test_periodic_reconcile_repairs_missed_events(live) -> None:
     w._observer.unschedule(w._watched_tops.pop("a"))
     (vault.root / "a/unseen.md").write_text("no event for this one\n")
     (vault.root / "a/deep/two.md").write_text(note("Two", "changed unseen", uid="u2"))
-    settle(w)
+    wait_in_sync(w)
     assert stored(vault.index, "a/deep/two.md")["head"] == "changed unseen\n"  # type: ignore[index]
     assert has_path(vault.index, "a/unseen.md")
     assert w.swept == 2, "no event reached the watcher: the periodic check found both changes"
@@ -360,7 +360,7 @@ def test_an_overflow_of_the_kernel_queue_checks_the_vault_at_once(live, tmp_path
     assert "appended unheard" not in stored(vault.index, "a/deep/two.md")["head"]  # type: ignore[index]
     with caplog.at_level("WARNING", logger="vault_mem.watch"):
         _overflow(w)
-        settle(w)
+        wait_in_sync(w)
     assert "appended unheard" in stored(vault.index, "a/deep/two.md")["head"]  # type: ignore[index]
     assert w.swept >= 1 and w.checks >= 1
     lost = [r for r in caplog.records if r.name == "vault_mem.watch" and "dropped file events" in r.message]
@@ -388,7 +388,7 @@ def test_events_lost_while_the_check_runs_bring_another_check(tmp_path: Path, ma
         _unheard_append(vault, "a/one.md", "appended during the check\n", tmp_path / "link.md")
         go_on.set()
         eventually(lambda: w.checks >= 2 and w.wait_idle(0.0), timeout=30, what="a second check")
-        settle(w)
+        wait_in_sync(w)
         assert "appended during the check" in stored(vault.index, "a/one.md")["head"]  # type: ignore[index]
     finally:
         go_on.set()
@@ -404,11 +404,11 @@ def test_dead_observer_is_restarted_and_reconciled(live, which: str) -> None:
     thread.stop()
     thread.join(timeout=5)
     (vault.root / "b/while-dead.md").write_text("written while nothing watched\n")
-    settle(w)
+    wait_in_sync(w)
     assert w.swept >= 1, "nothing watched: the periodic check found the change"
     eventually(lambda: w._observer is not dead and w._observer.is_alive(), what="a new observer")
     (vault.root / "b/three.md").unlink()  # the new observer sees events again
-    settle(w)
+    wait_in_sync(w)
     assert w.flushes > 0
     assert not has_path(vault.index, "b/three.md")
 
@@ -434,12 +434,12 @@ def test_a_write_tools_own_change_is_not_indexed_twice(live) -> None:
     event, checks under the writer lock, finds the etag already there and writes nothing."""
     vault, w = live(BASE)
     (vault.root / "a/one.md").write_text(note("One", "edited", uid="u1"))
-    settle(w)
+    wait_in_sync(w)
     indexed = w.indexed
     with vault.index.writer() as writer:  # the watcher cannot commit before this does
         (vault.root / "a/one.md").write_text(note("One", "edited again", uid="u1"))
         writer.update_document(**document_of(read_note(vault.root, "a/one.md"), "a/one.md"))
-    settle(w)
+    wait_in_sync(w)
     assert w.flushes > 0 and w.indexed == indexed, "the watcher re-indexed a note that was already current"
 
 
@@ -447,7 +447,7 @@ def test_files_that_are_not_notes_need_no_look_at_the_index(live) -> None:
     """A write's temp file, an editor's swap file: the watcher flushes them without opening the
     index (a look renews its searcher, after every commit of a busy server)."""
     vault, w = live(BASE)
-    settle(w)
+    wait_in_sync(w)
     looked: list[object] = []
     fingerprints = vault.index.fingerprints
     vault.index.fingerprints = lambda paths=None: looked.append(paths) or fingerprints(paths)  # type: ignore[method-assign]
@@ -458,7 +458,7 @@ def test_files_that_are_not_notes_need_no_look_at_the_index(live) -> None:
     eventually(lambda: w.flushes > flushes, 15.0, "a flush of the events")
     assert looked == []
     (vault.root / "b/new.md").write_text("a note\n")
-    settle(w)
+    wait_in_sync(w)
     assert looked and has_path(vault.index, "b/new.md")
 
 
@@ -467,17 +467,17 @@ def test_a_save_heard_before_its_submission_is_left_to_its_write_tool(live, monk
     watcher waits for those file steps, then finds the save submitted and indexes nothing."""
     tuned(watch_steps_wait=120.0)  # a slow machine: no give-up here
     vault, w = live(BASE)
-    settle(w)
+    wait_in_sync(w)
     indexed, written = w.indexed, vault.index.written
     written.begin()  # what a write tool does before it changes a file (writes/tools.py)
     try:
         (vault.root / "a/new.md").write_text(note("New", "saved by a tool", uid="n1"))
         eventually(lambda: written.waiting, 60, "the watcher heard the save and waits for the tool's steps")
         assert not has_path(vault.index, "a/new.md")
-        vault.index.settle(vault.index.submit([(read_note(vault.root, "a/new.md"), "a/new.md")], []))
+        vault.index.commit_batch(vault.index.submit([(read_note(vault.root, "a/new.md"), "a/new.md")], []))
     finally:
         written.end()
-    settle(w)
+    wait_in_sync(w)
     assert has_path(vault.index, "a/new.md") and w.indexed == indexed
 
 
@@ -486,15 +486,15 @@ def test_top_level_folder_moved_away_and_recreated_at_once_is_watched_anew(live)
     vault, w = live(BASE)
     (vault.root / "c").mkdir()
     (vault.root / "c/x.md").write_text("x\n")
-    settle(w)
+    wait_in_sync(w)
     os.rename(vault.root / "c", vault.root / "a/c2")
     (vault.root / "c").mkdir()
     (vault.root / "c/y.md").write_text("y\n")
-    settle(w)
+    wait_in_sync(w)
     assert {"a/c2/x.md", "c/y.md"} <= set(index_etags(vault.index))
     (vault.root / "c/y.md").unlink()  # only the watch of the new folder can see this
     (vault.root / "c/z.md").write_text("z\n")
-    settle(w)
+    wait_in_sync(w)
     assert not has_path(vault.index, "c/y.md") and has_path(vault.index, "c/z.md")
 
 
@@ -513,7 +513,7 @@ def test_two_watchers_on_one_index_index_each_change_once(make_vault) -> None:
             temp.write_text(note(f"N{i}", f"body {i}"))
             os.replace(temp, vault.root / f"b/n{i}.md")  # one complete file per event
         for w in watchers:
-            settle(w)
+            wait_in_sync(w)
         assert in_sync(second)
         assert watchers[0].indexed + watchers[1].indexed == 50, [w.indexed for w in watchers]
     finally:

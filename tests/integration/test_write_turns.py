@@ -30,10 +30,10 @@ NOTES = {
 WAIT = 30.0  # seconds: only a hang takes this long
 
 
-@pytest.mark.parametrize("step", ["atomic_write", "landed"])
+@pytest.mark.parametrize("step", ["atomic_write", "journal_and_track"])
 def test_a_write_of_another_note_lands_while_one_is_in_its_file_steps(make_vault, monkeypatch, step: str) -> None:
     """An edit of a.md held after its file write (``atomic_write``: before its submission to the
-    index; ``landed``: after it, while its change is journaled) does not hold up an edit of
+    index; ``journal_and_track``: after it, while its change is journaled) does not hold up an edit of
     another note (run one at a time, the second waited for the first; and the first to submit
     to a batch committed it, so a slow journal held up every write that joined its batch)."""
     others = {f"{c}.md": f"---\nid: {c}-1\ntitle: {c.upper()}\n---\nfirst of {c}\n" for c in "bcdefgh"}
@@ -50,7 +50,7 @@ def test_a_write_of_another_note_lands_while_one_is_in_its_file_steps(make_vault
         inside.set()
         assert release.wait(WAIT), "the edit of a.md was never let go"
 
-    def landed(view: Any, tool: str, agent: str, changes: list[dict[str, Any]]) -> list[str]:
+    def journal_and_track(view: Any, tool: str, agent: str, changes: list[dict[str, Any]]) -> list[str]:
         if changes[0]["fsrel"] == "a.md":
             hold_a()
         return original(view, tool, agent, changes)
@@ -60,7 +60,7 @@ def test_a_write_of_another_note_lands_while_one_is_in_its_file_steps(make_vault
         if path.name == "a.md":
             hold_a()
 
-    monkeypatch.setattr(tools, step, landed if step == "landed" else atomic_write)
+    monkeypatch.setattr(tools, step, journal_and_track if step == "journal_and_track" else atomic_write)
     answers: dict[str, dict[str, Any]] = {}
 
     def edit(ref: str) -> None:

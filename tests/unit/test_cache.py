@@ -77,7 +77,7 @@ def test_cells_answer_as_the_whole_column_does_without_reading_it(make_vault, mo
     WHOLE_AFTER lookups the column is joined after all."""
     from conftest import commit_note, commit_removal
 
-    from vault_mem.search.cells import Cells
+    from vault_mem.search.cells import LazyColumn
     from vault_mem.search.columns import column, has_columns
 
     vault = make_vault({f"n{i}.md": f"---\nupdated: 2024-01-{i + 1:02d}\n---\n# Note {i}\n" for i in range(20)})
@@ -87,14 +87,14 @@ def test_cells_answer_as_the_whole_column_does_without_reading_it(make_vault, mo
     CACHE.clear()
     for field in ("updated", "path", "created"):
         with vault.index.searching() as searcher:
-            cells = Cells(searcher, field)
+            cells = LazyColumn(searcher, field)
             got = [cells[d] for d in reversed(range(searcher.doc_count_all()))]
             assert not has_columns(searcher, field)  # nothing was joined
             assert got == list(reversed(column(searcher, field)))
     tuned(cells_whole_after=3)
     with vault.index.searching() as searcher:
         searcher._vault_mem_columns = {}
-        cells = Cells(searcher, "path")
+        cells = LazyColumn(searcher, "path")
         values = [cells[d] for d in range(searcher.doc_count_all())]
         assert has_columns(searcher, "path") and values == list(column(searcher, "path"))
 

@@ -48,7 +48,7 @@ def whoosh_docs(searcher: Any, q: Any) -> list[int]:
 def test_the_vault_has_several_segments_with_deletions(vault: Vault) -> None:
     with vault.index.searching() as searcher:
         parts = segments(searcher)
-        assert len(parts) > 2 and any(seg.dead for seg in parts)
+        assert len(parts) > 2 and any(seg.unseen for seg in parts)
         assert [seg.offset for seg in parts] == sorted(seg.offset for seg in parts)
         assert query.live_docs(parts) == whoosh_docs(searcher, Every()) and query.doc_count(searcher) == 31
 

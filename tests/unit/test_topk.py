@@ -147,7 +147,7 @@ def test_the_pruned_page_is_the_full_rankings_page(tmp_path_factory: Any, seed: 
 
 def test_a_limited_callers_pruned_page_holds_only_its_notes(tmp_path: Path) -> None:
     """The groups and the tie order are cached per segment, shared by every caller; each caller's
-    hidden notes are skipped as dead. Asked in turn by the owner and two limited agents (each on
+    hidden notes are skipped as unseen. Asked in turn by the owner and two limited agents (each on
     the caches the others warmed), every page is the full ranking of what that caller may see."""
     index, _files = make_vault(tmp_path / "v", 7, 40)
     rng = random.Random(7)

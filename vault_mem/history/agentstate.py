@@ -15,7 +15,7 @@ The file's first line is the whole state (a JSON object, led by a ``gen`` token 
 rewrite); each later line is one change, a JSON list of steps (``Changes``). A change is made
 under a file lock and appended as one line, so two servers on one vault keep each other's
 changes and a busy agent's save costs one short line, not its thousands of entries written
-again (that was a tenth of the writing worker's time under 32 sessions). When the changes
+again (docs/perf/agent-state-lines.md). When the changes
 outgrow the state, the file is rewritten whole (temp and rename). A reader needs no lock: it
 parses the lines it has not seen yet (the ``gen`` tells it the file was rewritten) and stops
 at a line not yet whole; a line left torn by a crash is dropped at the next rewrite.

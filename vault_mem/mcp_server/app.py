@@ -39,11 +39,6 @@ from vault_mem.vault.paths import note_file
 from vault_mem.vault.reader import read_whole
 
 log = logging.getLogger("vault_mem.mcp_server")
-# Tool calls running at once; each thread keeps its own index searcher. The calls hold the interpreter
-# lock nearly all their time, so more threads only share it finer; and the event loop, which reads
-# every request and hands writes to worker 1, then waits behind more of them. Under 32 sessions
-# (bench/load_bench.py) 3 gave the same calls/s as 6 with the write p99 at 238-338 ms instead of
-# 349-446 (two workers), and 134-139 calls/s instead of 129-131 with one.
 CALLER = "vault_mem.caller"  # the ASGI scope key of an HTTP request's agent (transports.py)
 
 INSTRUCTIONS = (

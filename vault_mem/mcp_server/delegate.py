@@ -1,7 +1,7 @@
 """``serve --http --workers N``: every write tool call runs on worker 1 (docs/concurrency.md).
 
-Measured with 32 sessions of reads and writes (``bench/load_bench.py``): two workers that both
-wrote were slower than one, with a tail of seconds. Each process takes its turn on the
+Two workers that both wrote were slower than one, with a tail of seconds
+(docs/perf/writes-in-worker-one.md). Each process takes its turn on the
 index's one write lock, every commit of one makes the other's call threads reopen their
 searchers, and a process whose next commit is always ready keeps the lock from the other.
 With every write in one process, its saves share commits (``VaultIndex.submit``) and never
@@ -18,7 +18,7 @@ sends anything else, or nothing. It serves at most ``write_threads(N)`` connecti
 (one thread each) and closes any beyond that at once; a frame over ``MAX_FRAME`` ends its
 connection unread. Each worker keeps up to ``CONNECTIONS`` connections open and sends
 one call at a time on each. (HTTP through a client library and worker 1's web server cost
-about 4 ms of CPU a write across the two processes, measured in 0.4.1; frames cost a tenth.)
+far more CPU a write than frames do.)
 """
 
 from __future__ import annotations

@@ -410,7 +410,7 @@ def http_app(server: Server[Any], host: str, port: int, token: str | None,
                          for suffix in ("", f":{port}", ":*")],
     )
     # One JSON body per answer, not an SSE stream: no tool sends the client anything mid-call, and
-    # the stream (a task, a channel and event framing per request) was a third of an HTTP call.
+    # the stream (a task, a channel and event framing per request) was a large share of a call.
     app: ASGIApp = server.streamable_http_app(streamable_http_path="/mcp", transport_security=security, host=host,
                                               json_response=True, max_sessions=config.max_sessions,
                                               session_idle_timeout=config.session_idle)

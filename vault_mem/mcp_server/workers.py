@@ -39,8 +39,9 @@ TOKEN_ENV = "VAULT_MEM_TOKEN"  # how a worker gets the bearer token (cli/serve.p
 
 @dataclass(frozen=True)
 class Seat:
-    """What one worker is told: its number, how many there are, every private port, and
-    (POSIX) the file descriptors of its two sockets."""
+    """A worker's seat among the workers of ``serve --http --workers N``, what the parent tells
+    it in ``VAULT_MEM_WORKER``: its number (0 is worker 1, which writes), how many there are,
+    every private port, and (POSIX) the file descriptors of its sockets."""
 
     index: int
     count: int

@@ -177,7 +177,7 @@ def _matches(view: View, request: Request, plan: Plan) -> Matches:
     if filters and candidates:
         allowed = set(view.docs_where(filters))
         candidates = [d for d in candidates if d in allowed]
-    if request.since is not None:  # the column, not a NumericRange query: that one costs ~100 ms on 10k notes
+    if request.since is not None:  # the column, not a NumericRange query (docs/perf/date-columns.md)
         updated, since = view.cells("updated"), request.since
         candidates = [d for d in candidates if updated[d] is not None and updated[d] >= since]
     return Matches(candidates, scores, newest)

@@ -1,13 +1,12 @@
 """Python's garbage collector in a serving process, kept out of the calls' way.
 
 Every collection holds the interpreter lock, so each one is a pause of every call in the
-process. Under 32 sessions (``bench/load_bench.py``, the 13,415-note corpus, two workers) the
-worker that answers the clients collected its young objects every second (10-24 ms of CPU),
-its middle generation every 12-15 s (60-140 ms) and, once its caches had filled, everything
-(100-400 ms in runs of two minutes). Nearly all they looked at was alive (the shared caches,
-the calls in flight) and they freed next to nothing: 0 objects in most young collections.
+process. Under load, the worker that answers the clients collected its young objects every
+second, its middle generation every few seconds and, once its caches had filled, everything,
+each a pause of every call (docs/perf/gc-freeze.md). Nearly all they looked at was alive (the
+shared caches, the calls in flight) and they freed next to nothing.
 
-So once the server is ready (``settle``): what it loaded for good is frozen out of reach
+So once the server is ready (``freeze_after_start``): what it loaded for good is frozen out of reach
 (``gc.freeze``); young objects are still collected, every ``young`` allocations; and what
 survives is frozen every ``FREEZE_EVERY`` seconds instead of being walked again and again by
 the older generations, which are never collected on their own (``NEVER``). Garbage that forms
@@ -21,7 +20,7 @@ a whole collection each time), and at least every ``FULL_EVERY`` seconds while a
 (docs/index-and-scale.md).
 
 Idle means no call, not little CPU: a worker whose calls all wait for a lock uses no CPU, and a
-full collection then (0.1-0.7 s at 13,000 notes) only made their wait longer.
+full collection then only made their wait longer.
 """
 
 from __future__ import annotations
@@ -38,7 +37,7 @@ log = logging.getLogger("vault_mem.runtime")
 NEVER = 1_000_000_000  # a generation threshold that is never reached
 
 
-def settle(young: int, quiet: Callable[[float], bool]) -> Collector:
+def freeze_after_start(young: int, quiet: Callable[[float], bool]) -> Collector:
     """Freeze what is loaded, collect young objects every ``young`` allocations, and start the
     thread that freezes survivors and runs the full collections (see the module); ``quiet(s)``:
     no tool call ran in the last ``s`` seconds."""

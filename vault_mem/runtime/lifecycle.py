@@ -52,10 +52,10 @@ PROGRESS_FILE = "build-progress.json"
 # build is this old: a vault of a few hundred notes then answers its first call complete, and a
 # client that calls once and leaves has left an index behind (docs/index-and-sync.md).
 # Once the server is loaded, the start-up check of an existing index lets the session's first calls
-# go first: a client calls right after the handshake, and the check (~1.7 s of CPU at 100,000 notes,
-# most of it reading four columns whole) would share the one interpreter lock with those calls. It
-# starts once CALLS_FIRST seconds have passed with no call in flight, and never later than
-# CALLS_FIRST_AT_MOST seconds after loading; the watcher applies saves meanwhile.
+# go first: a client calls right after the handshake, and the check (mostly reading four columns
+# whole) would share the one interpreter lock with those calls. It starts once a quiet spell with no
+# call in flight has passed, and never later than a bound after loading (both in vault_mem/settings.py);
+# the watcher applies saves meanwhile.
 
 
 class Runtime:
@@ -151,7 +151,7 @@ class Runtime:
             return 0
 
     def start(self, check_after: threading.Event | None = None) -> None:
-        """Start listening to the files (about 0.1 s at 100,000 notes), then the build or reconcile
+        """Start listening to the files (quick even on a large vault), then the build or reconcile
         in a background thread; returns at once. The reconcile waits for ``check_after`` when given (serve sets it once
         the MCP SDK is loaded: a walk beside that load would slow it down; the watcher listens
         and applies meanwhile, and a build child runs in its own process)."""
@@ -181,8 +181,8 @@ class Runtime:
         index. It listens before the one it replaces (a vault folder that came back, an index
         rebuilt) stops: no moment is unwatched. None in a worker that does not write: worker 1's
         watcher indexes every change, and this worker's next call sees its commit. (Each serving
-        worker watching too cost it 7% of its time under 32 sessions, to pass along the events of
-        worker 1's own saves: 213-228 -> 237-242 calls/s.)"""
+        worker watching too spent its time passing along the events of worker 1's own saves:
+        docs/perf/one-watcher.md.)"""
         if not self.writes:
             return
         watcher = Watcher(self.index, pace=self.pace)
@@ -334,7 +334,7 @@ class Runtime:
 
         Not while a build (or the resume of one) owns the index; otherwise from the start on, the
         start-up check included: a short session's saves would else leave one small segment each,
-        never merged (a bench's sessions left 181 at 107,000 notes), and every search pays per segment."""
+        never merged (a long bench left hundreds), and every search pays per segment."""
         if self._building.is_set() or not self.index.is_complete():
             return False
         if self._merger is not None and self._merger.poll() is None:

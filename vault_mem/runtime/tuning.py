@@ -24,14 +24,14 @@ import sys
 from collections.abc import Callable
 
 from vault_mem import settings
-from vault_mem.runtime.collector import Collector, settle
+from vault_mem.runtime.collector import Collector, freeze_after_start
 
 
 def settle_collector(quiet: Callable[[float], bool]) -> Collector | None:
     """A ready server's collector (see ``runtime/collector.py``); None when ``tune_gc`` is off:
     Python's own collector then runs as it always does."""
     config = settings.current()
-    return settle(config.gc_young, quiet) if config.tune_gc else None
+    return freeze_after_start(config.gc_young, quiet) if config.tune_gc else None
 
 
 def serving_worker_gives_way() -> None:

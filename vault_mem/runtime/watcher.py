@@ -405,8 +405,8 @@ class Watcher:
         candidates = {rel for rel in candidates if not self.index.written.unchanged(self.root, rel)}
         # On a case-insensitive disk an old spelling still opens: the folder listings decide. A listing
         # is costly in a busy process: ``os.listdir`` lets go of the interpreter lock for every entry,
-        # and each time another thread may take it for up to the switch interval (a folder of 3,575
-        # notes took 17-90 ms to list beside busy threads, against 1.3 ms alone).
+        # and each time another thread may take it for up to the switch interval
+        # (docs/perf/folder-names.md).
         listings: dict[str, Listing] = {}
         spelled = {rel: listed_spelling(self.root, rel, listings) for rel in candidates}
         candidates |= {name for name in spelled.values() if name is not None}
@@ -416,7 +416,7 @@ class Watcher:
         if not candidates:
             self.flushes += 1
             return
-        # A few paths are looked up one by one: a whole-index map costs ~100 ms at 100k notes.
+        # A few paths are looked up one by one: a whole-index map grows with the vault.
         shown_paths = [display_path(rel) for rel in candidates]
         fingerprints = self.index.fingerprints(shown_paths if len(shown_paths) <= config.watch_lookup_limit else None)
         changed: list[tuple[Note, str]] = []

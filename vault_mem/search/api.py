@@ -1,7 +1,7 @@
 """The search engine's one face: everything above ``search/`` imports from here, and from nowhere
 else inside it (``tests/unit/test_layers.py`` keeps it so).
 
-    VaultIndex          the index of one vault: open, submit notes (``Batch``), settle, searchers
+    VaultIndex          the index of one vault: open, submit notes (``Batch``), commit_batch, searchers
     sync, reconcile     bring the index up to the files (a build, or only what changed)
     Snapshot            one call's consistent look at the index: document sets, orders,
                         records, columns, lexicons, closest words (``search/snapshot.py``)

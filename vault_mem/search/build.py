@@ -4,8 +4,8 @@ A full build splits the files between worker processes; each parses its share an
 writes its own Whoosh segments (no documents cross a pipe), and the parent, holding
 the index lock, publishes a new table of contents after every finished batch so that
 searchers see the build grow. Batches start small (the first answers come quickly) and
-double up to ``MAX_BATCH``, so a build ends with few segments (13 at 107k notes, 6 at
-13k) that the tiered merge policy (``search/merge.py``) leaves alone.
+double up to ``MAX_BATCH``, so a build ends with few segments (a dozen or so even on a
+large vault) that the tiered merge policy (``search/merge.py``) leaves alone.
 
 ``state.json`` in the index folder says whether the last build finished; a build
 killed half way leaves ``complete: false`` and its committed batches, and the next

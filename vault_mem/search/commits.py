@@ -52,8 +52,9 @@ def fold_tiny(writer: SegmentWriter, segments: list[Any], at: int | None,
     saves the background merge (a process started every few seconds) trails far behind the
     commits: this keeps the segments a burst of saves leaves to a handful, at the cost of one
     commit in eight taking in a few dozen documents. A tiny segment this process committed
-    itself (``own``) is taken in again from the notes it was made of, seven times cheaper than
-    reading it back (a reader per segment, every posting decoded); any other is read.
+    itself (``own``) is taken in again from the notes it was made of, far cheaper than reading
+    it back (a reader per segment, every posting decoded: docs/perf/group-commit.md); any other
+    is read.
     """
     tiny = tiny_segments(segments)
     if at is None or len(tiny) < at:

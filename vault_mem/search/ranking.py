@@ -28,12 +28,12 @@ from typing import NamedTuple
 
 from vault_mem import settings
 from vault_mem.errors import InvalidInput
-from vault_mem.search.impacts import grouped_in_tie_order
 from vault_mem.search.lru import CACHE
 from vault_mem.search.query import english_stem
 from vault_mem.search.segments import Segment
 from vault_mem.search.snapshot import Snapshot
 from vault_mem.search.substring import segment_form_hit_counts, words
+from vault_mem.search.ties import grouped_in_tie_order
 
 # Common English words that say little about a note (the usual function words, plus the
 # words a question is phrased with); dropped from queries unless a query holds nothing
@@ -124,14 +124,14 @@ def weighted_hits(view: Snapshot, term: str) -> TermHits:
     alone: dict[int, float] = {}
     for seg in view.parts:
         hits = segment_hits(seg, term)
-        exact.update(seg.lift_items(hits.exact))
-        alone.update(seg.lift_items(hits.stem))
+        exact.update(seg.to_searcher_items(hits.exact))
+        alone.update(seg.to_searcher_items(hits.stem))
     return TermHits(exact, alone)
 
 
 def segment_hits(seg: Segment, term: str) -> TermHits:
     """``weighted_hits`` of one segment, by segment document number, deleted ones too (cached by
-    the segment's content: the caller applies ``seg.dead``, which holds a limited caller's mask)."""
+    the segment's content: the caller applies ``seg.unseen``, which holds a limited caller's mask)."""
     stem = stem_of(term)
     return CACHE.get_or_make(("weighted_hits", seg.key, term, stem),
                              partial(_segment_weighted_hits, seg, term, stem), _hits_size)
@@ -143,7 +143,7 @@ Groups = list[tuple[tuple[float | None, float | None], list[int]]]
 def segment_groups(seg: Segment, term: str) -> Groups:
     """One segment's notes holding ``term`` in some form, grouped by their weighted hits
     ``(exact, stem)`` (None: that form absent), each group in the tie order (cached by content;
-    dead notes too: the caller skips ``seg.dead``). What ``search/topk.py`` walks from the
+    unseen notes too: the caller skips ``seg.unseen``). What ``search/topk.py`` walks from the
     greatest contribution down."""
     def make() -> Groups:
         hits = segment_hits(seg, term)

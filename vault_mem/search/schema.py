@@ -63,8 +63,8 @@ def make_schema() -> Schema:
         real=ID(),  # a symlinked note's own file (``Note.real``), as it is spelled: who may read it
         # Whoosh's float columns cannot be sorted on (a struct error), so: whole seconds,
         # and importance in thousandths. Numbers are read from their columns, never searched
-        # by range (a range query costs ~100x the column): one term each (``shift_step=0``),
-        # not Whoosh's 16 per 64-bit value, which were over half of all postings written.
+        # by range (a range query walks the index, docs/perf/date-columns.md): one term each
+        # (``shift_step=0``), not Whoosh's 16 per 64-bit value, which were most postings written.
         created=_number(bits=64),
         updated=_number(bits=64),
         importance=_number(),

@@ -59,14 +59,11 @@ HISTORY_CACHE = "git-history.json"  # the git history map (search/gitfollow.py):
 # Not the index, so kept when a build empties the folder: presence (search/presence.py), and where
 # versions before 0.4.22 kept the history (history/kept.py), until it is moved out.
 KEPT_ON_REBUILD = frozenset({BUILD_LOCK, MERGE_LOCK, "presence", HISTORY_CACHE, "agents", "journal", WAITING_DIR})
-# Longest a commit waits for a write tool between its file change and its submission to join it:
-# Under steady saves from several callers, a commit starts at least this long after the one before
-# it started, and the saves made meanwhile join it. Every commit costs each reader of the index a
-# searcher renewal and a new pass over what a call keeps per set of segments (domain counts, sort
-# orders, joined columns): about 15 ms of CPU in all. With 32 sessions (bench/load_bench.py, two
-# workers) commits at most every 50 ms instead of ~25 a second answered 15% more calls for less CPU
-# on the 6,500-note hub, about as many on the 13,415-note corpus (docs/concurrency.md), the writes
-# as fast as before. A lone caller's save never waits for it.
+# Group commit (``commit_gather`` and ``commit_spacing`` in the settings): under steady saves from
+# several callers a commit starts some time after the one before it, and the saves made meanwhile
+# join it, because every commit costs each reader of the index a searcher renewal and a new pass
+# over what a call keeps per set of segments (docs/perf/group-commit.md). A lone caller's save
+# never waits for it.
 
 
 Fingerprint = tuple[int, int, str]  # what the index holds of a file: (size, mtime_ns, etag)
@@ -286,7 +283,7 @@ class VaultIndex:
             if (paths is not None and len(paths) <= settings.current().few_paths
                     and not has_columns(s, "size", "mtime_ns", "etag")):
                 # A few paths on a searcher whose columns are not loaded yet (the watcher's first save
-                # after a start or a commit): their stored records, not three whole columns (0.8 s at 107k).
+                # after a start or a commit): their stored records, not three whole columns.
                 few = {}
                 for path in paths:
                     docnum = s.document_number(path=path)
@@ -425,14 +422,14 @@ class VaultIndex:
 
     def apply(self, notes: list[tuple[Note, str]], removed: list[str], timeout: float | None = None) -> None:
         """Index ``notes`` (each with its OS-relative path) and drop ``removed`` paths, committed
-        when this returns (waiting for the lock as ``acquire_writer`` does): ``submit`` then ``settle``."""
+        when this returns (waiting for the lock as ``acquire_writer`` does): ``submit`` then ``commit_batch``."""
         if notes or removed:
-            self.settle(self.submit(notes, removed), timeout)
+            self.commit_batch(self.submit(notes, removed), timeout)
 
     def submit(self, notes: list[tuple[Note, str]], removed: list[str]) -> Batch:
-        """Put changes in the open batch; ``settle`` must follow (it commits or waits for the commit).
+        """Put changes in the open batch; ``commit_batch`` must follow (it commits or waits for the commit).
         Group commit: threads that submit while another thread's commit runs join one batch, which
-        the first of them to call ``settle`` commits for all once that commit is done, so under
+        the first of them to call ``commit_batch`` commits for all once that commit is done, so under
         many writers one commit (and the segment every searcher then opens) serves several changes.
         A path's last change in a batch wins, as in commits one after another: a caller that orders
         its file writes (writes/tools.py) submits before it lets the next write begin."""
@@ -444,7 +441,7 @@ class VaultIndex:
         self.written.add(notes)
         return batch
 
-    def settle(self, batch: Batch, timeout: float | None = None) -> None:
+    def commit_batch(self, batch: Batch, timeout: float | None = None) -> None:
         """Return once ``batch`` is committed (raising what its commit raised)."""
         if batch.lead():
             try:

@@ -30,7 +30,7 @@ from collections.abc import Collection, Iterator
 from dataclasses import dataclass
 
 from vault_mem import settings
-from vault_mem.search.impacts import tie_key
+from vault_mem.search.query import newest_first
 from vault_mem.search.ranking import (
     TermHits,
     TermStats,
@@ -75,9 +75,9 @@ class _Query:
 
     def __init__(self, view: Snapshot, terms: list[str]) -> None:
         self.terms = terms
-        self.segments = list(view.parts)  # a limited caller's hidden notes among each one's dead
+        self.segments = list(view.parts)  # a limited caller's hidden notes among each one's unseen
         self.offsets = [seg.offset for seg in self.segments]
-        self.dead = [seg.dead for seg in self.segments]
+        self.unseen = [seg.unseen for seg in self.segments]
         self.hits: list[list[TermHits]] = [[segment_hits(seg, t) for seg in self.segments] for t in terms]
         notes = view.doc_count()
         self.stats: list[TermStats] = []
@@ -92,8 +92,8 @@ class _Query:
         self.paths = view.column("path")
 
     def _live_count(self, segment: int, docs: dict[int, float]) -> int:
-        dead = self.dead[segment]
-        return len(docs) - (sum(1 for d in dead if d in docs) if dead else 0)
+        unseen = self.unseen[segment]
+        return len(docs) - (sum(1 for d in unseen if d in docs) if unseen else 0)
 
     def holders_bound(self) -> int:
         """At least the number of notes holding some term: each term's holders, summed."""
@@ -134,7 +134,7 @@ class _Query:
         return round(total + config.rank_all_terms_bonus + exact_bonus, config.rank_score_decimals)
 
     def tie(self, doc: int) -> tuple[int, str]:
-        return tie_key(self.updated[doc], self.paths[doc])
+        return newest_first(self.updated[doc], self.paths[doc])
 
     def locate(self, doc: int) -> tuple[int, int]:
         segment = bisect.bisect_right(self.offsets, doc) - 1
@@ -145,9 +145,9 @@ class _Query:
         found: set[int] = set()
         for per_segment in self.hits:
             for segment, hits in enumerate(per_segment):
-                offset, dead = self.offsets[segment], self.dead[segment]
+                offset, unseen = self.offsets[segment], self.unseen[segment]
                 for docs in (hits.exact, hits.stem):
-                    found.update(offset + d for d in docs if d not in dead)
+                    found.update(offset + d for d in docs if d not in unseen)
         return found
 
     def direct(self, docs: Collection[int], limit: int, keep: Collection[int] | None) -> Ranked:
@@ -204,8 +204,8 @@ class _Query:
                 common = common.intersection(holders[0]).union(*(common.intersection(d) for d in holders[1:]))
                 if not common:
                     break
-            dead = self.dead[segment]
-            found.update(offset + d for d in common if d not in dead)
+            unseen = self.unseen[segment]
+            found.update(offset + d for d in common if d not in unseen)
             if len(found) >= below:
                 return None
         return found
@@ -305,11 +305,11 @@ class _Query:
         """Whether a live note holds some term (and is in ``keep``) beyond ``shown``."""
         for per_segment in self.hits:
             for segment, hits in enumerate(per_segment):
-                offset, dead = self.offsets[segment], self.dead[segment]
+                offset, unseen = self.offsets[segment], self.unseen[segment]
                 for docs in (hits.exact, hits.stem):
                     for local in docs:
                         doc = offset + local
-                        if local not in dead and doc not in shown and (keep is None or doc in keep):
+                        if local not in unseen and doc not in shown and (keep is None or doc in keep):
                             return True
         return False
 
@@ -415,10 +415,10 @@ class _Stream:
 
 
 def _walk(query: _Query, segment: int, docs: list[int]) -> Iterator[Item]:
-    offset, dead = query.offsets[segment], query.dead[segment]
+    offset, unseen = query.offsets[segment], query.unseen[segment]
     updated, paths = query.updated, query.paths
     for local in docs:
-        if local in dead:
+        if local in unseen:
             continue
         doc = offset + local
-        yield tie_key(updated[doc], paths[doc]), doc, segment, local
+        yield newest_first(updated[doc], paths[doc]), doc, segment, local

@@ -8,12 +8,10 @@ term of the vault). Suggestions of all segments are merged and ranked by edit di
 then by how many notes hold them; a word left only in deleted notes is never suggested.
 A segment never changes, so what it suggests for a word is cached with it.
 
-Costs, measured on the 13,415-note corpus (6 segments, ~70,000 body terms): a word's
-presence 0.01 ms median, 0.09 ms p95 (a whole-token lookup per segment and field; a
-substring scan of the cached lexicon, ~0.4 ms, only when the word is no whole token);
-suggestions within one edit 5-30 ms with the first letter kept (without it 30-45 ms),
-within two 10-75 ms with the first two kept (the first only: 30-700 ms; none: 300-900
-ms), as Whoosh's docs advise.
+A word's presence is a whole-token lookup per segment and field (a substring scan of the
+cached lexicon only when the word is no whole token); suggestions keep the first letter within
+one edit and the first two within two, as Whoosh's docs advise: without them a suggestion
+costs many times more (docs/perf/suggestions.md).
 """
 
 from __future__ import annotations
@@ -30,24 +28,24 @@ from vault_mem.search.segments import Parts, Segment
 from vault_mem.search.substring import segment_terms_containing
 
 # Suggestions share the word's first character, and its first two at two edits: Whoosh's
-# automaton then skips most of the lexicon (2-14x faster on 13,415 notes), and a misspelling
+# automaton then skips most of the lexicon (docs/perf/suggestions.md), and a misspelling
 # rarely starts there. Past these lengths building the automaton alone costs seconds.
 KEEP_PREFIX = {1: 1, 2: 2}
 MAX_CHARS = {1: 30, 2: 20}  # the longest word looked up at each distance
 
 
 def _live(seg: Segment, field: str, term: str) -> bool:
-    """Whether a live document of one segment (one not in ``seg.dead``) holds ``term`` in ``field``.
+    """Whether a live document of one segment (one not in ``seg.unseen``) holds ``term`` in ``field``.
 
-    Counting first: a term in more documents than the segment has dead is in a live one
+    Counting first: a term in more documents than the segment has unseen is in a live one
     (reading its postings costs a block decode, about as much as the rest of the check)."""
     try:
         frequency = seg.reader.doc_frequency(field, term)
         if not frequency:
             return False
-        if not seg.dead or frequency > len(seg.dead):
+        if not seg.unseen or frequency > len(seg.unseen):
             return True
-        return bool(seg.lift(seg.term_docs(field, term)))
+        return bool(seg.to_searcher_numbers(seg.term_docs(field, term)))
     except Exception:  # the term (or field) is not in this segment
         return False
 
@@ -113,8 +111,8 @@ def _within(seg: Segment, field: str, word: str, maxdist: int) -> list[str]:
     """The terms of one segment's ``field`` within ``maxdist`` edits of ``word`` (cached).
 
     What ``seg.reader.terms_within`` answers, with the automaton built once per word and
-    distance (``_automaton``) instead of once per segment and field: building it was a third
-    of a miss's cost at 107,000 notes (20 segments, three fields)."""
+    distance (``_automaton``) instead of once per segment and field: on a vault of many
+    segments, building it again was a large share of a miss's cost."""
 
     def find() -> list[str]:
         try:

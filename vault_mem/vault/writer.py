@@ -160,8 +160,8 @@ def _taken(folder: Path) -> set[str]:
 
 # A folder's names as this process last listed or changed it, with the folder's ``version_key``
 # then. Listing a big folder is slow in a busy server: ``os.listdir`` lets go of the interpreter
-# lock for every entry, and each time another thread may keep it for the switch interval (a
-# folder of 3,575 notes took 17-90 ms to list beside busy threads, 1.3 ms alone).
+# lock for every entry, and each time another thread may keep it for the switch interval
+# (docs/perf/folder-names.md).
 _names: OrderedDict[str, tuple[VersionKey, frozenset[str], float]] = OrderedDict()
 _names_lock = threading.Lock()
 

@@ -20,12 +20,12 @@ log = logging.getLogger("vault_mem.writes")
 
 def change(path: str, fsrel: str, title: str, uid: str, before: bytes | None, after: bytes | None,
            trash: str | None = None) -> dict[str, Any]:
-    """One file change, as ``landed`` takes it."""
+    """One file change, as ``journal_and_track`` takes it."""
     return {"path": path, "fsrel": fsrel, "title": title, "uid": uid, "before": before, "after": after,
             "trash": trash}
 
 
-def landed(view: View, tool: str, agent: str, changes: list[dict[str, Any]]) -> list[str]:
+def journal_and_track(view: View, tool: str, agent: str, changes: list[dict[str, Any]]) -> list[str]:
     """Journal ``changes`` and track the agent's notes; returns warnings for the answer."""
     history_dir = view.vault.index.history_dir
     warnings = []
@@ -47,7 +47,7 @@ def landed(view: View, tool: str, agent: str, changes: list[dict[str, Any]]) -> 
     return warnings
 
 
-def not_landed(view: View, agent: str, tool: str, path: str, message: str) -> None:
+def keep_persist_error(view: View, agent: str, tool: str, path: str, message: str) -> None:
     """Keep ``message`` (a write of ``path`` that did not fully land) for the agent's next call."""
     now = dt.datetime.now(dt.UTC)
     error = {"tool": tool, "permalink": permalink_of(path), "message": message, "time": iso(now),

@@ -54,7 +54,7 @@ from vault_mem.vault.writer import (
     replace_body,
     set_keys,
 )
-from vault_mem.writes.landing import change, landed, not_landed
+from vault_mem.writes.landing import change, journal_and_track, keep_persist_error
 from vault_mem.writes.limits import check_effects, check_free_name
 
 log = logging.getLogger("vault_mem.writes")
@@ -184,7 +184,7 @@ def _commit_in_turn(index: VaultIndex, notes: list[tuple[Note, str]], removed: l
     """Index a write's changes, a write tool's last step on the files: submitted while the note's
     turn is held, then committed (or waited for) with the next write of the note free to begin
     meanwhile, so that writes in flight share one commit (``VaultIndex.submit``). ``land``
-    journals the change (``landed``, its warnings returned) after the submission, so that a
+    journals the change (``journal_and_track``, its warnings returned) after the submission, so that a
     commit gathering the writes in their file steps does not wait for it, and before the turn
     is let go, so that a note's journal keeps the order of its writes. ``again``: take the git
     turn back afterwards (for the git commit of ``serve --git-commit``)."""
@@ -194,18 +194,18 @@ def _commit_in_turn(index: VaultIndex, notes: list[tuple[Note, str]], removed: l
         warnings = land()
     finally:
         _end_steps()
-        _settle(index, batch, again)
+        _commit_batch(index, batch, again)
     return warnings
 
 
-def _settle(index: VaultIndex, batch: Batch, again: bool) -> None:
+def _commit_batch(index: VaultIndex, batch: Batch, again: bool) -> None:
     if not getattr(_HOLDING, "git", False):
-        index.settle(batch, timeout=index.write_timeout)
+        index.commit_batch(batch, timeout=index.write_timeout)
         return
     _HOLDING.git = False
     _GIT_TURN.release()
     try:
-        index.settle(batch, timeout=index.write_timeout)
+        index.commit_batch(batch, timeout=index.write_timeout)
     finally:
         if again:
             _GIT_TURN.acquire()
@@ -229,12 +229,12 @@ def _attributed(view: View, answer: dict[str, Any], tool: str, agent: str, title
                 before: dict[str, bytes | None], warnings: list[str]) -> dict[str, Any]:
     """With ``serve --git-commit``: commit the files this call touched, author the agent; a commit
     that fails is a warning in the answer (and a ``persist_error`` on the agent's next call), never
-    a failed write (git/commit.py). ``warnings``: what ``landed`` said."""
+    a failed write (git/commit.py). ``warnings``: what ``journal_and_track`` said."""
     if view.vault.git_commit:
         warning = write_commit(view.vault.root, tool, agent, title, list(before), before)
         if warning:
             warnings = [*warnings, warning]
-            not_landed(view, agent, tool, next(iter(before)), warning)
+            keep_persist_error(view, agent, tool, next(iter(before)), warning)
     if warnings:
         answer.setdefault("warnings", []).extend(warnings)
     return answer
@@ -242,14 +242,14 @@ def _attributed(view: View, answer: dict[str, Any], tool: str, agent: str, title
 
 def _index(view: View, notes: list[tuple[Note, str]], removed: list[str], done: str, tool: str,
            agent: str, changes: list[dict[str, Any]]) -> list[str]:
-    """Index what a write tool just did to the files (``changes``, journaled meanwhile: ``landed``,
+    """Index what a write tool just did to the files (``changes``, journaled meanwhile: ``journal_and_track``,
     whose warnings it returns); ``done`` says what that was. When the index cannot take it, the
     agent's next call also carries a ``persist_error``."""
     try:
         return _commit_in_turn(view.vault.index, notes, removed, view.vault.git_commit,
-                               lambda: landed(view, tool, agent, changes))
+                               lambda: journal_and_track(view, tool, agent, changes))
     except IndexBusy:
-        not_landed(view, agent, tool, notes[0][1] if notes else removed[0],
+        keep_persist_error(view, agent, tool, notes[0][1] if notes else removed[0],
                    f"{done}, but not indexed: read tools show it once the index catches up")
         # The file change stands: the watcher (or the next reconcile) indexes it later. A retry
         # would repeat a change that already happened, so the advice says not to; the answer

@@ -115,7 +115,7 @@ def assemble_parts(self: Any, storage: Any) -> None:
 def frozen_segment(segment: Any) -> Any:
     """A copy of ``segment`` for a reader to keep: a writer's later deletions (made in its own copy) do not touch it."""
     twin = object.__new__(type(segment))
-    twin.__dict__.update(segment.__dict__)  # copy.copy's result, in a third of its time
+    twin.__dict__.update(segment.__dict__)  # copy.copy's result, without its generic machinery
     deleted = segment._deleted
     twin._deleted = None if deleted is None else set(deleted)
     return twin
@@ -123,8 +123,8 @@ def frozen_segment(segment: Any) -> Any:
 
 # Patch 11. Every commit made each searcher of every process read the new table of contents
 # again (a thread's renewal, a writer opening), and unpickle its segments; and each commit
-# pickled the schema again to write it, 0.2 ms for the same bytes. Together 9% of the writing
-# worker under 32 sessions (py-spy, the 13k corpus). A table of contents is now read once per
+# pickled the schema again to write it, for the same bytes (docs/perf/whoosh-patches.md). A table
+# of contents is now read once per
 # generation in a process, and kept while its file's (inode, size, mtime) stay: a rebuild that
 # starts the generations again writes new files. Its segments are shared by every reader, which
 # only reads them; a writer, which records its deletions in them, gets copies of its own.
@@ -244,8 +244,8 @@ class LeanSearcher(Searcher):  # type: ignore[misc]  # Whoosh has no types
 
     Whoosh makes one in ``__init__`` for every segment, each a ``Searcher`` copying 13 of its
     reader's methods. The searchers opened after every commit (each thread's renewal, the one a
-    writer is lent) are never asked for them by this code, and making them was a quarter of a
-    renewal and a twentieth of a commit in the process that writes (py-spy). Whoosh's own
+    writer is lent) are never asked for them by this code, and making them was a large share
+    of a renewal in the process that writes. Whoosh's own
     searching (collectors, sorting) reads ``subsearchers`` and gets them made then."""
 
     def __init__(self, reader: Any, **kwargs: Any) -> None:

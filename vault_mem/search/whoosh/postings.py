@@ -4,8 +4,8 @@ Whoosh turns a document into postings through generic machinery: a Token object 
 passed through a chain of generators, a frequency format counting into dictionaries, one
 ``(field, term, docnum, weight, value)`` tuple per posting checked and sized on its own,
 then one sort of all those tuples (spilled to disk past the writer's memory limit) before
-the segment's postings are written. That was most of a build worker's time (the
-Hub-shaped vault: text analysis about 37%, the pool and its sort about 30%).
+the segment's postings are written. That was most of a build worker's time, text analysis
+and the pool's sort about evenly (docs/perf/whoosh-patches.md).
 
 Here, applied by ``whoosh_seam`` (patch 7) to every writer:
 
