@@ -38,19 +38,22 @@ class Row:
 
 def regroup(prefix: list[int], scores: dict[int, float], lineage: Lineage, follow: str,
             matching: Callable[[list[int]], dict[int, float]], demoted: Callable[[int], bool],
-            rank: Callable[[int], tuple[object, ...]]) -> list[Row]:
-    """The rows of the matches ``prefix`` (in rank order, with their ``scores``).
+            rank: Callable[[int], tuple[object, ...]], chains: Lineage | None = None) -> list[Row]:
+    """The rows of the matches ``prefix`` (in rank order, with their ``scores``). ``chains``: the
+    graph whose connected notes make a chain (default ``lineage``; ``as_of`` passes the whole graph
+    while ``lineage`` holds only the notes current then).
 
     ``matching(chain)`` scores the members of a chain that match the search (the others left out);
     ``demoted(doc)`` is true of an archived or ended note; ``rank`` is the rank order's key."""
-    if follow == "all" or not lineage.has_edges():
+    chains = lineage if chains is None else chains
+    if follow == "all" or not chains.has_edges():
         return [Row(d, scores.get(d, 0.0)) for d in prefix]
     rows: list[Row] = []
     placed: set[int] = set()
     for doc in prefix:
         if doc in placed:
             continue
-        chain = lineage.history(doc)
+        chain = chains.history(doc)
         if len(chain) == 1:
             placed.add(doc)
             rows.append(Row(doc, scores.get(doc, 0.0)))

@@ -88,11 +88,11 @@ def memory_search(view: View, raw: dict[str, Any]) -> dict[str, Any]:
     plan = _plan(view, request, messages)
     if plan is None:
         return _none([*messages, f"query {request.query[:60]!r} holds no letters or digits to search for"])
-    lineage = Lineage(view)
+    whole = lineage = Lineage(view)
     windows = Windows(view, lineage)
     if request.as_of is not None:  # the versions current then: the others, and their edges, are out
         plan = Plan(plan.filters, plan.terms, windows.not_current(request.as_of.at))
-        lineage = lineage.without(plan.gone)
+        lineage = whole.without(plan.gone)
     matches = _matches(view, request, plan)
     hints = search_term_hints(view, plan.terms) if plan.terms else []  # a whole-token lookup per term when held
     page, truncated = _page(view, request, matches)
@@ -102,8 +102,12 @@ def memory_search(view: View, raw: dict[str, Any]) -> dict[str, Any]:
         if plan.gone and found:
             messages.append(left_out_message(len(found & plan.gone), request.as_of))  # type: ignore[arg-type]
         return _none(messages, hints + _why_no_notes(view, request, found))
-    rows, truncated = _chained(view, request, plan, matches, lineage, page, truncated)
-    return _answer(view, rows, truncated, plan.terms, messages, hints, lineage, windows)
+    rows, truncated = _chained(view, request, plan, matches, lineage, whole, page, truncated)
+    if plan.gone and request.as_of is not None:
+        left_out = _left_out(view, request, plan)
+        if left_out:
+            messages.append(left_out_message(left_out, request.as_of))
+    return _answer(view, rows, truncated, plan.terms, messages, hints, whole, windows)
 
 
 @dataclass(frozen=True)
@@ -233,13 +237,20 @@ def _page(view: View, request: Request, matches: Matches) -> tuple[list[int], bo
     return page, len(candidates) > len(page)
 
 
-def _chained(view: View, request: Request, plan: Plan, matches: Matches, lineage: Lineage, page: list[int],
-             truncated: bool) -> tuple[list[Row], bool]:
+def _left_out(view: View, request: Request, plan: Plan) -> int:
+    """How many notes the search would match but ``as_of`` leaves out (the answer says so)."""
+    allowed = _allowed(view, plan.filters, request.since)
+    gone = [d for d in plan.gone if allowed is None or d in allowed]
+    return len(scores_of(view, plan.terms, gone)) if plan.terms else len(gone)
+
+
+def _chained(view: View, request: Request, plan: Plan, matches: Matches, lineage: Lineage, whole: Lineage,
+             page: list[int], truncated: bool) -> tuple[list[Row], bool]:
     """The page as rows by chain (``reads/chains.py``), and whether more follow. Rows fold
     matches, so more matches are read (twice as many each time) until ``limit`` rows and one more
     are known or every match is: the page is the start of one row sequence, whatever was read."""
     limit, scores = request.limit, matches.scores
-    if request.follow == "all" or not lineage.has_edges():
+    if request.follow == "all" or not whole.has_edges():
         return [Row(d, scores.get(d, 0.0)) for d in page], truncated
     rank = _rank(view, scores)
     allowed = _allowed(view, plan.filters, request.since)
@@ -256,7 +267,7 @@ def _chained(view: View, request: Request, plan: Plan, matches: Matches, lineage
 
     reach = limit
     while True:
-        rows = regroup(page, scores, lineage, request.follow, matching, demoted, rank)
+        rows = regroup(page, scores, lineage, request.follow, matching, demoted, rank, whole)
         if len(rows) > limit or not truncated:
             return rows[:limit], len(rows) > limit
         reach *= 2

@@ -360,7 +360,17 @@ def memory_supersede(view: View, raw: dict[str, Any]) -> dict[str, Any]:
     view.check_write(old["path"], "memory_supersede", old.get("fsrel") or old["path"])
     defaults = {"domain": old["path"].rpartition("/")[0], "type": old["type"], "tags": old["tags"],
                 "extra": {FIELD["supersedes"].key: old["uid"]}}
-    return _create(view, args, agent, defaults, "memory_supersede")
+    answer = _create(view, args, agent, defaults, "memory_supersede")
+    if answer.get("status") == "ok" and not old.get("valid_until"):
+        try:  # the old note stops being true when its successor is written (docs/vault-format.md)
+            rel, data = _current(view, old["uid"] if old.get("has_id") else old["path"], "memory_supersede")
+            text = set_keys(decode_for_edit(data, rel), {FIELD["valid_until"].key: answer["updated"]}, rel)
+            ended = _rewrite(view, rel, data, text, "memory_supersede", agent)
+            answer.setdefault("warnings", []).extend(ended.get("warnings", []))
+        except (Conflict, NotFound, InvalidInput, WriteFailed) as exc:
+            answer.setdefault("warnings", []).append(
+                f"the new version was saved, but {old['path']} did not get valid_until: {exc}")
+    return answer
 
 
 def _current(view: View, ref: str, tool: str) -> tuple[str, bytes]:
