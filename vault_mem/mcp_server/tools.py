@@ -58,20 +58,18 @@ def _compat_read(ref: Param) -> tuple[Param, ...]:
 TOOLS: tuple[ToolSpec, ...] = (
     ToolSpec(
         "memory_search",
-        "Find notes by free text, path, kind, tag or time, best match first; no query lists the most "
-        "recently updated (call it at session start). Rows are digests with excerpt and score, never "
-        "bodies (memory_read reads one). Words match as substrings; rare words and title hits weigh "
-        "most, other word forms half ('supported' finds 'support'); ties go to the newest. truncated: "
-        "limit hid matches.",
+        "Find notes by words, path, kind, tag or time, best match first; no query: the most recently "
+        "updated (call it at session start). Digests, not bodies (memory_read reads one). Rare words and "
+        "title hits weigh most, other word forms half. A chain's current version comes first, older "
+        "versions folded in (older).",
         memory_search.PARAMS,
         memory_search.memory_search,
     ),
     ToolSpec(
         "list_by_domain",
-        "List memories under a domain (folder path) and its subdomains, newest first: the fallback when "
-        "search misses. Rows carry a snippet, est_tokens of the full record and, for tasks, state and "
-        "progress. A name that is not a path matches segments inside paths ('p200' finds "
-        "'acme/x100/p200'); `domains` says what was covered.",
+        "List memories under a folder and its subfolders, newest first: the fallback when search misses. "
+        "Rows carry a snippet and est_tokens. A name that is not a path matches folders inside paths "
+        "('p200' finds 'acme/x100/p200'); domains says what was covered.",
         list_by_domain.PARAMS,
         list_by_domain.list_by_domain,
     ),
@@ -84,9 +82,8 @@ TOOLS: tuple[ToolSpec, ...] = (
     ),
     ToolSpec(
         "memory_list",
-        "List memories filtered by substring query, metadata, tags, dates or importance, newest first. "
-        "follow: 'active' hides superseded memories, 'latest' resolves to current versions, "
-        "'full_history' expands chains, 'all' is unfiltered.",
+        "List memories filtered by substring, metadata, tags, dates or importance, newest first. follow: "
+        "'active' hides superseded ones, 'latest' gives current versions, 'full_history' whole chains.",
         memory_list.PARAMS,
         memory_list.memory_list,
     ),
@@ -99,8 +96,8 @@ TOOLS: tuple[ToolSpec, ...] = (
     ),
     ToolSpec(
         "list_domains",
-        "List every domain (folder) with counts of active and archived memories in its subtree and the "
-        "newest update: the way to see the paths before list_by_domain.",
+        "List every folder with counts of active and archived memories in its subtree and the newest "
+        "update: the paths for list_by_domain.",
         read.DOMAINS_PARAMS,
         read.list_domains,
     ),
@@ -129,8 +126,8 @@ TOOLS: tuple[ToolSpec, ...] = (
     ),
     ToolSpec(
         "memory_supersede",
-        "Write a new memory replacing an old one (supersedes its uid); domain, type and tags default to the "
-        "old one's, whose file is kept (memory_list hides it by default).",
+        "Write a new memory replacing an old one (supersedes its uid; the old one's valid_until is set, "
+        "its file kept); domain, type and tags default to the old one's.",
         writes.SUPERSEDE_PARAMS,
         writes.memory_supersede,
         read_only=False,

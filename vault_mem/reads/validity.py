@@ -26,7 +26,7 @@ from vault_mem.served.context import View
 from vault_mem.served.params import Args, text_param
 from vault_mem.vault.dates import UTC, iso, parse_datetime
 
-AS_OF = text_param("as_of", "Date or datetime: the versions current then.")
+AS_OF = text_param("as_of", "A date: the versions current then.")
 
 
 @dataclass(frozen=True)
