@@ -91,8 +91,9 @@ class Windows:
         stated = bound_end(self.view.record(doc).get("valid_until"))
         if stated is not None:
             return stated
-        later = self.lineage.superseders(doc)
-        return min(self.start(d) for d in later) if later else None
+        if not self.lineage.superseded(doc):  # a cycle's newest member stays current (reads/lineage.py)
+            return None
+        return min(self.start(d) for d in self.lineage.superseders(doc))
 
     def not_current(self, at: int) -> set[int]:
         """The live notes whose window does not hold ``at``."""

@@ -366,7 +366,8 @@ def memory_supersede(view: View, raw: dict[str, Any]) -> dict[str, Any]:
             rel, data = _current(view, old["uid"] if old.get("has_id") else old["path"], "memory_supersede")
             text = set_keys(decode_for_edit(data, rel), {FIELD["valid_until"].key: answer["updated"]}, rel)
             ended = _rewrite(view, rel, data, text, "memory_supersede", agent)
-            answer.setdefault("warnings", []).extend(ended.get("warnings", []))
+            if ended.get("warnings"):
+                answer.setdefault("warnings", []).extend(ended["warnings"])
         except (Conflict, NotFound, InvalidInput, WriteFailed) as exc:
             answer.setdefault("warnings", []).append(
                 f"the new version was saved, but {old['path']} did not get valid_until: {exc}")
