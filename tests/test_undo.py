@@ -128,7 +128,8 @@ async def test_undo_puts_back_each_note_the_agent_changed_and_leaves_a_later_edi
         assert missed.structured_content["status"] == "none"
 
     _, log, _ = cli(capsys, vault, "log", "--agent", "vault-mem", "--json")
-    assert {row["path"] for row in log["changes"]} == {"edited.md", "deleted.md", "New.md", "task.md", "Scratch.md", "old.md"}
+    assert {row["path"] for row in log["changes"]} == {"edited.md", "deleted.md", "New.md", "task.md", "Scratch.md",
+                                                       "old.md"}
     assert {row["kind"] for row in log["changes"]} == {"undo"}
     _, again, _ = cli(capsys, vault, "undo", "--agent", "coder", "--since", "1h", "--json")
     assert again["would_restore"] == []  # nothing left to put back
