@@ -68,8 +68,7 @@ TOOLS: tuple[ToolSpec, ...] = (
     ToolSpec(
         "list_by_domain",
         "List memories under a folder and its subfolders, newest first: the fallback when search misses. "
-        "Rows carry a snippet and est_tokens. A name that is not a path matches folders inside paths "
-        "('p200' finds 'acme/x100/p200'); domains says what was covered.",
+        "A name that is not a path matches folders inside paths ('p200' finds 'acme/x100/p200').",
         list_by_domain.PARAMS,
         list_by_domain.list_by_domain,
     ),
@@ -89,8 +88,8 @@ TOOLS: tuple[ToolSpec, ...] = (
     ),
     ToolSpec(
         "memory_read",
-        "Read one memory in full: frontmatter fields, body, links, backlinks, lineage, problems and "
-        "etag. Huge bodies page with offset and next_offset.",
+        "Read one memory in full: fields, body, links, backlinks, lineage, problems, etag; long bodies "
+        "page (next_offset).",
         read.READ_PARAMS,
         read.memory_read,
     ),
@@ -103,16 +102,16 @@ TOOLS: tuple[ToolSpec, ...] = (
     ),
     ToolSpec(
         "memory_write",
-        "Save a new memory as a Markdown file named after its title in a domain folder; never overwrites "
-        "(a numeric suffix on a name collision).",
+        "Save a new memory as a Markdown file named after its title; never overwrites (a numeric suffix "
+        "on a collision).",
         writes.WRITE_PARAMS,
         writes.memory_write,
         read_only=False,
     ),
     ToolSpec(
         "memory_edit",
-        "Change a memory: content replaces the body, append adds a paragraph, set writes frontmatter keys. "
-        "if_etag (from a read) refuses a stale edit: conflict returns the current etag.",
+        "Change a memory: content replaces the body, append adds a paragraph, set writes frontmatter keys; "
+        "a stale if_etag is a conflict (with the current etag).",
         writes.EDIT_PARAMS,
         writes.memory_edit,
         read_only=False,
