@@ -170,6 +170,7 @@ class Settings:
     hidden_count_cap: int = 200  # archive notes chunked for the hint; past this only notes are counted (docs/tools.md#mem_recall)
     search_default_limit: int = 10  # results memory_search returns when no limit is asked (docs/tools.md#memory_search)
     search_max_limit: int = 50  # results memory_search returns at most (docs/tools.md#memory_search)
+    search_older_shown: int = 5  # permalinks of older versions a folded search row names; older_count says how many (docs/ranking.md#the-current-version-first)
     digest_title_chars: int = 300  # characters of a digest's title before it is cut (and marked) (docs/tools.md#memory_search)
     digest_list_budget: int = 1_000  # characters of JSON a digest's tags or paths may take (docs/tools.md#memory_search)
     hint_echo: int = 40  # characters of a caller's value a hint repeats (docs/tools.md#hints-on-a-miss)

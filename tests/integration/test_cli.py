@@ -131,8 +131,8 @@ def test_search_rows_fit_80_columns_without_repeating_the_title(
     lines = out.splitlines()
     assert code == 0 and lines[0].split() == ["score", "updated", "note", "folder"]
     assert fits(out)
-    hit = next(line for line in lines if "Queue decision v1" in line)
-    assert hit.count("Queue decision v1") == 1 and "acme/x100/p200" in hit and "memory://" not in hit
+    hit = next(line for line in lines if "Queue decision v3" in line)
+    assert hit.count("Queue decision v3") == 1 and "acme/x100/p200" in hit and "memory://" not in hit
     assert "notes" in err.splitlines()[0]
     code, _, err = run(capsys, "search", "--vault", str(vault), "--limit", "1", "queue")
     assert err.startswith("1 note;"), "singular for one"

@@ -77,15 +77,16 @@ async def test_log_lists_every_change_newest_first_and_filters_by_agent_and_time
     kinds = [(row["agent"], row["kind"], row["path"]) for row in answer["changes"]]
     assert kinds == [("coder", "write", "Scratch.md"), ("reviewer", "edit", "other.md"),
                      ("coder", "close", "task.md"), ("coder", "edit", "person.md"),
+                     ("coder", "supersede", "old.md"),  # the old note's valid_until (docs/vault-format.md)
                      ("coder", "supersede", "New.md"), ("coder", "delete", "deleted.md"),
                      ("coder", "edit", "edited.md"), ("coder", "edit", "edited.md")]
-    assert answer["changes"][5]["trash"] == ".trash/deleted.md"
+    assert answer["changes"][6]["trash"] == ".trash/deleted.md"
     times = [row["time"] for row in answer["changes"]]
     assert times == sorted(times, reverse=True)
     _, mine, _ = cli(capsys, vault, "log", "--agent", "Reviewer", "--json")
     assert [row["path"] for row in mine["changes"]] == ["other.md"]
     for since in ("2h", before.isoformat(), before.date().isoformat()):
-        assert cli(capsys, vault, "log", "--since", since, "--json")[1]["count"] == 8
+        assert cli(capsys, vault, "log", "--since", since, "--json")[1]["count"] == 9
     later = (dt.datetime.now(dt.UTC) + dt.timedelta(minutes=5)).strftime("%Y-%m-%dT%H:%M")
     assert cli(capsys, vault, "log", "--since", later, "--json")[1]["count"] == 0
     code, text, _ = cli(capsys, vault, "log", "--agent", "coder")
@@ -106,13 +107,13 @@ async def test_undo_puts_back_each_note_the_agent_changed_and_leaves_a_later_edi
     assert code == 0 and shown["applied"] is False
     assert {(s["path"], s["action"]) for s in shown["would_restore"]} == {
         ("edited.md", "restore"), ("deleted.md", "untrash"), ("New.md", "trash"), ("task.md", "restore"),
-        ("Scratch.md", "trash")}
+        ("Scratch.md", "trash"), ("old.md", "restore")}
     assert [(s["path"], s["reason"]) for s in shown["left"]] == [
         ("person.md", "changed after the agent by someone else (a person, an editor or git); left alone")]
     assert files(vault.root) == damaged  # showing changes nothing
 
     code, done, _ = cli(capsys, vault, "undo", "--agent", "coder", "--since", "1h", "--apply", "--json")
-    assert code == 0 and len(done["restored"]) == 5 and done["warnings"] == []
+    assert code == 0 and len(done["restored"]) == 6 and done["warnings"] == []
     now = files(vault.root)
     for rel in ("edited.md", "deleted.md", "old.md", "task.md"):
         assert now[rel] == original[rel], rel  # byte for byte, CRLF included
@@ -128,7 +129,8 @@ async def test_undo_puts_back_each_note_the_agent_changed_and_leaves_a_later_edi
         assert missed.structured_content["status"] == "none"
 
     _, log, _ = cli(capsys, vault, "log", "--agent", "vault-mem", "--json")
-    assert {row["path"] for row in log["changes"]} == {"edited.md", "deleted.md", "New.md", "task.md", "Scratch.md"}
+    assert {row["path"] for row in log["changes"]} == {"edited.md", "deleted.md", "New.md", "task.md", "Scratch.md",
+                                                       "old.md"}
     assert {row["kind"] for row in log["changes"]} == {"undo"}
     _, again, _ = cli(capsys, vault, "undo", "--agent", "coder", "--since", "1h", "--json")
     assert again["would_restore"] == []  # nothing left to put back
@@ -163,9 +165,9 @@ async def test_undo_with_git_commit_is_one_commit(tmp_path: Path, capsys) -> Non
                         "--json")
     assert code == 0 and done["commit"] and done["warnings"] == []
     assert int(git(root, "rev-list", "--count", "HEAD")) == int(commits) + 1
-    assert git(root, "log", "-1", "--format=%an|%s").strip().startswith("vault-mem|undo: 6 note(s) changed by coder")
+    assert git(root, "log", "-1", "--format=%an|%s").strip().startswith("vault-mem|undo: 7 note(s) changed by coder")
     changed = set(git(root, "show", "--name-only", "--format=", "HEAD").split())
-    assert changed == {"edited.md", "deleted.md", "New.md", "task.md", "Scratch.md", "person.md"}
+    assert changed == {"edited.md", "deleted.md", "New.md", "task.md", "Scratch.md", "person.md", "old.md"}
     assert (root / "edited.md").read_bytes() == NOTES["edited.md"].encode()
     assert git(root, "status", "--porcelain", "--", "edited.md", "deleted.md", "task.md") == ""  # as committed
     code, _, err = cli(capsys, vault, "undo", "--agent", "coder", "--since", "1d", "--git-commit")

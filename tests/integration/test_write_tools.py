@@ -573,7 +573,11 @@ async def test_supersede_takes_the_old_domain_type_and_tags(make_vault, mcp_sess
     assert (new["type"], new["tags"], new["domain"]) == ("decision", ["alpha", "beta/gamma"], "proj/x")
     assert new["supersedes"] == ["old-1"] and new["agent"] == AGENT
     assert "\nsupersedes: old-1\n" in (vault.root / answer["path"]).read_text(encoding="utf-8")
-    assert old_path.read_bytes() == old_bytes
+    # the old note only gains the moment it stopped being true (docs/vault-format.md, "Validity")
+    added = old_path.read_text(encoding="utf-8").splitlines(keepends=True)
+    kept = old_bytes.decode("utf-8").splitlines(keepends=True)
+    assert [line for line in added if line not in kept] == [f"valid_until: {answer['updated']}\n"]
+    assert [line for line in added if line.startswith("valid_until")] != [] and len(added) == len(kept) + 1
     assert [m["id"] for m in active["memories"]] == [answer["uid"]]
     assert sorted(m["id"] for m in history["memories"]) == sorted(["old-1", answer["uid"]])
     assert old["lineage"]["superseded_by"] == [answer["permalink"]]

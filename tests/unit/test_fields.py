@@ -66,7 +66,7 @@ def test_every_frontmatter_key_of_a_row_is_read_by_it_and_kept_out_of_metadata()
 
 # A value each row reads as something other than its default ("x1" for the rest).
 SAMPLE = {"created": "2020-01-01", "updated": "2020-01-01", "state": "completed", "status": "archived",
-          "importance": "0.3", "tags": "zz", "paths": "p/q"}
+          "importance": "0.3", "tags": "zz", "paths": "p/q", "valid_from": "2020-01-01", "valid_until": "2020-01-01"}
 
 
 @pytest.mark.parametrize(("name", "key"), [(row.name, key) for row in FIELDS for key in row.keys])

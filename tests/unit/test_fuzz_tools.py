@@ -258,6 +258,7 @@ PARAM_VALUES: dict[str, Values] = {
     "until": _strings(DATES[:7], DATES),
     "date_from": _strings(DATES[:7] + DATES[19:24], DATES),
     "date_to": _strings(DATES[:7] + DATES[19:24], DATES),
+    "as_of": _strings(DATES[:7] + DATES[19:24], DATES),
     "if_updated": _strings(["2025-01-04T10:00:00+00:00", "2025-01-04"], DATES),
     "domain": _strings(DOMAINS[:12], DOMAINS),
     "status": _strings(CHOICES[:5], CHOICES),

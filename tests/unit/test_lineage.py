@@ -110,11 +110,13 @@ async def test_rows_show_edges_from_either_side_and_dangling_targets(make_vault,
     async with mcp_session(vault) as c:
         answer = await c.call("memory_list", follow="all", limit=-1, fields=["supersedes", "superseded_by"])
         rows = {m["id"]: m for m in answer["memories"]}
-        assert rows["v1"] == {"id": "v1", "supersedes": [], "superseded_by": ["v2"]}
-        assert rows["v2"] == {"id": "v2", "supersedes": ["v1"], "superseded_by": ["v3"]}
+        # a superseded memory is no longer true: its rows say so, whatever fields asks for
+        assert rows["v1"] == {"id": "v1", "supersedes": [], "superseded_by": ["v2"], "ended": True}
+        assert rows["v2"] == {"id": "v2", "supersedes": ["v1"], "superseded_by": ["v3"], "ended": True}
+        assert "ended" not in rows["v3"] and "ended" not in rows["y"]  # y: the cycle's newest stays current
         assert rows["a"]["superseded_by"] == ["b", "c"]
         assert rows["b"]["supersedes"] == ["a"] and rows["c"]["supersedes"] == ["a"]
-        assert rows["x"] == {"id": "x", "supersedes": ["y"], "superseded_by": ["y"]}
+        assert rows["x"] == {"id": "x", "supersedes": ["y"], "superseded_by": ["y"], "ended": True}
         assert rows["d"]["supersedes"] == ["Gone note"]
         assert rows["o"]["superseded_by"] == ["n"]
 

@@ -100,7 +100,7 @@ async def test_default_newest_created_first_ties_by_path_and_row_shape(make_vaul
         row = next(m for m in answer["memories"] if m["id"] == "a")
         assert set(row) == {"id", "title", "type", "tags", "metadata", "created", "updated", "importance",
                             "permalink", "path", "status", "etag", "supersedes", "superseded_by",
-                            "content_preview"}
+                            "valid_from", "valid_until", "content_preview"}
         assert row["metadata"] == {"owner": "Dana", "priority": 2}
         assert row["permalink"] == "memory://a" and row["path"] == "a.md"
         assert row["importance"] == 0.9 and row["tags"] == ["proj/x", "red"]

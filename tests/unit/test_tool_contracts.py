@@ -28,10 +28,12 @@ CONTRACT: dict[str, tuple[tuple[bool, bool, bool], list[tuple[str, str | list[st
     "memory_search": (READ, [
         ("agent", "string", REQUIRED), ("query", "string", NONE), ("tag", "string", NONE),
         ("kind", "string", NONE), ("path", "string", NONE), ("limit", "integer", 10), ("since", "string", NONE),
+        ("follow", "string", "active"), ("as_of", "string", NONE),
     ]),
     "list_by_domain": (READ, [
         ("domain", "string", REQUIRED), ("type", "string", ""), ("limit", "integer", 20),
         ("offset", "integer", 0), ("status", "string", "active"), ("subtree", "boolean", True),
+        ("as_of", "string", NONE),
     ]),
     "mem_recall": (READ, [
         ("since", "string", NONE), ("until", "string", NONE), ("source_filter", "string", NONE),
@@ -44,7 +46,7 @@ CONTRACT: dict[str, tuple[tuple[bool, bool, bool], list[tuple[str, str | list[st
         ("tags_any", ["array", "string"], NONE), ("tags_all", ["array", "string"], NONE),
         ("tags_none", ["array", "string"], NONE), ("sort_by_importance", "boolean", False),
         ("content_mode", "string", "preview"), ("preview_chars", "integer", 120),
-        ("fields", ["array", "string"], NONE), ("follow", "string", "active"),
+        ("fields", ["array", "string"], NONE), ("follow", "string", "active"), ("as_of", "string", NONE),
     ]),
     "memory_read": (READ, [("ref", "string", REQUIRED), ("offset", "integer", 0), ("max_chars", "integer", 20000),
                                 ("history", "integer", 5), ("agent", "string", NONE)]),
@@ -92,6 +94,7 @@ RANGES: dict[tuple[str, str], dict[str, Any]] = {
     ("memory_list", "content_mode"): {"enum": ["preview", "full"]},
     ("memory_list", "preview_chars"): {"minimum": 1, "maximum": 2000},
     ("memory_list", "follow"): {"enum": ["active", "latest", "full_history", "all"]},
+    ("memory_search", "follow"): {"enum": ["active", "latest", "full_history", "all"]},
     ("memory_read", "offset"): {"minimum": 0},
     ("memory_read", "max_chars"): {"minimum": 1, "maximum": 30000},
     ("memory_read", "history"): {"minimum": 0, "maximum": 50},

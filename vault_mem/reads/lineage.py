@@ -32,6 +32,8 @@ from vault_mem.served.context import View
 from vault_mem.served.refs import without_prefix
 from vault_mem.vault.note import domain_of, permalink_of
 
+FOLLOWS = ("active", "latest", "full_history", "all")  # the lineage modes (``follow``) of memory_list and memory_search
+
 
 class Lineage:
     """The supersession graph of one view of the index (document numbers as nodes)."""
@@ -125,6 +127,27 @@ class Lineage:
 
     def has_edges(self) -> bool:
         return bool(self._superseders)
+
+    def superseded_targets(self) -> list[int]:
+        """Every note some live note supersedes (a cycle's newest member too)."""
+        return sorted(self._superseders)
+
+    def without(self, ignore: set[int]) -> Lineage:
+        """The same graph without the notes of ``ignore`` and their edges (``as_of``: the notes not
+        current then are out of the answer, and so are their edges)."""
+        if not ignore or not self._superseders:
+            return self
+        other = object.__new__(Lineage)
+        other.__dict__.update(self.__dict__)
+        other._superseders = {o: {n for n in news if n not in ignore} for o, news in self._superseders.items()
+                              if o not in ignore}
+        other._superseders = {o: news for o, news in other._superseders.items() if news}
+        other._predecessors = {n: {o for o in olds if o not in ignore} for n, olds in self._predecessors.items()
+                               if n not in ignore}
+        other._predecessors = {n: olds for n, olds in other._predecessors.items() if olds}
+        other._current = {}
+        other._rep = other._terminal_representatives()
+        return other
 
     def superseded_docs(self) -> set[int]:
         """Every note ``superseded`` is true of."""

@@ -16,9 +16,11 @@ from vault_mem.vault.note import permalink_of
 
 
 def page_rows(view: View, lineage: Lineage, hits: Iterator[int], offset: int, limit: int,
-          fields: tuple[str, ...], preview_chars: int) -> tuple[list[dict[str, Any]], bool, list[str]]:
+              fields: tuple[str, ...], preview_chars: int,
+              marks: Callable[[int], dict[str, Any]] | None = None) -> tuple[list[dict[str, Any]], bool, list[str]]:
     """The rows of ``hits`` (in answer order) from ``offset``: at most ``limit`` (-1: any number),
-    within the size bound; whether more hits follow; and the warnings for rows that were cut."""
+    within the size bound; whether more hits follow; and the warnings for rows that were cut.
+    ``marks``: keys every row of a note gets besides its fields (``ended``)."""
     for _ in range(offset):
         if next(hits, None) is None:
             return [], False, []
@@ -29,6 +31,8 @@ def page_rows(view: View, lineage: Lineage, hits: Iterator[int], offset: int, li
         if len(rows) == limit:
             return rows, True, warnings
         row = _row(view, lineage, doc, fields, preview_chars)
+        if marks is not None:
+            row.update(marks(doc))
         note = cut_message([row.get("permalink") or row["id"]]) if fit_row(row) else None
         if json_size(row) + 2 > settings.current().row_budget and "content" in row:
             row, content_note = _cut_content(row)

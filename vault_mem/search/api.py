@@ -5,8 +5,9 @@ else inside it (``tests/unit/test_layers.py`` keeps it so).
     sync, reconcile     bring the index up to the files (a build, or only what changed)
     Snapshot            one call's consistent look at the index: document sets, orders,
                         records, columns, lexicons, closest words (``search/snapshot.py``)
-    score_notes, best_notes, search_terms, match_forms, stem_of
-                        the ``memory_search`` ranking and its top k (docs/ranking.md)
+    score_notes, best_notes, scores_of, search_terms, match_forms, stem_of
+                        the ``memory_search`` ranking, its top k, and the scores of chosen notes
+                        (docs/ranking.md)
     fold, strip_md, ancestors, path_prefixes, words, is_word, closest_names
                         how names and text are normalised for the index's keys
     resembling, Resembling, Rarity, word_set, resemblance
@@ -38,7 +39,7 @@ from vault_mem.search.similar import Rarity, Resembling, resemblance, resembling
 from vault_mem.search.snapshot import Snapshot
 from vault_mem.search.store import VaultIndex, same_content, stat_state
 from vault_mem.search.substring import is_word, words
-from vault_mem.search.topk import Ranked, best_notes
+from vault_mem.search.topk import Ranked, best_notes, scores_of
 from vault_mem.search.vocabulary import closest_names
 from vault_mem.search.whoosh.patches import install_from_environment as install_whoosh_patches
 
@@ -80,6 +81,7 @@ __all__ = [
     "resembling",
     "same_content",
     "score_notes",
+    "scores_of",
     "search_terms",
     "stat_state",
     "stem_of",

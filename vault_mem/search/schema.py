@@ -23,9 +23,10 @@ from vault_mem.vault.fields import fold as fold  # kept importable from here
 from vault_mem.vault.fields import tag_keys as tag_keys
 from vault_mem.vault.note import PERMALINK_PREFIX, Note, domain_of, permalink_of
 
-SCHEMA_VERSION = 7  # 3: `created` from a date in the file name (daily notes); 4: sup_keys, and text
+SCHEMA_VERSION = 8  # 3: `created` from a date in the file name (daily notes); 4: sup_keys, and text
 # fields keep frequencies, not positions (no phrase queries); 5: one term per number; 6: `agent` and `to`
-# as terms (the inbox: served/mailbox.py); 7: `real`, the file a symlinked note is (search/masked.py)
+# as terms (the inbox: served/mailbox.py); 7: `real`, the file a symlinked note is (search/masked.py);
+# 8: `lineage` also marks a note stating valid_from or valid_until
 SEP = "\x1f"  # separates the values of multi-valued exact fields
 
 WORDS = RegexTokenizer(r"\w+") | LowercaseFilter()
@@ -56,7 +57,7 @@ def make_schema() -> Schema:
         body=TEXT(analyzer=WORDS, phrase=False),
         # type, status, state, namespace, scope, project, agent, to, and tags (each tag and its nested parents)
         **{row.name: multi() if row.exact.multi else ID() for row in EXACT if row.exact is not None},
-        lineage=ID(),  # "y" when the note declares a supersession edge
+        lineage=ID(),  # "y" when the note declares a supersession edge or a validity bound
         sup_keys=multi(),  # "s:"/"b:" + each supersedes/superseded_by target's lookup keys
         paths_pre=multi(),  # every '/'-prefix of every code path
         link_keys=multi(),  # lower-cased wikilink targets, for backlinks
@@ -156,7 +157,8 @@ def document_of(note: Note, fsrel: str) -> dict[str, Any]:
         "tagtext": " ".join(note.tags),
         "body": note.body,
         **exact,
-        "lineage": "y" if note.supersedes or note.superseded_by else "n",
+        "lineage": "y" if note.supersedes or note.superseded_by or note.value("valid_from")
+        or note.value("valid_until") else "n",
         "sup_keys": SEP.join(["s:" + k for t in note.supersedes for k in supersession_keys(t)]
                              + ["b:" + k for t in note.superseded_by for k in supersession_keys(t)]),
         "paths_pre": SEP.join(p for cp in note.paths for p in path_prefixes(cp)),

@@ -70,6 +70,18 @@ def best_notes(view: Snapshot, terms: list[str], limit: int, keep: Collection[in
     return query.pruned(limit, keep, tier_below)
 
 
+def scores_of(view: Snapshot, terms: list[str], docs: Collection[int]) -> dict[int, float]:
+    """The score of each of ``docs`` that holds some term in some form (as ``ranking.score_notes``
+    gives it), without scoring any other note: the other versions of a page's chains."""
+    query = _Query(view, terms)
+    found: dict[int, float] = {}
+    for doc in docs:
+        score, matched, _exactly = query.score(*query.locate(doc))
+        if matched:
+            found[doc] = score
+    return found
+
+
 class _Query:
     """One call's terms over the searcher's segments: their hits, rarities and the scoring."""
 

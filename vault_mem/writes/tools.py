@@ -384,6 +384,16 @@ def memory_supersede(view: View, raw: dict[str, Any], similar: int = 3) -> dict[
     defaults = {"domain": old["path"].rpartition("/")[0], "type": old["type"], "tags": old["tags"],
                 "extra": {FIELD["supersedes"].key: old["uid"]}}
     answer = _create(view, args, agent, defaults, "memory_supersede")
+    if answer.get("status") == "ok" and not old.get("valid_until"):
+        try:  # the old note stops being true when its successor is written (docs/vault-format.md)
+            rel, data = _current(view, old["uid"] if old.get("has_id") else old["path"], "memory_supersede")
+            text = set_keys(decode_for_edit(data, rel), {FIELD["valid_until"].key: answer["updated"]}, rel)
+            ended = _rewrite(view, rel, data, text, "memory_supersede", agent)
+            if ended.get("warnings"):
+                answer.setdefault("warnings", []).extend(ended["warnings"])
+        except (Conflict, NotFound, InvalidInput, WriteFailed) as exc:
+            answer.setdefault("warnings", []).append(
+                f"the new version was saved, but {old['path']} did not get valid_until: {exc}")
     return _with_similar(view, answer, args.required_str("title", max_len=settings.current().max_title).strip(),
                          _body_text(args, "content") or "", [old["path"]], similar)
 
