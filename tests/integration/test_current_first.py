@@ -24,7 +24,7 @@ from serving import serve_args, start_http
 
 pytestmark = pytest.mark.anyio
 
-SAMPLE = Path(__file__).resolve().parent.parent / "sample_vault"
+SAMPLE = Path(__file__).resolve().parent.parent.parent / "sample_vault"
 QUEUE = "memory://acme/x100/p200/Queue decision "
 
 
