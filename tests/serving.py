@@ -25,7 +25,7 @@ def start_http(root: Path, cwd: Path, env: dict[str, str] | None = None,
     """``vault-mem serve --http`` on a free port, once it accepts connections: the process and its URL.
     Fails (with the server's stderr) if it exits first, or if it does not listen within 60 s.
     One worker unless asked: these tests are about what one server answers; several workers on
-    one port are tests/test_workers.py's subject."""
+    one port are tests/integration/test_workers.py's subject."""
     port = free_port()
     http = ("--http", "--port", str(port), "--workers", str(workers))
     proc = subprocess.Popen([sys.executable, *serve_args(root, *http)], env=env,

@@ -46,11 +46,16 @@ def search_options(parser: argparse.ArgumentParser) -> None:
                         help="only notes of this type (note, fact, decision, task... or any type in the vault)")
     parser.add_argument("--tag", default=None, metavar="TAG", help="only notes with this tag (a/b counts as a)")
     parser.add_argument("--limit", default=None, metavar="1..50", help="how many notes to show (default 10)")
+    parser.add_argument("--follow", default=None, metavar="MODE",
+                        help="active (default: older versions fold into the current one's row), latest, "
+                             "full_history or all")
+    parser.add_argument("--as-of", dest="as_of", default=None, metavar="DATE",
+                        help=f"only the versions current then: {DATES}")
 
 
 def cmd_search(args: argparse.Namespace) -> int:
     raw = {"agent": "cli", "query": " ".join(args.query) or None, "kind": args.kind, "tag": args.tag,
-           "limit": args.limit}
+           "limit": args.limit, "follow": args.follow, "as_of": args.as_of}
     answer = run_query(args, "memory_search", raw)
 
     def human(a: dict[str, Any]) -> None:
@@ -63,7 +68,12 @@ def cmd_search(args: argparse.Namespace) -> int:
             print(lines[0])
             for line, note in zip(lines[1:], notes, strict=True):
                 print(line)
-                if note.get("excerpt"):
+                if note.get("older_count"):
+                    print("       " + cut(f"also {note['older_count']} older versions: "
+                                          + ", ".join(o.rpartition("/")[2] for o in note["older"]), room))
+                if note.get("superseded_by"):
+                    print("       " + cut("superseded by " + ", ".join(o.rpartition("/")[2]
+                                                                         for o in note["superseded_by"]), room))
                     print("       " + cut(note["excerpt"].strip(". "), room))
         shown = plural(a.get("count", 0), "note")
         if a.get("truncated"):
@@ -104,12 +114,14 @@ def list_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--limit", default=None, metavar="1..200", help="how many notes to show (default 20)")
     parser.add_argument("--offset", default=None, metavar="N",
                         help="skip the first N notes (the footer says where the next page starts)")
+    parser.add_argument("--as-of", dest="as_of", default=None, metavar="DATE",
+                        help=f"only the versions current then: {DATES}")
 
 
 def cmd_list(args: argparse.Namespace) -> int:
     domain = "" if args.domain.strip() == ROOT_LABEL else args.domain
     raw = {"domain": domain, "type": args.type, "status": args.status, "limit": args.limit,
-           "offset": args.offset, "subtree": False if args.here else None}
+           "offset": args.offset, "subtree": False if args.here else None, "as_of": args.as_of}
     answer = run_query(args, "list_by_domain", raw)
     if answer.get("status") == "none":
         answer["message"] = answer.get("message") or f"no memories under domain {args.domain!r}"

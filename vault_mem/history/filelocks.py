@@ -1,8 +1,8 @@
 """The small file locks beside the index (the journal's, the agents' state), taken by many threads.
 
-``filelock`` makes a waiter poll the lock file, every 50 ms by default: under a busy server's
-saves, a dozen call threads of one process waiting so for the journal's lock spent most of a
-save asleep between tries (docs/concurrency.md). Here the threads of one process queue on a
+``filelock`` makes a waiter poll the lock file at a long default interval: under a busy
+server's saves, a dozen call threads of one process waiting so for the journal's lock spent
+most of a save asleep between tries (docs/perf/file-locks.md). Here the threads of one process queue on a
 plain lock first, each woken the moment the one before it is done, so only one of them at a
 time asks the file lock, which then waits only for another process (polled every ``POLL`` s).
 """
@@ -17,11 +17,11 @@ from pathlib import Path
 
 from filelock import FileLock
 
-POLL = 0.002  # seconds between tries while another process holds the lock (it holds it ~1 ms)
+from vault_mem import settings
 
 _guard = threading.Lock()
 # Lock file -> this process's turn on it, and one FileLock object for it: the turn lets one thread
-# at a time use it (a new object per use cost half as much again as the lock itself).
+# at a time use it (a new object per use cost more than the lock itself).
 _locks: dict[str, tuple[threading.Lock, FileLock]] = {}
 
 
@@ -35,7 +35,7 @@ def held(path: Path) -> Iterator[None]:
             pair = _locks[key] = (threading.Lock(), FileLock(path, thread_local=False))
     turn, lock = pair
     with turn:
-        lock.acquire(poll_interval=POLL)
+        lock.acquire(poll_interval=settings.current().file_lock_poll)
         try:
             yield
         finally:

@@ -36,7 +36,7 @@ logging.getLogger("httpx2").setLevel(logging.WARNING)  # not a line per passed r
 SESSION = b"mcp-session-id"
 VERSION = b"mcp-protocol-version"
 # The versions the SDK still opens sessions for (mcp_types.version.HANDSHAKE_PROTOCOL_VERSIONS,
-# compared in tests/test_workers.py); a request naming any other version is stateless.
+# compared in tests/integration/test_workers.py); a request naming any other version is stateless.
 HANDSHAKES = {b"2024-11-05", b"2025-03-26", b"2025-06-18", b"2025-11-25"}
 WORKER = b"vault-mem-worker"
 PASSED = b"vault-mem-passed-by"  # on an answer that took the hop: the worker that passed it on

@@ -9,6 +9,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from vault_mem import settings
 from vault_mem.reads import list_by_domain, mem_recall, memory_list, memory_search, read
 from vault_mem.served.context import View
 from vault_mem.served.params import Param, int_param, text_param
@@ -50,28 +51,26 @@ class ToolSpec:
 
 def _compat_read(ref: Param) -> tuple[Param, ...]:
     """memory_read's parameters under a sibling server's name for the ref."""
+    config = settings.current()
     return (ref, int_param("offset", "Body offset.", default=0, minimum=0),
-            int_param("max_chars", "Body characters per page.", default=read.DEFAULT_MAX_CHARS, minimum=1,
-                      maximum=read.MAX_CHARS))
+            int_param("max_chars", "Body characters per page.", default=config.read_default_chars, minimum=1,
+                      maximum=config.read_max_chars))
 
 
 TOOLS: tuple[ToolSpec, ...] = (
     ToolSpec(
         "memory_search",
-        "Find notes by free text, path, kind, tag or time, best match first; no query lists the most "
-        "recently updated (call it at session start). Rows are digests with excerpt and score, never "
-        "bodies (memory_read reads one). Words match as substrings; rare words and title hits weigh "
-        "most, other word forms half ('supported' finds 'support'); ties go to the newest. truncated: "
-        "limit hid matches.",
+        "Find notes by words, path, kind, tag or time, best match first; no query: the most recently "
+        "updated (call it at session start). Digests, not bodies (memory_read reads one). Rare words and "
+        "title hits weigh most, other word forms half. A chain's current version comes first, older "
+        "versions folded in (older).",
         memory_search.PARAMS,
         memory_search.memory_search,
     ),
     ToolSpec(
         "list_by_domain",
-        "List memories under a domain (folder path) and its subdomains, newest first: the fallback when "
-        "search misses. Rows carry a snippet, est_tokens of the full record and, for tasks, state and "
-        "progress. A name that is not a path matches segments inside paths ('p200' finds "
-        "'acme/x100/p200'); `domains` says what was covered.",
+        "List memories under a folder and its subfolders, newest first: the fallback when search misses. "
+        "A name that is not a path matches folders inside paths ('p200' finds 'acme/x100/p200').",
         list_by_domain.PARAMS,
         list_by_domain.list_by_domain,
     ),
@@ -84,38 +83,37 @@ TOOLS: tuple[ToolSpec, ...] = (
     ),
     ToolSpec(
         "memory_list",
-        "List memories filtered by substring query, metadata, tags, dates or importance, newest first. "
-        "follow: 'active' hides superseded memories, 'latest' resolves to current versions, "
-        "'full_history' expands chains, 'all' is unfiltered.",
+        "List memories filtered by substring, metadata, tags, dates or importance, newest first. follow: "
+        "'active' hides superseded ones, 'latest' gives current versions, 'full_history' whole chains.",
         memory_list.PARAMS,
         memory_list.memory_list,
     ),
     ToolSpec(
         "memory_read",
-        "Read one memory in full: frontmatter fields, body, links, backlinks, lineage, problems and "
-        "etag. Huge bodies page with offset and next_offset.",
+        "Read one memory in full: fields, body, links, backlinks, lineage, problems, etag; long bodies "
+        "page (next_offset).",
         read.READ_PARAMS,
         read.memory_read,
     ),
     ToolSpec(
         "list_domains",
-        "List every domain (folder) with counts of active and archived memories in its subtree and the "
-        "newest update: the way to see the paths before list_by_domain.",
+        "List every folder with counts of active and archived memories in its subtree and the newest "
+        "update: the paths for list_by_domain.",
         read.DOMAINS_PARAMS,
         read.list_domains,
     ),
     ToolSpec(
         "memory_write",
-        "Save a new memory as a Markdown file named after its title in a domain folder; never overwrites "
-        "(a numeric suffix on a name collision).",
+        "Save a new memory as a Markdown file named after its title; never overwrites (a numeric suffix "
+        "on a collision).",
         writes.WRITE_PARAMS,
         writes.memory_write,
         read_only=False,
     ),
     ToolSpec(
         "memory_edit",
-        "Change a memory: content replaces the body, append adds a paragraph, set writes frontmatter keys. "
-        "if_etag (from a read) refuses a stale edit: conflict returns the current etag.",
+        "Change a memory: content replaces the body, append adds a paragraph, set writes frontmatter keys; "
+        "a stale if_etag is a conflict (with the current etag).",
         writes.EDIT_PARAMS,
         writes.memory_edit,
         read_only=False,
@@ -129,8 +127,8 @@ TOOLS: tuple[ToolSpec, ...] = (
     ),
     ToolSpec(
         "memory_supersede",
-        "Write a new memory replacing an old one (supersedes its uid); domain, type and tags default to the "
-        "old one's, whose file is kept (memory_list hides it by default).",
+        "Write a new memory replacing an old one (supersedes its uid; the old one's valid_until is set, "
+        "its file kept); domain, type and tags default to the old one's.",
         writes.SUPERSEDE_PARAMS,
         writes.memory_supersede,
         read_only=False,

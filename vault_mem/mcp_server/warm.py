@@ -3,9 +3,10 @@ is ready, their answers thrown away.
 
 What a call computes from the index and keeps (each segment's columns, the listing orders, the
 folders of ``list_domains``, a search's per-segment tables) is shared by every call thread of
-the process (``search/lru.py``) but made by whichever call needs it first. On the 6,500-note hub
-the first calls of each read tool took 76 ms in all against 9 ms for the next ones; after these
-queries (52 ms, in the background) 35 ms, most of it the words of the first search itself.
+the process (``search/lru.py``) but made by whichever call needs it first, so the first calls
+of each read tool were several times slower than the next ones; after these queries, run in the
+background, most of what is left is the words of the first search itself
+(docs/perf/warm-start.md).
 
 Only read tools run, with no caller and no agent's state touched: the handlers themselves, not
 ``app.call``, which adds an agent's inbox and marks (``served/mailbox.py``).

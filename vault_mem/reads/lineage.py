@@ -25,11 +25,14 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from vault_mem import settings
 from vault_mem.reads.links import LinkResolver
 from vault_mem.search.api import fold, newest_first_key, strip_md
 from vault_mem.served.context import View
 from vault_mem.served.refs import without_prefix
 from vault_mem.vault.note import domain_of, permalink_of
+
+FOLLOWS = ("active", "latest", "full_history", "all")  # the lineage modes (``follow``) of memory_list and memory_search
 
 
 class Lineage:
@@ -125,6 +128,27 @@ class Lineage:
     def has_edges(self) -> bool:
         return bool(self._superseders)
 
+    def superseded_targets(self) -> list[int]:
+        """Every note some live note supersedes (a cycle's newest member too)."""
+        return sorted(self._superseders)
+
+    def without(self, ignore: set[int]) -> Lineage:
+        """The same graph without the notes of ``ignore`` and their edges (``as_of``: the notes not
+        current then are out of the answer, and so are their edges)."""
+        if not ignore or not self._superseders:
+            return self
+        other = object.__new__(Lineage)
+        other.__dict__.update(self.__dict__)
+        other._superseders = {o: {n for n in news if n not in ignore} for o, news in self._superseders.items()
+                              if o not in ignore}
+        other._superseders = {o: news for o, news in other._superseders.items() if news}
+        other._predecessors = {n: {o for o in olds if o not in ignore} for n, olds in self._predecessors.items()
+                               if n not in ignore}
+        other._predecessors = {n: olds for n, olds in other._predecessors.items() if olds}
+        other._current = {}
+        other._rep = other._terminal_representatives()
+        return other
+
     def superseded_docs(self) -> set[int]:
         """Every note ``superseded`` is true of."""
         return {d for d in self._superseders if self.superseded(d)}
@@ -211,7 +235,6 @@ class Lineage:
         return permalink_of(self.view.record(doc)["path"])
 
 
-CHAIN_LIMIT = 5000  # a chain past this many notes is walked on the whole graph instead
 
 
 def lineage_for(view: View, doc: int) -> Lineage:
@@ -237,7 +260,7 @@ def lineage_for(view: View, doc: int) -> Lineage:
             if other is not None and other not in chain:
                 chain.add(other)
                 frontier.append(other)
-        if len(chain) > CHAIN_LIMIT:
+        if len(chain) > settings.current().chain_limit:
             return Lineage(view)
     return Lineage(view, docs=sorted(chain))
 

@@ -10,8 +10,10 @@ from __future__ import annotations
 from functools import partial
 from typing import Any
 
+from vault_mem.reads.lineage import Lineage
 from vault_mem.reads.misses import Filter, closest_kinds, did_you_mean, echo, why_empty
 from vault_mem.reads.rows import body_tokens, cut_message, fit_row, identity, snippet_of, task_fields
+from vault_mem.reads.validity import AS_OF, Windows, as_of_param, left_out_message
 from vault_mem.search.api import closest_names, fold
 from vault_mem.served.context import View, take_within
 from vault_mem.served.params import OFFSET, Args, choice_param, flag_param, int_param, text_param
@@ -26,6 +28,7 @@ PARAMS = (
     OFFSET,
     choice_param("status", "Which memories.", STATUSES, default="active"),
     flag_param("subtree", "False: only that exact folder.", default=True),
+    AS_OF,
 )
 
 
@@ -40,6 +43,7 @@ def list_by_domain(view: View, raw: dict[str, Any]) -> dict[str, Any]:
     offset = args.integer("offset")
     status = args.choice("status")
     subtree = args.flag("subtree")
+    as_of = as_of_param(args)
 
     filters: list[tuple[str, str]] = []  # (field, term) pairs every row must hold
     if note_type:
@@ -58,6 +62,11 @@ def list_by_domain(view: View, raw: dict[str, Any]) -> dict[str, Any]:
         hints = _why_none(view, domain, subtree, note_type, status)
         return none | ({"hints": hints} if hints else {})
 
+    left_out = 0
+    if as_of is not None:  # the versions current then (reads/validity.py)
+        gone = Windows(view, Lineage(view)).not_current(as_of.at)
+        kept = [d for d in docs if d not in gone]
+        left_out, docs = len(docs) - len(kept), kept
     docs = view.sort_newest(docs, "updated")
     page = docs[offset: offset + limit]
     rows = [_row(view, d) for d in page]
@@ -72,8 +81,11 @@ def list_by_domain(view: View, raw: dict[str, Any]) -> dict[str, Any]:
     }
     if offset + len(rows) < len(docs):
         answer["next_offset"] = offset + len(rows)
+    messages = [left_out_message(left_out, as_of)] if left_out and as_of is not None else []
     if cut:
-        answer["message"] = cut_message(cut)
+        messages.append(cut_message(cut))
+    if messages:
+        answer["message"] = "; ".join(messages)
     if not rows:
         answer["status"] = "none"
         answer["message"] = f"offset {offset} is past the last of {len(docs)} memories"

@@ -24,11 +24,14 @@ import heapq
 import math
 import re
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from typing import Any
 
+from vault_mem import settings
 from vault_mem.errors import InvalidInput
+from vault_mem.reads.chains import Row, regroup
 from vault_mem.reads.excerpts import excerpt_around
+from vault_mem.reads.lineage import FOLLOWS, Lineage
 from vault_mem.reads.misses import (
     Filter,
     did_you_mean,
@@ -40,6 +43,7 @@ from vault_mem.reads.misses import (
     why_empty,
 )
 from vault_mem.reads.rows import bound_message
+from vault_mem.reads.validity import AS_OF, AsOf, Windows, as_of_param, left_out_message
 from vault_mem.search.api import (
     Ranked,
     best_notes,
@@ -47,26 +51,26 @@ from vault_mem.search.api import (
     path_prefixes,
     ranked_newest_key,
     score_notes,
+    scores_of,
     search_terms,
 )
-from vault_mem.served.context import ROW_BUDGET, View, json_size, take_within
-from vault_mem.served.params import AGENT, Args, int_param, text_param
+from vault_mem.served.context import View, json_size, take_within
+from vault_mem.served.params import AGENT, Args, choice_param, int_param, text_param
 from vault_mem.vault.fields import normalize_tag
 from vault_mem.vault.note import KNOWN_TYPES, permalink_of
 
-DEFAULT_LIMIT = 10
-MAX_LIMIT = 50
+# A tool's parameters are its published schema, made once when the tools load: its bounds are read then.
 PARAMS = (
     AGENT,
     text_param("query", "Free text. Omit for recent activity."),
     text_param("tag", "Only notes with this tag."),
     text_param("kind", "Only notes of this kind (type)."),
     text_param("path", "Only notes whose code paths overlap it."),
-    int_param("limit", "How many; above 50 means 50.", default=DEFAULT_LIMIT, minimum=1),
+    int_param("limit", "Above 50 means 50.", default=settings.current().search_default_limit, minimum=1),
     text_param("since", "RFC 3339; notes updated at or after it."),
+    choice_param("follow", "Lineage mode.", FOLLOWS, default="active"),
+    AS_OF,
 )
-TITLE_CHARS = 300  # a digest's title is cut past this (marked), so one digest stays small
-LIST_BUDGET = 1_000  # JSON characters a digest's tags or paths may take
 _RFC3339 = re.compile(r"\d{4}-\d{2}-\d{2}[Tt ]\d{2}:\d{2}:\d{2}(\.\d+)?([Zz]|[+-]\d{2}:\d{2})")
 
 
@@ -81,14 +85,26 @@ def memory_search(view: View, raw: dict[str, Any]) -> dict[str, Any]:
     plan = _plan(view, request, messages)
     if plan is None:
         return _none([*messages, f"query {request.query[:60]!r} holds no letters or digits to search for"])
+    whole = lineage = Lineage(view)
+    windows = Windows(view, lineage)
+    if request.as_of is not None:  # the versions current then: the others, and their edges, are out
+        plan = Plan(plan.filters, plan.terms, windows.not_current(request.as_of.at))
+        lineage = whole.without(plan.gone)
     matches = _matches(view, request, plan)
     hints = search_term_hints(view, plan.terms) if plan.terms else []  # a whole-token lookup per term when held
     page, truncated = _page(view, request, matches)
     if not page:  # a pruned page scored only what could reach it: the hints need every match
         scores = matches.scores if matches.ranked is None else score_notes(view, plan.terms)
         found = set(scores) if request.query else None
+        if plan.gone and found:
+            messages.append(left_out_message(len(found & plan.gone), request.as_of))  # type: ignore[arg-type]
         return _none(messages, hints + _why_no_notes(view, request, found))
-    return _answer(view, page, truncated, matches.scores, plan.terms, messages, hints)
+    rows, truncated = _chained(view, request, plan, matches, lineage, whole, page, truncated)
+    if plan.gone and request.as_of is not None:
+        left_out = _left_out(view, request, plan)
+        if left_out:
+            messages.append(left_out_message(left_out, request.as_of))
+    return _answer(view, rows, truncated, plan.terms, messages, hints, whole, windows)
 
 
 @dataclass(frozen=True)
@@ -103,14 +119,18 @@ class Request:
     since: int | None  # epoch seconds
     limit: int
     messages: tuple[str, ...]
+    follow: str = "active"
+    as_of: AsOf | None = None
 
 
 @dataclass(frozen=True)
 class Plan:
-    """The index terms every note must hold, and the search terms (none: the newest notes)."""
+    """The index terms every note must hold, the search terms (none: the newest notes), and the
+    notes ``as_of`` leaves out."""
 
     filters: list[tuple[str, str]]  # (field, term)
     terms: list[str]
+    gone: set[int] = field(default_factory=set)
 
 
 @dataclass(frozen=True)
@@ -124,6 +144,7 @@ class Matches:
 
 
 def _parse(args: Args) -> Request:
+    config = settings.current()
     args.agent()
     query = (args.text("query", "") or "").strip()
     tag = _tag(args.text("tag", "", max_len=1000) or "")
@@ -131,12 +152,13 @@ def _parse(args: Args) -> Request:
     path = _code_path(args.text("path", "", max_len=4000) or "")
     since_text = (args.text("since", "", max_len=100) or "").strip()
     since = _since(since_text)
-    limit = args.integer("limit", accepted=f"from 1 to {MAX_LIMIT}")
+    limit = args.integer("limit", accepted=f"from 1 to {config.search_max_limit}")
     messages: tuple[str, ...] = ()
-    if limit > MAX_LIMIT:
-        messages = (f"limit {limit} is above the maximum; clamped to {MAX_LIMIT}",)
-        limit = MAX_LIMIT
-    return Request(query, tag, kind, path, since_text, since, limit, messages)
+    if limit > config.search_max_limit:
+        messages = (f"limit {limit} is above the maximum; clamped to {config.search_max_limit}",)
+        limit = config.search_max_limit
+    return Request(query, tag, kind, path, since_text, since, limit, messages, args.choice("follow"),
+                   as_of_param(args))
 
 
 def _plan(view: View, request: Request, messages: list[str]) -> Plan | None:
@@ -163,7 +185,10 @@ def _matches(view: View, request: Request, plan: Plan) -> Matches:
     newest: list[int] | None = None
     if plan.terms:
         if not request.path:  # only what can reach the page is scored (search/topk.py)
-            ranked = best_notes(view, plan.terms, request.limit, _allowed(view, filters, request.since))
+            allowed = _allowed(view, filters, request.since)
+            if plan.gone:
+                allowed = (set(view.all_docs()) if allowed is None else allowed) - plan.gone
+            ranked = best_notes(view, plan.terms, request.limit, allowed)
             return Matches([], ranked.scores, None, ranked)
         scores = score_notes(view, plan.terms)  # overlap is checked on records, in rank order
         candidates = list(scores)
@@ -172,13 +197,18 @@ def _matches(view: View, request: Request, plan: Plan) -> Matches:
         filters = []
         if not request.path:  # read from each segment's cached date order, not by ranking every note
             keep = None if scope is None else set(scope).__contains__
+            if plan.gone:
+                gone, inner = plan.gone, keep
+                keep = (lambda d: d not in gone) if inner is None else (lambda d: d not in gone and inner(d))
             newest = view.newest("updated", request.limit + 1, keep, request.since)
         # Ranked later only when that did not answer (a path, or fewer notes than limit + 1).
         candidates = [] if newest is not None else view.all_docs() if scope is None else scope
     if filters and candidates:
         allowed = set(view.docs_where(filters))
         candidates = [d for d in candidates if d in allowed]
-    if request.since is not None:  # the column, not a NumericRange query: that one costs ~100 ms on 10k notes
+    if plan.gone:
+        candidates = [d for d in candidates if d not in plan.gone]
+    if request.since is not None:  # the column, not a NumericRange query (docs/perf/date-columns.md)
         updated, since = view.cells("updated"), request.since
         candidates = [d for d in candidates if updated[d] is not None and updated[d] >= since]
     return Matches(candidates, scores, newest)
@@ -205,14 +235,56 @@ def _page(view: View, request: Request, matches: Matches) -> tuple[list[int], bo
     return page, len(candidates) > len(page)
 
 
-def _answer(view: View, page: list[int], truncated: bool, scores: dict[int, float], terms: list[str],
-            messages: list[str], hints: list[str]) -> dict[str, Any]:
+def _left_out(view: View, request: Request, plan: Plan) -> int:
+    """How many notes the search would match but ``as_of`` leaves out (the answer says so)."""
+    allowed = _allowed(view, plan.filters, request.since)
+    gone = [d for d in plan.gone if allowed is None or d in allowed]
+    return len(scores_of(view, plan.terms, gone)) if plan.terms else len(gone)
+
+
+def _chained(view: View, request: Request, plan: Plan, matches: Matches, lineage: Lineage, whole: Lineage,
+             page: list[int], truncated: bool) -> tuple[list[Row], bool]:
+    """The page as rows by chain (``reads/chains.py``), and whether more follow. Rows fold
+    matches, so more matches are read (twice as many each time) until ``limit`` rows and one more
+    are known or every match is: the page is the start of one row sequence, whatever was read."""
+    limit, scores = request.limit, matches.scores
+    if request.follow == "all" or not whole.has_edges():
+        return [Row(d, scores.get(d, 0.0)) for d in page], truncated
+    rank = _rank(view, scores)
+    allowed = _allowed(view, plan.filters, request.since)
+
+    def matching(chain: list[int]) -> dict[int, float]:
+        members = [d for d in chain if d not in plan.gone and (allowed is None or d in allowed)]
+        if not plan.terms:
+            return dict.fromkeys(members, 0.0)
+        return scores_of(view, plan.terms, members)
+
+    def demoted(doc: int) -> bool:
+        rec = view.record(doc)
+        return rec.get("status") == "archived" or bool(rec.get("valid_until") and Windows(view, lineage).marks(doc))
+
+    reach = limit
+    while True:
+        rows = regroup(page, scores, lineage, request.follow, matching, demoted, rank, whole)
+        if len(rows) > limit or not truncated:
+            return rows[:limit], len(rows) > limit
+        reach *= 2
+        wider = replace(request, limit=reach)
+        found = _matches(view, wider, plan)
+        page, truncated = _page(view, wider, found)
+        scores = {**scores, **found.scores}
+        rank = _rank(view, scores)
+
+
+def _answer(view: View, rows: list[Row], truncated: bool, terms: list[str], messages: list[str],
+            hints: list[str], lineage: Lineage, windows: Windows) -> dict[str, Any]:
     """The page's digests, as many as the size bound leaves room for beside the hints, and what
     was cut or shortened."""
     shortened: dict[str, list[str]] = {"title": [], "tags": [], "paths": []}
     forms = match_forms(terms)
-    notes = [_digest(view, d, scores.get(d, 0), forms, shortened) for d in page]
-    fitted = take_within(notes, ROW_BUDGET - json_size(hints))
+    notes = [_digest(view, r.doc, r.score, forms, shortened) | _lineage_marks(view, r, lineage, windows)
+             for r in rows]
+    fitted = take_within(notes, settings.current().row_budget - json_size(hints))
     if fitted < len(notes):
         messages.append(bound_message(f"{fitted} of {len(notes)} notes", None))
         notes = notes[:fitted]
@@ -227,6 +299,20 @@ def _answer(view: View, page: list[int], truncated: bool, scores: dict[int, floa
     if hints:
         answer["hints"] = hints
     return answer
+
+
+def _lineage_marks(view: View, row: Row, lineage: Lineage, windows: Windows) -> dict[str, Any]:
+    """What a digest says of its note's versions: the older ones folded into it (how many, and the
+    first few), what superseded it, and whether its validity has ended (docs/tools.md)."""
+    marks: dict[str, Any] = {}
+    shown = settings.current().search_older_shown
+    if row.older:
+        marks["older_count"] = len(row.older)
+        marks["older"] = [permalink_of(view.record(d)["path"]) for d in row.older[:shown]]
+    later = lineage.superseders(row.doc)
+    if later:
+        marks["superseded_by"] = [permalink_of(view.record(d)["path"]) for d in later[:shown]]
+    return marks | windows.marks(row.doc)
 
 
 def _why_no_notes(view: View, request: Request, found: set[int] | None) -> list[str]:
@@ -313,11 +399,12 @@ def _digest(view: View, doc: int, score: float, terms: list[str],
             shortened: dict[str, list[str]]) -> dict[str, Any]:
     """The digest of one note; the permalinks of notes whose title, tags or paths had to be
     cut to keep a digest small are added to ``shortened``."""
+    config = settings.current()
     rec = view.record(doc)
     permalink = permalink_of(rec["path"])
     title = str(rec.get("title", ""))
-    if len(title) > TITLE_CHARS:
-        title = f"{title[:TITLE_CHARS]}… [+{len(title) - TITLE_CHARS} chars]"
+    if len(title) > config.digest_title_chars:
+        title = f"{title[:config.digest_title_chars]}… [+{len(title) - config.digest_title_chars} chars]"
         shortened["title"].append(permalink)
     tags = _fit_list(rec.get("tags") or [])
     code_paths = _fit_list(rec.get("paths") or [])
@@ -340,11 +427,11 @@ def _digest(view: View, doc: int, score: float, terms: list[str],
 
 
 def _fit_list(values: list[str]) -> list[str]:
-    """As many leading ``values`` as fit LIST_BUDGET characters of JSON."""
+    """As many leading ``values`` as fit ``digest_list_budget`` characters of JSON."""
     used = 2
     for i, value in enumerate(values):
         used += json_size(value) + 2
-        if used > LIST_BUDGET:
+        if used > settings.current().digest_list_budget:
             return values[:i]
     return values
 

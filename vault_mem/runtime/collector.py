@@ -1,13 +1,12 @@
 """Python's garbage collector in a serving process, kept out of the calls' way.
 
 Every collection holds the interpreter lock, so each one is a pause of every call in the
-process. Under 32 sessions (``bench/load_bench.py``, the 13,415-note corpus, two workers) the
-worker that answers the clients collected its young objects every second (10-24 ms of CPU),
-its middle generation every 12-15 s (60-140 ms) and, once its caches had filled, everything
-(100-400 ms in runs of two minutes). Nearly all they looked at was alive (the shared caches,
-the calls in flight) and they freed next to nothing: 0 objects in most young collections.
+process. Under load, the worker that answers the clients collected its young objects every
+second, its middle generation every few seconds and, once its caches had filled, everything,
+each a pause of every call (docs/perf/gc-freeze.md). Nearly all they looked at was alive (the
+shared caches, the calls in flight) and they freed next to nothing.
 
-So once the server is ready (``settle``): what it loaded for good is frozen out of reach
+So once the server is ready (``freeze_after_start``): what it loaded for good is frozen out of reach
 (``gc.freeze``); young objects are still collected, every ``young`` allocations; and what
 survives is frozen every ``FREEZE_EVERY`` seconds instead of being walked again and again by
 the older generations, which are never collected on their own (``NEVER``). Garbage that forms
@@ -21,7 +20,7 @@ a whole collection each time), and at least every ``FULL_EVERY`` seconds while a
 (docs/index-and-scale.md).
 
 Idle means no call, not little CPU: a worker whose calls all wait for a lock uses no CPU, and a
-full collection then (0.1-0.7 s at 13,000 notes) only made their wait longer.
+full collection then only made their wait longer.
 """
 
 from __future__ import annotations
@@ -32,17 +31,13 @@ import threading
 import time
 from collections.abc import Callable
 
+from vault_mem import settings
+
 log = logging.getLogger("vault_mem.runtime")
-FREEZE_EVERY = 1.0  # seconds between freezes of what survived the young collections
-FULL_EVERY = 600.0  # seconds of steady load after which a full collection runs anyway
-GROWTH_SHARE = 0.5  # objects frozen since the last full collection, to those it left frozen, that make one due
-GROWTH_FLOOR = 200_000  # objects frozen since the last full collection that make one due however few live
-IDLE_GROWTH = 20_000  # objects frozen since the last full collection that an idle tick collects
-IDLE_EVERY = 60.0  # seconds at least between two full collections at idle ticks
 NEVER = 1_000_000_000  # a generation threshold that is never reached
 
 
-def settle(young: int, quiet: Callable[[float], bool]) -> Collector:
+def freeze_after_start(young: int, quiet: Callable[[float], bool]) -> Collector:
     """Freeze what is loaded, collect young objects every ``young`` allocations, and start the
     thread that freezes survivors and runs the full collections (see the module); ``quiet(s)``:
     no tool call ran in the last ``s`` seconds."""
@@ -58,38 +53,42 @@ class Collector:
     """One tick every ``FREEZE_EVERY`` seconds: a full collection when it is due, else a freeze."""
 
     def __init__(self, quiet: Callable[[float], bool]) -> None:
+        config = settings.current()
         self.quiet = quiet
         self.made = 0  # objects frozen since the last full collection (some may have died since)
-        self.bound = max(GROWTH_FLOOR, int(GROWTH_SHARE * gc.get_freeze_count()))  # ``made`` that makes one due
+        # ``made`` that makes one due
+        self.bound = max(config.gc_growth_floor, int(config.gc_growth_share * gc.get_freeze_count()))
         self.last_full = time.monotonic()
         self.full_collections = 0
 
     def run(self) -> None:
         while True:
-            time.sleep(FREEZE_EVERY)
+            time.sleep(settings.current().gc_freeze_every)
             self.tick()
 
     def tick(self) -> None:
-        self.step(self.quiet(FREEZE_EVERY), time.monotonic())
+        self.step(self.quiet(settings.current().gc_freeze_every), time.monotonic())
 
     def step(self, idle: bool, now: float) -> None:
         """Freeze what survived; collect everything if it is due (``idle``: no call in the last tick)."""
+        config = settings.current()
         # What this freeze takes: the generations below the frozen one, listed (the frozen one's
         # own count walks every frozen object, so it is taken only at full collections).
         self.made += sum(len(gc.get_objects(generation)) for generation in range(3))
         gc.freeze()
         since = now - self.last_full
-        if self.made and (self.made >= self.bound or since >= FULL_EVERY
-                          or (idle and since >= IDLE_EVERY and self.made >= IDLE_GROWTH)):
+        if self.made and (self.made >= self.bound or since >= config.gc_full_every
+                          or (idle and since >= config.gc_idle_every and self.made >= config.gc_idle_growth)):
             self.full(now)
 
     def full(self, now: float) -> None:
+        config = settings.current()
         started = time.perf_counter()
         gc.unfreeze()
         found = gc.collect()
         gc.freeze()
         self.made = 0
-        self.bound = max(GROWTH_FLOOR, int(GROWTH_SHARE * gc.get_freeze_count()))
+        self.bound = max(config.gc_growth_floor, int(config.gc_growth_share * gc.get_freeze_count()))
         self.last_full = now
         self.full_collections += 1
         log.debug("full collection: %d unreachable objects, %.0f ms", found, (time.perf_counter() - started) * 1000)

@@ -1,14 +1,17 @@
 """The search engine's one face: everything above ``search/`` imports from here, and from nowhere
-else inside it (``tests/test_layers.py`` keeps it so).
+else inside it (``tests/unit/test_layers.py`` keeps it so).
 
-    VaultIndex          the index of one vault: open, submit notes (``Batch``), settle, searchers
+    VaultIndex          the index of one vault: open, submit notes (``Batch``), commit_batch, searchers
     sync, reconcile     bring the index up to the files (a build, or only what changed)
     Snapshot            one call's consistent look at the index: document sets, orders,
                         records, columns, lexicons, closest words (``search/snapshot.py``)
-    score_notes, best_notes, search_terms, match_forms, stem_of
-                        the ``memory_search`` ranking and its top k (docs/ranking.md)
+    score_notes, best_notes, scores_of, search_terms, match_forms, stem_of
+                        the ``memory_search`` ranking, its top k, and the scores of chosen notes
+                        (docs/ranking.md)
     fold, strip_md, ancestors, path_prefixes, words, is_word, closest_names
                         how names and text are normalised for the index's keys
+    resembling, Resembling, Rarity, word_set, resemblance
+                        the notes that say nearly the same as a text (``search/similar.py``)
     keep_while_unchanged
                         keep what is derived from one version of a file (the engine's cache)
     install_whoosh_patches
@@ -25,16 +28,18 @@ from vault_mem.search.commits import Batch
 from vault_mem.search.folder import has_index, usable_index_dir
 from vault_mem.search.gitfollow import attach_history
 from vault_mem.search.lru import keep_while_unchanged
+from vault_mem.search.merge import main as merge_main
 from vault_mem.search.merge import merge_due, merge_lock
 from vault_mem.search.presence import live, present
 from vault_mem.search.progress import Progress, ProgressFile
 from vault_mem.search.query import Searcher, newest_first_key, prefix_records, ranked_newest_key
 from vault_mem.search.ranking import match_forms, score_notes, search_terms, stem_of
 from vault_mem.search.schema import SCHEMA_VERSION, ancestors, document_of, fold, path_prefixes, strip_md
+from vault_mem.search.similar import Rarity, Resembling, resemblance, resembling, word_set
 from vault_mem.search.snapshot import Snapshot
 from vault_mem.search.store import VaultIndex, same_content, stat_state
 from vault_mem.search.substring import is_word, words
-from vault_mem.search.topk import Ranked, best_notes
+from vault_mem.search.topk import Ranked, best_notes, scores_of
 from vault_mem.search.vocabulary import closest_names
 from vault_mem.search.whoosh.patches import install_from_environment as install_whoosh_patches
 
@@ -45,6 +50,8 @@ __all__ = [
     "Progress",
     "ProgressFile",
     "Ranked",
+    "Rarity",
+    "Resembling",
     "Searcher",
     "Snapshot",
     "SyncReport",
@@ -63,19 +70,24 @@ __all__ = [
     "match_forms",
     "merge_due",
     "merge_lock",
+    "merge_main",
     "newest_first_key",
     "path_prefixes",
     "prefix_records",
     "present",
     "ranked_newest_key",
     "reconcile",
+    "resemblance",
+    "resembling",
     "same_content",
     "score_notes",
+    "scores_of",
     "search_terms",
     "stat_state",
     "stem_of",
     "strip_md",
     "sync",
     "usable_index_dir",
+    "word_set",
     "words",
 ]

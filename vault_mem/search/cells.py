@@ -1,9 +1,9 @@
 """A few documents' values of a column without reading the column whole.
 
-``columns.column`` joins a field's values for every document of a searcher: at 107,000 notes
-that is ~0.3 s of CPU per field the first time a segment is seen, and the first search after a
+``columns.column`` joins a field's values for every document of a searcher: on a large vault
+that is a noticeable pause per field the first time a segment is seen, and the first search after a
 start (or after the watcher's commit added a segment) ranked its handful of candidates by
-two such columns. ``cells`` answers ``values[docnum]`` exactly as the joined column would,
+two such columns. ``LazyColumn`` answers ``values[docnum]`` exactly as the joined column would,
 from whatever is already loaded (the searcher's joined column, a segment's cached column)
 and otherwise from the segment's column reader, one document at a time. Past ``WHOLE_AFTER``
 lookups it joins the column after all: for many documents that is the cheaper way.
@@ -15,16 +15,17 @@ import bisect
 from collections.abc import Sequence
 from typing import Any
 
+from vault_mem import settings
 from vault_mem.search.columns import column, has_columns
 from vault_mem.search.lru import CACHE
 from vault_mem.search.query import Searcher
 from vault_mem.search.segments import segments
 
-WHOLE_AFTER = 2000  # lookups one by one before the whole column is joined instead
 
-
-class Cells:
-    """``cells[docnum]``: the value of one field for a document of one searcher (see the module)."""
+class LazyColumn:
+    """One field's column over one searcher, read a cell at a time: ``values[docnum]`` is the
+    document's value, as the column joined whole would give it, without joining it until many
+    cells were asked for (see the module)."""
 
     def __init__(self, searcher: Searcher, field: str) -> None:
         self.searcher = searcher
@@ -41,7 +42,7 @@ class Cells:
         seen = self._seen
         if docnum in seen:
             return seen[docnum]
-        if len(seen) >= WHOLE_AFTER:
+        if len(seen) >= settings.current().cells_whole_after:
             self._whole = column(self.searcher, self.field)
             return self._whole[docnum]
         i = bisect.bisect_right(self._offsets, docnum) - 1

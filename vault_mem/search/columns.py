@@ -19,8 +19,8 @@ from vault_mem.search.segments import Parts, Segment, searcher_memo, segments
 
 # Per field, the segments (key and offset) of the latest joined column and the column itself. Only
 # the latest: a join is wanted until the next commit, and keeping each in the shared LRU (as
-# ``View.kept`` keeps what a commit changes) would, under steady saves at 100,000 notes, push
-# 0.8 MB a field a commit through it and crowd out the parsed notes and records.
+# ``View.kept`` keeps what a commit changes) would, under steady saves on a large vault, push a
+# whole column a field a commit through it and crowd out the parsed notes and records.
 _latest: dict[str, tuple[tuple[Any, ...], tuple[Any, ...]]] = {}
 
 
@@ -82,7 +82,7 @@ def stored_record(searcher: Searcher, docnum: int) -> dict[str, Any]:
 
 
 def _record_size(record: dict[str, Any]) -> int:
-    """Bytes an unpickled record holds, roughly (measured: 2.5-5 KB on ~1 KB notes)."""
+    """Bytes an unpickled record holds, roughly: a few times the note's own size."""
     many = sum(len(record.get(k) or ()) for k in ("tags", "aliases", "metadata", "paths", "problems"))
     return 3000 + 2 * len(str(record.get("head", ""))) + 400 * len(record.get("links") or ()) + 100 * many
 
@@ -118,7 +118,7 @@ def path_key_docs(searcher: Searcher, parts: Parts, field: str, value: str) -> l
     for seg, table in zip(parts, tables, strict=True):
         hits = table.get(value)
         if hits:
-            found.extend(seg.lift(hits))
+            found.extend(seg.to_searcher_numbers(hits))
     return found
 
 

@@ -25,21 +25,19 @@ from whoosh.index import FileIndex
 from whoosh.reading import SegmentReader
 from whoosh.writing import SegmentWriter
 
+from vault_mem import settings
 from vault_mem.errors import IndexBusy
 from vault_mem.search.schema import document_of
 from vault_mem.vault.note import Note
-
-TINY = 20  # a segment of at most this many documents: what a few live commits make
-TINY_FOLD = 8  # this many tiny segments and the next commit folds them into its own
 
 
 def tiny_segments(segments: list[Any]) -> list[Any]:
     """The segments live commits fold in (``fold_tiny``): at most ``TINY`` documents, deleted ones
     counted (the background merge leaves them to the folds: ``merge.plan``)."""
-    return [segment for segment in segments if segment.doc_count_all() <= TINY]
+    return [segment for segment in segments if segment.doc_count_all() <= settings.current().tiny_segment]
 
 
-def fold_tiny(writer: SegmentWriter, segments: list[Any], at: int | None = TINY_FOLD,
+def fold_tiny(writer: SegmentWriter, segments: list[Any], at: int | None,
               own: OwnTiny | None = None) -> tuple[list[Any], list[tuple[Note, str]] | None]:
     """Whoosh's merge policy for a live commit: once ``at`` tiny segments piled up, fold
     them into the segment the commit writes (their few documents, as this writer sees them, its
@@ -50,8 +48,9 @@ def fold_tiny(writer: SegmentWriter, segments: list[Any], at: int | None = TINY_
     saves the background merge (a process started every few seconds) trails far behind the
     commits: this keeps the segments a burst of saves leaves to a handful, at the cost of one
     commit in eight taking in a few dozen documents. A tiny segment this process committed
-    itself (``own``) is taken in again from the notes it was made of, seven times cheaper than
-    reading it back (a reader per segment, every posting decoded); any other is read.
+    itself (``own``) is taken in again from the notes it was made of, far cheaper than reading
+    it back (a reader per segment, every posting decoded: docs/perf/group-commit.md); any other
+    is read.
     """
     tiny = tiny_segments(segments)
     if at is None or len(tiny) < at:
@@ -87,7 +86,7 @@ class OwnTiny:
         self._by_segment: OrderedDict[str, list[tuple[Note, str]]] = OrderedDict()
 
     def keep(self, segment_id: str, notes: list[tuple[Note, str]]) -> None:
-        if notes and len(notes) <= TINY:
+        if notes and len(notes) <= settings.current().tiny_segment:
             self._by_segment[segment_id] = notes
             while len(self._by_segment) > self.LIMIT:
                 self._by_segment.popitem(last=False)
@@ -224,6 +223,7 @@ class Written:
         self._issued = 0  # file steps begun so far: each one's ticket is its number
         self._open: dict[int, int] = {}  # thread -> the ticket of its file steps under way
         self._calm = threading.Condition(self._lock)
+        self.waiting = 0  # threads in ``wait_steps`` now: a test sees the watcher stopped there
 
     def begin(self) -> None:
         """This thread's write tool starts its file steps (write tools of different notes run theirs
@@ -248,7 +248,11 @@ class Written:
         later are not waited for: under steady writes there may never be a moment without any."""
         with self._lock:
             upto = self._issued
-            return self._calm.wait_for(lambda: all(ticket > upto for ticket in self._open.values()), timeout)
+            self.waiting += 1
+            try:
+                return self._calm.wait_for(lambda: all(ticket > upto for ticket in self._open.values()), timeout)
+            finally:
+                self.waiting -= 1
 
     def add(self, notes: list[tuple[Note, str]]) -> None:
         with self._lock:

@@ -3,11 +3,11 @@ number, without Whoosh (``served/``, ``reads/`` and ``runtime/`` never import it
 
 Every function answers live documents only, ascending unless it says otherwise, and never
 goes through Whoosh's query matchers: a union or intersection matcher walks each segment in
-blocks whether or not a term occurs there (100 ms and more a call at 100,000 notes); a term
+blocks whether or not a term occurs there, a cost that grows with the vault; a term
 lookup here costs a hash lookup per segment, and what never changes in a segment (a term's
 membership, a column's order) is read once into the shared cache, deletions applied per call.
 
-The one newest-first order (docs/tools.md, "Order") is ``newest_first_key``: date descending,
+The one newest-first order (docs/tools.md, "Order") is ``newest_first``: date descending,
 ties by vault-relative path ascending, a missing date oldest.
 """
 
@@ -52,13 +52,13 @@ def term_docs(parts: Parts, field: str, values: Iterable[str]) -> list[int]:
     found: set[int] = set()
     for seg in parts:
         for value in values:
-            found.update(seg.lift(seg.term_docs(field, value)))
+            found.update(seg.to_searcher_numbers(seg.term_docs(field, value)))
     return sorted(found)
 
 
 def has_term(parts: Parts, field: str, value: str) -> bool:
     """Whether any live document holds ``value`` in ``field``."""
-    return any(seg.lift(seg.term_docs(field, value)) for seg in parts)
+    return any(seg.to_searcher_numbers(seg.term_docs(field, value)) for seg in parts)
 
 
 def lexicon(parts: Parts, field: str) -> list[str]:
@@ -66,7 +66,7 @@ def lexicon(parts: Parts, field: str) -> list[str]:
 
     From each segment's terms, read once into the shared cache (``Segment.terms``), not from
     Whoosh's lexicon of the whole index, which merges every segment's terms file term by term on
-    each call: with 14 segments under steady saves, that was half of a ``mem_recall``."""
+    each call: under steady saves, with many segments, that was most of a ``mem_recall``."""
     found: set[str] = set()
     for seg in parts:
         found.update(seg.terms(field))
@@ -84,7 +84,7 @@ def prefix_records(searcher: Searcher, field: str, prefix: str) -> list[dict[str
     for seg in segments(searcher):  # (not a view's: what the index holds, for the watcher)
         for raw in seg.reader.expand_prefix(field, prefix):
             term = raw.decode("utf-8") if isinstance(raw, bytes) else raw
-            found.update(seg.lift(seg.term_docs(field, term)))
+            found.update(seg.to_searcher_numbers(seg.term_docs(field, term)))
     return [searcher.stored_fields(d) for d in sorted(found)]
 
 
@@ -114,7 +114,7 @@ def docs_where(parts: Parts, require: list[tuple[str, str]],
                 hits.update(seg.term_docs(field, value))
             if not hits:
                 continue
-            candidates = sorted(hits - seg.dead) if seg.dead else sorted(hits)
+            candidates = sorted(hits - seg.unseen) if seg.unseen else sorted(hits)
         for f, v in require:
             mask = term_mask(seg, f, v)
             candidates = [d for d in candidates if mask[d]]
@@ -124,9 +124,15 @@ def docs_where(parts: Parts, require: list[tuple[str, str]],
     return found
 
 
+def newest_first(date: Any, path: Any) -> tuple[int, str]:
+    """The one newest-first order's key of one document: ``date`` descending (missing: oldest),
+    then ``path`` ascending (missing: ``""``). Every newest-first order is made from it."""
+    return -(date or 0), path or ""
+
+
 def newest_first_key(dates: Sequence[Any], paths: Sequence[Any]) -> Callable[[int], tuple[int, str]]:
     """The one newest-first order as a sort key over columns ``dates`` and ``paths``."""
-    return lambda d: (-(dates[d] or 0), paths[d] or "")
+    return lambda d: newest_first(dates[d], paths[d])
 
 
 def ranked_newest_key(first: Sequence[Any] | dict[int, Any], dates: ByDoc,
@@ -134,12 +140,13 @@ def ranked_newest_key(first: Sequence[Any] | dict[int, Any], dates: ByDoc,
     """Highest ``first`` (a column or a score map; missing is 0) ahead of the newest-first order."""
     if isinstance(first, dict):
         get = first.get
-        return lambda d: (-get(d, 0), -(dates[d] or 0), paths[d] or "")
-    return lambda d: (-(first[d] or 0), -(dates[d] or 0), paths[d] or "")
+        return lambda d: (-get(d, 0), *newest_first(dates[d], paths[d]))
+    return lambda d: (-(first[d] or 0), *newest_first(dates[d], paths[d]))
 
 
 def sort_newest(searcher: Searcher, docs: Iterable[int], field: str = "updated") -> list[int]:
-    """``docs`` in ``newest_first_key`` order on ``field`` (two stable sorts: faster than the key)."""
+    """``docs`` in ``newest_first`` order on ``field`` (two stable sorts give that order without a
+    key per document)."""
     dates = column(searcher, field)
     paths = column(searcher, "path")
     try:  # the columns' own item lookup as the key: no Python frame per document
@@ -174,7 +181,7 @@ def docs_in_range(parts: Parts, field: str, lo: Any | None, hi: Any | None) -> l
         values, docs = _ordered(seg, field)
         start = 0 if lo is None else bisect.bisect_left(values, lo)
         end = len(values) if hi is None else bisect.bisect_left(values, hi)
-        found.extend(seg.lift(sorted(docs[start:end])))
+        found.extend(seg.to_searcher_numbers(sorted(docs[start:end])))
     return found
 
 
@@ -191,17 +198,17 @@ def newest_docs(parts: Parts, field: str, limit: int, keep: Callable[[int], bool
     for seg in parts:
         values, docs = _ordered(seg, field)
         paths = segment_column(seg, "path")
-        dead, offset = seg.dead, seg.offset
+        unseen, offset = seg.unseen, seg.offset
         taken = 0
         for i in range(len(values) - 1, -1, -1):
             if taken == limit or (floor is not None and values[i] < floor):
                 break
             doc = docs[i]
-            if doc in dead or (keep is not None and not keep(offset + doc)):
+            if doc in unseen or (keep is not None and not keep(offset + doc)):
                 continue
             picked.append((values[i], paths[doc] or "", offset + doc))
             taken += 1
     if len(picked) < limit:
         return None
-    picked.sort(key=lambda p: (-p[0], p[1]))  # newest_first_key's order
+    picked.sort(key=lambda p: newest_first(p[0], p[1]))
     return [doc for _date, _path, doc in picked[:limit]]

@@ -15,6 +15,7 @@ from whoosh.analysis import LowercaseFilter, RegexTokenizer
 from whoosh.fields import ID, NUMERIC, STORED, TEXT, Schema
 from whoosh.fields import KEYWORD as _KEYWORD
 
+from vault_mem import settings
 from vault_mem.search.whoosh import seam as _seam  # noqa: F401  (the installed Whoosh checked before any index is opened)
 from vault_mem.vault.dates import parse_datetime
 from vault_mem.vault.fields import FIELDS, plain
@@ -22,11 +23,11 @@ from vault_mem.vault.fields import fold as fold  # kept importable from here
 from vault_mem.vault.fields import tag_keys as tag_keys
 from vault_mem.vault.note import PERMALINK_PREFIX, Note, domain_of, permalink_of
 
-SCHEMA_VERSION = 7  # 3: `created` from a date in the file name (daily notes); 4: sup_keys, and text
+SCHEMA_VERSION = 8  # 3: `created` from a date in the file name (daily notes); 4: sup_keys, and text
 # fields keep frequencies, not positions (no phrase queries); 5: one term per number; 6: `agent` and `to`
-# as terms (the inbox: served/mailbox.py); 7: `real`, the file a symlinked note is (search/masked.py)
+# as terms (the inbox: served/mailbox.py); 7: `real`, the file a symlinked note is (search/masked.py);
+# 8: `lineage` also marks a note stating valid_from or valid_until
 SEP = "\x1f"  # separates the values of multi-valued exact fields
-HEAD_CHARS = 2000  # body characters kept in the stored record for snippets and previews
 
 WORDS = RegexTokenizer(r"\w+") | LowercaseFilter()
 _VALUES = RegexTokenizer(r"[^\x1f]+")
@@ -56,15 +57,15 @@ def make_schema() -> Schema:
         body=TEXT(analyzer=WORDS, phrase=False),
         # type, status, state, namespace, scope, project, agent, to, and tags (each tag and its nested parents)
         **{row.name: multi() if row.exact.multi else ID() for row in EXACT if row.exact is not None},
-        lineage=ID(),  # "y" when the note declares a supersession edge
+        lineage=ID(),  # "y" when the note declares a supersession edge or a validity bound
         sup_keys=multi(),  # "s:"/"b:" + each supersedes/superseded_by target's lookup keys
         paths_pre=multi(),  # every '/'-prefix of every code path
         link_keys=multi(),  # lower-cased wikilink targets, for backlinks
         real=ID(),  # a symlinked note's own file (``Note.real``), as it is spelled: who may read it
         # Whoosh's float columns cannot be sorted on (a struct error), so: whole seconds,
         # and importance in thousandths. Numbers are read from their columns, never searched
-        # by range (a range query costs ~100x the column): one term each (``shift_step=0``),
-        # not Whoosh's 16 per 64-bit value, which were over half of all postings written.
+        # by range (a range query walks the index, docs/perf/date-columns.md): one term each
+        # (``shift_step=0``), not Whoosh's 16 per 64-bit value, which were most postings written.
         created=_number(bits=64),
         updated=_number(bits=64),
         importance=_number(),
@@ -126,7 +127,7 @@ def record_of(note: Note, fsrel: str) -> dict[str, Any]:
         "etag": note.etag,
         "size": note.size,
         "mtime_ns": note.mtime_ns,
-        "head": note.body[:HEAD_CHARS],
+        "head": note.body[:settings.current().record_head_chars],
         "body_chars": len(note.body),
         "excalidraw": note.excalidraw,
     }
@@ -156,7 +157,8 @@ def document_of(note: Note, fsrel: str) -> dict[str, Any]:
         "tagtext": " ".join(note.tags),
         "body": note.body,
         **exact,
-        "lineage": "y" if note.supersedes or note.superseded_by else "n",
+        "lineage": "y" if note.supersedes or note.superseded_by or note.value("valid_from")
+        or note.value("valid_until") else "n",
         "sup_keys": SEP.join(["s:" + k for t in note.supersedes for k in supersession_keys(t)]
                              + ["b:" + k for t in note.superseded_by for k in supersession_keys(t)]),
         "paths_pre": SEP.join(p for cp in note.paths for p in path_prefixes(cp)),

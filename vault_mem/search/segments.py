@@ -4,8 +4,9 @@ A searcher's document numbers run over its segments one after another: segment `
 the searcher's numbers ``s.offset .. s.offset + s.size - 1`` (its local numbers ``0 ..
 size - 1``). A segment never changes once written except that deletions are added to it
 (kept apart, and only ever growing), so what is derived from its documents is cached by
-``s.key`` and the deletions (``s.dead``) are applied per call, here. Every document set of
-``search/query.py`` goes through ``dead`` (``lift``, ``live``): it is what a view does not see.
+``s.key`` and the deletions (``s.unseen``) are applied per call, here. Every document set of
+``search/query.py`` goes through ``unseen`` (``to_searcher_numbers``, ``live``): it is what a
+view does not see.
 """
 
 from __future__ import annotations
@@ -19,17 +20,16 @@ from typing import Any, TypeVar
 
 from whoosh.searching import Searcher
 
+from vault_mem import settings
 from vault_mem.search.lru import CACHE
 from vault_mem.search.whoosh.files import field_terms
 from vault_mem.search.whoosh.seam import reader_folder
 
 V = TypeVar("V")
-LONG_POSTINGS = 64  # a term held by at least this many documents of a segment: its list is cached
-# A segment of at most this many documents keeps the terms of each field it is asked about as a
-# set: a term it lacks then costs a set lookup, not Whoosh's hashed probe of its terms file (~5 us,
-# for every segment, every term a call asks: half of a memory_read under load). Larger ones, a
-# vault's few big segments, are probed as before (their sets would hold hundreds of thousands).
-SET_TERMS = 4096
+# A small segment keeps the terms of each field it is asked about as a set (``term_set_below`` in the
+# settings): a term it lacks then costs a set lookup, not Whoosh's hashed probe of its terms file,
+# for every segment and every term a call asks (docs/perf/read-caches.md). Larger ones, a vault's
+# few big segments, are probed as before (their sets would hold hundreds of thousands).
 
 
 _memos: weakref.WeakKeyDictionary[Searcher, dict[str, Any]] = weakref.WeakKeyDictionary()
@@ -72,28 +72,29 @@ class Segment:
         return (reader_folder(self.reader), segment.segment_id(), self.size)
 
     @cached_property
-    def dead(self) -> frozenset[int] | set[int]:
-        """The local numbers deleted (the reader's own set: Whoosh caches it per reader, and its
-        ``is_deleted`` costs three calls a document), and those hidden from this view's caller."""
+    def unseen(self) -> frozenset[int] | set[int]:
+        """The local numbers this view does not see: those deleted (the reader's own set: Whoosh
+        caches it per reader, and its ``is_deleted`` costs three calls a document), and those
+        hidden from this view's caller."""
         deleted = self.reader.deleted_docs_set if self.reader.has_deletions() else frozenset()
         return deleted | self.hidden if self.hidden else deleted
 
     @property
     def deletions(self) -> tuple[int, str | None]:
-        """What ``dead`` depends on, for a cache key with ``key``: how many documents are deleted
+        """What ``unseen`` depends on, for a cache key with ``key``: how many documents are deleted
         (only ever grows) and the mask hiding others from a limited caller."""
         segment = self.reader.segment()
         return (segment.deleted_count() if segment is not None else -1, self.mask)
 
     def live_local(self) -> list[int] | range:
         """The local numbers not deleted, ascending."""
-        if not self.dead:
+        if not self.unseen:
             return range(self.size)
         live: list[int] = []
         start = 0
-        for dead in sorted(self.dead):
-            live.extend(range(start, dead))
-            start = dead + 1
+        for gone in sorted(self.unseen):
+            live.extend(range(start, gone))
+            start = gone + 1
         live.extend(range(start, self.size))
         return live
 
@@ -104,47 +105,51 @@ class Segment:
             return range(self.offset + local.start, self.offset + local.stop)
         return [self.offset + d for d in local]
 
-    def lift(self, docs: Iterable[int]) -> list[int]:
-        """The searcher's numbers of the live ones among local numbers ``docs``, in their order."""
-        dead, offset = self.dead, self.offset
-        if not dead:
+    def to_searcher_numbers(self, docs: Iterable[int]) -> list[int]:
+        """Local numbers ``docs`` as the searcher numbers them, in their order, the ``unseen`` ones
+        left out."""
+        unseen, offset = self.unseen, self.offset
+        if not unseen:
             return list(map(offset.__add__, docs))
-        return [offset + d for d in docs if d not in dead]
+        return [offset + d for d in docs if d not in unseen]
 
-    def lift_lazily(self, docs: Iterable[int]) -> Iterator[int]:
-        """``lift``, read only as far as the caller reads (a listing merged up to its page)."""
-        dead, offset = self.dead, self.offset
-        if not dead:
+    def to_searcher_numbers_lazily(self, docs: Iterable[int]) -> Iterator[int]:
+        """``to_searcher_numbers``, read only as far as the caller reads (a listing merged up to its
+        page)."""
+        unseen, offset = self.unseen, self.offset
+        if not unseen:
             return (offset + d for d in docs)
-        return (offset + d for d in docs if d not in dead)
+        return (offset + d for d in docs if d not in unseen)
 
-    def lift_items(self, values: Mapping[int, V]) -> Iterator[tuple[int, V]]:
-        """``(searcher's number, value)`` for the live documents of a map keyed by local number."""
-        dead, offset = self.dead, self.offset
-        if not dead:
+    def to_searcher_items(self, values: Mapping[int, V]) -> Iterator[tuple[int, V]]:
+        """``(searcher's number, value)`` for the documents this view sees of a map keyed by local
+        number."""
+        unseen, offset = self.unseen, self.offset
+        if not unseen:
             return ((offset + d, v) for d, v in values.items())
-        return ((offset + d, v) for d, v in values.items() if d not in dead)
+        return ((offset + d, v) for d, v in values.items() if d not in unseen)
 
     def term_docs(self, field: str, value: str) -> list[int]:
         """The local numbers whose ``field`` holds ``value``, ascending, some deleted ones perhaps
-        among them (``lift`` applies ``dead``). A long list is kept in the shared cache: a
-        segment's terms never change, and deletions only grow (an agent's name in every call's
-        ``lost``, a common tag). Whether the segment holds ``value`` at all is a set lookup in a
+        among them (``to_searcher_numbers`` applies ``unseen``). A long list is kept in the shared
+        cache: a segment's terms never change, and deletions only grow (an agent's name in every
+        call's ``lost``, a common tag). Whether the segment holds ``value`` at all is a set lookup in a
         small segment (``SET_TERMS``), a probe of its terms file in a large one."""
-        terms = self._terms(field) if self.size <= SET_TERMS else None
+        config = settings.current()
+        terms = self._terms(field) if self.size <= config.term_set_below else None
         if terms is not None:
             if value not in terms:
                 return []
         elif (field, value) not in self.reader:
             return []
-        if self.size < LONG_POSTINGS:
+        if self.size < config.cached_postings_from:
             return list(self.reader.postings(field, value).all_ids())
         key = ("term_docs", self.key, field, value)
         kept: list[int] | None = CACHE.peek(key)
         if kept is not None:
             return kept
         docs = list(self.reader.postings(field, value).all_ids())
-        return CACHE.get_or_make(key, lambda: docs) if len(docs) >= LONG_POSTINGS else docs
+        return CACHE.get_or_make(key, lambda: docs) if len(docs) >= config.cached_postings_from else docs
 
     def terms(self, field: str) -> frozenset[str]:
         """Every term of ``field`` in this segment, for a field of few terms (kept as ``_terms``)."""

@@ -3,7 +3,7 @@ question a read asks (which notes hold a term, lie in a range, come newest first
 for some words; a note's stored record; a field's column or lexicon).
 
 A snapshot is made for one call over one searcher. For a reader limited to some folders
-(``visible``, named by ``mask``) the notes it may not read count among each segment's dead
+(``visible``, named by ``mask``) the notes it may not read count among each segment's unseen
 documents (``search/masked.py``), so every document set it gives is already filtered and a
 hidden note looks like one never indexed; ``record`` refuses one as well, should a document
 number reach it some other way. Document numbers are the searcher's; sets are ascending.
@@ -21,7 +21,7 @@ from typing import Any, TypeVar
 
 from vault_mem.errors import NotFound
 from vault_mem.search import query, vocabulary
-from vault_mem.search.cells import Cells
+from vault_mem.search.cells import LazyColumn
 from vault_mem.search.columns import column, path_key_docs, segment_column, stored_record
 from vault_mem.search.lru import CACHE
 from vault_mem.search.masked import masked_segments
@@ -89,7 +89,7 @@ class Snapshot:
         needle = needle.lower()
         found: list[int] = []
         for seg in self.parts:
-            found.extend(seg.lift(segment_docs_containing(seg, field, needle)))
+            found.extend(seg.to_searcher_numbers(segment_docs_containing(seg, field, needle)))
         return found
 
     def written_by(self, agent: str) -> frozenset[str]:
@@ -99,8 +99,8 @@ class Snapshot:
         def make() -> frozenset[str]:
             there: set[str] = set()
             for segment in self.parts:
-                dead = segment.dead
-                there.update(path for docnum, path in _agent_paths(segment, agent) if docnum not in dead)
+                unseen = segment.unseen
+                there.update(path for docnum, path in _agent_paths(segment, agent) if docnum not in unseen)
             return frozenset(there)
 
         return self.kept(("written by", agent), make)
@@ -138,7 +138,7 @@ class Snapshot:
 
     def every_in_listing_order(self, by_importance: bool) -> Iterator[int]:
         """Every live note in listing order, lazily (each segment's order is cached)."""
-        streams = [seg.lift_lazily(_segment_order(seg, by_importance)) for seg in self.parts]
+        streams = [seg.to_searcher_numbers_lazily(_segment_order(seg, by_importance)) for seg in self.parts]
         return heapq.merge(*streams, key=self.listing_key(by_importance))
 
     # -- what the index knows besides document sets ------------------------------------
@@ -176,10 +176,10 @@ class Snapshot:
     def column(self, field: str) -> Sequence[Any]:
         return column(self.searcher, field)
 
-    def cells(self, field: str) -> Cells:
+    def cells(self, field: str) -> LazyColumn:
         """``field``'s values by document number, for a few documents: the column is read whole
         only once many are asked for (``search/cells.py``)."""
-        return Cells(self.searcher, field)
+        return LazyColumn(self.searcher, field)
 
     def lexicon(self, field: str) -> list[str]:
         """Every term of ``field`` in the index (a term only deleted notes hold included); for a

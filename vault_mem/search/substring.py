@@ -1,9 +1,10 @@
 """Substring matching on Whoosh by expanding the needle against a field's lexicon.
 
-A ``*term*`` wildcard walks every term with a regex (about 55 ms on 10k notes) and an
-n-gram field makes the build five times slower. Instead, each segment's lexicon is
+A ``*term*`` wildcard walks every term with a regex on every call and an n-gram field makes
+the build several times slower (docs/perf/substrings.md). Instead, each segment's lexicon is
 joined once into one string (segments never change, so the cache lives as long as the
-segment), ``str.find`` locates the needle in it, and the terms that contain it are OR-ed.
+segment), ``str.find`` locates the needle in it, and the notes holding those terms are read
+from their postings.
 
 For a needle made only of word characters this is exact: the fields are tokenised into
 maximal runs of word characters, so the needle occurs in a text exactly where it occurs
@@ -17,11 +18,8 @@ import re
 import sys
 from array import array
 
-from whoosh.query import NullQuery, Or, Query, Term
-from whoosh.searching import Searcher
-
 from vault_mem.search.lru import CACHE
-from vault_mem.search.segments import Parts, Segment, segments
+from vault_mem.search.segments import Parts, Segment
 from vault_mem.search.whoosh.files import field_terms, postings
 
 _WORD_RUN = re.compile(r"\w+")
@@ -70,22 +68,11 @@ def terms_containing(parts: Parts, field: str, needle: str) -> list[str]:
     return list(terms)
 
 
-def substring_query(searcher: Searcher, fields: tuple[str, ...], needle: str) -> Query:
-    """A query matching documents where any of ``fields`` contains the word-only ``needle``."""
-    needle = needle.lower()
-    subqueries: list[Query] = [
-        Term(field, term) for field in fields for term in terms_containing(segments(searcher), field, needle)
-    ]
-    if not subqueries:
-        return NullQuery
-    return Or(subqueries)
-
-
 def segment_docs_containing(seg: Segment, field: str, needle: str) -> array[int]:
     """The local numbers of ``seg``'s documents whose ``field`` contains the word-only (lower
     case) ``needle``, deleted ones too, ascending. Kept in the shared cache: a segment never
     changes, and a listing's query asks the same words of the same old segments call after
-    call (a quarter of a memory_list with a query went to decoding their postings again)."""
+    call (decoding their postings again was a large share of a memory_list with a query)."""
     def make() -> array[int]:
         found: set[int] = set()
         for term in segment_terms_containing(seg, field, needle):
@@ -112,8 +99,8 @@ def form_hit_counts(parts: Parts, field: str, term: str,
     alone: dict[int, int] = {}
     for seg in parts:
         seg_exact, seg_alone = segment_form_hit_counts(seg, field, term, stem)
-        exact.update(seg.lift_items(seg_exact))
-        alone.update(seg.lift_items(seg_alone))
+        exact.update(seg.to_searcher_items(seg_exact))
+        alone.update(seg.to_searcher_items(seg_alone))
     return exact, alone
 
 

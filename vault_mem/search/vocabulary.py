@@ -8,12 +8,10 @@ term of the vault). Suggestions of all segments are merged and ranked by edit di
 then by how many notes hold them; a word left only in deleted notes is never suggested.
 A segment never changes, so what it suggests for a word is cached with it.
 
-Costs, measured on the 13,415-note corpus (6 segments, ~70,000 body terms): a word's
-presence 0.01 ms median, 0.09 ms p95 (a whole-token lookup per segment and field; a
-substring scan of the cached lexicon, ~0.4 ms, only when the word is no whole token);
-suggestions within one edit 5-30 ms with the first letter kept (without it 30-45 ms),
-within two 10-75 ms with the first two kept (the first only: 30-700 ms; none: 300-900
-ms), as Whoosh's docs advise.
+A word's presence is a whole-token lookup per segment and field (a substring scan of the
+cached lexicon only when the word is no whole token); suggestions keep the first letter within
+one edit and the first two within two, as Whoosh's docs advise: without them a suggestion
+costs many times more (docs/perf/suggestions.md).
 """
 
 from __future__ import annotations
@@ -24,30 +22,30 @@ from typing import Any
 from whoosh.codec.base import Automata
 from whoosh.support.levenshtein import distance
 
+from vault_mem import settings
 from vault_mem.search.lru import CACHE
 from vault_mem.search.segments import Parts, Segment
 from vault_mem.search.substring import segment_terms_containing
 
-SUGGESTIONS = 3  # closest words offered per word
 # Suggestions share the word's first character, and its first two at two edits: Whoosh's
-# automaton then skips most of the lexicon (2-14x faster on 13,415 notes), and a misspelling
+# automaton then skips most of the lexicon (docs/perf/suggestions.md), and a misspelling
 # rarely starts there. Past these lengths building the automaton alone costs seconds.
 KEEP_PREFIX = {1: 1, 2: 2}
 MAX_CHARS = {1: 30, 2: 20}  # the longest word looked up at each distance
 
 
 def _live(seg: Segment, field: str, term: str) -> bool:
-    """Whether a live document of one segment (one not in ``seg.dead``) holds ``term`` in ``field``.
+    """Whether a live document of one segment (one not in ``seg.unseen``) holds ``term`` in ``field``.
 
-    Counting first: a term in more documents than the segment has dead is in a live one
+    Counting first: a term in more documents than the segment has unseen is in a live one
     (reading its postings costs a block decode, about as much as the rest of the check)."""
     try:
         frequency = seg.reader.doc_frequency(field, term)
         if not frequency:
             return False
-        if not seg.dead or frequency > len(seg.dead):
+        if not seg.unseen or frequency > len(seg.unseen):
             return True
-        return bool(seg.lift(seg.term_docs(field, term)))
+        return bool(seg.to_searcher_numbers(seg.term_docs(field, term)))
     except Exception:  # the term (or field) is not in this segment
         return False
 
@@ -68,10 +66,11 @@ def holds(parts: Parts, fields: tuple[str, ...], needle: str, substring: bool = 
     return False
 
 
-def closest_words(parts: Parts, fields: tuple[str, ...], word: str, limit: int = SUGGESTIONS) -> list[str]:
+def closest_words(parts: Parts, fields: tuple[str, ...], word: str, limit: int | None = None) -> list[str]:
     """Up to ``limit`` words of ``fields`` closest to ``word`` (which the vault does not hold):
     within one edit, else within two (``_plausible``); the words more notes hold first. Empty
     when nothing is that close."""
+    limit = settings.current().suggestions if limit is None else limit
     word = word.lower()
     for maxdist in _distances(word):
         found: dict[str, int] = {}
@@ -112,8 +111,8 @@ def _within(seg: Segment, field: str, word: str, maxdist: int) -> list[str]:
     """The terms of one segment's ``field`` within ``maxdist`` edits of ``word`` (cached).
 
     What ``seg.reader.terms_within`` answers, with the automaton built once per word and
-    distance (``_automaton``) instead of once per segment and field: building it was a third
-    of a miss's cost at 107,000 notes (20 segments, three fields)."""
+    distance (``_automaton``) instead of once per segment and field: on a vault of many
+    segments, building it again was a large share of a miss's cost."""
 
     def find() -> list[str]:
         try:
@@ -135,7 +134,7 @@ def _automaton(word: str, maxdist: int) -> Any:
                              lambda _dfa: 4096 + 64 * len(word) * (maxdist + 1) ** 3)
 
 
-def closest_names(names: list[str], word: str, limit: int = SUGGESTIONS) -> list[str]:
+def closest_names(names: list[str], word: str, limit: int | None = None) -> list[str]:
     """Up to ``limit`` of ``names`` (a short list: folder names, kinds) closest to ``word``, by
     the Damerau-Levenshtein distance Whoosh's base reader corrects with (a swap of two letters
     is one edit): within one edit, else two from five characters on; ties by name.
@@ -143,6 +142,7 @@ def closest_names(names: list[str], word: str, limit: int = SUGGESTIONS) -> list
     Whoosh's ``ListCorrector`` would walk the sorted list with an automaton, but its skipper
     steps past the next name whenever it is asked for a smaller one, so it misses most of them
     (``acm`` does not find ``acme``); for a few hundred names the plain distance is fast."""
+    limit = settings.current().suggestions if limit is None else limit
     word = word.lower()
     found: dict[str, int] = {}
     for name in {n.lower() for n in names if n}:

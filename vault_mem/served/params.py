@@ -32,7 +32,7 @@ class Param:
     """One tool parameter, declared once beside the function that reads it: the MCP input
     schema (``mcp_server/tools.py``: type, ``default``, ``minimum``, ``maximum``, ``enum``), the
     accepted names, defaults, ranges and choices of ``Args``, and the pinned contract
-    (``tests/test_tool_contracts.py``, which checks docs/tools.md against it) all come from here.
+    (``tests/unit/test_tool_contracts.py``, which checks docs/tools.md against it) all come from here.
     The description says only what the schema cannot."""
 
     name: str

@@ -21,7 +21,7 @@ Everything else derives from the table: the reader's core keys (the rest of the
 frontmatter is ``metadata``), the index schema and record, the read answer's fields, the
 rows, the filters and the CLI's record view. Where an answer has always shown the fields
 in an order of its own, it keeps it (``layout``), and a new row comes after them. Adding a field is one row
-plus its parser; ``tests/test_fields.py`` fails when a part knows a field the table does not.
+plus its parser; ``tests/unit/test_fields.py`` fails when a part knows a field the table does not.
 """
 
 from __future__ import annotations
@@ -35,7 +35,7 @@ from dataclasses import dataclass, field, is_dataclass
 from typing import Any
 
 from vault_mem.vault import markdown
-from vault_mem.vault.dates import date_in_name, parse_datetime
+from vault_mem.vault.dates import date_in_name, iso, parse_datetime
 from vault_mem.vault.note import KNOWN_TYPES, TASK_STATES, Progress, addressees
 
 _TAG_LEAD = re.compile(r"^[#\s]+")
@@ -343,6 +343,27 @@ def _parse_refs(src: Source, row: Field) -> list[str]:
     return dedupe(out)
 
 
+def _parse_validity(src: Source, row: Field) -> str | None:
+    """A validity bound (docs/vault-format.md): a plain date stays ``YYYY-MM-DD`` (the whole day), a
+    datetime becomes ISO UTC; anything else is a problem and no bound."""
+    raw = src.data.get(row.key)
+    if raw is None or (isinstance(raw, str) and not raw.strip()):
+        return None
+    if isinstance(raw, dt.date) and not isinstance(raw, dt.datetime):
+        return raw.isoformat()
+    if isinstance(raw, str) and re.fullmatch(r"\d{4}-\d{2}-\d{2}", raw.strip()):
+        try:
+            return dt.date.fromisoformat(raw.strip()).isoformat()
+        except ValueError:
+            pass
+    else:
+        moment = parse_datetime(raw)
+        if moment is not None:
+            return iso(moment)
+    src.problems.append(f"{row.key}: {str(raw)[:60]!r} is not a date or datetime; ignored")
+    return None
+
+
 def _parse_to(src: Source, row: Field) -> list[str]:
     """The agents a note is addressed to: a name, a list, names separated by commas, ``@name``
     or ``[[name]]`` (``vault.note.addressees``)."""
@@ -392,6 +413,9 @@ FIELDS: tuple[Field, ...] = (
     Field("metadata", (), _parse_metadata, row=True, filter=False),
     Field("supersedes", ("supersedes",), _parse_refs, indexed=("lineage", "sup_keys"), row=True),
     Field("superseded_by", ("superseded_by",), _parse_refs, indexed=("lineage", "sup_keys"), row=True),
+    # when the note starts and stops being true (reads/validity.py); lineage: as_of reads these notes' records
+    Field("valid_from", ("valid_from",), _parse_validity, indexed=("lineage",), row=True, cut=False),
+    Field("valid_until", ("valid_until",), _parse_validity, indexed=("lineage",), row=True, cut=False),
 )
 FIELD = {row.name: row for row in FIELDS}
 # The frontmatter keys some row reads; every other key is the note's ``metadata``.

@@ -23,7 +23,7 @@ _LENGTHS = struct.Struct("!ii")  # Whoosh's hash-file record header: key length,
 def field_terms(reader: Any, field: str) -> list[str]:
     """Every term of ``field`` in one segment, in order.
 
-    Whoosh's ``lexicon()`` costs ~5 us a term (half a million terms: seconds). The terms file is
+    Whoosh's ``lexicon()`` decodes each term through generic code (a big lexicon: seconds). The terms file is
     one sorted run of records (header, key = field number + term, value), read here off the
     mapped file (``_buf``: set by patch 3); any other kind of reader goes the public way.
     """

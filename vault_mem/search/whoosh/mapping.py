@@ -140,8 +140,8 @@ def hash_reader_init(hash_functions: tuple[Any, ...], entry: Any, int_size: int,
 class HashTables:
     """A hash file's directory, (position, slots) of each table, read one entry per lookup: a
     reader opened for a new segment makes a few lookups, and every thread opens each new segment
-    after a commit. Unpacking all 256 entries up front showed as 5.9% of the writing worker under
-    load (py-spy); a renewal in one thread went from 0.29 to 0.28 ms."""
+    after a commit. Unpacking all 256 entries up front showed in the writing worker's profile
+    under load (docs/perf/whoosh-patches.md)."""
 
     __slots__ = ("_data", "_entry")
 

@@ -4,8 +4,8 @@ Whoosh turns a document into postings through generic machinery: a Token object 
 passed through a chain of generators, a frequency format counting into dictionaries, one
 ``(field, term, docnum, weight, value)`` tuple per posting checked and sized on its own,
 then one sort of all those tuples (spilled to disk past the writer's memory limit) before
-the segment's postings are written. That was most of a build worker's time (the
-Hub-shaped vault: text analysis about 37%, the pool and its sort about 30%).
+the segment's postings are written. That was most of a build worker's time, text analysis
+and the pool's sort about evenly (docs/perf/whoosh-patches.md).
 
 Here, applied by ``whoosh_seam`` (patch 7) to every writer:
 
@@ -22,7 +22,7 @@ Here, applied by ``whoosh_seam`` (patch 7) to every writer:
   runs are merged with what is left in memory.
 
 The segment written is the one Whoosh writes: the same terms, postings, weights, values and
-lengths (``tests/test_postings.py`` compares them on generated documents). The Whoosh names
+lengths (``tests/unit/test_postings.py`` compares them on generated documents). The Whoosh names
 used here, none of them public, are used only on ``self`` and checked by the seam:
 ``SegmentWriter``'s ``_check_state``, ``_doc_boost``, ``_check_fields``, ``_field_boost``,
 ``perdocwriter``, ``pool``, ``docnum`` and ``_added``; ``PostingPool``'s run files
@@ -47,12 +47,13 @@ from whoosh.fields import FieldType
 from whoosh.formats import Existence, Frequency
 from whoosh.system import pack_uint
 
+from vault_mem import settings
+
 Item = tuple[bytes, int, float, bytes]  # (term bytes, frequency, weight, value bytes), as field.index
 TermsOf = Callable[[str], list[Item]]
 # (term bytes, postings as docnum, weight, value bytes repeated, the field's lengths) -> written
 Inline = Callable[[bytes, list[Any], Any], bool]
 
-RUN_CHUNK = 8192  # postings per pickled chunk of a run file
 _SMALL = 256  # frequencies whose weight and value bytes are made once
 _FLOATS = [float(n) for n in range(_SMALL)]
 _PACKED = [pack_uint(n) for n in range(_SMALL)]
@@ -263,7 +264,7 @@ class TermPool(whoosh.writing.PostingPool):  # type: ignore[misc]
 
     def _write_run(self, f: Any, items: Iterable[Any]) -> None:
         rest = iter(items)
-        while chunk := list(itertools.islice(rest, RUN_CHUNK)):
+        while chunk := list(itertools.islice(rest, settings.current().run_chunk)):
             pickle.dump(chunk, f, pickle.HIGHEST_PROTOCOL)
         f.close()
 

@@ -2,7 +2,7 @@
 written for one release pinned exactly in pyproject.toml (``whoosh-reloaded==2.7.5``), as pip
 pins what it vendors. At import it checks that version and the shape (signature, attributes)
 of each target and stops with ``WhooshMismatch`` naming what differs: an upgrade shows what it
-breaks instead of turning a patch into a silent no-op. ``tests/test_whoosh_seam.py`` tests each
+breaks instead of turning a patch into a silent no-op. ``tests/unit/test_whoosh_seam.py`` tests each
 patch's behaviour and that no other module touches a private Whoosh name.
 
 The patches, applied when this module is first imported (before any writer exists):
@@ -29,21 +29,21 @@ The patches, applied when this module is first imported (before any writer exist
 
 5. Cheaper sorting of postings. A writer sorts its postings in a pool that spills sorted runs
    to temp files when it outgrows ``limitmb``; Whoosh pickled and unpickled each posting on
-   its own (about 60% of a 16,000-note build batch), and saved the last in-memory run to disk
+   its own (most of a big build batch), and saved the last in-memory run to disk
    too before merging. Runs are pickled in chunks, and the last run is merged from memory
    (``whoosh.writing.PostingPool``: the pool of patch 7).
 
 6. Field lengths read once per segment. Writing a segment's postings, Whoosh asked its
    per-document reader for a document's field length once per posting (a column read and a
-   byte decode each: a third of writing the postings on the Hub-shaped vault); each field's
+   byte decode each: a large share of writing the postings); each field's
    lengths are decoded once, to the same values (``SegmentWriter._flush_segment``).
 
 7. Documents to postings without a Token per word or a sorted tuple per posting
    (``search/whoosh/postings.py``): the terms of the schema's text, keyword and id fields come from one
    ``findall`` and a ``Counter``, and the pool keeps each term's postings together, so a
    segment's postings are written term by term after sorting the terms, not every posting:
-   the same terms, postings and lengths (``SegmentWriter.add_document``, ``PostingPool``; about
-   45% of a build worker's time on the Hub-shaped vault before).
+   the same terms, postings and lengths (``SegmentWriter.add_document``, ``PostingPool``; most
+   of a build worker's time before).
 
 8. A terms file's directory of 256 hash tables is read in one read, not one read per table: most
    of opening a segment, which each thread's searcher does after every commit (``HashReader``).
@@ -56,8 +56,8 @@ The patches, applied when this module is first imported (before any writer exist
 
 10. A live commit's segment is made in memory, then written as its one packed file. Whoosh
    created each part (terms, postings, every column: 17 files for a note) in the index folder,
-   then copied them into the packed file and deleted them: a file made on disk cost about 0.3 ms
-   of system time, and a commit of 3 notes took 5.9-6.0 ms of CPU instead of 5.0. The writers
+   then copied them into the packed file and deleted them: each file made on disk cost system
+   time, a sizeable share of a small commit's CPU. The writers
    made inside ``parts_in_memory`` (``VaultIndex.acquire_writer``) put their parts in a
    ``RamStorage`` instead (``W3Codec.per_document_writer``, ``field_writer`` and their readers,
    ``Segment.create_compound_file``; ``whoosh_parts.py``). A build's or a merge's big segments are
@@ -66,7 +66,7 @@ The patches, applied when this module is first imported (before any writer exist
 11. A table of contents read once per generation, and its schema pickled once. After every
    commit each searcher of every process read the new table of contents (its renewal, a
    writer's opening) and unpickled its segments, and the commit pickled the unchanged schema
-   again (0.2 ms): 9% of the writing worker under 32 sessions. ``TOC.read`` keeps what it read
+   again, a noticeable share of the writing worker under load. ``TOC.read`` keeps what it read
    while the file's (inode, size, mtime) stay, and its readers share the segments; a writer,
    which marks its deletions in them, gets copies of its own (``SegmentWriter.__init__``).
    ``TOC.write`` writes the same bytes with the schema's pickle made once (``whoosh_parts.py``).
@@ -217,7 +217,7 @@ def shape_problems() -> list[str]:
             continue
         if found[:len(params)] != params:
             problems.append(f"{where} takes ({', '.join(found)}), expected ({', '.join(params)}, ...)")
-    for cls, names in ATTRIBUTES:  # the names its methods' code uses (reading source costs 0.4 s)
+    for cls, names in ATTRIBUTES:  # the names its methods' code uses (reading source is slow)
         used = {name for c in cls.__mro__ if c.__module__.startswith("whoosh.") for f in vars(c).values()
                 if inspect.isfunction(f) for name in f.__code__.co_names}
         problems += [f"{cls.__name__} no longer uses self.{n}" for n in names if n not in used]
@@ -283,7 +283,7 @@ def open_shared_compound_file(self: Any, storage: Any) -> Any:
 def cached_reader(self: Any, fieldname: str, column: Any) -> Any:
     # Whoosh caches a column reader only when the column exists; for a field without one (no
     # lengths are kept for ID and KEYWORD fields) it asked the file system again on every
-    # posting written: 15% of a build. Segments never change, so a miss is cached too.
+    # posting written, a share of every build. Segments never change, so a miss is cached too.
     readers = self._readers
     if fieldname in readers:
         return readers[fieldname]
@@ -443,7 +443,7 @@ def reader_folder(reader: Any) -> str | None:
 def renewed_searcher(ix: FileIndex, stale: Searcher | None) -> Searcher:
     """A searcher on the latest commit that reuses ``stale``'s readers of unchanged segments.
 
-    Opening every segment again costs ~15 ms on 10k notes, after every commit. Whoosh's own
+    Opening every segment again, after every commit, costs as much as the vault is big. Whoosh's own
     ``refresh()`` is not used: it reuses a segment's reader even when the segment gained
     deletions (its cached deletion set then hides nothing new). Here one is reused while its
     segment's deletion count (it only grows) stays, else remade on its files (``with_deletions``)."""

@@ -1,0 +1,115 @@
+"""The layers stay apart: imports point down, never up:
+vault <- git <- history <- search <- served <- reads, writes (apart from each other) <- ui <- mcp_server <- cli,
+with runtime (what runs while serving) beside served, above the search engine and below the cli;
+imports (import and export) and clients (their config files) stand on vault alone, for cli;
+Whoosh is imported only inside search/ (its internals only in search/whoosh/), and everything
+above the engine reaches it through its face, search/api.py."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+PACKAGE = Path(__file__).resolve().parent.parent.parent / "vault_mem"
+# What each layer must never import.
+TOOLS = ("vault_mem.reads", "vault_mem.writes")
+TOP = ("vault_mem.mcp_server", "vault_mem.cli", "mcp")
+ABOVE_ENGINE = ("vault_mem.served", "vault_mem.runtime", *TOOLS, *TOP)
+FORBIDDEN = {
+    "vault": ("vault_mem.git", "vault_mem.search", "vault_mem.imports", "vault_mem.clients", *ABOVE_ENGINE, "whoosh"),
+    "git": ("vault_mem.search", *ABOVE_ENGINE, "whoosh"),
+    # Files in, files out: an import writes notes as the write tools do, and the index catches up
+    # as with any other change, so neither needs git, the index or anything above them.
+    "imports": ("vault_mem.git", "vault_mem.search", "vault_mem.clients", *ABOVE_ENGINE, "whoosh"),
+    "clients": ("vault_mem.git", "vault_mem.search", "vault_mem.imports", *ABOVE_ENGINE, "whoosh"),
+    # The journal and the agents' states: files beside the vault, below the engine that indexes it.
+    "history": ("vault_mem.git", "vault_mem.search", "vault_mem.imports", "vault_mem.clients", *ABOVE_ENGINE, "whoosh"),
+    "search": ABOVE_ENGINE,
+    # Above the engine, Whoosh is reached only through search/api.py.
+    "served": ("vault_mem.runtime", *TOOLS, *TOP, "whoosh"),
+    "runtime": ("vault_mem.served", *TOOLS, *TOP, "whoosh"),
+    "reads": ("vault_mem.writes", "vault_mem.runtime", *TOP, "whoosh"),
+    "writes": ("vault_mem.reads", "vault_mem.runtime", *TOP, "whoosh"),
+    "mcp_server": ("vault_mem.runtime", "vault_mem.cli", "whoosh"),
+    # The page for people stands on reads, writes and served, under mcp_server (which mounts it).
+    "ui": ("vault_mem.runtime", *TOP, "whoosh"),
+    "cli": ("mcp", "whoosh"),  # the top: it reaches MCP only through mcp_server/, Whoosh through search/
+    # Every timing, size and threshold: a module at the package's top that every layer imports.
+    "settings": ("vault_mem.vault", "vault_mem.git", "vault_mem.history", "vault_mem.search", "vault_mem.imports",
+                 "vault_mem.clients", *ABOVE_ENGINE, "whoosh"),
+}
+MODULES = {"settings"}  # layers that are one module at the package's top, not a package
+
+
+def test_every_package_has_a_layer() -> None:
+    packages = {p.name for p in PACKAGE.iterdir() if (p / "__init__.py").exists()}
+    assert packages | MODULES == set(FORBIDDEN), "a new package needs its place in FORBIDDEN"
+
+
+def imported_modules(path: Path) -> set[str]:
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    found: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            found |= {alias.name for alias in node.names}
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            found.add(node.module)
+    return found
+
+
+@pytest.mark.parametrize("layer", sorted(FORBIDDEN))
+def test_layer_imports_point_down(layer: str) -> None:
+    offenders = []
+    paths = [PACKAGE / f"{layer}.py"] if layer in MODULES else sorted((PACKAGE / layer).rglob("*.py"))
+    for path in paths:
+        for module in imported_modules(path):
+            if any(module == bad or module.startswith(bad + ".") for bad in FORBIDDEN[layer]):
+                offenders.append(f"{path.relative_to(PACKAGE)} imports {module}")
+    assert not offenders, "\n".join(offenders)
+
+
+def test_modules_stay_readable() -> None:
+    """Modules are split by concept, not by size; a file past 900 lines has grown a second one."""
+    big = [f"{p.relative_to(PACKAGE)}: {n} lines" for p in PACKAGE.rglob("*.py")
+           if (n := len(p.read_text(encoding="utf-8").splitlines())) > 900]
+    assert not big, "\n".join(big)
+
+
+# The search engine's one face.
+ENGINE_FACE = {"vault_mem.search", "vault_mem.search.api"}
+
+
+def test_nothing_above_the_engine_reaches_behind_its_face() -> None:
+    offenders = []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        if path.relative_to(PACKAGE).parts[0] == "search":
+            continue
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+                names = {node.module} if node.module != "vault_mem.search" else {
+                    f"vault_mem.search.{alias.name}" for alias in node.names}
+            elif isinstance(node, ast.Import):
+                names = {alias.name for alias in node.names}
+            else:
+                continue
+            offenders += [f"{path.relative_to(PACKAGE)} imports {name}" for name in sorted(names)
+                          if name.startswith("vault_mem.search.") and name not in ENGINE_FACE]
+    assert not offenders, "\n".join(offenders)
+
+
+# Who may start processes: git only through git/repo.py (no shell, timeouts, LC_ALL=C), and the
+# server's runtime for its background index build. git/history.py, git/commit.py and
+# git/sync.py all go through git/repo.py. clients/claude_code.py runs `claude mcp add/remove` for
+# `vault-mem connect claude-code`: Claude Code rewrites its own config file while it runs, so its
+# command is the safe way to change it (no shell, a timeout, only when `claude` is installed).
+# mcp_server/workers.py starts the N workers of `serve --http --workers N`, each a vault-mem serve.
+MAY_RUN_PROCESSES = {"git/repo.py", "runtime/lifecycle.py", "clients/claude_code.py", "mcp_server/workers.py"}
+
+
+def test_only_the_git_module_and_the_runtime_start_processes() -> None:
+    starting = [p for p in sorted(PACKAGE.rglob("*.py")) if "subprocess" in imported_modules(p)]
+    offenders = [rel for p in starting if (rel := p.relative_to(PACKAGE).as_posix()) not in MAY_RUN_PROCESSES]
+    assert not offenders, "\n".join(offenders)
