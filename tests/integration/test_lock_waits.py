@@ -14,7 +14,6 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 
 import pytest
-from conftest import eventually
 
 from vault_mem.runtime.lifecycle import Runtime
 from vault_mem.runtime.watcher import Watcher
