@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 from conftest import Tuned, open_vault, write_notes
 from mcp import Client
+from test_undo import call
 
 from vault_mem import settings
 from vault_mem.history import agentstate, journal, kept
@@ -32,13 +33,6 @@ NOTES = {
     "big.md": "---\nid: big\ntitle: Big\n---\nA note the flooder rewrites.\n",
     "memo.md": "---\nid: memo\ntitle: Memo\nto: reviewer\n---\nFor the reviewer.\n",
 }
-
-
-async def call(client: Client, tool: str, **arguments: Any) -> dict[str, Any]:
-    result = await client.call_tool(tool, arguments)
-    answer = result.structured_content
-    assert isinstance(answer, dict) and answer["status"] == "ok", answer
-    return answer
 
 
 def vault_mem(*args: str, vault: Path, index_dir: Path | None = None) -> tuple[int, Any, str]:
