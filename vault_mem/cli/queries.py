@@ -11,6 +11,7 @@ import sys
 from typing import Any
 
 from vault_mem.cli.app import Command, register
+from vault_mem.cli.meaning import add_meaning_option
 from vault_mem.cli.common import for_people, print_answer, print_hints, run_query
 from vault_mem.cli.output import ROOT_LABEL, cut, domain_label, plural, table, visible, width
 from vault_mem.vault.fields import FIELDS
@@ -46,6 +47,7 @@ def search_options(parser: argparse.ArgumentParser) -> None:
                         help="only notes of this type (note, fact, decision, task... or any type in the vault)")
     parser.add_argument("--tag", default=None, metavar="TAG", help="only notes with this tag (a/b counts as a)")
     parser.add_argument("--limit", default=None, metavar="1..50", help="how many notes to show (default 10)")
+    add_meaning_option(parser)
 
 
 def cmd_search(args: argparse.Namespace) -> int:
@@ -55,8 +57,8 @@ def cmd_search(args: argparse.Namespace) -> int:
 
     def human(a: dict[str, Any]) -> None:
         notes = a.get("notes", [])
-        rows = [(str(n["score"]), n["updated_at"][:10], _name(n["title"], n["permalink"]), _folder(n["permalink"]))
-                for n in notes]
+        rows = [("meaning" if n.get("found_by") == "meaning" else str(n["score"]), n["updated_at"][:10],
+                 _name(n["title"], n["permalink"]), _folder(n["permalink"])) for n in notes]
         lines = table(["score", "updated", "note", "folder"], rows, right=[0], flexible=[2, 3])
         room = width() - 7
         if notes:

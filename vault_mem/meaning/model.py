@@ -18,6 +18,7 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -55,7 +56,7 @@ class SentenceModel:
         import numpy as np
 
         self.folder = folder
-        self.name = folder.name
+        self.name = folder.name.replace("--", "/")  # a pulled model's folder: owner--name
         self.fingerprint = fingerprint
         self.max_tokens = max_tokens
         self.pooling = pooling
@@ -214,6 +215,11 @@ def fingerprint_of(folder: Path) -> str:
 def load_model(folder: Path | str) -> SentenceModel:
     """The model in ``folder`` (see the module docstring). Raises MeaningUnavailable (naming the
     file and what is accepted) when the packages are missing or the folder is not such a model."""
+    # One BLAS thread: the embedder runs beside the server's calls and must not take every core
+    # (and many threads on small matrices are slower on a busy machine). Only before numpy loads.
+    for name in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS", "VECLIB_MAXIMUM_THREADS"):
+        os.environ.setdefault(name, "1")
+    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
     try:
         from safetensors.numpy import load_file
         from tokenizers import Tokenizer

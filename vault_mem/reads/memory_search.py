@@ -41,8 +41,10 @@ from vault_mem.reads.misses import (
 )
 from vault_mem.reads.rows import bound_message
 from vault_mem.search.api import (
+    Fused,
     Ranked,
     best_notes,
+    fused_notes,
     match_forms,
     path_prefixes,
     ranked_newest_key,
@@ -88,7 +90,10 @@ def memory_search(view: View, raw: dict[str, Any]) -> dict[str, Any]:
         scores = matches.scores if matches.ranked is None else score_notes(view, plan.terms)
         found = set(scores) if request.query else None
         return _none(messages, hints + _why_no_notes(view, request, found))
-    return _answer(view, page, truncated, matches.scores, plan.terms, messages, hints)
+    answer = _answer(view, page, truncated, matches.scores, plan.terms, messages, hints)
+    if isinstance(matches.ranked, Fused):
+        _mark_meaning(view, answer["notes"], page, matches.ranked)
+    return answer
 
 
 @dataclass(frozen=True)
@@ -163,7 +168,12 @@ def _matches(view: View, request: Request, plan: Plan) -> Matches:
     newest: list[int] | None = None
     if plan.terms:
         if not request.path:  # only what can reach the page is scored (search/topk.py)
-            ranked = best_notes(view, plan.terms, request.limit, _allowed(view, filters, request.since))
+            allowed = _allowed(view, filters, request.since)
+            meaning = view.vault.meaning
+            if meaning is not None:  # a model is loaded: fused with the nearest by meaning (search/fusion.py)
+                fused = fused_notes(view, meaning, request.query, plan.terms, request.limit, allowed)
+                return Matches([], fused.scores, None, fused)
+            ranked = best_notes(view, plan.terms, request.limit, allowed)
             return Matches([], ranked.scores, None, ranked)
         scores = score_notes(view, plan.terms)  # overlap is checked on records, in rank order
         candidates = list(scores)
@@ -227,6 +237,16 @@ def _answer(view: View, page: list[int], truncated: bool, scores: dict[int, floa
     if hints:
         answer["hints"] = hints
     return answer
+
+
+def _mark_meaning(view: View, notes: list[dict[str, Any]], page: list[int], fused: Fused) -> None:
+    """Each row's similarity to the query, and ``found_by: "meaning"`` on a note no word of the
+    query is in (its excerpt is the body's start: no word to centre on)."""
+    for row, doc in zip(notes, page, strict=False):
+        if doc in fused.similarity:
+            row["meaning"] = round(fused.similarity[doc], 4)
+        if doc in fused.meaning_only:
+            row["found_by"] = "meaning"
 
 
 def _why_no_notes(view: View, request: Request, found: set[int] | None) -> list[str]:

@@ -420,3 +420,9 @@ def _walk(query: _Query, segment: int, docs: list[int]) -> Iterator[Item]:
             continue
         doc = offset + local
         yield tie_key(updated[doc], paths[doc]), doc, segment, local
+
+
+def exact_floor(view: Snapshot, terms: list[str]) -> float:
+    """The query's ceiling (docs/ranking.md): a note scores above it exactly when it holds every
+    term exactly, and no other note reaches it."""
+    return _Query(view, terms).ceiling
