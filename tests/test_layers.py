@@ -1,5 +1,6 @@
 """The layers stay apart: imports point down, never up:
-vault <- git <- history <- meaning <- search <- served <- reads, writes (apart from each other) <- ui <- mcp_server <- cli,
+vault <- git <- history <- meaning <- search <- served <- reads, writes (apart from each other) <- ui <-
+mcp_server <- cli,
 with runtime (what runs while serving) beside served, above the search engine and below the cli;
 imports (import and export) and clients (their config files) stand on vault alone, for cli;
 Whoosh is imported only inside search/ (its internals only in search/whoosh/), and everything

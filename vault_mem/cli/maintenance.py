@@ -168,14 +168,17 @@ def cmd_status(args: argparse.Namespace) -> int:
         rows.append(("checked", f"{answer['last_reconcile']['at']}: {answer['last_reconcile']['summary']}"))
     servers = answer["servers"]
     rows.append(("served", "; ".join(f"pid {s['pid']} over {s['transport']}" + (f" at {s['url']}" if s["url"] else "")
-                                     + f" since {s['since']}"
-                                     + (f", ranking by meaning with {s['meaning_model']}" if s.get("meaning_model") else "")
+                                     + f" since {s['since']}" + _ranking_by(s)
                                      for s in servers) or "no server is running"))
     for model in answer.get("meaning", []):
         rows.append(("meaning", f"vectors of {model['model']} ({model['bytes'] / 1e6:.1f} MB; {model['folder']})"))
     for key, value in rows:
         print(f"{key:<9} {cut(value, width() - 10)}")
     return 0
+
+
+def _ranking_by(server: dict[str, Any]) -> str:
+    return f", ranking by meaning with {server['meaning_model']}" if server.get("meaning_model") else ""
 
 
 register(Command(

@@ -11,8 +11,8 @@ import sys
 from typing import Any
 
 from vault_mem.cli.app import Command, register
-from vault_mem.cli.meaning import add_meaning_option
 from vault_mem.cli.common import for_people, print_answer, print_hints, run_query
+from vault_mem.cli.meaning import add_meaning_option
 from vault_mem.cli.output import ROOT_LABEL, cut, domain_label, plural, table, visible, width
 from vault_mem.vault.fields import FIELDS
 

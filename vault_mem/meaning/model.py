@@ -107,7 +107,7 @@ class SentenceModel:
         word pieces; batches of similar lengths are padded together, about ``batch_tokens``
         word pieces a batch, so memory stays small whatever the number of texts."""
         np = self._np
-        out = np.zeros((len(texts), self.dim), dtype=np.float32)
+        out: Matrix = np.zeros((len(texts), self.dim), dtype=np.float32)
         if not texts:
             return out
         encoded = self._tokenizer.encode_batch(texts)

@@ -101,7 +101,7 @@ def _download(url: str, target: Path, progress: Progress | None, timeout: float)
     target.parent.mkdir(parents=True, exist_ok=True)
     request = urllib.request.Request(url, headers={"User-Agent": "vault-mem"})
     try:
-        with urllib.request.urlopen(request, timeout=timeout) as response, target.open("wb") as out:  # noqa: S310
+        with urllib.request.urlopen(request, timeout=timeout) as response, target.open("wb") as out:
             total = int(response.headers.get("Content-Length") or 0)
             advance = progress(target.name, total) if progress is not None else None
             while chunk := response.read(1 << 16):

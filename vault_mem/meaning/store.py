@@ -22,6 +22,7 @@ import os
 import re
 import shutil
 import threading
+import zipfile
 from pathlib import Path
 from typing import Any
 
@@ -224,12 +225,12 @@ class VectorStore:
         bases = [i for i, (_, _, base) in enumerate(shards) if base]
         for number, path, _ in shards[bases[-1] if bases else 0:]:
             try:
-                with np.load(path, allow_pickle=False) as data:
+                with path.open("rb") as f, np.load(f, allow_pickle=False) as data:
                     rows = data["rows"].astype(np.float32)
                     keys = json.loads(bytes(data["keys"]).decode("utf-8"))
                 if rows.shape[1:] != (self.dim,) or sum(k[2] for k in keys) != len(rows):
                     raise ValueError("rows and entries disagree")
-            except (OSError, ValueError, KeyError, TypeError, IndexError):
+            except (OSError, ValueError, KeyError, TypeError, IndexError, EOFError, zipfile.BadZipFile):
                 # Unreadable (a disk fault, another version): its notes are embedded again.
                 with contextlib.suppress(OSError):
                     unlink_file(path)

@@ -22,10 +22,10 @@ Whoosh, its segments, columns and the shared cache stay behind this face.
 
 from __future__ import annotations
 
+from vault_mem.meaning.embedder import Meaning
 from vault_mem.search.build import SyncReport, reconcile, sync
 from vault_mem.search.columns import PATH_KEY_FIELDS
 from vault_mem.search.commits import Batch
-from vault_mem.meaning.embedder import Meaning
 from vault_mem.search.folder import has_index, usable_index_dir
 from vault_mem.search.fusion import Fused, fused_notes
 from vault_mem.search.gitfollow import attach_history
