@@ -128,6 +128,6 @@ register(Command(
                 "your cache folder, with a progress bar, for 'serve --meaning-model NAME' (and index, "
                 "search). Needs the meaning extra: pip install 'vault-mem[meaning]'. See docs/ranking.md.",
     examples=("vault-mem meaning pull all-MiniLM-L6-v2",
-              "vault-mem serve --vault ~/notes --meaning-model all-MiniLM-L6-v2"),
+              "vault-mem meaning pull sentence-transformers/all-MiniLM-L6-v2 --force --json"),
     run=cmd_meaning, add_options=meaning_options, uses_vault=False,
 ))
