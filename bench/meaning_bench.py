@@ -1,0 +1,127 @@
+"""The meaning stage's costs on a vault: embedding time, vectors on disk and in memory, search
+latency with and without meaning, and peak RSS (docs/perf/meaning.md).
+
+    python bench/meaning_bench.py --vault DIR --model MODEL_DIR [--index-dir IX] [--seconds 300]
+                                  [--queries 200] [--seed 7]
+
+It builds (or reuses) the keyword index, then embeds the notes not embedded yet with the model
+(resumable: a later run goes on where a stopped one ended), for at most ``--seconds`` when given
+(then the rest is extrapolated from the notes per second, and it says so). Then it times
+``memory_search`` through the server's own call path (``mcp_server.app.call``) for ``--queries``
+queries, drawn with ``--seed`` from the words and titles of the vault's notes, once without the
+model and once with it, each after one warm-up pass; it prints the median and p90 of each and
+the process's peak RSS.
+"""
+
+from __future__ import annotations
+
+import argparse
+import random
+import resource
+import statistics
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from vault_mem.mcp_server.app import call
+from vault_mem.mcp_server.tools import TOOLS_BY_NAME
+from vault_mem.meaning.embedder import Embedder, Meaning
+from vault_mem.runtime.meaning import index_notes, note_text
+from vault_mem.search.build import sync
+from vault_mem.search.store import VaultIndex
+from vault_mem.search.substring import words
+from vault_mem.served.context import Vault
+
+
+def peak_rss_mb() -> float:
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return peak / 1e6 if sys.platform == "darwin" else peak / 1e3
+
+
+def queries_of(index: VaultIndex, count: int, seed: int) -> list[str]:
+    """Half: two or three words of a note's body; half: a note's title."""
+    rng = random.Random(seed)
+    records = sorted(index.records().values(), key=lambda r: r["path"])
+    out = []
+    while len(out) < count:
+        rec = rng.choice(records)
+        if len(out) % 2:
+            found = [w for w in words(str(rec.get("head", ""))) if len(w) > 3]
+            if len(found) >= 3:
+                start = rng.randrange(len(found) - 2)
+                out.append(" ".join(found[start: start + rng.choice((2, 3))]))
+        elif rec.get("title"):
+            out.append(str(rec["title"]))
+    return out
+
+
+def timed_searches(vault: Vault, queries: list[str]) -> list[float]:
+    spec = TOOLS_BY_NAME["memory_search"]
+    for q in queries:  # warm: the caches every later call finds filled
+        call(vault, spec, {"agent": "bench", "query": q})
+    times = []
+    for q in queries:
+        start = time.perf_counter()
+        call(vault, spec, {"agent": "bench", "query": q})
+        times.append((time.perf_counter() - start) * 1000)
+    return times
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--vault", type=Path, required=True)
+    parser.add_argument("--index-dir", type=Path, default=None)
+    parser.add_argument("--model", type=Path, required=True)
+    parser.add_argument("--seconds", type=float, default=None, help="embed at most this long, then extrapolate")
+    parser.add_argument("--queries", type=int, default=200)
+    parser.add_argument("--seed", type=int, default=7)
+    args = parser.parse_args()
+    index = VaultIndex(args.vault, args.index_dir)
+    report = sync(index, procs=1)
+    print(f"keyword index: {report.total:,} notes ({report.seconds:.1f} s)")
+    meaning = Meaning.open(args.model, index.dir)
+    notes, read = index_notes(index), note_text(args.vault)
+    embedder = Embedder(meaning, notes, read)
+    before = len(meaning.store)
+    deadline = None if args.seconds is None else time.monotonic() + args.seconds
+    start_cpu, start = time.process_time(), time.perf_counter()
+    done_now = 0
+
+    def stop_when_due(done: int, total: int) -> None:
+        nonlocal done_now
+        done_now = done - before
+        if deadline is not None and time.monotonic() > deadline:
+            embedder._stop.set()  # the bench's own stop: what is stored stays
+
+    embedder.catch_up(stop_when_due)
+    wall, cpu = time.perf_counter() - start, time.process_time() - start_cpu
+    total = len(notes())
+    embedded = len(meaning.store)
+    chunks = meaning.store.rows()
+    if done_now:
+        per_note = wall / done_now
+        print(f"embedded {done_now:,} notes now in {wall:.1f} s wall, {cpu:.1f} s CPU: {per_note * 1000:.1f} ms "
+              f"a note wall ({cpu / done_now * 1000:.1f} ms CPU); {chunks / max(embedded, 1):.2f} chunks a note")
+        if embedded < total:
+            print(f"  extrapolated: the whole vault ({total:,} notes) would take {per_note * total / 60:.1f} min "
+                  f"wall at this rate (only {embedded:,} embedded)")
+    store_bytes = sum(p.stat().st_size for p in meaning.store.folder.iterdir())
+    print(f"vectors: {embedded:,} of {total:,} notes, {chunks:,} chunks, {store_bytes / 1e6:.1f} MB on disk, "
+          f"{chunks * meaning.model.dim * 4 / 1e6:.1f} MB float32 in memory")
+    queries = queries_of(index, args.queries, args.seed)
+    vault = Vault(args.vault, index)
+    plain = timed_searches(vault, queries)
+    vault.meaning = meaning
+    fused = timed_searches(vault, queries)
+    for name, times in (("keyword only", plain), ("with meaning", fused)):
+        q = statistics.quantiles(times, n=10)
+        print(f"memory_search {name}: p50 {statistics.median(times):.2f} ms, p90 {q[8]:.2f} ms "
+              f"({len(times)} queries)")
+    print(f"ratio of p50s: {statistics.median(fused) / statistics.median(plain):.2f}")
+    print(f"peak RSS: {peak_rss_mb():.0f} MB")
+
+
+if __name__ == "__main__":
+    main()
