@@ -239,7 +239,7 @@ def known_item_counts(view: View, items: dict[str, list[str]], ranker: Ranker) -
 
 
 def check_known_items(corpus: Path | None, show: int, model: Path | None = None,
-                      corpus_index: Path | None = None) -> None:
+                      corpus_index: Path | None = None, generated: bool = True) -> None:
     print("known items: one-word memory_search for each word of 6+ letters held by at most 3 notes")
     orders = dict(KNOWN_ITEM_ORDERS)
     if model is not None:
@@ -252,13 +252,14 @@ def check_known_items(corpus: Path | None, show: int, model: Path | None = None,
             stored = json.loads(known_items.KNOWN_ITEMS.read_text(encoding="utf-8"))
             vaults.append((f"corpus ({stored['notes']} notes, stored set)", corpus, stored["items"]))
         vaults.append(("sample_vault", REPO / "sample_vault", None))
-        generated = Path(tmp) / "generated"
-        gen_vault.generate(generated, 2000, seed=1)
-        vaults.append(("generated (gen_vault, 2000 notes)", generated, None))
-        seeded = Path(tmp) / "seeded"
-        gen_vault.generate(seeded, 2000, seed=1)
-        known_items.seed_rare_words(seeded, gen_vault.WORDS)
-        vaults.append(("generated + rare words (1 in 20)", seeded, None))
+        if generated:
+            made = Path(tmp) / "generated"
+            gen_vault.generate(made, 2000, seed=1)
+            vaults.append(("generated (gen_vault, 2000 notes)", made, None))
+            seeded = Path(tmp) / "seeded"
+            gen_vault.generate(seeded, 2000, seed=1)
+            known_items.seed_rare_words(seeded, gen_vault.WORDS)
+            vaults.append(("generated + rare words (1 in 20)", seeded, None))
         hub = Path(tmp) / "hub"
         known_items.hub_vault(hub)
         vaults.append(("hub-like (stem-sharing titles)", hub, None))
@@ -294,9 +295,12 @@ def main() -> None:
     parser.add_argument("--corpus-index", type=Path, help="an index folder of --corpus to reuse (with its vectors)")
     parser.add_argument("--meaning-model", type=Path, help="also compare the order fused with this sentence model")
     parser.add_argument("--paraphrases", action="store_true", help=f"ask {PARAPHRASES.relative_to(REPO)}")
+    parser.add_argument("--no-generated", action="store_true",
+                        help="known items: leave out the two generated 2,000-note vaults (each embedded with a model)")
     args = parser.parse_args()
     if args.known_items:
-        check_known_items(args.corpus, args.misses or 12, args.meaning_model, args.corpus_index)
+        check_known_items(args.corpus, args.misses or 12, args.meaning_model, args.corpus_index,
+                          generated=not args.no_generated)
         return
     questions = yaml.safe_load((PARAPHRASES if args.paraphrases else args.questions).read_text(encoding="utf-8"))
     vaults = dict(VAULTS) | ({"corpus": args.corpus} if args.corpus else {})

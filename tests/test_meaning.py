@@ -160,6 +160,18 @@ async def test_filters_and_limits_apply_to_notes_found_by_meaning(make_vault, mc
     assert one["count"] == 1 and one["truncated"] is True
 
 
+def test_an_agent_limited_to_some_folders_never_gets_a_note_outside_them_by_meaning(make_vault, tiny: Path) -> None:
+    from vault_mem.served.agents import Agent
+
+    vault = make_vault(NOTES)
+    with_meaning(vault, tiny)
+    gardener = Agent("gardener", read=("garden/**", "reading/**"))
+    answer = call(vault, TOOLS_BY_NAME["memory_search"], {"agent": "gardener", "query": QUESTION}, gardener)
+    assert order(answer) and all(p.startswith(("garden/", "reading/")) for p in order(answer)), answer
+    owner = call(vault, TOOLS_BY_NAME["memory_search"], {"agent": "t", "query": QUESTION})
+    assert "decisions/queue-v3" in order(owner)  # the same question finds it for who may read it
+
+
 async def test_a_deleted_note_is_never_shown_from_stale_vectors(make_vault, mcp_session, tiny: Path) -> None:
     from conftest import commit_removal
 

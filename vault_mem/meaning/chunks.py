@@ -14,7 +14,7 @@ from __future__ import annotations
 from vault_mem.vault.markdown import headings
 
 
-def note_chunks(title: str, body: str, chunk_chars: int = 1000, max_chunks: int = 16) -> list[str]:
+def note_chunks(title: str, body: str, chunk_chars: int = 1000, max_chunks: int = 8) -> list[str]:
     """The texts to embed for one note (none when it holds no text at all)."""
     title, body = title.strip(), body.strip()
     if len(title) + len(body) + 1 <= chunk_chars:
