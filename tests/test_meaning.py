@@ -130,7 +130,7 @@ async def test_a_question_in_other_words_finds_its_note_marked_as_found_by_meani
         after = await c.call("memory_search", agent="t", query=QUESTION)
     assert "decisions/queue-v3" in order(after)
     row = next(n for n in after["notes"] if n["permalink"].endswith("decisions/queue-v3"))
-    assert row["found_by"] == "meaning" and row["score"] == 0 and row["meaning"] > 0.9
+    assert row["found_by"] == "meaning" and row["score"] == 0 and row["similarity"] > 0.9
     # the keyword matches are still there, unmarked
     for n in after["notes"]:
         if n["permalink"] in {m["permalink"] for m in before["notes"]}:
@@ -192,7 +192,7 @@ async def test_without_a_model_the_tool_list_and_answers_are_as_before(make_vaul
         answer = await c.call("memory_search", agent="t", query="kafka trial")
     assert tools["memory_search"].description == TOOLS_BY_NAME["memory_search"].description
     assert "meaning" not in tools["memory_search"].description
-    assert all("found_by" not in n and "meaning" not in n for n in answer["notes"])
+    assert all("found_by" not in n and "similarity" not in n for n in answer["notes"])
     assert "meaning" not in answer
     async with mcp_session(fused) as c:
         tools = {t.name: t for t in (await c.client.list_tools()).tools}

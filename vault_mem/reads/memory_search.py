@@ -244,7 +244,7 @@ def _mark_meaning(view: View, notes: list[dict[str, Any]], page: list[int], fuse
     query is in (its excerpt is the body's start: no word to centre on)."""
     for row, doc in zip(notes, page, strict=False):
         if doc in fused.similarity:
-            row["meaning"] = round(fused.similarity[doc], 4)
+            row["similarity"] = round(fused.similarity[doc], 4)
         if doc in fused.meaning_only:
             row["found_by"] = "meaning"
 
