@@ -335,6 +335,34 @@ def test_cli_search_index_status_and_doctor_with_a_model(tmp_path: Path, tiny: P
     assert "neither a model folder nor a pulled model" in bad.stderr
 
 
+def test_a_kill_while_embedding_loses_nothing_that_was_stored_and_the_next_run_resumes(tmp_path: Path,
+                                                                                        tiny: Path) -> None:
+    from conftest import write_notes
+
+    notes = {f"n/{i:03}.md": note(f"Note {i}", "the garden soil and water " * (i % 5 + 1)) for i in range(80)}
+    root = write_notes(tmp_path / "vault", notes)
+    where = ("--vault", str(root), "--index-dir", str(tmp_path / "ix"))
+    assert run_cli("index", *where).returncode == 0
+    proc = subprocess.Popen([sys.executable, "-m", "vault_mem", "index", *where, "--meaning-model", str(tiny)],
+                            cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        for _ in range(1200):  # the first batch stored: the kill lands somewhere after it
+            if list((tmp_path / "ix" / "meaning").glob("*/shard-*.npz")) or proc.poll() is not None:
+                break
+            threading.Event().wait(0.05)
+        proc.kill()  # SIGKILL where there is one: no handler runs
+    finally:
+        proc.wait(60)
+    stored = VectorStore.open(tmp_path / "ix", load_model(tiny).fingerprint, 8)
+    kept = stored.etags()
+    assert kept and set(kept) <= {p for p in notes}
+    again = run_cli("index", *where, "--meaning-model", str(tiny), "--json")
+    assert again.returncode == 0, again.stderr
+    info = json.loads(again.stdout)["meaning"]
+    assert info["notes"] == len(notes) and info["embedded_now"] == len(notes) - len(kept)
+    assert not list((tmp_path / "ix" / "meaning").glob("*/*.tmp"))
+
+
 class _Hub(http.server.SimpleHTTPRequestHandler):
     def log_message(self, format: str, *args: Any) -> None:  # the test's output stays clean
         return
