@@ -298,6 +298,13 @@ def test_a_stop_between_compaction_steps_changes_nothing(tmp_path: Path) -> None
     assert again.rows() == 2
 
 
+def test_two_writers_of_one_store_never_write_over_each_others_shards(tmp_path: Path) -> None:
+    server, indexer = VectorStore.open(tmp_path, "abc", 4), VectorStore.open(tmp_path, "abc", 4)
+    server.put([("a.md", "e1", rows(1.0))])  # both opened on an empty folder: both would take shard 0
+    indexer.put([("b.md", "e2", rows(1.0))])
+    assert VectorStore.open(tmp_path, "abc", 4).etags() == {"a.md": "e1", "b.md": "e2"}
+
+
 def test_another_models_vectors_are_deleted_when_a_model_opens(tmp_path: Path) -> None:
     VectorStore.open(tmp_path, "old", 4).put([("a.md", "e", rows(1.0))])
     VectorStore.open(tmp_path, "new", 4)

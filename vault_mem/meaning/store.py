@@ -23,8 +23,11 @@ import re
 import shutil
 import threading
 import zipfile
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
+
+from filelock import FileLock
 
 from vault_mem.vault.portable import replace_file, unlink_file
 
@@ -50,7 +53,8 @@ class VectorStore:
         self._paths: list[str] = []
         self._next = 0
         folder.mkdir(parents=True, exist_ok=True)
-        self._load()
+        with FileLock(self.folder / "write.lock"):
+            self._load()
 
     @classmethod
     def open(cls, index_dir: Path, fingerprint: str, dim: int, label: dict[str, Any] | None = None) -> VectorStore:
@@ -132,12 +136,23 @@ class VectorStore:
         blocks = [np.asarray(v, dtype=np.float32).reshape(-1, self.dim) for _, _, v in entries]
         keys = [[path, etag, len(block)] for (path, etag, _), block in zip(entries, blocks, strict=True)]
         rows = np.concatenate(blocks) if blocks else np.zeros((0, self.dim), dtype=np.float32)
-        self._write_shard(self._next, rows, keys, base=False)
-        self._next += 1
+        with self._writing():
+            self._write_shard(self._next, rows, keys, base=False)
+            self._next += 1
         with self._lock:
             self._apply(rows, keys)
         if self._dead_rows() > max(self._used - self._dead_rows(), 1024):
             self._compact()
+
+    @contextlib.contextmanager
+    def _writing(self) -> Iterator[None]:
+        """Held while a shard is written: a second process embedding the same vault (a server and
+        ``vault-mem index --meaning-model``) numbers its shards after this one's, never over them."""
+        with FileLock(self.folder / "write.lock"):
+            shards = self._shards()
+            if shards:
+                self._next = max(self._next, shards[-1][0] + 1)
+            yield
 
     def _write_shard(self, number: int, rows: Any, keys: list[list[Any]], base: bool) -> None:
         np = self._np
@@ -188,13 +203,14 @@ class VectorStore:
             keys = [[path, etag, len(rows)] for path, (etag, rows) in self._notes.items()]
             order = [r for _, (_, rows) in self._notes.items() for r in rows]
             rows = self._matrix[order] if order else np.zeros((0, self.dim), dtype=np.float32)
-        number = self._next
-        self._write_shard(number, rows, keys, base=True)
-        self._next += 1
-        for old in self._shards():
-            if old[0] < number:
-                with contextlib.suppress(OSError):
-                    unlink_file(old[1])
+        with self._writing():
+            number = self._next
+            self._write_shard(number, rows, keys, base=True)
+            self._next += 1
+            for old in self._shards():
+                if old[0] < number:
+                    with contextlib.suppress(OSError):
+                        unlink_file(old[1])
         with self._lock:
             self._reset()
             self._apply(rows, keys)
@@ -209,12 +225,13 @@ class VectorStore:
     # -- start-up ---------------------------------------------------------------------------
 
     def _shards(self) -> list[tuple[int, Path, bool]]:
+        """The shards, in order (the write lock held: a temporary file is then a dead writer's)."""
         found = []
         for path in self.folder.iterdir():
             m = SHARD.fullmatch(path.name)
             if m:
                 found.append((int(m.group(1)), path, bool(m.group(2))))
-            elif path.name.endswith(".tmp"):  # a shard whose writing was cut short
+            elif path.name.endswith(".tmp"):  # cut short: every writer holds the lock the caller holds
                 with contextlib.suppress(OSError):
                     unlink_file(path)
         return sorted(found)
@@ -239,3 +256,4 @@ class VectorStore:
             self._next = max(self._next, number + 1)
         if shards:
             self._next = max(self._next, shards[-1][0] + 1)
+
