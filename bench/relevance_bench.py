@@ -187,13 +187,16 @@ def with_meaning(meaning: Meaning | None) -> dict[str, Ranker]:
     return {**RANKERS, "fused (meaning)": fused}
 
 
-def embedded(model: Path | None, root: Path, index: VaultIndex) -> Meaning | None:
-    """The model's vectors of ``root``, embedding what is not embedded yet (timed)."""
+def embedded(model: Path | None, root: Path, index: VaultIndex, embed: bool = True) -> Meaning | None:
+    """The model's vectors of ``root``, embedding what is not embedded yet (timed) unless not ``embed``."""
     if model is None:
         return None
     import time
 
     meaning = Meaning.open(model, index.dir)
+    if not embed:
+        print(f"  {len(meaning.store):,} notes have vectors already; nothing embedded now")
+        return meaning
     start = time.perf_counter()
     done = meaning.embed_pending(index_notes(index), note_text(root))
     if done:
@@ -239,7 +242,7 @@ def known_item_counts(view: View, items: dict[str, list[str]], ranker: Ranker) -
 
 
 def check_known_items(corpus: Path | None, show: int, model: Path | None = None,
-                      corpus_index: Path | None = None, generated: bool = True) -> None:
+                      corpus_index: Path | None = None, generated: bool = True, embed_corpus: bool = True) -> None:
     print("known items: one-word memory_search for each word of 6+ letters held by at most 3 notes")
     orders = dict(KNOWN_ITEM_ORDERS)
     if model is not None:
@@ -269,7 +272,7 @@ def check_known_items(corpus: Path | None, show: int, model: Path | None = None,
             if items is None:
                 items = known_items.known_items(root, index)
             pairs = sum(len(v) for v in items.values())
-            meaning = embedded(model, root, index)
+            meaning = embedded(model, root, index, embed=embed_corpus or root != corpus)
             with index.searching() as searcher:
                 vault = Vault(root, index)
                 vault.meaning = meaning
@@ -295,12 +298,14 @@ def main() -> None:
     parser.add_argument("--corpus-index", type=Path, help="an index folder of --corpus to reuse (with its vectors)")
     parser.add_argument("--meaning-model", type=Path, help="also compare the order fused with this sentence model")
     parser.add_argument("--paraphrases", action="store_true", help=f"ask {PARAPHRASES.relative_to(REPO)}")
+    parser.add_argument("--no-embed-corpus", action="store_true",
+                        help="use the corpus vectors already in --corpus-index (a part of it), embedding none")
     parser.add_argument("--no-generated", action="store_true",
                         help="known items: leave out the two generated 2,000-note vaults (each embedded with a model)")
     args = parser.parse_args()
     if args.known_items:
         check_known_items(args.corpus, args.misses or 12, args.meaning_model, args.corpus_index,
-                          generated=not args.no_generated)
+                          generated=not args.no_generated, embed_corpus=not args.no_embed_corpus)
         return
     questions = yaml.safe_load((PARAPHRASES if args.paraphrases else args.questions).read_text(encoding="utf-8"))
     vaults = dict(VAULTS) | ({"corpus": args.corpus} if args.corpus else {})

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from vault_mem.search.snapshot import Snapshot
-from vault_mem.search.topk import Ranked, best_notes, exact_floor
+from vault_mem.search.topk import Ranked, best_notes
 
 if TYPE_CHECKING:
     from vault_mem.meaning.embedder import Meaning
@@ -36,21 +36,21 @@ class Fused(Ranked):
 
 
 def fused_notes(view: Snapshot, meaning: Meaning, query: str, terms: list[str], limit: int,
-                keep: Collection[int] | None = None, depth: int = 50, rrf_k: int = 60,
+                keep: Collection[int] | None = None, depth: int = 20, rrf_k: int = 60,
                 min_similarity: float = 0.25) -> Fused:
     """The first ``limit`` notes by the rule of the module docstring (``keep``: the notes the
     filters admit, None for all)."""
     depth = max(depth, limit)
     keyword = best_notes(view, terms, depth, keep)
-    floor = exact_floor(view, terms) if keyword.page else 0.0
-    tier = [d for d in keyword.page if keyword.scores[d] > floor]
+    tier = [d for d in keyword.page if keyword.scores[d] > keyword.ceiling]  # every term exactly
     similarity: dict[int, float] = {}
     nearest: list[int] = []
     admitted = None if keep is None else set(keep)
+    docs = _docs_by_path(view)
     for path, sim in meaning.nearest(query, depth):
         if sim < min_similarity:
             break
-        doc = view.by_path(path)  # None: deleted since, or hidden from this caller
+        doc = docs.get(path)  # None: deleted since, or hidden from this caller
         if doc is None or (admitted is not None and doc not in admitted):
             continue
         similarity[doc] = sim
@@ -69,5 +69,16 @@ def fused_notes(view: Snapshot, meaning: Meaning, query: str, terms: list[str], 
     page = order[:limit]
     scores = {d: keyword.scores.get(d, 0.0) for d in page}
     meaning_only = frozenset(d for d in page if d not in keyword.scores)
-    return Fused(page, scores, keyword.truncated or len(order) > limit,
-                 {d: similarity[d] for d in page if d in similarity}, meaning_only)
+    return Fused(page, scores, keyword.truncated or len(order) > limit, keyword.ceiling,
+                 similarity={d: similarity[d] for d in page if d in similarity}, meaning_only=meaning_only)
+
+
+def _docs_by_path(view: Snapshot) -> dict[str, int]:
+    """path -> document number of every live note this reader may see, made once a commit (and
+    mask) and shared by the calls: a lookup by term for each of the nearest notes reads every
+    segment's term index."""
+    def make() -> dict[str, int]:
+        paths = view.column("path")
+        return {paths[doc]: doc for doc in view.all_docs()}
+
+    return view.kept("meaning: docs by path", make)
