@@ -311,6 +311,46 @@ def test_another_models_vectors_are_deleted_when_a_model_opens(tmp_path: Path) -
     assert [p.name for p in (tmp_path / "meaning").iterdir()] == ["new"]
 
 
+# -- the real server ------------------------------------------------------------------------
+
+
+async def test_serve_with_a_model_embeds_in_the_background_and_finds_by_meaning(tmp_path: Path, tiny: Path) -> None:
+    import anyio
+    from conftest import write_notes
+    from mcp import Client, StdioServerParameters
+    from serving import serve_args
+
+    root = write_notes(tmp_path / "vault", NOTES)
+    params = StdioServerParameters(command=sys.executable, args=serve_args(root, "--meaning-model", str(tiny)),
+                                   cwd=str(tmp_path))
+    async with Client(params, mode="legacy") as client:
+        tools = {t.name: t for t in (await client.list_tools()).tools}
+        assert "also ranks by meaning" in (tools["memory_search"].description or "")
+        for _ in range(1200):  # the index, then the vectors, are made in the background
+            answer = (await client.call_tool("memory_search", {"agent": "t", "query": QUESTION})).structured_content
+            assert answer is not None and answer["status"] in ("ok", "none"), answer
+            if "decisions/queue-v3" in order(answer) and "meaning" not in answer and "indexing" not in answer:
+                break
+            await anyio.sleep(0.05)
+        assert "decisions/queue-v3" in order(answer), answer
+    status = run_cli("status", "--vault", str(root), "--index-dir", str(tmp_path / "ix"), "--json")
+    assert [m["model"] for m in json.loads(status.stdout)["meaning"]] == ["tiny-model"]
+
+
+def test_serve_refuses_a_model_folder_that_does_not_load_in_one_line(tmp_path: Path, tiny: Path) -> None:
+    from conftest import write_notes
+
+    root = write_notes(tmp_path / "vault", NOTES)
+    (tiny / "tokenizer.json").unlink()
+    done = subprocess.run([sys.executable, "-m", "vault_mem", "serve", "--vault", str(root), "--index-dir",
+                           str(tmp_path / "ix"), "--meaning-model", str(tiny)], capture_output=True, text=True,
+                          timeout=120, cwd=ROOT, stdin=subprocess.DEVNULL)
+    assert done.returncode == 1 and done.stdout == ""
+    assert "tokenizer.json" in done.stderr and "Traceback" not in done.stderr
+    workers = run_cli("serve", "--vault", str(root), "--http", "--workers", "2", "--meaning-model", str(tiny))
+    assert workers.returncode != 0 and "--meaning-model runs in one process" in workers.stderr
+
+
 # -- the command line ---------------------------------------------------------------------
 
 
@@ -337,6 +377,10 @@ def test_cli_search_index_status_and_doctor_with_a_model(tmp_path: Path, tiny: P
     assert "meaning" in status.stdout and "tiny-model" in status.stdout, status.stdout
     doctor = run_cli("doctor", *where, "--meaning-model", str(tiny))
     assert doctor.returncode == 0 and f"{len(NOTES)} notes embedded" in doctor.stderr, doctor.stderr
+    rebuilt = run_cli("index", *where, "--rebuild", "--meaning-model", str(tiny), "--json")
+    assert json.loads(rebuilt.stdout)["meaning"]["embedded_now"] == len(NOTES)  # the rebuild emptied the folder
+    again = run_cli("index", *where, "--meaning-model", str(tiny), "--json")
+    assert json.loads(again.stdout)["meaning"]["embedded_now"] == 0  # and the vectors were stored again
     bad = run_cli("search", *where, "--meaning-model", str(tmp_path / "nowhere"), "words")
     assert bad.returncode != 0 and "Traceback" not in bad.stderr
     assert "neither a model folder nor a pulled model" in bad.stderr

@@ -48,6 +48,8 @@ def cmd_index(args: argparse.Namespace) -> int:
     try:
         with present(index.dir, "build"):
             report = sync(index, rebuild=args.rebuild, progress=progress)
+            if meaning is not None and report.rebuilt:  # a rebuild empties the index folder, vectors too
+                meaning = open_meaning(args, index)
             embedded = embed_now(meaning, index, quiet=args.quiet or args.json) if meaning is not None else None
     except KeyboardInterrupt:
         if not args.quiet:

@@ -38,12 +38,13 @@ class VectorStore:
     """The vectors of one model for one vault. Thread-safe: one writer (the embedder) and any
     number of searching threads."""
 
-    def __init__(self, folder: Path, dim: int) -> None:
+    def __init__(self, folder: Path, dim: int, label: dict[str, Any] | None = None) -> None:
         import numpy as np
 
         self._np = np
         self.folder = folder
         self.dim = dim
+        self._label = label
         self._lock = threading.Lock()
         self._matrix = np.zeros((0, dim), dtype=np.float32)
         self._owner = np.zeros(0, dtype=np.int32)  # the note slot of each row; -1: a dead row
@@ -65,16 +66,21 @@ class VectorStore:
             for other in root.iterdir():
                 if other.is_dir() and other.name != fingerprint:
                     shutil.rmtree(other, ignore_errors=True)
-        store = cls(root / fingerprint, dim)
-        if label is not None:
-            text = json.dumps(label, ensure_ascii=False)
-            target = store.folder / "model.json"
-            with contextlib.suppress(OSError):
-                if not target.is_file() or target.read_text(encoding="utf-8") != text:
-                    tmp = store.folder / f".model.json.{os.getpid()}.tmp"
-                    tmp.write_text(text, encoding="utf-8")
-                    replace_file(tmp, target)
+        store = cls(root / fingerprint, dim, label)
+        store._write_label()
         return store
+
+    def _write_label(self) -> None:
+        """``model.json``, unless it is there and the same (status reads it)."""
+        if self._label is None:
+            return
+        text = json.dumps(self._label, ensure_ascii=False)
+        target = self.folder / "model.json"
+        with contextlib.suppress(OSError):
+            if not target.is_file() or target.read_text(encoding="utf-8") != text:
+                tmp = self.folder / f".model.json.{os.getpid()}.tmp"
+                tmp.write_text(text, encoding="utf-8")
+                replace_file(tmp, target)
 
     # -- reading ---------------------------------------------------------------------------
 
@@ -148,7 +154,10 @@ class VectorStore:
     def _writing(self) -> Iterator[None]:
         """Held while a shard is written: a second process embedding the same vault (a server and
         ``vault-mem index --meaning-model``) numbers its shards after this one's, never over them."""
+        # The index folder may have been emptied since (a first build or --rebuild clears it).
+        self.folder.mkdir(parents=True, exist_ok=True)
         with FileLock(self.folder / "write.lock"):
+            self._write_label()
             shards = self._shards()
             if shards:
                 self._next = max(self._next, shards[-1][0] + 1)
