@@ -95,7 +95,7 @@ def cmd_meaning(args: argparse.Namespace) -> int:
     bars: list[Progress] = []
 
     def progress(file: str, total: int) -> Callable[[int], None]:
-        bar = Progress(f"{file}", max(total, 0), quiet=bool(args.json))
+        bar = Progress(f"{file}", max(total, 0), quiet=bool(args.json), unit="bytes")
         bars.append(bar)
         return bar.advance
 
