@@ -55,6 +55,8 @@ from whoosh import scoring
 from whoosh.query import Or, Term
 from whoosh.searching import Searcher
 
+from vault_mem import settings
+
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
@@ -91,20 +93,20 @@ def new_order(view: View, question: str) -> list[str]:
 
 def old_order(view: View, question: str) -> list[str]:
     terms = list(dict.fromkeys(words(question)))
-    kept = [t for t in terms if len(t) >= ranking.MIN_TERM_CHARS and t not in OLD_STOP_WORDS] or terms
+    kept = [t for t in terms if len(t) >= settings.current().query_min_term_chars and t not in OLD_STOP_WORDS] or terms
     scores: dict[int, int] = {}
     matched: dict[int, int] = {}
     for term in kept:
         hit: set[int] = set()
-        for field, weight in ranking.FIELD_WEIGHTS:
+        for field, weight in settings.current().rank_field_weights:
             for doc, n in form_hit_counts(view.parts, field, term)[0].items():
-                scores[doc] = scores.get(doc, 0) + weight * min(n, ranking.HIT_CAP)
+                scores[doc] = scores.get(doc, 0) + weight * min(n, settings.current().rank_hit_cap)
                 hit.add(doc)
         for doc in hit:
             matched[doc] = matched.get(doc, 0) + 1
     for doc, n in matched.items():
         if n == len(kept):
-            scores[doc] += ranking.ALL_TERMS_BONUS
+            scores[doc] += settings.current().rank_all_terms_bonus
     updated, paths = view.column("updated"), view.column("path")
     ranked = sorted(scores, key=lambda d: (-scores[d], -(updated[d] or 0), paths[d] or ""))
     return [paths[d] for d in ranked[:max(KS)]]
@@ -122,7 +124,7 @@ def one_rarity_scores(view: View, terms: list[str]) -> dict[int, float]:
         for doc, value in either.items():
             totals[doc] = totals.get(doc, 0.0) + idf * value
             matched[doc] = matched.get(doc, 0) + 1
-    return {doc: round(total + (ranking.ALL_TERMS_BONUS if matched[doc] == len(terms) else 0), 4)
+    return {doc: round(total + (settings.current().rank_all_terms_bonus if matched[doc] == len(terms) else 0), 4)
             for doc, total in totals.items()}
 
 

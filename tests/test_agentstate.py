@@ -11,7 +11,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from conftest import Tuned
 
+from vault_mem import settings
 from vault_mem.history import agentstate
 
 
@@ -64,18 +66,19 @@ def test_the_file_is_rewritten_whole_when_its_changes_outgrow_the_state(
     path = agentstate.state_file(index_dir, "coder")
     data = path.read_bytes()
     base = len(lines(path)[0])
-    assert len(data) <= 2 * base + agentstate.REWRITE_SLACK  # 400 lines would be far more
+    assert len(data) <= 2 * base + settings.current().state_rewrite_slack  # 400 lines would be far more
     assert fresh(index_dir, "coder", monkeypatch)["read"] == {f"uid-{i % 7}": f"t{i}" for i in range(393, 400)}
 
 
 def test_a_reader_follows_appends_and_rewrites_as_a_fresh_parse_would(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, two_processes: dict[str, dict[str, Any]]) -> None:
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, two_processes: dict[str, dict[str, Any]],
+        tuned: Tuned) -> None:
     """Random changes by one process, read now and then by another that keeps what it parsed:
     both always agree with a fresh parse and with a plain model of the changes (bounds and
     rewrites made small so that both happen often)."""
-    monkeypatch.setattr(agentstate, "MAX_READ", 12)
-    monkeypatch.setattr(agentstate, "MAX_WROTE", 9)
-    monkeypatch.setattr(agentstate, "REWRITE_SLACK", 300)
+    tuned(state_max_read=12)
+    tuned(state_max_wrote=9)
+    tuned(state_rewrite_slack=300)
     index_dir = tmp_path / "ix"
     rng = random.Random(7)
     model: dict[str, Any] = agentstate.empty()
@@ -100,11 +103,11 @@ def test_a_reader_follows_appends_and_rewrites_as_a_fresh_parse_would(
         if kind == 0:
             model[where].pop(key, None)
         elif kind == 1:
-            model["errors"] = [*model["errors"], {"n": step}][-agentstate.MAX_ERRORS:]
+            model["errors"] = [*model["errors"], {"n": step}][-settings.current().state_max_errors:]
         else:
             model[where].pop(key, None)
             model[where][key] = [step, "\udcff" if step % 5 == 0 else "v"]
-            most = agentstate.MAX_READ if where == "read" else agentstate.MAX_WROTE
+            most = settings.current().state_max_read if where == "read" else settings.current().state_max_wrote
             while len(model[where]) > most:
                 model[where].pop(next(iter(model[where])))
         if rng.random() < 0.3:

@@ -25,12 +25,13 @@ from typing import Any
 import pytest
 from conftest import ToolClient, connect
 
+from vault_mem import settings
 from vault_mem.reads.rows import cut_message
 from vault_mem.search.build import sync
 from vault_mem.search.store import VaultIndex
 from vault_mem.served.context import Vault
 from vault_mem.vault.frontmatter import split_frontmatter
-from vault_mem.vault.reader import MAX_BYTES, decode
+from vault_mem.vault.reader import decode
 
 pytestmark = pytest.mark.anyio
 
@@ -57,7 +58,8 @@ def huge_notes() -> dict[str, str]:
     twenty = ("---\nid: twenty\ntitle: Twenty megabytes\ncreated: 2023-06-01\n---\n"
               "earlymarker starts the body\n")
     twenty += filler * (HUGE_MB * 2**20 // len(filler) + 1)
-    twenty = twenty[: MAX_BYTES + 1000] + "latemarker past the cut\n" + twenty[MAX_BYTES + 1000:]
+    cut = settings.current().max_note_bytes + 1000
+    twenty = twenty[:cut] + "latemarker past the cut\n" + twenty[cut:]
     return {
         "huge/twenty.md": twenty,
         "huge/lines.md": "---\nid: lines\ncreated: 2023-06-02\n---\n"
@@ -133,7 +135,7 @@ def said_so(answer: dict[str, Any]) -> str:
 
 def the_body(text: str) -> str:
     """What the index and memory_read hold of a note: its first 2 MiB, decoded, without frontmatter."""
-    return split_frontmatter(decode(text.encode("utf-8")[:MAX_BYTES])[0]).body
+    return split_frontmatter(decode(text.encode("utf-8")[:settings.current().max_note_bytes])[0]).body
 
 
 # -- big result sets page, and paging walks everything once ---------------------------------
@@ -249,8 +251,8 @@ async def test_a_20_mb_note_pages_its_indexed_first_2_mib_and_says_so(vault: Vau
     assert first["body"] == expected[: len(first["body"])]
     assert tail == expected[tail_from:]
     cut = " ".join(first["problems"])
-    assert f"{len(text.encode()):,} bytes" in cut and f"{MAX_BYTES:,}" in cut
-    assert f"paged up to the first {MAX_BYTES:,} bytes" in first["message"]
+    assert f"{len(text.encode()):,} bytes" in cut and f"{settings.current().max_note_bytes:,}" in cut
+    assert f"paged up to the first {settings.current().max_note_bytes:,} bytes" in first["message"]
     assert "latemarker" not in expected
     assert [n["permalink"] for n in early["notes"]] == ["memory://huge/twenty"]
     assert late["status"] == "none"

@@ -71,13 +71,12 @@ def test_threads_share_one_unpickled_record_and_an_edit_is_seen(make_vault) -> N
         assert stored_record(searcher, searcher.document_number(path="n7.md"))["title"] == "Note 7 edited"
 
 
-def test_cells_answer_as_the_whole_column_does_without_reading_it(make_vault, monkeypatch) -> None:
+def test_cells_answer_as_the_whole_column_does_without_reading_it(make_vault, monkeypatch, tuned) -> None:
     """search/cells.py: a few documents' values from the segments' column readers, equal to the
     joined column's, across segments, deletions and a segment without a value; past
     WHOLE_AFTER lookups the column is joined after all."""
     from conftest import commit_note, commit_removal
 
-    from vault_mem.search import cells as cells_module
     from vault_mem.search.cells import Cells
     from vault_mem.search.columns import column, has_columns
 
@@ -92,7 +91,7 @@ def test_cells_answer_as_the_whole_column_does_without_reading_it(make_vault, mo
             got = [cells[d] for d in reversed(range(searcher.doc_count_all()))]
             assert not has_columns(searcher, field)  # nothing was joined
             assert got == list(reversed(column(searcher, field)))
-    monkeypatch.setattr(cells_module, "WHOLE_AFTER", 3)
+    tuned(cells_whole_after=3)
     with vault.index.searching() as searcher:
         searcher._vault_mem_columns = {}
         cells = Cells(searcher, "path")

@@ -25,8 +25,10 @@ def run_child(code: str) -> str:
 def test_settling_freezes_what_is_loaded_and_leaves_only_young_collections_automatic() -> None:
     out = run_child("""
         import gc, time
+        import dataclasses
+        from vault_mem import settings
         from vault_mem.runtime import collector
-        collector.FREEZE_EVERY = 0.02
+        settings.configure(dataclasses.replace(settings.current(), gc_freeze_every=0.02))
         before = gc.get_threshold()
         c = collector.settle(20_000, lambda seconds: False)
         assert gc.get_freeze_count() > 1000, gc.get_freeze_count()  # the modules, loaded for good
@@ -44,8 +46,14 @@ def test_settling_freezes_what_is_loaded_and_leaves_only_young_collections_autom
 
 def test_a_garbage_cycle_that_was_frozen_is_freed_by_a_full_collection_when_idle_or_due() -> None:
     out = run_child("""
-        import gc, weakref
+        import dataclasses, gc, weakref
+        from vault_mem import settings
         from vault_mem.runtime import collector
+
+        def tune(**changes):
+            settings.configure(dataclasses.replace(settings.current(), **changes))
+
+        IDLE_EVERY, FULL_EVERY = settings.current().gc_idle_every, settings.current().gc_full_every
 
         class Node:
             pass
@@ -59,27 +67,27 @@ def test_a_garbage_cycle_that_was_frozen_is_freed_by_a_full_collection_when_idle
         c = collector.Collector(lambda seconds: True)
         t = c.last_full
         # Each due step is a millisecond past its mark: (t + 600) - t is not always 600 in floats.
-        idle_due, full_due = collector.IDLE_EVERY + 0.001, collector.FULL_EVERY + 0.001
+        idle_due, full_due = IDLE_EVERY + 0.001, FULL_EVERY + 0.001
         gone = cycle()
         c.step(idle=False, now=t + 1)  # frozen: beyond every ordinary collection
         gc.collect(1)
         assert gone() is not None and c.full_collections == 0
-        collector.IDLE_GROWTH = 1
-        c.step(idle=True, now=t + collector.IDLE_EVERY - 1)  # idle, but the last full one was lately
+        tune(gc_idle_growth=1)
+        c.step(idle=True, now=t + IDLE_EVERY - 1)  # idle, but the last full one was lately
         assert gone() is not None and c.full_collections == 0
-        collector.IDLE_GROWTH = 10 ** 9
+        tune(gc_idle_growth=10 ** 9)
         c.step(idle=True, now=t + idle_due)  # idle, but too little frozen since the last full one
         assert gone() is not None and c.full_collections == 0
-        collector.IDLE_GROWTH = 1
+        tune(gc_idle_growth=1)
         c.step(idle=True, now=t + idle_due)
         assert gone() is None and c.full_collections == 1 and c.last_full == t + idle_due
         assert c.made == 0
         assert gc.get_freeze_count() > 1000  # what lives is frozen again
 
-        collector.IDLE_GROWTH = 10 ** 9
+        tune(gc_idle_growth=10 ** 9)
         gone = cycle()
         t = c.last_full
-        c.step(idle=False, now=t + collector.FULL_EVERY - 1)  # busy, not yet due
+        c.step(idle=False, now=t + FULL_EVERY - 1)  # busy, not yet due
         assert gone() is not None and c.full_collections == 1
         c.step(idle=False, now=t + full_due)  # busy for FULL_EVERY: collected anyway
         assert gone() is None and c.full_collections == 2

@@ -33,10 +33,11 @@ from hypothesis import strategies as st
 from mcp import Client
 from mcp.types import CallToolResult, TextContent
 
+from vault_mem import settings as vm_settings
 from vault_mem.mcp_server.app import build_server
 from vault_mem.mcp_server.tools import ToolSpec, tools_for
 from vault_mem.reads.memory_list import ROW_FIELDS
-from vault_mem.served.context import MAX_ANSWER_CHARS, Vault
+from vault_mem.served.context import Vault
 from vault_mem.vault.note import KNOWN_TYPES
 
 pytestmark = pytest.mark.filterwarnings("ignore:Generating overly large repr")
@@ -349,7 +350,7 @@ def check_answer(spec: ToolSpec, args: dict[str, Any], result: CallToolResult) -
     assert len(result.content) == 1 and isinstance(result.content[0], TextContent), result.content
     text = result.content[0].text
     assert json.loads(text) == answer, "the text block must carry the whole answer"
-    assert len(text) <= MAX_ANSWER_CHARS, f"answer of {len(text)} characters"
+    assert len(text) <= vm_settings.current().max_answer_chars, f"answer of {len(text)} characters"
     unknown = [k for k in args if k not in spec.properties]
     assert not unknown or status == "invalid", f"unknown parameter {unknown[0]!r} not refused: {answer}"
     if status == "invalid":
@@ -425,9 +426,10 @@ def write_session(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Session]
     (root / "linkout").symlink_to(outside, target_is_directory=True)
     vault = open_vault(root, compat=True)
     index_dir = root.parent / f"{root.name}-index"
-    before = snapshot(base, {root, index_dir})
+    kept = {root, index_dir, vault.index.history_dir}  # the vault, its index, its undo history
+    before = snapshot(base, kept)
     yield from open_session(vault)
-    assert snapshot(base, {root, index_dir}) == before, "a write tool touched a file outside the vault"
+    assert snapshot(base, kept) == before, "a write tool touched a file outside the vault"
     stray = [p for p in root.rglob(".*.tmp")] + [p for p in root.rglob("*.tmp")]
     assert not stray, f"temp files left in the vault: {stray[:5]}"
 

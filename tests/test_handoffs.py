@@ -208,9 +208,9 @@ def test_what_agents_have_seen_is_kept_when_the_index_is_rebuilt(tmp_path: Path)
     vault = open_vault(root)
     from vault_mem.history import agentstate
 
-    agentstate.change(vault.index.dir, "r", lambda state: state.put("read", "a", "now"))
+    agentstate.change(vault.index.history_dir, "r", lambda state: state.put("read", "a", "now"))
     vault.index.create()
-    assert agentstate.load(vault.index.dir, "R")["read"] == {"a": "now"}
+    assert agentstate.load(vault.index.history_dir, "R")["read"] == {"a": "now"}
 
 
 def test_an_agents_state_is_changed_from_a_copy_and_a_change_on_disk_is_seen(tmp_path: Path) -> None:
@@ -236,9 +236,12 @@ def test_an_agents_state_is_changed_from_a_copy_and_a_change_on_disk_is_seen(tmp
 CHANGER = """
 import sys
 from pathlib import Path
+import dataclasses
+from vault_mem import settings
 from vault_mem.history import agentstate, journal
 index_dir, who = Path(sys.argv[1]), sys.argv[2]
-agentstate.REWRITE_SLACK = 64  # rewrites of the whole file between the other process's appends
+# rewrites of the whole file between the other process's appends
+settings.configure(dataclasses.replace(settings.current(), state_rewrite_slack=64))
 for i in range(40):
     agentstate.change(index_dir, "reviewer", lambda state: state.put("read", f"{who}-{i}", "t"))
     journal.record(index_dir, "coder", "memory_write", [{"path": f"{who}-{i}.md", "before": None, "after": b"x"}])

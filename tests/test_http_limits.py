@@ -19,7 +19,7 @@ from conftest import write_notes
 from serving import free_port, serve_args, start_http
 from test_sharing import add_key
 
-from vault_mem.mcp_server.transports import HEADER_TIMEOUT, MAX_HEADER_BYTES, MAX_SESSIONS_PER_CALLER
+from vault_mem import settings
 
 pytestmark = pytest.mark.anyio
 
@@ -111,11 +111,11 @@ def test_headers_that_trickle_past_the_header_timeout_are_cut_off(served) -> Non
     HEADER_TIMEOUT after it connected it gets 408 and the connection ends."""
     url, _proc, _root = served
     port = int(url.rsplit(":", 1)[1].split("/")[0])
-    conn = socket.create_connection(("127.0.0.1", port), timeout=HEADER_TIMEOUT + 60)
+    conn = socket.create_connection(("127.0.0.1", port), timeout=settings.current().header_timeout + 60)
     with conn:
         conn.sendall(HALF)
         conn.setblocking(False)
-        deadline = time.monotonic() + HEADER_TIMEOUT + 60
+        deadline = time.monotonic() + settings.current().header_timeout + 60
         answer = b""
         while time.monotonic() < deadline:
             with contextlib.suppress(OSError):  # the server closed it
@@ -139,7 +139,7 @@ def test_headers_over_the_byte_bound_are_refused(served) -> None:
     with socket.create_connection(("127.0.0.1", port), timeout=60) as conn:
         conn.sendall(HALF)
         with contextlib.suppress(OSError):  # closed as soon as it was over
-            for _ in range(MAX_HEADER_BYTES // 1000 + 2):
+            for _ in range(settings.current().max_header_bytes // 1000 + 2):
                 conn.sendall(b"X-Pad: " + b"a" * 991 + b"\r\n")
         assert answer_of(conn).startswith(b"HTTP/1.1 431")
     assert initialize(url).status_code == 200  # the server goes on
@@ -167,9 +167,10 @@ async def test_a_caller_at_its_session_bound_ends_its_oldest_idle_session_and_ne
     other = add_key(capsys, root, "other", "--read-only")
     proc, url = start_http(root, cwd=tmp_path, env=os.environ | {"VAULT_MEM_TOKEN": TOKEN})
     try:
-        limits = httpx2.Limits(max_connections=MAX_SESSIONS_PER_CALLER + 20)
+        limits = httpx2.Limits(max_connections=settings.current().max_sessions_per_caller + 20)
         async with httpx2.AsyncClient(timeout=60, limits=limits) as client:
-            sessions = [await open_session(client, url, greedy) for _ in range(MAX_SESSIONS_PER_CALLER)]
+            bound = settings.current().max_sessions_per_caller
+            sessions = [await open_session(client, url, greedy) for _ in range(bound)]
             assert (await list_tools(client, url, greedy, sessions[0])).status_code == 200  # used: now the newest
             newer = await open_session(client, url, greedy)
             assert (await list_tools(client, url, greedy, sessions[1])).status_code == 404  # the oldest idle one
@@ -196,11 +197,35 @@ async def test_a_caller_at_its_session_bound_ends_its_oldest_idle_session_and_ne
                 refused = await client.post(url, json=INIT, headers=HEADERS | {"Authorization": f"Bearer {greedy}"})
                 assert refused.status_code == 503
                 message = refused.json()["error"]["message"]
-                assert f"agent 'greedy' already has {MAX_SESSIONS_PER_CALLER}" in message, message
+                assert f"agent 'greedy' already has {settings.current().max_sessions_per_caller}" in message, message
                 assert "docs/safety.md" in message
                 await open_session(client, url, other)
                 await open_session(client, url, TOKEN)
                 tg.cancel_scope.cancel()
+    finally:
+        proc.terminate()
+        _out, err = proc.communicate(timeout=60)
+    assert b"Traceback" not in err, err.decode(errors="replace")[-3000:]
+
+
+@pytest.mark.anyio
+async def test_a_session_answers_only_the_key_that_opened_it(tmp_path: Path,
+                                                            capsys: pytest.CaptureFixture[str]) -> None:
+    """A session id is no credential: another agent's key, or the owner's token, that presents it
+    gets the answer an unknown session gets (404), and its opener keeps using it."""
+    root = write_notes(tmp_path / "v", NOTES)
+    reader = add_key(capsys, root, "reader", "--read-only")
+    other = add_key(capsys, root, "other", "--read-only")
+    proc, url = start_http(root, cwd=tmp_path, env=os.environ | {"VAULT_MEM_TOKEN": TOKEN})
+    try:
+        async with httpx2.AsyncClient(timeout=60) as client:
+            theirs = await open_session(client, url, reader)
+            owners = await open_session(client, url, TOKEN)
+            assert (await list_tools(client, url, other, theirs)).status_code == 404
+            assert (await list_tools(client, url, TOKEN, theirs)).status_code == 404
+            assert (await list_tools(client, url, reader, owners)).status_code == 404
+            assert (await list_tools(client, url, reader, theirs)).status_code == 200
+            assert (await list_tools(client, url, TOKEN, owners)).status_code == 200
     finally:
         proc.terminate()
         _out, err = proc.communicate(timeout=60)

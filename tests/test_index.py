@@ -7,15 +7,17 @@ import random
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
 from conftest import write_notes
+from holding import HANG, held_environment, wait_held
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from vault_mem import settings as vm_settings
 from vault_mem.search.build import build, reconcile, sync
+from vault_mem.search.hold import HOLD_AT
 from vault_mem.search.segments import segments
 from vault_mem.search.store import VaultIndex
 from vault_mem.search.substring import segment_docs_containing, substring_query
@@ -99,26 +101,22 @@ def test_build_killed_half_way_is_repaired_at_next_start(tmp_path: Path) -> None
     notes = {f"d{i % 5}/n{i}.md": note(f"u{i}", f"Note {i}", "x " * 200) for i in range(3000)}
     root = write_notes(tmp_path / "v", notes)
     index_dir = tmp_path / "ix"
-    progress = tmp_path / "progress.json"
+    held = tmp_path / "held"  # the build stops after its first batch until it is killed (search/hold.py)
     child = subprocess.Popen(
         [sys.executable, "-m", "vault_mem", "index", "--rebuild", "--quiet", "--vault", str(root),
-         "--index-dir", str(index_dir), "--progress-file", str(progress)],
+         "--index-dir", str(index_dir)],
         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
+        env=held_environment("build-batch", held),
     )
-    deadline = time.monotonic() + 120
     try:
-        while time.monotonic() < deadline:  # wait until at least one batch is committed
-            if progress.exists() and '"done": 0,' not in progress.read_text() and progress.read_text():
-                break
-            assert child.poll() is None, "the build finished before it could be killed; make the vault bigger"
-            time.sleep(0.01)
-        os.killpg(child.pid, signal.SIGKILL)
+        wait_held(held, child)
     finally:
+        os.killpg(child.pid, signal.SIGKILL)
         child.wait(timeout=30)
     index = VaultIndex(root, index_dir)
     assert not index.is_complete()
-    done_before = len(index.records()) if not index.needs_build() else 0
-    assert done_before < 3000
+    done_before = len(index.records())
+    assert 0 < done_before < 3000
     sync(index, procs=1)
     assert index.is_complete()
     fresh = VaultIndex(root, tmp_path / "fresh")
@@ -126,29 +124,29 @@ def test_build_killed_half_way_is_repaired_at_next_start(tmp_path: Path) -> None
     assert snapshot(index) == snapshot(fresh)
 
 
-def test_a_build_worker_killed_fails_the_build_at_once_and_the_next_sync_repairs_it(tmp_path: Path) -> None:
+def test_a_build_worker_killed_fails_the_build_at_once_and_the_next_sync_repairs_it(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """A worker that dies (killed, out of memory) ends the build with a message naming it, at
     once and not after the other workers' batches; what was committed stays, the next sync
     finishes it."""
     import multiprocessing
     import threading
 
-    import pytest
-
-    notes = {f"d{i % 5}/n{i}.md": note(f"u{i}", f"Note {i}", "x " * 200) for i in range(4000)}
+    notes = {f"d{i % 5}/n{i}.md": note(f"u{i}", f"Note {i}", "x " * 200) for i in range(3000)}
     root = write_notes(tmp_path / "v", notes)
     index = VaultIndex(root, tmp_path / "ix")
+    held = tmp_path / "held"  # the build stops after its first batch (search/hold.py)
+    monkeypatch.setenv(HOLD_AT, f"build-batch={held}")
     killed: list[int] = []
+    ended: list[bool] = []
 
-    def kill_a_worker() -> None:
-        deadline = time.monotonic() + 120
-        while time.monotonic() < deadline and not killed:
-            for child in multiprocessing.active_children():
-                if child.pid is not None:
-                    child.kill()
-                    killed.append(child.pid)
-                    return
-            time.sleep(0.005)
+    def kill_a_worker() -> None:  # while the build holds after its first batch: workers still busy
+        wait_held(held, running=lambda: not ended)
+        child = multiprocessing.active_children()[0]
+        child.kill()
+        child.join(HANG)
+        killed.append(child.exitcode or 0)
+        held.unlink()
 
     killer = threading.Thread(target=kill_a_worker)
     killer.start()
@@ -156,11 +154,13 @@ def test_a_build_worker_killed_fails_the_build_at_once_and_the_next_sync_repairs
         with pytest.raises(RuntimeError, match="index worker stopped"):
             build(index, procs=2)
     finally:
-        killer.join(timeout=150)
-    assert killed
-    assert not index.is_complete()
+        ended.append(True)
+        held.unlink(missing_ok=True)
+        killer.join(timeout=HANG)
+    assert killed == [-signal.SIGKILL]
+    assert 0 < len(index.records()) < 3000 and not index.is_complete()
     sync(index, procs=1)
-    assert index.is_complete() and len(index.records()) == 4000
+    assert index.is_complete() and len(index.records()) == 3000
 
 
 WORDS = ["alpha", "beta", "gamma", "delta", "alphabet", "betamax", "omega", "megaphone", "über", "straße"]
@@ -234,7 +234,7 @@ def test_postings_spilled_to_run_files_index_the_same_as_postings_sorted_in_memo
     from whoosh.writing import SegmentWriter
 
     from vault_mem.search.schema import document_of, make_schema
-    from vault_mem.search.whoosh.postings import RUN_CHUNK, TermPool
+    from vault_mem.search.whoosh.postings import TermPool
     from vault_mem.vault.reader import read_note
 
     rng = random.Random(7)
@@ -261,7 +261,7 @@ def test_postings_spilled_to_run_files_index_the_same_as_postings_sorted_in_memo
     kept_runs, kept = postings(256, "kept")
     assert kept_runs == 0 and spilled_runs > 128  # more runs than files open at once: runs merged first
     assert spilled == kept
-    assert sum(len(p) for p in kept.values()) > RUN_CHUNK  # more postings than one pickled chunk
+    assert sum(len(p) for p in kept.values()) > vm_settings.current().run_chunk  # more postings than one pickled chunk
 
 
 def test_term_lengths_written_from_decoded_lengths_are_whooshs_own(tmp_path: Path, monkeypatch) -> None:
@@ -414,7 +414,7 @@ def test_a_writers_searcher_sees_the_deletions_committed_before_it(tmp_path: Pat
 def test_live_commits_fold_the_tiny_segments_they_leave(tmp_path: Path) -> None:
     """Saves one by one do not pile up segments: every few commits fold the tiny ones into the
     new one, with each note once, at its newest version (docs/index-and-scale.md)."""
-    from vault_mem.search.store import TINY_FOLD
+    from vault_mem import settings
     from vault_mem.vault.reader import read_note
 
     names = [f"n{k}.md" for k in range(5)]
@@ -428,7 +428,7 @@ def test_live_commits_fold_the_tiny_segments_they_leave(tmp_path: Path) -> None:
         (root / name).write_text(note(None, name, f"version {version} word{version}"))
         index.apply([(read_note(root, name), name)], [])
         most = max(most, len(segments_of(index)))
-    assert most <= built + TINY_FOLD
+    assert most <= built + settings.current().tiny_fold
     assert _live_paths(index) == sorted(names)
     records = index.records()
     assert all(records[name]["etag"] == read_note(root, name).etag for name in names)
@@ -439,7 +439,7 @@ def test_live_commits_fold_the_tiny_segments_they_leave(tmp_path: Path) -> None:
         assert list(searcher.docs_for_query(Term("body", "word35"))) == []  # replaced since
 
 
-def test_a_small_segments_term_sets_answer_as_whooshs_own_term_lookup(tmp_path: Path, monkeypatch) -> None:
+def test_a_small_segments_term_sets_answer_as_whooshs_own_term_lookup(tmp_path: Path, monkeypatch, tuned) -> None:
     """Segments of at most ``SET_TERMS`` documents answer ``term_docs`` from a set of each field's
     terms: for every field, every term they hold and terms they lack, the same documents as the
     hashed lookup in the terms file that larger segments use (a file name that is not UTF-8 too)."""
@@ -462,7 +462,7 @@ def test_a_small_segments_term_sets_answer_as_whooshs_own_term_lookup(tmp_path: 
         sync(index, procs=1)
     with index.searching() as searcher:
         parts = segments(searcher)
-        assert len(parts) >= 2 and all(seg.size <= segs_module.SET_TERMS for seg in parts)
+        assert len(parts) >= 2 and all(seg.size <= vm_settings.current().term_set_below for seg in parts)
         from whoosh.fields import ID, KEYWORD
 
         # term_docs is asked of the exact-term fields (a number field's terms are not text)
@@ -474,7 +474,7 @@ def test_a_small_segments_term_sets_answer_as_whooshs_own_term_lookup(tmp_path: 
                          for t in seg.reader.lexicon(field)] + ["absent", "", "coder2"]
                 for value in asked:
                     with_sets = seg.term_docs(field, value)
-                    monkeypatch.setattr(segs_module, "SET_TERMS", -1)  # the hashed lookup, as a big segment
+                    tuned(term_set_below=-1)  # the hashed lookup, as a big segment
                     fresh = segs_module.Segment(seg.reader, seg.offset)
                     assert with_sets == fresh.term_docs(field, value), (field, value)
-                    monkeypatch.setattr(segs_module, "SET_TERMS", 4096)
+                    tuned(term_set_below=4096)

@@ -14,6 +14,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 
 import pytest
+from conftest import eventually
 
 from vault_mem.runtime.lifecycle import Runtime
 from vault_mem.runtime.watcher import Watcher
@@ -123,12 +124,11 @@ def test_the_watcher_waits_for_a_held_lock_and_then_indexes(make_vault) -> None:
     try:
         with lock_held_by_another_process(vault.index):
             (vault.root / "d.md").write_text("# D\nsaved while the lock is held\n", encoding="utf-8")
-            deadline = time.monotonic() + 30
-            while watcher.wait_idle(0.0):  # until the event has reached the watcher
-                assert time.monotonic() < deadline, "the watcher saw no event"
-                time.sleep(0.01)
-            # The flush waits for the lock: the change stays pending, not dropped.
-            assert not watcher.wait_idle(1.5), "the watcher cannot have indexed it: the lock is held"
+            # The flush waits for the lock (its marker says so to other processes): the change stays
+            # pending, not dropped.
+            turns = vault.index.turns
+            eventually(lambda: (turns.folder / turns.mine).exists(), 30, "the watcher waiting for the lock")
+            assert not watcher.wait_idle(0), "the watcher cannot have indexed it: the lock is held"
         assert watcher.wait_idle(60)
         vault.index.close()
         assert "d.md" in vault.index.fingerprints()
@@ -198,13 +198,12 @@ def test_in_one_batch_a_paths_last_change_wins(make_vault) -> None:
         assert searcher.doc_count() == 2
 
 
-def test_a_commit_waits_for_a_write_between_its_file_change_and_its_submission(make_vault, monkeypatch) -> None:
+def test_a_commit_waits_for_a_write_between_its_file_change_and_its_submission(make_vault, monkeypatch, tuned) -> None:
     """Group commit gathers (search/store.py ``GATHER``): the leader, holding the commit, lets a write
     tool whose file steps are under way submit into its batch, so both land in one commit."""
-    from vault_mem.search import store
     from vault_mem.vault.reader import read_note
 
-    monkeypatch.setattr(store, "GATHER", 60.0)  # only the other write's end lets the commit go on
+    tuned(commit_gather=60.0)  # only the other write's end lets the commit go on
     vault = make_vault({"a.md": "---\ntitle: A\n---\na\n", "b.md": "---\ntitle: B\n---\nb\n"})
     index = vault.index
     joined: list[object] = []
@@ -246,15 +245,14 @@ def _recorded_sleeps(monkeypatch) -> list[float]:
     return waits
 
 
-def test_commits_under_steady_saves_are_spaced_and_a_lone_callers_are_not(make_vault, monkeypatch) -> None:
+def test_commits_under_steady_saves_are_spaced_and_a_lone_callers_are_not(make_vault, monkeypatch, tuned) -> None:
     """Under steady saves a commit starts ``SPACING`` after the last one began, the saves made
     meanwhile joining it (search/store.py); saves one after another from a lone caller never wait."""
-    from vault_mem.search import store
     from vault_mem.vault.reader import read_note
 
     vault = make_vault({f"n{k}.md": f"---\ntitle: N{k}\n---\nbody\n" for k in range(4)})
     index = vault.index
-    monkeypatch.setattr(store, "SPACING", 600.0)  # far beyond the test: any wait would be seen
+    tuned(commit_spacing=600.0)  # far beyond the test: any wait would be seen
     waits = _recorded_sleeps(monkeypatch)
 
     def note(k: int) -> tuple[object, str]:
@@ -280,13 +278,12 @@ def test_commits_under_steady_saves_are_spaced_and_a_lone_callers_are_not(make_v
     assert index.records()["n3.md"]["etag"] == note(3)[0].etag
 
 
-def test_a_spaced_commit_waits_no_longer_than_its_timeout(make_vault, monkeypatch) -> None:
-    from vault_mem.search import store
+def test_a_spaced_commit_waits_no_longer_than_its_timeout(make_vault, monkeypatch, tuned) -> None:
     from vault_mem.vault.reader import read_note
 
     vault = make_vault({"a.md": "---\ntitle: A\n---\na\n", "b.md": "---\ntitle: B\n---\nb\n"})
     index = vault.index
-    monkeypatch.setattr(store, "SPACING", 600.0)
+    tuned(commit_spacing=600.0)
     waits = _recorded_sleeps(monkeypatch)
     index.apply([(read_note(vault.root, "a.md"), "a.md")], [])
     batch = index.submit([(read_note(vault.root, "a.md"), "a.md")], [])

@@ -12,18 +12,19 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import commit_note, write_notes
+from conftest import Tuned, commit_note, write_notes
 from filelock import FileLock
+from holding import held_environment, wait_held
 from whoosh.reading import SegmentReader
 
 from vault_mem.reads.memory_search import memory_search
 from vault_mem.runtime.watcher import Watcher
 from vault_mem.search import commits, merge
 from vault_mem.search.build import build
-from vault_mem.search.commits import TINY, TINY_FOLD
-from vault_mem.search.merge import FACTOR, MERGE_LOCK, merge_all, merge_once, plan
+from vault_mem.search.merge import MERGE_LOCK, merge_all, merge_once, plan
 from vault_mem.search.store import VaultIndex
 from vault_mem.served.context import Vault, View
+from vault_mem.settings import Settings
 from vault_mem.vault.reader import read_note
 from vault_mem.vault.walk import walk_vault
 
@@ -34,7 +35,8 @@ def note(i: int, extra: str = "") -> str:
     return f"---\nid: n{i}\ntitle: Note {i}\n---\nBody of note number {i} about gardening. {extra}\n"
 
 
-def many_segments(tmp_path: Path, notes: int = 60, singles: int = 2 * FACTOR, due: bool = True) -> VaultIndex:
+def many_segments(tmp_path: Path, notes: int = 60, singles: int = 2 * Settings().merge_factor,
+                  due: bool = True) -> VaultIndex:
     """A vault of ``notes`` notes whose index holds a built segment plus ``singles`` one-note commits."""
     root = write_notes(tmp_path / "vault", {f"d{i % 3}/n{i}.md": note(i) for i in range(notes)})
     index = VaultIndex(root, tmp_path / "index")
@@ -130,46 +132,43 @@ def test_a_save_during_a_merge_is_visible_without_waiting_for_it(tmp_path: Path)
         watcher.stop()
 
 
-def test_a_merge_killed_at_any_moment_leaves_an_index_equal_to_the_files(tmp_path: Path) -> None:
-    index = many_segments(tmp_path, notes=400, singles=4 * FACTOR)
-    command = [sys.executable, "-m", "vault_mem.search.merge", str(index.dir)]
-    killed_mid_merge = 0
-    # Killed some time after it started, or after it began writing (its work folder appeared: on a
-    # busy machine a fixed delay from the start may always hit the start-up or the end).
-    moments = [("start", d) for d in (0.0, 0.05, 0.1, 0.3)] + [("writing", d) for d in (0.0, 0.02, 0.05, 0.1, 0.2, 0.4)]
-    for after, delay in moments:
-        if not plan(index.open()._read_toc().segments):
-            index.close()
-            for i in range(2 * FACTOR):  # more small commits than a live fold takes: a merge to kill
-                commit_note(index, f"d{i % 3}/n{i}.md", note(i, f"again {after} {delay} {i}"))
-        proc = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                                stderr=subprocess.DEVNULL)
-        if after == "writing":
-            began = time.monotonic() + 60
-            while time.monotonic() < began and proc.poll() is None and not (index.dir / merge.WORK_DIR).exists():
-                time.sleep(0.001)
-        deadline = time.monotonic() + delay
-        while time.monotonic() < deadline and proc.poll() is None:
-            time.sleep(0.005)
-        if proc.poll() is None:
-            killed_mid_merge += (index.dir / merge.WORK_DIR).exists()
-            proc.kill()
+@pytest.mark.parametrize("step", ["merge-writing", "merge-swap", "merge-publish"])
+def test_a_merge_killed_at_any_moment_leaves_an_index_equal_to_the_files(tmp_path: Path, step: str) -> None:
+    """Killed while it writes its segment, once it is written, and with the write lock held after
+    it moved the segment in but before the table of contents names it (each step held, then killed:
+    search/hold.py); the next merge cleans what it left."""
+    index = many_segments(tmp_path, notes=400, singles=4 * Settings().merge_factor)
+    index.close()
+    held = tmp_path / "held"
+    proc = subprocess.Popen([sys.executable, "-m", "vault_mem.runtime.tuning", str(index.dir)],
+                            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                            env=held_environment(step, held))
+    try:
+        wait_held(held, proc)
+        assert (index.dir / merge.WORK_DIR).exists()  # mid-merge
+        if step == "merge-publish":  # the merged segment is in the index folder, named by no TOC
+            wanted, present = segment_files(index)
+            assert present - wanted, "the swap has moved the merged segment in"
+    finally:
+        proc.kill()
         proc.wait(30)
-        index.close()
-        assert_index_equals_files(index)
-        assert search(index, "gardening")
-    assert killed_mid_merge, "no kill landed while a merge was writing"
-    # The next merge (or any commit) cleans what the killed ones left.
-    assert merge_all(index.dir) is not None
+    assert proc.returncode != 0, "killed, not finished"
+    assert plan(index.open()._read_toc().segments), "the killed merge changed nothing"
+    index.close()
+    assert_index_equals_files(index)
+    assert search(index, "gardening")
+    # The next merge (or any commit) cleans what the killed one left.
+    assert merge_all(index.dir)
+    assert not plan(index.open()._read_toc().segments)
     assert_index_equals_files(index)
     index.tidy()
     assert_no_debris(index)
 
 
 def test_two_processes_never_merge_at_once(tmp_path: Path) -> None:
-    index = many_segments(tmp_path, notes=200, singles=3 * FACTOR)
+    index = many_segments(tmp_path, notes=200, singles=3 * Settings().merge_factor)
     index.close()
-    command = [sys.executable, "-m", "vault_mem.search.merge", str(index.dir)]
+    command = [sys.executable, "-m", "vault_mem.runtime.tuning", str(index.dir)]
     # While another process holds the merge lock, a merge process does nothing.
     generation = index.open()._read_toc().generation
     with FileLock(str(index.dir / MERGE_LOCK)):
@@ -201,8 +200,8 @@ def test_a_merge_process_takes_a_session_of_its_own_at_the_lowest_autogroup_prio
     if not autogroup_writable():  # asked here, not as a skip mark: a mark runs its probe at every collection
         pytest.skip("no Linux autogroup scheduling that a process may lower here")
     # What `python -m vault_mem.search.merge` does first, in a child of its own as a merge is.
-    probe = ("import os; from vault_mem.search.merge import lower_priority; parent = os.getsid(0); "
-             "lower_priority(); print(os.getsid(0) == os.getpid() != parent, os.nice(0), "
+    probe = ("import os; from vault_mem.runtime.tuning import merge_gives_way; parent = os.getsid(0); "
+             "merge_gives_way(); print(os.getsid(0) == os.getpid() != parent, os.nice(0), "
              "open('/proc/self/autogroup').read().split()[-1])")
     before = subprocess.run([sys.executable, "-c", "import os; print(os.nice(0))"], capture_output=True,
                             text=True, timeout=60, check=True).stdout.split()
@@ -222,7 +221,8 @@ def test_a_parallel_build_leaves_only_the_index_in_its_folder(tmp_path: Path) ->
     assert_no_debris(index)
     segments = index.open()._read_toc().segments
     assert not plan(segments), "a cold build ends with few segments"
-    assert all(s.doc_count_all() >= merge.FLOOR for s in segments), [s.doc_count_all() for s in segments]
+    floor = Settings().merge_floor
+    assert all(s.doc_count_all() >= floor for s in segments), [s.doc_count_all() for s in segments]
     assert_index_equals_files(index)
 
 
@@ -251,26 +251,27 @@ def test_a_served_vault_merges_its_small_segments_in_the_background(make_vault) 
     vault.index.fold_at = None  # the live commits' own folding of tiny segments would merge them first
     try:
         assert runtime.wait_ready(60)
-        for i in range(FACTOR + 2):  # live commits: one small segment each, never a merge
+        for i in range(Settings().merge_factor + 2):  # live commits: one small segment each, never a merge
             commit_note(vault.index, f"d/n{i}.md", note(i, f"live {i}"))
-        assert len(vault.index.open()._read_toc().segments) > FACTOR
+        assert len(vault.index.open()._read_toc().segments) > Settings().merge_factor
         deadline = time.monotonic() + 120
         while merge.merge_due(vault.index.dir) or (runtime._merger and runtime._merger.poll() is None):
             assert time.monotonic() < deadline, "no background merge happened"
             time.sleep(0.05)
-        assert len(vault.index.open()._read_toc().segments) <= FACTOR
+        assert len(vault.index.open()._read_toc().segments) <= Settings().merge_factor
         assert_index_equals_files(vault.index)
     finally:
         runtime.stop()
 
 
-def test_a_few_edits_leave_a_built_segment_in_its_tier_and_many_merge_it_down(tmp_path: Path, monkeypatch) -> None:
+def test_a_few_edits_leave_a_built_segment_in_its_tier_and_many_merge_it_down(tmp_path: Path, monkeypatch,
+                                                                             tuned) -> None:
     """Tiers count a segment's deleted documents too (``merge.tier_size``): editing a few notes
     of a cold build's smallest segments must not drop them into the lowest tier, where the
     live commits' one-note segments are merged (that rewrote them right after every build);
     once more than half its notes are deleted, a segment is merged down and its dead dropped."""
-    monkeypatch.setattr(merge, "FLOOR", 20)
-    monkeypatch.setattr(commits, "TINY", 0)  # the tiers alone: no segment is left to the live folds here
+    tuned(merge_floor=20)
+    tuned(tiny_segment=0)  # the tiers alone: no segment is left to the live folds here
     notes = 24  # one built segment: 24 documents, tier 1 with a floor of 20
     root = write_notes(tmp_path / "vault", {f"d/n{i}.md": note(i) for i in range(notes)})
     index = VaultIndex(root, tmp_path / "index")
@@ -280,14 +281,15 @@ def test_a_few_edits_leave_a_built_segment_in_its_tier_and_many_merge_it_down(tm
     def edit(i: int) -> None:
         commit_note(index, f"d/n{i}.md", note(i, f"edited {i}"))
 
-    for i in range(FACTOR):  # 8 edits: 16 of 24 built documents live, 8 one-note segments
+    for i in range(Settings().merge_factor):  # 8 edits: 16 of 24 built documents live, 8 one-note segments
         edit(i)
     segments = index.open()._read_toc().segments
     built = max(segments, key=lambda s: s.doc_count_all())
-    assert (built.doc_count(), built.doc_count_all()) == (notes - FACTOR, notes)
+    assert (built.doc_count(), built.doc_count_all()) == (notes - Settings().merge_factor, notes)
     chosen = plan(segments)
-    assert len(chosen) == FACTOR and built not in chosen  # the one-note segments only
-    for i in range(FACTOR, FACTOR + 5):  # 11 of 24 live: under half, so it tiers by its live count
+    assert len(chosen) == Settings().merge_factor and built not in chosen  # the one-note segments only
+    factor = Settings().merge_factor
+    for i in range(factor, factor + 5):  # 11 of 24 live: under half, so it tiers by its live count
         edit(i)
     segments = index.open()._read_toc().segments
     assert any(s.segment_id() == built.segment_id() for s in plan(segments))
@@ -323,7 +325,6 @@ def test_folding_its_own_tiny_segments_from_their_notes_gives_the_index_reading_
     """A live commit folds the tiny segments this process committed from the notes they were made
     of (``commits.OwnTiny``) instead of reading them back: the same notes, terms, weights and
     lengths as the fold that reads them, deletions and notes edited twice between folds included."""
-    from vault_mem.search import commits
 
     opened: list[int] = []
     real_reader = commits.SegmentReader
@@ -371,37 +372,38 @@ def test_folding_its_own_tiny_segments_from_their_notes_gives_the_index_reading_
 
 
 def test_a_merge_leaves_the_tiny_segments_to_the_live_folds_and_is_not_voided_by_one(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+        tmp_path: Path, tuned: Tuned) -> None:
     """Under steady saves every eighth live commit folds the tiny segments in. A merge that took
     them too found them gone at its swap and voided its work (the segments then piled up to 40);
     it now merges the others, and takes tiny segments only when more piled up than a fold takes."""
-    monkeypatch.setattr(merge, "FLOOR", 30)  # the built segment of 40 notes is in the tier above
+    tuned(merge_floor=30)  # the built segment of 40 notes is in the tier above
     root = write_notes(tmp_path / "vault", {f"built/n{i}.md": note(i) for i in range(40)})
     index = VaultIndex(root, tmp_path / "index")
     build(index, procs=1)
-    notes = {f"d/n{i}.md": note(i) for i in range(FACTOR * 25 + TINY_FOLD)}
+    notes = {f"d/n{i}.md": note(i) for i in range(Settings().merge_factor * 25 + Settings().tiny_fold)}
     write_notes(root, notes)
     rels = sorted(notes)
-    for batch in range(FACTOR):  # eight small segments above the tiny size: a merge is due
+    for batch in range(Settings().merge_factor):  # eight small segments above the tiny size: a merge is due
         index.apply([(read_note(root, rel), rel) for rel in rels[batch * 25:(batch + 1) * 25]], [])
-    for rel in rels[FACTOR * 25:]:  # and as many tiny ones as the next live commit folds
+    for rel in rels[Settings().merge_factor * 25:]:  # and as many tiny ones as the next live commit folds
         index.apply([(read_note(root, rel), rel)], [])
     segments = index.open()._read_toc().segments
-    assert sum(s.doc_count_all() <= TINY for s in segments) == TINY_FOLD
+    assert sum(s.doc_count_all() <= Settings().tiny_segment for s in segments) == Settings().tiny_fold
     chosen = plan(segments)
-    assert len(chosen) == FACTOR and all(s.doc_count_all() > TINY for s in chosen)
+    assert len(chosen) == Settings().merge_factor and all(s.doc_count_all() > Settings().tiny_segment for s in chosen)
 
     def live_commit_meanwhile() -> None:  # folds the tiny segments, as the next save does
         commit_note(index, rels[0], note(0, "saved during the merge"))
 
     result = merge_once(index.dir, before_swap=live_commit_meanwhile)
-    assert result is not None and result.merged == FACTOR
+    assert result is not None and result.merged == Settings().merge_factor
     left = index.open()._read_toc().segments
     # The built segment, the merged one, and the live commit's with the tiny ones folded in.
-    assert sorted(s.doc_count_all() for s in left) == [TINY_FOLD + 1, 40, FACTOR * 25]
+    assert sorted(s.doc_count_all() for s in left) == [Settings().tiny_fold + 1, 40, Settings().merge_factor * 25]
     assert_index_equals_files(index)
     # With more tiny segments than a fold takes (no live commit folds them), the merge takes them.
     index.fold_at = None
-    for i in range(TINY_FOLD + 1):
+    for i in range(Settings().tiny_fold + 1):
         commit_note(index, rels[i], note(i, f"again {i}"))
-    assert sum(s.doc_count_all() <= TINY for s in plan(index.open()._read_toc().segments)) == TINY_FOLD + 2
+    tiny = [s for s in plan(index.open()._read_toc().segments) if s.doc_count_all() <= Settings().tiny_segment]
+    assert len(tiny) == Settings().tiny_fold + 2

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 from conftest import commit_note, commit_removal
 
-from vault_mem.served.context import MAX_ANSWER_CHARS
+from vault_mem import settings
 
 pytestmark = pytest.mark.anyio
 
@@ -161,7 +161,7 @@ async def test_hints_stay_short_whatever_the_caller_passed(make_vault, mcp_sessi
     for reply in (answer, listed, recalled):
         assert reply["status"] == "none"
         assert len(json.dumps(reply["hints"])) < 2_000, reply["hints"]
-        assert len(json.dumps(reply)) < MAX_ANSWER_CHARS
+        assert len(json.dumps(reply)) < settings.current().max_answer_chars
         assert all(len(h) < 400 for h in reply["hints"])
     assert any("137 more tags match no memory" in h for h in recalled["hints"])
     assert len(answer["hints"]) == 6 and answer["hints"][-1].startswith("26 more words no note holds: ")

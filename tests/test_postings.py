@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 from whoosh import index as whoosh_index
 from whoosh.writing import SegmentWriter
 
+from vault_mem import settings as vm_settings
 from vault_mem.search.schema import document_of, make_schema
 from vault_mem.search.whoosh import parts as whoosh_parts
 from vault_mem.search.whoosh import postings
@@ -142,7 +143,7 @@ def test_terms_of_few_postings_keep_them_in_their_term_info_and_read_back_as_who
             whoosh_index.open_dir(str(tmp_path / "whoosh")).reader() as theirs:
         for field, tbytes in ours.all_terms():
             info = ours.term_info(field, tbytes)
-            assert info.is_inlined() == (info.doc_frequency() <= whoosh_parts.INLINE_POSTINGS)
+            assert info.is_inlined() == (info.doc_frequency() <= vm_settings.current().inline_postings)
             assert not theirs.term_info(field, tbytes).is_inlined()  # Whoosh's writer never inlines
             inlined[info.is_inlined()] += 1
             if field == "body":
@@ -228,7 +229,7 @@ def test_a_live_commits_segment_is_made_in_memory_and_written_as_one_packed_file
 
 @settings(max_examples=300, deadline=None)
 @given(st.lists(st.tuples(st.floats(0.0, 1e6, width=32), st.integers(0, 200_000), st.binary(max_size=6)),
-                min_size=1, max_size=whoosh_parts.INLINE_POSTINGS),
+                min_size=1, max_size=vm_settings.current().inline_postings),
        st.integers(0, 2**31), st.booleans())
 def test_an_inlined_term_info_is_the_bytes_whooshs_term_info_makes(postings: list[tuple[float, int, bytes]],
                                                                    first: int, with_values: bool) -> None:

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from vault_mem.served.context import MAX_ANSWER_CHARS
+from vault_mem import settings
 from vault_mem.vault.frontmatter import split_frontmatter
 
 pytestmark = pytest.mark.anyio
@@ -159,7 +159,7 @@ async def test_body_paging_walks_every_character_once(make_vault, mcp_session, b
         while True:
             a = await c.call("memory_read", ref="big", offset=offset, max_chars=max_chars)
             assert a["status"] == "ok" and a["offset"] == offset
-            assert size(a) < MAX_ANSWER_CHARS
+            assert size(a) < settings.current().max_answer_chars
             assert 0 < len(a["body"]) <= max_chars
             assert a["body_chars"] == len(expected) and a["est_tokens"] == -(-len(expected) // 4)
             pages.append(a["body"])
@@ -199,7 +199,7 @@ async def test_huge_record_is_cut_and_says_so(make_vault, mcp_session):
         offset = 0
         while True:
             a = await c.call("memory_read", ref="huge", offset=offset)
-            assert a["status"] == "ok" and size(a) < MAX_ANSWER_CHARS
+            assert a["status"] == "ok" and size(a) < settings.current().max_answer_chars
             pages.append(a["body"])
             if "next_offset" not in a:
                 break
@@ -362,7 +362,7 @@ async def test_list_domains_pages_within_the_bound(make_vault, mcp_session):
         offset = 0
         while True:
             a = await c.call("list_domains", offset=offset)
-            assert a["status"] == "ok" and size(a) < MAX_ANSWER_CHARS
+            assert a["status"] == "ok" and size(a) < settings.current().max_answer_chars
             seen += [r["domain"] for r in a["domains"]]
             pages += 1
             if "next_offset" not in a:

@@ -17,7 +17,8 @@ from typing import Any
 
 import anyio
 import pytest
-from conftest import SAMPLE_VAULT, ToolClient, eventually, write_notes
+from conftest import SAMPLE_VAULT, ToolClient, Tuned, eventually, write_notes
+from holding import held_environment, wait_held
 from mcp import Client, StdioServerParameters
 
 from vault_mem.mcp_server.app import build_server
@@ -124,12 +125,14 @@ def notes_committed(root: Path) -> int:
 async def test_a_build_stopped_with_its_server_keeps_its_batches_and_the_next_session_finishes_it(
         tmp_path: Path) -> None:
     root = many_notes(tmp_path / "vault", 4000)  # a parallel build: batches of 1,000 published as they end
-    env = {k: v for k, v in os.environ.items() if not k.startswith("VAULT_MEM_")}
+    held = tmp_path / "held"  # the build child stops after its first batch until Ctrl-C (search/hold.py)
     server = subprocess.Popen([sys.executable, "-m", "vault_mem", "serve", "--vault", str(root)],
                               stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                              start_new_session=True, env=env)
+                              start_new_session=True, env=held_environment("build-batch", held))
     try:
-        kept = eventually(lambda: notes_committed(root), timeout=HANG, what="a first batch committed")
+        wait_held(held, server)
+        kept = notes_committed(root)
+        assert kept > 0, "the held build has published its first batch"
         os.killpg(server.pid, signal.SIGINT)  # Ctrl-C: the server stops its build child at once
         _, err = server.communicate(timeout=HANG)
     finally:
@@ -137,9 +140,7 @@ async def test_a_build_stopped_with_its_server_keeps_its_batches_and_the_next_se
             os.killpg(server.pid, signal.SIGKILL)
             server.communicate()
     assert server.returncode == 130 and b"Traceback" not in err, err
-    index = VaultIndex(root)
-    if index.is_complete():
-        pytest.skip("the build finished before the signal arrived")
+    assert not VaultIndex(root).is_complete()
     assert notes_committed(root) >= kept  # what the stopped build committed is still there
 
     async with Client(serve(root), mode="legacy") as client:
@@ -249,13 +250,12 @@ async def test_a_held_watcher_applies_what_it_heard_once_released(tmp_path: Path
 
 
 async def test_the_start_up_check_lets_the_first_calls_go_first_and_gives_way_to_calls(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+        tmp_path: Path, tuned: Tuned) -> None:
     """Once the server is loaded, the check of an existing index does not start while a call is in
     flight (nor for a moment after one), and while it walks it pauses now and then for a call in
     flight; it still ends (runtime/lifecycle.py)."""
-    import vault_mem.runtime.lifecycle as lifecycle
 
-    monkeypatch.setattr(lifecycle, "GIVE_WAY_EVERY", 1)
+    tuned(check_give_way_every=1)
     root = write_notes(tmp_path / "v", {f"n{i}.md": f"# Note {i}\n\nabout queues\n" for i in range(5)})
     index = VaultIndex(root)
     sync(index)
@@ -275,7 +275,7 @@ async def test_the_start_up_check_lets_the_first_calls_go_first_and_gives_way_to
     try:
         with runtime.answering():  # a call in flight as the server finishes loading
             loaded.set()
-            time.sleep(1.0)  # a window in which a check that did not wait would have walked
+            eventually(lambda: runtime.waited_for_calls, timeout=HANG, what="the check waiting for the call")
             assert not calls_seen and not runtime.wait_ready(0)
         assert walking.wait(HANG)
         assert calls_seen and not any(calls_seen)  # it started once no call was in flight

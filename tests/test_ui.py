@@ -21,6 +21,7 @@ from mcp import Client
 from mcp.client.extension import advertise
 from serving import free_port
 
+from vault_mem import settings
 from vault_mem.history import journal
 from vault_mem.mcp_server.app import build_server
 from vault_mem.served.keys import add_agent
@@ -91,7 +92,7 @@ async def test_undoing_one_change_keeps_the_agents_other_changes_and_a_persons_l
     assert (root / "beta.md").read_bytes() == beta_now
     again = api.undo_change(vault, None, changes[1]["id"])  # a second undo finds nothing to do
     assert again["restored"] == [] and (root / "alpha.md").read_bytes() == original
-    assert journal.entries(vault.index.dir)[-1].tool == "undo"
+    assert journal.entries(vault.index.history_dir)[-1].tool == "undo"
     with pytest.raises(Exception, match="no change"):
         undo.find_change(vault.index, "0" * 20)
 
@@ -104,7 +105,7 @@ def test_a_session_cookie_cannot_be_forged_or_outlive_its_time(tmp_path: Path) -
     signature = cookie.split(".")[1]
     owner_payload = auth.new_session(b"x" * 32, None, now=1000.0)[1].split(".")[0]
     assert auth.read_session(secret, f"{owner_payload}.{signature}", now=1001.0) is None  # another payload
-    assert auth.read_session(secret, cookie, now=1000.0 + auth.SESSION_TTL + 1) is None
+    assert auth.read_session(secret, cookie, now=1000.0 + settings.current().ui_session_ttl + 1) is None
     assert auth.read_session(b"y" * 32, cookie, now=1001.0) is None
     assert auth.read_session(secret, "garbage", now=1001.0) is None
     code = auth.issue_login(tmp_path)

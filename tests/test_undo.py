@@ -16,6 +16,7 @@ from conftest import open_vault, write_notes
 from git_helpers import commit_all, git, git_env, new_repo
 from mcp import Client
 
+from vault_mem import settings
 from vault_mem.cli import main
 from vault_mem.history import journal
 from vault_mem.mcp_server.app import build_server
@@ -171,27 +172,27 @@ async def test_undo_with_git_commit_is_one_commit(tmp_path: Path, capsys) -> Non
     assert code == 1 and "--git-commit: only with --apply" in err
 
 
-def test_the_journal_is_bounded_by_age_and_size_and_kept_through_a_rebuild(tmp_path: Path, monkeypatch) -> None:
+def test_the_journal_is_bounded_by_age_and_size_and_kept_through_a_rebuild(tmp_path: Path, tuned) -> None:
     vault = open_vault(write_notes(tmp_path / "v", {"a.md": "# A\n"}))
-    index_dir = vault.index.dir
+    index_dir = vault.index.history_dir
     change = {"path": "a.md", "fsrel": "a.md", "title": "A", "uid": "a", "after": b"new"}
     assert journal.record(index_dir, "coder", "memory_edit", [change | {"before": b"x" * 1000}]) is None
     assert journal.record(index_dir, "coder", "memory_edit", [change | {"before": b"y" * 1000}]) is None
     vault.index.create()  # a rebuild empties the index folder, but not the journal
     assert [e.before for e in journal.entries(index_dir)] == [journal.digest(b"x" * 1000), journal.digest(b"y" * 1000)]
-    monkeypatch.setattr(journal, "MAX_BYTES", 1500)  # room for one earlier content
+    tuned(journal_max_bytes=1500)  # room for one earlier content
     assert journal.prune(index_dir) == 1
     [kept] = journal.entries(index_dir)
     assert journal.blob(index_dir, kept.before or "") == b"y" * 1000
     assert journal.blob(index_dir, journal.digest(b"x" * 1000)) is None  # its content went with it
-    assert journal.prune(index_dir, now=time.time() + (journal.MAX_AGE_DAYS + 1) * 86400) == 1
+    assert journal.prune(index_dir, now=time.time() + (settings.current().journal_max_age_days + 1) * 86400) == 1
     assert journal.entries(index_dir) == [] and not list((index_dir / "journal" / "blobs").iterdir())
 
 
-def test_the_journal_is_pruned_only_past_a_limit_and_then_to_a_tenth_under_it(tmp_path: Path, monkeypatch) -> None:
+def test_the_journal_is_pruned_only_past_a_limit_and_then_to_a_tenth_under_it(tmp_path: Path, tuned) -> None:
     index_dir = tmp_path / "ix"
-    monkeypatch.setattr(journal, "MAX_ENTRIES", 10)
-    monkeypatch.setattr(journal, "PRUNE_EVERY", 0.0)  # every record looks at the limits
+    tuned(journal_max_entries=10)
+    tuned(journal_prune_every=0.0)  # every record looks at the limits
     entries_file = journal.journal_dir(index_dir) / journal.ENTRIES
     counts, rewrites, last = [], 0, None
     for i in range(14):

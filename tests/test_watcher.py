@@ -10,7 +10,6 @@ import os
 import shutil
 import sys
 import threading
-import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -463,17 +462,17 @@ def test_files_that_are_not_notes_need_no_look_at_the_index(live) -> None:
     assert looked and has_path(vault.index, "b/new.md")
 
 
-def test_a_save_heard_before_its_submission_is_left_to_its_write_tool(live, monkeypatch) -> None:
+def test_a_save_heard_before_its_submission_is_left_to_its_write_tool(live, monkeypatch, tuned) -> None:
     """Under load a write tool can be slow between its file change and its submission: the
     watcher waits for those file steps, then finds the save submitted and indexes nothing."""
-    monkeypatch.setattr(watcher_module, "STEPS_WAIT", 120.0)  # a slow machine: no give-up here
+    tuned(watch_steps_wait=120.0)  # a slow machine: no give-up here
     vault, w = live(BASE)
     settle(w)
     indexed, written = w.indexed, vault.index.written
     written.begin()  # what a write tool does before it changes a file (writes/tools.py)
     try:
         (vault.root / "a/new.md").write_text(note("New", "saved by a tool", uid="n1"))
-        time.sleep(0.5)  # ten debounces: without the wait the watcher has indexed it by now
+        eventually(lambda: written.waiting, 60, "the watcher heard the save and waits for the tool's steps")
         assert not has_path(vault.index, "a/new.md")
         vault.index.settle(vault.index.submit([(read_note(vault.root, "a/new.md"), "a/new.md")], []))
     finally:

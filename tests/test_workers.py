@@ -26,6 +26,8 @@ from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.types import TextContent
 
+from vault_mem import settings
+
 pytestmark = pytest.mark.anyio
 
 NOTES = {f"work/n{i}.md": f"---\nid: n{i}\ntitle: Note {i}\n---\nAbout the queue, part {i}.\n" for i in range(20)}
@@ -201,10 +203,9 @@ def thread_nice(task: Path) -> int | None:
 def test_workers_share_the_parents_session_and_the_serving_one_gives_way_to_the_writer(served: Served) -> None:
     """A Ctrl-C in the terminal reaches the parent alone (its workers are in other process groups),
     while the workers stay in its session: Linux shares the CPU between sessions first
-    (mcp_server/workers.py, _own_group). Worker 2, and every thread it runs, is ``SERVING_NICE``
+    (mcp_server/workers.py, _own_group). Worker 2, and every thread it runs, is ``serving_nice``
     below worker 1. Each ignores SIGTTOU, which a terminal set to ``stty tostop`` sends a
     background process that writes to it."""
-    from vault_mem.mcp_server.workers import SERVING_NICE
 
     pids = served.pids()
     deadline = time.monotonic() + 120
@@ -216,7 +217,7 @@ def test_workers_share_the_parents_session_and_the_serving_one_gives_way_to_the_
     for number, pid in enumerate(pids, 1):
         assert os.getpgid(pid) == pid != os.getpgid(parent)
         assert os.getsid(pid) == os.getsid(parent)
-        expected = min(19, base + (SERVING_NICE if number > 1 else 0))  # 19: the lowest priority
+        expected = min(19, base + (settings.current().serving_nice if number > 1 else 0))  # 19: the lowest priority
         assert os.getpriority(os.PRIO_PROCESS, pid) == expected
         tasks = Path(f"/proc/{pid}/task")
         if tasks.exists():  # Linux: a nice value per thread
@@ -340,16 +341,16 @@ async def test_a_write_call_passed_to_the_writer_needs_the_secret_and_comes_back
 
 
 def test_the_writer_worker_takes_the_interpreter_lock_back_quickly() -> None:
-    """Worker 1 of several (mcp_server/transports.py calls this before it takes write calls) runs
-    with a switch interval a tenth of Python's default, so that a write's many short waits on the
-    disk do not each wait for a computing thread's 5 ms turn."""
-    from vault_mem.mcp_server.delegate import SWITCH_INTERVAL, take_writes_quickly
+    """Worker 1 of several (cli/serve.py calls this before it takes write calls) runs with a switch
+    interval a tenth of Python's default, so that a write's many short waits on the disk do not
+    each wait for a computing thread's 5 ms turn."""
+    from vault_mem.runtime.tuning import writer_takes_writes_quickly
 
     before = sys.getswitchinterval()
     try:
-        take_writes_quickly()
-        assert sys.getswitchinterval() == pytest.approx(SWITCH_INTERVAL)
-        assert before / 5 >= SWITCH_INTERVAL
+        writer_takes_writes_quickly()
+        assert sys.getswitchinterval() == pytest.approx(settings.current().writer_switch_interval)
+        assert before / 5 >= settings.current().writer_switch_interval
     finally:
         sys.setswitchinterval(before)
 
@@ -377,7 +378,7 @@ async def test_worker_1s_write_socket_checks_the_secret_first_and_bounds_its_thr
     huge is refused unread (once it buffered up to 64 MiB); connections beyond write_threads(2)
     are closed at once and worker 1 never runs more threads than that for them; a connection
     that sends nothing is closed after SECRET_WAIT; then a write through worker 2 still works."""
-    from vault_mem.mcp_server.delegate import FRAME, MAX_FRAME, SECRET_WAIT, write_threads
+    from vault_mem.mcp_server.delegate import FRAME, MAX_FRAME, write_threads
 
     await ready(served)
     writer = served.pids()[0]
@@ -387,7 +388,8 @@ async def test_worker_1s_write_socket_checks_the_secret_first_and_bounds_its_thr
         huge.sendall(FRAME.pack(MAX_FRAME))  # "the secret is MAX_FRAME bytes long"
         assert closed_by_the_server(huge)
     bound = write_threads(2)
-    silent = [socket.create_connection(("127.0.0.1", port), timeout=SECRET_WAIT + 60) for _ in range(bound + 10)]
+    wait = settings.current().delegate_secret_wait + 60
+    silent = [socket.create_connection(("127.0.0.1", port), timeout=wait) for _ in range(bound + 10)]
     try:
         threads = len(os.listdir(f"/proc/{writer}/task"))
         assert threads <= baseline + bound, (baseline, threads)

@@ -103,7 +103,7 @@ def test_edits_of_one_note_from_many_threads_lose_nothing(make_vault) -> None:
     assert failures == []
     text = (vault.root / "a.md").read_text()
     assert all(f"paragraph {n}\n" in text for n in range(40))
-    entries = [e for e in journal.entries(vault.index.dir) if e.path == "a.md"]
+    entries = [e for e in journal.entries(vault.index.history_dir) if e.path == "a.md"]
     assert len(entries) == 40
     # In the order of the writes: each one's "before" is what the one before it left.
     assert all(later.before == earlier.after for earlier, later in itertools.pairwise(entries))

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from conftest import Tuned
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -460,8 +461,8 @@ def test_create_exclusive_never_overwrites(tmp_path: Path) -> None:
     assert sorted(os.listdir(first.parent)) == ["NOTE 2.md", "Note 1.md", "Note.md"]
 
 
-def test_create_exclusive_lists_a_folder_again_only_once_it_changed(tmp_path: Path,
-                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+def test_create_exclusive_lists_a_folder_again_only_once_it_changed(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, tuned: Tuned) -> None:
     from vault_mem.vault import writer
 
     listed: list[Path] = []
@@ -476,7 +477,7 @@ def test_create_exclusive_lists_a_folder_again_only_once_it_changed(tmp_path: Pa
     assert create_exclusive(tmp_path, "b.md", b"3").name == "b 1.md"
     assert len(listed) == 2
     assert sorted(os.listdir(tmp_path)) == ["A 1.md", "B.md", "a.md", "b 1.md"]
-    monkeypatch.setattr(writer, "NAMES_FRESH", 0.0)  # a listing serves for a while only, changed or not
+    tuned(names_fresh=0.0)  # a listing serves for a while only, changed or not
     create_exclusive(tmp_path, "c.md", b"4")
     assert len(listed) == 3
 

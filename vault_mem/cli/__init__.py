@@ -31,6 +31,7 @@ from vault_mem.cli import (  # noqa: F401  (each registers its commands)
     notehistory,
     queries,
     serve,
+    tidy,
     ui,
 )
 from vault_mem.cli.app import COMMANDS, PROG, UsageError, parse, print_command_list
@@ -61,8 +62,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     previous = None
     try:
         previous = _sigterm_as_interrupt()
+        from vault_mem import settings
         from vault_mem.search.api import install_whoosh_patches  # the composition root: once, here
 
+        settings.configure(settings.from_environment(os.environ))
         install_whoosh_patches()
         return command.run(args)
     except VaultMemError as exc:

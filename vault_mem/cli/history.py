@@ -8,6 +8,7 @@ import argparse
 import datetime as dt
 from typing import Any
 
+from vault_mem import settings
 from vault_mem.cli.app import PROG, Command, register
 from vault_mem.cli.common import open_index, print_json, say, up_to_date
 from vault_mem.cli.output import plural, table
@@ -40,17 +41,19 @@ def log_options(parser: argparse.ArgumentParser) -> None:
 
 
 def cmd_log(args: argparse.Namespace) -> int:
-    from vault_mem.history.journal import MAX_AGE_DAYS
-    from vault_mem.writes.undo import log
+    from vault_mem.writes.undo import dropped, log
 
     agent, since = _agent(args.agent, "--agent"), _when(args.since)
-    rows = log(open_index(args, doing="read its journal"), agent, since)
+    index = open_index(args, doing="read its journal")
+    rows, gone = log(index, agent, since), dropped(index, agent, since)
     if args.json:
-        print_json({"status": "ok", "count": len(rows), "changes": rows})
+        print_json({"status": "ok", "count": len(rows), "changes": rows, "dropped": gone})
         return 0
+    _say_dropped(gone)
     if not rows:
+        days = settings.current().journal_max_age_days
         say("no changes by write tools " + (f"of agent {agent} " if agent else "")
-            + (f"since {args.since} " if since else "") + f"in the journal (it keeps {MAX_AGE_DAYS} days)")
+            + (f"since {args.since} " if since else "") + f"in the journal (it keeps {days} days)")
         return 0
     lines = table(("time", "agent", "change", "note"),
                   [(r["time"].replace("+00:00", "Z"), r["agent"], r["kind"],
@@ -59,12 +62,20 @@ def cmd_log(args: argparse.Namespace) -> int:
     return 0
 
 
+def _say_dropped(gone: list[dict[str, Any]]) -> None:
+    for item in gone:
+        say(f"history dropped: {plural(item['changes'], 'older change')} of agent {item['agent']}, up to "
+            f"{item['until'].replace('+00:00', 'Z')} ({item['why']}); neither log nor undo reaches them")
+
+
 register(Command(
     name="log",
     summary="what the write tools changed, by which agent, newest first",
     description="List every change the write tools made (write, edit, supersede, close, delete) and every "
-                "undo, newest first, with the agent, the note and the time, from the journal kept beside "
-                f"the index (30 days at most; see docs/sharing.md). {PROG} undo puts an agent's changes back.",
+                "undo, newest first, with the agent, the note and the time, from the journal kept in the "
+                "history folder beside the index (30 days at most, and a share per agent; see docs/sharing.md). "
+                "When the journal had to drop an agent's older changes, it says so first. "
+                f"{PROG} undo puts an agent's changes back.",
     examples=("vault-mem log --vault ~/notes", "vault-mem log --vault ~/notes --agent coder --since 2h",
               "vault-mem log --vault ~/notes --since 2026-05-01 --json"),
     run=cmd_log, add_options=log_options,
@@ -83,7 +94,7 @@ def undo_options(parser: argparse.ArgumentParser) -> None:
 
 
 def cmd_undo(args: argparse.Namespace) -> int:
-    from vault_mem.writes.undo import apply, plan
+    from vault_mem.writes.undo import apply, dropped, plan
 
     agent = _agent(args.agent, "--agent")
     since = _when(args.since)
@@ -92,9 +103,11 @@ def cmd_undo(args: argparse.Namespace) -> int:
         raise InvalidInput("--git-commit", "only with --apply: without it nothing is changed, so nothing to commit")
     index = open_index(args, doing="undo in it")
     steps = plan(index, agent, since)
-    todo = [s for s in steps if s.action != "leave"]
+    todo = [s for s in steps if s.action not in ("leave", "refuse")]
     left = [s.public() for s in steps if s.action == "leave"]
-    answer: dict[str, Any] = {"status": "ok", "agent": agent, "since": since.isoformat(), "applied": args.apply}
+    answer: dict[str, Any] = {"status": "ok", "agent": agent, "since": since.isoformat(), "applied": args.apply,
+                              "refused": [s.public() for s in steps if s.action == "refuse"],
+                              "dropped": dropped(index, agent, since)}
     if args.apply:
         result = apply(index, todo, agent, since, git_commit=args.git_commit)
         answer |= {"restored": result["done"], "left": left + result["failed"], "warnings": result["warnings"]}
@@ -111,14 +124,17 @@ def cmd_undo(args: argparse.Namespace) -> int:
 
 def _print_undo(answer: dict[str, Any], agent: str, since: str) -> None:
     done = answer.get("restored", answer.get("would_restore", []))
-    left = answer["left"]
-    if not done and not left:
+    left, refused = answer["left"], answer["refused"]
+    _say_dropped(answer["dropped"])
+    if not done and not left and not refused:
         say(f"agent {agent} changed no note since {since} (as far as the journal goes back)")
         return
     verb = "put back" if answer["applied"] else "would put back"
     rows = [(s["action"], s["path"], s["reason"]) for s in done] + [("left", s["path"], s["reason"]) for s in left]
+    rows += [("refused", s["path"], s["reason"]) for s in refused]
     print("\n".join(table(("action", "note", "why"), rows, flexible=(2, 1))))
     say(f"{verb} {plural(len(done), 'note')}, left {plural(len(left), 'note')} alone"
+        + (f", refused {plural(len(refused), 'path')} the journal names" if refused else "")
         + ("" if answer["applied"] or not done else "; run again with --apply to do it"))
     for warning in answer.get("warnings", []):
         say(warning)
@@ -131,8 +147,9 @@ register(Command(
                 "before the agent's first change in that window; with --apply, do it: an edited or closed note "
                 "gets its earlier content, a deleted note comes back from .trash/, a note the agent wrote (or "
                 "superseded with) goes to .trash/. A note someone else changed after the agent is listed and "
-                "left alone. Works with and without git, from the journal kept beside the index "
-                "(docs/sharing.md).",
+                "left alone; a path no write tool may touch (outside the vault, in a hidden folder, not a .md "
+                "note) is listed as refused and never touched. Works with and without git, from the journal "
+                "kept in the history folder beside the index (docs/sharing.md).",
     examples=("vault-mem undo --vault ~/notes --agent coder --since 2h",
               "vault-mem undo --vault ~/notes --agent coder --since 2026-05-01T09:00 --apply --git-commit"),
     run=cmd_undo, add_options=undo_options,

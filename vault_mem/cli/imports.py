@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from vault_mem import settings
 from vault_mem.cli.app import Command, register
 from vault_mem.cli.common import check_likely_vault, print_json, progress_bar, say, vault_root
 from vault_mem.cli.output import plural, visible
@@ -16,7 +17,6 @@ from vault_mem.imports import FORMATS
 if TYPE_CHECKING:
     from vault_mem.imports.notes import Report
 
-SHOWN = 20  # conflicts and skipped lines listed for a person; --json lists them all
 
 
 def import_options(parser: argparse.ArgumentParser) -> None:
@@ -74,7 +74,7 @@ class _Journal:
 
     def __call__(self, changes: list[dict[str, Any]]) -> None:
         from vault_mem.errors import VaultMemError
-        from vault_mem.history import journal
+        from vault_mem.history import journal, kept
         from vault_mem.search.api import usable_index_dir
 
         try:
@@ -83,7 +83,7 @@ class _Journal:
         except VaultMemError as exc:
             warning: str | None = f"the notes are written, but not journaled for undo: {exc}"
         else:
-            warning = journal.record(self.index_dir, self.agent, "import", changes)
+            warning = journal.record(kept.history_dir(self.index_dir), self.agent, "import", changes)
         if warning and warning not in self.warnings:
             self.warnings.append(warning)
 
@@ -126,6 +126,7 @@ def _answer(report: Report, root: Path, agent: str, warnings: list[str]) -> dict
 
 
 def _print_report(report: Report, root: Path, source: Path, agent: str, warnings: list[str]) -> None:
+    config = settings.current()
     counts = report.counts()
     verb = "would import" if report.dry_run else "imported"
     say(f"{verb} {source.name} ({report.format}) into {root}: "
@@ -138,9 +139,9 @@ def _print_report(report: Report, root: Path, source: Path, agent: str, warnings
                          ("skipped", [f"{s.where}: {s.reason}" for s in report.skipped])):
         if items:
             lines.append(f"{title}:")
-            lines += [f"  {item}" for item in items[:SHOWN]]
-            if len(items) > SHOWN:
-                lines.append(f"  ... and {len(items) - SHOWN:,} more (--json lists them all)")
+            lines += [f"  {item}" for item in items[:config.import_shown]]
+            if len(items) > config.import_shown:
+                lines.append(f"  ... and {len(items) - config.import_shown:,} more (--json lists them all)")
     if report.imported_nothing():
         lines.append(f"nothing {'would be' if report.dry_run else 'was'} imported: "
                      + ("every record was skipped (above)" if report.skipped else "the source holds no record")

@@ -25,7 +25,8 @@ PROBLEMS_FOUND = 3  # doctor's exit status when the vault has files with problem
 
 def index_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--rebuild", action="store_true",
-                        help="throw the index away and build it again from the files")
+                        help="throw the index away and build it again from the files (the undo history, "
+                        "kept apart, is not touched)")
     parser.add_argument("--quiet", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--progress-file", type=Path, default=None, help=argparse.SUPPRESS)
     add_meaning_option(parser)

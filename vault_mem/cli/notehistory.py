@@ -7,31 +7,32 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING, Any
 
+from vault_mem import settings
 from vault_mem.cli.app import Command, register
 from vault_mem.cli.common import print_answer, print_json, run_query, say
 from vault_mem.cli.output import plural, table, visible
 from vault_mem.errors import InvalidInput, NotFound
-from vault_mem.reads.githistory import MAX_HISTORY
 
 if TYPE_CHECKING:
     from vault_mem.search.api import VaultIndex
 
-DEFAULT_COMMITS = 20
 
 
 def history_options(parser: argparse.ArgumentParser) -> None:
+    config = settings.current()
     parser.add_argument("ref", metavar="REF",
                         help="the note: its id, permalink, path, file name, title or alias (quote spaces); a "
                              "deleted note by the path, id or title the journal names")
-    parser.add_argument("--limit", default=None, metavar=f"1..{MAX_HISTORY}",
-                        help=f"how many git commits to show at most (default {DEFAULT_COMMITS})")
+    parser.add_argument("--limit", default=None, metavar=f"1..{config.max_history}",
+                        help=f"how many git commits to show at most (default {config.cli_history_default})")
 
 
 def _limit(text: str | None) -> int:
+    config = settings.current()
     if text is None:
-        return DEFAULT_COMMITS
-    if not text.strip().isdigit() or not 1 <= int(text) <= MAX_HISTORY:
-        raise InvalidInput("--limit", f"{text[:40]!r} is not a count of commits: give 1..{MAX_HISTORY}")
+        return config.cli_history_default
+    if not text.strip().isdigit() or not 1 <= int(text) <= config.max_history:
+        raise InvalidInput("--limit", f"{text[:40]!r} is not a count of commits: give 1..{config.max_history}")
     return int(text)
 
 
@@ -98,7 +99,6 @@ def _gone(args: argparse.Namespace) -> int:
 
 
 def _print_history(a: dict[str, Any]) -> None:
-    from vault_mem.history.journal import MAX_AGE_DAYS
 
     rows = [(r["time"].replace("+00:00", "Z"), r["agent"], r["kind"],
              r["path"] + (f" -> {r['trash']}" if r.get("trash") else "")) for r in a["changes"]]
@@ -108,7 +108,8 @@ def _print_history(a: dict[str, Any]) -> None:
     print(visible(f"{a['title']} ({a['permalink'] or a['path'] + ', not in the vault now'})"))
     if rows:
         print("\n".join(table(("time", "by", "change", "note or commit"), rows, flexible=(3, 1))))
-    said = [plural(len(a["changes"]), "change") + f" by write tools (the journal keeps {MAX_AGE_DAYS} days)"]
+    days = settings.current().journal_max_age_days
+    said = [plural(len(a["changes"]), "change") + f" by write tools (the journal keeps {days} days)"]
     if a["commits"] is None:
         said.append("no git history" + ("" if a["permalink"] is None else " (the vault is not a git work tree)"))
     else:

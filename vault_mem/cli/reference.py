@@ -20,7 +20,10 @@ INTRO = """\
 from the same parser (`python -m vault_mem.cli.reference > docs/cli.md`).
 
 - **The vault** comes from `--vault PATH`, else `$VAULT_MEM_VAULT`. The index lives in
-  `<vault>/.vault-mem/` unless `--index-dir` says otherwise (see [the vault format](vault-format.md)).
+  `<vault>/.vault-mem/` unless `--index-dir` says otherwise (see [the vault format](vault-format.md));
+  the history behind `log`, `undo` and `inbox`, which cannot be rebuilt, beside it in
+  `<vault>/.vault-mem-history/` (or `<index folder>-history/`; see
+  [the index and how it follows the files](index-and-sync.md#the-history-apart-from-the-index)).
 - **Output**: text for people, its rows cut with `…` to the terminal's width (`$COLUMNS` when
   set); piped or redirected to a file, whole lines, never cut. With `--json`, one JSON object on
   stdout, errors included (`{"status": "invalid", "message": ...}`). Every command but `serve`

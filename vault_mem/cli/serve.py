@@ -18,18 +18,17 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
 
-from vault_mem import __version__
+from vault_mem import __version__, settings
 from vault_mem.cli.app import PROG, Command, port_number, register
 from vault_mem.cli.common import open_index, say, vault_root
 from vault_mem.cli.gitsync import add_serve_options, start_serve_options
 from vault_mem.cli.meaning import add_meaning_option, check_workers, open_meaning
 from vault_mem.cli.workers import worker_count
 from vault_mem.errors import InvalidInput
-from vault_mem.runtime.collector import settle as settle_collector
+from vault_mem.runtime import tuning
 from vault_mem.served.agents import Agent
 from vault_mem.served.keys import KeyRing, list_agents
 
-GC_YOUNG = 20_000  # allocations between young collections (Python's default: 700)
 TOKEN_ENV = "VAULT_MEM_TOKEN"  # the token by environment: kept out of argv, and how workers get it
 
 if TYPE_CHECKING:
@@ -71,20 +70,24 @@ def add_options(parser: argparse.ArgumentParser) -> None:
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
+    config = settings.current()
     root = vault_root(args)
     token = serve_token(args) if args.http else None
     index = open_index(args, root, doing="serve it")
     seat = None
     if args.http:
         from vault_mem.mcp_server.transports import check_http_options
-        from vault_mem.mcp_server.workers import give_way_to_the_writer, keep_writing_to_the_terminal, seat_from_env
+        from vault_mem.mcp_server.workers import keep_writing_to_the_terminal, seat_from_env
 
         seat = seat_from_env()  # one of `serve --workers N`: the parent checked the options and holds the port
         if seat is None:
             check_http_options(args.host, args.port, token, args.allowed_host)
         else:
             keep_writing_to_the_terminal()
-            give_way_to_the_writer(seat)
+            if seat.takes_writes:  # worker 1 of several: every write is made here
+                tuning.writer_takes_writes_quickly()
+            elif not seat.leads:
+                tuning.serving_worker_gives_way()
     elif args.workers is not None:
         raise InvalidInput("--workers", "applies to --http only: a stdio server has one client")
     elif sys.stdin is None:
@@ -102,7 +105,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
         index.close()
         return serve_workers(args, root, workers, token, lambda: _say_http(root, url, token, keys))
 
-    from vault_mem.runtime.lifecycle import STOP_GRACE, Runtime
+    from vault_mem.runtime.lifecycle import Runtime
     from vault_mem.search.api import present
 
     project = args.project or os.environ.get("VAULT_MEM_PROJECT") or None
@@ -151,7 +154,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
                 warm_when_ready(vault, runtime.wait_ready)
             run = _transport(args, server, url, token, root, keys, caller, seat, calls)
-            settle_collector(GC_YOUNG, runtime.quiet_for)
+            tuning.settle_collector(runtime.quiet_for)
             if seat is None or seat.leads:
                 start_serve_options(args, root)
         except KeyboardInterrupt:  # Ctrl-C while the server loads: the same one line as later
@@ -159,7 +162,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
         except BaseException:
             runtime.stop()
             raise
-        return _run_until_stopped(run, runtime, STOP_GRACE, quiet=seat is not None)
+        return _run_until_stopped(run, runtime, config.stop_grace, quiet=seat is not None)
 
 
 def serve_token(args: argparse.Namespace) -> str | None:

@@ -9,21 +9,22 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
-from vault_mem import __version__
+from vault_mem import __version__, settings
 from vault_mem.cli.app import PROG
 from vault_mem.cli.common import say
 
-MAX_WORKERS = 64
 TOKEN_OPTIONS = ("--token", "--token-file")  # left out of a worker's arguments: it reads the token from its environment
 
 
 def worker_count(text: str) -> int:
+    config = settings.current()
     try:
         count = int(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"{text!r} is not a number of workers: give 1 or more") from None
-    if not 1 <= count <= MAX_WORKERS:
-        raise argparse.ArgumentTypeError(f"{count} workers: give 1..{MAX_WORKERS} (default: the number of cores)")
+    if not 1 <= count <= config.max_workers:
+        raise argparse.ArgumentTypeError(f"{count} workers: give 1..{config.max_workers} "
+                                         "(default: the number of cores)")
     return count
 
 

@@ -10,9 +10,8 @@ from __future__ import annotations
 import shutil
 import subprocess
 
+from vault_mem import settings
 from vault_mem.errors import InvalidInput
-
-TIMEOUT = 60.0
 
 
 def claude_command() -> str | None:
@@ -21,7 +20,8 @@ def claude_command() -> str | None:
 
 def _run(args: list[str]) -> tuple[int, str]:
     try:
-        done = subprocess.run(args, capture_output=True, text=True, timeout=TIMEOUT, check=False,
+        done = subprocess.run(args, capture_output=True, text=True, check=False,
+                              timeout=settings.current().claude_cli_timeout,
                               stdin=subprocess.DEVNULL)
     except (OSError, subprocess.TimeoutExpired) as exc:
         raise InvalidInput("CLIENT", f"'{' '.join(args[:3])}' could not run ({exc}); use --print and add it by "

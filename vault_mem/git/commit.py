@@ -18,10 +18,10 @@ import tempfile
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
+from vault_mem import settings
 from vault_mem.errors import GitError
 from vault_mem.git.repo import Repo
 
-ATTEMPTS = 3
 _AGENT_NAME = re.compile(r"[^A-Za-z0-9._-]+")
 
 
@@ -39,7 +39,7 @@ def commit_paths(repo: Repo, paths: Sequence[str], message: str, author: Mapping
     Returns the new commit, or None when those files already match HEAD. Raises GitError with
     git's reason when the commit cannot be made (no identity, a held lock, a detached HEAD...).
     """
-    for _attempt in range(ATTEMPTS):
+    for _attempt in range(settings.current().git_commit_attempts):
         old = repo.head()
         tree = _tree_with(repo, old, [repo.to_top(p) for p in paths if p not in (contents or {})],
                           {repo.to_top(p): data for p, data in (contents or {}).items()})

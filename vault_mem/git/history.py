@@ -36,13 +36,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from vault_mem import settings
 from vault_mem.errors import GitError
 from vault_mem.git.repo import Repo, blob_id
 from vault_mem.vault.dates import UTC, iso
 
 log = logging.getLogger("vault_mem.git")
-MAX_COMMITS = 50  # commits kept per note, the most memory_read's ``history`` asks for
-SAVE_AFTER = 50  # new commits replayed before the saved map is rewritten
 CACHE_VERSION = 1
 _FORMAT = "%x1e%h%x1f%at%x1f%an%x1f%s"
 
@@ -161,6 +160,7 @@ class History:
         return tuple(stamp)
 
     def _catch_up(self) -> set[str]:
+        config = settings.current()
         old = self._state
         head = self.repo.head()
         if head == old.head and old.head is not None:
@@ -182,12 +182,12 @@ class History:
             self.seconds = time.monotonic() - start
             changed = {p for p in set(old.blobs) | set(new.blobs)
                        if old.blobs.get(p) != new.blobs.get(p) or _dates(old, p) != _dates(new, p)}
-            self._unsaved = SAVE_AFTER
+            self._unsaved = config.history_save_after
         for path in [p for p in changed if p in new.lives and p not in new.blobs]:
             del new.lives[path]
         self._state = new
         # The saved map only spares the next start a replay, so a few commits need not rewrite it.
-        if self.cache_file is not None and self._unsaved >= SAVE_AFTER:
+        if self.cache_file is not None and self._unsaved >= config.history_save_after:
             _write_cache(self.cache_file, new, self.repo.prefix)
             self._unsaved = 0
         return changed
@@ -232,7 +232,8 @@ class History:
             base = Life(earlier.created, max(earlier.updated, when), earlier.commits)
         if target is None or not _is_note(target):
             return
-        lives[target] = Life(base.created, base.updated, [*base.commits[-(MAX_COMMITS - 1):], index])
+        kept = settings.current().history_max_commits - 1
+        lives[target] = Life(base.created, base.updated, [*base.commits[-kept:], index])
 
     def _apply_tree_diff(self, state: _State, old: str, new: str) -> set[str]:
         """Update ``state.blobs`` from ``git diff-tree old new``; the note paths whose blob changed."""

@@ -21,10 +21,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from vault_mem import settings
 from vault_mem.errors import GitError
 
-TIMEOUT = 60.0  # seconds for a local git command
-NETWORK_TIMEOUT = 300.0  # fetch and push
 ZERO_OID = "0" * 40
 
 
@@ -43,8 +42,9 @@ def _environment(extra: Mapping[str, str] | None) -> dict[str, str]:
 
 
 def run(cwd: Path, args: Sequence[str], *, env: Mapping[str, str] | None = None, input: bytes | None = None,
-        timeout: float = TIMEOUT, check: bool = True) -> subprocess.CompletedProcess[bytes]:
+        timeout: float | None = None, check: bool = True) -> subprocess.CompletedProcess[bytes]:
     """``git args...`` in ``cwd``; raises GitError when git is missing, times out or (``check``) fails."""
+    timeout = settings.current().git_timeout if timeout is None else timeout
     exe = git_executable()
     if exe is None:
         raise GitError("git is not installed (no 'git' on the PATH)")
@@ -110,8 +110,9 @@ class Repo:
                    object_format=lines[4] or "sha1")
 
     def git(self, args: Sequence[str], *, env: Mapping[str, str] | None = None, input: bytes | None = None,
-            timeout: float = TIMEOUT, check: bool = True) -> subprocess.CompletedProcess[bytes]:
+            timeout: float | None = None, check: bool = True) -> subprocess.CompletedProcess[bytes]:
         """``git args`` run at the work tree's root (paths are then relative to ``top``)."""
+        timeout = settings.current().git_timeout if timeout is None else timeout
         return run(self.top, args, env=env, input=input, timeout=timeout, check=check)
 
     def out(self, args: Sequence[str], *, env: Mapping[str, str] | None = None, input: bytes | None = None,

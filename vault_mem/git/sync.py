@@ -30,11 +30,11 @@ import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from vault_mem import settings
 from vault_mem.errors import GitError
 from vault_mem.git.commit import commit_paths
-from vault_mem.git.repo import NETWORK_TIMEOUT, Repo, last_line
+from vault_mem.git.repo import Repo, last_line
 
-ROUNDS = 3
 CONFLICT_COPY = re.compile(r" \(conflict [^()/]* \d{4}-\d{2}-\d{2}\)(?: \d+)?\.md$", re.IGNORECASE)
 _HOST_CHARS = re.compile(r"[^A-Za-z0-9._-]+")
 
@@ -81,6 +81,7 @@ def sync_vault(root: Path, host: str | None = None, today: dt.date | None = None
 
 
 def _sync(repo: Repo, result: SyncResult, host: str, day: str) -> None:
+    config = settings.current()
     busy = repo.busy()
     if busy:
         result.lines.append(f"not synced: {busy}")
@@ -94,8 +95,8 @@ def _sync(repo: Repo, result: SyncResult, host: str, day: str) -> None:
     if remote is None:
         result.lines.append(remote_branch)  # the reason
         return
-    for _round in range(ROUNDS):
-        fetched = repo.git(["fetch", "--quiet", remote], timeout=NETWORK_TIMEOUT, check=False)
+    for _round in range(config.sync_rounds):
+        fetched = repo.git(["fetch", "--quiet", remote], timeout=config.git_network_timeout, check=False)
         if fetched.returncode != 0:
             result.lines.append(f"fetch from {remote} failed: {_reason(fetched.stderr)}; "
                                 "your commits stay local, nothing else changed")
@@ -114,7 +115,7 @@ def _sync(repo: Repo, result: SyncResult, host: str, day: str) -> None:
             result.complete = True
             return
         args = ["push", "--quiet", "--porcelain"] + ([] if has_upstream else ["--set-upstream"])
-        pushed = repo.git([*args, remote, f"HEAD:refs/heads/{remote_branch}"], timeout=NETWORK_TIMEOUT,
+        pushed = repo.git([*args, remote, f"HEAD:refs/heads/{remote_branch}"], timeout=config.git_network_timeout,
                           check=False)
         if pushed.returncode == 0:
             result.lines.append(f"pushed to {remote}/{remote_branch}")

@@ -1,14 +1,15 @@
-"""What each agent has seen, beside the index (docs/sharing.md, "Handoffs and the inbox").
+"""What each agent has seen, in the history folder (history/kept.py; docs/sharing.md, "Handoffs
+and the inbox").
 
-``<index>/agents/<name>-<hash>.json`` per agent (names compared case-insensitively):
+``<history>/agents/<name>-<hash>.json`` per agent (names compared case-insensitively):
 
 - ``read``: the uids of notes addressed to it that it has read with memory_read, with when;
 - ``wrote``: the notes it wrote (path -> uid), to tell it when someone else deleted or moved
   one away (``lost``);
 - ``errors``: its writes that did not fully land (``persist_error``), until its next call.
 
-Never written into a note (reading never modifies a user's file), kept when the index is
-rebuilt (``store.KEPT_ON_REBUILD``), so it survives restarts.
+Never written into a note (reading never modifies a user's file), and apart from the index, so
+it survives restarts, rebuilds and a deleted index folder.
 
 The file's first line is the whole state (a JSON object, led by a ``gen`` token new at each
 rewrite); each later line is one change, a JSON list of steps (``Changes``). A change is made
@@ -28,6 +29,7 @@ import json
 import os
 import re
 import secrets
+import shutil
 import threading
 from collections.abc import Callable, Hashable
 from dataclasses import dataclass
@@ -35,15 +37,12 @@ from itertools import islice
 from pathlib import Path
 from typing import Any, TypeVar
 
-from vault_mem.history import filelocks
+from vault_mem import settings
+from vault_mem.history import filelocks, kept
 from vault_mem.vault.portable import replace_file
 from vault_mem.vault.reader import VersionKey, version_key
 
 AGENTS_DIR = "agents"
-MAX_READ = 5_000  # uids remembered as read; the oldest are forgotten first
-MAX_WROTE = 2_000  # notes watched for ``lost``
-MAX_ERRORS = 20
-REWRITE_SLACK = 4096  # bytes of changes always allowed past the state's own size before a rewrite
 MAPS = ("read", "wrote")
 _UNSAFE = re.compile(r"[^a-z0-9._-]+")
 _HEAD = len('{"gen": "') + 16  # the bytes that tell one rewrite of a file from the next
@@ -70,10 +69,10 @@ def agent_key(name: str) -> str:
     return name.strip().lower()
 
 
-def state_file(index_dir: Path, agent: str) -> Path:
+def state_file(history_dir: Path, agent: str) -> Path:
     key = agent_key(agent)
     stem = _UNSAFE.sub("_", key)[:40] or "agent"
-    return index_dir / AGENTS_DIR / f"{stem}-{hashlib.sha256(key.encode('utf-8')).hexdigest()[:10]}.json"
+    return history_dir / AGENTS_DIR / f"{stem}-{hashlib.sha256(key.encode('utf-8')).hexdigest()[:10]}.json"
 
 
 def empty() -> dict[str, Any]:
@@ -120,7 +119,7 @@ class Changes:
             self.steps.append(["drop", where, key])
 
     def set_errors(self, errors: list[Any]) -> None:
-        errors = list(errors)[-MAX_ERRORS:]
+        errors = list(errors)[-settings.current().state_max_errors:]
         if errors != self._state["errors"]:
             self._state["errors"] = errors
             self.steps.append(["errors", errors])
@@ -138,7 +137,8 @@ class Changes:
 
     def bound(self) -> None:
         """Forget the oldest entries past MAX_READ and MAX_WROTE (entries are kept oldest first)."""
-        for where, most in (("read", MAX_READ), ("wrote", MAX_WROTE)):
+        config = settings.current()
+        for where, most in (("read", config.state_max_read), ("wrote", config.state_max_wrote)):
             extra = len(self._state[where]) - most
             for key in list(islice(self._state[where], max(0, extra))):
                 self.drop(where, key)
@@ -151,27 +151,28 @@ def _named(where: str) -> str:
     return where
 
 
-def load(index_dir: Path, agent: str) -> dict[str, Any]:
+def load(history_dir: Path, agent: str) -> dict[str, Any]:
     """The agent's state (an empty one when it has none or the file is damaged), shared with
     other callers while the file is unchanged: read it, never change it (``change`` does)."""
-    return load_version(index_dir, agent)[0]
+    return load_version(history_dir, agent)[0]
 
 
-def load_version(index_dir: Path, agent: str) -> tuple[dict[str, Any], Hashable]:
+def load_version(history_dir: Path, agent: str) -> tuple[dict[str, Any], Hashable]:
     """The agent's state as ``load`` gives it, and what names this version of it (equal for
     the same version, in this process), to key what is derived from it."""
-    path = state_file(index_dir, agent)
+    path = state_file(history_dir, agent)
     parsed = _parsed(path)
     if parsed is None:
         return empty(), (str(path), None)
     return parsed.state, (str(path), parsed.stat, parsed.end)
 
 
-def change(index_dir: Path, agent: str, edit: Callable[[Changes], T]) -> T:
+def change(history_dir: Path, agent: str, edit: Callable[[Changes], T]) -> T:
     """Apply ``edit`` to the agent's state under the lock and save what it changed; returns what
     ``edit`` returned (nothing is saved when it raises). Raises OSError when the state folder
     cannot be written."""
-    path = state_file(index_dir, agent)
+    path = state_file(history_dir, agent)
+    kept.prepare(history_dir)
     path.parent.mkdir(parents=True, exist_ok=True)
     with filelocks.held(path.parent / ".lock"):
         # Under the lock nobody else writes the file: what this process parsed or wrote last is
@@ -186,13 +187,51 @@ def change(index_dir: Path, agent: str, edit: Callable[[Changes], T]) -> T:
         state = changes.state
         line = (json.dumps(changes.steps, ensure_ascii=False) + "\n").encode("utf-8", "surrogateescape")
         if parsed is None or parsed.head is None or parsed.end != parsed.size or \
-                parsed.size + len(line) > 2 * parsed.base + REWRITE_SLACK:
+                parsed.size + len(line) > 2 * parsed.base + settings.current().state_rewrite_slack:
             _rewrite(path, agent, state)
         else:
             with open(path, "ab") as file:
                 file.write(line)
             _remember(path, state, parsed.end + len(line), parsed.base, parsed.head)
     return result
+
+
+def adopt(old_dir: Path, history_dir: Path) -> bool:
+    """Move the agents' states an older version kept in ``old_dir`` (the index folder) into
+    ``history_dir``; True when there were some. A state already there too gets the old one's
+    read and written notes it lacks. Under both folders' locks."""
+    old, new = old_dir / AGENTS_DIR, history_dir / AGENTS_DIR
+    found = sorted(p for p in old.glob("*.json") if not p.name.startswith(".")) if old.is_dir() else []
+    if not found:
+        return False
+    new.mkdir(parents=True, exist_ok=True)
+    with filelocks.held(new / ".lock"), filelocks.held(old / ".lock"):
+        for path in found:
+            target = new / path.name
+            if not target.exists():
+                tmp = target.with_name(f".{path.name}.{os.getpid()}.tmp")
+                shutil.copyfile(path, tmp)
+                replace_file(tmp, target)
+            else:
+                parsed = _parsed(path, strict=True)
+                if parsed is not None:
+                    state = _parsed(target, strict=True)
+                    merged = empty() if state is None else {k: state.state[k] for k in ("read", "wrote", "errors")}
+                    for where in MAPS:
+                        merged[where] = {**parsed.state[where], **merged[where]}
+                    _rewrite(target, _agent_named(path), merged)
+            path.unlink()
+    return True
+
+
+def _agent_named(path: Path) -> str:
+    """The agent name a state file was written for (its first line says), else its file's stem."""
+    try:
+        with open(path, "rb") as file:
+            name = json.loads(file.readline().decode("utf-8", "surrogateescape")).get("agent")
+    except (OSError, ValueError, AttributeError):
+        name = None
+    return name if isinstance(name, str) else path.stem.rsplit("-", 1)[0]
 
 
 def _rewrite(path: Path, agent: str, state: dict[str, Any]) -> None:

@@ -17,7 +17,7 @@ from pathlib import Path
 
 from filelock import FileLock
 
-POLL = 0.002  # seconds between tries while another process holds the lock (it holds it ~1 ms)
+from vault_mem import settings
 
 _guard = threading.Lock()
 # Lock file -> this process's turn on it, and one FileLock object for it: the turn lets one thread
@@ -35,7 +35,7 @@ def held(path: Path) -> Iterator[None]:
             pair = _locks[key] = (threading.Lock(), FileLock(path, thread_local=False))
     turn, lock = pair
     with turn:
-        lock.acquire(poll_interval=POLL)
+        lock.acquire(poll_interval=settings.current().file_lock_poll)
         try:
             yield
         finally:

@@ -32,6 +32,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from vault_mem import settings
 from vault_mem.errors import InvalidInput, WriteFailed
 from vault_mem.imports.records import Record, Skipped, Source
 from vault_mem.vault.dates import parse_datetime
@@ -44,8 +45,6 @@ from vault_mem.vault.yamlstyle import plain_value
 
 IMPORTED_FROM, IMPORT_ID, IMPORT_HASH = "imported_from", "import_id", "import_hash"
 _NOT_HASHED = ("id", IMPORT_HASH)
-WRITERS = 8  # creates in flight at once
-BATCH = 256  # creates queued before waiting for them (bounds memory, keeps the progress honest)
 
 
 @dataclass
@@ -181,7 +180,7 @@ class _Importer:
         # Listing a folder for each note would make an import of n notes into one folder O(n²).
         self.folders: dict[tuple[str, str], Path] = {}
         self.names: dict[Path, set[str]] = {}
-        self.pool = ThreadPoolExecutor(max_workers=WRITERS, thread_name_prefix="import")
+        self.pool = ThreadPoolExecutor(max_workers=settings.current().import_writers, thread_name_prefix="import")
         self.pending: list[tuple[Future[Path], Record, str, bytes, str]] = []  # (create, record, where, bytes, id)
         self.changes: list[dict[str, Any]] = []  # written since the last journal call
 
@@ -348,7 +347,7 @@ def import_records(root: Path, fmt: str, source: Source, domain: str | None = No
             importer.one(record)
             if len(importer.pending) == queued and advance is not None:
                 advance(1)  # decided at once; a create counts when its file is written
-            if len(importer.pending) >= BATCH:
+            if len(importer.pending) >= settings.current().import_batch:
                 importer.finish(advance)
         importer.finish(advance)
     finally:

@@ -15,8 +15,8 @@ from typing import Any
 
 import mcp.types as t
 
+from vault_mem import settings
 from vault_mem.errors import Fault, InternalError, InvalidInput, VaultMemError
-from vault_mem.served.context import MAX_ANSWER_CHARS
 
 log = logging.getLogger("vault_mem.mcp_server")
 IS_ERROR = ("invalid", "forbidden", "error")  # the statuses that set the result's isError
@@ -48,12 +48,13 @@ def answer_json(answer: dict[str, Any]) -> str:
 
 def answer_text(tool: str, answer: dict[str, Any]) -> str:
     """The text block of ``answer`` (an error answer instead when it passes the bound)."""
+    config = settings.current()
     text = answer_json(answer)
-    if len(text) > MAX_ANSWER_CHARS:
+    if len(text) > config.max_answer_chars:
         # A bug in a query module, not the caller's fault: say so rather than send it.
         log.error("%s answer of %d characters passed the bound", tool, len(text))
         text = answer_json(error_answer(InternalError(
-            f"{tool} built an answer of {len(text)} characters, over the {MAX_ANSWER_CHARS} bound",
+            f"{tool} built an answer of {len(text)} characters, over the {config.max_answer_chars} bound",
             advice="this is a bug in vault-mem; a narrower query or a lower limit may pass meanwhile")))
     return text
 

@@ -23,7 +23,7 @@ import mcp.types as t
 from mcp.server.apps import EXTENSION_ID, client_supports_apps
 from mcp.server.lowlevel import Server
 
-from vault_mem import __version__
+from vault_mem import __version__, settings
 from vault_mem.errors import Forbidden, InternalError, InvalidInput, NotFound, VaultMemError, VaultUnavailable
 from vault_mem.mcp_server.answers import answer_text, error_answer, text_result
 from vault_mem.mcp_server.delegate import Delegate
@@ -39,13 +39,11 @@ from vault_mem.vault.paths import note_file
 from vault_mem.vault.reader import read_whole
 
 log = logging.getLogger("vault_mem.mcp_server")
-RESOURCE_PAGE = 500
 # Tool calls running at once; each thread keeps its own index searcher. The calls hold the interpreter
 # lock nearly all their time, so more threads only share it finer; and the event loop, which reads
 # every request and hands writes to worker 1, then waits behind more of them. Under 32 sessions
 # (bench/load_bench.py) 3 gave the same calls/s as 6 with the write p99 at 238-338 ms instead of
 # 349-446 (two workers), and 134-139 calls/s instead of 129-131 with one.
-CALL_THREADS = 3
 CALLER = "vault_mem.caller"  # the ASGI scope key of an HTTP request's agent (transports.py)
 
 INSTRUCTIONS = (
@@ -153,7 +151,7 @@ class Calls:
 
     async def run(self, name: str, arguments: dict[str, Any] | None, caller: Agent | None) -> t.CallToolResult:
         if self._limiter is None:
-            self._limiter = anyio.CapacityLimiter(CALL_THREADS)
+            self._limiter = anyio.CapacityLimiter(settings.current().call_threads)
         # The result is made in the call thread too: the event loop, which every request of this
         # worker passes through (writes on their way to worker 1 as well), does no more than it must.
         return await anyio.to_thread.run_sync(self.result, name, arguments, caller, limiter=self._limiter)
@@ -257,6 +255,7 @@ def _renders_apps(ctx: Any) -> bool:
 
 
 def _resource_page(vault: Vault, start: int, caller: Agent | None) -> tuple[list[t.Resource], str | None]:
+    config = settings.current()
     try:
         with vault.index.searching() as searcher:
             view = View(vault, searcher, caller)
@@ -264,13 +263,13 @@ def _resource_page(vault: Vault, start: int, caller: Agent | None) -> tuple[list
             paths = sorted(p for d in view.all_docs() if (p := column[d]))
     except VaultUnavailable:
         return [], None
-    page = paths[start: start + RESOURCE_PAGE]
+    page = paths[start: start + config.resource_page]
     resources = [
         t.Resource(uri=resource_uri(p), name=p.rpartition("/")[2][:-3], mime_type="text/markdown")
         for p in page
     ]
-    more = start + RESOURCE_PAGE < len(paths)
-    return resources, str(start + RESOURCE_PAGE) if more else None
+    more = start + config.resource_page < len(paths)
+    return resources, str(start + config.resource_page) if more else None
 
 
 def _resolve_uri(view: View, uri: str) -> int:

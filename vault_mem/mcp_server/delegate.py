@@ -28,7 +28,6 @@ import json
 import logging
 import socket
 import struct
-import sys
 import threading
 import time
 from collections.abc import Callable
@@ -40,6 +39,7 @@ from anyio.abc import SocketStream
 from anyio.streams.buffered import BufferedByteReceiveStream
 from mcp.server.transport_security import DEFAULT_MAX_REQUEST_BODY_SIZE
 
+from vault_mem import settings
 from vault_mem.errors import InternalError
 from vault_mem.mcp_server.answers import answer_json, error_answer, text_result, to_result
 from vault_mem.mcp_server.throttled import Throttled
@@ -49,13 +49,6 @@ log = logging.getLogger("vault_mem.mcp_server")
 FRAME = struct.Struct(">I")
 # A call's JSON: an HTTP body (at most the SDK's bound) re-encoded, each character at most 6 bytes.
 MAX_FRAME = 6 * DEFAULT_MAX_REQUEST_BODY_SIZE + 2**16
-CONNECTIONS = 8  # calls a worker passes at once (more wait for a free connection)
-# Connections (threads) worker 1 serves beyond every other worker's CONNECTIONS: room to reconnect.
-SPARE_CONNECTIONS = CONNECTIONS
-ACCEPT_PAUSE = 0.5  # seconds worker 1 waits after a failed accept (no descriptor left) before the next
-SECRET_WAIT = 5.0  # seconds a new connection has to send the secret (a worker sends it at once)
-# Worker 1's switch interval (Python's default is 5 ms): see take_writes_quickly.
-SWITCH_INTERVAL = 0.0005
 RunCall = Callable[[str, dict[str, Any] | None, Agent | None], str]  # a call's answer as its text block
 
 
@@ -91,7 +84,8 @@ class _Connection:
 class Delegate:
     """A worker's way to worker 1: ``call`` runs a write tool there."""
 
-    def __init__(self, port: int, secret: str, connections: int = CONNECTIONS) -> None:
+    def __init__(self, port: int, secret: str, connections: int | None = None) -> None:
+        connections = settings.current().delegate_connections if connections is None else connections
         self.port = port
         self.secret = secret.encode()
         self.connections = connections
@@ -128,24 +122,9 @@ class Delegate:
 
 
 def write_threads(workers: int) -> int:
-    """The connections worker 1 of ``workers`` serves at once: the others' CONNECTIONS each, plus
-    SPARE_CONNECTIONS."""
-    return CONNECTIONS * (workers - 1) + SPARE_CONNECTIONS
-
-
-def take_writes_quickly() -> None:
-    """Worker 1 of several: a short switch interval for the whole process.
-
-    A write's steps are mostly waits on the disk: its fsyncs, the journal's and the agent's file
-    locks, a dozen other calls into the system. Each one lets go of the interpreter lock, and
-    when another thread wants it meanwhile (a commit, a searcher's renewal) Python gives it back
-    only after the switch interval. At 5 ms a wait, a write held a lock that the others queued
-    for while it waited: under 32 sessions (``bench/load_bench.py``), the slowest calls in worker
-    1 took 150-300 ms in groups, most of it around system calls that took about 1 ms (``perf
-    trace``). At 0.5 ms the write p99 fell by about 50 ms in 3 pairs of runs
-    (docs/concurrency.md). The serving workers keep the default: their call threads compute, and
-    a shorter interval cost them calls."""
-    sys.setswitchinterval(SWITCH_INTERVAL)
+    """The connections worker 1 of ``workers`` serves at once: the others' ``delegate_connections``
+    each, plus as many again: room to reconnect."""
+    return settings.current().delegate_connections * workers
 
 
 class WriteServer:
@@ -172,7 +151,8 @@ class WriteServer:
                 if self.sock.fileno() == -1:  # the socket was closed: the worker is stopping
                     return
                 self._refusals.note(f"accept failed ({exc.strerror or exc})")
-                time.sleep(ACCEPT_PAUSE)  # out of file descriptors: give the open ones time to end
+                # out of file descriptors: give the open ones time to end
+                time.sleep(settings.current().delegate_accept_pause)
                 continue
             if not self._slots.acquire(blocking=False):
                 conn.close()  # no thread for it: it is closed at once, unread
@@ -191,7 +171,7 @@ class WriteServer:
             with conn:
                 conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
                 try:
-                    conn.settimeout(SECRET_WAIT)
+                    conn.settimeout(settings.current().delegate_secret_wait)
                     first = _receive(conn, len(self.secret))
                     if first is None or not self.secret or not hmac.compare_digest(first, self.secret):
                         return

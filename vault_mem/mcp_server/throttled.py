@@ -12,14 +12,15 @@ import threading
 import time
 from collections.abc import Callable
 
-LOG_EVERY = 60.0  # seconds between two lines about one kind of repeated event
+from vault_mem import settings
 
 
 class Throttled:
     """``note(detail)`` for each event; ``logger`` gets ``message`` with the count and last detail."""
 
-    def __init__(self, logger: logging.Logger, message: str, *args: object, every: float = LOG_EVERY,
+    def __init__(self, logger: logging.Logger, message: str, *args: object, every: float | None = None,
                  clock: Callable[[], float] = time.monotonic) -> None:
+        every = settings.current().log_every if every is None else every
         self.logger = logger
         self.message = message
         self.args = args

@@ -9,6 +9,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any
 
+from vault_mem import settings
 from vault_mem.reads import list_by_domain, mem_recall, memory_list, memory_search, read
 from vault_mem.served.context import View
 from vault_mem.served.params import Param, int_param, text_param
@@ -50,9 +51,10 @@ class ToolSpec:
 
 def _compat_read(ref: Param) -> tuple[Param, ...]:
     """memory_read's parameters under a sibling server's name for the ref."""
+    config = settings.current()
     return (ref, int_param("offset", "Body offset.", default=0, minimum=0),
-            int_param("max_chars", "Body characters per page.", default=read.DEFAULT_MAX_CHARS, minimum=1,
-                      maximum=read.MAX_CHARS))
+            int_param("max_chars", "Body characters per page.", default=config.read_default_chars, minimum=1,
+                      maximum=config.read_max_chars))
 
 
 TOOLS: tuple[ToolSpec, ...] = (

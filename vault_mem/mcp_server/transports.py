@@ -31,6 +31,7 @@ from mcp.server.lowlevel import Server
 from mcp.server.stdio import stdio_server
 from mcp.server.transport_security import TransportSecuritySettings
 
+from vault_mem import settings
 from vault_mem.errors import InvalidInput
 from vault_mem.mcp_server.app import CALLER, Calls
 from vault_mem.mcp_server.throttled import Throttled
@@ -42,22 +43,12 @@ log = logging.getLogger("vault_mem.mcp_server")
 
 # Client connections one server process holds at once; a newcomer beyond it first ends the
 # connection that has waited longest without a request, else it is refused (503).
-MAX_CONNECTIONS = 1000
 # Of the process's file descriptors (RLIMIT_NOFILE), at most 1/FD_SHARE go to client connections:
 # the rest stay for the index, the notes and the hops between workers, so accept never runs out.
-FD_SHARE = 2
-HEADER_TIMEOUT = 10.0  # seconds a request's line and headers may take from its first byte (or the connection)
-MAX_HEADER_BYTES = 64 * 1024  # a request's line and headers (httptools sets no bound of its own)
 # The listen backlog, also how many connections asyncio accepts in one go before any is checked:
 # at most 1/BACKLOG_SHARE of the connection bound, so that a burst never takes the descriptors kept.
-BACKLOG_SHARE = 4
-BACKLOG = 2048  # uvicorn's default, where the bound allows it
-KEEP_ALIVE = 5  # seconds an idle kept-alive connection stays open (uvicorn's default)
 # Legacy (stateful) sessions of one caller (the owner or anonymous, each agent) in one process: at
 # the bound a new one ends that caller's least recently used idle session, else it is refused.
-MAX_SESSIONS_PER_CALLER = 100
-MAX_SESSIONS = 10_000  # all callers' legacy sessions in one process (the SDK's own bound)
-SESSION_IDLE = 30 * 60  # seconds a legacy session without a request lives (the SDK's default)
 
 Scope = MutableMapping[str, Any]
 Receive = Callable[[], Awaitable[MutableMapping[str, Any]]]
@@ -132,14 +123,15 @@ async def _unauthorized(send: Send, presented: bool) -> None:
 
 def connection_bound() -> int:
     """MAX_CONNECTIONS, or less where the file descriptor limit is low (1/FD_SHARE of it)."""
+    config = settings.current()
     if sys.platform == "win32":  # no per-process descriptor limit of this kind
-        return MAX_CONNECTIONS
+        return config.max_connections
     import resource
 
     soft, _hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     if soft == resource.RLIM_INFINITY:
-        return MAX_CONNECTIONS
-    return max(1, min(MAX_CONNECTIONS, soft // FD_SHARE))
+        return config.max_connections
+    return max(1, min(config.max_connections, soft // config.fd_share))
 
 
 def _refusal(status: bytes, text: str) -> bytes:
@@ -153,6 +145,7 @@ def bounded_protocol(bound: int) -> type[asyncio.Protocol]:
     waiting longest without a request gives way to a newcomer), HEADER_TIMEOUT and MAX_HEADER_BYTES
     for each request's head. uvicorn arms its keep-alive timer only after a response, so without
     this a connection that never finishes its first request would stay open for ever."""
+    config = settings.current()
     from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
     waiting: dict[Any, None] = {}  # connections between requests, longest waiting first
@@ -160,9 +153,9 @@ def bounded_protocol(bound: int) -> type[asyncio.Protocol]:
                              "docs/safety.md)", bound)
     full = _refusal(b"503 Service Unavailable", f"too many connections: this server holds at most {bound} "
                                                 "at once; try again shortly\n")
-    slow = _refusal(b"408 Request Timeout", f"the request's headers took over {HEADER_TIMEOUT:g} s\n")
+    slow = _refusal(b"408 Request Timeout", f"the request's headers took over {config.header_timeout:g} s\n")
     large = _refusal(b"431 Request Header Fields Too Large", f"the request's line and headers are over "
-                                                            f"{MAX_HEADER_BYTES} bytes\n")
+                                                            f"{config.max_header_bytes} bytes\n")
 
     class BoundedHttpToolsProtocol(HttpToolsProtocol):
         _head_timer: asyncio.TimerHandle | None = None
@@ -187,7 +180,7 @@ def bounded_protocol(bound: int) -> type[asyncio.Protocol]:
         def _start_head(self) -> None:
             self._in_head, self._head_bytes = True, 0
             waiting[self] = None
-            self._head_timer = self.loop.call_later(HEADER_TIMEOUT, self._head_too_slow)
+            self._head_timer = self.loop.call_later(config.header_timeout, self._head_too_slow)
 
         def _end_head(self) -> None:
             self._in_head = False
@@ -206,7 +199,7 @@ def bounded_protocol(bound: int) -> type[asyncio.Protocol]:
             if self._in_head:
                 self._head_bytes += len(data)
             super().data_received(data)
-            if self._in_head and self._head_bytes > MAX_HEADER_BYTES and not self.transport.is_closing():
+            if self._in_head and self._head_bytes > config.max_header_bytes and not self.transport.is_closing():
                 self.transport.write(large)
                 self.transport.close()
 
@@ -237,7 +230,8 @@ class SessionBound:
     sessions open are the SDK manager's own (a session it ended on its idle timeout or a DELETE
     is gone from it)."""
 
-    def __init__(self, app: ASGIApp, manager: Any, bound: int = MAX_SESSIONS_PER_CALLER) -> None:
+    def __init__(self, app: ASGIApp, manager: Any, bound: int | None = None) -> None:
+        bound = settings.current().max_sessions_per_caller if bound is None else bound
         from vault_mem.mcp_server.affinity import HANDSHAKES
 
         self.handshakes = HANDSHAKES
@@ -245,10 +239,12 @@ class SessionBound:
         self.manager = manager
         self.bound = bound
         self._sessions: dict[str, dict[str, None]] = {}  # caller -> its session ids, least recently used first
+        self._owners: dict[str, str] = {}  # session id -> the caller that opened it
         self._busy: dict[str, int] = {}  # session id -> requests in flight
         self._opening: dict[str, int] = {}  # caller -> session-opening requests in flight
         self._refused = Throttled(log, "legacy sessions refused: a caller had %d, all in use "
                                        "(MAX_SESSIONS_PER_CALLER, docs/safety.md)", bound)
+        self._foreign = Throttled(log, "requests refused: a session id used with another caller's credential")
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -270,6 +266,13 @@ class SessionBound:
             await self.app(scope, receive, send)
 
     async def _in_session(self, who: str, session: str, scope: Scope, receive: Receive, send: Send) -> None:
+        owner = self._owners.get(session)
+        if owner is not None and owner != who:
+            # A session is its opener's: another key (or the owner's token) that learned its id is
+            # answered as the SDK answers an unknown session, so it cannot tell the id is in use.
+            self._foreign.note("a session of another caller")
+            await _json_refusal(send, 404, "Session not found")
+            return
         mine = self._sessions.get(who)
         if mine is not None and session in mine:
             mine.pop(session)
@@ -311,12 +314,15 @@ class SessionBound:
             self._opening[who] -= 1
             for sid in opened:
                 self._sessions.setdefault(who, {})[sid] = None
+                self._owners[sid] = who
 
     def _live(self, who: str) -> dict[str, None]:
         """The caller's sessions that the SDK still holds (it forgets one it ended itself)."""
         held = self._open_sessions()
         mine = {sid: None for sid in self._sessions.get(who, {}) if sid in held}
         self._sessions[who] = mine
+        if len(self._owners) > len(held):  # forget the openers of sessions the SDK ended itself
+            self._owners = {sid: opener for sid, opener in self._owners.items() if sid in held}
         return mine
 
     def _open_sessions(self) -> dict[str, Any]:
@@ -394,6 +400,7 @@ def _check_exposure(host: str, token: str | None, allowed_hosts: list[str]) -> N
 def http_app(server: Server[Any], host: str, port: int, token: str | None,
              allowed_hosts: list[str], keys: KeyRing | None = None) -> ASGIApp:
     """The streamable HTTP app at ``/mcp``, with token and key checks and Host/Origin checks."""
+    config = settings.current()
     _check_exposure(host, token, allowed_hosts)
     hosts = ["127.0.0.1", "localhost", "[::1]", *allowed_hosts]
     security = TransportSecuritySettings(
@@ -405,8 +412,8 @@ def http_app(server: Server[Any], host: str, port: int, token: str | None,
     # One JSON body per answer, not an SSE stream: no tool sends the client anything mid-call, and
     # the stream (a task, a channel and event framing per request) was a third of an HTTP call.
     app: ASGIApp = server.streamable_http_app(streamable_http_path="/mcp", transport_security=security, host=host,
-                                              json_response=True, max_sessions=MAX_SESSIONS,
-                                              session_idle_timeout=SESSION_IDLE)
+                                              json_response=True, max_sessions=config.max_sessions,
+                                              session_idle_timeout=config.session_idle)
     return BearerAuth(SessionBound(app, server.session_manager), token, keys)
 
 
@@ -434,16 +441,16 @@ def run_http(server: Server[Any], host: str, port: int, token: str | None, allow
         app = Affinity(app, seat.index, seat.ports)
         sockets, writes = worker_sockets(seat)
         if writes is not None and calls is not None:
-            from vault_mem.mcp_server.delegate import WriteServer, take_writes_quickly, write_threads
+            from vault_mem.mcp_server.delegate import WriteServer, write_threads
 
-            take_writes_quickly()
             WriteServer(writes, seat.secret, calls.text, write_threads(seat.count)).start()
     bound = connection_bound()
     # Not uvicorn.run: outside the main thread uvicorn installs no signal handlers, and a failed
     # bind raises here instead of exiting the process.
     config = uvicorn.Config(app, host=host.strip("[]"), port=port, log_level="warning", access_log=False,
                             log_config=None, http=bounded_protocol(bound),
-                            timeout_keep_alive=KEEP_ALIVE, backlog=max(1, min(BACKLOG, bound // BACKLOG_SHARE)))
+                            timeout_keep_alive=settings.current().keep_alive,
+                            backlog=max(1, min(settings.current().backlog, bound // settings.current().backlog_share)))
     web = _quiet_server_class()(config)
     web.run(sockets=sockets)
     if not web.started:

@@ -17,7 +17,6 @@ others pass theirs to it on a socket of its own: mcp_server/delegate.py; docs/co
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import secrets
@@ -32,11 +31,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from vault_mem import settings
+
 ENV = "VAULT_MEM_WORKER"
 TOKEN_ENV = "VAULT_MEM_TOKEN"  # how a worker gets the bearer token (cli/serve.py reads it)
-# How much lower the serving workers' priority is than worker 1's (see give_way_to_the_writer).
-SERVING_NICE = 3
-STOP_WAIT = 10.0  # seconds a worker gets to stop before it is killed
 
 
 @dataclass(frozen=True)
@@ -166,7 +164,7 @@ class Workers:
         for child in self.children:
             if child.poll() is None:
                 child.terminate()
-        deadline = time.monotonic() + STOP_WAIT
+        deadline = time.monotonic() + settings.current().worker_stop_wait
         for child in self.children:
             try:
                 child.wait(timeout=max(0.1, deadline - time.monotonic()))
@@ -193,19 +191,6 @@ def _own_group() -> dict[str, Any]:
     if sys.platform == "win32":
         return {"creationflags": subprocess.CREATE_NEW_PROCESS_GROUP}
     return {"process_group": 0}
-
-
-def give_way_to_the_writer(seat: Seat) -> None:
-    """A serving worker (not worker 1, of several) runs at a nice value ``SERVING_NICE`` above its
-    parent's, so that when the cores are short, worker 1's writes (short bursts between waits on
-    the disk) get one first. Call from the worker's main thread before it starts any other:
-    on Linux a thread's nice value is its own, and the threads it starts inherit it.
-
-    Only where ``os.nice`` exists (Linux, macOS): Windows has priority classes, where a class
-    below normal waits for every busy program of the normal class, not a smaller share."""
-    if seat.count > 1 and not seat.leads and hasattr(os, "nice"):
-        with contextlib.suppress(OSError):
-            os.nice(SERVING_NICE)
 
 
 def keep_writing_to_the_terminal() -> None:

@@ -26,10 +26,9 @@ from collections import OrderedDict
 from collections.abc import Hashable
 from dataclasses import dataclass
 
+from vault_mem import settings
 from vault_mem.vault.markdown import headings
 
-CHUNK_CHARS = 2000
-MIN_PIECE = CHUNK_CHARS // 2  # a break earlier than this would make a tiny chunk: look further
 _SENTENCE_END = re.compile(r"[.!?…][\"')\]]*(?=\s)")
 
 
@@ -74,9 +73,15 @@ def chunk_body(body: str) -> list[Chunk]:
     return chunks or [Chunk((), "")]
 
 
-def split_long(text: str, heading_line: str, size: int = CHUNK_CHARS) -> list[str]:
+def _min_piece() -> int:
+    """A break earlier than this would make a tiny chunk: look further."""
+    return settings.current().chunk_chars // 2
+
+
+def split_long(text: str, heading_line: str, size: int | None = None) -> list[str]:
     """``text`` in pieces of at most about ``size`` characters; continuation pieces start
     with ``heading_line`` (when there is one) followed by a line break."""
+    size = settings.current().chunk_chars if size is None else size
     pieces: list[str] = []
     prefix = f"{heading_line}\n" if heading_line else ""
     rest = text
@@ -87,7 +92,7 @@ def split_long(text: str, heading_line: str, size: int = CHUNK_CHARS) -> list[st
         if rest:
             rest = prefix + rest
             # A heading line too long to leave room for text must not loop forever.
-            if len(prefix) >= size - MIN_PIECE:
+            if len(prefix) >= size - _min_piece():
                 prefix = ""
     if rest or not pieces:
         pieces.append(rest)
@@ -96,15 +101,16 @@ def split_long(text: str, heading_line: str, size: int = CHUNK_CHARS) -> list[st
 
 def _cut_point(text: str, size: int) -> int:
     """Where to end the first piece of ``text``: after the last paragraph break, line break
-    or sentence end inside ``[MIN_PIECE, size]``, else at ``size``."""
+    or sentence end inside ``[_min_piece(), size]``, else at ``size``."""
+    least = _min_piece()
     window = text[: size + 1]
-    para = window.rfind("\n\n", MIN_PIECE)
-    if para >= MIN_PIECE:
+    para = window.rfind("\n\n", least)
+    if para >= least:
         return para + 1
-    line = window.rfind("\n", MIN_PIECE)
-    if line >= MIN_PIECE:
+    line = window.rfind("\n", least)
+    if line >= least:
         return line + 1
-    ends = [m.end() for m in _SENTENCE_END.finditer(window, MIN_PIECE) if m.end() <= size]
+    ends = [m.end() for m in _SENTENCE_END.finditer(window, least) if m.end() <= size]
     if ends:
         return ends[-1]
     return size

@@ -4,10 +4,9 @@ person resolves each one (merges what they want into the note and deletes the co
 
 from __future__ import annotations
 
+from vault_mem import settings
 from vault_mem.git.sync import CONFLICT_COPY
 from vault_mem.served.context import View
-
-SHOWN = 5
 
 
 def conflict_copies(view: View) -> list[str]:
@@ -24,10 +23,12 @@ def conflict_copies(view: View) -> list[str]:
 
 
 def conflict_hint(view: View) -> str | None:
+    config = settings.current()
     copies = conflict_copies(view)
     if not copies:
         return None
-    more = f" and {len(copies) - SHOWN} more" if len(copies) > SHOWN else ""
+    shown = config.conflicts_shown
+    more = f" and {len(copies) - shown} more" if len(copies) > shown else ""
     return (f"{len(copies)} conflicted cop{'y' if len(copies) == 1 else 'ies'} from a git sync await a person: "
-            f"{', '.join(copies[:SHOWN])}{more}; each holds this machine's version of the note beside it "
+            f"{', '.join(copies[:shown])}{more}; each holds this machine's version of the note beside it "
             "(merge what matters into the note, then delete the copy)")

@@ -13,11 +13,10 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
+from vault_mem import settings
 from vault_mem.vault.markdown import heading_spans
 
-EXCERPT_CHARS = 160
 CUT = "..."
-_SNAP = 16  # how far a cut may move to land between words instead of inside one
 
 
 def text_lines(body: str) -> str:
@@ -46,8 +45,9 @@ def first_match(text: str, terms: Sequence[str]) -> tuple[int, int] | None:
     return best
 
 
-def excerpt_around(body: str, terms: Sequence[str] = (), limit: int = EXCERPT_CHARS) -> str:
+def excerpt_around(body: str, terms: Sequence[str] = (), limit: int | None = None) -> str:
     """At most ``limit`` characters of the body's text, centred on the first match of ``terms``."""
+    limit = settings.current().excerpt_chars if limit is None else limit
     text = text_lines(body)
     if len(text) <= limit:
         return text
@@ -66,12 +66,13 @@ def excerpt_around(body: str, terms: Sequence[str] = (), limit: int = EXCERPT_CH
 
 def _snap_to_words(text: str, start: int, end: int, match: tuple[int, int] | None) -> tuple[int, int]:
     """Move the cuts a little inward so that they fall between words, never off the match."""
+    config = settings.current()
     if start > 0 and not text[start - 1].isspace() and not text[start].isspace():
-        space = text.find(" ", start, start + _SNAP)
+        space = text.find(" ", start, start + config.excerpt_snap)
         if space >= 0 and (match is None or space < match[0]):
             start = space + 1
     if end < len(text) and not text[end].isspace() and not text[end - 1].isspace():
-        space = text.rfind(" ", max(start, end - _SNAP), end)
+        space = text.rfind(" ", max(start, end - config.excerpt_snap), end)
         if space > start and (match is None or space >= match[1]):
             end = space
     return start, end

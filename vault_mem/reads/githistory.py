@@ -11,9 +11,6 @@ from typing import Any
 from vault_mem.git.history import History
 from vault_mem.vault.reader import read_whole
 
-DEFAULT_HISTORY = 5
-MAX_HISTORY = 50
-
 
 def git_fields(root: Path, history: History | None, path: str, fsrel: str, count: int) -> dict[str, Any]:
     """``{history, uncommitted}`` for the note at vault-relative ``path``; ``{}`` outside git

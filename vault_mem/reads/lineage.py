@@ -25,6 +25,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from vault_mem import settings
 from vault_mem.reads.links import LinkResolver
 from vault_mem.search.api import fold, newest_first_key, strip_md
 from vault_mem.served.context import View
@@ -211,7 +212,6 @@ class Lineage:
         return permalink_of(self.view.record(doc)["path"])
 
 
-CHAIN_LIMIT = 5000  # a chain past this many notes is walked on the whole graph instead
 
 
 def lineage_for(view: View, doc: int) -> Lineage:
@@ -237,7 +237,7 @@ def lineage_for(view: View, doc: int) -> Lineage:
             if other is not None and other not in chain:
                 chain.add(other)
                 frontier.append(other)
-        if len(chain) > CHAIN_LIMIT:
+        if len(chain) > settings.current().chain_limit:
             return Lineage(view)
     return Lineage(view, docs=sorted(chain))
 

@@ -8,12 +8,10 @@ from dataclasses import dataclass
 from functools import partial
 from typing import Any
 
-from vault_mem.reads.misses import ECHO, Filter, echo, listed, missing_word_hints, range_hint, tag_hints, why_empty
+from vault_mem import settings
+from vault_mem.reads.misses import Filter, echo, listed, missing_word_hints, range_hint, tag_hints, why_empty
 from vault_mem.search.api import words
 from vault_mem.served.context import View
-
-TEXT_CHECKS = 500  # query matches whose text a miss re-checks for a query with non-word characters
-RECORD_CHECKS = 5_000  # up to this many notes, a miss checks metadata on every record
 
 
 @dataclass
@@ -37,6 +35,7 @@ class ListMiss:
 def why_no_memories(view: View, miss: ListMiss) -> list[str]:
     """Query words no memory holds (with the closest words), then which filter admits no
     memory, or how the filters exclude the query's matches together."""
+    config = settings.current()
     if view.doc_count() == 0:
         return ["the index holds no memories yet"]
     hints: list[str] = []
@@ -45,7 +44,7 @@ def why_no_memories(view: View, miss: ListMiss) -> list[str]:
         hints = missing_word_hints(view, list(dict.fromkeys(words(miss.query))), ("title", "body"), "title or body")
         if not hints:
             hints = [f"no memory's title or body holds every word of {echo(miss.query)}"]
-    elif found is not None and miss.needle is not None and len(found) <= TEXT_CHECKS:
+    elif found is not None and miss.needle is not None and len(found) <= config.miss_text_checks:
         found = {d for d in found if miss.contains(d, miss.needle)}
         if not found:
             hints = [f"no memory's title or body holds the text {echo(miss.query)}"]
@@ -61,12 +60,12 @@ def why_no_memories(view: View, miss: ListMiss) -> list[str]:
                               lambda: set(view.all_docs()) - set(view.term_docs("tags", miss.tags_none)),
                               lambda: "tags_none: every memory carries one of these tags"))
     for key, (field, terms) in miss.indexed.items():
-        label = f"metadata_filters {key[:ECHO]}={listed([str(v) for v in miss.filters[key]])}"
+        label = f"metadata_filters {key[:config.hint_echo]}={listed([str(v) for v in miss.filters[key]])}"
         filters.append(Filter(label, partial(view.term_docs, field, terms),
                               partial(lambda lb: f"{lb}: no memory has it", label)))
     others = [k for k in miss.filters if k not in miss.indexed]
-    if others and view.doc_count() <= RECORD_CHECKS:
-        keys = ", ".join(k[:ECHO] for k in others)
+    if others and view.doc_count() <= config.miss_record_checks:
+        keys = ", ".join(k[:config.hint_echo] for k in others)
         filters.append(Filter(f"metadata_filters on {keys}",
                               lambda: [d for d in view.all_docs() if miss.matches(d)],
                               lambda: f"metadata_filters: no memory has the {keys} asked for"))

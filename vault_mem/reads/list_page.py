@@ -7,9 +7,10 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from typing import Any
 
+from vault_mem import settings
 from vault_mem.reads.lineage import Lineage
 from vault_mem.reads.rows import cut_message, fit_row
-from vault_mem.served.context import ROW_BUDGET, Budget, View, json_size
+from vault_mem.served.context import Budget, View, json_size
 from vault_mem.vault.fields import plain
 from vault_mem.vault.note import permalink_of
 
@@ -29,7 +30,7 @@ def page_rows(view: View, lineage: Lineage, hits: Iterator[int], offset: int, li
             return rows, True, warnings
         row = _row(view, lineage, doc, fields, preview_chars)
         note = cut_message([row.get("permalink") or row["id"]]) if fit_row(row) else None
-        if json_size(row) + 2 > ROW_BUDGET and "content" in row:
+        if json_size(row) + 2 > settings.current().row_budget and "content" in row:
             row, content_note = _cut_content(row)
             note = f"{note}; {content_note}" if note else content_note
         if not page.take(row):
@@ -73,11 +74,12 @@ def _preview(rec: dict[str, Any], chars: int) -> str:
 
 def _cut_content(row: dict[str, Any]) -> tuple[dict[str, Any], str]:
     """Cut a row's content so that the row fits the size bound alone; say where to continue."""
+    config = settings.current()
     content = str(row["content"])
     keep = len(content)
     row = dict(row, content="", content_truncated=True)
-    while keep > 0 and json_size(row | {"content": content[:keep]}) + 2 > ROW_BUDGET - 200:
-        over = json_size(row | {"content": content[:keep]}) + 2 - (ROW_BUDGET - 200)
+    while keep > 0 and json_size(row | {"content": content[:keep]}) + 2 > config.row_budget - 200:
+        over = json_size(row | {"content": content[:keep]}) + 2 - (config.row_budget - 200)
         keep = max(0, keep - max(over, 1))
     row["content"] = content[:keep]
     ref = row.get("permalink") or row["id"]

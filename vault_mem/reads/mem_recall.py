@@ -23,13 +23,14 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from vault_mem import settings
 from vault_mem.errors import InvalidInput
 from vault_mem.reads.chunks import Chunk, ChunkCache, chunk_body
 from vault_mem.reads.dates import epoch_bounds, parse_period
 from vault_mem.reads.misses import echo, range_hint, tag_hints
 from vault_mem.reads.rows import bound_message, cut_message, fit_row, snippet
 from vault_mem.search.api import fold
-from vault_mem.served.context import ROW_BUDGET, View, json_size, take_within
+from vault_mem.served.context import View, json_size, take_within
 from vault_mem.served.params import OFFSET, Args, choice_param, int_param, text_param
 from vault_mem.vault.dates import iso
 from vault_mem.vault.fields import normalize_tag
@@ -48,8 +49,6 @@ PARAMS = (
     choice_param("output_format", "compact: readable text; structured: chunk rows.", FORMATS, default="compact"),
 )
 ARCHIVE = "archive:"
-COMPACT_CHARS = 400
-HIDDEN_COUNT_CAP = 200  # archive notes chunked for the hint; past this only notes are counted
 _GLOB = re.compile(r"[*?\[]")
 _CACHE = ChunkCache()
 
@@ -93,7 +92,7 @@ def mem_recall(view: View, raw: dict[str, Any]) -> dict[str, Any]:
         return _answer("none", output, [], hints, None)
     rendered = [(_compact_block if output == "compact" else _row)(view, p) for p in picked]
     # Hints can echo long filter values: the rows get what the hints leave of the budget.
-    fitted = take_within(rendered, ROW_BUDGET - json_size(hints))
+    fitted = take_within(rendered, settings.current().row_budget - json_size(hints))
     cut = [r["chunk_id"] for r in rendered[:fitted] if isinstance(r, dict) and "truncated_fields" in r]
     if cut:
         hints.append(cut_message(cut))
@@ -318,10 +317,11 @@ def _row(view: View, p: Picked) -> dict[str, Any]:
 
 
 def _compact_block(view: View, p: Picked) -> str:
+    config = settings.current()
     rec = view.record(p.docnum)
-    where = f" | {snippet(' > '.join(p.chunk.hierarchy), COMPACT_CHARS)}" if p.chunk.hierarchy else ""
+    where = f" | {snippet(' > '.join(p.chunk.hierarchy), config.compact_chars)}" if p.chunk.hierarchy else ""
     header = f"[{rec['created']}] {permalink_of(rec['path'])}#{p.index}{where}"
-    return f"{header}\n{snippet(p.chunk.content, COMPACT_CHARS) or '(no text)'}"
+    return f"{header}\n{snippet(p.chunk.content, config.compact_chars) or '(no text)'}"
 
 
 def _answer(status: str, output: str, rendered: list[Any], hints: list[str],
@@ -344,7 +344,7 @@ def _hidden_hint(view: View, docs: list[int], hints: list[str]) -> None:
     per: dict[str, list[int]] = {}
     for d in docs:
         per.setdefault(view.record(d)["namespace"], []).append(d)
-    exact = len(docs) <= HIDDEN_COUNT_CAP
+    exact = len(docs) <= settings.current().hidden_count_cap
     chunker = _Chunker(view)
     parts = []
     for name in sorted(per):

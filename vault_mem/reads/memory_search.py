@@ -27,6 +27,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from vault_mem import settings
 from vault_mem.errors import InvalidInput
 from vault_mem.reads.excerpts import excerpt_around
 from vault_mem.reads.misses import (
@@ -51,24 +52,21 @@ from vault_mem.search.api import (
     score_notes,
     search_terms,
 )
-from vault_mem.served.context import ROW_BUDGET, View, json_size, take_within
+from vault_mem.served.context import View, json_size, take_within
 from vault_mem.served.params import AGENT, Args, int_param, text_param
 from vault_mem.vault.fields import normalize_tag
 from vault_mem.vault.note import KNOWN_TYPES, permalink_of
 
-DEFAULT_LIMIT = 10
-MAX_LIMIT = 50
+# A tool's parameters are its published schema, made once when the tools load: its bounds are read then.
 PARAMS = (
     AGENT,
     text_param("query", "Free text. Omit for recent activity."),
     text_param("tag", "Only notes with this tag."),
     text_param("kind", "Only notes of this kind (type)."),
     text_param("path", "Only notes whose code paths overlap it."),
-    int_param("limit", "How many; above 50 means 50.", default=DEFAULT_LIMIT, minimum=1),
+    int_param("limit", "How many; above 50 means 50.", default=settings.current().search_default_limit, minimum=1),
     text_param("since", "RFC 3339; notes updated at or after it."),
 )
-TITLE_CHARS = 300  # a digest's title is cut past this (marked), so one digest stays small
-LIST_BUDGET = 1_000  # JSON characters a digest's tags or paths may take
 _RFC3339 = re.compile(r"\d{4}-\d{2}-\d{2}[Tt ]\d{2}:\d{2}:\d{2}(\.\d+)?([Zz]|[+-]\d{2}:\d{2})")
 
 
@@ -129,6 +127,7 @@ class Matches:
 
 
 def _parse(args: Args) -> Request:
+    config = settings.current()
     args.agent()
     query = (args.text("query", "") or "").strip()
     tag = _tag(args.text("tag", "", max_len=1000) or "")
@@ -136,11 +135,11 @@ def _parse(args: Args) -> Request:
     path = _code_path(args.text("path", "", max_len=4000) or "")
     since_text = (args.text("since", "", max_len=100) or "").strip()
     since = _since(since_text)
-    limit = args.integer("limit", accepted=f"from 1 to {MAX_LIMIT}")
+    limit = args.integer("limit", accepted=f"from 1 to {config.search_max_limit}")
     messages: tuple[str, ...] = ()
-    if limit > MAX_LIMIT:
-        messages = (f"limit {limit} is above the maximum; clamped to {MAX_LIMIT}",)
-        limit = MAX_LIMIT
+    if limit > config.search_max_limit:
+        messages = (f"limit {limit} is above the maximum; clamped to {config.search_max_limit}",)
+        limit = config.search_max_limit
     return Request(query, tag, kind, path, since_text, since, limit, messages)
 
 
@@ -222,7 +221,7 @@ def _answer(view: View, page: list[int], truncated: bool, scores: dict[int, floa
     shortened: dict[str, list[str]] = {"title": [], "tags": [], "paths": []}
     forms = match_forms(terms)
     notes = [_digest(view, d, scores.get(d, 0), forms, shortened) for d in page]
-    fitted = take_within(notes, ROW_BUDGET - json_size(hints))
+    fitted = take_within(notes, settings.current().row_budget - json_size(hints))
     if fitted < len(notes):
         messages.append(bound_message(f"{fitted} of {len(notes)} notes", None))
         notes = notes[:fitted]
@@ -333,11 +332,12 @@ def _digest(view: View, doc: int, score: float, terms: list[str],
             shortened: dict[str, list[str]]) -> dict[str, Any]:
     """The digest of one note; the permalinks of notes whose title, tags or paths had to be
     cut to keep a digest small are added to ``shortened``."""
+    config = settings.current()
     rec = view.record(doc)
     permalink = permalink_of(rec["path"])
     title = str(rec.get("title", ""))
-    if len(title) > TITLE_CHARS:
-        title = f"{title[:TITLE_CHARS]}… [+{len(title) - TITLE_CHARS} chars]"
+    if len(title) > config.digest_title_chars:
+        title = f"{title[:config.digest_title_chars]}… [+{len(title) - config.digest_title_chars} chars]"
         shortened["title"].append(permalink)
     tags = _fit_list(rec.get("tags") or [])
     code_paths = _fit_list(rec.get("paths") or [])
@@ -364,7 +364,7 @@ def _fit_list(values: list[str]) -> list[str]:
     used = 2
     for i, value in enumerate(values):
         used += json_size(value) + 2
-        if used > LIST_BUDGET:
+        if used > settings.current().digest_list_budget:
             return values[:i]
     return values
 

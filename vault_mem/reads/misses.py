@@ -17,12 +17,10 @@ from __future__ import annotations
 from collections.abc import Callable, Collection, Iterable
 from dataclasses import dataclass
 
+from vault_mem import settings
 from vault_mem.search.api import closest_names, stem_of
 from vault_mem.served.context import View
 
-ECHO = 40  # characters of a caller's value a hint repeats
-MAX_WORDS = 3  # words (or tags) that get "did you mean" suggestions in one answer
-MAX_LISTED = 5  # values named in one hint
 SEARCH_FIELDS = ("body", "title", "tagtext", "perm")  # what memory_search matches, likeliest first
 SINGULAR = {"notes": "note", "memories": "memory"}
 SUGGEST_FIELDS = ("title", "tagtext", "body")  # where its suggestions come from (perm repeats title)
@@ -30,17 +28,19 @@ SUGGEST_FIELDS = ("title", "tagtext", "body")  # where its suggestions come from
 
 def echo(value: str) -> str:
     """``value`` quoted, cut to ECHO characters."""
-    text = value if len(value) <= ECHO else value[:ECHO] + "..."
+    config = settings.current()
+    text = value if len(value) <= config.hint_echo else value[:config.hint_echo] + "..."
     return repr(text)
 
 
 def listed(values: list[str], last: str = "or") -> str:
     """Up to MAX_LISTED ``values``, echoed, joined with ``last`` before the final one."""
-    shown = [echo(v) for v in values[:MAX_LISTED]]
+    config = settings.current()
+    shown = [echo(v) for v in values[:config.hint_max_listed]]
     if not shown:
         return "none"
-    if len(values) > MAX_LISTED:
-        return ", ".join(shown) + f" and {len(values) - MAX_LISTED} more"
+    if len(values) > config.hint_max_listed:
+        return ", ".join(shown) + f" and {len(values) - config.hint_max_listed} more"
     return shown[0] if len(shown) == 1 else ", ".join(shown[:-1]) + f" {last} " + shown[-1]
 
 
@@ -54,6 +54,7 @@ def search_term_hints(view: View, terms: list[str]) -> list[str]:
     A term is held when a note's title, permalink, tags or body contains it; when none does,
     the term matched by its English stem alone or not at all, and the hint says which and
     offers the closest words the vault holds."""
+    config = settings.current()
     hints: list[str] = []
     suggested = 0
     if view.doc_count() == 0:
@@ -62,12 +63,12 @@ def search_term_hints(view: View, terms: list[str]) -> list[str]:
     for term in terms:
         if view.holds(SEARCH_FIELDS, term):
             continue
-        if len(hints) == MAX_LISTED:
+        if len(hints) == config.hint_max_listed:
             unheld.append(term)
             continue
         stem = stem_of(term)
         by_stem = stem is not None and view.holds(SEARCH_FIELDS, stem)
-        looked = suggested < MAX_WORDS
+        looked = suggested < config.hint_max_words
         close = view.closest_words(SUGGEST_FIELDS, term) if looked else []
         suggested += 1
         if by_stem:
@@ -84,23 +85,26 @@ def search_term_hints(view: View, terms: list[str]) -> list[str]:
 def missing_word_hints(view: View, words: list[str], fields: tuple[str, ...], where: str) -> list[str]:
     """For substring filters (``memory_list``'s query): each word no note holds in ``fields``,
     with the closest words; ``where`` names the fields in the hint ("title or body")."""
+    config = settings.current()
     hints: list[str] = []
     unheld = [w for w in words if not view.holds(fields, w)]
-    for i, word in enumerate(unheld[:MAX_LISTED]):
-        close = view.closest_words(fields, word) if i < MAX_WORDS else []
+    for i, word in enumerate(unheld[:config.hint_max_listed]):
+        close = view.closest_words(fields, word) if i < config.hint_max_words else []
         hints.append(f"no memory's {where} holds {echo(word)}" + did_you_mean(close))
-    if len(unheld) > MAX_LISTED:
-        hints.append(f"{len(unheld) - MAX_LISTED} more words no memory holds: {listed(unheld[MAX_LISTED:], 'and')}")
+    if len(unheld) > config.hint_max_listed:
+        more = unheld[config.hint_max_listed:]
+        hints.append(f"{len(more)} more words no memory holds: {listed(more, 'and')}")
     return hints
 
 
 def tag_hints(view: View, tags: list[str], param: str) -> list[str]:
     """For tag filters: each tag no note carries (nested tags count), with the closest tags."""
+    config = settings.current()
     missing = [t for t in tags if not view.holds(("tags",), t, substring=False)]
     hints = []
     for i, tag in enumerate(missing):
-        if i == MAX_WORDS:
-            hints.append(f"{param}: {len(missing) - MAX_WORDS} more tags match no memory: {listed(missing[i:])}")
+        if i == config.hint_max_words:
+            hints.append(f"{param}: {len(missing) - i} more tags match no memory: {listed(missing[i:])}")
             break
         close = view.closest_words(("tags",), tag) if tag else []
         hints.append(f"{param}: tag {echo(tag)} matched no memory" + did_you_mean(close))
@@ -113,9 +117,10 @@ def _kinds(view: View) -> list[str]:
 
 def present_kinds(view: View) -> str:
     """The kinds (types) notes have, for a hint: at most MAX_LISTED, then how many more."""
+    config = settings.current()
     kinds = _kinds(view)
-    more = f" and {len(kinds) - MAX_LISTED} more" if len(kinds) > MAX_LISTED else ""
-    return ", ".join(kinds[:MAX_LISTED]) + more
+    more = f" and {len(kinds) - config.hint_max_listed} more" if len(kinds) > config.hint_max_listed else ""
+    return ", ".join(kinds[:config.hint_max_listed]) + more
 
 
 def closest_kinds(view: View, kind: str) -> list[str]:
@@ -163,14 +168,16 @@ def why_empty(found: Collection[int] | None, filters: Iterable[Filter], noun: st
     A filter that admits nothing on its own is named with its own explanation; otherwise the
     hint says how many of the text's matches each filter leaves, or that the filters only
     exclude each other together."""
+    config = settings.current()
     given = list(filters)
     admitted = [(f, f.admits()) for f in given]
     empty = [f for f, docs in admitted if not docs]
-    alone = [f.when_empty() for f in empty[:MAX_WORDS]]
-    if len(empty) > MAX_WORDS:
-        alone.append(f"{len(empty) - MAX_WORDS} more filters admit no {SINGULAR.get(noun, noun)}: "
-                     + ", ".join(f.label for f in empty[MAX_WORDS:MAX_WORDS + MAX_LISTED])
-                     + (" ..." if len(empty) > MAX_WORDS + MAX_LISTED else ""))
+    words, listed_at_most = config.hint_max_words, config.hint_max_listed
+    alone = [f.when_empty() for f in empty[:words]]
+    if len(empty) > words:
+        alone.append(f"{len(empty) - words} more filters admit no {SINGULAR.get(noun, noun)}: "
+                     + ", ".join(f.label for f in empty[words:words + listed_at_most])
+                     + (" ..." if len(empty) > words + listed_at_most else ""))
     if alone or not given:
         return alone
     if found is not None:

@@ -44,33 +44,32 @@ import json
 from pathlib import Path
 from typing import Any
 
+from vault_mem import settings
 from vault_mem.errors import InvalidInput, NotFound
-from vault_mem.reads.githistory import DEFAULT_HISTORY, MAX_HISTORY, git_fields
+from vault_mem.reads.githistory import git_fields
 from vault_mem.reads.lineage import lineage_for
 from vault_mem.reads.links import LinkResolver, backlinks, outgoing
 from vault_mem.reads.rows import cut_to_fit
 from vault_mem.search.api import ancestors, fold, keep_while_unchanged
-from vault_mem.served.context import MAX_ANSWER_CHARS, View, json_size, settled_stamp, take_within
+from vault_mem.served.context import View, json_size, settled_stamp, take_within
 from vault_mem.served.params import OFFSET, REF, Args, int_param, text_param
 from vault_mem.served.refs import resolve_ref
 from vault_mem.vault.dates import from_timestamp, iso
 from vault_mem.vault.fields import FIELDS, layout, note_fields
 from vault_mem.vault.note import Note, est_tokens, permalink_of
-from vault_mem.vault.reader import MAX_BYTES, DateSource, read_note
+from vault_mem.vault.reader import DateSource, read_note
 
-DEFAULT_MAX_CHARS = 20_000
-MAX_CHARS = 30_000
+# A tool's parameters are its published schema, made once when the tools load: its bounds are read then.
 READ_PARAMS = (
     REF,
     int_param("offset", "Body offset in characters.", default=0, minimum=0),
-    int_param("max_chars", "Body characters per page.", default=DEFAULT_MAX_CHARS, minimum=1, maximum=MAX_CHARS),
-    int_param("history", "In a git vault: last commits shown.", default=DEFAULT_HISTORY, minimum=0,
-              maximum=MAX_HISTORY),
+    int_param("max_chars", "Body characters per page.", default=settings.current().read_default_chars, minimum=1,
+              maximum=settings.current().read_max_chars),
+    int_param("history", "In a git vault: last commits shown.", default=settings.current().default_history, minimum=0,
+              maximum=settings.current().max_history),
     text_param("agent", "Your agent name (clears your inbox)."),
 )
 DOMAINS_PARAMS = (OFFSET,)
-HEAD_BUDGET = 24_000  # what the record without its body may take
-ENVELOPE = 600  # room for next_offset, the message and JSON punctuation
 # Fields that may be cut when the record is huge (each of the table's cuttable rows, and more);
 # identity, etag and sizes never are.
 CUTTABLE = layout(("tags", "aliases", "metadata", "links", "backlinks", "lineage", "problems", "paths",
@@ -79,6 +78,7 @@ CUTTABLE = layout(("tags", "aliases", "metadata", "links", "backlinks", "lineage
 
 
 def memory_read(view: View, raw: dict[str, Any]) -> dict[str, Any]:
+    config = settings.current()
     args = Args(raw, READ_PARAMS)
     ref = args.required_str("ref", max_len=4096)
     offset = args.integer("offset")
@@ -100,22 +100,23 @@ def memory_read(view: View, raw: dict[str, Any]) -> dict[str, Any]:
 
     git = git_fields(view.vault.root, view.vault.index.history, note.path, record["fsrel"], history)
     answer = _head(view, doc, note) | git
-    cuts = cut_to_fit(answer, HEAD_BUDGET, CUTTABLE)
+    cuts = cut_to_fit(answer, config.read_head_budget, CUTTABLE)
     notes: list[str] = []
     if cuts:
         answer["truncated_fields"] = cuts
         shown = ", ".join(f"{k} ({v['shown']} of {v['total']} {v['unit']})" for k, v in cuts.items())
-        notes.append(f"cut to keep the answer under {MAX_ANSWER_CHARS:,} characters: {shown}; "
+        notes.append(f"cut to keep the answer under {config.max_answer_chars:,} characters: {shown}; "
                      f"the file ({note.permalink}, also an MCP resource) holds everything")
         answer["message"] = notes[0]
-    if note.size > MAX_BYTES:
+    if note.size > config.max_note_bytes:
         # The body pages are the indexed text, so that body_chars, est_tokens, search and
         # the pages agree; the resource still returns the whole file.
         notes.append(f"the file is {note.size:,} bytes: its body is read and paged up to the first "
-                     f"{MAX_BYTES:,} bytes, as indexed; the resource {note.permalink} returns the whole file")
+                     f"{config.max_note_bytes:,} bytes, as indexed; the resource {note.permalink} returns the "
+                     "whole file")
         answer["message"] = "; ".join(notes)
     page, page_cut = _body_page(note.body, offset, max_chars,
-                                MAX_ANSWER_CHARS - json_size(answer) - ENVELOPE)
+                                config.max_answer_chars - json_size(answer) - config.read_envelope)
     answer["offset"] = offset
     answer["body"] = page
     if offset + len(page) < len(note.body):
@@ -196,7 +197,6 @@ def _json_len(text: str) -> int:
 
 # -- list_domains --------------------------------------------------------------------
 
-DOMAIN_PAGE = 500
 
 
 def list_domains(view: View, raw: dict[str, Any]) -> dict[str, Any]:
@@ -224,7 +224,7 @@ def _domains_page(view: View, offset: int) -> dict[str, Any]:
     rows = [
         {"domain": name, "active": totals[name][0], "archived": totals[name][1],
          "updated": _updated(totals[name][2])}
-        for name in names[offset: offset + DOMAIN_PAGE]
+        for name in names[offset: offset + settings.current().domain_page]
     ]
     rows = rows[: take_within(rows)]
     if not rows:

@@ -4,24 +4,25 @@ from __future__ import annotations
 
 from typing import Any
 
-from vault_mem.served.context import MAX_ANSWER_CHARS, json_size
+from vault_mem import settings
+from vault_mem.served.context import json_size
 from vault_mem.vault.fields import FIELDS, layout
 from vault_mem.vault.note import domain_of, permalink_of, tokens_for_chars
 
-SNIPPET_CHARS = 400
 
-
-def snippet(body: str, limit: int = SNIPPET_CHARS, see: str = "memory_read", total: int | None = None) -> str:
+def snippet(body: str, limit: int | None = None, see: str = "memory_read", total: int | None = None) -> str:
     """The first ``limit`` code points of a body of ``total`` characters (``len(body)`` unless
     only its head is given), with a marker saying how much was left out and where it is."""
+    limit = settings.current().snippet_chars if limit is None else limit
     total = len(body) if total is None else total
     if total <= limit:
         return body[:limit]
     return f"{body[:limit]}… [+{total - limit} chars, see {see}]"
 
 
-def snippet_of(record: dict[str, Any], limit: int = SNIPPET_CHARS) -> str:
+def snippet_of(record: dict[str, Any], limit: int | None = None) -> str:
     """``snippet`` of a stored record, from its stored head (which is longer than any snippet)."""
+    limit = settings.current().snippet_chars if limit is None else limit
     head = str(record.get("head", ""))
     return snippet(head, limit, total=int(record.get("body_chars", len(head))))
 
@@ -45,7 +46,6 @@ def identity(record: dict[str, Any]) -> dict[str, Any]:
 
 # -- cutting what is too big (docs/tools.md "Bounded": nothing is cut without saying so) ---
 
-ROW_FIELDS_BUDGET = 8_000  # JSON characters a list row may take besides its content
 # Row fields that may be cut when a record is huge (10,000 tags, a 100k title, 5,000 keys of
 # metadata): the field table's cuttable rows, and ``hierarchy``; identity, dates, status and etag
 # never are. The order breaks ties between fields of one size.
@@ -80,9 +80,10 @@ def cut_to_fit(value: dict[str, Any], budget: int, cuttable: tuple[str, ...],
     return cuts
 
 
-def fit_row(row: dict[str, Any], budget: int = ROW_FIELDS_BUDGET) -> bool:
+def fit_row(row: dict[str, Any], budget: int | None = None) -> bool:
     """Cut a list row whose fields (besides ``content``) pass ``budget``; the row then carries
     ``truncated_fields`` ({field: {shown, total, unit}}). True when something was cut."""
+    budget = settings.current().row_fields_budget if budget is None else budget
     cuts = cut_to_fit(row, budget, ROW_CUTTABLE, exclude=("content",))
     if cuts:
         row["truncated_fields"] = cuts
@@ -93,7 +94,8 @@ def cut_message(refs: list[str], see: str = "memory_read") -> str:
     """What a list answer says when fields of some of its rows were cut."""
     shown = ", ".join(r if len(r) <= 120 else r[:117] + "..." for r in refs[:3])
     more = f" and {len(refs) - 3} more" if len(refs) > 3 else ""
-    return (f"fields of {shown}{more} were cut to keep the answer under {MAX_ANSWER_CHARS:,} characters "
+    bound = settings.current().max_answer_chars
+    return (f"fields of {shown}{more} were cut to keep the answer under {bound:,} characters "
             f"(see each row's truncated_fields; {see} shows the whole record)")
 
 
@@ -104,7 +106,7 @@ def bound_message(shown: str, next_offset: int | None) -> str:
     that does not page) the advice is to ask for less."""
     rest = (f"pass offset={next_offset} for the rest" if next_offset is not None
             else "lower limit or narrow the query")
-    return f"{shown} fit the answer's size bound ({MAX_ANSWER_CHARS:,} characters); {rest}"
+    return f"{shown} fit the answer's size bound ({settings.current().max_answer_chars:,} characters); {rest}"
 
 
 def _can_shrink(value: Any) -> bool:

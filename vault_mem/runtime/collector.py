@@ -32,13 +32,9 @@ import threading
 import time
 from collections.abc import Callable
 
+from vault_mem import settings
+
 log = logging.getLogger("vault_mem.runtime")
-FREEZE_EVERY = 1.0  # seconds between freezes of what survived the young collections
-FULL_EVERY = 600.0  # seconds of steady load after which a full collection runs anyway
-GROWTH_SHARE = 0.5  # objects frozen since the last full collection, to those it left frozen, that make one due
-GROWTH_FLOOR = 200_000  # objects frozen since the last full collection that make one due however few live
-IDLE_GROWTH = 20_000  # objects frozen since the last full collection that an idle tick collects
-IDLE_EVERY = 60.0  # seconds at least between two full collections at idle ticks
 NEVER = 1_000_000_000  # a generation threshold that is never reached
 
 
@@ -58,38 +54,42 @@ class Collector:
     """One tick every ``FREEZE_EVERY`` seconds: a full collection when it is due, else a freeze."""
 
     def __init__(self, quiet: Callable[[float], bool]) -> None:
+        config = settings.current()
         self.quiet = quiet
         self.made = 0  # objects frozen since the last full collection (some may have died since)
-        self.bound = max(GROWTH_FLOOR, int(GROWTH_SHARE * gc.get_freeze_count()))  # ``made`` that makes one due
+        # ``made`` that makes one due
+        self.bound = max(config.gc_growth_floor, int(config.gc_growth_share * gc.get_freeze_count()))
         self.last_full = time.monotonic()
         self.full_collections = 0
 
     def run(self) -> None:
         while True:
-            time.sleep(FREEZE_EVERY)
+            time.sleep(settings.current().gc_freeze_every)
             self.tick()
 
     def tick(self) -> None:
-        self.step(self.quiet(FREEZE_EVERY), time.monotonic())
+        self.step(self.quiet(settings.current().gc_freeze_every), time.monotonic())
 
     def step(self, idle: bool, now: float) -> None:
         """Freeze what survived; collect everything if it is due (``idle``: no call in the last tick)."""
+        config = settings.current()
         # What this freeze takes: the generations below the frozen one, listed (the frozen one's
         # own count walks every frozen object, so it is taken only at full collections).
         self.made += sum(len(gc.get_objects(generation)) for generation in range(3))
         gc.freeze()
         since = now - self.last_full
-        if self.made and (self.made >= self.bound or since >= FULL_EVERY
-                          or (idle and since >= IDLE_EVERY and self.made >= IDLE_GROWTH)):
+        if self.made and (self.made >= self.bound or since >= config.gc_full_every
+                          or (idle and since >= config.gc_idle_every and self.made >= config.gc_idle_growth)):
             self.full(now)
 
     def full(self, now: float) -> None:
+        config = settings.current()
         started = time.perf_counter()
         gc.unfreeze()
         found = gc.collect()
         gc.freeze()
         self.made = 0
-        self.bound = max(GROWTH_FLOOR, int(GROWTH_SHARE * gc.get_freeze_count()))
+        self.bound = max(config.gc_growth_floor, int(config.gc_growth_share * gc.get_freeze_count()))
         self.last_full = now
         self.full_collections += 1
         log.debug("full collection: %d unreachable objects, %.0f ms", found, (time.perf_counter() - started) * 1000)

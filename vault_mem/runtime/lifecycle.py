@@ -13,8 +13,8 @@ stderr: the build forks workers, and nothing a child does may reach the protocol
 
 Segments are merged off the live path: a scheduler thread checks the index's segments
 every few seconds and, when the tiered policy asks for a merge and no process holds the
-merge lock, starts ``python -m vault_mem.search.merge`` at low priority (see
-``search/merge.py`` and docs/index-and-scale.md). Nothing here ever waits for it.
+merge lock, starts ``python -m vault_mem.runtime.tuning`` at low priority (see
+``search/merge.py``, ``runtime/tuning.py`` and docs/index-and-scale.md). Nothing here ever waits for it.
 """
 
 from __future__ import annotations
@@ -31,6 +31,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+from vault_mem import settings
 from vault_mem.errors import VaultUnavailable
 from vault_mem.git.history import unregister
 from vault_mem.runtime.watcher import Watcher, folder_identity
@@ -47,33 +48,26 @@ from vault_mem.vault.walk import walk_vault
 
 log = logging.getLogger("vault_mem.mcp_server")
 PROGRESS_FILE = "build-progress.json"
-MERGE_CHECK = 2.0  # seconds between looks at whether a merge is due
 # A call made in the first seconds of a build (or of the resume of one) waits for it, until the
 # build is this old: a vault of a few hundred notes then answers its first call complete, and a
 # client that calls once and leaves has left an index behind (docs/index-and-sync.md).
-FIRST_ANSWER_WAIT = 5.0
-STOP_GRACE = 5.0  # seconds a build still running gets to finish when the client leaves
-CHECK_AFTER_AT_MOST = 30.0  # seconds the start-up check waits for the server to be loaded
 # Once the server is loaded, the start-up check of an existing index lets the session's first calls
 # go first: a client calls right after the handshake, and the check (~1.7 s of CPU at 100,000 notes,
 # most of it reading four columns whole) would share the one interpreter lock with those calls. It
 # starts once CALLS_FIRST seconds have passed with no call in flight, and never later than
 # CALLS_FIRST_AT_MOST seconds after loading; the watcher applies saves meanwhile.
-CALLS_FIRST = 0.5
-CALLS_FIRST_AT_MOST = 10.0
-GIVE_WAY_EVERY = 64  # files the check stats between two pauses while a call is in flight
-GIVE_WAY = 0.001  # seconds of each pause: the call's thread takes the interpreter lock meanwhile
 
 
 class Runtime:
     """Owns the background indexing of one served vault; it is the vault's ``Health``."""
 
     def __init__(self, index: VaultIndex, pace: Callable[[str], None] | None = None,
-                 first_answer_wait: float = FIRST_ANSWER_WAIT, merges: bool = True, writes: bool = True) -> None:
+                 first_answer_wait: float | None = None, merges: bool = True, writes: bool = True) -> None:
         """``pace`` is called with each file a full check of the vault reaches (tests slow it down);
         ``merges``: schedule background merges (of ``serve --workers N``, only one worker does);
         ``writes``: False for a worker that leaves the writing to worker 1, which also follows the
         files for it: it runs no watcher (docs/concurrency.md)."""
+        first_answer_wait = settings.current().first_answer_wait if first_answer_wait is None else first_answer_wait
         self.writes = writes
         self.root = index.root
         self.index = index
@@ -102,6 +96,7 @@ class Runtime:
         self._last_call = 0.0  # monotonic time the last call ended
         self._files_checked = 0
         self.gave_way = 0  # pauses the start-up check made for calls (tests)
+        self.waited_for_calls = 0  # times the start-up check waited for a call in flight to end (tests)
         # The start-up check is due or running: from start() until its reconcile has applied what it
         # found. Notes changed while no server ran (one killed mid-write included) are only in the
         # index after it, so answers say so meanwhile (``checking``).
@@ -216,15 +211,17 @@ class Runtime:
 
     def _let_calls_go_first(self) -> None:
         """Wait for CALLS_FIRST seconds without a call in flight (at most CALLS_FIRST_AT_MOST)."""
+        config = settings.current()
         now = time.monotonic()
-        deadline = now + CALLS_FIRST_AT_MOST
+        deadline = now + config.calls_first_at_most
         with self._calls_changed:
             self._last_call = max(self._last_call, now)
             while not self._stopping and (now := time.monotonic()) < deadline:
                 if self._calls:
+                    self.waited_for_calls += 1
                     self._calls_changed.wait(deadline - now)
                     continue
-                quiet_from = self._last_call + CALLS_FIRST
+                quiet_from = self._last_call + config.calls_first
                 if now >= quiet_from:
                     return
                 self._calls_changed.wait(min(quiet_from, deadline) - now)
@@ -232,13 +229,14 @@ class Runtime:
     def _check_pace(self, rel: str) -> None:
         """The start-up check's pace: the tests' hook, and a short pause now and then while a call
         is in flight (a thread that sleeps hands the interpreter lock to the call at once)."""
+        config = settings.current()
         if self.pace is not None:
             self.pace(rel)
         self._check_done += 1
         self._files_checked += 1
-        if self._calls and self._files_checked % GIVE_WAY_EVERY == 0:
+        if self._calls and self._files_checked % config.check_give_way_every == 0:
             self.gave_way += 1
-            time.sleep(GIVE_WAY)
+            time.sleep(config.check_give_way)
 
     def check(self) -> None:
         """Called before each tool call: notice a vanished vault or index and recover.
@@ -323,7 +321,7 @@ class Runtime:
             self._merge_thread.start()
 
     def _schedule_merges(self) -> None:
-        while not self._stop_merging.wait(MERGE_CHECK):
+        while not self._stop_merging.wait(settings.current().merge_check):
             try:
                 if self.writes:
                     self.follow_root()
@@ -346,10 +344,11 @@ class Runtime:
         with merge_lock(self.index.dir) as free:  # another server's merge is running: leave it be
             if not free:
                 return False
-        command = [sys.executable, "-m", "vault_mem.search.merge", str(self.index.dir)]
+        command = [sys.executable, "-m", "vault_mem.runtime.tuning", str(self.index.dir)]
+        below_normal = getattr(subprocess, "BELOW_NORMAL_PRIORITY_CLASS", 0)  # Windows: the merge gives way
         self._merger = subprocess.Popen(
             command, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=sys.stderr.fileno(),
-            creationflags=getattr(subprocess, "BELOW_NORMAL_PRIORITY_CLASS", 0))
+            creationflags=below_normal if settings.current().tune_merge_priority else 0)
         return True
 
     def _bring_up(self) -> None:
@@ -369,7 +368,7 @@ class Runtime:
             if self.watcher is not None:
                 self.watcher.release()
             if self._check_after is not None:
-                self._check_after.wait(CHECK_AFTER_AT_MOST)
+                self._check_after.wait(settings.current().check_after_at_most)
                 self._let_calls_go_first()
             if self._stopping:
                 return  # stopped while the server was loading: nothing more to say after "stopped"

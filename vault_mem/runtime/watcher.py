@@ -33,6 +33,7 @@ from typing import Any
 from watchdog.events import DirMovedEvent, FileMovedEvent, FileSystemEvent, FileSystemEventHandler
 from watchdog.observers import Observer
 
+from vault_mem import settings
 from vault_mem.git.history import history_for
 from vault_mem.runtime.observer import (
     INOTIFY,
@@ -48,21 +49,15 @@ from vault_mem.vault.reader import read_note
 from vault_mem.vault.walk import IgnoreRules, is_memory_name, walk_vault
 
 log = logging.getLogger("vault_mem.watch")
-DEBOUNCE = 0.05  # seconds of quiet before a flush
-STEPS_WAIT = 2.0  # longest wait for a write tool's file steps to end (search/commits.py ``Written``)
-MAX_DELAY = 0.3  # a steady stream of events is still flushed this often
-RECONCILE_EVERY = 60.0
-BATCH = 2000
-LOST_SAID_EVERY = 60.0  # seconds between two warnings that the system dropped events
-LOOKUP_LIMIT = 2000  # changed paths looked up one by one; above this, all fingerprints at once
 
 
 class Watcher:
     """Keeps ``index`` equal to the files under its root while running."""
 
-    def __init__(self, index: VaultIndex, reconcile_every: float = RECONCILE_EVERY,
+    def __init__(self, index: VaultIndex, reconcile_every: float | None = None,
                  on_error: Callable[[str], None] | None = None,
                  pace: Callable[[str], None] | None = None) -> None:
+        reconcile_every = settings.current().reconcile_every if reconcile_every is None else reconcile_every
         self.index = index
         self.pace = pace  # called with each file the periodic check reaches (tests slow it down)
         self.root = index.root
@@ -223,7 +218,7 @@ class Watcher:
             if not self._first_event:
                 self._first_event = now
             self._last_event = now
-            say = self._lost_said is None or now - self._lost_said >= LOST_SAID_EVERY
+            say = self._lost_said is None or now - self._lost_said >= settings.current().watch_lost_said_every
             if say:
                 self._lost_said = now
             self._cond.notify_all()
@@ -290,14 +285,15 @@ class Watcher:
             return files, dirs
 
     def _debounce(self) -> None:
-        """Under the condition: wait for ``DEBOUNCE`` seconds of quiet, but never longer than ``MAX_DELAY``."""
+        """Under the condition: wait for ``watch_debounce`` seconds of quiet, never longer than ``watch_max_delay``."""
+        config = settings.current()
         while not self._stopping:
             now = time.monotonic()
             quiet = now - self._last_event
             waited = now - self._first_event
-            if quiet >= DEBOUNCE or waited >= MAX_DELAY:
+            if quiet >= config.watch_debounce or waited >= config.watch_max_delay:
                 return
-            self._cond.wait(min(DEBOUNCE - quiet, MAX_DELAY - waited))
+            self._cond.wait(min(config.watch_debounce - quiet, config.watch_max_delay - waited))
 
     def _process(self, files: set[str], dirs: set[str], check_due: bool, lost: bool = False) -> None:
         """Apply one batch (and the periodic check when due, or at once when events were lost); on
@@ -389,6 +385,7 @@ class Watcher:
             log.exception("reconcile failed")
 
     def _flush(self, files: set[str], dirs: set[str]) -> None:
+        config = settings.current()
         with self._cond:
             rewatch, self._rewatch = self._rewatch, set()
         for name in sorted(rewatch):
@@ -404,7 +401,7 @@ class Watcher:
                 candidates |= self._subtree(rel)
         # What this process's write tools saved and indexed themselves needs nothing (search/commits.py),
         # not even a listing: they write under the spelling on disk (``existing_spelling``, the index's).
-        self.index.written.wait_steps(STEPS_WAIT)  # a save heard before it was submitted
+        self.index.written.wait_steps(config.watch_steps_wait)  # a save heard before it was submitted
         candidates = {rel for rel in candidates if not self.index.written.unchanged(self.root, rel)}
         # On a case-insensitive disk an old spelling still opens: the folder listings decide. A listing
         # is costly in a busy process: ``os.listdir`` lets go of the interpreter lock for every entry,
@@ -421,7 +418,7 @@ class Watcher:
             return
         # A few paths are looked up one by one: a whole-index map costs ~100 ms at 100k notes.
         shown_paths = [display_path(rel) for rel in candidates]
-        fingerprints = self.index.fingerprints(shown_paths if len(shown_paths) <= LOOKUP_LIMIT else None)
+        fingerprints = self.index.fingerprints(shown_paths if len(shown_paths) <= config.watch_lookup_limit else None)
         changed: list[tuple[Note, str]] = []
         removed: list[str] = []
         for rel in sorted(candidates):
@@ -443,7 +440,7 @@ class Watcher:
             if same_content(note, seen):
                 continue
             changed.append((note, rel))
-            if len(changed) >= BATCH:
+            if len(changed) >= config.watch_batch:
                 self._apply(changed, removed)
                 changed, removed = [], []
         self._apply(changed, removed)

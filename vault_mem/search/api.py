@@ -12,6 +12,8 @@ else inside it (``tests/test_layers.py`` keeps it so).
                         that ranking (search/fusion.py, meaning/; docs/ranking.md "By meaning")
     fold, strip_md, ancestors, path_prefixes, words, is_word, closest_names
                         how names and text are normalised for the index's keys
+    resembling, Resembling, Rarity, word_set, resemblance
+                        the notes that say nearly the same as a text (``search/similar.py``)
     keep_while_unchanged
                         keep what is derived from one version of a file (the engine's cache)
     install_whoosh_patches
@@ -30,12 +32,14 @@ from vault_mem.search.folder import has_index, usable_index_dir
 from vault_mem.search.fusion import Fused, fused_notes
 from vault_mem.search.gitfollow import attach_history
 from vault_mem.search.lru import keep_while_unchanged
+from vault_mem.search.merge import main as merge_main
 from vault_mem.search.merge import merge_due, merge_lock
 from vault_mem.search.presence import live, present
 from vault_mem.search.progress import Progress, ProgressFile
 from vault_mem.search.query import Searcher, newest_first_key, prefix_records, ranked_newest_key
 from vault_mem.search.ranking import match_forms, score_notes, search_terms, stem_of
 from vault_mem.search.schema import SCHEMA_VERSION, ancestors, document_of, fold, path_prefixes, strip_md
+from vault_mem.search.similar import Rarity, Resembling, resemblance, resembling, word_set
 from vault_mem.search.snapshot import Snapshot
 from vault_mem.search.store import VaultIndex, same_content, stat_state
 from vault_mem.search.substring import is_word, words
@@ -54,6 +58,8 @@ __all__ = [
     "Progress",
     "ProgressFile",
     "Ranked",
+    "Rarity",
+    "Resembling",
     "Searcher",
     "Snapshot",
     "SyncReport",
@@ -73,6 +79,7 @@ __all__ = [
     "match_forms",
     "merge_due",
     "merge_lock",
+    "merge_main",
     "newest_first_key",
     "open_meaning",
     "path_prefixes",
@@ -80,6 +87,8 @@ __all__ = [
     "present",
     "ranked_newest_key",
     "reconcile",
+    "resemblance",
+    "resembling",
     "same_content",
     "score_notes",
     "search_terms",
@@ -88,5 +97,6 @@ __all__ = [
     "strip_md",
     "sync",
     "usable_index_dir",
+    "word_set",
     "words",
 ]

@@ -30,7 +30,9 @@ from typing import Any
 from whoosh import index as whoosh_index
 from whoosh.index import TOC
 
+from vault_mem import settings
 from vault_mem.search.gitfollow import attach_history, open_history_readonly
+from vault_mem.search.hold import hold_at
 from vault_mem.search.merge import tier
 from vault_mem.search.progress import Progress
 from vault_mem.search.schema import document_of
@@ -42,11 +44,6 @@ from vault_mem.vault.paths import display_path
 from vault_mem.vault.reader import read_note
 from vault_mem.vault.walk import IgnoreRules, walk_vault
 
-BATCH = 500  # files per commit of a serial build, at most
-SERIAL_FIRST_BATCH = 100  # files in the first commit of a serial build
-FIRST_BATCH = 1000  # the smallest worker segment
-MAX_BATCH = 16000  # the largest worker segment
-REPORT_EVERY = 50  # files a worker parses between two progress reports
 RESUMING = "resuming the interrupted build"  # the progress label of a reconcile after one
 
 
@@ -92,7 +89,7 @@ def build(index: VaultIndex, progress: Callable[[str, int], Progress] | None = N
     index.create()
     bar = progress("indexing", len(walked.files)) if progress else Progress("indexing", 0, quiet=True)
     procs = procs or min(os.cpu_count() or 1, 4)
-    if procs <= 1 or len(walked.files) < 2 * BATCH:
+    if procs <= 1 or len(walked.files) < 2 * settings.current().build_batch:
         _serial_build(index, walked.files, bar)
     else:
         _parallel_build(index, walked.files, bar, procs)
@@ -105,13 +102,16 @@ def build(index: VaultIndex, progress: Callable[[str, int], Progress] | None = N
 def _serial_build(index: VaultIndex, files: list[str], bar: Progress) -> None:
     """Commits of SERIAL_FIRST_BATCH files, doubling up to BATCH: a build stopped early (its
     server's client left) keeps what it committed, and the first answers see notes soon."""
-    first, size = 0, SERIAL_FIRST_BATCH
+    config = settings.current()
+    first, size = 0, config.build_serial_first_batch
     while first < len(files):
         with index.writer() as w:
             for rel in files[first:first + size]:
                 w.add_document(**document_of(read_note(index.root, rel, index.history), rel))
                 bar.advance()
-        first, size = first + size, min(size * 2, BATCH)
+        first, size = first + size, min(size * 2, config.build_batch)
+        if first < len(files):
+            hold_at("build-batch")
 
 
 def _parallel_build(index: VaultIndex, files: list[str], bar: Progress, procs: int) -> None:
@@ -173,6 +173,8 @@ def _parallel_build(index: VaultIndex, files: list[str], bar: Progress, procs: i
                 # Publish what is finished so far; old TOC files are cleaned by the final commit.
                 TOC(parent.schema, segments, generation).write(parent.storage, parent.indexname)
                 generation += 1
+                if received < expected:
+                    hold_at("build-batch")
         # The final commit publishes the segments as they are: the merge is left for later.
         parent.generation = generation
         publish(parent, segments)
@@ -197,18 +199,19 @@ def _batches(files: list[str], procs: int) -> list[list[str]]:
     The smallest is as large as the merge policy's lowest tier (``merge.FLOOR``): that tier is
     then left to the live commits' small segments, whose merges stay cheap.
     """
+    config = settings.current()
     batches: list[list[str]] = []
-    size, first = FIRST_BATCH, 0
+    size, first = config.build_first_segment, 0
     while first < len(files):
         for _ in range(procs):
             batches.append(files[first:first + size])
             first += size
             if first >= len(files):
                 break
-        size = min(size * 2, MAX_BATCH)
+        size = min(size * 2, config.build_max_segment)
     # A last batch smaller than the lowest merge tier is folded into its neighbour: alone, it
     # would be rewritten by every merge of the saves' one-note segments.
-    if len(batches) > 1 and len(batches[-1]) < FIRST_BATCH:
+    if len(batches) > 1 and len(batches[-1]) < config.build_first_segment:
         batches[-2].extend(batches.pop())
     # The last wave, one batch per worker, is split evenly so that the workers end together (the
     # Hub's 6,500 notes: 2,000 and 2,500 became 2,250 each), unless a batch would change tier:
@@ -260,7 +263,7 @@ def _worker(index_dir: str, root: str, conn: Connection) -> None:
             for rel in batch:
                 writer.add_document(**document_of(read_note(Path(root), rel, history), rel))
                 unreported += 1
-                if unreported == REPORT_EVERY:
+                if unreported == settings.current().build_report_every:
                     conn.send(("progress", None, unreported))
                     unreported = 0
             segment = finish_segment(writer)

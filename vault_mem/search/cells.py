@@ -15,12 +15,11 @@ import bisect
 from collections.abc import Sequence
 from typing import Any
 
+from vault_mem import settings
 from vault_mem.search.columns import column, has_columns
 from vault_mem.search.lru import CACHE
 from vault_mem.search.query import Searcher
 from vault_mem.search.segments import segments
-
-WHOLE_AFTER = 2000  # lookups one by one before the whole column is joined instead
 
 
 class Cells:
@@ -41,7 +40,7 @@ class Cells:
         seen = self._seen
         if docnum in seen:
             return seen[docnum]
-        if len(seen) >= WHOLE_AFTER:
+        if len(seen) >= settings.current().cells_whole_after:
             self._whole = column(self.searcher, self.field)
             return self._whole[docnum]
         i = bisect.bisect_right(self._offsets, docnum) - 1

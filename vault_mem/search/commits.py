@@ -29,21 +29,19 @@ from whoosh.index import FileIndex
 from whoosh.reading import SegmentReader
 from whoosh.writing import SegmentWriter
 
+from vault_mem import settings
 from vault_mem.errors import IndexBusy
 from vault_mem.search.schema import document_of
 from vault_mem.vault.note import Note
-
-TINY = 20  # a segment of at most this many documents: what a few live commits make
-TINY_FOLD = 8  # this many tiny segments and the next commit folds them into its own
 
 
 def tiny_segments(segments: list[Any]) -> list[Any]:
     """The segments live commits fold in (``fold_tiny``): at most ``TINY`` documents, deleted ones
     counted (the background merge leaves them to the folds: ``merge.plan``)."""
-    return [segment for segment in segments if segment.doc_count_all() <= TINY]
+    return [segment for segment in segments if segment.doc_count_all() <= settings.current().tiny_segment]
 
 
-def fold_tiny(writer: SegmentWriter, segments: list[Any], at: int | None = TINY_FOLD,
+def fold_tiny(writer: SegmentWriter, segments: list[Any], at: int | None,
               own: OwnTiny | None = None) -> tuple[list[Any], list[tuple[Note, str]] | None]:
     """Whoosh's merge policy for a live commit: once ``at`` tiny segments piled up, fold
     them into the segment the commit writes (their few documents, as this writer sees them, its
@@ -91,7 +89,7 @@ class OwnTiny:
         self._by_segment: OrderedDict[str, list[tuple[Note, str]]] = OrderedDict()
 
     def keep(self, segment_id: str, notes: list[tuple[Note, str]]) -> None:
-        if notes and len(notes) <= TINY:
+        if notes and len(notes) <= settings.current().tiny_segment:
             self._by_segment[segment_id] = notes
             while len(self._by_segment) > self.LIMIT:
                 self._by_segment.popitem(last=False)
@@ -125,9 +123,6 @@ class Batch:
 
 
 WAITING_DIR = "waiting"  # in the index folder: one marker file per process waiting for the lock
-FRESH = 0.5  # seconds a marker counts after its owner last touched it (a killed waiter's expires)
-GIVE_WAY = 0.25  # longest a process about to commit waits for a waiting one to take its turn
-POLL = 0.002
 
 
 class Turns:
@@ -168,15 +163,16 @@ class Turns:
         for entry in entries:
             if entry.name != self.mine:
                 with contextlib.suppress(OSError):
-                    if now - entry.stat().st_mtime < FRESH:
+                    if now - entry.stat().st_mtime < settings.current().waiting_marker_fresh:
                         return True
         return False
 
     def give_way(self) -> None:
         """Before taking the lock: while another process waits for it, let it go first (a bounded wait)."""
-        deadline = time.monotonic() + GIVE_WAY
+        config = settings.current()
+        deadline = time.monotonic() + config.commit_give_way
         while self.others_waiting() and time.monotonic() < deadline:
-            time.sleep(POLL)
+            time.sleep(config.commit_poll)
 
 
 class ProcessTurn:
@@ -283,6 +279,7 @@ class Written:
         self._issued = 0  # file steps begun so far: each one's ticket is its number
         self._open: dict[int, int] = {}  # thread -> the ticket of its file steps under way
         self._calm = threading.Condition(self._lock)
+        self.waiting = 0  # threads in ``wait_steps`` now: a test sees the watcher stopped there
 
     def begin(self) -> None:
         """This thread's write tool starts its file steps (write tools of different notes run theirs
@@ -307,7 +304,11 @@ class Written:
         later are not waited for: under steady writes there may never be a moment without any."""
         with self._lock:
             upto = self._issued
-            return self._calm.wait_for(lambda: all(ticket > upto for ticket in self._open.values()), timeout)
+            self.waiting += 1
+            try:
+                return self._calm.wait_for(lambda: all(ticket > upto for ticket in self._open.values()), timeout)
+            finally:
+                self.waiting -= 1
 
     def add(self, notes: list[tuple[Note, str]]) -> None:
         with self._lock:

@@ -11,6 +11,7 @@ import os
 from pathlib import Path
 
 from vault_mem.errors import VaultUnavailable
+from vault_mem.history.kept import is_history_dir
 from vault_mem.search.commits import WAITING_DIR
 from vault_mem.search.presence import PRESENCE_DIR
 from vault_mem.search.store import MERGE_LOCK, STATE_FILE, cache_index_dir, default_index_dir
@@ -31,6 +32,9 @@ def usable_index_dir(root: Path, given: Path | None) -> Path:
             if fallback else f"the index folder {chosen}")
     if chosen.exists() and not chosen.is_dir():
         raise VaultUnavailable(f"{what} is a file, not a folder", advice="pass --index-dir a folder")
+    if chosen.is_dir() and is_history_dir(chosen):
+        raise VaultUnavailable(f"{chosen} is vault-mem's history (the undo journal), not an index folder",
+                               advice="pass --index-dir the index folder beside it, or a new folder")
     if given is not None and chosen.is_dir() and not _holds_an_index_or_nothing(chosen):
         # A build empties its folder: never point it at a folder of other files.
         raise VaultUnavailable(f"{what} holds other files and is not a vault-mem index",

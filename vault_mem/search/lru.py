@@ -3,21 +3,21 @@
 It holds what is computed from things that never change: a segment's column or joined
 lexicon (segments are immutable once written) and a parsed note keyed by its file's
 inode, size and mtime. Every call thread shares it, so a vault's columns are held once,
-not once per thread. The bound is ``VAULT_MEM_CACHE_MB`` (default 192 MB); a value
+not once per thread. The bound is the ``cache_mb`` setting (``VAULT_MEM_CACHE_MB``, default 192 MB); a value
 larger than a quarter of it is computed and returned but not kept.
 """
 
 from __future__ import annotations
 
-import os
 import sys
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Hashable
 from typing import Any, TypeVar
 
+from vault_mem import settings
+
 V = TypeVar("V")
-DEFAULT_MB = 192
 
 
 def approx_size(value: Any) -> int:
@@ -32,11 +32,18 @@ def approx_size(value: Any) -> int:
 
 
 class Lru:
-    def __init__(self, max_bytes: int) -> None:
-        self.max_bytes = max_bytes
+    def __init__(self, max_bytes: int | None = None) -> None:
+        """A bound of ``max_bytes``; None: the ``cache_mb`` setting, read at each use."""
+        self._max_bytes = max_bytes
         self.bytes = 0
         self._items: OrderedDict[Hashable, tuple[Any, int]] = OrderedDict()
         self._lock = threading.Lock()
+
+    @property
+    def max_bytes(self) -> int:
+        if self._max_bytes is not None:
+            return self._max_bytes
+        return int(max(settings.current().cache_mb, 1) * 2**20)
 
     def get_or_make(self, key: Hashable, make: Callable[[], V], sizeof: Callable[[V], int] = approx_size) -> V:
         """The cached value of ``key``, or ``make()`` (computed outside the lock) cached."""
@@ -58,7 +65,8 @@ class Lru:
                 return first
             self._items[key] = (value, size)
             self.bytes += size
-            while self.bytes > self.max_bytes and self._items:
+            bound = self.max_bytes
+            while self.bytes > bound and self._items:
                 _key, (_value, dropped) = self._items.popitem(last=False)
                 self.bytes -= dropped
         return value
@@ -78,15 +86,7 @@ class Lru:
             self.bytes = 0
 
 
-def _budget() -> int:
-    try:
-        megabytes = float(os.environ.get("VAULT_MEM_CACHE_MB", DEFAULT_MB))
-    except ValueError:
-        megabytes = DEFAULT_MB
-    return int(max(megabytes, 1) * 2**20)
-
-
-CACHE = Lru(_budget())
+CACHE = Lru()
 
 
 def keep_while_unchanged(key: Hashable, make: Callable[[], tuple[V, bool]],

@@ -8,10 +8,10 @@ by one background process at a time (a
 
 1. Read the table of contents (TOC) without any lock and pick the segments to merge
    with a tiered policy (``plan``): segments are put in tiers by document count
-   (``tier_size``: under ``FLOOR`` documents, then each tier ``FACTOR`` times larger); a merge takes
-   the ``FACTOR`` smallest segments of the lowest tier that holds ``FACTOR`` of them.
+   (``tier_size``: under ``merge_floor`` documents, then each tier ``merge_factor`` times larger); a merge takes
+   the ``merge_factor`` smallest segments of the lowest tier that holds that many.
    So a segment is rewritten about once per tier it climbs, and the biggest one only
-   when ``FACTOR`` segments of its size have piled up.
+   when ``merge_factor`` segments of its size have piled up.
 2. Write the merged segment into the hidden work folder ``.merging/`` (Whoosh's own
    clean-up deletes any segment file in the index folder that no TOC names, and live
    commits keep happening meanwhile).
@@ -24,7 +24,7 @@ rename) the old segments are the index; an orphan file is removed by the next sw
 clean-up, the work folder by the next merge. Queries keep using the segments their
 searcher opened and pick up the merged one on their next renewal.
 
-Run as ``python -m vault_mem.search.merge INDEX_DIR`` (what ``runtime/lifecycle.py``
+Run as ``python -m vault_mem.runtime.tuning INDEX_DIR`` (what ``runtime/lifecycle.py``
 starts); it merges until the policy is satisfied and exits at once when another
 process holds the merge lock.
 """
@@ -49,7 +49,9 @@ from whoosh.filedb.filestore import FileStorage
 from whoosh.index import TOC
 from whoosh.reading import SegmentReader
 
-from vault_mem.search.commits import TINY_FOLD, clean_debris, tiny_segments, write_lock
+from vault_mem import settings
+from vault_mem.search.commits import clean_debris, tiny_segments, write_lock
+from vault_mem.search.hold import hold_at
 from vault_mem.search.whoosh.patches import install_from_environment
 from vault_mem.search.whoosh.seam import (
     DEFAULT_INDEX_NAME,
@@ -63,14 +65,11 @@ from vault_mem.search.whoosh.seam import (
 log = logging.getLogger("vault_mem.merge")
 MERGE_LOCK = "merge.lock"
 WORK_DIR = ".merging"
-FLOOR = 1000  # segments with fewer live documents are all in the lowest tier
-FACTOR = 8  # segments per tier before they are merged into one of the next tier
-MAX_AT_ONCE = 4 * FACTOR  # segments one merge takes at most
-SWAP_LOCK_TIMEOUT = 600.0  # a swap waits this long for live writers (each holds it ~30 ms)
 
 
 def tier(docs: int) -> int:
-    return 0 if docs < FLOOR else 1 + int(math.log(docs / FLOOR, FACTOR))
+    config = settings.current()
+    return 0 if docs < config.merge_floor else 1 + int(math.log(docs / config.merge_floor, config.merge_factor))
 
 
 def tier_size(segment: Any) -> int:
@@ -89,17 +88,18 @@ def plan(segments: list[Any]) -> list[Any]:
     nearly every time under steady saves (the segment it read was gone by its swap), and the
     segments piled up to 40 between merges instead of about 12. More of them than that means no live
     commit folds them (another version's process, a test): then they are the merge's."""
+    config = settings.current()
     tiny = set(tiny_segments(segments))  # segments compare by their id
-    if len(tiny) <= TINY_FOLD:
+    if len(tiny) <= config.tiny_fold:
         segments = [segment for segment in segments if segment not in tiny]
     tiers: dict[int, list[Any]] = {}
     for segment in segments:
         tiers.setdefault(tier(tier_size(segment)), []).append(segment)
     for level in sorted(tiers):
         group = tiers[level]
-        if len(group) >= FACTOR:
+        if len(group) >= config.merge_factor:
             # All of them when more piled up while a merge ran: one merge, not several rounds.
-            return sorted(group, key=lambda s: (s.doc_count(), s.segment_id()))[:MAX_AT_ONCE]
+            return sorted(group, key=lambda s: (s.doc_count(), s.segment_id()))[:config.merge_max_at_once]
     return []
 
 
@@ -163,6 +163,8 @@ def merge_once(index_dir: Path, before_swap: Callable[[], None] | None = None) -
                     writer.add_reader(reader)
                 finally:
                     reader.close()
+                if segment is chosen[0]:
+                    hold_at("merge-writing")
             merged = finish_segment(writer)
         except BaseException:
             with contextlib.suppress(Exception):
@@ -170,6 +172,7 @@ def merge_once(index_dir: Path, before_swap: Callable[[], None] | None = None) -
             shutil.rmtree(work, ignore_errors=True)
             raise
         release(writer)
+    hold_at("merge-swap")
     if before_swap is not None:
         before_swap()
     carried = _swap(ix, chosen, merged, docmap, deleted_before, storage)
@@ -184,7 +187,7 @@ def _swap(ix: Any, chosen: list[Any], merged: Any, docmap: dict[str, dict[int, i
           deleted_before: dict[str, set[int]], work: FileStorage) -> int | None:
     """Under Whoosh's write lock: publish ``merged`` in place of ``chosen``. Returns how many
     deletions were carried over, or None when a chosen segment is no longer in the index."""
-    with write_lock(ix, SWAP_LOCK_TIMEOUT):
+    with write_lock(ix, settings.current().merge_swap_wait):
         toc = read_toc(ix)
         current = {s.segment_id(): s for s in toc.segments}
         ids = [s.segment_id() for s in chosen]
@@ -200,6 +203,7 @@ def _swap(ix: Any, chosen: list[Any], merged: Any, docmap: dict[str, dict[int, i
             for name in work.list():
                 if name.startswith(merged.segment_id() + "."):
                     os.replace(os.path.join(work.folder, name), os.path.join(ix.storage.folder, name))
+            hold_at("merge-publish")
         first = min(i for i, s in enumerate(toc.segments) if s.segment_id() in ids)
         kept = [s for s in toc.segments if s.segment_id() not in ids]
         segments = kept[:first] + ([merged] if merged is not None else []) + kept[first:]
@@ -236,39 +240,12 @@ def merge_all(index_dir: Path, before_swap: Callable[[], None] | None = None) ->
         return results
 
 
-def lower_priority() -> None:
-    """Give the live path (the server's calls and commits) the CPU first."""
-    if hasattr(os, "nice"):
-        with contextlib.suppress(OSError):
-            os.nice(10)
-    _own_autogroup()
-
-
-def _own_autogroup() -> None:
-    """Linux with autogroup scheduling (the default of most distributions) shares the CPU fairly
-    between sessions first and applies a nice value only among the processes of one session. In
-    its server's session a merge at nice 10 ran on that session's share, level with the serving
-    worker and the clients whenever the server's own threads waited. A session of its own at the
-    lowest autogroup priority gives way to them: under 32 sessions
-    (``bench/load_bench.py``, two workers, 13,415 notes) the read p99 fell by about 10 ms over 8
-    runs of each, alternating, with the same calls answered (docs/index-and-scale.md)."""
-    if sys.platform != "linux":
-        return
-    try:
-        os.setsid()
-        with open("/proc/self/autogroup", "w", encoding="ascii") as group:
-            group.write("19")
-    except OSError:  # no autogroup (kernel option off, or a container without /proc): nice 10 it is
-        pass
-
-
 def main(argv: list[str] | None = None) -> int:
     args = sys.argv[1:] if argv is None else argv
     if len(args) != 1:
-        print("usage: python -m vault_mem.search.merge INDEX_DIR", file=sys.stderr)
+        print("usage: python -m vault_mem.runtime.tuning INDEX_DIR", file=sys.stderr)
         return 2
     logging.basicConfig(level=logging.INFO, stream=sys.stderr, format="vault-mem merge: %(message)s")
-    lower_priority()
     try:
         install_from_environment()
         results = merge_all(Path(args[0]))
@@ -278,7 +255,3 @@ def main(argv: list[str] | None = None) -> int:
     if results is None:
         log.info("another process is merging this index")
     return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -26,6 +26,7 @@ import sys
 from functools import lru_cache, partial
 from typing import NamedTuple
 
+from vault_mem import settings
 from vault_mem.errors import InvalidInput
 from vault_mem.search.impacts import grouped_in_tie_order
 from vault_mem.search.lru import CACHE
@@ -33,15 +34,6 @@ from vault_mem.search.query import english_stem
 from vault_mem.search.segments import Segment
 from vault_mem.search.snapshot import Snapshot
 from vault_mem.search.substring import segment_form_hit_counts, words
-
-MAX_TERMS = 32
-MIN_TERM_CHARS = 3
-FIELD_WEIGHTS = (("title", 6), ("perm", 5), ("tagtext", 4), ("body", 1))
-HIT_CAP = 3  # hits counted per field and term
-STEM_HIT = 0.5  # what a hit of the stem alone counts, against 1 for the exact term
-ALL_TERMS_BONUS = 10
-FULL_HITS = HIT_CAP * sum(weight for _field, weight in FIELD_WEIGHTS)  # a term's most weighted hits: 48
-SCORE_DECIMALS = 4
 
 # Common English words that say little about a note (the usual function words, plus the
 # words a question is phrased with); dropped from queries unless a query holds nothing
@@ -67,19 +59,20 @@ STOP_WORDS = frozenset({
 def stem_of(term: str) -> str | None:
     """The term's English Snowball stem when it is another, useful form (3+ characters)."""
     stem = str(english_stem(term))
-    return stem if stem != term and len(stem) >= MIN_TERM_CHARS else None
+    return stem if stem != term and len(stem) >= settings.current().query_min_term_chars else None
 
 
 def search_terms(query: str) -> tuple[list[str], list[str]]:
     """The query's distinct lower-cased word runs to search for, and those dropped.
 
     Short terms and stop words are dropped unless nothing else is left, in which case all
-    the terms are kept. Raises InvalidInput past MAX_TERMS distinct terms.
+    the terms are kept. Raises InvalidInput past ``query_max_terms`` distinct terms.
     """
+    chosen = settings.current()
     terms = list(dict.fromkeys(words(query)))
-    if len(terms) > MAX_TERMS:
-        raise InvalidInput("query", f"holds {len(terms)} distinct words; at most {MAX_TERMS} are accepted")
-    kept = [t for t in terms if len(t) >= MIN_TERM_CHARS and t not in STOP_WORDS]
+    if len(terms) > chosen.query_max_terms:
+        raise InvalidInput("query", f"holds {len(terms)} distinct words; at most {chosen.query_max_terms} are accepted")
+    kept = [t for t in terms if len(t) >= chosen.query_min_term_chars and t not in STOP_WORDS]
     if not kept:
         return terms, []
     return kept, [t for t in terms if t not in kept]
@@ -106,7 +99,9 @@ class TermStats(NamedTuple):
     @property
     def ceiling(self) -> float:
         """The most this term adds to any note: every field's hits capped, in its best form."""
-        return FULL_HITS * max(self.exact_rarity, STEM_HIT * self.stem_rarity)
+        chosen = settings.current()
+        full_hits = chosen.rank_hit_cap * sum(weight for _field, weight in chosen.rank_field_weights)
+        return full_hits * max(self.exact_rarity, chosen.rank_stem_hit * self.stem_rarity)
 
 
 def term_stats(notes: int, hits: TermHits) -> TermStats:
@@ -168,17 +163,19 @@ def _segment_weighted_hits(seg: Segment, term: str, stem: str | None) -> TermHit
     exact_weighted: dict[int, float] = {}
     stem_weighted: dict[int, float] = {}
     get_exact, get_stem = exact_weighted.get, stem_weighted.get
-    for field, weight in FIELD_WEIGHTS:
+    chosen = settings.current()
+    cap, stem_hit = chosen.rank_hit_cap, chosen.rank_stem_hit
+    for field, weight in chosen.rank_field_weights:
         exact, stem_only = segment_form_hit_counts(seg, field, term, stem)
         for doc, hits in exact.items():
-            counted = hits if hits < HIT_CAP else HIT_CAP
+            counted = hits if hits < cap else cap
             exact_weighted[doc] = get_exact(doc, 0) + weight * counted
             extra = stem_only.get(doc, 0) if stem_only else 0
             if extra:  # the note holds the stem form even when the cap leaves its hits no room
-                stem_weighted[doc] = get_stem(doc, 0) + weight * STEM_HIT * min(extra, HIT_CAP - counted)
+                stem_weighted[doc] = get_stem(doc, 0) + weight * stem_hit * min(extra, cap - counted)
         for doc, extra in stem_only.items():
             if doc not in exact:
-                stem_weighted[doc] = get_stem(doc, 0) + weight * STEM_HIT * min(extra, HIT_CAP)
+                stem_weighted[doc] = get_stem(doc, 0) + weight * stem_hit * min(extra, cap)
     return TermHits(exact_weighted, stem_weighted)
 
 
@@ -193,7 +190,9 @@ def score_notes(view: Snapshot, terms: list[str]) -> dict[int, float]:
     totals: dict[int, float] = {}
     matched: dict[int, int] = {}  # terms held in some form
     exactly: dict[int, int] = {}  # terms held exactly
-    ceiling = float(ALL_TERMS_BONUS)
+    chosen = settings.current()
+    bonus, decimals = chosen.rank_all_terms_bonus, chosen.rank_score_decimals
+    ceiling = float(bonus)
     for term in terms:
         hits = weighted_hits(view, term)
         stats = term_stats(notes, hits)
@@ -207,8 +206,8 @@ def score_notes(view: Snapshot, terms: list[str]) -> dict[int, float]:
             if doc not in hits.exact:
                 matched[doc] = matched.get(doc, 0) + 1
     everything = len(terms)
-    return {doc: round(total + (ALL_TERMS_BONUS if matched[doc] == everything else 0)
-                       + (ceiling if exactly.get(doc) == everything else 0), SCORE_DECIMALS)
+    return {doc: round(total + (bonus if matched[doc] == everything else 0)
+                       + (ceiling if exactly.get(doc) == everything else 0), decimals)
             for doc, total in totals.items()}
 
 

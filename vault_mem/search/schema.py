@@ -15,6 +15,7 @@ from whoosh.analysis import LowercaseFilter, RegexTokenizer
 from whoosh.fields import ID, NUMERIC, STORED, TEXT, Schema
 from whoosh.fields import KEYWORD as _KEYWORD
 
+from vault_mem import settings
 from vault_mem.search.whoosh import seam as _seam  # noqa: F401  (the installed Whoosh checked before any index is opened)
 from vault_mem.vault.dates import parse_datetime
 from vault_mem.vault.fields import FIELDS, plain
@@ -26,7 +27,6 @@ SCHEMA_VERSION = 7  # 3: `created` from a date in the file name (daily notes); 4
 # fields keep frequencies, not positions (no phrase queries); 5: one term per number; 6: `agent` and `to`
 # as terms (the inbox: served/mailbox.py); 7: `real`, the file a symlinked note is (search/masked.py)
 SEP = "\x1f"  # separates the values of multi-valued exact fields
-HEAD_CHARS = 2000  # body characters kept in the stored record for snippets and previews
 
 WORDS = RegexTokenizer(r"\w+") | LowercaseFilter()
 _VALUES = RegexTokenizer(r"[^\x1f]+")
@@ -126,7 +126,7 @@ def record_of(note: Note, fsrel: str) -> dict[str, Any]:
         "etag": note.etag,
         "size": note.size,
         "mtime_ns": note.mtime_ns,
-        "head": note.body[:HEAD_CHARS],
+        "head": note.body[:settings.current().record_head_chars],
         "body_chars": len(note.body),
         "excalidraw": note.excalidraw,
     }

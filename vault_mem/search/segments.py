@@ -19,17 +19,16 @@ from typing import Any, TypeVar
 
 from whoosh.searching import Searcher
 
+from vault_mem import settings
 from vault_mem.search.lru import CACHE
 from vault_mem.search.whoosh.files import field_terms
 from vault_mem.search.whoosh.seam import reader_folder
 
 V = TypeVar("V")
-LONG_POSTINGS = 64  # a term held by at least this many documents of a segment: its list is cached
 # A segment of at most this many documents keeps the terms of each field it is asked about as a
 # set: a term it lacks then costs a set lookup, not Whoosh's hashed probe of its terms file (~5 us,
 # for every segment, every term a call asks: half of a memory_read under load). Larger ones, a
 # vault's few big segments, are probed as before (their sets would hold hundreds of thousands).
-SET_TERMS = 4096
 
 
 _memos: weakref.WeakKeyDictionary[Searcher, dict[str, Any]] = weakref.WeakKeyDictionary()
@@ -131,20 +130,21 @@ class Segment:
         segment's terms never change, and deletions only grow (an agent's name in every call's
         ``lost``, a common tag). Whether the segment holds ``value`` at all is a set lookup in a
         small segment (``SET_TERMS``), a probe of its terms file in a large one."""
-        terms = self._terms(field) if self.size <= SET_TERMS else None
+        config = settings.current()
+        terms = self._terms(field) if self.size <= config.term_set_below else None
         if terms is not None:
             if value not in terms:
                 return []
         elif (field, value) not in self.reader:
             return []
-        if self.size < LONG_POSTINGS:
+        if self.size < config.cached_postings_from:
             return list(self.reader.postings(field, value).all_ids())
         key = ("term_docs", self.key, field, value)
         kept: list[int] | None = CACHE.peek(key)
         if kept is not None:
             return kept
         docs = list(self.reader.postings(field, value).all_ids())
-        return CACHE.get_or_make(key, lambda: docs) if len(docs) >= LONG_POSTINGS else docs
+        return CACHE.get_or_make(key, lambda: docs) if len(docs) >= config.cached_postings_from else docs
 
     def terms(self, field: str) -> frozenset[str]:
         """Every term of ``field`` in this segment, for a field of few terms (kept as ``_terms``)."""

@@ -28,10 +28,11 @@ from whoosh.reading import MultiReader, SegmentReader
 from whoosh.searching import Searcher
 from whoosh.writing import SegmentWriter
 
+from vault_mem import settings
 from vault_mem.errors import IndexBusy, VaultUnavailable
 from vault_mem.git.history import History, history_for
+from vault_mem.history import kept
 from vault_mem.search.commits import (
-    TINY_FOLD,
     WAITING_DIR,
     Batch,
     OwnTiny,
@@ -55,11 +56,10 @@ STATE_FILE = "state.json"
 BUILD_LOCK = "build.lock"  # held for a whole build; kept when the folder is emptied
 MERGE_LOCK = "merge.lock"  # held by the one merging process; kept when the folder is emptied
 HISTORY_CACHE = "git-history.json"  # the git history map (search/gitfollow.py): not the index
-# Not the index, so kept when a build empties the folder: presence (search/presence.py), what each
-# agent has seen (history/agentstate.py) and the journal of writes for undo (history/journal.py).
+# Not the index, so kept when a build empties the folder: presence (search/presence.py), and where
+# versions before 0.4.22 kept the history (history/kept.py), until it is moved out.
 KEPT_ON_REBUILD = frozenset({BUILD_LOCK, MERGE_LOCK, "presence", HISTORY_CACHE, "agents", "journal", WAITING_DIR})
 # Longest a commit waits for a write tool between its file change and its submission to join it:
-GATHER = 0.03  # a few ms, and under load a batch then holds 2-3 saves instead of 1-2
 # Under steady saves from several callers, a commit starts at least this long after the one before
 # it started, and the saves made meanwhile join it. Every commit costs each reader of the index a
 # searcher renewal and a new pass over what a call keeps per set of segments (domain counts, sort
@@ -67,10 +67,6 @@ GATHER = 0.03  # a few ms, and under load a batch then holds 2-3 saves instead o
 # workers) commits at most every 50 ms instead of ~25 a second answered 15% more calls for less CPU
 # on the 6,500-note hub, about as many on the 13,415-note corpus (docs/concurrency.md), the writes
 # as fast as before. A lone caller's save never waits for it.
-SPACING = 0.05
-WRITE_TOOL_TIMEOUT = 20.0  # what a write tool waits for the lock before answering a retryable error
-WAIT_NOTICE = 30.0  # a writer still waiting after this long says so in the log
-FEW_PATHS = 50  # fingerprints of up to this many paths come from their stored records when columns are cold
 
 
 Fingerprint = tuple[int, int, str]  # what the index holds of a file: (size, mtime_ns, etag)
@@ -118,6 +114,7 @@ class VaultIndex:
     """The Whoosh index of one vault."""
 
     def __init__(self, root: Path, index_dir: Path | None = None) -> None:
+        config = settings.current()
         self.root = root
         self.dir = index_dir or default_index_dir(root)
         self._ix: FileIndex | None = None
@@ -128,16 +125,27 @@ class VaultIndex:
         self._batch_lock = threading.Lock()  # guards _open_batch (see apply)
         self._open_batch: Batch | None = None
         self._committing = threading.Lock()  # one group commit at a time in this process
-        self._last_commit = (-SPACING, 1)  # when the last group commit began (monotonic), and its size
-        self.fold_at: int | None = TINY_FOLD  # see fold_tiny (None: never, for tests of merges)
+        self._last_commit = (-config.commit_spacing, 1)  # when the last group commit began (monotonic), and its size
+        self.fold_at: int | None = config.tiny_fold  # see fold_tiny (None: never, for tests of merges)
         self.own_tiny = OwnTiny()  # the notes of the tiny segments this process's commits made
         self.turns = Turns(self.dir)
         self._write_turn = ProcessTurn()  # held by this process's one writer
         self.written = Written()  # what this process indexed itself (for its watcher)
         self._epoch = 0
         self._lock = threading.RLock()
-        self.write_timeout = WRITE_TOOL_TIMEOUT
+        self.write_timeout = config.write_lock_wait
         self._state_seen: tuple[VersionKey, dict[str, Any]] | None = None  # see state()
+        self._history_dir: Path | None = None
+
+    @property
+    def history_dir(self) -> Path:
+        """Where the journal behind undo and the agents' states live, apart from the index
+        (history/kept.py); an older version's, found in the index folder, is moved there first."""
+        if self._history_dir is None:
+            history = kept.history_dir(self.dir)
+            kept.adopt_old(self.dir, history)
+            self._history_dir = history
+        return self._history_dir
 
     @property
     def history(self) -> History | None:
@@ -205,6 +213,7 @@ class VaultIndex:
         """A new empty index, replacing whatever was in the index folder."""
         with self._lock:
             self.close()
+            _ = self.history_dir  # an older version's history moves out before the folder is emptied
             if self.dir.exists():
                 for child in self.dir.iterdir():
                     if child.name in KEPT_ON_REBUILD:
@@ -278,7 +287,8 @@ class VaultIndex:
         from vault_mem.search.columns import column, has_columns
 
         with self.searching() as s:
-            if paths is not None and len(paths) <= FEW_PATHS and not has_columns(s, "size", "mtime_ns", "etag"):
+            if (paths is not None and len(paths) <= settings.current().few_paths
+                    and not has_columns(s, "size", "mtime_ns", "etag")):
                 # A few paths on a searcher whose columns are not loaded yet (the watcher's first save
                 # after a start or a commit): their stored records, not three whole columns (0.8 s at 107k).
                 few = {}
@@ -308,13 +318,14 @@ class VaultIndex:
         writer works (a build in another process can take minutes; the lock dies with its holder).
         With one, it raises ``IndexBusy`` when the lock stayed held that long.
         """
+        config = settings.current()
         ix = self.open()
         start = time.monotonic()
         if not self._write_turn.take(timeout):
             raise IndexBusy(f"the index at {self.dir} stayed locked by another writer of this server for "
                             f"{timeout:.0f} s")
         self.turns.give_way()  # another process waiting for the lock goes first (search/commits.py)
-        notice = start + WAIT_NOTICE
+        notice = start + config.write_wait_notice
         delay = 0.005
         waiting = False
         handed = False  # the writer gives the turn back itself (its commit or its cancel)
@@ -331,7 +342,7 @@ class VaultIndex:
                     if now > notice:
                         log.info("still waiting for the index lock (held by another writer for %.0f s)",
                                  now - start)
-                        notice = now + WAIT_NOTICE
+                        notice = now + config.write_wait_notice
                     if waiting:
                         self.turns.touch()
                     else:
@@ -447,7 +458,7 @@ class VaultIndex:
                                     f"for {timeout:.0f} s")
                 try:
                     self._space(batch, started, timeout)
-                    self.written.wait_steps(GATHER)
+                    self.written.wait_steps(settings.current().commit_gather)
                     self._close(batch)  # later changes make the next batch
                     self._last_commit = (time.monotonic(), len(batch.changes))
                     if batch.changes:
@@ -477,7 +488,7 @@ class VaultIndex:
         meanwhile join ``batch``). Steady: the last batch held several saves, or this one does, or
         another write is in its file steps now; a lone caller's saves never wait here."""
         began, size = self._last_commit
-        wait = began + SPACING - time.monotonic()
+        wait = began + settings.current().commit_spacing - time.monotonic()
         if timeout is not None:
             wait = min(wait, timeout - (time.monotonic() - started))
         if wait > 0 and (size > 1 or len(batch.changes) > 1 or self.written.in_steps()):

@@ -29,10 +29,9 @@ import heapq
 from collections.abc import Collection, Iterator
 from dataclasses import dataclass
 
+from vault_mem import settings
 from vault_mem.search.impacts import tie_key
 from vault_mem.search.ranking import (
-    ALL_TERMS_BONUS,
-    SCORE_DECIMALS,
     TermHits,
     TermStats,
     form_stats,
@@ -40,11 +39,6 @@ from vault_mem.search.ranking import (
     segment_hits,
 )
 from vault_mem.search.snapshot import Snapshot
-
-DIRECT_BELOW = 256  # matches (a bound: the terms' holders summed) scored without pruning
-TIER_BELOW = 256  # notes holding every term (exactly, or in some form) scored without a walk
-FILTER_SHARE = 4  # a filter admitting under 1/4 of that bound: its notes are scored directly
-MARGIN = 1e-12  # relative: a bound summed in another order than a score is raised by this
 
 Entry = tuple[float, tuple[int, str], int]  # (-score, tie key, docnum): ascending is rank order
 Item = tuple[tuple[int, str], int, int, int]  # (tie key, docnum, segment, segment docnum)
@@ -61,15 +55,18 @@ class Ranked:
 
 
 def best_notes(view: Snapshot, terms: list[str], limit: int, keep: Collection[int] | None = None,
-               direct_below: int = DIRECT_BELOW, tier_below: int = TIER_BELOW) -> Ranked:
+               direct_below: int | None = None, tier_below: int | None = None) -> Ranked:
     """The first ``limit`` notes holding some term in some form (and in ``keep``, when given)
     in rank order; the same page as ``ranking.score_notes`` of every note, sorted. The two
     thresholds choose between ways to the same page (tests set them to take each way)."""
+    config = settings.current()
+    direct_below = config.topk_direct_below if direct_below is None else direct_below
+    tier_below = config.topk_tier_below if tier_below is None else tier_below
     query = _Query(view, terms)
     bound = query.holders_bound()
     if bound < direct_below:
         return query.direct(query.union(), limit, keep)
-    if keep is not None and len(keep) * FILTER_SHARE < bound:
+    if keep is not None and len(keep) * config.topk_filter_share < bound:
         return query.direct(keep, limit, None)
     return query.pruned(limit, keep, tier_below)
 
@@ -85,7 +82,7 @@ class _Query:
         self.hits: list[list[TermHits]] = [[segment_hits(seg, t) for seg in self.segments] for t in terms]
         notes = view.doc_count()
         self.stats: list[TermStats] = []
-        self.ceiling = float(ALL_TERMS_BONUS)  # summed as score_notes sums it: the same float
+        self.ceiling = float(settings.current().rank_all_terms_bonus)  # summed as score_notes sums it: the same float
         for per_segment in self.hits:
             exact_df = sum(self._live_count(i, h.exact) for i, h in enumerate(per_segment))
             stem_df = sum(self._live_count(i, h.stem) for i, h in enumerate(per_segment))
@@ -106,6 +103,7 @@ class _Query:
     def score(self, segment: int, local: int) -> tuple[float, int, int]:
         """A note's score (as ``ranking.score_notes`` computes it, operation for operation),
         and how many terms it holds in some form and exactly."""
+        config = settings.current()
         total = 0.0
         matched = exactly = 0
         for stats, per_segment in zip(self.stats, self.hits, strict=True):
@@ -121,18 +119,20 @@ class _Query:
                 if exact is None:
                     matched += 1
         everything = len(self.terms)
-        score = round(total + (ALL_TERMS_BONUS if matched == everything else 0)
-                      + (self.ceiling if exactly == everything else 0), SCORE_DECIMALS)
+        score = round(total + (config.rank_all_terms_bonus if matched == everything else 0)
+                      + (self.ceiling if exactly == everything else 0), config.rank_score_decimals)
         return score, matched, exactly
 
     def alone_score(self, exact: float | None, stem: float | None) -> float:
         """The score of a note of a one-term query holding these weighted hits (as ``score``)."""
+        config = settings.current()
         stats, total = self.stats[0], 0.0
         if exact is not None:
             total = total + stats.exact_rarity * exact
         if stem is not None:
             total = total + stats.stem_rarity * stem
-        return round(total + ALL_TERMS_BONUS + (self.ceiling if exact is not None else 0), SCORE_DECIMALS)
+        exact_bonus = self.ceiling if exact is not None else 0
+        return round(total + config.rank_all_terms_bonus + exact_bonus, config.rank_score_decimals)
 
     def tie(self, doc: int) -> tuple[int, str]:
         return tie_key(self.updated[doc], self.paths[doc])
@@ -290,6 +290,7 @@ class _Query:
         and gets the +10 (and, in the exact tier, the ceiling); a note lacking a term gets no
         bonus and nothing from that term (a stream read to its end: every note not met lacks
         its term). ``met_all``: every note holding every term has been met."""
+        config = settings.current()
         fronts = sum(s.frontier for s in active)
         if not all_active:
             return False if _may_enter(last, active, fronts, None, True) else None
@@ -299,7 +300,7 @@ class _Query:
             return False  # (the first test: the most any note lacking a term can score, quickly)
         if met_all:
             return None
-        bonus = ALL_TERMS_BONUS + self.ceiling if tier_exact else float(ALL_TERMS_BONUS)
+        bonus = config.rank_all_terms_bonus + self.ceiling if tier_exact else float(config.rank_all_terms_bonus)
         return True if _may_enter(last, active, fronts, bonus, False) else None
 
     def another_match(self, shown: set[int], keep: Collection[int] | None) -> bool:
@@ -360,7 +361,8 @@ def _may_enter(last: Entry, streams: list[_Stream], fronts: float, bonus: float 
 
 def _raised(value: float) -> float:
     """``value`` rounded as a score is, after raising it past any error of summing in another order."""
-    return round(value + MARGIN * (1.0 + abs(value)), SCORE_DECIMALS)
+    config = settings.current()
+    return round(value + config.topk_margin * (1.0 + abs(value)), config.rank_score_decimals)
 
 
 class _Stream:

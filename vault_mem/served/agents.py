@@ -32,11 +32,11 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
 
+from vault_mem import settings
 from vault_mem.errors import Forbidden, InvalidInput
 from vault_mem.vault.paths import check_relative
 
 AGENT_NAME = re.compile(r"[A-Za-z0-9._-]{1,64}")
-MAX_GLOBS = 100
 
 
 def check_agent_name(name: str, param: str = "NAME") -> str:
@@ -48,8 +48,9 @@ def check_agent_name(name: str, param: str = "NAME") -> str:
 
 def check_globs(globs: list[str] | tuple[str, ...], param: str) -> tuple[str, ...]:
     """``globs`` cleaned (surrounding space and slashes kept as meant), or InvalidInput naming ``param``."""
-    if len(globs) > MAX_GLOBS:
-        raise InvalidInput(param, f"{len(globs)} globs given; at most {MAX_GLOBS} are accepted")
+    config = settings.current()
+    if len(globs) > config.max_globs:
+        raise InvalidInput(param, f"{len(globs)} globs given; at most {config.max_globs} are accepted")
     cleaned = []
     for glob in globs:
         text = glob.strip()

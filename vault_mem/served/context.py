@@ -15,16 +15,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
+from vault_mem import settings
 from vault_mem.search.api import Meaning, Searcher, Snapshot, VaultIndex, keep_while_unchanged
 from vault_mem.served.agents import Agent
 from vault_mem.vault.frontmatter import split_frontmatter
 from vault_mem.vault.paths import InsideCheck
 from vault_mem.vault.reader import VersionKey, decode, linked_to, read_bytes, version_key
-
-SETTLED_NS = 2_000_000_000  # a file unchanged this long has an mtime that tells a later change
-
-MAX_ANSWER_CHARS = 40_000  # no answer's JSON passes this (docs/tools.md, "Bounded")
-ROW_BUDGET = 36_000  # what rows may take, leaving room for the envelope
 
 
 class Health(Protocol):
@@ -139,7 +135,7 @@ def settled_stamp(path: Path) -> VersionKey | None:
     it stays; None when it cannot be stat'ed or changed in the last ``SETTLED_NS`` (a rewrite of
     the same size within one tick of the clock keeps its mtime, as git's index knows)."""
     key = version_key(path)
-    if key is None or time.time_ns() - key[0] <= SETTLED_NS:
+    if key is None or time.time_ns() - key[0] <= settings.current().settled_ns:
         return None
     return key
 
@@ -168,7 +164,8 @@ class Budget:
     """The one size-bounded page: rows go in while their JSON fits ``budget`` characters;
     the first row always goes in (a row too big alone is cut by its tool, never dropped)."""
 
-    def __init__(self, budget: int = ROW_BUDGET) -> None:
+    def __init__(self, budget: int | None = None) -> None:
+        budget = settings.current().row_budget if budget is None else budget
         self.left = budget
         self.taken = 0
 
@@ -182,8 +179,9 @@ class Budget:
         return True
 
 
-def take_within(rows: list[Any], budget: int = ROW_BUDGET) -> int:
+def take_within(rows: list[Any], budget: int | None = None) -> int:
     """How many of ``rows`` fit in ``budget`` characters of JSON (at least one when any)."""
+    budget = settings.current().row_budget if budget is None else budget
     page = Budget(budget)
     for i, row in enumerate(rows):
         if not page.take(row):

@@ -39,14 +39,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from vault_mem import settings
 from vault_mem.errors import InvalidInput, NotFound, WriteFailed
 from vault_mem.served.agents import Agent, check_agent_name, check_globs, resolve_globs
 from vault_mem.vault.paths import INDEX_DIRNAME
 
 FILE_NAME = "agents.json"
 KEY_PREFIX = "vmk_"
-LOCK_WAIT = 10.0  # seconds an `agents add` waits for another one to finish
-LOCK_STALE = 60.0  # a lock older than this was left by a process that died
 MARK_NAME = "keyed"  # in the vault's .vault-mem/: this vault has had agent keys
 
 
@@ -173,19 +172,20 @@ def _save(path: Path, data: dict[str, Any]) -> None:
 @contextlib.contextmanager
 def _locked(path: Path) -> Iterator[None]:
     """One change of the key file at a time (two `agents add` at once would lose one key)."""
+    config = settings.current()
     lock = path.with_name(path.name + ".lock")
     try:
         path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
     except OSError as exc:
         raise WriteFailed(f"cannot create the configuration folder {path.parent}: {exc.strerror or exc}") from exc
-    deadline = time.monotonic() + LOCK_WAIT
+    deadline = time.monotonic() + config.keys_lock_wait
     while True:
         try:
             os.close(os.open(lock, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600))
             break
         except FileExistsError:
             with contextlib.suppress(OSError):
-                if time.time() - lock.stat().st_mtime > LOCK_STALE:
+                if time.time() - lock.stat().st_mtime > config.keys_lock_stale:
                     os.unlink(lock)
                     continue
             if time.monotonic() > deadline:

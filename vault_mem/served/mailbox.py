@@ -19,6 +19,7 @@ import logging
 import os
 from typing import Any
 
+from vault_mem import settings
 from vault_mem.history import agentstate
 from vault_mem.search.api import fold
 from vault_mem.served.agents import AGENT_NAME, Agent
@@ -28,8 +29,6 @@ from vault_mem.vault.note import permalink_of
 from vault_mem.vault.paths import resolves_inside
 
 log = logging.getLogger("vault_mem.mailbox")
-INBOX_SHOWN = 5
-EXCERPT = 160
 CLOSED = ("completed", "cancelled")
 READ_TOOLS = ("memory_read", "get_memory", "memory_get")
 
@@ -46,7 +45,7 @@ def inbox(view: View, agent: str, read: dict[str, Any] | None = None, just_read:
     """The documents in ``agent``'s inbox, newest first (``read``: its state's read uids;
     ``just_read``: one more, read by this very call)."""
     if read is None:
-        read = agentstate.load(view.vault.index.dir, agent)["read"]
+        read = agentstate.load(view.vault.index.history_dir, agent)["read"]
     found = []
     for doc in view.sort_newest(view.term_docs("to", [fold(agent)])):
         record = view.record(doc)
@@ -61,7 +60,7 @@ def digest(view: View, doc: int) -> dict[str, Any]:
     record = view.record(doc)
     row = {"permalink": permalink_of(record["path"]), "title": record["title"], "kind": record["type"],
            "updated": record["updated"], "from": record.get("agent"),
-           "excerpt": " ".join(str(record.get("head", "")).split())[:EXCERPT]}
+           "excerpt": " ".join(str(record.get("head", "")).split())[:settings.current().inbox_excerpt]}
     return {k: v for k, v in row.items() if v is not None}
 
 
@@ -79,8 +78,9 @@ def annotate(view: View, tool: str, agent: str | None, answer: dict[str, Any], s
 
 
 def _annotate(view: View, tool: str, agent: str, answer: dict[str, Any], started: float) -> None:
-    index_dir = view.vault.index.dir
-    state, version = agentstate.load_version(index_dir, agent)
+    config = settings.current()
+    history_dir = view.vault.index.history_dir
+    state, version = agentstate.load_version(history_dir, agent)
     to_mark = _read_now(view, tool, agent, answer)
     # The same for every call between one commit or change of the agent's notes and the next.
     lost = view.kept(("lost", agent, version), lambda: _lost(view, agent, state["wrote"])) if state["wrote"] else {}
@@ -101,15 +101,15 @@ def _annotate(view: View, tool: str, agent: str, answer: dict[str, Any], started
                 current.put("read", to_mark, iso(dt.datetime.now(dt.UTC)))
             return [{k: v for k, v in e.items() if k != "t"} for e in errors], rows
 
-        errors, rows = agentstate.change(index_dir, agent, update)
+        errors, rows = agentstate.change(history_dir, agent, update)
         if errors:
             answer["persist_error"] = errors
         if rows:
             answer["lost"] = rows
     if tool == "memory_search":
         docs = inbox(view, agent, state["read"], to_mark)
-        answer["inbox"] = [digest(view, d) for d in docs[:INBOX_SHOWN]]
-        answer["inbox_more"] = max(0, len(docs) - INBOX_SHOWN)
+        answer["inbox"] = [digest(view, d) for d in docs[:config.inbox_shown]]
+        answer["inbox_more"] = max(0, len(docs) - config.inbox_shown)
 
 
 def _before(errors: list[Any], started: float) -> list[dict[str, Any]]:

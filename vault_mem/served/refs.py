@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import unicodedata
 
+from vault_mem import settings
 from vault_mem.errors import InvalidInput, NotFound
 from vault_mem.search.api import PATH_KEY_FIELDS, fold, strip_md
 from vault_mem.served.context import View
@@ -35,7 +36,6 @@ from vault_mem.vault.paths import check_relative
 
 __all__ = ["PERMALINK_PREFIX", "REF_STAGES", "Names", "resolve_ref", "without_prefix"]
 
-SHOWN_REF_CHARS = 100  # a ref echoed in a message; repr() may spell a character in 10
 # (what a message calls the stage, indexed field, compared as a path)
 REF_STAGES = (
     ("uid", "key_uid", False),
@@ -139,6 +139,7 @@ def _spelled_as_given(names: Names, hits: list[int], stage: str, path: str) -> l
 
 def _shown(ref: str) -> str:
     """``ref`` for a message, cut so that the answer stays small whatever was passed."""
-    if len(ref) <= SHOWN_REF_CHARS:
+    config = settings.current()
+    if len(ref) <= config.shown_ref_chars:
         return repr(ref)
-    return f"{ref[:SHOWN_REF_CHARS]!r}... ({len(ref):,} characters)"
+    return f"{ref[:config.shown_ref_chars]!r}... ({len(ref):,} characters)"

@@ -9,6 +9,7 @@ import datetime as dt
 import difflib
 from typing import Any
 
+from vault_mem import settings
 from vault_mem.errors import Forbidden, InvalidInput, NotFound, VaultUnavailable
 from vault_mem.history import journal
 from vault_mem.history.agentstate import agent_key
@@ -23,9 +24,6 @@ from vault_mem.vault.dates import WHEN_FORMS, parse_when
 from vault_mem.writes import undo
 
 PERSON = "person"  # the agent name the owner's page reads under
-PAGE = 100  # changes per page of Activity
-MAX_DIFF_LINES = 600  # a longer diff is cut, and says so
-MAX_DIFF_SIDE = 2_000_000  # bytes of a version compared at most
 
 
 def _visible(caller: Agent | None, entry: journal.Entry) -> bool:
@@ -42,7 +40,7 @@ def activity(vault: Vault, caller: Agent | None, agent: str = "", folder: str = 
             raise InvalidInput("since", f"{since[:80]!r} is not a moment: give {WHEN_FORMS}")
     prefix = folder.strip().strip("/")
     rows = []
-    for entry in reversed(journal.entries(vault.index.dir)):
+    for entry in reversed(journal.entries(vault.index.history_dir)):
         if not _visible(caller, entry):
             continue
         if agent.strip() and agent_key(entry.agent) != agent_key(agent.strip()):
@@ -52,9 +50,10 @@ def activity(vault: Vault, caller: Agent | None, agent: str = "", folder: str = 
         if moment is not None and entry.t < moment.timestamp():
             continue
         rows.append(entry)
-    page = rows[offset: offset + PAGE]
+    size = settings.current().ui_activity_page
+    page = rows[offset: offset + size]
     return {"status": "ok", "count": len(rows), "offset": offset,
-            "next_offset": offset + PAGE if offset + PAGE < len(rows) else None,
+            "next_offset": offset + size if offset + size < len(rows) else None,
             "changes": [_row(e) for e in page],
             "agents": sorted({e.agent for e in rows}, key=str.lower)}
 
@@ -69,7 +68,7 @@ def _version(vault: Vault, sha: str | None, fsrel: str) -> tuple[str | None, boo
     when it still has those bytes; None with True for no file."""
     if sha is None:
         return None, True
-    data = journal.blob(vault.index.dir, sha)
+    data = journal.blob(vault.index.history_dir, sha)
     if data is None:
         try:
             from vault_mem.vault.paths import note_file
@@ -80,7 +79,7 @@ def _version(vault: Vault, sha: str | None, fsrel: str) -> tuple[str | None, boo
         data = current if current is not None and journal.digest(current) == sha else None
     if data is None:
         return None, False
-    return data[:MAX_DIFF_SIDE].decode("utf-8", "replace"), True
+    return data[:settings.current().ui_max_diff_side].decode("utf-8", "replace"), True
 
 
 def change(vault: Vault, caller: Agent | None, ident: str) -> dict[str, Any]:
@@ -99,9 +98,9 @@ def change(vault: Vault, caller: Agent | None, ident: str) -> dict[str, Any]:
         lines = list(difflib.unified_diff((before or "").splitlines(), (after or "").splitlines(),
                                           f"a/{entry.path}" if before is not None else "/dev/null",
                                           f"b/{entry.path}" if after is not None else "/dev/null", lineterm=""))
-        answer["diff"] = lines[:MAX_DIFF_LINES]
-        if len(lines) > MAX_DIFF_LINES:
-            answer["diff_note"] = f"{len(lines) - MAX_DIFF_LINES} more diff lines not shown"
+        answer["diff"] = lines[:settings.current().ui_max_diff_lines]
+        if len(lines) > settings.current().ui_max_diff_lines:
+            answer["diff_note"] = f"{len(lines) - settings.current().ui_max_diff_lines} more diff lines not shown"
     if caller is None:
         step = undo.plan_change(vault.index, entry)
         answer["undo"] = step.public()
@@ -199,7 +198,7 @@ def inboxes(vault: Vault, caller: Agent | None) -> dict[str, Any]:
 def agents(vault: Vault, caller: Agent | None) -> dict[str, Any]:
     """Each agent with a key: its limits and its last journaled change; never a key or its hash."""
     last: dict[str, str] = {}
-    for entry in journal.entries(vault.index.dir):
+    for entry in journal.entries(vault.index.history_dir):
         last[agent_key(entry.agent)] = entry.time
     rows = []
     for item in list_agents(vault.root):

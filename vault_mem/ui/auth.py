@@ -8,7 +8,7 @@ SameSite=Strict) signed with a secret kept in the user's configuration folder, o
 later run knows it; the key itself is never kept or sent back.
 
 A one-time code is a file named by the code's hash in that vault's ``logins`` folder: the exchange
-deletes it, which only one request can do, so a code works once, and only for ``LOGIN_TTL``.
+deletes it, which only one request can do, so a code works once, and only for ``ui_login_ttl`` (settings).
 Every state-changing request also needs the session's CSRF token, which only the page's own
 script gets (from ``/api/session``, a same-origin read)."""
 
@@ -25,12 +25,11 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from vault_mem import settings
 from vault_mem.served.agents import Agent
 from vault_mem.served.keys import KeyRing, config_dir, vault_key
 
 UI_DIR = "ui"
-LOGIN_TTL = 15 * 60  # seconds a one-time link stays good
-SESSION_TTL = 12 * 3600  # seconds a session lasts
 COOKIE = "vault_mem_session"
 
 
@@ -91,14 +90,14 @@ def use_login(root: Path, code: str) -> bool:
         path.unlink()  # only one request can do this
     except OSError:
         return False
-    return time.time() - made <= LOGIN_TTL
+    return time.time() - made <= settings.current().ui_login_ttl
 
 
 def _forget_stale(folder: Path) -> None:
     with contextlib.suppress(OSError), os.scandir(folder) as found:
         for item in found:
             with contextlib.suppress(OSError):
-                if time.time() - item.stat().st_mtime > LOGIN_TTL:
+                if time.time() - item.stat().st_mtime > settings.current().ui_login_ttl:
                     os.unlink(item.path)
 
 
@@ -120,7 +119,7 @@ def _sign(secret: bytes, text: str) -> str:
 
 def new_session(secret: bytes, agent: str | None, now: float | None = None) -> tuple[Session, str]:
     """A session and its cookie value (payload and signature)."""
-    session = Session(agent, (now or time.time()) + SESSION_TTL, secrets.token_urlsafe(12))
+    session = Session(agent, (now or time.time()) + settings.current().ui_session_ttl, secrets.token_urlsafe(12))
     payload = base64.urlsafe_b64encode(json.dumps([session.agent, session.expires, session.nonce]).encode()).decode()
     return session, f"{payload}.{_sign(secret, payload)}"
 

@@ -19,6 +19,7 @@ from urllib.parse import parse_qs
 
 import anyio
 
+from vault_mem import settings
 from vault_mem.errors import Forbidden, InvalidInput, NotFound, VaultMemError
 from vault_mem.served.agents import Agent
 from vault_mem.served.context import Vault
@@ -36,7 +37,6 @@ CSP = ("default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self';
        "form-action 'self'; frame-ancestors 'none'; base-uri 'none'")
 STATIC = {"/static/app.css": ("app.css", "text/css; charset=utf-8"),
           "/static/app.js": ("app.js", "text/javascript; charset=utf-8")}
-MAX_BODY = 64 * 1024
 MCP_PATH = "/mcp"
 
 
@@ -128,7 +128,8 @@ class Page:
 
     async def _start_session(self, send: Send, agent: str | None) -> None:
         _, value = auth.new_session(self.secret, agent)
-        cookie = f"{auth.COOKIE}={value}; Path=/; HttpOnly; SameSite=Strict; Max-Age={auth.SESSION_TTL}"
+        lasts = int(settings.current().ui_session_ttl)
+        cookie = f"{auth.COOKIE}={value}; Path=/; HttpOnly; SameSite=Strict; Max-Age={lasts}"
         await _redirect(send, "/", [(b"set-cookie", cookie.encode())])
 
     async def _login(self, receive: Receive, send: Send) -> None:
@@ -207,8 +208,8 @@ async def _body(receive: Receive) -> bytes:
         message = await receive()
         chunk = message.get("body", b"")
         size += len(chunk)
-        if size > MAX_BODY:
-            raise InvalidInput("body", f"the request body passes {MAX_BODY} bytes")
+        if size > settings.current().ui_max_body:
+            raise InvalidInput("body", f"the request body passes {settings.current().ui_max_body} bytes")
         chunks.append(chunk)
         if not message.get("more_body"):
             return b"".join(chunks)

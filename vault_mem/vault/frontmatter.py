@@ -21,6 +21,8 @@ from typing import Any
 
 import yaml
 
+from vault_mem import settings
+
 _LoaderBase: type[yaml.SafeLoader]
 try:
     _LoaderBase = yaml.CSafeLoader  # type: ignore[assignment]
@@ -37,9 +39,6 @@ _NoTimestampLoader.yaml_implicit_resolvers = {
     for first, resolvers in _LoaderBase.yaml_implicit_resolvers.items()
 }
 
-NODE_BUDGET = 100_000
-STRING_UNIT = 64  # characters of a string that cost one node of the budget
-MAX_DEPTH = 64
 _FENCE_LINE = re.compile(r"---[ \t]*")
 
 
@@ -110,7 +109,7 @@ def load_yaml(yaml_text: str) -> Loaded:
         kind = type(raw).__name__
         return Loaded({}, [f"frontmatter: a YAML {kind}, not a mapping of keys to values; ignored"], False)
     problems: list[str] = []
-    budget = [NODE_BUDGET]
+    budget = [settings.current().yaml_node_budget]
     data: dict[str, Any] = {}
     dropped: list[str] = []
     for key, value in raw.items():
@@ -152,10 +151,11 @@ def _key(key: Any) -> str:
 
 def to_plain(value: Any, budget: list[int], depth: int) -> Any:
     """A JSON-safe copy of a YAML value, spending one unit of ``budget`` per node."""
+    config = settings.current()
     # A string costs by its length too: aliases can repeat one long string a thousand times
     # ("a: &a <1 MB>", "b: [*a, *a, ...]"), a gigabyte once expanded into an answer.
-    budget[0] -= 1 + (len(value) // STRING_UNIT if isinstance(value, str) else 0)
-    if budget[0] < 0 or depth > MAX_DEPTH:
+    budget[0] -= 1 + (len(value) // config.yaml_string_unit if isinstance(value, str) else 0)
+    if budget[0] < 0 or depth > config.yaml_max_depth:
         raise _TooBig
     if value is None or isinstance(value, bool | int | str):
         return value

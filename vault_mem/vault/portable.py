@@ -25,10 +25,9 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+from vault_mem import settings
+
 O_BINARY: int = getattr(os, "O_BINARY", 0)
-IN_USE_WAIT = 1.0  # seconds a replace or delete waits for a file held open elsewhere
-_FIRST_DELAY = 0.005
-_MAX_DELAY = 0.1
 # CreateHardLinkW on FAT/exFAT: ERROR_INVALID_FUNCTION (1), ERROR_NOT_SUPPORTED (50).
 _WINDOWS_NO_LINKS = {1, 50}
 _POSIX_NO_LINKS = {errno.EPERM, errno.EOPNOTSUPP, errno.ENOTSUP, errno.ENOSYS, errno.EMLINK, errno.EXDEV}
@@ -38,8 +37,9 @@ _NO_MODE_BITS = {errno.EPERM, errno.EOPNOTSUPP, errno.ENOTSUP, errno.ENOSYS}
 
 def _while_in_use(operation: Callable[[], None], wait: float) -> None:
     """Run ``operation``; while it raises PermissionError, retry with backoff for ``wait`` seconds."""
+    config = settings.current()
     deadline = time.monotonic() + wait
-    delay = _FIRST_DELAY
+    delay = config.in_use_first_retry
     while True:
         try:
             operation()
@@ -48,19 +48,21 @@ def _while_in_use(operation: Callable[[], None], wait: float) -> None:
             if time.monotonic() + delay > deadline:
                 raise
             time.sleep(delay)
-            delay = min(delay * 2, _MAX_DELAY)
+            delay = min(delay * 2, config.in_use_max_retry)
 
 
-def replace_file(src: os.PathLike[str] | str, dst: os.PathLike[str] | str, wait: float = IN_USE_WAIT) -> None:
+def replace_file(src: os.PathLike[str] | str, dst: os.PathLike[str] | str, wait: float | None = None) -> None:
     """``os.replace(src, dst)``, waiting up to ``wait`` seconds while ``dst`` is held open elsewhere.
 
     Raises the last OSError when the target stays in use (or on any other error at once).
     """
+    wait = settings.current().in_use_wait if wait is None else wait
     _while_in_use(lambda: os.replace(src, dst), wait)
 
 
-def unlink_file(path: os.PathLike[str] | str, wait: float = IN_USE_WAIT) -> None:
+def unlink_file(path: os.PathLike[str] | str, wait: float | None = None) -> None:
     """``os.unlink(path)``, waiting the same way as ``replace_file``. Raises OSError."""
+    wait = settings.current().in_use_wait if wait is None else wait
     _while_in_use(lambda: os.unlink(path), wait)
 
 

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
+from vault_mem import settings
 from vault_mem.vault import markdown
 from vault_mem.vault.dates import from_timestamp, iso
 from vault_mem.vault.fields import (
@@ -31,8 +32,6 @@ from vault_mem.vault.note import NOTE_ATTRIBUTES, Note
 from vault_mem.vault.paths import display_path
 from vault_mem.vault.portable import O_BINARY
 
-MAX_BYTES = 2 * 1024 * 1024
-_CHUNK = 1 << 20
 _BOM = b"\xef\xbb\xbf"
 _NOT_REGULAR = "not a regular file (a FIFO, socket or device); not read"
 _UNCLOSED = "frontmatter: the opening '---' is never closed"
@@ -56,7 +55,7 @@ def version_key(path: os.PathLike[str] | str) -> VersionKey | None:
     return (st.st_mtime_ns, st.st_size, st.st_ino, st.st_dev)
 
 
-__all__ = ["CORE_KEYS", "CREATED_KEYS", "MAX_BYTES", "UPDATED_KEYS", "DateSource", "VersionKey", "created_fallback",
+__all__ = ["CORE_KEYS", "CREATED_KEYS", "UPDATED_KEYS", "DateSource", "VersionKey", "created_fallback",
            "decode", "file_etag", "normalize_tags", "parse_text", "read_bytes", "read_note", "read_whole",
            "version_key"]
 
@@ -66,6 +65,7 @@ def read_bytes(path: Path) -> tuple[bytes, str, int, int, list[str]]:
 
     Opens without blocking so a FIFO named ``x.md`` cannot stall the indexer.
     """
+    config = settings.current()
     problems: list[str] = []
     try:
         fd = os.open(path, os.O_RDONLY | O_BINARY | getattr(os, "O_NONBLOCK", 0))
@@ -86,15 +86,15 @@ def read_bytes(path: Path) -> tuple[bytes, str, int, int, list[str]]:
         kept = bytearray()
         total = 0
         while True:
-            chunk = os.read(fd, _CHUNK)
+            chunk = os.read(fd, config.read_chunk)
             if not chunk:
                 break
             digest.update(chunk)
             total += len(chunk)
-            if len(kept) < MAX_BYTES:
-                kept += chunk[: MAX_BYTES - len(kept)]
-        if total > MAX_BYTES:
-            problems.append(f"file is {total:,} bytes; indexed up to the first {MAX_BYTES:,}")
+            if len(kept) < config.max_note_bytes:
+                kept += chunk[: config.max_note_bytes - len(kept)]
+        if total > config.max_note_bytes:
+            problems.append(f"file is {total:,} bytes; indexed up to the first {config.max_note_bytes:,}")
         return bytes(kept), digest.hexdigest(), total, st.st_mtime_ns, problems
     except OSError as exc:
         return b"", "", 0, 0, [f"unreadable: {exc.strerror or exc}"]
@@ -112,7 +112,7 @@ def read_whole(path: Path) -> bytes:
         if not stat.S_ISREG(os.fstat(fd).st_mode):
             raise OSError(errno.EINVAL, "not a regular file (a FIFO, socket or device)")
         chunks = []
-        while chunk := os.read(fd, _CHUNK):
+        while chunk := os.read(fd, settings.current().read_chunk):
             chunks.append(chunk)
         return b"".join(chunks)
     finally:
@@ -127,7 +127,7 @@ def decode(data: bytes) -> tuple[str, list[str]]:
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
-        truncated_tail = exc.start >= len(data) - 3 and len(data) >= MAX_BYTES - 3
+        truncated_tail = exc.start >= len(data) - 3 and len(data) >= settings.current().max_note_bytes - 3
         text = data.decode("utf-8", errors="replace")
         if not truncated_tail:
             problems.append(
@@ -241,11 +241,12 @@ class _Front:
 
 
 def _frontmatter(text: str, size: int, problems: list[str]) -> _Front:
+    config = settings.current()
     split = split_frontmatter(text)
     found = split.problems
-    if size > MAX_BYTES:
+    if size > config.max_note_bytes:
         # The closing '---' may well lie past the cut: say that rather than "never closed".
-        found = [f"frontmatter: not closed within the first {MAX_BYTES:,} bytes that are indexed; "
+        found = [f"frontmatter: not closed within the first {config.max_note_bytes:,} bytes that are indexed; "
                  "the indexed text is read as body" if p.startswith(_UNCLOSED) else p for p in found]
     problems += found
     front = _Front(split.body, split.yaml_text is not None)

@@ -26,6 +26,7 @@ from collections import OrderedDict
 from collections.abc import Iterator
 from pathlib import Path
 
+from vault_mem import settings
 from vault_mem.errors import InvalidInput, NotFound, WriteFailed
 from vault_mem.vault.fmedit import append_paragraph, render_note, replace_body, set_keys
 from vault_mem.vault.paths import name_key
@@ -34,16 +35,12 @@ from vault_mem.vault.reader import VersionKey, version_key
 from vault_mem.vault.yamlstyle import render_frontmatter
 
 __all__ = [
-    "MAX_NAME_BYTES", "TRASH_DIRNAME", "append_paragraph", "atomic_write", "create_at", "create_exclusive",
+    "TRASH_DIRNAME", "append_paragraph", "atomic_write", "create_at", "create_exclusive",
     "decode_for_edit", "move_back", "move_to_trash", "note_filename", "render_frontmatter",
     "render_note", "replace_body", "set_keys",
 ]
 
-MAX_NAME_BYTES = 200  # the stem, in UTF-8; leaves room for " 123.md" under the usual 255
 TRASH_DIRNAME = ".trash"
-_MAX_SUFFIX = 10_000
-NAMES_KEPT = 64  # folders whose names (``name_key``) the process keeps between creates (``_names_in``)
-NAMES_FRESH = 5.0  # seconds a folder's listing serves its creates at most (``_names_in``)
 # Illegal in file names on some OS (* " \ / < > : | ?), or breaking [[wikilinks]] (# ^ [ ]).
 _ILLEGAL = re.compile(r'[*"\\/<>:|?#^\[\]]')
 # Bidi overrides, embeddings, isolates and marks: in a file name they reorder how listings show it.
@@ -150,7 +147,7 @@ def _candidates(filename: str) -> Iterator[str]:
     """``filename``, then ``stem 1.md``, ``stem 2.md``, ... (made as they are tried)."""
     stem, ext = _split_md(filename)
     yield filename
-    for n in range(1, _MAX_SUFFIX):
+    for n in range(1, settings.current().max_name_suffix):
         yield f"{stem} {n}{ext}"
 
 
@@ -180,7 +177,8 @@ def _names_in(folder: Path) -> tuple[frozenset[str], float]:
     now = time.monotonic()
     with _names_lock:
         kept = _names.get(key)
-        if kept is not None and signature is not None and kept[0] == signature and now - kept[2] < NAMES_FRESH:
+        fresh = now - kept[2] < settings.current().names_fresh if kept is not None else False
+        if kept is not None and signature is not None and kept[0] == signature and fresh:
             _names.move_to_end(key)
             return kept[1], kept[2]
     names = frozenset(_taken(folder))
@@ -193,7 +191,7 @@ def _keep_names(key: str, signature: VersionKey, names: frozenset[str], listed: 
     with _names_lock:
         _names[key] = (signature, names, listed)
         _names.move_to_end(key)
-        while len(_names) > NAMES_KEPT:
+        while len(_names) > settings.current().names_kept:
             _names.popitem(last=False)
 
 
@@ -233,7 +231,7 @@ def create_exclusive(folder: Path, filename: str, data: bytes, mode: int | None 
                         _keep_names(os.fspath(folder), signature, listed | seen, listed_at)
                 return final
             seen.add(name_key(candidate))
-        raise WriteFailed(f"no free name for {filename} in {folder} after {_MAX_SUFFIX} tries")
+        raise WriteFailed(f"no free name for {filename} in {folder} after {settings.current().max_name_suffix} tries")
     except OSError as exc:
         raise WriteFailed(f"{_reason(exc)} while creating {folder / filename}; nothing was written") from exc
     finally:
@@ -279,14 +277,15 @@ def note_filename(title: str) -> str:
     ``COM1``...); "Untitled" when nothing is left. Emoji and right-to-left
     scripts are kept.
     """
+    config = settings.current()
     text = unicodedata.normalize("NFC", title)
     text = " ".join(text.split())  # tabs and newlines become single spaces
     text = "".join(ch for ch in text if unicodedata.category(ch) not in ("Cc", "Cs") and ch not in _BIDI_CONTROLS)
     text = _ILLEGAL.sub("", text)
     text = " ".join(text.split())
     text = _trim(text)
-    if len(text.encode("utf-8")) > MAX_NAME_BYTES:
-        text = _trim(text.encode("utf-8")[:MAX_NAME_BYTES].decode("utf-8", "ignore"))
+    if len(text.encode("utf-8")) > config.max_name_bytes:
+        text = _trim(text.encode("utf-8")[:config.max_name_bytes].decode("utf-8", "ignore"))
     if text.lower().endswith(".excalidraw"):
         # The reader treats *.excalidraw.md as a drawing and ignores its body.
         text = text[: -len(".excalidraw")] + " excalidraw"
@@ -330,7 +329,8 @@ def move_to_trash(root: Path, rel: str) -> str:
     except OSError as exc:
         raise WriteFailed(f"{_reason(exc)} while moving {rel} to {TRASH_DIRNAME}; "
                           "the file is where it was") from exc
-    raise WriteFailed(f"no free name for {source.name} in {TRASH_DIRNAME} after {_MAX_SUFFIX} tries")
+    tries = settings.current().max_name_suffix
+    raise WriteFailed(f"no free name for {source.name} in {TRASH_DIRNAME} after {tries} tries")
 
 
 def create_at(path: Path, data: bytes) -> bool:

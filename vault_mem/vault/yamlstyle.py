@@ -19,9 +19,10 @@ from typing import Any
 
 import yaml
 
+from vault_mem import settings
 from vault_mem.errors import InvalidInput
 from vault_mem.vault.fields import leading_keys
-from vault_mem.vault.frontmatter import NODE_BUDGET, load_yaml, to_plain
+from vault_mem.vault.frontmatter import load_yaml, to_plain
 
 KEY_ORDER = leading_keys()  # id, title, type, tags, created, updated (the field table's ``first``)
 # YAML 1.2 core-schema numbers, booleans and nulls that PyYAML (YAML 1.1) reads as
@@ -35,7 +36,7 @@ SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 def plain_value(value: Any) -> Any:
-    return to_plain(value, [NODE_BUDGET], 0)
+    return to_plain(value, [settings.current().yaml_node_budget], 0)
 
 
 def same_value(a: Any, b: Any) -> bool:

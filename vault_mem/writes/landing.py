@@ -27,9 +27,9 @@ def change(path: str, fsrel: str, title: str, uid: str, before: bytes | None, af
 
 def landed(view: View, tool: str, agent: str, changes: list[dict[str, Any]]) -> list[str]:
     """Journal ``changes`` and track the agent's notes; returns warnings for the answer."""
-    index_dir = view.vault.index.dir
+    history_dir = view.vault.index.history_dir
     warnings = []
-    warning = journal.record(index_dir, agent, tool, changes)
+    warning = journal.record(history_dir, agent, tool, changes)
     if warning:
         warnings.append(warning)
 
@@ -41,7 +41,7 @@ def landed(view: View, tool: str, agent: str, changes: list[dict[str, Any]]) -> 
                 state.put("wrote", item["fsrel"], [item["uid"], item["path"], item["title"]])
 
     try:
-        agentstate.change(index_dir, agent, track)
+        agentstate.change(history_dir, agent, track)
     except OSError as exc:
         log.warning("cannot keep the notes of agent %s: %s", agent, exc)
     return warnings
@@ -53,6 +53,6 @@ def not_landed(view: View, agent: str, tool: str, path: str, message: str) -> No
     error = {"tool": tool, "permalink": permalink_of(path), "message": message, "time": iso(now),
              "t": now.timestamp()}  # t: which call may report it (served/mailbox.py)
     try:
-        agentstate.change(view.vault.index.dir, agent, lambda state: state.add_error(error))
+        agentstate.change(view.vault.index.history_dir, agent, lambda state: state.add_error(error))
     except OSError as exc:
         log.warning("cannot keep a persist error of agent %s: %s", agent, exc)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import datetime as dt
 import functools
+import logging
 import os
 import secrets
 import threading
@@ -19,9 +20,10 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from vault_mem.errors import Conflict, IndexBusy, InvalidInput, NotFound, WriteFailed
+from vault_mem import settings
+from vault_mem.errors import Conflict, IndexBusy, InvalidInput, NotFound, VaultMemError, WriteFailed
 from vault_mem.git.commit import write_commit
-from vault_mem.search.api import Batch, VaultIndex
+from vault_mem.search.api import Batch, VaultIndex, resembling
 from vault_mem.served.agents import check_agent_name
 from vault_mem.served.context import View
 from vault_mem.served.params import (
@@ -55,9 +57,8 @@ from vault_mem.vault.writer import (
 from vault_mem.writes.landing import change, landed, not_landed
 from vault_mem.writes.limits import check_effects, check_free_name
 
-MAX_TITLE = 500
+log = logging.getLogger("vault_mem.writes")
 MAX_SEGMENT_BYTES = 255
-MAX_CONTENT = 1_000_000
 WRITE_PARAMS = (
     AGENT,
     text_param("title", "Title; also the file name.", required=True),
@@ -108,7 +109,7 @@ _NOTE_TURNS = tuple(threading.Lock() for _ in range(NOTE_TURNS))
 # commit takes every change git sees, so two writes under way would share one.
 _GIT_TURN = threading.Lock()
 _HOLDING = threading.local()  # .turn: the note turn this thread holds; .git; .steps: its index's Written
-Tool = Callable[[View, dict[str, Any]], dict[str, Any]]
+Tool = Callable[..., dict[str, Any]]  # (view, raw arguments, **options)
 
 
 def one_note_at_a_time(tool: Tool) -> Tool:
@@ -116,7 +117,7 @@ def one_note_at_a_time(tool: Tool) -> Tool:
     hold the turn of the note they change (``_take_turn``), or, under ``--git-commit``, the
     one turn of every write."""
     @functools.wraps(tool)
-    def serialized(view: View, raw: dict[str, Any]) -> dict[str, Any]:
+    def serialized(view: View, raw: dict[str, Any], **options: Any) -> dict[str, Any]:
         git = view.vault.git_commit
         if git:
             _GIT_TURN.acquire()
@@ -125,7 +126,7 @@ def one_note_at_a_time(tool: Tool) -> Tool:
         written.begin()  # the watcher waits for these file steps (search/commits.py ``Written``)
         _HOLDING.steps = written
         try:
-            return tool(view, raw)
+            return tool(view, raw, **options)
         finally:
             _end_steps()
             if _HOLDING.git:  # _commit_in_turn may have let it go for good
@@ -263,7 +264,7 @@ def _index(view: View, notes: list[tuple[Note, str]], removed: list[str], done: 
 
 def _body_text(args: Args, name: str) -> str | None:
     """A body or paragraph parameter; NUL is refused (the reader drops it and flags the file)."""
-    text = args.text(name, None, max_len=MAX_CONTENT)
+    text = args.text(name, None, max_len=settings.current().max_content)
     if text is not None and "\x00" in text:
         raise InvalidInput(name, "holds a NUL character, which a Markdown file cannot keep; remove it")
     return text
@@ -314,7 +315,7 @@ def _new_fields(args: Args, agent: str, title: str, defaults: dict[str, Any]) ->
 
 
 def _create(view: View, args: Args, agent: str, defaults: dict[str, Any], tool: str) -> dict[str, Any]:
-    title = args.required_str("title", max_len=MAX_TITLE).strip()
+    title = args.required_str("title", max_len=settings.current().max_title).strip()
     content = _body_text(args, "content") or ""
     domain = args.text("domain", None, max_len=1000)
     domain = domain if domain is not None else defaults.get("domain", "")
@@ -337,6 +338,24 @@ def _create(view: View, args: Args, agent: str, defaults: dict[str, Any], tool: 
     return _attributed(view, _answer(note), tool, agent, note.title, {rel: None}, warnings)
 
 
+def _with_similar(view: View, answer: dict[str, Any], title: str, content: str, exclude: list[str],
+                  limit: int) -> dict[str, Any]:
+    """``answer`` with ``similar``: the notes the call's view held before the write that say nearly
+    the same (search/similar.py), so that the agent can edit or supersede one instead; the new
+    note and ``exclude`` (paths) left out. Finding them never fails the write: what cannot be
+    looked at is logged and ``similar`` stays empty."""
+    rows: list[dict[str, Any]] = []
+    try:
+        skip = {doc for path in [answer["path"], *exclude] if (doc := view.by_path(path)) is not None}
+        for found in resembling(view, title, content, exclude=skip, limit=limit):
+            record = view.record(found.docnum)
+            rows.append({"permalink": permalink_of(record["path"]), "title": record.get("title") or "",
+                         "similarity": found.resemblance})
+    except (VaultMemError, OSError) as exc:
+        log.warning("cannot look for notes similar to %s: %s", answer["path"], exc)
+    return {**answer, "similar": rows}
+
+
 def _addressed(args: Args) -> list[str] | None:
     """The ``to`` parameter: agent names, each well formed, or None when not given."""
     names = args.str_list("to", max_items=50)
@@ -346,13 +365,17 @@ def _addressed(args: Args) -> list[str] | None:
 
 
 @one_note_at_a_time
-def memory_write(view: View, raw: dict[str, Any]) -> dict[str, Any]:
+def memory_write(view: View, raw: dict[str, Any], similar: int = 3) -> dict[str, Any]:
+    """``similar``: at most so many notes that say nearly the same in the answer (0: none looked for)."""
     args = Args(raw, WRITE_PARAMS)
-    return _create(view, args, args.agent(), {}, "memory_write")
+    answer = _create(view, args, args.agent(), {}, "memory_write")
+    return _with_similar(view, answer, args.required_str("title", max_len=settings.current().max_title).strip(),
+                         _body_text(args, "content") or "", [], similar)
 
 
 @one_note_at_a_time
-def memory_supersede(view: View, raw: dict[str, Any]) -> dict[str, Any]:
+def memory_supersede(view: View, raw: dict[str, Any], similar: int = 3) -> dict[str, Any]:
+    """``similar``: as memory_write's; the note it replaces is never listed."""
     args = Args(raw, SUPERSEDE_PARAMS)
     agent = args.agent()
     old = view.record(resolve_ref(view, args.required_str("ref", max_len=1000)))
@@ -360,7 +383,9 @@ def memory_supersede(view: View, raw: dict[str, Any]) -> dict[str, Any]:
     view.check_write(old["path"], "memory_supersede", old.get("fsrel") or old["path"])
     defaults = {"domain": old["path"].rpartition("/")[0], "type": old["type"], "tags": old["tags"],
                 "extra": {FIELD["supersedes"].key: old["uid"]}}
-    return _create(view, args, agent, defaults, "memory_supersede")
+    answer = _create(view, args, agent, defaults, "memory_supersede")
+    return _with_similar(view, answer, args.required_str("title", max_len=settings.current().max_title).strip(),
+                         _body_text(args, "content") or "", [old["path"]], similar)
 
 
 def _current(view: View, ref: str, tool: str) -> tuple[str, bytes]:

@@ -8,6 +8,12 @@ journal; a deleted note comes back from ``.trash/``; a note the agent created go
 ``.trash/``); when they differ, someone changed it after the agent, and it is listed and left
 alone. ``apply`` does what a plan says, journals it (tool ``undo``, so the log shows it and a
 second undo finds nothing to do), indexes it, and with ``git_commit`` makes it one commit.
+
+The journal is a file anyone who can write the history folder can append to (a synced folder
+may carry one), so each path it names passes the write tools' confinement (vault/paths.py)
+before a plan uses it: a note (``.md``) inside the vault, outside hidden folders, and a trash
+path directly under ``.trash/``. What fails is a step of its own (``refuse``), which the plan
+shows and ``apply`` never does (it checks again before each step).
 """
 
 from __future__ import annotations
@@ -17,7 +23,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from vault_mem.errors import GitError, IndexBusy, NotFound, VaultMemError
+from vault_mem import settings
+from vault_mem.errors import GitError, IndexBusy, NotFound, PathRefused, VaultMemError
 from vault_mem.git.commit import agent_identity, commit_paths
 from vault_mem.git.repo import Repo
 from vault_mem.history import journal
@@ -25,19 +32,20 @@ from vault_mem.history.agentstate import agent_key
 from vault_mem.history.journal import Entry, digest
 from vault_mem.search.api import VaultIndex
 from vault_mem.vault.dates import iso
-from vault_mem.vault.paths import note_file
+from vault_mem.vault.paths import confine, display_path, note_file, resolves_inside
 from vault_mem.vault.reader import read_note
-from vault_mem.vault.writer import atomic_write, create_at, move_back, move_to_trash
+from vault_mem.vault.walk import is_memory_name
+from vault_mem.vault.writer import TRASH_DIRNAME, atomic_write, create_at, move_back, move_to_trash
 
 UNDO_AGENT = "vault-mem"  # who the journal names for an undo's own changes
 KINDS = {"memory_write": "write", "memory_edit": "edit", "memory_supersede": "supersede",
-         "task_close": "close", "memory_delete": "delete", "undo": "undo"}
+         "task_close": "close", "memory_delete": "delete", "undo": "undo", "tidy": "tidy"}
 
 
 def log(index: VaultIndex, agent: str | None = None, since: dt.datetime | None = None) -> list[dict[str, Any]]:
     """Every journaled change, newest first, by ``agent`` (any case) and at or after ``since``."""
     rows = []
-    for entry in reversed(journal.entries(index.dir)):
+    for entry in reversed(journal.entries(index.history_dir)):
         if agent is not None and agent_key(entry.agent) != agent_key(agent):
             continue
         if since is not None and entry.t < since.timestamp():
@@ -46,11 +54,19 @@ def log(index: VaultIndex, agent: str | None = None, since: dt.datetime | None =
     return rows
 
 
+def dropped(index: VaultIndex, agent: str | None = None, since: dt.datetime | None = None) -> list[dict[str, Any]]:
+    """What the journal dropped of each agent's changes (``agent``'s only, when given), and only
+    where the drop reaches ``since`` or later, when given: ``{agent, changes, until, at, why}``."""
+    return [d.public() for d in journal.dropped(index.history_dir, agent)
+            if since is None or d.until >= since.timestamp()]
+
+
 @dataclass
 class Step:
     """What undo does (or would do) to one note. ``action``: restore (write the earlier bytes),
-    untrash (bring a deleted note back), trash (move a note the agent created to .trash/), or
-    leave (nothing: ``reason`` says why)."""
+    untrash (bring a deleted note back), trash (move a note the agent created to .trash/),
+    leave (nothing: ``reason`` says why), or refuse (nothing: the journal names a path no write
+    tool may touch; ``reason`` says which and why)."""
 
     path: str
     fsrel: str
@@ -68,17 +84,21 @@ class Step:
 
 def plan(index: VaultIndex, agent: str, since: dt.datetime) -> list[Step]:
     """What undoing ``agent``'s changes since ``since`` would do, one step per note it changed."""
-    everything = journal.entries(index.dir)
+    everything = journal.entries(index.history_dir)
     mine = [e for e in everything if agent_key(e.agent) == agent_key(agent) and e.t >= since.timestamp()]
     groups: dict[str, list[Entry]] = {}
     for entry in mine:
         groups.setdefault(entry.fsrel, []).append(entry)
-    return [_step(index.root, index.dir, everything, group) for group in groups.values()]
+    return [_step(index.root, index.history_dir, everything, group) for group in groups.values()]
 
 
-def _step(root: Path, index_dir: Path, everything: list[Entry], group: list[Entry]) -> Step:
+def _step(root: Path, history_dir: Path, everything: list[Entry], group: list[Entry]) -> Step:
     first, last = group[0], group[-1]
     step = Step(first.path, first.fsrel, "leave", "", first.before, last.after, last.trash, first.title, first.uid)
+    refused = _refusal(root, group)
+    if refused:
+        step.path, step.action, step.reason = display_path(first.fsrel), "refuse", refused
+        return step
     now = _current(root, first.fsrel)
     if now != last.after:
         if now == first.before:
@@ -95,7 +115,7 @@ def _step(root: Path, index_dir: Path, everything: list[Entry], group: list[Entr
     if now is None and last.trash and _current(root, last.trash) == first.before:
         step.action, step.reason = "untrash", f"deleted by the agent; back from {last.trash}"
         return step
-    if journal.blob(index_dir, first.before) is None:
+    if journal.blob(history_dir, first.before) is None:
         step.reason = "the journal no longer holds its earlier content (past its size or age limit)"
         return step
     step.action = "untrash" if now is None else "restore"
@@ -103,6 +123,40 @@ def _step(root: Path, index_dir: Path, everything: list[Entry], group: list[Entr
     changed = sorted({KINDS.get(e.tool, e.tool) for e in group})
     step.reason = f"{', '.join(changed)} by the agent; earlier content from the journal"
     return step
+
+
+def _refusal(root: Path, group: list[Entry]) -> str:
+    """Why undo may not touch what ``group``'s entries name (the write tools' rules), or ''."""
+    for entry in group:
+        try:
+            _note_target(root, entry.fsrel)
+            if entry.path != display_path(entry.fsrel):
+                raise PathRefused("path", f"the journal shows {entry.path!r} for the file {entry.fsrel!r}")
+            if entry.trash is not None:
+                _trash_target(root, entry.trash)
+        except PathRefused as exc:
+            return f"refused: the journal names a path no write tool may touch ({exc})"
+    return ""
+
+
+def _note_target(root: Path, fsrel: str) -> Path:
+    """The note file ``fsrel`` names, confined as a write tool's target; PathRefused when not."""
+    target = confine(root, fsrel, "path")
+    if not fsrel.strip("/") or not is_memory_name(target.name):
+        raise PathRefused("path", f"{fsrel!r} is not a note: only .md files are put back")
+    return target
+
+
+def _trash_target(root: Path, trash: str) -> Path:
+    """The file in ``.trash/`` that ``trash`` names (directly in it, as memory_delete puts one)."""
+    folder, _, name = trash.partition("/")
+    trash_dir = root / TRASH_DIRNAME
+    if folder != TRASH_DIRNAME or "/" in name or trash_dir.is_symlink():
+        raise PathRefused("trash", f"{trash!r} is not a note in {TRASH_DIRNAME}/")
+    target = confine(trash_dir, name, "trash")
+    if not is_memory_name(target.name) or not resolves_inside(root, target):
+        raise PathRefused("trash", f"{trash!r} is not a note in {TRASH_DIRNAME}/")
+    return target
 
 
 def _current(root: Path, fsrel: str) -> str | None:
@@ -129,10 +183,10 @@ def apply(index: VaultIndex, steps: list[Step], agent: str, since: dt.datetime,
     failed: list[dict[str, Any]] = []
     changes: list[dict[str, Any]] = []
     for step in steps:
-        if step.action == "leave":
+        if step.action in ("leave", "refuse"):
             continue
         try:
-            change = _do(root, index.dir, step)
+            change = _do(root, index.history_dir, step)
         except (VaultMemError, OSError) as exc:
             failed.append({**step.public(), "reason": str(exc)})
             continue
@@ -143,7 +197,7 @@ def apply(index: VaultIndex, steps: list[Step], agent: str, since: dt.datetime,
             done.append(step.public())
     warnings = []
     if changes:
-        warning = journal.record(index.dir, UNDO_AGENT, "undo", changes)
+        warning = journal.record(index.history_dir, UNDO_AGENT, "undo", changes)
         if warning:
             warnings.append(warning)
         warnings += _index(index, changes)
@@ -155,9 +209,12 @@ def apply(index: VaultIndex, steps: list[Step], agent: str, since: dt.datetime,
     return {"done": done, "failed": failed, "warnings": warnings, "commit": commit}
 
 
-def _do(root: Path, index_dir: Path, step: Step) -> dict[str, Any] | None:
-    """Carry out one step; the journal change it made, or None when the file moved on meanwhile."""
-    path = note_file(root, step.fsrel)
+def _do(root: Path, history_dir: Path, step: Step) -> dict[str, Any] | None:
+    """Carry out one step; the journal change it made, or None when the file moved on meanwhile.
+    Its paths are confined again here: a step is done only as a write tool could do it."""
+    path = _note_target(root, step.fsrel)
+    if step.trash is not None:
+        _trash_target(root, step.trash)
     current = path.read_bytes() if path.exists() else None
     if (digest(current) if current is not None else None) != step.expected:
         return None
@@ -170,7 +227,7 @@ def _do(root: Path, index_dir: Path, step: Step) -> dict[str, Any] | None:
             return None
         return {**info, "before": None, "after": path.read_bytes()}
     assert step.before is not None
-    data = journal.blob(index_dir, step.before)
+    data = journal.blob(history_dir, step.before)
     if data is None:
         raise NotFound("the journal no longer holds its earlier content")
     if current is None:
@@ -218,13 +275,13 @@ def change_id(entry: Entry) -> str:
 
 def find_change(index: VaultIndex, ident: str) -> Entry:
     """The journaled change named ``ident`` (``change_id``), or NotFound."""
-    for entry in journal.entries(index.dir):
+    for entry in journal.entries(index.history_dir):
         if change_id(entry) == ident:
             return entry
-    raise NotFound(f"no change {ident[:40]!r} in the journal (it keeps {journal.MAX_AGE_DAYS} days)")
+    raise NotFound(f"no change {ident[:40]!r} in the journal (it keeps {settings.current().journal_max_age_days} days)")
 
 
 def plan_change(index: VaultIndex, entry: Entry) -> Step:
     """What undoing this one change would do, by the window undo's rules: the note goes back to
     what it was before the change only while it still is what the change left."""
-    return _step(index.root, index.dir, journal.entries(index.dir), [entry])
+    return _step(index.root, index.history_dir, journal.entries(index.history_dir), [entry])

@@ -34,7 +34,8 @@ from whoosh.searching import Searcher
 from whoosh.system import _FLOAT_SIZE, _INT_SIZE, _LONG_SIZE, pack_ushort
 from whoosh.util.numeric import length_to_byte
 
-INLINE_POSTINGS = 4  # a term with at most this many postings keeps them in its term info (patch 9)
+from vault_mem import settings
+
 _TERM_INFO = W3TermInfo._struct  # inlined, weight, doc frequency, min and max length, max weight, first and last id
 
 
@@ -46,7 +47,7 @@ def inline_term(fieldwriter: W3FieldWriter, tbytes: bytes, postings: list[Any], 
     of 1 keeps every term out). A block is a pickle, zlib and a header per term; most terms of a
     live commit's segment have one posting. Values as the block reader gives them: None for a
     format without values. False (nothing written) for a term of more postings."""
-    if len(postings) > 3 * INLINE_POSTINGS:
+    if len(postings) > 3 * settings.current().inline_postings:
         return False
     ids = postings[0::3]
     values = ((None,) * len(ids) if fieldwriter._format.fixed_value_size() == 0
@@ -127,7 +128,6 @@ def frozen_segment(segment: Any) -> Any:
 # generation in a process, and kept while its file's (inode, size, mtime) stay: a rebuild that
 # starts the generations again writes new files. Its segments are shared by every reader, which
 # only reads them; a writer, which records its deletions in them, gets copies of its own.
-_TOCS_KEPT = 8  # the latest generations of the indexes open in this process
 _read_toc_file = whoosh.index.TOC.read.__func__  # Whoosh's own (patches.py installs later)
 _whoosh_write_toc = whoosh.index.TOC.write  # the same (tests compare the bytes each writes)
 _tocs: OrderedDict[tuple[str, str, int], tuple[tuple[int, int, int], Any]] = OrderedDict()
@@ -141,7 +141,7 @@ def _keep_latest(kept: OrderedDict[Any, Any], key: Any, value: Any) -> None:
     with _tocs_lock:
         kept[key] = value
         kept.move_to_end(key)
-        while len(kept) > _TOCS_KEPT:
+        while len(kept) > settings.current().tocs_kept:
             kept.popitem(last=False)
 
 

@@ -47,12 +47,13 @@ from whoosh.fields import FieldType
 from whoosh.formats import Existence, Frequency
 from whoosh.system import pack_uint
 
+from vault_mem import settings
+
 Item = tuple[bytes, int, float, bytes]  # (term bytes, frequency, weight, value bytes), as field.index
 TermsOf = Callable[[str], list[Item]]
 # (term bytes, postings as docnum, weight, value bytes repeated, the field's lengths) -> written
 Inline = Callable[[bytes, list[Any], Any], bool]
 
-RUN_CHUNK = 8192  # postings per pickled chunk of a run file
 _SMALL = 256  # frequencies whose weight and value bytes are made once
 _FLOATS = [float(n) for n in range(_SMALL)]
 _PACKED = [pack_uint(n) for n in range(_SMALL)]
@@ -263,7 +264,7 @@ class TermPool(whoosh.writing.PostingPool):  # type: ignore[misc]
 
     def _write_run(self, f: Any, items: Iterable[Any]) -> None:
         rest = iter(items)
-        while chunk := list(itertools.islice(rest, RUN_CHUNK)):
+        while chunk := list(itertools.islice(rest, settings.current().run_chunk)):
             pickle.dump(chunk, f, pickle.HIGHEST_PROTOCOL)
         f.close()
 

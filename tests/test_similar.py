@@ -1,0 +1,176 @@
+"""Notes said before: ``memory_write`` and ``memory_supersede`` answer with ``similar`` (the notes
+that say nearly the same, search/similar.py), over an MCP session and over HTTP with agent
+keys; ``vault-mem tidy`` lists clusters of them, supersedes each into its note to keep with a
+person's yes, and ``vault-mem undo --agent tidy`` puts every file back byte for byte (real CLI)."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conftest import open_vault, write_notes
+from serving import start_http
+from test_sharing import TOKEN, add_key, http_session
+
+from vault_mem.cli import main
+from vault_mem.errors import Conflict
+from vault_mem.writes.tidy import supersede_into
+
+pytestmark = pytest.mark.anyio
+
+HEADER = "Session log of the agent. Context: continuing the work on the repository from the previous handoff."
+FOOTER = "Next steps: run the full test suite, update the changelog and push the branch for review."
+FACT = ("The billing exporter drops invoices when the ledger batch exceeds 500 rows. "
+        "Splitting the nightly reconciliation into chunks of 200 fixes the timeout on staging.")
+RESTATED = ("Splitting the nightly reconciliation into smaller chunks of 150 really fixes the staging timeout. "
+            "The billing exporter drops invoices once the ledger batch exceeds 800 rows.")
+OTHERS = [
+    "The search crawler repeats sitemap fetches when robots caching is cold after a deploy.",
+    "Grafana panels for the ingest queue lag need the kafka consumer group name, not the topic.",
+    "The mobile login screen freezes on Android tablets when biometric prompts overlap.",
+    "Terraform plans for the staging VPC drift because the NAT gateway tags are set by hand.",
+]
+
+
+def note(title: str, body: str, uid: str | None = None, updated: str = "2026-03-01T10:00:00+00:00") -> str:
+    head = f"id: {uid}\n" if uid else ""
+    return f"---\n{head}title: {title}\ntype: lesson\nupdated: {updated}\n---\n{HEADER}\n\n{body}\n\n{FOOTER}\n"
+
+
+def diary(root: Path) -> Path:
+    notes = {f"diary/Other {i}.md": note(f"Other {i}", text, f"other-{i}") for i, text in enumerate(OTHERS)}
+    notes["diary/Billing exporter.md"] = note("Billing exporter batches", FACT, "billing-1")
+    return write_notes(root, notes)
+
+
+def titles(answer: dict[str, Any]) -> list[str]:
+    return [row["title"] for row in answer["similar"]]
+
+
+async def test_a_restatement_lists_the_note_it_repeats_and_the_write_still_happens(tmp_path, mcp_session) -> None:
+    vault = open_vault(diary(tmp_path / "v"))
+    async with mcp_session(vault) as c:
+        again = await c.call("memory_write", agent="coder", title="Billing exporter again", content=RESTATED,
+                             domain="diary")
+        assert again["status"] == "ok" and (tmp_path / "v" / again["path"]).exists()
+        [row] = again["similar"]
+        assert row["permalink"] == "memory://diary/Billing exporter"
+        assert row["title"] == "Billing exporter batches"
+        assert 0.35 <= row["similarity"] <= 1
+        # Only boilerplate in common: nothing said before.
+        fresh = await c.call("memory_write", agent="coder", title="Printer queue",
+                             content=f"{HEADER}\n\nThe office printer queue jams when duplex scans exceed "
+                                     f"forty pages at once.\n\n{FOOTER}", domain="diary")
+        assert fresh["status"] == "ok" and fresh["similar"] == []
+        found = await c.call("memory_search", agent="coder", query="billing exporter ledger")
+        assert {r["permalink"] for r in found["notes"]} >= {"memory://diary/Billing exporter",
+                                                             "memory://diary/Billing exporter again"}
+
+
+async def test_supersede_never_lists_the_note_it_replaces_but_lists_another_restatement(tmp_path, mcp_session) -> None:
+    root = diary(tmp_path / "v")
+    write_notes(root, {"diary/Billing copy.md": note("Billing exporter copy", RESTATED, "billing-2")})
+    async with mcp_session(open_vault(root)) as c:
+        new = await c.call("memory_supersede", agent="coder", ref="billing-1", title="Billing exporter v2",
+                           content=f"{HEADER}\n\n{FACT} Chunks of 100 since March.\n\n{FOOTER}")
+        assert new["status"] == "ok"
+        assert titles(new) == ["Billing exporter copy"], "the replaced note is not news; the copy is"
+
+
+def test_a_note_too_short_to_judge_lists_nothing(tmp_path) -> None:
+    from vault_mem.search.api import resembling
+    from vault_mem.served.context import View
+
+    vault = open_vault(write_notes(tmp_path / "v", {"a.md": "---\ntitle: Todo\n---\ntodo\n",
+                                                    "b.md": "---\ntitle: Todo\n---\ntodo\n"}))
+    with vault.index.searching() as searcher:
+        assert resembling(View(vault, searcher), "Todo", "todo") == []
+
+
+async def test_a_limited_agent_never_hears_of_a_similar_note_it_cannot_read(tmp_path, capsys) -> None:
+    secret = ("The payroll export leaks salary bands when the finance bucket policy allows public reads. "
+              "Rotate the signed URLs every 15 minutes and audit the bucket policy weekly.")
+    root = write_notes(tmp_path / "v", {
+        "private/Payroll leak.md": note("Payroll leak", secret, "payroll"),
+        **{f"projects/Other {i}.md": note(f"Other {i}", text) for i, text in enumerate(OTHERS)}})
+    key = add_key(capsys, root, "coder", "--read", "projects/", "--write", "projects/")
+    proc, url = start_http(root, cwd=tmp_path, env=os.environ | {"VAULT_MEM_TOKEN": TOKEN})
+    try:
+        async with http_session(url, key) as coder:
+            mine = await coder.call("memory_write", agent="coder", title="Payroll export", domain="projects",
+                                    content=f"{HEADER}\n\n{secret}\n\n{FOOTER}")
+            assert mine["status"] == "ok" and mine["similar"] == []
+        async with http_session(url, TOKEN) as owner:
+            seen = await owner.call("memory_write", agent="owner", title="Payroll export again", domain="projects",
+                                    content=f"{HEADER}\n\n{secret}\n\n{FOOTER}")
+            assert set(titles(seen)) == {"Payroll leak", "Payroll export"}, "the owner sees both"
+    finally:
+        proc.terminate()
+        proc.communicate(timeout=30)
+
+
+def tidy_vault(root: Path) -> Path:
+    diary(root)
+    return write_notes(root, {
+        "diary/Billing copy.md": note("Billing exporter copy", RESTATED, updated="2026-04-01T10:00:00+00:00"),
+        "diary/Billing third.md": note("Billing exporter third", FACT.replace("500", "700"), "billing-3",
+                                       updated="2026-02-01T10:00:00+00:00"),
+    })
+
+
+def files(root: Path) -> dict[str, bytes]:
+    return {p.relative_to(root).as_posix(): p.read_bytes() for p in sorted(root.rglob("*.md"))
+            if ".vault-mem" not in p.parts and ".trash" not in p.parts}
+
+
+def cli_json(capsys: pytest.CaptureFixture[str], *argv: str) -> dict[str, Any]:
+    capsys.readouterr()
+    assert main([*argv, "--json"]) == 0
+    answer: dict[str, Any] = json.loads(capsys.readouterr().out)
+    return answer
+
+
+def test_tidy_lists_clusters_with_the_newest_note_to_keep_and_changes_nothing(tmp_path, capsys) -> None:
+    root = tidy_vault(tmp_path / "v")
+    before = files(root)
+    listed = cli_json(capsys, "tidy", "--vault", str(root))
+    assert listed["applied"] is False and listed["count"] == 1
+    [cluster] = listed["clusters"]
+    assert cluster["keep"]["path"] == "diary/Billing copy.md", "the most recently updated note is kept"
+    assert {m["path"] for m in cluster["supersede"]} == {"diary/Billing exporter.md", "diary/Billing third.md"}
+    assert all(0.35 <= m["similarity"] <= 1 for m in cluster["supersede"])
+    assert files(root) == before
+
+
+def test_tidy_apply_then_undo_restores_every_file_byte_for_byte(tmp_path, capsys) -> None:
+    root = tidy_vault(tmp_path / "v")
+    before = files(root)
+    applied = cli_json(capsys, "tidy", "--vault", str(root), "--apply")
+    assert [c["status"] for c in applied["clusters"]] == ["ok"] and applied["warnings"] == []
+    kept = (root / "diary/Billing copy.md").read_text(encoding="utf-8")
+    assert "supersedes:" in kept and "billing-1" in kept and "billing-3" in kept
+    assert {p: b for p, b in files(root).items() if p != "diary/Billing copy.md"} == \
+        {p: b for p, b in before.items() if p != "diary/Billing copy.md"}, "nothing else is touched"
+    read = cli_json(capsys, "read", "diary/Billing copy", "--vault", str(root))
+    assert set(read["lineage"]["supersedes"]) == {"memory://diary/Billing exporter", "memory://diary/Billing third"}
+    assert cli_json(capsys, "tidy", "--vault", str(root))["count"] == 0, "a tidied vault has nothing left"
+    log = cli_json(capsys, "log", "--vault", str(root), "--agent", "tidy")
+    assert [(r["kind"], r["path"]) for r in log["changes"]] == [("tidy", "diary/Billing copy.md")]
+    undone = cli_json(capsys, "undo", "--vault", str(root), "--agent", "tidy", "--since", "1h", "--apply")
+    assert [r["path"] for r in undone["restored"]] == ["diary/Billing copy.md"]
+    assert files(root) == before
+
+
+def test_tidy_leaves_a_cluster_alone_when_its_note_to_keep_changed_since_it_was_indexed(tmp_path) -> None:
+    root = tidy_vault(tmp_path / "v")
+    target = root / "diary/Billing copy.md"
+    changed = target.read_bytes() + b"\nA person's edit.\n"
+    target.write_bytes(changed)
+    keep = {"path": "diary/Billing copy.md", "fsrel": "diary/Billing copy.md", "etag": "stale", "supersedes": []}
+    with pytest.raises(Conflict):
+        supersede_into(root, tmp_path / "index", keep, [{"uid": "billing-1", "has_id": True, "path": "x.md"}],
+                       "2026-05-01T00:00:00+00:00")
+    assert target.read_bytes() == changed

@@ -1,0 +1,140 @@
+"""Notes that say nearly the same as a text (docs/tools.md, ``memory_write``'s ``similar``;
+``vault-mem tidy``), found from the index without any model, at a bounded cost.
+
+Two steps. First the candidates: the text's most distinctive words (the ``terms`` rarest in
+the index's bodies, by document frequency; numbers are left out, since a restatement often
+changes them, and so are words no other note holds) are searched as ``memory_search`` searches
+(``search/topk.py``), and the best ``candidates`` notes are kept. Then each candidate is
+compared with the text: the *resemblance* is the Jaccard index of the two texts' word sets
+(title and the first characters of the body, what the index stores of it: the ``record_head_chars`` setting;
+numbers left out), each word weighted by its rarity in the index (BM25's idf, as the ranking
+uses it). Reordered sentences, changed dates and numbers and a few words added or dropped keep
+a restatement above the ``threshold``, while notes that share only boilerplate or common words
+stay below it: words every note holds weigh next to nothing. A text of fewer than
+``min_words`` distinct words (a title and a line) is compared with nothing: in so few words
+any two notes look alike.
+
+Cost: one document-frequency look-up per distinct word of the text and of its ``candidates``
+(their stored records), one top-k search for ``terms`` words: never a walk over every note.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections import OrderedDict
+from collections.abc import Callable, Collection
+from dataclasses import dataclass
+
+from vault_mem import settings
+from vault_mem.search.query import doc_frequency
+from vault_mem.search.ranking import STOP_WORDS, rarity
+from vault_mem.search.snapshot import Snapshot
+from vault_mem.search.substring import words
+from vault_mem.search.topk import best_notes
+
+_HAS_LETTER = re.compile(r"[^\W\d_]")
+
+
+@dataclass(frozen=True)
+class Resembling:
+    """A note resembling a text: its document number and the resemblance, 0..1."""
+
+    docnum: int
+    resemblance: float
+
+
+class Rarity:
+    """Words' document frequencies in the bodies of an index, and their rarity (BM25's idf, as
+    the ranking's), the last ``size`` words asked kept."""
+
+    def __init__(self, view: Snapshot, size: int = 50_000) -> None:
+        self.searcher = view.searcher
+        self.notes = view.doc_count()
+        self.size = size
+        self._df: OrderedDict[str, int] = OrderedDict()
+
+    def df(self, word: str) -> int:
+        found = self._df.get(word)
+        if found is not None:
+            self._df.move_to_end(word)
+            return found
+        found = doc_frequency(self.searcher, "body", word)
+        self._df[word] = found
+        if len(self._df) > self.size:
+            self._df.popitem(last=False)
+        return found
+
+    def __call__(self, word: str) -> float:
+        return rarity(max(self.notes, 1), min(self.df(word), self.notes))
+
+
+def note_text(title: str, body: str) -> str:
+    """What is compared of a note: its title and the head of its body, as the index stores it."""
+    return f"{title}\n{body[:settings.current().record_head_chars]}"
+
+
+def word_set(text: str) -> frozenset[str]:
+    """The text's distinct words, lower-cased, numbers (words without a letter) left out."""
+    return frozenset(w for w in words(text) if _HAS_LETTER.search(w))
+
+
+def resemblance(a: Collection[str], b: Collection[str], weight: Callable[[str], float] | None = None) -> float:
+    """The Jaccard index of two word sets (0 when either is empty); with ``weight``, each word
+    counts its weight (its rarity), so the words every note holds (a template's boilerplate,
+    the commonest words) count next to nothing."""
+    if not a or not b:
+        return 0.0
+    both = set(a) & set(b)
+    if weight is None:
+        return len(both) / (len(a) + len(b) - len(both))
+    shared = math.fsum(weight(w) for w in both)
+    union = math.fsum(weight(w) for w in a) + math.fsum(weight(w) for w in b) - shared
+    return shared / union if union > 0 else 0.0
+
+
+def distinctive_terms(text: str, terms: int, rarest: Rarity) -> list[str]:
+    """The ``terms`` words of ``text`` the fewest notes' bodies hold (at least one does), rarest
+    first; numbers, stop words and words under three characters left out."""
+    found: list[tuple[int, str]] = []
+    for word in dict.fromkeys(words(text)):
+        if len(word) < settings.current().query_min_term_chars or word in STOP_WORDS or not _HAS_LETTER.search(word):
+            continue
+        df = rarest.df(word)
+        if df:
+            found.append((df, word))
+    found.sort()
+    return [word for _df, word in found[:terms]]
+
+
+def resembling(view: Snapshot, title: str, body: str, *, exclude: Collection[int] = (),
+               keep: Collection[int] | None = None, limit: int = 3, threshold: float = 0.35, terms: int = 8,
+               candidates: int = 10, min_words: int = 8, rarest: Rarity | None = None) -> list[Resembling]:
+    """Up to ``limit`` notes of ``view`` (none of ``exclude``) whose resemblance to the note
+    ``title`` + ``body`` is at least ``threshold``, the most resembling first (see the module).
+    ``keep``: only these notes (all when None). ``rarest``: the index's word rarities, when the
+    caller keeps them across calls (tidy)."""
+    if limit <= 0:
+        return []
+    text = note_text(title, body)
+    mine = word_set(text)
+    if len(mine) < min_words:
+        return []
+    rarest = rarest or Rarity(view)
+    chosen = distinctive_terms(text, terms, rarest)
+    if not chosen:
+        return []
+    ranked = best_notes(view, chosen, candidates + len(exclude), keep)
+    found = []
+    for doc in ranked.page:
+        if doc in exclude:
+            continue
+        record = view.record(doc)
+        theirs = word_set(note_text(str(record.get("title") or ""), str(record.get("head") or "")))
+        if len(theirs) < min_words:
+            continue
+        score = resemblance(mine, theirs, rarest)
+        if score >= threshold:
+            found.append(Resembling(doc, round(score, 3)))
+    found.sort(key=lambda r: -r.resemblance)
+    return found[:limit]

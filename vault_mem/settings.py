@@ -1,0 +1,299 @@
+"""Every timing, size and threshold of vault-mem, in one place.
+
+One frozen ``Settings`` holds them, one line each: the default, what it is for, and the page of
+``docs/`` that explains it (docs/settings.md lists the ones a person sets, by environment). The
+command line builds them once where the program is assembled (``from_environment``, then
+``configure``) and hands them to the objects it makes; code deeper down reads ``current()`` when
+it needs a value, never at import, so ``use()`` (tests, embedding) takes effect at once.
+Without ``configure`` the defaults hold.
+
+What is not here, and why (the numbers that are part of a format or a contract, not a choice):
+
+- ``search/schema.py`` ``SCHEMA_VERSION`` and ``git/history.py`` ``CACHE_VERSION``: versions of
+  files on disk; ``history/agentstate.py`` ``_HEAD``: where a state file's generation ends.
+- ``search/whoosh/mapping.py`` ``HASH_TABLES``: the table count of Whoosh's hash file format;
+  ``search/whoosh/postings.py`` ``POSTING_BYTES``, ``TERM_BYTES``, ``MERGED_POSTING_BYTES``: what
+  Python holds per posting and term (the sizes of structures, counted against ``build`` memory),
+  and ``_SMALL``, the length of a table made once at import.
+- ``writes/tools.py`` ``NOTE_TURNS``: the stripes of a lock table made at import; a number that
+  changed mid-process would give one note two locks.
+- ``writes/tools.py`` and ``imports/notes.py`` ``MAX_SEGMENT_BYTES``: the 255 bytes a file
+  system allows in one name; ``mcp_server/delegate.py`` ``MAX_FRAME``: follows from the MCP SDK's
+  bound on a request body.
+- ``cli/imports.py`` ``NOTHING_IMPORTED`` and ``cli/maintenance.py`` ``PROBLEMS_FOUND``: exit
+  statuses (docs/cli.md); ``runtime/collector.py`` ``NEVER`` and ``cli/output.py`` ``UNLIMITED``:
+  stand-ins for "never" and "no bound"; ``git/repo.py`` ``ZERO_OID``: git's all-zero object id.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass
+
+from vault_mem.errors import InvalidInput
+
+
+@dataclass(frozen=True)
+class Settings:
+    """Every knob, with its default. Change one by ``dataclasses.replace(current(), name=value)``."""
+
+    # -- The search engine -------------------------------------------------------------------------
+    cache_mb: float = 192  # megabytes of the one process-wide cache of columns, lexicons and parsed notes (VAULT_MEM_CACHE_MB) (docs/index-and-scale.md#6-memory-stays-bounded)
+    build_batch: int = 500  # files per commit of a serial build, at most (docs/index-and-scale.md#4-the-cold-build-ends-with-few-segments)
+    build_serial_first_batch: int = 100  # files in the first commit of a serial build, so a first call soon sees notes (docs/index-and-scale.md#4-the-cold-build-ends-with-few-segments)
+    build_first_segment: int = 1000  # files in the smallest segment a build worker writes (docs/index-and-scale.md#4-the-cold-build-ends-with-few-segments)
+    build_max_segment: int = 16000  # files in the largest segment a build worker writes (docs/index-and-scale.md#4-the-cold-build-ends-with-few-segments)
+    build_report_every: int = 50  # files a build worker parses between two progress reports (docs/index-and-sync.md#at-start)
+    cells_whole_after: int = 2000  # lookups one by one in a column before the whole column is joined instead (docs/index-and-scale.md#6-memory-stays-bounded)
+    tiny_segment: int = 20  # documents in a segment a few live commits make, one a later commit may fold in (docs/index-and-scale.md#1-live-commits-merge-only-their-own-crumbs)
+    tiny_fold: int = 8  # tiny segments after which the next commit folds them into its own (docs/index-and-scale.md#1-live-commits-merge-only-their-own-crumbs)
+    merge_floor: int = 1000  # segments with fewer live documents all share the lowest merge tier (docs/index-and-scale.md#2-merging-happens-in-the-background-one-process-at-a-time)
+    merge_factor: int = 8  # segments in one tier before they are merged into one of the next tier (docs/index-and-scale.md#2-merging-happens-in-the-background-one-process-at-a-time)
+    merge_max_at_once: int = 32  # segments one merge takes at most, so one merge stays short (docs/index-and-scale.md#2-merging-happens-in-the-background-one-process-at-a-time)
+    merge_swap_wait: float = 600.0  # seconds a merge's swap waits for live writers before it gives up this round (docs/index-and-scale.md#3-a-held-lock-is-a-wait-never-a-failure)
+    query_max_terms: int = 32  # words of a query that are searched; the rest are left out (docs/ranking.md#the-score)
+    query_min_term_chars: int = 3  # shortest word, in characters, that is searched when longer words are present (docs/ranking.md#the-score)
+    rank_field_weights: tuple[tuple[str, int], ...] = (("title", 6), ("perm", 5), ("tagtext", 4), ("body", 1))  # what a hit counts in each field: a title outweighs a tag, a tag the body (docs/ranking.md#the-score)
+    rank_hit_cap: int = 3  # hits counted per field and term, so repeating a word does not win (docs/ranking.md#the-score)
+    rank_stem_hit: float = 0.5  # what a hit of the stem alone counts, against 1 for the exact word (docs/ranking.md#the-score)
+    rank_all_terms_bonus: int = 10  # added to a note that holds every word of the query in some form (docs/ranking.md#the-score)
+    rank_score_decimals: int = 4  # decimals a score is rounded to, so equal notes tie and order by date (docs/ranking.md#the-score)
+    record_head_chars: int = 2000  # body characters the index stores per note for snippets and previews (a change shows after a rebuild) (docs/index-and-scale.md#6-memory-stays-bounded)
+    cached_postings_from: int = 64  # documents of a segment holding a term from which its postings list is cached (docs/index-and-scale.md#6-memory-stays-bounded)
+    term_set_below: int = 4096  # documents in a segment up to which its terms are kept as a set, so a missing term costs one lookup (docs/index-and-scale.md#6-memory-stays-bounded)
+    few_paths: int = 50  # changed paths up to which fingerprints come from stored records when the columns are cold (docs/index-and-sync.md#while-serving)
+    topk_direct_below: int = 256  # matches (a bound: the words' holders summed) below which every one is scored without pruning (docs/ranking.md#only-what-can-reach-the-page-is-scored)
+    topk_tier_below: int = 256  # notes holding every word below which they are scored without a walk (docs/ranking.md#only-what-can-reach-the-page-is-scored)
+    topk_filter_share: int = 4  # a filter admitting under 1/this of the bound: its notes are scored directly (docs/ranking.md#only-what-can-reach-the-page-is-scored)
+    topk_margin: float = 1e-12  # relative raise of a bound summed in another order than a score, so pruning never drops a tie (docs/ranking.md#only-what-can-reach-the-page-is-scored)
+    inline_postings: int = 4  # postings a term may have and still keep them in its term info (patch 9) (docs/index-and-scale.md#7-whoosh-behind-one-seam-reads-behind-a-query-api)
+    tocs_kept: int = 8  # latest index generations whose table of contents the process keeps read (docs/index-and-scale.md#7-whoosh-behind-one-seam-reads-behind-a-query-api)
+    run_chunk: int = 8192  # postings per pickled chunk of a build's run file (docs/index-and-scale.md#6-memory-stays-bounded)
+
+    # -- Writes ------------------------------------------------------------------------------------
+    waiting_marker_fresh: float = 0.5  # seconds a waiting process's marker counts after it last touched it, so a killed waiter's expires (docs/concurrency.md#limits)
+    commit_give_way: float = 0.25  # seconds at most a process about to commit waits for a waiting one to take its turn (docs/concurrency.md#limits)
+    commit_poll: float = 0.002  # seconds between looks at whether the waiting process took its turn (docs/concurrency.md#limits)
+    commit_gather: float = 0.03  # seconds a commit waits for a write tool between its file change and its submission, to join it (docs/concurrency.md#two-processes-on-one-vault)
+    commit_spacing: float = 0.05  # seconds at least between two commits under steady saves from several callers; a lone save never waits (docs/concurrency.md#two-processes-on-one-vault)
+    write_lock_wait: float = 20.0  # seconds a write tool waits for the index lock before answering a retryable error (docs/concurrency.md#limits)
+    write_wait_notice: float = 30.0  # seconds after which a writer still waiting for the lock says so in the log (docs/concurrency.md#limits)
+    max_title: int = 500  # characters a title may have (docs/tools.md#the-write-tools)
+    max_content: int = 1_000_000  # characters a note's content may have (docs/tools.md#the-write-tools)
+    max_name_bytes: int = 200  # bytes of a new file's name stem in UTF-8, leaving room for a numbered suffix under the usual 255 (docs/vault-format.md#which-files-are-memories)
+    max_name_suffix: int = 10_000  # numbered suffixes tried for a free file name before giving up (docs/vault-format.md#which-files-are-memories)
+    names_kept: int = 64  # folders whose file names the process keeps between creates (docs/concurrency.md#two-processes-on-one-vault)
+    names_fresh: float = 5.0  # seconds a folder's listing serves its creates at most (docs/concurrency.md#two-processes-on-one-vault)
+    in_use_wait: float = 1.0  # seconds a replace or delete waits for a file held open elsewhere (Windows) (docs/platforms.md#what-each-platform-does-differently-and-what-the-code-does-about-it)
+    in_use_first_retry: float = 0.005  # seconds before the first retry of a replace or delete of a file held open (docs/platforms.md#what-each-platform-does-differently-and-what-the-code-does-about-it)
+    in_use_max_retry: float = 0.1  # seconds at most between two retries of a replace or delete of a file held open (docs/platforms.md#what-each-platform-does-differently-and-what-the-code-does-about-it)
+
+    # -- The runtime and the watcher ---------------------------------------------------------------
+    merge_check: float = 2.0  # seconds between looks at whether a merge is due (docs/index-and-scale.md#2-merging-happens-in-the-background-one-process-at-a-time)
+    first_answer_wait: float = 5.0  # seconds of a young build a first call waits for, so a small vault answers its first call complete (docs/index-and-sync.md#at-start)
+    stop_grace: float = 5.0  # seconds a build still running gets to finish when the client leaves (docs/index-and-sync.md#at-start)
+    check_after_at_most: float = 30.0  # seconds the start-up check waits for the server to be loaded (docs/index-and-sync.md#until-the-start-up-check-ends-checking)
+    calls_first: float = 0.5  # seconds without a call in flight after which the start-up check starts (docs/index-and-sync.md#until-the-start-up-check-ends-checking)
+    calls_first_at_most: float = 10.0  # seconds after loading at which the start-up check starts whatever the calls (docs/index-and-sync.md#until-the-start-up-check-ends-checking)
+    check_give_way_every: int = 64  # files the start-up check stats between two pauses while a call is in flight (docs/index-and-sync.md#until-the-start-up-check-ends-checking)
+    check_give_way: float = 0.001  # seconds of each such pause, so the call's thread gets the interpreter lock (docs/index-and-sync.md#until-the-start-up-check-ends-checking)
+    watch_debounce: float = 0.05  # seconds of quiet before the watcher applies the changes it saw (docs/index-and-sync.md#while-serving)
+    watch_steps_wait: float = 2.0  # seconds at most the watcher waits for a write tool's file steps to end (docs/index-and-sync.md#while-serving)
+    watch_max_delay: float = 0.3  # seconds after which a steady stream of changes is still applied (docs/index-and-sync.md#while-serving)
+    reconcile_every: float = 60.0  # seconds between two full comparisons of the vault with the index, for events a watcher missed (docs/index-and-sync.md#while-serving)
+    watch_batch: int = 2000  # changed files applied in one commit (docs/index-and-sync.md#while-serving)
+    watch_lost_said_every: float = 60.0  # seconds between two warnings that the system dropped file events (docs/index-and-sync.md#while-serving)
+    watch_lookup_limit: int = 2000  # changed paths looked up one by one; above this, all fingerprints are read at once (docs/index-and-sync.md#while-serving)
+
+    # -- Serving and HTTP --------------------------------------------------------------------------
+    worker_stop_wait: float = 10.0  # seconds a worker gets to stop before it is killed (docs/concurrency.md#many-workers-on-one-port)
+    delegate_connections: int = 8  # calls a worker passes to worker 1 at once; more wait for a free connection (docs/concurrency.md#many-workers-on-one-port)
+    delegate_accept_pause: float = 0.5  # seconds worker 1 waits after a failed accept (no descriptor left) before the next (docs/concurrency.md#many-workers-on-one-port)
+    delegate_secret_wait: float = 5.0  # seconds a new connection to worker 1 has to send the secret (docs/concurrency.md#many-workers-on-one-port)
+    log_every: float = 60.0  # seconds between two log lines about one kind of repeated event (docs/troubleshooting.md#serve)
+    max_connections: int = 1000  # client connections one server process holds at once (docs/safety.md#limits)
+    fd_share: int = 2  # at most 1/this of the process's file descriptors go to client connections (docs/safety.md#limits)
+    header_timeout: float = 10.0  # seconds a request's line and headers may take (docs/safety.md#limits)
+    max_header_bytes: int = 64 * 1024  # bytes a request's line and headers may take (docs/safety.md#limits)
+    backlog_share: int = 4  # the listen backlog is at most 1/this of the connection bound, so a burst never takes the descriptors kept (docs/safety.md#limits)
+    backlog: int = 2048  # the listen backlog where the bound allows it (uvicorn's default) (docs/safety.md#limits)
+    keep_alive: int = 5  # seconds an idle kept-alive connection stays open (uvicorn's default) (docs/safety.md#limits)
+    max_sessions_per_caller: int = 100  # legacy sessions of one caller in one process; at the bound the least recently used idle one ends (docs/safety.md#limits)
+    max_sessions: int = 10_000  # all callers' legacy sessions in one process (the SDK's own bound) (docs/safety.md#limits)
+    session_idle: int = 30 * 60  # seconds a legacy session without a request lives (the SDK's default) (docs/safety.md#limits)
+    resource_page: int = 500  # notes listed per page of the MCP resources (docs/tools.md#rules-every-tool-follows)
+    call_threads: int = 3  # tool calls one process runs at once; the calls share one interpreter lock (docs/concurrency.md#many-workers-on-one-port)
+    max_globs: int = 100  # folder patterns one agent key may list (docs/sharing.md#keys)
+    keys_lock_wait: float = 10.0  # seconds an `agents add` waits for another one to finish (docs/sharing.md#keys)
+    keys_lock_stale: float = 60.0  # seconds after which a keys lock was left by a process that died (docs/sharing.md#keys)
+
+    # -- History: the journal and the agents' states -----------------------------------------------
+    state_max_read: int = 5_000  # notes an agent's state remembers as read; the oldest are forgotten first (docs/sharing.md#what-an-agent-may-read-and-write)
+    state_max_wrote: int = 2_000  # notes an agent's state watches for being lost (docs/sharing.md#what-an-agent-may-read-and-write)
+    state_max_errors: int = 20  # recent errors an agent's state keeps (docs/sharing.md#what-an-agent-may-read-and-write)
+    state_rewrite_slack: int = 4096  # bytes of changes always allowed past a state's own size before it is rewritten (docs/sharing.md#what-an-agent-may-read-and-write)
+    file_lock_poll: float = 0.002  # seconds between tries while another process holds a journal or state lock (docs/concurrency.md#two-processes-on-one-vault)
+    journal_max_age_days: int = 30  # days the journal keeps a change (docs/sharing.md#what-an-agent-did-and-undo)
+    journal_max_entries: int = 20_000  # changes the journal keeps of each agent (docs/sharing.md#what-an-agent-did-and-undo)
+    journal_max_bytes: int = 64 * 1024 * 1024  # bytes of earlier contents the journal keeps of each agent (docs/sharing.md#what-an-agent-did-and-undo)
+    journal_total_entries: int = 100_000  # changes the journal keeps of all agents together (docs/sharing.md#what-an-agent-did-and-undo)
+    journal_total_bytes: int = 512 * 1024 * 1024  # bytes of earlier contents kept of all agents together (docs/sharing.md#what-an-agent-did-and-undo)
+    journal_look_after: int = 16  # a process looks at the limits once it recorded this fraction (1/n) of an agent's share (docs/sharing.md#what-an-agent-did-and-undo)
+    journal_prune_every: float = 60.0  # seconds between looks at the journal's limits in one process (docs/sharing.md#what-an-agent-did-and-undo)
+    journal_prune_to: float = 0.9  # share of each limit a prune keeps, so the next prune is far away (docs/sharing.md#what-an-agent-did-and-undo)
+
+    # -- Reads and answers -------------------------------------------------------------------------
+    suggestions: int = 3  # closest words offered per unknown word (docs/tools.md#hints-on-a-miss)
+    max_note_bytes: int = 2 * 1024 * 1024  # bytes of a note file that are read; a larger file is reported, not read (docs/safety.md#limits)
+    read_chunk: int = 1 << 20  # bytes read from a note file at a time (docs/safety.md#limits)
+    yaml_node_budget: int = 100_000  # YAML nodes a frontmatter may build, so a crafted file cannot exhaust memory (docs/safety.md#limits)
+    yaml_string_unit: int = 64  # characters of a YAML string that cost one node of the budget (docs/safety.md#limits)
+    yaml_max_depth: int = 64  # nesting depth a frontmatter may have (docs/safety.md#limits)
+    settled_ns: int = 2_000_000_000  # nanoseconds unchanged after which a file's mtime tells any later change (docs/index-and-sync.md#while-serving)
+    max_answer_chars: int = 40_000  # characters of JSON no answer passes (docs/tools.md#rules-every-tool-follows)
+    row_budget: int = 36_000  # characters the rows of a list answer may take, leaving room for the envelope (docs/tools.md#rules-every-tool-follows)
+    inbox_shown: int = 5  # inbox entries shown in one answer (docs/sharing.md#handoffs-and-the-inbox)
+    inbox_excerpt: int = 160  # characters of a handoff's body shown in the inbox (docs/sharing.md#handoffs-and-the-inbox)
+    shown_ref_chars: int = 100  # characters of a ref echoed in a message (docs/tools.md#hints-on-a-miss)
+    chunk_chars: int = 2000  # characters of a chunk mem_recall returns (docs/tools.md#mem_recall)
+    conflicts_shown: int = 5  # conflicting notes named in one answer (docs/tools.md#rules-every-tool-follows)
+    excerpt_chars: int = 160  # characters of an excerpt (docs/tools.md#rules-every-tool-follows)
+    excerpt_snap: int = 16  # characters a cut may move to land between words instead of inside one (docs/tools.md#rules-every-tool-follows)
+    default_history: int = 5  # commits memory_read's history shows when none is asked (docs/tools.md#memory_read)
+    max_history: int = 50  # commits memory_read's history shows at most (docs/tools.md#memory_read)
+    chain_limit: int = 5000  # notes in a supersede chain past which it is walked on the whole graph instead (docs/tools.md#memory_list)
+    miss_text_checks: int = 500  # query matches whose text a miss re-checks for a query with non-word characters (docs/tools.md#hints-on-a-miss)
+    miss_record_checks: int = 5_000  # notes up to which a miss checks metadata on every record (docs/tools.md#hints-on-a-miss)
+    compact_chars: int = 400  # characters of a note in mem_recall's compact text (docs/tools.md#mem_recall)
+    hidden_count_cap: int = 200  # archive notes chunked for the hint; past this only notes are counted (docs/tools.md#mem_recall)
+    search_default_limit: int = 10  # results memory_search returns when no limit is asked (docs/tools.md#memory_search)
+    search_max_limit: int = 50  # results memory_search returns at most (docs/tools.md#memory_search)
+    digest_title_chars: int = 300  # characters of a digest's title before it is cut (and marked) (docs/tools.md#memory_search)
+    digest_list_budget: int = 1_000  # characters of JSON a digest's tags or paths may take (docs/tools.md#memory_search)
+    hint_echo: int = 40  # characters of a caller's value a hint repeats (docs/tools.md#hints-on-a-miss)
+    hint_max_words: int = 3  # words or tags that get "did you mean" suggestions in one answer (docs/tools.md#hints-on-a-miss)
+    hint_max_listed: int = 5  # values named in one hint (docs/tools.md#hints-on-a-miss)
+    read_default_chars: int = 20_000  # characters of a body memory_read returns when no max_chars is asked (docs/tools.md#memory_read)
+    read_max_chars: int = 30_000  # characters of a body memory_read returns at most (docs/tools.md#memory_read)
+    read_head_budget: int = 24_000  # characters of JSON the record without its body may take (docs/tools.md#memory_read)
+    read_envelope: int = 600  # room for next_offset, the message and JSON punctuation (docs/tools.md#memory_read)
+    domain_page: int = 500  # domains listed per page (docs/tools.md#list_domains)
+    snippet_chars: int = 400  # characters of a row's snippet (docs/tools.md#rules-every-tool-follows)
+    row_fields_budget: int = 8_000  # characters of JSON a list row may take besides its content (docs/tools.md#rules-every-tool-follows)
+
+    # -- Imports -----------------------------------------------------------------------------------
+    import_writers: int = 8  # creates in flight at once during an import (docs/import.md#speed)
+    import_batch: int = 256  # creates queued before waiting for them, so memory stays bounded and the progress honest (docs/import.md#speed)
+
+    # -- Git ---------------------------------------------------------------------------------------
+    git_timeout: float = 60.0  # seconds a local git command may take (docs/git.md#good-to-know)
+    git_network_timeout: float = 300.0  # seconds a git fetch or push may take (docs/git.md#good-to-know)
+    sync_rounds: int = 3  # fetch-and-push rounds a sync tries when the remote moved meanwhile (docs/git.md#what-vault-mem-sync-does)
+    git_commit_attempts: int = 3  # tries of a commit when another git process holds the repository's lock (docs/git.md#agents-writes-as-commits-serve---git-commit)
+    history_max_commits: int = 50  # commits kept per note, the most memory_read's history asks for (docs/git.md#the-index-follows-git)
+    history_save_after: int = 50  # new commits replayed before the saved history map is rewritten (docs/git.md#the-index-follows-git)
+
+    # -- The page for people (vault_mem/ui/) -------------------------------------------------------
+    ui_login_ttl: float = 15 * 60  # seconds a one-time login link stays good (docs/ui.md#logging-in)
+    ui_session_ttl: float = 12 * 3600  # seconds a page session lasts (docs/ui.md#logging-in)
+    ui_max_body: int = 64 * 1024  # bytes a request to the page may send (docs/ui.md#safe-by-construction)
+    ui_activity_page: int = 100  # changes per page of Activity (docs/ui.md#activity)
+    ui_max_diff_lines: int = 600  # diff lines shown of one change; more are counted, not shown (docs/ui.md#activity)
+    ui_max_diff_side: int = 2_000_000  # bytes of each version a diff compares at most (docs/ui.md#activity)
+
+    # -- The command line --------------------------------------------------------------------------
+    many_files: int = 50_000  # Markdown files in a folder without .obsidian that make it look unlikely to be a vault (docs/troubleshooting.md#the-vault)
+    import_shown: int = 20  # conflicts and skipped lines listed for a person; --json lists them all (docs/import.md#moving-in-import-and-export)
+    cli_history_default: int = 20  # commits `vault-mem history` shows when no --limit is given (docs/cli.md#vault-mem-history)
+    max_workers: int = 64  # most processes `serve --workers` starts (docs/concurrency.md#many-workers-on-one-port)
+    claude_cli_timeout: float = 60.0  # seconds the `claude` command may take when connect registers the server with it (docs/clients.md#claude-code)
+
+    # -- Process-wide tuning (vault_mem/runtime/tuning.py) -----------------------------------------
+    tune_gc: bool = True  # freeze what the server loaded and collect the rest in steps, off the calls' way (docs/settings.md#the-garbage-collector)
+    tune_serving_nice: bool = True  # serving workers run at a lower priority than worker 1, which makes the writes (docs/settings.md#serving-workers-give-way-to-the-writer)
+    tune_switch_interval: bool = True  # worker 1 hands the interpreter lock over sooner, so a write's thread runs soon (docs/settings.md#worker-1-takes-writes-quickly)
+    tune_merge_priority: bool = True  # a background merge runs at a low priority in its own scheduling group (docs/settings.md#merges-run-at-a-low-priority)
+    merge_nice: int = 10  # how much lower a background merge's priority is (docs/settings.md#merges-run-at-a-low-priority)
+    gc_freeze_every: float = 1.0  # seconds between freezes of what survived the young collections (docs/settings.md#the-garbage-collector)
+    gc_full_every: float = 600.0  # seconds of steady load after which a full collection runs anyway (docs/settings.md#the-garbage-collector)
+    gc_growth_share: float = 0.5  # objects frozen since the last full collection, to those it left, that make the next one due (docs/settings.md#the-garbage-collector)
+    gc_growth_floor: int = 200_000  # objects frozen since the last full collection that make one due however few live (docs/settings.md#the-garbage-collector)
+    gc_idle_growth: int = 20_000  # objects frozen since the last full collection that an idle tick collects (docs/settings.md#the-garbage-collector)
+    gc_idle_every: float = 60.0  # seconds at least between two full collections at idle ticks (docs/settings.md#the-garbage-collector)
+    gc_young: int = 20_000  # allocations between two young collections once the server is ready (docs/settings.md#the-garbage-collector)
+    serving_nice: int = 3  # how much lower the serving workers' priority is than worker 1's (docs/settings.md#serving-workers-give-way-to-the-writer)
+    writer_switch_interval: float = 0.0005  # worker 1's interpreter switch interval in seconds, so a write's thread gets the lock soon (docs/settings.md#worker-1-takes-writes-quickly)
+
+_current = Settings()
+
+
+def current() -> Settings:
+    """The process's settings: what ``configure`` or ``use`` set, else the defaults."""
+    return _current
+
+
+def configure(chosen: Settings) -> None:
+    """Set the process's settings; the composition root (the command line) calls it once."""
+    global _current
+    _current = chosen
+
+
+@contextmanager
+def use(chosen: Settings) -> Iterator[Settings]:
+    """``chosen`` as the process's settings until the block ends, then the ones before (tests,
+    embedding). Process-wide, not per thread: threads started meanwhile see them too."""
+    global _current
+    before = _current
+    _current = chosen
+    try:
+        yield chosen
+    finally:
+        _current = before
+
+
+def _number(environ: Mapping[str, str], name: str, accepted: str, low: float) -> float | None:
+    raw = environ.get(name, "").strip()
+    if not raw:
+        return None
+    try:
+        value = float(raw)
+    except ValueError:
+        value = float("nan")
+    if not value >= low or value == float("inf"):
+        raise InvalidInput(name, f"{name}={raw!r} is not {accepted}")
+    return value
+
+
+def _switch(environ: Mapping[str, str], name: str) -> bool | None:
+    raw = environ.get(name, "").strip().lower()
+    if not raw:
+        return None
+    if raw in ("1", "on", "yes", "true"):
+        return True
+    if raw in ("0", "off", "no", "false"):
+        return False
+    raise InvalidInput(name, f"{name}={raw!r} is not a switch: accepted are on/off, 1/0, yes/no, true/false")
+
+
+# The settings a person tunes by environment (docs/settings.md#by-environment).
+ENVIRONMENT = ("VAULT_MEM_CACHE_MB", "VAULT_MEM_GC_TUNING", "VAULT_MEM_PRIORITIES")
+
+
+def from_environment(environ: Mapping[str, str], base: Settings | None = None) -> Settings:
+    """``base`` (else the defaults) with what the environment sets (docs/settings.md); a value
+    that is not accepted raises ``InvalidInput`` naming the variable and what it takes."""
+    chosen = base or Settings()
+    changes: dict[str, object] = {}
+    megabytes = _number(environ, "VAULT_MEM_CACHE_MB", "a number of megabytes (a number under 1 counts as 1)",
+                        float("-inf"))
+    if megabytes is not None:
+        changes["cache_mb"] = max(megabytes, 1)
+    collector = _switch(environ, "VAULT_MEM_GC_TUNING")
+    if collector is not None:
+        changes["tune_gc"] = collector
+    priorities = _switch(environ, "VAULT_MEM_PRIORITIES")
+    if priorities is not None:
+        changes["tune_serving_nice"] = changes["tune_merge_priority"] = priorities
+    return dataclasses.replace(chosen, **changes) if changes else chosen  # type: ignore[arg-type]
