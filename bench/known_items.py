@@ -26,6 +26,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from vault_mem.search.build import build
+from vault_mem.search.segments import segments
 from vault_mem.search.store import VaultIndex
 from vault_mem.search.substring import segment_terms_containing, words
 from vault_mem.vault.reader import read_note
@@ -50,10 +51,11 @@ def candidate_words(root: Path, rel: str) -> list[str]:
 def notes_holding(searcher: object, needle: str, limit: int) -> set[str] | None:
     """The paths of the notes whose searched fields contain ``needle``; None past ``limit``."""
     docs: set[int] = set()
-    for reader, offset in searcher.reader().leaf_readers():  # type: ignore[attr-defined]
+    for seg in segments(searcher):  # type: ignore[arg-type]
+        reader, offset = seg.reader, seg.offset
         deleted = reader.deleted_docs_set if reader.has_deletions() else frozenset()
         for field in FIELDS:
-            for token in segment_terms_containing(reader, field, needle):
+            for token in segment_terms_containing(seg, field, needle):
                 for docid in reader.postings(field, token).all_ids():
                     if docid not in deleted:
                         docs.add(docid + offset)

@@ -3,6 +3,8 @@
     python bench/relevance_bench.py                  # tests/relevance/questions.yaml
     python bench/relevance_bench.py --misses 10      # also list questions the new order misses
     python bench/relevance_bench.py --known-items [--corpus DIR]   # one-word searches for known items
+    python bench/relevance_bench.py --paraphrases --meaning-model DIR [--corpus DIR --corpus-index IX]
+    python bench/relevance_bench.py --known-items --meaning-model DIR [--corpus DIR --corpus-index IX]
 
 The set (tests/relevance/) holds agent-style questions over sample_vault and a
 conversation vault, each with the notes that answer it. A question counts as found at k
@@ -25,6 +27,13 @@ order and by the one-rarity order, and counts how many of the notes holding it c
 first 10 and how many words have one of their notes first: on the stored set of the
 13,415-note corpus (``--corpus DIR``, the folder it was made from), on sample_vault, on a
 generated vault (bench/gen_vault.py) and on the hub-like vault of bench/known_items.py.
+
+With ``--meaning-model DIR`` (a sentence-transformers folder; docs/ranking.md, "By meaning") each
+vault is embedded first (the time is printed) and one more order is compared: "fused (meaning)",
+memory_search as a server with that model ranks. ``--paraphrases`` asks
+tests/relevance/paraphrases.yaml instead: questions whose answer shares few or no words with
+them, over sample_vault and (with ``--corpus``) the 13,415-note corpus; ``--corpus-index`` reuses
+an index folder (and its vectors) of the corpus, so that it is embedded once.
 
 Prints numbers; it is not a test, and no test pins them.
 """
@@ -54,15 +63,18 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import gen_vault  # bench/, beside this file
 import known_items
 
+from vault_mem.meaning.embedder import Meaning
 from vault_mem.reads.memory_search import memory_search
+from vault_mem.runtime.meaning import index_notes, note_text
 from vault_mem.search import ranking
-from vault_mem.search.build import build
+from vault_mem.search.build import build, sync
 from vault_mem.search.store import VaultIndex
-from vault_mem.search.substring import hit_counts, words
+from vault_mem.search.substring import form_hit_counts, words
 from vault_mem.served.context import Vault, View
 
 REPO = Path(__file__).resolve().parent.parent
 QUESTIONS = REPO / "tests" / "relevance" / "questions.yaml"
+PARAPHRASES = REPO / "tests" / "relevance" / "paraphrases.yaml"
 VAULTS = {"sample_vault": REPO / "sample_vault", "chat_vault": REPO / "tests" / "relevance" / "chat_vault"}
 KS = (1, 5, 10)
 TEXT_FIELDS = ("title", "perm", "tagtext", "body")
@@ -87,8 +99,8 @@ def old_order(view: View, question: str) -> list[str]:
     for term in kept:
         hit: set[int] = set()
         for field, weight in settings.current().rank_field_weights:
-            for doc, n in hit_counts(view.parts, field, term, cap=settings.current().rank_hit_cap).items():
-                scores[doc] = scores.get(doc, 0) + weight * n
+            for doc, n in form_hit_counts(view.parts, field, term)[0].items():
+                scores[doc] = scores.get(doc, 0) + weight * min(n, settings.current().rank_hit_cap)
                 hit.add(doc)
         for doc in hit:
             matched[doc] = matched.get(doc, 0) + 1
@@ -162,12 +174,59 @@ RANKERS: dict[str, Ranker] = {
 }
 
 
+def with_meaning(meaning: Meaning | None) -> dict[str, Ranker]:
+    """The orders to compare: with a model, memory_search fused with it as well."""
+    if meaning is None:
+        return dict(RANKERS)
+
+    def fused(view: View, question: str) -> list[str]:
+        view.vault.meaning = meaning
+        try:
+            return new_order(view, question)
+        finally:
+            view.vault.meaning = None
+
+    return {**RANKERS, "fused (meaning)": fused}
+
+
+def embedded(model: Path | None, root: Path, index: VaultIndex, embed: bool = True) -> Meaning | None:
+    """The model's vectors of ``root``, embedding what is not embedded yet (timed) unless not ``embed``."""
+    if model is None:
+        return None
+    import time
+
+    meaning = Meaning.open(model, index.dir)
+    if not embed:
+        print(f"  {len(meaning.store):,} notes have vectors already; nothing embedded now")
+        return meaning
+    start = time.perf_counter()
+    done = meaning.embed_pending(index_notes(index), note_text(root))
+    if done:
+        took = time.perf_counter() - start
+        print(f"  embedded {done:,} notes in {took:.1f} s ({took / done * 1000:.1f} ms a note), "
+              f"{meaning.store.rows():,} chunks")
+    return meaning
+
+
 def first_rank(found: list[str], answers: list[str]) -> int | None:
     """1-based rank of the first answer in ``found``, or None."""
     return next((i + 1 for i, path in enumerate(found) if path in answers), None)
 
 
-KNOWN_ITEM_ORDERS: dict[str, Ranker] = {"new order": new_order, "one rarity (before #18)": one_rarity_order}
+
+
+def plain(ranker: Ranker) -> Ranker:
+    """``ranker`` with the vault's model set aside: the keyword order alone."""
+    def keyword_only(view: View, question: str) -> list[str]:
+        meaning, view.vault.meaning = view.vault.meaning, None
+        try:
+            return ranker(view, question)
+        finally:
+            view.vault.meaning = meaning
+    return keyword_only
+
+
+KNOWN_ITEM_ORDERS: dict[str, Ranker] = {"new order": plain(new_order), "one rarity (before #18)": one_rarity_order}
 
 
 def known_item_counts(view: View, items: dict[str, list[str]], ranker: Ranker) -> tuple[int, int, list[str]]:
@@ -184,9 +243,13 @@ def known_item_counts(view: View, items: dict[str, list[str]], ranker: Ranker) -
     return in_ten, first, missed
 
 
-def check_known_items(corpus: Path | None, show: int) -> None:
+def check_known_items(corpus: Path | None, show: int, model: Path | None = None,
+                      corpus_index: Path | None = None, generated: bool = True, embed_corpus: bool = True) -> None:
     print("known items: one-word memory_search for each word of 6+ letters held by at most 3 notes")
-    columns = "  ".join(f"{n + ' top10/top1':>36}" for n in KNOWN_ITEM_ORDERS)
+    orders = dict(KNOWN_ITEM_ORDERS)
+    if model is not None:
+        orders["fused (meaning)"] = new_order  # memory_search as served: the vault holds the model
+    columns = "  ".join(f"{n + ' top10/top1':>36}" for n in orders)
     print(f"  {'vault':<34}{'words':>7}{'notes':>7}  {columns}")
     with tempfile.TemporaryDirectory(prefix="vault-mem-known-") as tmp:
         vaults: list[tuple[str, Path, dict[str, list[str]] | None]] = []
@@ -194,26 +257,30 @@ def check_known_items(corpus: Path | None, show: int) -> None:
             stored = json.loads(known_items.KNOWN_ITEMS.read_text(encoding="utf-8"))
             vaults.append((f"corpus ({stored['notes']} notes, stored set)", corpus, stored["items"]))
         vaults.append(("sample_vault", REPO / "sample_vault", None))
-        generated = Path(tmp) / "generated"
-        gen_vault.generate(generated, 2000, seed=1)
-        vaults.append(("generated (gen_vault, 2000 notes)", generated, None))
-        seeded = Path(tmp) / "seeded"
-        gen_vault.generate(seeded, 2000, seed=1)
-        known_items.seed_rare_words(seeded, gen_vault.WORDS)
-        vaults.append(("generated + rare words (1 in 20)", seeded, None))
+        if generated:
+            made = Path(tmp) / "generated"
+            gen_vault.generate(made, 2000, seed=1)
+            vaults.append(("generated (gen_vault, 2000 notes)", made, None))
+            seeded = Path(tmp) / "seeded"
+            gen_vault.generate(seeded, 2000, seed=1)
+            known_items.seed_rare_words(seeded, gen_vault.WORDS)
+            vaults.append(("generated + rare words (1 in 20)", seeded, None))
         hub = Path(tmp) / "hub"
         known_items.hub_vault(hub)
         vaults.append(("hub-like (stem-sharing titles)", hub, None))
         for i, (name, root, items) in enumerate(vaults):
-            index = VaultIndex(root, Path(tmp) / f"index{i}")
-            build(index, procs=1)
+            index = VaultIndex(root, corpus_index if root == corpus and corpus_index else Path(tmp) / f"index{i}")
+            sync(index, procs=1)
             if items is None:
                 items = known_items.known_items(root, index)
             pairs = sum(len(v) for v in items.values())
+            meaning = embedded(model, root, index, embed=embed_corpus or root != corpus)
             with index.searching() as searcher:
-                view = View(Vault(root, index), searcher)
+                vault = Vault(root, index)
+                vault.meaning = meaning
+                view = View(vault, searcher)
                 cells, misses = [], []
-                for order_name, ranker in KNOWN_ITEM_ORDERS.items():
+                for order_name, ranker in orders.items():
                     in_ten, first, missed = known_item_counts(view, items, ranker)
                     cells.append(f"{in_ten:>5}/{pairs} ({in_ten / max(pairs, 1):6.1%}) {first:>5}/{len(items)}")
                     misses.append((order_name, missed))
@@ -230,41 +297,59 @@ def main() -> None:
     parser.add_argument("--misses", type=int, default=0, help="list this many questions the new order misses at 10")
     parser.add_argument("--known-items", action="store_true", help="count known items found by one-word searches")
     parser.add_argument("--corpus", type=Path, help="the corpus tests/relevance/known_items.json was made from")
+    parser.add_argument("--corpus-index", type=Path, help="an index folder of --corpus to reuse (with its vectors)")
+    parser.add_argument("--meaning-model", type=Path, help="also compare the order fused with this sentence model")
+    parser.add_argument("--paraphrases", action="store_true", help=f"ask {PARAPHRASES.relative_to(REPO)}")
+    parser.add_argument("--no-embed-corpus", action="store_true",
+                        help="use the corpus vectors already in --corpus-index (a part of it), embedding none")
+    parser.add_argument("--no-generated", action="store_true",
+                        help="known items: leave out the two generated 2,000-note vaults (each embedded with a model)")
     args = parser.parse_args()
     if args.known_items:
-        check_known_items(args.corpus, args.misses or 12)
+        check_known_items(args.corpus, args.misses or 12, args.meaning_model, args.corpus_index,
+                          generated=not args.no_generated, embed_corpus=not args.no_embed_corpus)
         return
-    questions = yaml.safe_load(args.questions.read_text(encoding="utf-8"))
-    ranks: dict[str, dict[str, list[int | None]]] = {name: {} for name in RANKERS}
+    questions = yaml.safe_load((PARAPHRASES if args.paraphrases else args.questions).read_text(encoding="utf-8"))
+    vaults = dict(VAULTS) | ({"corpus": args.corpus} if args.corpus else {})
+    questions = [q for q in questions if q["vault"] in vaults]
+    rankers = with_meaning(None)
     misses: list[tuple[str, str, list[str]]] = []
+    ranks: dict[str, dict[str, list[int | None]]] = {}
     with tempfile.TemporaryDirectory(prefix="vault-mem-relbench-") as tmp:
-        for vault_name, source in VAULTS.items():
+        for vault_name, source in vaults.items():
             asked = [q for q in questions if q["vault"] == vault_name]
-            root = Path(tmp) / vault_name
-            shutil.copytree(source, root)
-            index = VaultIndex(root, Path(tmp) / f"{vault_name}-index")
-            report = build(index, procs=1)
+            if not asked:
+                continue
+            if vault_name == "corpus":  # read in place: 13k notes are not copied
+                root, index = source, VaultIndex(source, args.corpus_index or Path(tmp) / "corpus-index")
+                report = sync(index, procs=1)
+            else:
+                root = Path(tmp) / vault_name
+                shutil.copytree(source, root)
+                index = VaultIndex(root, Path(tmp) / f"{vault_name}-index")
+                report = build(index, procs=1)
             print(f"{vault_name}: {report.total} notes, {len(asked)} questions")
+            meaning = embedded(args.meaning_model, root, index)
+            rankers = with_meaning(meaning)
             vault = Vault(root, index)
             with index.searching() as searcher:
                 view = View(vault, searcher)
-                for name, ranker in RANKERS.items():
+                for name, ranker in rankers.items():
                     got = [first_rank(ranker(view, q["question"]), q["answers"]) for q in asked]
-                    ranks[name][vault_name] = got
+                    ranks.setdefault(name, {})[vault_name] = got
                     if name == "new order":
                         misses += [(vault_name, q["question"], ranker(view, q["question"])[:3])
                                    for q, r in zip(asked, got, strict=True) if r is None]
             index.close()
     print(f"\nrecall at k over {len(questions)} questions (share of questions with an answer in the first k)")
     header = f"  {'':<24}" + "".join(f"{'all @' + str(k):>9}" for k in KS) + "   MRR@10  "
-    header += "  ".join(f"{v} @1/@5/@10" for v in VAULTS)
+    header += "per vault @1/@5/@10"
     print(header)
     for name, per_vault in ranks.items():
         every = [r for got in per_vault.values() for r in got]
         cells = "".join(f"{recall(every, k):9.3f}" for k in KS)
         mrr = sum(1 / r for r in every if r) / len(every)
-        split = "  ".join(f"{' ' * (len(v) - 4)}{'/'.join(f'{recall(got, k):.2f}' for k in KS)}"
-                          for v, got in per_vault.items())
+        split = "  ".join(f"{v} {'/'.join(f'{recall(got, k):.2f}' for k in KS)}" for v, got in per_vault.items())
         print(f"  {name:<24}{cells}   {mrr:6.3f}  {split}")
     for vault_name, question, top in misses[:args.misses]:
         print(f"  missed ({vault_name}): {question!r}; top 3: {top}")

@@ -12,7 +12,8 @@
         ├── WriteFailed           the file system refused what a write needed (disk full, read-only)
         ├── IndexBusy             the index lock was not obtained in time (another process holds it)
         ├── InternalError         a bug in vault-mem: a query failed or broke the answer bound
-        └── GitError              a git command failed or could not run (git/repo.py)
+        ├── GitError              a git command failed or could not run (git/repo.py)
+        └── MeaningUnavailable    the meaning stage cannot run: its packages or its model folder (meaning/)
 
 Caller errors say what was wrong with the call; faults say what failed and whether a retry
 can help (``retry``, and the end of ``message``): an agent must never be told its input was
@@ -171,3 +172,10 @@ class GitError(Fault):
     which sync lines and write warnings quote without the advice."""
 
     advice_no_retry = "docs/git.md says how a vault works with git"
+
+
+class MeaningUnavailable(Fault):
+    """The meaning stage cannot run: the ``meaning`` extra is not installed, or the model folder
+    is missing a file or holds something else than a sentence model (meaning/model.py)."""
+
+    advice_no_retry = "search by words still works; fix the model folder or install the extra to rank by meaning"

@@ -220,8 +220,9 @@ def test_status_builds_nothing(tmp_path: Path, capsys: pytest.CaptureFixture[str
 ARGUMENTS = {"list": ["acme"], "read": ["Inbox"], "search": ["queue"], "connect": ["cursor", "--print"],
              "inbox": ["reviewer"], "undo": ["--agent", "coder", "--since", "1d"], "history": ["Inbox"]}
 # serve, ui and export own stdout (ui: tests/integration/test_ui.py); disconnect takes no vault; import creates a
-# vault that does not exist yet (its JSON answers: tests/unit/test_import.py).
-NOT_HERE = ("serve", "ui", "export", "disconnect", "import")
+# vault that does not exist yet (its JSON answers: tests/unit/test_import.py); meaning takes no vault and
+# downloads (against a local server in tests/integration/test_meaning.py).
+NOT_HERE = ("serve", "ui", "export", "disconnect", "import", "meaning")
 
 
 @pytest.mark.parametrize("name", [name for name in COMMANDS if name not in NOT_HERE])

@@ -1,5 +1,6 @@
 """The layers stay apart: imports point down, never up:
-vault <- git <- history <- search <- served <- reads, writes (apart from each other) <- ui <- mcp_server <- cli,
+vault <- git <- history <- meaning <- search <- served <- reads, writes (apart from each other) <- ui <-
+mcp_server <- cli,
 with runtime (what runs while serving) beside served, above the search engine and below the cli;
 imports (import and export) and clients (their config files) stand on vault alone, for cli;
 Whoosh is imported only inside search/ (its internals only in search/whoosh/), and everything
@@ -26,6 +27,10 @@ FORBIDDEN = {
     "clients": ("vault_mem.git", "vault_mem.search", "vault_mem.imports", *ABOVE_ENGINE, "whoosh"),
     # The journal and the agents' states: files beside the vault, below the engine that indexes it.
     "history": ("vault_mem.git", "vault_mem.search", "vault_mem.imports", "vault_mem.clients", *ABOVE_ENGINE, "whoosh"),
+    # The optional meaning stage (a sentence model and the vectors beside the index): under the
+    # engine, which asks it for the notes nearest a query; it reads notes as the vault gives them.
+    "meaning": ("vault_mem.git", "vault_mem.search", "vault_mem.history", "vault_mem.imports", "vault_mem.clients",
+                *ABOVE_ENGINE, "whoosh"),
     "search": ABOVE_ENGINE,
     # Above the engine, Whoosh is reached only through search/api.py.
     "served": ("vault_mem.runtime", *TOOLS, *TOP, "whoosh"),

@@ -27,6 +27,7 @@ from vault_mem.cli import (  # noqa: F401  (each registers its commands)
     history,
     imports,
     maintenance,
+    meaning,
     notehistory,
     queries,
     serve,

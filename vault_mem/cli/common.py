@@ -97,6 +97,12 @@ def run_query(args: argparse.Namespace, tool: str, raw: dict[str, Any]) -> dict[
 
     index = up_to_date(args)
     vault = Vault(index.root, index, project=getattr(args, "project", None))
+    if getattr(args, "meaning_model", None):  # search --meaning-model: notes not embedded yet are, first
+        from vault_mem.cli.meaning import embed_now, open_meaning
+
+        vault.meaning = open_meaning(args, index)
+        if vault.meaning is not None:
+            embed_now(vault.meaning, index, quiet=bool(getattr(args, "json", False)))
     handler = TOOLS_BY_NAME[tool].handler
     with index.searching() as searcher:
         answer: dict[str, Any] = handler(View(vault, searcher), {k: v for k, v in raw.items() if v is not None})

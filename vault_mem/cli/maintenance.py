@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from vault_mem.cli.app import Command, register
 from vault_mem.cli.common import open_index, print_json, say, up_to_date, vault_root
+from vault_mem.cli.meaning import add_meaning_option, describe, embed_now, open_meaning, stored_models
 from vault_mem.cli.output import ROOT_LABEL, cut, plural, table, visible, width
 
 if TYPE_CHECKING:
@@ -28,12 +29,14 @@ def index_options(parser: argparse.ArgumentParser) -> None:
                         "kept apart, is not touched)")
     parser.add_argument("--quiet", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--progress-file", type=Path, default=None, help=argparse.SUPPRESS)
+    add_meaning_option(parser)
 
 
 def cmd_index(args: argparse.Namespace) -> int:
     from vault_mem.search.api import Progress, ProgressFile, present, sync
 
     index = open_index(args)
+    meaning = open_meaning(args, index)  # a bad model folder is refused before the build starts
     bars: list[Progress] = []
 
     def progress(label: str, total: int) -> Progress:
@@ -46,6 +49,9 @@ def cmd_index(args: argparse.Namespace) -> int:
     try:
         with present(index.dir, "build"):
             report = sync(index, rebuild=args.rebuild, progress=progress)
+            if meaning is not None and report.rebuilt:  # a rebuild empties the index folder, vectors too
+                meaning = open_meaning(args, index)
+            embedded = embed_now(meaning, index, quiet=args.quiet or args.json) if meaning is not None else None
     except KeyboardInterrupt:
         if not args.quiet:
             done = f" after {bars[-1].done:,} of {bars[-1].total:,} notes" if bars and bars[-1].total else ""
@@ -57,10 +63,13 @@ def cmd_index(args: argparse.Namespace) -> int:
         print_json({"status": "ok", "vault": str(index.root), "index_dir": str(index.dir), "notes": report.total,
                     "rebuilt": report.rebuilt, "added": report.added, "updated": report.updated,
                     "removed": report.removed, "unchanged": report.unchanged,
-                    "seconds": round(report.seconds, 3), "skipped_folders": report.walk_problems})
+                    "seconds": round(report.seconds, 3), "skipped_folders": report.walk_problems,
+                    **({"meaning": meaning.describe() | {"embedded_now": embedded}} if meaning is not None else {})})
     elif not args.quiet:
         say(report.summary())
         say(f"index at {index.dir}")
+        if meaning is not None:
+            say(f"meaning: {describe(meaning)} ({embedded:,} just now)")
         for folder, why in sorted(report.walk_problems.items()):
             print(f"  skipped {folder}: {why}", file=sys.stderr)
     return 0
@@ -116,7 +125,11 @@ def status_of(index: VaultIndex) -> dict[str, Any]:
         answer["last_reconcile"] = {"at": _iso(float(state["last_reconcile"])),
                                     "summary": state.get("last_reconcile_summary", "")}
     answer["servers"] = [{"pid": s["pid"], "transport": s.get("transport"), "url": s.get("url"),
-                          "since": _iso(float(s.get("started", 0)))} for s in servers]
+                          "since": _iso(float(s.get("started", 0))),
+                          **({"meaning_model": s["meaning"]} if s.get("meaning") else {})} for s in servers]
+    models = stored_models(index.dir)
+    if models:  # only a vault that has had a meaning model: the others' answer is as it was
+        answer["meaning"] = models
     return answer
 
 
@@ -158,10 +171,17 @@ def cmd_status(args: argparse.Namespace) -> int:
         rows.append(("checked", f"{answer['last_reconcile']['at']}: {answer['last_reconcile']['summary']}"))
     servers = answer["servers"]
     rows.append(("served", "; ".join(f"pid {s['pid']} over {s['transport']}" + (f" at {s['url']}" if s["url"] else "")
-                                     + f" since {s['since']}" for s in servers) or "no server is running"))
+                                     + f" since {s['since']}" + _ranking_by(s)
+                                     for s in servers) or "no server is running"))
+    for model in answer.get("meaning", []):
+        rows.append(("meaning", f"vectors of {model['model']} ({model['bytes'] / 1e6:.1f} MB; {model['folder']})"))
     for key, value in rows:
         print(f"{key:<9} {cut(value, width() - 10)}")
     return 0
+
+
+def _ranking_by(server: dict[str, Any]) -> str:
+    return f", ranking by meaning with {server['meaning_model']}" if server.get("meaning_model") else ""
 
 
 register(Command(
@@ -197,10 +217,22 @@ def problems_by_file(index: VaultIndex) -> dict[str, list[str]]:
     return found
 
 
+def doctor_options(parser: argparse.ArgumentParser) -> None:
+    add_meaning_option(parser)
+
+
 def cmd_doctor(args: argparse.Namespace) -> int:
     from vault_mem.vault.walk import walk_vault
 
     index = up_to_date(args)
+    meaning = open_meaning(args, index)  # a model that does not load says why, and exits 1
+    if meaning is not None:
+        info = meaning.describe() | {"indexed": doc_count(index)}
+        if args.json:
+            print_json({"status": "ok", "meaning": info})
+            return 0
+        say(f"meaning: {describe(meaning)}, of {info['indexed']:,} notes indexed")
+        return 0
     found = problems_by_file(index)
     for folder, why in sorted(walk_vault(index.root).problems.items()):
         found[f"{folder}/"] = [why]
@@ -224,9 +256,10 @@ register(Command(
     description="List every file with a problem (malformed frontmatter, a bad date, a shared id, a folder "
                 "that cannot be listed...) and what it is. Such files are still indexed as well as they "
                 f"can be. Exit status: 0 when every file reads cleanly, {PROBLEMS_FOUND} when some have "
-                "problems, 1 when the check itself failed.",
+                "problems, 1 when the check itself failed. With --meaning-model: whether the model loads, and how "
+                "many notes have vectors.",
     examples=("vault-mem doctor --vault ~/notes", "vault-mem doctor --vault ~/notes --json"),
-    run=cmd_doctor,
+    run=cmd_doctor, add_options=doctor_options,
 ))
 
 

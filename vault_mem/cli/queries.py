@@ -12,6 +12,7 @@ from typing import Any
 
 from vault_mem.cli.app import Command, register
 from vault_mem.cli.common import for_people, print_answer, print_hints, run_query
+from vault_mem.cli.meaning import add_meaning_option
 from vault_mem.cli.output import ROOT_LABEL, cut, domain_label, plural, table, visible, width
 from vault_mem.vault.fields import FIELDS
 
@@ -51,6 +52,7 @@ def search_options(parser: argparse.ArgumentParser) -> None:
                              "full_history or all")
     parser.add_argument("--as-of", dest="as_of", default=None, metavar="DATE",
                         help=f"only the versions current then: {DATES}")
+    add_meaning_option(parser)
 
 
 def cmd_search(args: argparse.Namespace) -> int:
@@ -60,8 +62,8 @@ def cmd_search(args: argparse.Namespace) -> int:
 
     def human(a: dict[str, Any]) -> None:
         notes = a.get("notes", [])
-        rows = [(str(n["score"]), n["updated_at"][:10], _name(n["title"], n["permalink"]), _folder(n["permalink"]))
-                for n in notes]
+        rows = [("meaning" if n.get("found_by") == "meaning" else str(n["score"]), n["updated_at"][:10],
+                 _name(n["title"], n["permalink"]), _folder(n["permalink"])) for n in notes]
         lines = table(["score", "updated", "note", "folder"], rows, right=[0], flexible=[2, 3])
         room = width() - 7
         if notes:

@@ -22,6 +22,7 @@ from vault_mem import __version__, settings
 from vault_mem.cli.app import PROG, Command, port_number, register
 from vault_mem.cli.common import open_index, say, vault_root
 from vault_mem.cli.gitsync import add_serve_options, start_serve_options
+from vault_mem.cli.meaning import add_meaning_option, check_workers, open_meaning
 from vault_mem.cli.workers import worker_count
 from vault_mem.errors import InvalidInput
 from vault_mem.runtime import tuning
@@ -62,6 +63,7 @@ def add_options(parser: argparse.ArgumentParser) -> None:
                              "agents add; docs/sharing.md); over HTTP each agent sends its own key")
     parser.add_argument("--read-only", action="store_true",
                         help="serve no write tools at all (they are not listed, and a call to one is refused)")
+    add_meaning_option(parser)
     parser.add_argument("--compat", action="store_true",
                         help="also serve get_memory(uid) and memory_get(memory_id), aliases of memory_read")
     add_serve_options(parser)
@@ -94,7 +96,9 @@ def cmd_serve(args: argparse.Namespace) -> int:
     keys = KeyRing(root)
     caller = _stdio_agent(args, keys, root)
     url = f"http://{_url_host(args.host)}:{args.port}/mcp"
-    workers = args.workers or os.cpu_count() or 1
+    check_workers(args)
+    meaning = open_meaning(args, index)  # before serving: a model that cannot load is refused now
+    workers = args.workers or (1 if meaning is not None else os.cpu_count() or 1)
     if args.http and seat is None and workers > 1:
         from vault_mem.cli.workers import serve_workers
 
@@ -111,7 +115,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
              else "; checking it against the files")
     with present(index.dir, "serve", transport="http" if args.http else "stdio",
                  url=url if args.http else None, vault=str(root),
-                 **({"worker": seat.index + 1} if seat is not None else {})):
+                 **({"worker": seat.index + 1} if seat is not None else {}),
+                 **({"meaning": meaning.model.name} if meaning is not None else {})):
         # The watcher listens, and a build runs, while the MCP SDK loads (about 2 s); the check of an
         # existing index starts once it is loaded.
         loaded = threading.Event()
@@ -127,12 +132,18 @@ def cmd_serve(args: argparse.Namespace) -> int:
                 say(f"{PROG} {__version__} serving the vault {root}")
             if seat is None or seat.leads:
                 say(f"index at {index.dir}{doing}")
+            if meaning is not None:
+                from vault_mem.runtime.meaning import start_embedding
+
+                say(f"ranking by meaning too, with {meaning.model.name}: {len(meaning.store):,} notes embedded; "
+                    "the rest are embedded in the background once the index is ready")
+                start_embedding(meaning, root, index, runtime.wait_ready)
             from vault_mem.mcp_server.app import Calls, build_server
             from vault_mem.mcp_server.delegate import Delegate
             from vault_mem.served.context import Vault
 
             vault = Vault(root, index, project=project, compat=args.compat, health=runtime,
-                          git_commit=args.git_commit)
+                          git_commit=args.git_commit, meaning=meaning)
             calls = Calls(vault, args.read_only)
             # Of serve --workers N, worker 1 makes every write (mcp_server/delegate.py).
             delegate = Delegate(seat.write_port, seat.secret) if seat is not None and not seat.leads else None

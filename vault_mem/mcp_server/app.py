@@ -106,6 +106,9 @@ def _with_progress(vault: Vault, answer: dict[str, Any]) -> dict[str, Any]:
     """``answer`` with ``indexing`` and a hint while a build runs, or ``checking`` and a hint while
     the start-up check is due or running: until it ends, any answer (a ref not found included) may
     only reflect part of the vault (docs/index-and-sync.md)."""
+    embedding = vault.meaning.progress() if vault.meaning is not None else None
+    if embedding is not None:  # ranked by what is embedded so far (docs/ranking.md, "By meaning")
+        answer["meaning"] = embedding
     progress = vault.indexing()
     if progress is not None:
         answer["indexing"] = progress
@@ -138,7 +141,7 @@ class Calls:
     def __init__(self, vault: Vault, read_only: bool = False) -> None:
         self.vault = vault
         self.read_only = read_only
-        self.specs = {spec.name: spec for spec in tools_for(vault.compat)}
+        self.specs = {spec.name: spec for spec in tools_for(vault.compat, meaning=vault.meaning is not None)}
         self._limiter: anyio.CapacityLimiter | None = None  # made on first use, inside the event loop
 
     async def run(self, name: str, arguments: dict[str, Any] | None, caller: Agent | None) -> t.CallToolResult:

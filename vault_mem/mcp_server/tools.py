@@ -6,7 +6,7 @@ generated titles, no ``anyOf`` null branches), so ``tools/list`` stays under 12 
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from vault_mem import settings
@@ -160,5 +160,17 @@ TOOLS: tuple[ToolSpec, ...] = (
 TOOLS_BY_NAME = {spec.name: spec for spec in TOOLS}
 
 
-def tools_for(compat: bool) -> list[ToolSpec]:
-    return [t for t in TOOLS if compat or not t.compat]
+# Said only by a server with a sentence model (serve --meaning-model): without one, memory_search
+# matches words as substrings and nothing else, as its description says.
+MEANING_NOTE = (" This server also ranks by meaning (a local sentence model): notes holding every word "
+                "exactly come first, then keyword and meaning ranks fused; a note found by meaning "
+                "alone has found_by 'meaning'.")
+
+
+def tools_for(compat: bool, meaning: bool = False) -> list[ToolSpec]:
+    """The tools served; with ``meaning``, memory_search's description says it also ranks by meaning."""
+    chosen = [t for t in TOOLS if compat or not t.compat]
+    if meaning:
+        chosen = [replace(t, description=t.description + MEANING_NOTE) if t.name == "memory_search" else t
+                  for t in chosen]
+    return chosen

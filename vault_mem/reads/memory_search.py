@@ -45,8 +45,10 @@ from vault_mem.reads.misses import (
 from vault_mem.reads.rows import bound_message
 from vault_mem.reads.validity import AS_OF, AsOf, Windows, as_of_param, left_out_message
 from vault_mem.search.api import (
+    Fused,
     Ranked,
     best_notes,
+    fused_notes,
     match_forms,
     path_prefixes,
     ranked_newest_key,
@@ -99,12 +101,18 @@ def memory_search(view: View, raw: dict[str, Any]) -> dict[str, Any]:
         if plan.gone and found:
             messages.append(left_out_message(len(found & plan.gone), request.as_of))  # type: ignore[arg-type]
         return _none(messages, hints + _why_no_notes(view, request, found))
-    rows, truncated = _chained(view, request, plan, matches, lineage, whole, page, truncated)
+    if isinstance(matches.ranked, Fused):  # the fused order stands: chains are not regrouped (docs/ranking.md)
+        rows = [Row(d, matches.scores.get(d, 0.0)) for d in page]
+    else:
+        rows, truncated = _chained(view, request, plan, matches, lineage, whole, page, truncated)
     if plan.gone and request.as_of is not None:
         left_out = _left_out(view, request, plan)
         if left_out:
             messages.append(left_out_message(left_out, request.as_of))
-    return _answer(view, rows, truncated, plan.terms, messages, hints, whole, windows)
+    answer = _answer(view, rows, truncated, plan.terms, messages, hints, whole, windows)
+    if isinstance(matches.ranked, Fused):
+        _mark_meaning(view, answer["notes"], [r.doc for r in rows], matches.ranked)
+    return answer
 
 
 @dataclass(frozen=True)
@@ -188,6 +196,10 @@ def _matches(view: View, request: Request, plan: Plan) -> Matches:
             allowed = _allowed(view, filters, request.since)
             if plan.gone:
                 allowed = (set(view.all_docs()) if allowed is None else allowed) - plan.gone
+            meaning = view.vault.meaning
+            if meaning is not None:  # a model is loaded: fused with the nearest by meaning (search/fusion.py)
+                fused = fused_notes(view, meaning, request.query, plan.terms, request.limit, allowed)
+                return Matches([], fused.scores, None, fused)
             ranked = best_notes(view, plan.terms, request.limit, allowed)
             return Matches([], ranked.scores, None, ranked)
         scores = score_notes(view, plan.terms)  # overlap is checked on records, in rank order
@@ -313,6 +325,14 @@ def _lineage_marks(view: View, row: Row, lineage: Lineage, windows: Windows) -> 
     if later:
         marks["superseded_by"] = [permalink_of(view.record(d)["path"]) for d in later[:shown]]
     return marks | windows.marks(row.doc)
+def _mark_meaning(view: View, notes: list[dict[str, Any]], page: list[int], fused: Fused) -> None:
+    """Each row's similarity to the query, and ``found_by: "meaning"`` on a note no word of the
+    query is in (its excerpt is the body's start: no word to centre on)."""
+    for row, doc in zip(notes, page, strict=False):
+        if doc in fused.similarity:
+            row["similarity"] = round(fused.similarity[doc], 4)
+        if doc in fused.meaning_only:
+            row["found_by"] = "meaning"
 
 
 def _why_no_notes(view: View, request: Request, found: set[int] | None) -> list[str]:

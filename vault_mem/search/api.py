@@ -8,6 +8,9 @@ else inside it (``tests/unit/test_layers.py`` keeps it so).
     score_notes, best_notes, scores_of, search_terms, match_forms, stem_of
                         the ``memory_search`` ranking, its top k, and the scores of chosen notes
                         (docs/ranking.md)
+    Meaning, fused_notes, Fused, open_meaning
+                        the optional meaning stage: a sentence model's nearest notes fused with
+                        that ranking (search/fusion.py, meaning/; docs/ranking.md "By meaning")
     fold, strip_md, ancestors, path_prefixes, words, is_word, closest_names
                         how names and text are normalised for the index's keys
     resembling, Resembling, Rarity, word_set, resemblance
@@ -22,10 +25,12 @@ Whoosh, its segments, columns and the shared cache stay behind this face.
 
 from __future__ import annotations
 
+from vault_mem.meaning.embedder import Meaning
 from vault_mem.search.build import SyncReport, reconcile, sync
 from vault_mem.search.columns import PATH_KEY_FIELDS
 from vault_mem.search.commits import Batch
 from vault_mem.search.folder import has_index, usable_index_dir
+from vault_mem.search.fusion import Fused, fused_notes
 from vault_mem.search.gitfollow import attach_history
 from vault_mem.search.lru import keep_while_unchanged
 from vault_mem.search.merge import main as merge_main
@@ -43,10 +48,14 @@ from vault_mem.search.topk import Ranked, best_notes, scores_of
 from vault_mem.search.vocabulary import closest_names
 from vault_mem.search.whoosh.patches import install_from_environment as install_whoosh_patches
 
+open_meaning = Meaning.open
+
 __all__ = [
     "PATH_KEY_FIELDS",
     "SCHEMA_VERSION",
     "Batch",
+    "Fused",
+    "Meaning",
     "Progress",
     "ProgressFile",
     "Ranked",
@@ -62,6 +71,7 @@ __all__ = [
     "closest_names",
     "document_of",
     "fold",
+    "fused_notes",
     "has_index",
     "install_whoosh_patches",
     "is_word",
@@ -72,6 +82,7 @@ __all__ = [
     "merge_lock",
     "merge_main",
     "newest_first_key",
+    "open_meaning",
     "path_prefixes",
     "prefix_records",
     "present",

@@ -20,8 +20,10 @@ from vault_mem.vault.portable import replace_file
 class Progress:
     """Reports ``done`` of ``total`` items. ``quiet`` reports nothing (the server's own use)."""
 
-    def __init__(self, label: str, total: int, stream: TextIO | None = None, quiet: bool = False) -> None:
+    def __init__(self, label: str, total: int, stream: TextIO | None = None, quiet: bool = False,
+                 unit: str = "notes") -> None:
         self.label = label
+        self.unit = unit
         self.total = total
         self.done = 0
         self.stream = stream or sys.stderr
@@ -49,7 +51,7 @@ class Progress:
 
     def _numbers(self, now: float) -> str:
         """``1,200/13,415 notes, 540/s, 23 s left`` (no rate before there is one)."""
-        text = f"{self.done:,}/{self.total:,} notes"
+        text = f"{self.done:,}/{self.total:,} {self.unit}"
         elapsed = now - self.start
         if self.done and elapsed > 0.5:
             rate = self.done / elapsed

@@ -199,6 +199,10 @@ class VaultIndex:
                     raise VaultUnavailable(f"index at {self.dir} cannot be opened: {exc}") from exc
             return self._ix
 
+    def generation(self) -> int:
+        """The newest committed generation of the index: it changes with every commit of any process."""
+        return int(self.open().latest_generation())
+
     def create(self) -> FileIndex:
         """A new empty index, replacing whatever was in the index folder."""
         with self._lock:

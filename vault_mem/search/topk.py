@@ -51,6 +51,7 @@ class Ranked:
     page: list[int]
     scores: dict[int, float]
     truncated: bool
+    ceiling: float = 0.0  # the query's ceiling: a score above it holds every term exactly
 
 
 def best_notes(view: Snapshot, terms: list[str], limit: int, keep: Collection[int] | None = None,
@@ -172,7 +173,8 @@ class _Query:
             if matched:
                 entries.append((-score, self.tie(doc), doc))
         best = heapq.nsmallest(limit, entries)
-        return Ranked([d for _s, _t, d in best], {d: -s for s, _t, d in best}, len(entries) > len(best))
+        return Ranked([d for _s, _t, d in best], {d: -s for s, _t, d in best}, len(entries) > len(best),
+                      self.ceiling)
 
     def pruned(self, limit: int, keep: Collection[int] | None, tier_below: int) -> Ranked:
         """The page by the threshold walk: the all-exact tier first, then the others.
@@ -199,7 +201,7 @@ class _Query:
             best.extra = best.extra or rest.extra
         page = [d for _s, _t, d in best.entries]
         truncated = best.extra or self.another_match(set(page), keep)
-        return Ranked(page, {d: -s for s, _t, d in best.entries}, truncated)
+        return Ranked(page, {d: -s for s, _t, d in best.entries}, truncated, self.ceiling)
 
     def holding_every(self, exact: bool, below: int) -> set[int] | None:
         """The live notes holding every term (``exact``: in the exact form), or None when

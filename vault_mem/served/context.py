@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from vault_mem import settings
-from vault_mem.search.api import Searcher, Snapshot, VaultIndex, keep_while_unchanged
+from vault_mem.search.api import Meaning, Searcher, Snapshot, VaultIndex, keep_while_unchanged
 from vault_mem.served.agents import Agent
 from vault_mem.vault.frontmatter import split_frontmatter
 from vault_mem.vault.paths import InsideCheck
@@ -65,6 +65,7 @@ class Vault:
     compat: bool = False
     health: Health = field(default_factory=SteadyHealth)
     git_commit: bool = False  # serve --git-commit: each write tool's change is its own commit (docs/git.md)
+    meaning: Meaning | None = None  # --meaning-model: memory_search also ranks by meaning (docs/ranking.md)
 
     def indexing(self) -> dict[str, int] | None:
         return self.health.indexing()

@@ -1,0 +1,166 @@
+"""The meaning stage's costs on a vault: embedding time, vectors on disk and in memory, search
+latency with and without meaning, and peak RSS (docs/perf/meaning.md).
+
+    python bench/meaning_bench.py --vault DIR --model MODEL_DIR [--index-dir IX] [--seconds 300]
+                                  [--queries 200] [--seed 7]
+
+It builds (or reuses) the keyword index, then embeds the notes not embedded yet with the model
+(resumable: a later run goes on where a stopped one ended), for at most ``--seconds`` when given
+(then the rest is extrapolated from the notes per second, and it says so). Then it times
+``memory_search`` through the server's own call path (``mcp_server.app.call``) for ``--queries``
+queries, drawn with ``--seed`` from the words and titles of the vault's notes, once without the
+model and once with it, each after one warm-up pass; it prints the median and p90 of each and
+the process's peak RSS.
+"""
+
+from __future__ import annotations
+
+import argparse
+import random
+import resource
+import statistics
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from vault_mem.mcp_server.app import call
+from vault_mem.mcp_server.tools import TOOLS_BY_NAME
+from vault_mem.meaning.embedder import Embedder, Meaning
+from vault_mem.runtime.meaning import index_notes, note_text
+from vault_mem.search.build import sync
+from vault_mem.search.store import VaultIndex
+from vault_mem.search.substring import words
+from vault_mem.served.context import Vault
+from vault_mem.vault.reader import read_note
+from vault_mem.vault.walk import walk_vault
+
+
+def peak_rss_mb() -> float:
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return peak / 1e6 if sys.platform == "darwin" else peak / 1e3
+
+
+def queries_of(root: Path, count: int, seed: int) -> list[str]:
+    """Half: two or three words of a note's body; half: a note's title (read from the files)."""
+    rng = random.Random(seed)
+    paths = sorted(walk_vault(root).files)
+    out: list[str] = []
+    while len(out) < count:
+        note = read_note(root, rng.choice(paths))
+        if len(out) % 2:
+            found = [w for w in words(note.body[:2000]) if len(w) > 3]
+            if len(found) >= 3:
+                start = rng.randrange(len(found) - 2)
+                out.append(" ".join(found[start: start + rng.choice((2, 3))]))
+        elif note.title:
+            out.append(note.title)
+    return out
+
+
+def rss_mb() -> float:
+    """The process's resident memory now (Linux), else its peak."""
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1e3
+    except OSError:
+        pass
+    return peak_rss_mb()
+
+
+def timed_searches(vault: Vault, queries: list[str], new_queries: bool = False) -> list[float]:
+    """Each query's time after a warm pass; with ``new_queries`` the model's query cache is
+    emptied before each call, so each query is encoded (as a question never asked before)."""
+    spec = TOOLS_BY_NAME["memory_search"]
+    for q in queries:  # warm: the caches every later call finds filled
+        call(vault, spec, {"agent": "bench", "query": q})
+    times = []
+    for q in queries:
+        if new_queries and vault.meaning is not None:
+            vault.meaning._queries.clear()
+        start = time.perf_counter()
+        call(vault, spec, {"agent": "bench", "query": q})
+        times.append((time.perf_counter() - start) * 1000)
+    return times
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--vault", type=Path, required=True)
+    parser.add_argument("--index-dir", type=Path, default=None)
+    parser.add_argument("--model", type=Path, required=True)
+    parser.add_argument("--seconds", type=float, default=None, help="embed at most this long, then extrapolate")
+    parser.add_argument("--queries", type=int, default=200)
+    parser.add_argument("--seed", type=int, default=7)
+    parser.add_argument("--no-embed", action="store_true", help="time searches with the vectors already stored")
+    parser.add_argument("--fill-random", action="store_true",
+                        help="give every note not embedded a random vector (timing at full size only: "
+                             "it writes them into the index folder's store; use a copy)")
+    args = parser.parse_args()
+    index = VaultIndex(args.vault, args.index_dir)
+    report = sync(index, procs=1)
+    print(f"keyword index: {report.total:,} notes ({report.seconds:.1f} s)")
+    queries = queries_of(args.vault, args.queries, args.seed)
+    vault = Vault(args.vault, index)
+    plain = timed_searches(vault, queries)
+    keyword_rss = rss_mb()
+    meaning = Meaning.open(args.model, index.dir)
+    loaded_rss = rss_mb()
+    notes, read = index_notes(index), note_text(args.vault)
+    embedder = Embedder(meaning, notes, read)
+    before = len(meaning.store)
+    deadline = None if args.seconds is None else time.monotonic() + args.seconds
+    start_cpu, start = time.process_time(), time.perf_counter()
+    done_now = 0
+
+    def stop_when_due(done: int, total: int) -> None:
+        nonlocal done_now
+        done_now = done - before
+        if deadline is not None and time.monotonic() > deadline:
+            embedder._stop.set()  # the bench's own stop: what is stored stays
+
+    if not args.no_embed:
+        embedder.catch_up(stop_when_due)
+    wall, cpu = time.perf_counter() - start, time.process_time() - start_cpu
+    total = len(notes())
+    embedded = len(meaning.store)
+    chunks = meaning.store.rows()
+    if done_now:
+        per_note = wall / done_now
+        print(f"embedded {done_now:,} notes now in {wall:.1f} s wall, {cpu:.1f} s CPU: {per_note * 1000:.1f} ms "
+              f"a note wall ({cpu / done_now * 1000:.1f} ms CPU); {chunks / max(embedded, 1):.2f} chunks a note")
+        if embedded < total:
+            print(f"  extrapolated: the whole vault ({total:,} notes) would take {per_note * total / 60:.1f} min "
+                  f"wall at this rate (only {embedded:,} embedded)")
+    if args.fill_random:
+        import numpy as np
+
+        rng = np.random.default_rng(args.seed)
+        have = meaning.store.etags()
+        missing = [(p, e) for p, e in notes().items() if have.get(p) != e]
+        for start in range(0, len(missing), 1024):
+            block = rng.standard_normal((len(missing[start: start + 1024]), meaning.model.dim)).astype(np.float32)
+            block /= np.linalg.norm(block, axis=1, keepdims=True)
+            meaning.store.put([(p, e, block[i:i + 1]) for i, (p, e) in enumerate(missing[start: start + 1024])])
+        print(f"filled {len(missing):,} notes with random vectors (for timing at full size only)")
+        embedded, chunks = len(meaning.store), meaning.store.rows()
+    store_bytes = sum(p.stat().st_size for p in meaning.store.folder.iterdir())
+    print(f"vectors: {embedded:,} of {total:,} notes, {chunks:,} chunks, {store_bytes / 1e6:.1f} MB on disk, "
+          f"{chunks * meaning.model.dim * 4 / 1e6:.1f} MB float32 in memory")
+    vault.meaning = meaning
+    repeated = timed_searches(vault, queries)
+    new = timed_searches(vault, queries, new_queries=True)
+    plain = timed_searches(Vault(args.vault, index), queries)  # again: the machine's load moves
+    for name, times in (("keyword only", plain), ("with meaning, repeated queries", repeated),
+                        ("with meaning, new queries", new)):
+        q = statistics.quantiles(times, n=10)
+        print(f"memory_search {name}: p50 {statistics.median(times):.2f} ms, p90 {q[8]:.2f} ms "
+              f"({len(times)} queries; x{statistics.median(times) / statistics.median(plain):.2f} of keyword only)")
+    print(f"RSS: {keyword_rss:.0f} MB after keyword searches; {loaded_rss:.0f} MB with the model and vectors "
+          f"loaded; {rss_mb():.0f} MB after the searches by meaning; peak {peak_rss_mb():.0f} MB")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,133 @@
+"""The meaning stage on the command line: ``--meaning-model`` for serve, index and search, and
+``vault-mem meaning pull NAME`` (docs/ranking.md, "By meaning")."""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from vault_mem.cli.app import PROG, Command, register
+from vault_mem.cli.common import print_json, say
+from vault_mem.errors import InvalidInput
+
+if TYPE_CHECKING:
+    from vault_mem.search.api import Meaning, VaultIndex
+
+
+def add_meaning_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--meaning-model", default=None, metavar="DIR",
+                        help="also rank by meaning with this sentence model: a folder in the sentence-transformers "
+                             "layout, or a name pulled by 'vault-mem meaning pull' (needs the meaning extra)")
+
+
+def open_meaning(args: argparse.Namespace, index: VaultIndex) -> Meaning | None:
+    """The meaning stage ``--meaning-model`` asks for (None without it)."""
+    value = getattr(args, "meaning_model", None)
+    if not value:
+        return None
+    from vault_mem.meaning.pull import resolve_model
+    from vault_mem.search.api import open_meaning as load
+
+    return load(resolve_model(value), index.dir)
+
+
+def embed_now(meaning: Meaning, index: VaultIndex, quiet: bool) -> int:
+    """Embed every note not embedded yet, with a progress bar on stderr (the CLI's index and search)."""
+    from vault_mem.runtime.meaning import index_notes, note_text
+    from vault_mem.search.api import Progress
+
+    bar: Progress | None = None
+
+    def advance(done: int, total: int) -> None:
+        nonlocal bar
+        if bar is None:
+            bar = Progress(f"embedding with {meaning.model.name}", total, quiet=quiet)
+        bar.advance(done - bar.done)
+
+    try:
+        return meaning.embed_pending(index_notes(index), note_text(index.root), advance)
+    finally:
+        if bar is not None:
+            bar.finish()
+
+
+def stored_models(index_dir: Path) -> list[dict[str, Any]]:
+    """The models whose vectors are kept beside the index (status): name, folder, bytes."""
+    import json
+
+    found = []
+    root = index_dir / "meaning"
+    for folder in sorted(root.iterdir()) if root.is_dir() else []:
+        try:
+            label = json.loads((folder / "model.json").read_text(encoding="utf-8"))
+            size = sum(p.stat().st_size for p in folder.iterdir() if p.is_file())
+        except (OSError, ValueError):
+            continue
+        if isinstance(label, dict):
+            found.append({"model": str(label.get("model", "")), "folder": str(label.get("folder", "")),
+                          "bytes": size})
+    return found
+
+
+def describe(meaning: Meaning) -> str:
+    info = meaning.describe()
+    return f"{info['model']} ({info['folder']}): {info['notes']:,} notes embedded in {info['chunks']:,} chunks"
+
+
+# -- vault-mem meaning pull ---------------------------------------------------------------
+
+
+def meaning_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("action", choices=("pull",), help="pull: download a model into the user's cache")
+    parser.add_argument("name", nargs="?", default=None, metavar="NAME",
+                        help="a Hugging Face sentence-transformers model (default: all-MiniLM-L6-v2)")
+    parser.add_argument("--force", action="store_true", help="download again even when it is already there")
+
+
+def cmd_meaning(args: argparse.Namespace) -> int:
+    from vault_mem.meaning.model import load_model
+    from vault_mem.meaning.pull import DEFAULT_MODEL, pull
+    from vault_mem.search.api import Progress
+
+    name = args.name or DEFAULT_MODEL
+    bars: list[Progress] = []
+
+    def progress(file: str, total: int) -> Callable[[int], None]:
+        bar = Progress(f"{file}", max(total, 0), quiet=bool(args.json), unit="bytes")
+        bars.append(bar)
+        return bar.advance
+
+    try:
+        folder = pull(name, progress, force=args.force)
+    finally:
+        for bar in bars:
+            bar.finish()
+    model = load_model(folder)  # a download that is not a usable model says so now, not at serve
+    answer: dict[str, Any] = {"status": "ok", "model": name, "folder": str(folder), "dim": model.dim}
+    if args.json:
+        print_json(answer)
+    else:
+        say(f"{name} is in {folder} ({model.dim} dimensions); use it with: "
+            f"{PROG} serve --meaning-model {args.name or DEFAULT_MODEL.split('/')[1]}")
+    return 0
+
+
+def check_workers(args: argparse.Namespace) -> None:
+    """The meaning stage runs in one process: ``serve --http`` with it serves one worker."""
+    if getattr(args, "meaning_model", None) and args.workers is not None and args.workers > 1:
+        raise InvalidInput("--workers", "--meaning-model runs in one process: leave out --workers, or give "
+                           "--workers 1")
+
+
+register(Command(
+    name="meaning",
+    summary="download a sentence model for ranking by meaning",
+    description="'meaning pull NAME' downloads a sentence-transformers model from the Hugging Face hub into "
+                "your cache folder, with a progress bar, for 'serve --meaning-model NAME' (and index, "
+                "search). Needs the meaning extra: pip install 'vault-mem[meaning]'. See docs/ranking.md.",
+    examples=("vault-mem meaning pull all-MiniLM-L6-v2",
+              "vault-mem meaning pull sentence-transformers/all-MiniLM-L6-v2 --force --json"),
+    run=cmd_meaning, add_options=meaning_options, uses_vault=False,
+))

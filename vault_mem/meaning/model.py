@@ -1,0 +1,251 @@
+"""A sentence model read from a folder in the Hugging Face sentence-transformers layout, run by
+numpy (docs/ranking.md, "By meaning").
+
+The folder holds ``config.json`` (a BERT encoder: sizes, layers, heads), ``tokenizer.json`` (read
+by ``tokenizers``), ``model.safetensors`` (read by ``safetensors``), and optionally
+``1_Pooling/config.json`` (mean, CLS or max pooling; mean when absent) and
+``sentence_bert_config.json`` (``max_seq_length``). ``encode`` returns one unit-length float32
+row a text, so a dot product is the cosine similarity. No torch: the forward pass is a few
+matrix products, the same for any model of this shape, and a tiny one built in a test goes
+through exactly this code.
+
+numpy, tokenizers and safetensors come with ``pip install 'vault-mem[meaning]'``; without them
+``load_model`` raises ``MeaningUnavailable`` saying so.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from vault_mem.errors import InvalidInput, MeaningUnavailable
+
+if TYPE_CHECKING:
+    import numpy as np
+    from numpy.typing import NDArray
+
+    Matrix = NDArray[np.float32]
+
+INSTALL_HINT = "install the meaning extra: pip install 'vault-mem[meaning]'"
+WEIGHTS_FILE = "model.safetensors"
+
+
+@dataclass(frozen=True)
+class Layer:
+    q: tuple[Any, Any]
+    k: tuple[Any, Any]
+    v: tuple[Any, Any]
+    out: tuple[Any, Any]
+    norm1: tuple[Any, Any]
+    up: tuple[Any, Any]
+    down: tuple[Any, Any]
+    norm2: tuple[Any, Any]
+
+
+class SentenceModel:
+    """A loaded model: ``encode(texts)`` -> unit rows; ``name``, ``dim`` and ``fingerprint`` (the
+    weights' identity, so vectors of another model are never mixed with its own)."""
+
+    def __init__(self, folder: Path, tokenizer: Any, weights: dict[str, Any], config: dict[str, Any],
+                 pooling: str, max_tokens: int, fingerprint: str) -> None:
+        import numpy as np
+
+        self.folder = folder
+        self.name = folder.name.replace("--", "/")  # a pulled model's folder: owner--name
+        self.fingerprint = fingerprint
+        self.max_tokens = max_tokens
+        self.pooling = pooling
+        self.heads = int(config["num_attention_heads"])
+        self.eps = float(config.get("layer_norm_eps", 1e-12))
+        self._np = np
+        self._tokenizer = tokenizer
+        prefix = _prefix(weights)
+
+        def w(name: str) -> Any:
+            key = prefix + name
+            if key not in weights:
+                raise MeaningUnavailable(f"{folder / WEIGHTS_FILE}: no tensor {key!r}; is this a BERT sentence model?")
+            return np.asarray(weights[key], dtype=np.float32)
+
+        def linear(name: str) -> tuple[Any, Any]:
+            return np.ascontiguousarray(w(name + ".weight").T), w(name + ".bias")
+
+        def norm(name: str) -> tuple[Any, Any]:
+            return w(name + ".weight"), w(name + ".bias")
+
+        self.words = w("embeddings.word_embeddings.weight")
+        self.positions = w("embeddings.position_embeddings.weight")
+        self.types = w("embeddings.token_type_embeddings.weight")
+        self.embed_norm = norm("embeddings.LayerNorm")
+        self.dim = int(self.words.shape[1])
+        if self.dim % self.heads:
+            raise MeaningUnavailable(f"{folder / 'config.json'}: hidden size {self.dim} is not a multiple of "
+                                     f"num_attention_heads {self.heads}")
+        self.max_tokens = min(self.max_tokens, int(self.positions.shape[0]))
+        self.layers = [
+            Layer(linear(f"encoder.layer.{i}.attention.self.query"), linear(f"encoder.layer.{i}.attention.self.key"),
+                  linear(f"encoder.layer.{i}.attention.self.value"),
+                  linear(f"encoder.layer.{i}.attention.output.dense"),
+                  norm(f"encoder.layer.{i}.attention.output.LayerNorm"),
+                  linear(f"encoder.layer.{i}.intermediate.dense"), linear(f"encoder.layer.{i}.output.dense"),
+                  norm(f"encoder.layer.{i}.output.LayerNorm"))
+            for i in range(int(config["num_hidden_layers"]))
+        ]
+        tokenizer.enable_truncation(max_length=self.max_tokens)
+        tokenizer.no_padding()
+
+    def count_tokens(self, text: str) -> int:
+        return len(self._tokenizer.encode(text).ids)
+
+    def encode(self, texts: list[str], batch_tokens: int = 4096) -> Matrix:
+        """One unit-length row a text (float32, ``dim`` wide). Texts are cut at ``max_tokens``
+        word pieces; batches of similar lengths are padded together, about ``batch_tokens``
+        word pieces a batch, so memory stays small whatever the number of texts."""
+        np = self._np
+        out: Matrix = np.zeros((len(texts), self.dim), dtype=np.float32)
+        if not texts:
+            return out
+        encoded = self._tokenizer.encode_batch(texts)
+        order = sorted(range(len(texts)), key=lambda i: len(encoded[i].ids))
+        start = 0
+        while start < len(order):
+            longest = max(1, len(encoded[order[start]].ids))
+            end = start + 1
+            while end < len(order) and (end - start + 1) * max(longest, len(encoded[order[end]].ids)) <= batch_tokens:
+                longest = max(longest, len(encoded[order[end]].ids))
+                end += 1
+            rows = order[start:end]
+            ids = np.zeros((len(rows), longest), dtype=np.int64)
+            mask = np.zeros((len(rows), longest), dtype=np.float32)
+            for r, i in enumerate(rows):
+                piece = encoded[i].ids
+                ids[r, :len(piece)] = piece
+                mask[r, :len(piece)] = 1.0
+            out[rows] = self._forward(ids, mask)
+            start = end
+        return out
+
+    def _forward(self, ids: Any, mask: Any) -> Any:
+        np = self._np
+        batch, length = ids.shape
+        h = self.words[ids] + self.positions[:length][None, :, :] + self.types[0][None, None, :]
+        h = _layer_norm(np, h, self.embed_norm, self.eps)
+        heads, size = self.heads, self.dim // self.heads
+        bias = ((1.0 - mask) * -1e9)[:, None, None, :].astype(np.float32)
+        scale = np.float32(1.0 / math.sqrt(size))
+        for layer in self.layers:
+            def split(x: Any) -> Any:
+                return x.reshape(batch, length, heads, size).transpose(0, 2, 1, 3)
+            q = split(h @ layer.q[0] + layer.q[1])
+            k = split(h @ layer.k[0] + layer.k[1])
+            v = split(h @ layer.v[0] + layer.v[1])
+            scores = (q @ k.transpose(0, 1, 3, 2)) * scale + bias
+            scores -= scores.max(axis=-1, keepdims=True)
+            np.exp(scores, out=scores)
+            scores /= scores.sum(axis=-1, keepdims=True)
+            context = (scores @ v).transpose(0, 2, 1, 3).reshape(batch, length, self.dim)
+            h = _layer_norm(np, h + context @ layer.out[0] + layer.out[1], layer.norm1, self.eps)
+            up = _gelu(np, h @ layer.up[0] + layer.up[1])
+            h = _layer_norm(np, h + up @ layer.down[0] + layer.down[1], layer.norm2, self.eps)
+        if self.pooling == "cls":
+            pooled = h[:, 0, :]
+        elif self.pooling == "max":
+            pooled = np.where(mask[:, :, None] > 0, h, -np.inf).max(axis=1)
+        else:
+            pooled = (h * mask[:, :, None]).sum(axis=1) / np.maximum(mask.sum(axis=1, keepdims=True), 1.0)
+        norms = np.linalg.norm(pooled, axis=1, keepdims=True)
+        return (pooled / np.maximum(norms, 1e-12)).astype(np.float32)
+
+
+def _layer_norm(np: Any, x: Any, weights: tuple[Any, Any], eps: float) -> Any:
+    mean = x.mean(axis=-1, keepdims=True)
+    centred = x - mean
+    var = (centred * centred).mean(axis=-1, keepdims=True)
+    return centred / np.sqrt(var + eps) * weights[0] + weights[1]
+
+
+def _gelu(np: Any, x: Any) -> Any:
+    """BERT's gelu, ``x * (1 + erf(x / sqrt 2)) / 2``; numpy has no erf, so Abramowitz and Stegun's
+    7.1.26 (absolute error under 1.5e-7) stands in for it."""
+    z = x * np.float32(0.7071067811865476)
+    a = np.abs(z)
+    t = 1.0 / (1.0 + np.float32(0.3275911) * a)
+    poly = t * (0.254829592 + t * (-0.284496736 + t * (1.421413741 + t * (-1.453152027 + t * 1.061405429))))
+    erf = np.sign(z) * (1.0 - poly * np.exp(-a * a))
+    return (0.5 * x * (1.0 + erf)).astype(np.float32)
+
+
+def _prefix(weights: dict[str, Any]) -> str:
+    """``bert.`` when the tensors carry it (a BertModel saved inside a task model), else ''."""
+    return "bert." if any(k.startswith("bert.embeddings.") for k in weights) else ""
+
+
+def _read_json(path: Path) -> dict[str, Any]:
+    try:
+        value = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return {}
+    except (OSError, ValueError) as exc:
+        raise MeaningUnavailable(f"{path}: not readable JSON ({exc})") from None
+    if not isinstance(value, dict):
+        raise MeaningUnavailable(f"{path}: expected a JSON object")
+    return value
+
+
+def fingerprint_of(folder: Path) -> str:
+    """The weights' identity: a hash of the config and of the weights file's size and first and
+    last MiB (reading all of it would cost a start-up its time; a retrained model changes both)."""
+    digest = hashlib.sha256()
+    digest.update((folder / "config.json").read_bytes())
+    weights = folder / WEIGHTS_FILE
+    size = weights.stat().st_size
+    digest.update(str(size).encode())
+    with weights.open("rb") as f:
+        digest.update(f.read(1 << 20))
+        f.seek(max(0, size - (1 << 20)))
+        digest.update(f.read(1 << 20))
+    return digest.hexdigest()[:16]
+
+
+def load_model(folder: Path | str) -> SentenceModel:
+    """The model in ``folder`` (see the module docstring). Raises MeaningUnavailable (naming the
+    file and what is accepted) when the packages are missing or the folder is not such a model."""
+    # One BLAS thread: the embedder runs beside the server's calls and must not take every core
+    # (and many threads on small matrices are slower on a busy machine). Only before numpy loads.
+    for name in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS", "VECLIB_MAXIMUM_THREADS"):
+        os.environ.setdefault(name, "1")
+    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+    try:
+        from safetensors.numpy import load_file
+        from tokenizers import Tokenizer
+    except ImportError:
+        raise MeaningUnavailable(f"the meaning stage needs numpy, tokenizers and safetensors; {INSTALL_HINT}") from None
+    path = Path(folder).expanduser()
+    if not path.is_dir():
+        raise InvalidInput("meaning-model", f"{str(folder)!r} is not a folder; give a folder holding config.json, "
+                           "tokenizer.json and model.safetensors (vault-mem meaning pull NAME downloads one)")
+    missing = [n for n in ("config.json", "tokenizer.json", WEIGHTS_FILE) if not (path / n).is_file()]
+    if missing:
+        raise MeaningUnavailable(f"{path}: missing {', '.join(missing)}; a sentence-transformers folder holds "
+                                 "config.json, tokenizer.json and model.safetensors")
+    config = _read_json(path / "config.json")
+    for key in ("num_attention_heads", "num_hidden_layers"):
+        if not isinstance(config.get(key), int) or config[key] < 1:
+            raise MeaningUnavailable(f"{path / 'config.json'}: {key} must be a positive integer")
+    pooling_config = _read_json(path / "1_Pooling" / "config.json")
+    pooling = "cls" if pooling_config.get("pooling_mode_cls_token") else \
+        "max" if pooling_config.get("pooling_mode_max_tokens") else "mean"
+    max_tokens = _read_json(path / "sentence_bert_config.json").get("max_seq_length", 256)
+    if not isinstance(max_tokens, int) or max_tokens < 2:
+        max_tokens = 256
+    try:
+        tokenizer = Tokenizer.from_file(str(path / "tokenizer.json"))
+        weights = load_file(str(path / WEIGHTS_FILE))
+    except Exception as exc:  # the libraries raise their own types for a bad file
+        raise MeaningUnavailable(f"{path}: the tokenizer or weights could not be read ({exc})") from None
+    return SentenceModel(path, tokenizer, weights, config, pooling, max_tokens, fingerprint_of(path))

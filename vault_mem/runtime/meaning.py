@@ -1,0 +1,40 @@
+"""The meaning stage while serving: once the keyword index is ready, a background thread embeds
+the notes the index holds and follows its changes (meaning/embedder.py; docs/ranking.md, "By
+meaning"). Answers never wait for it."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from pathlib import Path
+
+from vault_mem.search.api import Meaning, VaultIndex
+from vault_mem.vault.reader import read_note
+
+
+def index_notes(index: VaultIndex) -> Callable[[], dict[str, str]]:
+    """path -> etag of every note the index holds, read from its columns."""
+    def notes() -> dict[str, str]:
+        return {path: etag for path, (_, _, etag) in index.fingerprints().items()}
+    return notes
+
+
+def note_text(root: Path) -> Callable[[str], tuple[str, str] | None]:
+    """path -> (title, body) of a note as it is on disk (None when it cannot be read)."""
+    def read(path: str) -> tuple[str, str] | None:
+        note = read_note(root, path)  # never raises: a file gone reads as an empty note
+        return note.title, note.body
+    return read
+
+
+def start_embedding(meaning: Meaning, root: Path, index: VaultIndex, wait_ready: Callable[[], object],
+                    idle_seconds: float = 2.0) -> threading.Thread:
+    """Start ``meaning``'s embedder once ``wait_ready()`` returns; it looks for changed notes when
+    the index's generation moves (checked every ``idle_seconds``)."""
+    def run() -> None:
+        wait_ready()
+        meaning.start(index_notes(index), note_text(root), idle_seconds=idle_seconds, version=index.generation)
+
+    thread = threading.Thread(target=run, name="vault-mem-meaning-start", daemon=True)
+    thread.start()
+    return thread

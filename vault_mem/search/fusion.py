@@ -1,0 +1,84 @@
+"""``memory_search``'s meaning stage: the keyword ranking fused with the notes nearest the query by
+meaning, when a sentence model is loaded (docs/ranking.md, "By meaning").
+
+The rule, in order:
+
+1. The notes holding every query term exactly keep their tier: first, in keyword order.
+2. Every other note of the keyword ranking's first ``depth`` and of the ``depth`` notes nearest
+   by meaning (similarity at least ``min_similarity``, admitted by the filters and the caller)
+   is ranked by reciprocal-rank fusion: the sum, over the two lists that hold it, of
+   ``1 / (rrf_k + rank)``, its rank in that list counted from 1. Ties go to the keyword order,
+   then the similarity.
+3. A note found by meaning alone has score 0 and is marked ``found_by: "meaning"`` in its row.
+
+Without a model none of this runs: the keyword page is the answer, as before.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from vault_mem.search.snapshot import Snapshot
+from vault_mem.search.topk import Ranked, best_notes
+
+if TYPE_CHECKING:
+    from vault_mem.meaning.embedder import Meaning
+
+
+@dataclass(frozen=True)
+class Fused(Ranked):
+    """A fused page: ``Ranked`` plus each note's similarity and the notes found by meaning alone."""
+
+    similarity: dict[int, float] = field(default_factory=dict)
+    meaning_only: frozenset[int] = frozenset()
+
+
+def fused_notes(view: Snapshot, meaning: Meaning, query: str, terms: list[str], limit: int,
+                keep: Collection[int] | None = None, depth: int = 20, rrf_k: int = 60,
+                min_similarity: float = 0.25) -> Fused:
+    """The first ``limit`` notes by the rule of the module docstring (``keep``: the notes the
+    filters admit, None for all)."""
+    depth = max(depth, limit)
+    keyword = best_notes(view, terms, depth, keep)
+    tier = [d for d in keyword.page if keyword.scores[d] > keyword.ceiling]  # every term exactly
+    similarity: dict[int, float] = {}
+    nearest: list[int] = []
+    admitted = None if keep is None else set(keep)
+    docs = _docs_by_path(view)
+    for path, sim in meaning.nearest(query, depth):
+        if sim < min_similarity:
+            break
+        doc = docs.get(path)  # None: deleted since, or hidden from this caller
+        if doc is None or (admitted is not None and doc not in admitted):
+            continue
+        similarity[doc] = sim
+        nearest.append(doc)
+    fused: dict[int, float] = {}
+    in_tier = set(tier)
+    for rank, doc in enumerate(keyword.page, 1):
+        if doc not in in_tier:
+            fused[doc] = 1.0 / (rrf_k + rank)
+    for rank, doc in enumerate(nearest, 1):
+        if doc not in in_tier:
+            fused[doc] = fused.get(doc, 0.0) + 1.0 / (rrf_k + rank)
+    keyword_place = {doc: i for i, doc in enumerate(keyword.page)}
+    rest = sorted(fused, key=lambda d: (-fused[d], keyword_place.get(d, len(keyword_place)), -similarity.get(d, 0.0)))
+    order = tier + rest
+    page = order[:limit]
+    scores = {d: keyword.scores.get(d, 0.0) for d in page}
+    meaning_only = frozenset(d for d in page if d not in keyword.scores)
+    return Fused(page, scores, keyword.truncated or len(order) > limit, keyword.ceiling,
+                 similarity={d: similarity[d] for d in page if d in similarity}, meaning_only=meaning_only)
+
+
+def _docs_by_path(view: Snapshot) -> dict[str, int]:
+    """path -> document number of every live note this reader may see, made once a commit (and
+    mask) and shared by the calls: a lookup by term for each of the nearest notes reads every
+    segment's term index."""
+    def make() -> dict[str, int]:
+        paths = view.column("path")
+        return {paths[doc]: doc for doc in view.all_docs()}
+
+    return view.kept("meaning: docs by path", make)
