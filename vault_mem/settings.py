@@ -17,7 +17,7 @@ What is not here, and why (the numbers that are part of a format or a contract, 
   and ``_SMALL``, the length of a table made once at import.
 - ``writes/tools.py`` ``NOTE_TURNS``: the stripes of a lock table made at import; a number that
   changed mid-process would give one note two locks.
-- ``writes/tools.py`` and ``imports/notes.py`` ``MAX_SEGMENT_BYTES``: the 255 bytes a file
+- ``vault/paths.py`` ``MAX_SEGMENT_BYTES``: the 255 bytes a file
   system allows in one name; ``mcp_server/delegate.py`` ``MAX_FRAME``: follows from the MCP SDK's
   bound on a request body.
 - ``cli/imports.py`` ``NOTHING_IMPORTED`` and ``cli/maintenance.py`` ``PROBLEMS_FOUND``: exit

@@ -37,7 +37,7 @@ from vault_mem.errors import InvalidInput, WriteFailed
 from vault_mem.imports.records import Record, Skipped, Source
 from vault_mem.vault.dates import parse_datetime
 from vault_mem.vault.frontmatter import load_yaml, split_frontmatter
-from vault_mem.vault.paths import check_relative, confine, existing_spelling, name_key
+from vault_mem.vault.paths import check_folder_names, check_relative, confine, existing_spelling, name_key
 from vault_mem.vault.walk import walk_vault
 from vault_mem.vault.writer import TRASH_DIRNAME as TRASH_NAME
 from vault_mem.vault.writer import atomic_write, create_exclusive, note_filename, render_note
@@ -147,16 +147,9 @@ def _note_id(created: Any) -> str:
     return f"{moment:%Y%m%d}-{secrets.token_hex(4)}"
 
 
-MAX_SEGMENT_BYTES = 255  # a folder name, as the write tools' domain check takes it
-
-
 def _folder(root: Path, domain: str, param: str) -> tuple[Path, str]:
     domain = existing_spelling(root, check_relative(domain.strip(), param)) if domain.strip() else ""
-    for segment in domain.split("/"):
-        size = len(segment.encode("utf-8", "surrogatepass"))
-        if size > MAX_SEGMENT_BYTES:
-            raise InvalidInput(param, f"the folder name {segment[:40]!r}... is {size} bytes; file systems "
-                               f"take at most {MAX_SEGMENT_BYTES}")
+    check_folder_names(domain, param)
     return confine(root, domain, param), domain
 
 

@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from vault_mem.errors import PathRefused
+from vault_mem.errors import InvalidInput, PathRefused
 
 INDEX_DIRNAME = ".vault-mem"
 _LOOKALIKES = "\u2044\u2215\uff0f\uff3c\u2024\u2025\uff0e"
@@ -31,6 +31,19 @@ def display_path(rel: str) -> str:
     except UnicodeEncodeError:
         rel = os.fsencode(rel).decode("utf-8", errors="replace")
     return rel
+
+
+MAX_SEGMENT_BYTES = 255  # a folder or file name's bytes: what file systems take at most
+
+
+def check_folder_names(domain: str, param: str) -> None:
+    """Raise InvalidInput naming ``param`` when a folder name of ``domain`` is longer than a file
+    system takes."""
+    for segment in domain.split("/"):
+        size = len(segment.encode("utf-8", "surrogatepass"))
+        if size > MAX_SEGMENT_BYTES:
+            raise InvalidInput(param, f"the folder name {segment[:40]!r}... is {size} bytes; file systems "
+                               f"take at most {MAX_SEGMENT_BYTES}")
 
 
 def check_relative(value: str, param: str) -> str:

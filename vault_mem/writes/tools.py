@@ -41,7 +41,7 @@ from vault_mem.served.refs import resolve_ref
 from vault_mem.vault.dates import iso, parse_datetime
 from vault_mem.vault.fields import FIELD, normalize_tags
 from vault_mem.vault.note import SCOPES, Note, permalink_of
-from vault_mem.vault.paths import check_relative, confine, existing_spelling, note_file
+from vault_mem.vault.paths import check_folder_names, check_relative, confine, existing_spelling, note_file
 from vault_mem.vault.reader import DateSource, file_etag, read_note, read_whole
 from vault_mem.vault.writer import (
     append_paragraph,
@@ -58,7 +58,6 @@ from vault_mem.writes.landing import change, journal_and_track, keep_persist_err
 from vault_mem.writes.limits import check_effects, check_free_name
 
 log = logging.getLogger("vault_mem.writes")
-MAX_SEGMENT_BYTES = 255
 WRITE_PARAMS = (
     AGENT,
     text_param("title", "Title; also the file name.", required=True),
@@ -273,11 +272,7 @@ def _body_text(args: Args, name: str) -> str | None:
 def _folder(view: View, domain: str) -> tuple[Path, str]:
     # An existing folder keeps its spelling: "Projects" files into "projects/" (docs/platforms.md).
     domain = existing_spelling(view.vault.root, check_relative(domain.strip(), "domain"))
-    for segment in domain.split("/"):
-        size = len(segment.encode("utf-8", "surrogatepass"))
-        if size > MAX_SEGMENT_BYTES:
-            raise InvalidInput("domain", f"the folder name {segment[:40]!r}... is {size} bytes; file systems "
-                               f"take at most {MAX_SEGMENT_BYTES}")
+    check_folder_names(domain, "domain")
     folder = confine(view.vault.root, domain, "domain")
     for part in (folder, *folder.parents):
         if part == view.vault.root or part.is_dir():
