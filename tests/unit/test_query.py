@@ -74,6 +74,20 @@ def test_term_lookups_answer_what_whoosh_queries_answer(vault: Vault) -> None:
             assert query.lexicon(parts, name) == [t.decode("utf-8") for t in searcher.reader().lexicon(name)]
 
 
+def test_the_document_counts_read_in_one_walk_are_whooshs_for_every_term(vault: Vault) -> None:
+    from vault_mem.served.context import View
+
+    with vault.index.searching() as searcher:
+        view = View(vault, searcher)
+        reader = searcher.reader()
+        for field in ("body", "tags", "title", "path"):
+            count = view.doc_frequencies(field)
+            terms = [t.decode("utf-8") for t in reader.lexicon(field)]
+            assert terms and [count(t) for t in terms] == [reader.doc_frequency(field, t) for t in terms]
+            assert count("nowhere-at-all") == 0 and view.doc_frequency(field, terms[0]) == count(terms[0])
+        assert view.doc_frequencies("no such field")("word1") == 0
+
+
 def test_ranges_and_the_newest_first_order(vault: Vault) -> None:
     with vault.index.searching() as searcher:
         parts = segments(searcher)

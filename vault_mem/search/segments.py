@@ -22,7 +22,7 @@ from whoosh.searching import Searcher
 
 from vault_mem import settings
 from vault_mem.search.lru import CACHE
-from vault_mem.search.whoosh.files import field_terms
+from vault_mem.search.whoosh.files import field_doc_frequencies, field_terms
 from vault_mem.search.whoosh.seam import reader_folder
 
 V = TypeVar("V")
@@ -168,6 +168,13 @@ class Segment:
     def _field_terms(self) -> dict[str, frozenset[str] | None]:
         return {}
 
+    def doc_frequencies(self, field: str) -> Mapping[str, int]:
+        """How many documents of this segment hold each term of ``field``, deleted ones too (empty
+        for a field it lacks): read in one walk into the shared cache, since a segment never
+        changes, so that a question about many words costs a dictionary look-up for each."""
+        return CACHE.get_or_make(("field df", self.key, field), lambda: _doc_frequencies_of(self.reader, field),
+                                 _table_size)
+
 
 Parts = Sequence[Segment]  # a searcher's segments, as a view sees them
 
@@ -186,6 +193,17 @@ def _terms_of(reader: Any, field: str) -> frozenset[str] | None:
         return frozenset(field_terms(reader, field))
     except (UnicodeDecodeError, KeyError, ValueError):  # not text, or not a field of this segment
         return None
+
+
+def _doc_frequencies_of(reader: Any, field: str) -> dict[str, int]:
+    try:
+        return field_doc_frequencies(reader, field)
+    except (UnicodeDecodeError, KeyError, ValueError):  # not text, or not a field of this segment
+        return {}
+
+
+def _table_size(table: dict[str, int]) -> int:
+    return sys.getsizeof(table) + sum(sys.getsizeof(term) for term in table)
 
 
 def _set_size(terms: frozenset[str] | None) -> int:

@@ -27,7 +27,6 @@ from collections.abc import Callable, Collection
 from dataclasses import dataclass
 
 from vault_mem import settings
-from vault_mem.search.query import doc_frequency
 from vault_mem.search.ranking import STOP_WORDS, rarity
 from vault_mem.search.snapshot import Snapshot
 from vault_mem.search.substring import words
@@ -49,7 +48,7 @@ class Rarity:
     the ranking's), the last ``size`` words asked kept."""
 
     def __init__(self, view: Snapshot, size: int = 50_000) -> None:
-        self.searcher = view.searcher
+        self.count = view.doc_frequencies("body")
         self.notes = view.doc_count()
         self.size = size
         self._df: OrderedDict[str, int] = OrderedDict()
@@ -59,7 +58,7 @@ class Rarity:
         if found is not None:
             self._df.move_to_end(word)
             return found
-        found = doc_frequency(self.searcher, "body", word)
+        found = self.count(word)
         self._df[word] = found
         if len(self._df) > self.size:
             self._df.popitem(last=False)

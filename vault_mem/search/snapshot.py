@@ -161,6 +161,13 @@ class Snapshot:
     def doc_frequency(self, field: str, value: str) -> int:
         return query.doc_frequency(self.searcher, field, value)
 
+    def doc_frequencies(self, field: str) -> Callable[[str], int]:
+        """``doc_frequency`` of ``field`` as a function of the term, for a caller asking about many
+        terms: each segment's counts are read once (shared by every snapshot holding it), so a term
+        costs a dictionary look-up per segment."""
+        tables = [segment.doc_frequencies(field) for segment in self.parts]
+        return lambda term: sum(table.get(term, 0) for table in tables)
+
     def doc_count(self) -> int:
         return query.doc_count(self.searcher)
 

@@ -13,6 +13,7 @@ from collections.abc import Iterable, Iterator
 from typing import Any
 
 from whoosh.codec.whoosh3 import WHOOSH3_HEADER_MAGIC
+from whoosh.reading import TermNotFound
 from whoosh.system import unpack_int
 
 from vault_mem.search.whoosh import seam as whoosh_seam  # noqa: F401  (patch 3 maps the files read here)
@@ -23,10 +24,39 @@ _LENGTHS = struct.Struct("!ii")  # Whoosh's hash-file record header: key length,
 def field_terms(reader: Any, field: str) -> list[str]:
     """Every term of ``field`` in one segment, in order.
 
-    Whoosh's ``lexicon()`` decodes each term through generic code (a big lexicon: seconds). The terms file is
-    one sorted run of records (header, key = field number + term, value), read here off the
-    mapped file (``_buf``: set by patch 3); any other kind of reader goes the public way.
-    """
+    Whoosh's ``lexicon()`` decodes each term through generic code (a big lexicon: seconds); here
+    the terms file is read off the mapped file when it can be (``_term_records``)."""
+    mapped = _term_records(reader, field)
+    if mapped is None:
+        return [t.decode("utf-8") for t in reader.lexicon(field)]
+    return [term for term, _value in mapped[1]]
+
+
+def field_doc_frequencies(reader: Any, field: str) -> dict[str, int]:
+    """How many documents of one segment hold each term of ``field`` (deleted ones too): the
+    document count of every term info, read in one walk of the terms file."""
+    mapped = _term_records(reader, field)
+    if mapped is None:
+        try:
+            return {t.decode("utf-8"): int(info.doc_frequency()) for t, info in reader.iter_field(field)}
+        except TermNotFound:  # a field no document of this segment holds
+            return {}
+    buf, records = mapped
+    unpack = _DOC_FREQUENCY.unpack_from
+    return {term: unpack(buf, value)[0] for term, value in records}
+
+
+# A whoosh3 term info begins with flags (one byte) and the total weight (a float), then the
+# document count.
+_DOC_FREQUENCY = struct.Struct("!5xI")
+
+
+def _term_records(reader: Any, field: str) -> tuple[memoryview, Iterator[tuple[str, int]]] | None:
+    """The mapped terms file of one segment and (term, where its term info starts in it) for every
+    term of ``field``, in order; None for a reader whose terms file is not a mapped whoosh3 one.
+
+    The terms file is one sorted run of records (header, key = field number + term, value), read
+    here off the mapped file (``_buf``: set by patch 3)."""
     try:
         terms_reader = reader._terms
         tindex = terms_reader._tindex
@@ -37,21 +67,23 @@ def field_terms(reader: Any, field: str) -> list[str]:
         if not isinstance(buf, memoryview):
             raise TypeError("not a mapped file")
     except (AttributeError, KeyError, TypeError):
-        return [t.decode("utf-8") for t in reader.lexicon(field)]
+        return None
+    return buf, _walk_terms(buf, start, end, fieldnum)
+
+
+def _walk_terms(buf: memoryview, start: int | None, end: int, fieldnum: int) -> Iterator[tuple[str, int]]:
     if start is None:
-        return []
+        return
     high, low = fieldnum >> 8, fieldnum & 0xFF
     unpack = _LENGTHS.unpack_from
-    found: list[str] = []
     pos = start
     while pos < end:
         keylen, datalen = unpack(buf, pos)
         key = pos + 8
         if buf[key] != high or buf[key + 1] != low:
             break
-        found.append(str(buf[key + 2:key + keylen], "utf-8"))
+        yield str(buf[key + 2:key + keylen], "utf-8"), key + keylen
         pos = key + keylen + datalen
-    return found
 
 
 def postings(reader: Any, field: str, term: str) -> Iterable[tuple[int, float]]:
