@@ -51,21 +51,24 @@ class Rarity:
         self.count = view.doc_frequencies("body")
         self.notes = view.doc_count()
         self.size = size
-        self._df: OrderedDict[str, int] = OrderedDict()
+        self._known: OrderedDict[str, tuple[int, float]] = OrderedDict()  # word: (df, rarity)
 
-    def df(self, word: str) -> int:
-        found = self._df.get(word)
+    def _look_up(self, word: str) -> tuple[int, float]:
+        found = self._known.get(word)
         if found is not None:
-            self._df.move_to_end(word)
+            self._known.move_to_end(word)
             return found
-        found = self.count(word)
-        self._df[word] = found
-        if len(self._df) > self.size:
-            self._df.popitem(last=False)
+        df = self.count(word)
+        found = self._known[word] = (df, rarity(max(self.notes, 1), min(df, self.notes)))
+        if len(self._known) > self.size:
+            self._known.popitem(last=False)
         return found
 
+    def df(self, word: str) -> int:
+        return self._look_up(word)[0]
+
     def __call__(self, word: str) -> float:
-        return rarity(max(self.notes, 1), min(self.df(word), self.notes))
+        return self._look_up(word)[1]
 
 
 def note_text(title: str, body: str) -> str:
