@@ -16,12 +16,14 @@ from typing import Any
 
 import anyio
 import pytest
-from conftest import ToolClient, write_notes
+from conftest import ToolClient, eventually, write_notes
+from holding import wait_held
 from mcp import Client, StdioServerParameters
 
 from vault_mem.mcp_server.app import build_server
 from vault_mem.runtime.lifecycle import Runtime
 from vault_mem.search.build import sync
+from vault_mem.search.hold import HOLD_AT
 from vault_mem.search.store import VaultIndex
 from vault_mem.served.context import Vault
 
@@ -120,6 +122,37 @@ async def test_a_check_that_fails_does_not_leave_answers_saying_it_runs(tmp_path
             answer = await ToolClient(client).call("memory_search", agent="t", query="queues")
             assert "checking" not in answer and answer["status"] == "ok", answer
     finally:
+        runtime.stop()
+        index.close()
+
+
+async def test_a_save_made_while_the_check_commits_is_never_undone_by_the_checks_older_reading(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A note changed while no server ran is read by the start-up check; saved again before the
+    check commits it, the watcher indexes the save first. The check's older reading must not
+    land after it (it did: the save stayed unfindable until the periodic check)."""
+    root, index = indexed_vault(tmp_path)
+    (root / "n2.md").write_text("# Note 2\n\nchanged while no server ran\n", encoding="utf-8")
+    marker = tmp_path / "held"
+    monkeypatch.setenv(HOLD_AT, f"check-commit={marker}")  # read in this process, at the step
+    runtime = Runtime(index)
+    runtime.start()
+    try:
+        async with Client(build_server(Vault(root, index, health=runtime)), mode="legacy") as client:
+            session = ToolClient(client)
+            wait_held(marker)  # the check has read n2.md as changed, and not committed it yet
+            with open(root / "n2.md", "a", encoding="utf-8") as f:
+                f.write("\nsaved again as the check was about to commit: kumquat\n")
+            assert runtime.watcher is not None
+            eventually(lambda: runtime.watcher is not None and runtime.watcher.indexed >= 1, HANG,
+                       "the watcher indexed the save")
+            marker.unlink()
+            assert runtime.wait_ready(HANG)
+            found = await session.call("memory_search", agent="t", query="kumquat")
+            assert [row["permalink"] for row in found["notes"]] == ["memory://n2"], found
+            assert runtime.report is not None and runtime.report.updated == 1
+    finally:
+        marker.unlink(missing_ok=True)
         runtime.stop()
         index.close()
 

@@ -322,10 +322,10 @@ def reconcile(index: VaultIndex, progress: Callable[[str, int], Progress] | None
         if bar:
             bar.advance()
         if len(changed) >= 1000:
-            index.apply(_still_as_read(index.root, changed), [])
+            _commit_checked(index, changed, [], rules)
             changed = []
     report.removed = len(removed)
-    index.apply(_still_as_read(index.root, changed), removed)
+    _commit_checked(index, changed, removed, rules)
     if bar:
         bar.finish()
     report.seconds = time.monotonic() - start
@@ -333,9 +333,20 @@ def reconcile(index: VaultIndex, progress: Callable[[str, int], Progress] | None
     return report
 
 
+def _commit_checked(index: VaultIndex, notes: list[tuple[Note, str]], removed: list[str], rules: IgnoreRules) -> None:
+    """Commit what the check read, less what changed on disk since (``VaultIndex.submit``'s
+    ``standing``, looked at in the batch's lock): a note saved again since it was read is the
+    watcher's to index, and a path deleted since it was listed but written again is the
+    watcher's to add; writing the check's older reading after theirs would put stale text back."""
+    hold_at("check-commit")
+    def standing(notes: list[tuple[Note, str]], removed: list[str]) -> tuple[list[tuple[Note, str]], list[str]]:
+        return _still_as_read(index.root, notes), [p for p in removed if not _still_a_memory(index.root, p, rules)]
+
+    index.apply(notes, removed, standing=standing)
+
+
 def _still_as_read(root: Path, notes: list[tuple[Note, str]]) -> list[tuple[Note, str]]:
-    """The notes whose file is still as it was read: one saved since then is the watcher's to
-    index (its event is queued), and writing the older read would put stale text back."""
+    """The notes whose file is still as it was read."""
     kept = []
     for note, rel in notes:
         state = stat_state(root / rel, (note.size, note.mtime_ns, note.etag))

@@ -7,6 +7,7 @@ the file, acts (interrupts or kills the process, kills a build worker), then del
 let the process go on. The steps:
 
 - ``build-batch``: a build has published a batch (its notes are searchable) and not the last one.
+- ``check-commit``: a start-up check has read the notes that changed and not yet committed them.
 - ``merge-writing``: a merge has written part of its merged segment into its work folder.
 - ``merge-swap``: a merge has written its whole segment and not yet swapped it in.
 - ``merge-publish``: a merge holds the write lock and has moved its segment into the index

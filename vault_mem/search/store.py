@@ -17,7 +17,7 @@ import os
 import shutil
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -103,6 +103,10 @@ def cache_index_dir(root: Path) -> Path:
     """The index folder of a vault that cannot be written: ``<user cache>/vault-mem/<hash>``."""
     digest = hashlib.sha256(str(root.resolve()).encode("utf-8", "surrogateescape")).hexdigest()[:16]
     return user_cache_root() / "vault-mem" / digest
+
+
+# What of some changes read a while ago the files still bear out (``VaultIndex.submit``).
+Standing = Callable[[list[tuple[Note, str]], list[str]], tuple[list[tuple[Note, str]], list[str]]]
 
 
 class VaultIndex:
@@ -411,20 +415,28 @@ class VaultIndex:
 
         writer.commit(mergetype=merge)
 
-    def apply(self, notes: list[tuple[Note, str]], removed: list[str], timeout: float | None = None) -> None:
+    def apply(self, notes: list[tuple[Note, str]], removed: list[str], timeout: float | None = None,
+              standing: Standing | None = None) -> None:
         """Index ``notes`` (each with its OS-relative path) and drop ``removed`` paths, committed
         when this returns (waiting for the lock as ``acquire_writer`` does): ``submit`` then ``commit_batch``."""
         if notes or removed:
-            self.commit_batch(self.submit(notes, removed), timeout)
+            self.commit_batch(self.submit(notes, removed, standing), timeout)
 
-    def submit(self, notes: list[tuple[Note, str]], removed: list[str]) -> Batch:
+    def submit(self, notes: list[tuple[Note, str]], removed: list[str], standing: Standing | None = None) -> Batch:
         """Put changes in the open batch; ``commit_batch`` must follow (it commits or waits for the commit).
         Group commit: threads that submit while another thread's commit runs join one batch, which
         the first of them to call ``commit_batch`` commits for all once that commit is done, so under
         many writers one commit (and the segment every searcher then opens) serves several changes.
         A path's last change in a batch wins, as in commits one after another: a caller that orders
-        its file writes (writes/tools.py) submits before it lets the next write begin."""
+        its file writes (writes/tools.py) submits before it lets the next write begin.
+
+        ``standing``, for changes read from the files a while ago (the start-up check): called with
+        them in the batch's lock, it returns those the files still bear out. A save that landed
+        since then is indexed by its own event: checked here, it cannot have been submitted before
+        this batch joins the queue, so the older read never lands after it."""
         with self._batch_lock:
+            if standing is not None:
+                notes, removed = standing(notes, removed)
             batch = self._open_batch
             if batch is None:
                 batch = self._open_batch = Batch()
