@@ -9,20 +9,23 @@ Without ``configure`` the defaults hold.
 
 What is not here, and why (the numbers that are part of a format or a contract, not a choice):
 
-- ``search/schema.py`` ``SCHEMA_VERSION`` and ``git/history.py`` ``CACHE_VERSION``: versions of
-  files on disk; ``history/agentstate.py`` ``_HEAD``: where a state file's generation ends.
-- ``search/whoosh/mapping.py`` ``HASH_TABLES``: the table count of Whoosh's hash file format;
-  ``search/whoosh/postings.py`` ``POSTING_BYTES``, ``TERM_BYTES``, ``MERGED_POSTING_BYTES``: what
-  Python holds per posting and term (the sizes of structures, counted against ``build`` memory),
-  and ``_SMALL``, the length of a table made once at import.
-- ``writes/tools.py`` ``NOTE_TURNS``: the stripes of a lock table made at import; a number that
-  changed mid-process would give one note two locks.
-- ``vault/paths.py`` ``MAX_SEGMENT_BYTES``: the 255 bytes a file
-  system allows in one name; ``mcp_server/delegate.py`` ``MAX_FRAME``: follows from the MCP SDK's
-  bound on a request body.
-- ``cli/imports.py`` ``NOTHING_IMPORTED`` and ``cli/maintenance.py`` ``PROBLEMS_FOUND``: exit
-  statuses (docs/cli.md); ``runtime/collector.py`` ``NEVER`` and ``cli/output.py`` ``UNLIMITED``:
-  stand-ins for "never" and "no bound"; ``git/repo.py`` ``ZERO_OID``: git's all-zero object id.
+- Formats on disk: ``SCHEMA_VERSION`` (search/schema.py, with the width ``bits`` its ``_number``
+  fields take) and ``CACHE_VERSION`` (git/history.py) are versions of files; ``HASH_TABLES``
+  (search/whoosh/mapping.py) is the table count of Whoosh's hash file format; ``_HEAD``
+  (history/agentstate.py) is where a state file's generation ends.
+- Sizes of what Python holds, counted against a build's memory: ``POSTING_BYTES``, ``TERM_BYTES``
+  and ``MERGED_POSTING_BYTES`` (search/whoosh/postings.py): what Python takes, not a choice.
+- Bounds others set: ``MAX_SEGMENT_BYTES`` (vault/paths.py), the 255 bytes a file system allows in
+  one name; ``MAX_FRAME`` (mcp_server/delegate.py), from the MCP SDK's bound on a request body;
+  ``INT64_MIN`` and ``INT64_MAX`` (served/params.py), the integers a parameter may be; ``NEVER``
+  (runtime/collector.py), a collector threshold never reached (``gc.set_threshold`` takes a C int,
+  no "never"); and the defaults of Whoosh's interfaces that a patch re-implements, kept as Whoosh
+  has them (``TermPool``'s ``limitmb``, its ``items``' ``maxfiles``, ``unique_name``'s ``size``).
+- Exit statuses (docs/cli.md): ``NOTHING_IMPORTED`` (cli/imports.py) and ``PROBLEMS_FOUND``
+  (cli/maintenance.py); and git's all-zero object id, ``ZERO_OID`` (git/repo.py).
+- Tables made once per process: ``NOTE_TURNS`` (writes/tools.py), the stripes of the notes' lock
+  table (a number that changed mid-process would give one note two locks), and ``_SMALL``
+  (search/whoosh/postings.py), the frequencies whose weights are made once at import.
 """
 
 from __future__ import annotations
