@@ -113,3 +113,20 @@ def test_one_cached_order_per_segment_gives_the_ranges_the_listing_and_the_tie_p
         mine = {seg.key for seg in parts}
         kinds = {key[0] for key in CACHE._items if isinstance(key, tuple) and any(k in mine for k in key[1:])}
         assert kinds == {"column", "newest order"}, "besides the columns, one entry: no second copy of the order"
+
+
+def test_a_listing_keeps_its_order_both_ways_in_one_entry_per_segment(vault: Vault) -> None:
+    from vault_mem.search.lru import CACHE
+    from vault_mem.served.context import View
+
+    with vault.index.searching() as searcher:
+        view = View(vault, searcher)
+        live = query.live_docs(view.parts)
+        for by_importance in (False, True):
+            every = list(view.every_in_listing_order(by_importance))
+            assert every == sorted(live, key=view.listing_key(by_importance))
+            some = set(live[::3])
+            assert list(view.in_listing_order(sorted(some), by_importance)) == [d for d in every if d in some]
+        mine = {seg.key for seg in view.parts}
+        kinds = {key[0] for key in CACHE._items if isinstance(key, tuple) and any(k in mine for k in key[1:])}
+        assert kinds == {"column", "listing order"}, "the order and its inverse are one entry"
