@@ -45,10 +45,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-HERE = Path(__file__).resolve().parent
-REPO = HERE.parent
-sys.path.insert(0, str(HERE))
-sys.path.insert(0, str(REPO))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import yaml
 from gen_vault import generate
@@ -61,6 +59,8 @@ from vault_mem.search.build import build
 from vault_mem.search.store import VaultIndex
 from vault_mem.served.context import Vault
 
+HERE = Path(__file__).resolve().parent
+REPO = HERE.parent
 Call = tuple[str, dict[str, Any]]
 SOURCES = {"sample_vault": REPO / "sample_vault", "chat_vault": REPO / "tests" / "relevance" / "chat_vault",
            "corpus": REPO / "tests" / "corpus"}

@@ -17,27 +17,19 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import random
 import shutil
 import statistics
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 from pathlib import Path
-from typing import Any
 
-
-def pct(values: list[float], q: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
+from writers import pct, write_steadily  # bench/, the script's folder
 
 
 def one_server(root: Path, index_dir: Path, name: str, threads: int, seconds: float, start_at: float) -> None:
     """One process's writers; prints one JSON line."""
-    from vault_mem.mcp_server.app import call
-    from vault_mem.mcp_server.tools import tools_for
     from vault_mem.runtime.lifecycle import Runtime
     from vault_mem.search.api import VaultIndex
     from vault_mem.served.context import Vault
@@ -48,36 +40,8 @@ def one_server(root: Path, index_dir: Path, name: str, threads: int, seconds: fl
     runtime.start()
     if not runtime.wait_ready(600):
         raise SystemExit("the index did not become ready")
-    specs = {spec.name: spec for spec in tools_for(False)}
-    times: list[float] = []
-    failures: list[str] = []
     time.sleep(max(0.0, start_at - time.time()))
-    deadline = time.monotonic() + seconds
-
-    def writer(n: int) -> None:
-        rng = random.Random(f"{name}{n}")
-        mine: list[str] = []
-        i = 0
-        while time.monotonic() < deadline:
-            i += 1
-            if mine and rng.random() < 0.5:
-                tool, args = "memory_edit", {"agent": name, "ref": rng.choice(mine), "append": f"More {n} {i}."}
-            else:
-                tool, args = "memory_write", {"agent": name, "title": f"Two {name} {n} {i}", "content": f"{i}.",
-                                              "domain": "two-servers"}
-            started = time.perf_counter()
-            answer: dict[str, Any] = call(vault, specs[tool], args)
-            times.append((time.perf_counter() - started) * 1000)
-            if answer.get("status") != "ok":
-                failures.append(f"{tool}: {answer.get('message')}")
-            elif tool == "memory_write":
-                mine.append(str(answer["uid"]))
-
-    pool = [threading.Thread(target=writer, args=(n,)) for n in range(threads)]
-    for thread in pool:
-        thread.start()
-    for thread in pool:
-        thread.join()
+    times, failures = write_steadily(vault, threads, seconds, name, f"Two {name}", ["two-servers"])
     runtime.stop()
     index.close()
     print(json.dumps({"name": name, "writes": len(times), "p50": statistics.median(times),

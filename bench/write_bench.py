@@ -22,11 +22,9 @@ The vault and its index live in a temporary folder and are thrown away.
 from __future__ import annotations
 
 import argparse
-import random
 import statistics
 import sys
 import tempfile
-import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -35,6 +33,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from gen_vault import generate
+from writers import pct, write_steadily
 
 from vault_mem.mcp_server.app import call
 from vault_mem.mcp_server.tools import ToolSpec, tools_for
@@ -44,11 +43,6 @@ from vault_mem.served.context import Vault
 
 AGENT = "bench"
 TARGET_P50_MS = 60.0
-
-
-def pct(values: list[float], q: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
 
 
 class Bench:
@@ -93,36 +87,8 @@ def concurrent(vault: Vault, domains: list[str], threads: int, seconds: float) -
     runtime.start()
     if not runtime.wait_ready(600):
         raise SystemExit("the index did not become ready")
-    specs = {spec.name: spec for spec in tools_for(False)}
-    times: list[float] = []
-    failures: list[str] = []
-    deadline = time.monotonic() + seconds
-
-    def writer(n: int) -> None:
-        rng = random.Random(n)
-        mine: list[str] = []
-        i = 0
-        while time.monotonic() < deadline:
-            i += 1
-            if mine and rng.random() < 0.5:
-                tool, args = "memory_edit", {"agent": AGENT, "ref": rng.choice(mine), "append": f"More {n} {i}."}
-            else:
-                tool, args = "memory_write", {"agent": AGENT, "title": f"Load {n} {i}", "content": f"By {n}: {i}.",
-                                              "domain": rng.choice(domains), "tags": ["load"]}
-            start = time.perf_counter()
-            answer = call(vault, specs[tool], args)
-            times.append((time.perf_counter() - start) * 1000)
-            if answer.get("status") != "ok":
-                failures.append(f"{tool}: {answer.get('message')}")
-            elif tool == "memory_write":
-                mine.append(str(answer["uid"]))
-
     cpu, wall = time.process_time(), time.perf_counter()
-    pool = [threading.Thread(target=writer, args=(n,)) for n in range(threads)]
-    for thread in pool:
-        thread.start()
-    for thread in pool:
-        thread.join()
+    times, failures = write_steadily(vault, threads, seconds, AGENT, "Load", domains, tags=["load"])
     cpu, wall = time.process_time() - cpu, time.perf_counter() - wall
     runtime.stop()
     print(f"{len(times)} writes from {threads} threads in {wall:.1f} s: {len(times) / wall:.1f} writes/s, "

@@ -9,20 +9,23 @@ Without ``configure`` the defaults hold.
 
 What is not here, and why (the numbers that are part of a format or a contract, not a choice):
 
-- ``search/schema.py`` ``SCHEMA_VERSION`` and ``git/history.py`` ``CACHE_VERSION``: versions of
-  files on disk; ``history/agentstate.py`` ``_HEAD``: where a state file's generation ends.
-- ``search/whoosh/mapping.py`` ``HASH_TABLES``: the table count of Whoosh's hash file format;
-  ``search/whoosh/postings.py`` ``POSTING_BYTES``, ``TERM_BYTES``, ``MERGED_POSTING_BYTES``: what
-  Python holds per posting and term (the sizes of structures, counted against ``build`` memory),
-  and ``_SMALL``, the length of a table made once at import.
-- ``writes/tools.py`` ``NOTE_TURNS``: the stripes of a lock table made at import; a number that
-  changed mid-process would give one note two locks.
-- ``vault/paths.py`` ``MAX_SEGMENT_BYTES``: the 255 bytes a file
-  system allows in one name; ``mcp_server/delegate.py`` ``MAX_FRAME``: follows from the MCP SDK's
-  bound on a request body.
-- ``cli/imports.py`` ``NOTHING_IMPORTED`` and ``cli/maintenance.py`` ``PROBLEMS_FOUND``: exit
-  statuses (docs/cli.md); ``runtime/collector.py`` ``NEVER`` and ``cli/output.py`` ``UNLIMITED``:
-  stand-ins for "never" and "no bound"; ``git/repo.py`` ``ZERO_OID``: git's all-zero object id.
+- Formats on disk: ``SCHEMA_VERSION`` (search/schema.py, with the width ``bits`` its ``_number``
+  fields take) and ``CACHE_VERSION`` (git/history.py) are versions of files; ``HASH_TABLES``
+  (search/whoosh/mapping.py) is the table count of Whoosh's hash file format; ``_HEAD``
+  (history/agentstate.py) is where a state file's generation ends.
+- Sizes of what Python holds, counted against a build's memory: ``POSTING_BYTES``, ``TERM_BYTES``
+  and ``MERGED_POSTING_BYTES`` (search/whoosh/postings.py): what Python takes, not a choice.
+- Bounds others set: ``MAX_SEGMENT_BYTES`` (vault/paths.py), the 255 bytes a file system allows in
+  one name; ``MAX_FRAME`` (mcp_server/delegate.py), from the MCP SDK's bound on a request body;
+  ``INT64_MIN`` and ``INT64_MAX`` (served/params.py), the integers a parameter may be; ``NEVER``
+  (runtime/collector.py), a collector threshold never reached (``gc.set_threshold`` takes a C int,
+  no "never"); and the defaults of Whoosh's interfaces that a patch re-implements, kept as Whoosh
+  has them (``TermPool``'s ``limitmb``, its ``items``' ``maxfiles``, ``unique_name``'s ``size``).
+- Exit statuses (docs/cli.md): ``NOTHING_IMPORTED`` (cli/imports.py) and ``PROBLEMS_FOUND``
+  (cli/maintenance.py); and git's all-zero object id, ``ZERO_OID`` (git/repo.py).
+- Tables made once per process: ``NOTE_TURNS`` (writes/tools.py), the stripes of the notes' lock
+  table (a number that changed mid-process would give one note two locks), and ``_SMALL``
+  (search/whoosh/postings.py), the frequencies whose weights are made once at import.
 """
 
 from __future__ import annotations
@@ -46,6 +49,8 @@ class Settings:
     build_first_segment: int = 1000  # files in the smallest segment a build worker writes (docs/index-and-scale.md#4-the-cold-build-ends-with-few-segments)
     build_max_segment: int = 16000  # files in the largest segment a build worker writes (docs/index-and-scale.md#4-the-cold-build-ends-with-few-segments)
     build_report_every: int = 50  # files a build worker parses between two progress reports (docs/index-and-sync.md#at-start)
+    build_poll: float = 5.0  # seconds a parallel build waits for its workers' news before it checks they are still alive (docs/index-and-scale.md#4-the-cold-build-ends-with-few-segments)
+    build_worker_stop_wait: float = 10.0  # seconds a build worker gets to stop when the build ends or fails before it is killed (docs/index-and-scale.md#4-the-cold-build-ends-with-few-segments)
     cells_whole_after: int = 2000  # lookups one by one in a column before the whole column is joined instead (docs/index-and-scale.md#6-memory-stays-bounded)
     tiny_segment: int = 20  # documents in a segment a few live commits make, one a later commit may fold in (docs/index-and-scale.md#1-live-commits-merge-only-their-own-crumbs)
     tiny_fold: int = 8  # tiny segments after which the next commit folds them into its own (docs/index-and-scale.md#1-live-commits-merge-only-their-own-crumbs)
@@ -71,6 +76,13 @@ class Settings:
     inline_postings: int = 4  # postings a term may have and still keep them in its term info (patch 9) (docs/index-and-scale.md#7-whoosh-behind-one-seam-reads-behind-a-query-api)
     tocs_kept: int = 8  # latest index generations whose table of contents the process keeps read (docs/index-and-scale.md#7-whoosh-behind-one-seam-reads-behind-a-query-api)
     run_chunk: int = 8192  # postings per pickled chunk of a build's run file (docs/index-and-scale.md#6-memory-stays-bounded)
+    writer_pool_mb: int = 64  # megabytes of postings a build worker's or a merge's writer holds before it sorts them to a run file (docs/index-and-scale.md#6-memory-stays-bounded)
+    tiny_kept: int = 64  # tiny segments of its own commits whose notes a process keeps to fold them in; the oldest are forgotten (docs/index-and-scale.md#1-live-commits-merge-only-their-own-crumbs)
+    written_kept: int = 10_000  # files a process remembers submitting, so the watcher's events for them cost nothing; the oldest are forgotten (docs/index-and-sync.md#while-serving)
+    debris_stale: float = 600.0  # seconds after which a temporary file in the index folder is debris a killed writer left (docs/index-and-scale.md#5-the-index-folder-holds-only-the-index)
+    lock_first_retry: float = 0.005  # seconds before the first retry of Whoosh's write lock held by another writer (docs/index-and-scale.md#3-a-held-lock-is-a-wait-never-a-failure)
+    writer_max_retry: float = 0.02  # seconds at most between two tries of a writer for that lock (docs/index-and-scale.md#3-a-held-lock-is-a-wait-never-a-failure)
+    swap_max_retry: float = 0.1  # seconds at most between two tries of a merge's swap or a tidy for that lock (docs/index-and-scale.md#3-a-held-lock-is-a-wait-never-a-failure)
 
     # -- Writes ------------------------------------------------------------------------------------
     commit_gather: float = 0.03  # seconds a commit waits for a write tool between its file change and its submission, to join it (docs/concurrency.md#two-processes-on-one-vault)
@@ -181,14 +193,47 @@ class Settings:
     snippet_chars: int = 400  # characters of a row's snippet (docs/tools.md#rules-every-tool-follows)
     row_fields_budget: int = 8_000  # characters of JSON a list row may take besides its content (docs/tools.md#rules-every-tool-follows)
 
+    recall_chunks_kept: int = 256  # notes whose mem_recall chunks a process keeps (docs/tools.md#mem_recall)
+    recall_counts_kept: int = 50_000  # notes whose chunk count a process keeps, so paging need not chunk every earlier note again (docs/tools.md#mem_recall)
+    param_max_chars: int = 10_000  # characters a string parameter may have where its tool names no other bound (docs/tools.md#rules-every-tool-follows)
+    param_max_items: int = 1_000  # strings a list parameter may hold where its tool names no other bound (docs/tools.md#rules-every-tool-follows)
+
+    # -- Notes that say nearly the same (search/similar.py: memory_write's similar, vault-mem tidy) -
+    similar_shown: int = 3  # notes memory_write's and memory_supersede's `similar` lists at most (docs/tools.md#memory_write)
+    similar_threshold: float = 0.35  # resemblance (0..1) from which a note is listed as saying nearly the same; tidy's default --threshold (docs/tools.md#memory_write)
+    similar_terms: int = 8  # rarest words of a text searched to find the notes it is compared with (docs/tools.md#memory_write)
+    similar_candidates: int = 10  # notes found by those words that are compared with the text (docs/tools.md#memory_write)
+    similar_min_words: int = 8  # distinct words a text needs to be compared at all: in fewer, any two look alike (docs/tools.md#memory_write)
+    similar_rarity_words: int = 50_000  # words whose document frequency one comparison (or a whole tidy) keeps (docs/tools.md#memory_write)
+    tidy_neighbours: int = 8  # notes resembling one note that tidy joins into its cluster (docs/cli.md#vault-mem-tidy)
+    tidy_view_notes: int = 500  # notes tidy compares through one view before a fresh one lets go of the records read (docs/cli.md#vault-mem-tidy)
+    tidy_view_clusters: int = 200  # clusters tidy orders through one view (docs/cli.md#vault-mem-tidy)
+
+    # -- Finding by meaning (vault_mem/meaning/, search/fusion.py) ----------------------------------
+    meaning_depth: int = 20  # notes of the keyword order, and notes nearest by meaning, that the fusion ranks (docs/ranking.md#by-meaning-optional)
+    meaning_rrf_k: int = 60  # the k of reciprocal-rank fusion, 1 / (k + rank): the larger, the less a first place outweighs the next (docs/ranking.md#by-meaning-optional)
+    meaning_min_similarity: float = 0.25  # cosine similarity below which a note is not near a query by meaning (docs/ranking.md#by-meaning-optional)
+    meaning_chunk_chars: int = 1_000  # characters of a note embedded as one chunk; a longer note is cut at its headings (docs/ranking.md#by-meaning-optional)
+    meaning_max_chunks: int = 8  # chunks of one note embedded at most; the rest of a huge note is only indexed by its words (docs/ranking.md#by-meaning-optional)
+    meaning_batch_notes: int = 16  # notes embedded and stored together; a stop loses at most one batch (docs/ranking.md#by-meaning-optional)
+    meaning_batch_tokens: int = 4_096  # word pieces the model runs in one batch, about (docs/ranking.md#by-meaning-optional)
+    meaning_idle: float = 2.0  # seconds between two looks of the embedder at whether the index moved (docs/ranking.md#by-meaning-optional)
+    meaning_stop_wait: float = 10.0  # seconds the embedder gets to end its batch when the server stops (docs/ranking.md#by-meaning-optional)
+    meaning_query_cache: int = 256  # queries whose vectors a process keeps: an agent often repeats one (docs/ranking.md#by-meaning-optional)
+    meaning_pull_timeout: float = 60.0  # seconds `vault-mem meaning pull` waits for the hub's answer to one request (docs/cli.md#vault-mem-meaning)
+
     # -- Imports -----------------------------------------------------------------------------------
     import_writers: int = 8  # creates in flight at once during an import (docs/import.md#speed)
     import_batch: int = 256  # creates queued before waiting for them, so memory stays bounded and the progress honest (docs/import.md#speed)
+    import_title_chars: int = 80  # characters of a record's first line that title an imported note without a title (docs/import.md#the-jsonl-form)
 
     # -- Git ---------------------------------------------------------------------------------------
     git_timeout: float = 60.0  # seconds a local git command may take (docs/git.md#good-to-know)
     git_network_timeout: float = 300.0  # seconds a git fetch or push may take (docs/git.md#good-to-know)
     sync_rounds: int = 3  # fetch-and-push rounds a sync tries when the remote moved meanwhile (docs/git.md#what-vault-mem-sync-does)
+    sync_stop_wait: float = 30.0  # seconds the server's periodic sync gets to end its round when the server stops (docs/git.md#what-vault-mem-sync-does)
+    git_probe_timeout: float = 15.0  # seconds git may take to say whether the vault is inside a work tree (docs/git.md#good-to-know)
+    git_history_timeout: float = 600.0  # seconds one `git log` over the vault's history may take when the index follows git (docs/git.md#the-index-follows-git)
     git_commit_attempts: int = 3  # tries of a commit when another git process holds the repository's lock (docs/git.md#agents-writes-as-commits-serve---git-commit)
     history_max_commits: int = 50  # commits kept per note, the most memory_read's history asks for (docs/git.md#the-index-follows-git)
     history_save_after: int = 50  # new commits replayed before the saved history map is rewritten (docs/git.md#the-index-follows-git)

@@ -5,6 +5,7 @@ person's yes, and ``vault-mem undo --agent tidy`` puts every file back byte for 
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 from pathlib import Path
@@ -15,6 +16,7 @@ from conftest import open_vault, write_notes
 from serving import start_http
 from test_sharing import TOKEN, add_key, http_session
 
+from vault_mem import settings
 from vault_mem.cli import main
 from vault_mem.errors import Conflict
 from vault_mem.writes.tidy import supersede_into
@@ -174,3 +176,35 @@ def test_tidy_leaves_a_cluster_alone_when_its_note_to_keep_changed_since_it_was_
         supersede_into(root, tmp_path / "index", keep, [{"uid": "billing-1", "has_id": True, "path": "x.md"}],
                        "2026-05-01T00:00:00+00:00")
     assert target.read_bytes() == changed
+
+
+async def test_memory_write_reads_the_similar_settings_at_the_call(tmp_path, mcp_session) -> None:
+    async with mcp_session(open_vault(tidy_vault(tmp_path / "v"))) as c:
+        found = await c.call("memory_write", agent="coder", title="Billing exporter again", content=RESTATED,
+                             domain="diary")
+        assert len(found["similar"]) == 3, "by default: the three billing notes"
+        with settings.use(dataclasses.replace(settings.current(), similar_shown=1)):
+            one = await c.call("memory_write", agent="coder", title="Billing exporter once more", content=RESTATED,
+                               domain="diary")
+        assert len(one["similar"]) == 1
+        with settings.use(dataclasses.replace(settings.current(), similar_threshold=0.999)):
+            strict = await c.call("memory_write", agent="coder", title="Billing exporter last", content=RESTATED,
+                                  domain="diary")
+        assert strict["status"] == "ok" and strict["similar"] == []
+
+
+def test_tidy_reads_the_similar_and_tidy_settings_at_the_call(tmp_path) -> None:
+    from vault_mem.reads.tidy import clusters
+    from vault_mem.served.context import View
+
+    vault = open_vault(tidy_vault(tmp_path / "v"))
+    with vault.index.searching() as searcher:
+        def views() -> View:
+            return View(vault, searcher)
+
+        [cluster] = clusters(views)
+        assert len(cluster.others) == 2
+        with settings.use(dataclasses.replace(settings.current(), similar_threshold=0.999)):
+            assert clusters(views) == []
+        with settings.use(dataclasses.replace(settings.current(), tidy_view_notes=1, tidy_view_clusters=1)):
+            assert clusters(views) == [cluster], "a fresh view every note finds the same"

@@ -104,3 +104,43 @@ def test_ranges_and_the_newest_first_order(vault: Vault) -> None:
         odd = [d for d in full if d % 2]
         assert query.newest_docs(parts, "created", 3, keep=lambda d: d % 2 == 1) == odd[:3]
         assert query.newest_docs(parts, "created", len(live) + 1) is None  # fewer than asked: the caller ranks
+
+
+def test_one_cached_order_per_segment_gives_the_ranges_the_listing_and_the_tie_positions(vault: Vault) -> None:
+    from vault_mem.search.columns import segment_column
+    from vault_mem.search.lru import CACHE
+    from vault_mem.search.ties import grouped_in_tie_order
+
+    with vault.index.searching() as searcher:
+        parts = segments(searcher)
+        for seg in parts:
+            dates, paths = segment_column(seg, "updated"), segment_column(seg, "path")
+            values, docs, positions = query.segment_order(seg, "updated")
+            every = sorted(range(len(paths)), key=query.newest_first_key(dates, paths))
+            assert [positions[d] for d in every] == list(range(len(paths)))  # the tie order, every document
+            assert values == sorted(values) and [dates[d] for d in docs] == values
+            assert sorted(docs[::-1], key=positions.__getitem__) == docs[::-1], "backwards: the same order"
+        query.docs_in_range(parts, "updated", None, None)
+        query.newest_docs(parts, "updated", 3)
+        for seg in parts:
+            grouped_in_tie_order(seg, dict.fromkeys(range(len(segment_column(seg, "path"))), "same"))
+        mine = {seg.key for seg in parts}
+        kinds = {key[0] for key in CACHE._items if isinstance(key, tuple) and any(k in mine for k in key[1:])}
+        assert kinds == {"column", "newest order"}, "besides the columns, one entry: no second copy of the order"
+
+
+def test_a_listing_keeps_its_order_both_ways_in_one_entry_per_segment(vault: Vault) -> None:
+    from vault_mem.search.lru import CACHE
+    from vault_mem.served.context import View
+
+    with vault.index.searching() as searcher:
+        view = View(vault, searcher)
+        live = query.live_docs(view.parts)
+        for by_importance in (False, True):
+            every = list(view.every_in_listing_order(by_importance))
+            assert every == sorted(live, key=view.listing_key(by_importance))
+            some = set(live[::3])
+            assert list(view.in_listing_order(sorted(some), by_importance)) == [d for d in every if d in some]
+        mine = {seg.key for seg in view.parts}
+        kinds = {key[0] for key in CACHE._items if isinstance(key, tuple) and any(k in mine for k in key[1:])}
+        assert kinds == {"column", "listing order"}, "the order and its inverse are one entry"

@@ -42,14 +42,11 @@ def json_text(text: str) -> str:
     return _IN_JSON.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
 
 
-UNLIMITED = 1_000_000  # the room of a pipe or a file: lines are never cut there
-
-
 def width() -> int:
-    """The terminal's columns ($COLUMNS first), at least 40; UNLIMITED when stdout is not a
-    terminal and $COLUMNS is not set: `vault-mem log | grep x` needs whole lines."""
+    """The terminal's columns ($COLUMNS first), at least 40; no bound (``sys.maxsize``) when stdout
+    is not a terminal and $COLUMNS is not set: `vault-mem log | grep x` needs whole lines."""
     if not os.environ.get("COLUMNS", "").strip().isdigit() and not _is_terminal():
-        return UNLIMITED
+        return sys.maxsize
     return max(40, shutil.get_terminal_size((80, 24)).columns)
 
 

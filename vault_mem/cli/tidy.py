@@ -9,6 +9,7 @@ import argparse
 import sys
 from typing import TYPE_CHECKING, Any
 
+from vault_mem import settings
 from vault_mem.cli.app import PROG, Command, register
 from vault_mem.cli.common import print_json, progress_bar, say, up_to_date
 from vault_mem.cli.output import plural, visible
@@ -23,7 +24,7 @@ if TYPE_CHECKING:
 def tidy_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--apply", action="store_true",
                         help="supersede every listed cluster into its note to keep, without asking")
-    parser.add_argument("--threshold", type=float, default=0.35, metavar="X",
+    parser.add_argument("--threshold", type=float, metavar="X",
                         help="how alike two notes must be, 0..1 (default 0.35; higher finds fewer, closer ones)")
 
 
@@ -31,6 +32,8 @@ def cmd_tidy(args: argparse.Namespace) -> int:
     from vault_mem.reads.tidy import clusters
     from vault_mem.served.context import Vault, View
 
+    if args.threshold is None:
+        args.threshold = settings.current().similar_threshold
     if not 0 < args.threshold <= 1:
         raise InvalidInput("--threshold", f"must be more than 0 and at most 1, got {args.threshold}")
     index = up_to_date(args)

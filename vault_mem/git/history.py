@@ -198,7 +198,8 @@ class History:
                 revisions]
         if self.repo.prefix:
             args += ["--", self.repo.prefix]
-        out = self.repo.git(args, timeout=600).stdout.decode("utf-8", "surrogateescape")
+        done = self.repo.git(args, timeout=settings.current().git_history_timeout)
+        out = done.stdout.decode("utf-8", "surrogateescape")
         touched: set[str] = set()
         for header, changes in _records(out):
             parts = header.split("\x1f", 3)
@@ -240,7 +241,8 @@ class History:
         args = ["diff-tree", "-r", "-z", "--no-renames", old, new]
         if self.repo.prefix:
             args += ["--", self.repo.prefix]
-        tokens = self.repo.git(args, timeout=600).stdout.decode("utf-8", "surrogateescape").split("\0")
+        done = self.repo.git(args, timeout=settings.current().git_history_timeout)
+        tokens = done.stdout.decode("utf-8", "surrogateescape").split("\0")
         changed: set[str] = set()
         for meta, path in zip(tokens[0::2], tokens[1::2], strict=False):
             bits = meta.lstrip(":").split(" ")
@@ -258,7 +260,8 @@ class History:
         args = ["ls-tree", "-r", "-z", "--full-tree", head]
         if self.repo.prefix:
             args += ["--", self.repo.prefix]
-        out = self.repo.git(args, timeout=600).stdout.decode("utf-8", "surrogateescape")
+        done = self.repo.git(args, timeout=settings.current().git_history_timeout)
+        out = done.stdout.decode("utf-8", "surrogateescape")
         blobs: dict[str, str] = {}
         for entry in out.split("\0"):
             meta, _, path = entry.partition("\t")

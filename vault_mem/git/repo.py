@@ -100,7 +100,8 @@ class Repo:
             return None
         try:
             done = run(vault, ["rev-parse", "--is-inside-work-tree", "--show-toplevel", "--show-prefix",
-                               "--absolute-git-dir", "--show-object-format"], check=False, timeout=15)
+                               "--absolute-git-dir", "--show-object-format"], check=False,
+                       timeout=settings.current().git_probe_timeout)
         except GitError:
             return None
         lines = done.stdout.decode("utf-8", "surrogateescape").split("\n")

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from vault_mem import settings
 from vault_mem.errors import InvalidInput
 from vault_mem.vault.dates import from_timestamp, iso, parse_datetime
 
@@ -112,8 +113,10 @@ def moment(value: Any) -> str | None:
     return iso(parsed) if parsed else None
 
 
-def first_line_title(text: str, limit: int = 80) -> str:
-    """A title from the first non-empty line of ``text``, cut at a word near ``limit`` characters."""
+def first_line_title(text: str, limit: int | None = None) -> str:
+    """A title from the first non-empty line of ``text``, cut at a word near ``limit`` characters
+    (the ``import_title_chars`` setting when None)."""
+    limit = settings.current().import_title_chars if limit is None else limit
     line = next((ln.strip() for ln in text.splitlines() if ln.strip()), "")
     line = line.lstrip("#>-* ").strip() or line
     if len(line) <= limit:

@@ -11,11 +11,16 @@ title and its section's heading, so a section is understood in its note's terms.
 
 from __future__ import annotations
 
+from vault_mem import settings
 from vault_mem.vault.markdown import headings
 
 
-def note_chunks(title: str, body: str, chunk_chars: int = 1000, max_chunks: int = 8) -> list[str]:
-    """The texts to embed for one note (none when it holds no text at all)."""
+def note_chunks(title: str, body: str, chunk_chars: int | None = None, max_chunks: int | None = None) -> list[str]:
+    """The texts to embed for one note (none when it holds no text at all); the bounds not given
+    are the ``meaning_chunk_chars`` and ``meaning_max_chunks`` settings."""
+    config = settings.current()
+    chunk_chars = config.meaning_chunk_chars if chunk_chars is None else chunk_chars
+    max_chunks = config.meaning_max_chunks if max_chunks is None else max_chunks
     title, body = title.strip(), body.strip()
     if len(title) + len(body) + 1 <= chunk_chars:
         whole = f"{title}\n{body}".strip()

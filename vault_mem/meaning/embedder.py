@@ -18,6 +18,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from vault_mem import settings
 from vault_mem.meaning.chunks import note_chunks
 from vault_mem.meaning.model import SentenceModel, load_model
 from vault_mem.meaning.store import VectorStore
@@ -31,11 +32,11 @@ ReadNote = Callable[[str], "tuple[str, str] | None"]  # path -> (title, body), N
 class Meaning:
     """A model and the vectors of one vault; ``nearest(query, k)`` is what the search asks for."""
 
-    def __init__(self, model: SentenceModel, store: VectorStore, query_cache: int = 256) -> None:
+    def __init__(self, model: SentenceModel, store: VectorStore, query_cache: int | None = None) -> None:
         self.model = model
         self.store = store
         self._queries: OrderedDict[str, Any] = OrderedDict()
-        self._query_cache = query_cache
+        self._query_cache = settings.current().meaning_query_cache if query_cache is None else query_cache
         self._lock = threading.Lock()
         self.embedder: Embedder | None = None
 
@@ -82,7 +83,7 @@ class Meaning:
         embedder = Embedder(self, notes, read)
         return embedder.catch_up(on_progress)
 
-    def start(self, notes: NotesNow, read: ReadNote, idle_seconds: float = 2.0,
+    def start(self, notes: NotesNow, read: ReadNote, idle_seconds: float | None = None,
               version: Callable[[], object] | None = None) -> Embedder:
         """Start the background embedder (once); see ``Embedder`` for ``version``."""
         if self.embedder is None:
@@ -102,15 +103,16 @@ class Embedder:
     moved since the last complete pass, or when ``wake`` is called, so an idle server reads no
     column every tick."""
 
-    def __init__(self, meaning: Meaning, notes: NotesNow, read: ReadNote, batch_notes: int = 16,
-                 idle_seconds: float = 2.0, version: Callable[[], object] | None = None) -> None:
+    def __init__(self, meaning: Meaning, notes: NotesNow, read: ReadNote, batch_notes: int | None = None,
+                 idle_seconds: float | None = None, version: Callable[[], object] | None = None) -> None:
+        config = settings.current()
         self._version = version
         self._seen: object = None
         self.meaning = meaning
         self._notes = notes
         self._read = read
-        self._batch = batch_notes
-        self._idle = idle_seconds
+        self._batch = config.meaning_batch_notes if batch_notes is None else batch_notes
+        self._idle = config.meaning_idle if idle_seconds is None else idle_seconds
         self._stop = threading.Event()
         self._wake = threading.Event()
         self._state_lock = threading.Lock()
@@ -124,11 +126,11 @@ class Embedder:
         self._thread = threading.Thread(target=self._run, name="vault-mem-meaning", daemon=True)
         self._thread.start()
 
-    def stop(self, timeout: float = 10.0) -> None:
+    def stop(self, timeout: float | None = None) -> None:
         self._stop.set()
         self._wake.set()
         if self._thread is not None:
-            self._thread.join(timeout)
+            self._thread.join(settings.current().meaning_stop_wait if timeout is None else timeout)
 
     def wake(self) -> None:
         """Look for changed notes now rather than at the next idle tick."""

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from vault_mem import settings
 from vault_mem.errors import InvalidInput, MeaningUnavailable
 
 if TYPE_CHECKING:
@@ -102,10 +103,12 @@ class SentenceModel:
     def count_tokens(self, text: str) -> int:
         return len(self._tokenizer.encode(text).ids)
 
-    def encode(self, texts: list[str], batch_tokens: int = 4096) -> Matrix:
+    def encode(self, texts: list[str], batch_tokens: int | None = None) -> Matrix:
         """One unit-length row a text (float32, ``dim`` wide). Texts are cut at ``max_tokens``
         word pieces; batches of similar lengths are padded together, about ``batch_tokens``
-        word pieces a batch, so memory stays small whatever the number of texts."""
+        word pieces a batch (the ``meaning_batch_tokens`` setting when None), so memory stays small
+        whatever the number of texts."""
+        batch_tokens = settings.current().meaning_batch_tokens if batch_tokens is None else batch_tokens
         np = self._np
         out: Matrix = np.zeros((len(texts), self.dim), dtype=np.float32)
         if not texts:

@@ -19,6 +19,7 @@ import urllib.request
 from collections.abc import Callable
 from pathlib import Path
 
+from vault_mem import settings
 from vault_mem.errors import InvalidInput, MeaningUnavailable
 from vault_mem.vault.portable import replace_file, user_cache_root
 
@@ -66,10 +67,12 @@ def resolve_model(value: str) -> Path:
                        f"first: vault-mem meaning pull {DEFAULT_MODEL.split('/')[1]}")
 
 
-def pull(name: str, progress: Progress | None = None, revision: str = "main", timeout: float = 60.0,
+def pull(name: str, progress: Progress | None = None, revision: str = "main", timeout: float | None = None,
          force: bool = False) -> Path:
     """Download model ``name`` (see the module docstring); returns its folder. An existing one is
-    kept unless ``force``. Raises MeaningUnavailable saying which file failed and why."""
+    kept unless ``force``. Raises MeaningUnavailable saying which file failed and why. ``timeout``:
+    seconds per request, the ``meaning_pull_timeout`` setting when None."""
+    timeout = settings.current().meaning_pull_timeout if timeout is None else timeout
     repo = repo_of(name)
     dest = pulled_folder(repo)
     if dest.is_dir() and not force:

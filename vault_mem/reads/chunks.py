@@ -123,7 +123,9 @@ class ChunkCache:
     the chunks themselves, under a key of the caller's choice (one that is cheaper to get than
     the etag: reading thousands of stored records costs tens of milliseconds)."""
 
-    def __init__(self, chunks_size: int = 256, counts_size: int = 50_000) -> None:
+    def __init__(self, chunks_size: int | None = None, counts_size: int | None = None) -> None:
+        """The sizes not given are the ``recall_chunks_kept`` and ``recall_counts_kept`` settings,
+        read at each ``put`` (the process's cache is made at import)."""
         self._chunks: OrderedDict[tuple[str, str], list[Chunk]] = OrderedDict()
         self._counts: OrderedDict[Hashable, int] = OrderedDict()
         self._sizes = (chunks_size, counts_size)
@@ -147,6 +149,9 @@ class ChunkCache:
         with self._lock:
             self._chunks[key] = chunks
             self._counts[count_key] = len(chunks)
-            for store, size in ((self._chunks, self._sizes[0]), (self._counts, self._sizes[1])):
+            config = settings.current()
+            chunks_size, counts_size = self._sizes
+            for store, size in ((self._chunks, config.recall_chunks_kept if chunks_size is None else chunks_size),
+                                (self._counts, config.recall_counts_kept if counts_size is None else counts_size)):
                 while len(store) > size:
                     store.popitem(last=False)

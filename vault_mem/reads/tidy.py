@@ -12,8 +12,8 @@ The note to keep is the most recently updated (then the one created last, then t
 every list orders them): a restatement written later is likelier to hold what is true now.
 
 Memory stays bounded on a large vault: a fresh view (whose records cache is the call's) every
-``chunk`` notes, words' rarities kept for at most ``frequencies`` words, and only
-the notes that resemble another remembered.
+``tidy_view_notes`` notes (settings), words' rarities kept for at most ``similar_rarity_words``
+words, and only the notes that resemble another remembered.
 """
 
 from __future__ import annotations
@@ -22,6 +22,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+from vault_mem import settings
 from vault_mem.reads.lineage import Lineage
 from vault_mem.search.api import Rarity, resemblance, resembling, word_set
 from vault_mem.served.context import View
@@ -85,15 +86,18 @@ class _Pieces:
         return [sorted(docs) for docs in found.values() if len(docs) > 1]
 
 
-def clusters(views: Callable[[], View], *, threshold: float = 0.35,
-             advance: Callable[[int], None] | None = None, total: Callable[[int], None] | None = None,
-             chunk: int = 500, frequencies: int = 50_000) -> list[Cluster]:
+def clusters(views: Callable[[], View], *, threshold: float | None = None,
+             advance: Callable[[int], None] | None = None, total: Callable[[int], None] | None = None) -> list[Cluster]:
     """The clusters of near-duplicate notes of one searcher's index (``views`` makes a fresh view
-    over it: each keeps the records it read until dropped), the largest first. ``total`` is told
-    how many notes will be compared, ``advance`` each one compared."""
+    over it: each keeps the records it read until dropped), the largest first. ``threshold``: the
+    ``similar_threshold`` setting when None. ``total`` is told how many notes will be compared,
+    ``advance`` each one compared."""
+    config = settings.current()
+    threshold = config.similar_threshold if threshold is None else threshold
+    chunk = config.tidy_view_notes
     pieces = _Pieces()
     view = views()
-    rarest = Rarity(view, frequencies)
+    rarest = Rarity(view)
     lineage = Lineage(view)
     current = [d for d in view.all_docs() if not lineage.superseded(d)]
     del lineage
@@ -105,7 +109,7 @@ def clusters(views: Callable[[], View], *, threshold: float = 0.35,
         for doc in current[start:start + chunk]:
             record = view.record(doc)
             found = resembling(view, str(record.get("title") or ""), str(record.get("head") or ""),
-                               exclude={doc}, keep=keep, limit=8, threshold=threshold,
+                               exclude={doc}, keep=keep, limit=config.tidy_neighbours, threshold=threshold,
                                rarest=rarest)
             for near in found:
                 pieces.join(doc, near.docnum)
@@ -116,7 +120,7 @@ def clusters(views: Callable[[], View], *, threshold: float = 0.35,
 
 def _proposed(views: Callable[[], View], groups: list[list[int]], rarest: Rarity, threshold: float) -> list[Cluster]:
     out: list[Cluster] = []
-    for part in _chunks(groups):
+    for part in _chunks(groups, settings.current().tidy_view_clusters):
         view = views()
         updated, created, paths = view.cells("updated"), view.cells("created"), view.cells("path")
         for docs in part:
@@ -136,7 +140,7 @@ def _proposed(views: Callable[[], View], groups: list[list[int]], rarest: Rarity
     return out
 
 
-def _chunks(groups: list[list[int]], size: int = 200) -> Iterator[list[list[int]]]:
+def _chunks(groups: list[list[int]], size: int) -> Iterator[list[list[int]]]:
     for start in range(0, len(groups), size):
         yield groups[start:start + size]
 

@@ -28,9 +28,9 @@ def note_text(root: Path) -> Callable[[str], tuple[str, str] | None]:
 
 
 def start_embedding(meaning: Meaning, root: Path, index: VaultIndex, wait_ready: Callable[[], object],
-                    idle_seconds: float = 2.0) -> threading.Thread:
+                    idle_seconds: float | None = None) -> threading.Thread:
     """Start ``meaning``'s embedder once ``wait_ready()`` returns; it looks for changed notes when
-    the index's generation moves (checked every ``idle_seconds``)."""
+    the index's generation moves (checked every ``idle_seconds``: the ``meaning_idle`` setting when None)."""
     def run() -> None:
         wait_ready()
         meaning.start(index_notes(index), note_text(root), idle_seconds=idle_seconds, version=index.generation)

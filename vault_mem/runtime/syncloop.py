@@ -12,6 +12,7 @@ import logging
 import threading
 from pathlib import Path
 
+from vault_mem import settings
 from vault_mem.errors import GitError
 from vault_mem.git.history import history_for
 from vault_mem.git.sync import SyncResult, sync_vault
@@ -37,7 +38,7 @@ class SyncLoop:
     def stop(self) -> None:
         self._stop.set()
         if self._thread is not None:
-            self._thread.join(timeout=30)
+            self._thread.join(timeout=settings.current().sync_stop_wait)
 
     def run_once(self) -> SyncResult | None:
         try:

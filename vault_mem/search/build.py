@@ -153,7 +153,7 @@ def _parallel_build(index: VaultIndex, files: list[str], bar: Progress, procs: i
         generation = parent.generation
         received = 0
         while received < expected:
-            ready: list[Any] = wait(busy, timeout=5)
+            ready: list[Any] = wait(busy, timeout=settings.current().build_poll)
             if not ready and not any(w.is_alive() for w in workers):
                 raise RuntimeError("index workers stopped before the build finished")
             for conn in ready:
@@ -186,7 +186,7 @@ def _parallel_build(index: VaultIndex, files: list[str], bar: Progress, procs: i
         raise
     finally:
         for worker in workers:
-            worker.join(timeout=10)
+            worker.join(timeout=settings.current().build_worker_stop_wait)
             if worker.is_alive():
                 worker.kill()
         for conn in pipes:

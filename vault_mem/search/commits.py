@@ -78,17 +78,16 @@ def fold_tiny(writer: SegmentWriter, segments: list[Any], at: int | None,
 class OwnTiny:
     """The notes each tiny segment this process committed holds, in document order, by segment id,
     for ``fold_tiny``. Only ever used under the process's write turn; the oldest are forgotten
-    past ``LIMIT`` (a segment merged away in the background is never asked for again)."""
-
-    LIMIT = 64
+    past the ``tiny_kept`` setting (a segment merged away in the background is never asked for again)."""
 
     def __init__(self) -> None:
         self._by_segment: OrderedDict[str, list[tuple[Note, str]]] = OrderedDict()
 
     def keep(self, segment_id: str, notes: list[tuple[Note, str]]) -> None:
-        if notes and len(notes) <= settings.current().tiny_segment:
+        config = settings.current()
+        if notes and len(notes) <= config.tiny_segment:
             self._by_segment[segment_id] = notes
-            while len(self._by_segment) > self.LIMIT:
+            while len(self._by_segment) > config.tiny_kept:
                 self._by_segment.popitem(last=False)
 
     def pop(self, segment_id: str) -> list[tuple[Note, str]] | None:
@@ -157,27 +156,30 @@ def write_lock(ix: FileIndex, timeout: float | None = None) -> Iterator[None]:
     as ``VaultIndex.acquire_writer`` waits."""
     lock = ix.lock("WRITELOCK")
     start = time.monotonic()
-    delay = 0.005
+    config = settings.current()
+    delay = config.lock_first_retry
     while not lock.acquire(blocking=False):
         if timeout is not None and time.monotonic() - start > timeout:
             raise IndexBusy(f"the index stayed locked by another writer for {timeout:.0f} s")
         time.sleep(delay)
-        delay = min(delay * 2, 0.1)
+        delay = min(delay * 2, config.swap_max_retry)
     try:
         yield
     finally:
         lock.release()
 
 
-def clean_debris(index_dir: Path, stale_after: float = 600.0) -> list[str]:
+def clean_debris(index_dir: Path, stale_after: float | None = None) -> list[str]:
     """Remove what killed writers left in the index folder; call it holding Whoosh's write lock.
 
     Under that lock no other writer is at work (a build's parent holds it for the whole build),
     so every temp folder (``*.tmp``: a writer's pool, a build worker's) and every unfinished
     table of contents (``_MAIN_<n>.toc.<time>``) is debris. A temp file (``*.tmp``: the state
     file's atomic write, done without that lock) is debris only once it is old. Orphan
-    segment files are Whoosh's to remove: every commit deletes those no TOC names.
+    segment files are Whoosh's to remove: every commit deletes those no TOC names. ``stale_after``:
+    the ``debris_stale`` setting when None.
     """
+    stale_after = settings.current().debris_stale if stale_after is None else stale_after
     removed: list[str] = []
     now = time.time()
     try:
@@ -213,8 +215,6 @@ class Written:
     the save was submitted, indexed the note itself and took the write lock from the batch
     that held it.
     """
-
-    LIMIT = 10_000
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
@@ -255,11 +255,13 @@ class Written:
                 self.waiting -= 1
 
     def add(self, notes: list[tuple[Note, str]]) -> None:
+        """Remember these as submitted; past the ``written_kept`` setting the oldest are forgotten."""
+        kept = settings.current().written_kept
         with self._lock:
             for note, fsrel in notes:
                 self._files.pop(fsrel, None)
                 self._files[fsrel] = (note.size, note.mtime_ns)
-            while len(self._files) > self.LIMIT:
+            while len(self._files) > kept:
                 self._files.popitem(last=False)
 
     def forget(self, notes: list[tuple[Note, str]]) -> None:

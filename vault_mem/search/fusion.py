@@ -20,6 +20,7 @@ from collections.abc import Collection
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from vault_mem import settings
 from vault_mem.search.snapshot import Snapshot
 from vault_mem.search.topk import Ranked, best_notes
 
@@ -36,11 +37,14 @@ class Fused(Ranked):
 
 
 def fused_notes(view: Snapshot, meaning: Meaning, query: str, terms: list[str], limit: int,
-                keep: Collection[int] | None = None, depth: int = 20, rrf_k: int = 60,
-                min_similarity: float = 0.25) -> Fused:
+                keep: Collection[int] | None = None, depth: int | None = None, rrf_k: int | None = None,
+                min_similarity: float | None = None) -> Fused:
     """The first ``limit`` notes by the rule of the module docstring (``keep``: the notes the
-    filters admit, None for all)."""
-    depth = max(depth, limit)
+    filters admit, None for all; the bounds not given: the ``meaning_*`` settings)."""
+    config = settings.current()
+    rrf_k = config.meaning_rrf_k if rrf_k is None else rrf_k
+    min_similarity = config.meaning_min_similarity if min_similarity is None else min_similarity
+    depth = max(config.meaning_depth if depth is None else depth, limit)
     keyword = best_notes(view, terms, depth, keep)
     tier = [d for d in keyword.page if keyword.scores[d] > keyword.ceiling]  # every term exactly
     similarity: dict[int, float] = {}

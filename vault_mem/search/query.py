@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import bisect
 from collections.abc import Callable, Iterable, Sequence
-from typing import Any, Protocol
+from typing import Any, NamedTuple, Protocol
 
 from whoosh.lang.snowball.english import EnglishStemmer
 from whoosh.searching import Searcher as Searcher  # re-exported: the type the layers above name
@@ -158,27 +158,39 @@ def sort_newest(searcher: Searcher, docs: Iterable[int], field: str = "updated")
     return ordered
 
 
-def _ordered(seg: Segment, field: str) -> tuple[list[Any], list[int]]:
-    """One segment's (values, local numbers) of a sortable ``field`` in value order, equal values
-    by path descending (read backwards: newest first), documents without a value left out (cached)."""
-    def make() -> tuple[list[Any], list[int]]:
+class SegmentOrder(NamedTuple):
+    """One segment's documents in the newest-first order on one field, made once (one sort) and
+    cached by ``segment_order``: what never changes in a segment."""
+
+    values: list[Any]  # the field's values in ascending order, documents without one left out
+    docs: list[int]  # their local numbers: read backwards, newest first
+    positions: list[int]  # each local number's place in the newest-first order of every document
+
+
+def segment_order(seg: Segment, field: str) -> SegmentOrder:
+    """The segment's ``SegmentOrder`` on a sortable ``field`` (cached by ``seg.key``: it holds every
+    document whoever looks; callers skip ``seg.unseen``, which holds deletions and a caller's mask)."""
+    def make() -> SegmentOrder:
+        dates = segment_column(seg, field)
         paths = segment_column(seg, "path")
-        pairs = [(v, d) for d, v in enumerate(segment_column(seg, field)) if v is not None]
-        pairs.sort(key=lambda p: paths[p[1]] or "", reverse=True)
-        pairs.sort(key=lambda p: p[0])  # stable: equal values keep the path order
-        return [v for v, _d in pairs], [d for _v, d in pairs]
+        order = sorted(range(len(paths)), key=newest_first_key(dates, paths))
+        positions = [0] * len(order)
+        for position, doc in enumerate(order):
+            positions[doc] = position
+        docs = [d for d in reversed(order) if dates[d] is not None]
+        return SegmentOrder([dates[d] for d in docs], docs, positions)
 
-    def size(value: tuple[list[Any], list[int]]) -> int:
-        return approx_size(value[0]) + approx_size(value[1])
+    def size(value: SegmentOrder) -> int:
+        return approx_size(value.values) + approx_size(value.docs) + approx_size(value.positions)
 
-    return CACHE.get_or_make(("ordered", seg.key, field), make, size)
+    return CACHE.get_or_make(("newest order", seg.key, field), make, size)
 
 
 def docs_in_range(parts: Parts, field: str, lo: Any | None, hi: Any | None) -> list[int]:
     """The documents whose ``field`` value is in ``[lo, hi)`` (None: open)."""
     found: list[int] = []
     for seg in parts:
-        values, docs = _ordered(seg, field)
+        values, docs, _positions = segment_order(seg, field)
         start = 0 if lo is None else bisect.bisect_left(values, lo)
         end = len(values) if hi is None else bisect.bisect_left(values, hi)
         found.extend(seg.to_searcher_numbers(sorted(docs[start:end])))
@@ -191,12 +203,12 @@ def newest_docs(parts: Parts, field: str, limit: int, keep: Callable[[int], bool
     only those ``keep`` accepts, with a value at least ``floor``. None when fewer than ``limit``
     have a value (the caller ranks them all then).
 
-    Each segment's order is cached (``_ordered``: read backwards it is this order), so this
+    Each segment's order is cached (``segment_order``), so this
     reads the first ``limit`` entries of each segment instead of ranking every document.
     """
     picked: list[tuple[Any, str, int]] = []  # (date, path, document)
     for seg in parts:
-        values, docs = _ordered(seg, field)
+        values, docs, _positions = segment_order(seg, field)
         paths = segment_column(seg, "path")
         unseen, offset = seg.unseen, seg.offset
         taken = 0

@@ -47,10 +47,10 @@ class Rarity:
     """Words' document frequencies in the bodies of an index, and their rarity (BM25's idf, as
     the ranking's), the last ``size`` words asked kept."""
 
-    def __init__(self, view: Snapshot, size: int = 50_000) -> None:
+    def __init__(self, view: Snapshot, size: int | None = None) -> None:
         self.count = view.doc_frequencies("body")
         self.notes = view.doc_count()
-        self.size = size
+        self.size = settings.current().similar_rarity_words if size is None else size
         self._known: OrderedDict[str, tuple[int, float]] = OrderedDict()  # word: (df, rarity)
 
     def _look_up(self, word: str) -> tuple[int, float]:
@@ -110,12 +110,19 @@ def distinctive_terms(text: str, terms: int, rarest: Rarity) -> list[str]:
 
 
 def resembling(view: Snapshot, title: str, body: str, *, exclude: Collection[int] = (),
-               keep: Collection[int] | None = None, limit: int = 3, threshold: float = 0.35, terms: int = 8,
-               candidates: int = 10, min_words: int = 8, rarest: Rarity | None = None) -> list[Resembling]:
+               keep: Collection[int] | None = None, limit: int | None = None, threshold: float | None = None,
+               terms: int | None = None, candidates: int | None = None, min_words: int | None = None,
+               rarest: Rarity | None = None) -> list[Resembling]:
     """Up to ``limit`` notes of ``view`` (none of ``exclude``) whose resemblance to the note
     ``title`` + ``body`` is at least ``threshold``, the most resembling first (see the module).
     ``keep``: only these notes (all when None). ``rarest``: the index's word rarities, when the
-    caller keeps them across calls (tidy)."""
+    caller keeps them across calls (tidy). The bounds not given are the ``similar_*`` settings."""
+    config = settings.current()
+    limit = config.similar_shown if limit is None else limit
+    threshold = config.similar_threshold if threshold is None else threshold
+    terms = config.similar_terms if terms is None else terms
+    candidates = config.similar_candidates if candidates is None else candidates
+    min_words = config.similar_min_words if min_words is None else min_words
     if limit <= 0:
         return []
     text = note_text(title, body)

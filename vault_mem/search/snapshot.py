@@ -17,13 +17,13 @@ from __future__ import annotations
 import bisect
 import heapq
 from collections.abc import Callable, Hashable, Iterable, Iterator, Sequence
-from typing import Any, TypeVar
+from typing import Any, NamedTuple, TypeVar
 
 from vault_mem.errors import NotFound
 from vault_mem.search import query, vocabulary
 from vault_mem.search.cells import LazyColumn
 from vault_mem.search.columns import column, path_key_docs, segment_column, stored_record
-from vault_mem.search.lru import CACHE
+from vault_mem.search.lru import CACHE, approx_size
 from vault_mem.search.masked import masked_segments
 from vault_mem.search.query import Searcher, newest_first_key, ranked_newest_key
 from vault_mem.search.schema import fold
@@ -127,7 +127,7 @@ class Snapshot:
         for seg in self.parts:
             end = bisect.bisect_left(ordered, seg.offset + seg.size, start)
             if end > start:
-                rank = _segment_rank(seg, by_importance)
+                rank = _segment_listing(seg, by_importance).rank
                 offset = seg.offset
                 local = sorted((d - offset for d in ordered[start:end]), key=rank.__getitem__)
                 streams.append([offset + d for d in local])
@@ -138,7 +138,7 @@ class Snapshot:
 
     def every_in_listing_order(self, by_importance: bool) -> Iterator[int]:
         """Every live note in listing order, lazily (each segment's order is cached)."""
-        streams = [seg.to_searcher_numbers_lazily(_segment_order(seg, by_importance)) for seg in self.parts]
+        streams = [seg.to_searcher_numbers_lazily(_segment_listing(seg, by_importance).order) for seg in self.parts]
         return heapq.merge(*streams, key=self.listing_key(by_importance))
 
     # -- what the index knows besides document sets ------------------------------------
@@ -228,27 +228,31 @@ def _order_key(created: Sequence[Any], paths: Sequence[Any], importance: Sequenc
     return ranked_newest_key(importance, created, paths)
 
 
-def _segment_rank(seg: Segment, by_importance: bool) -> list[int]:
-    """Each local number's place in the segment's listing order (cached)."""
-    def make() -> list[int]:
-        order = _segment_order(seg, by_importance)
-        rank = [0] * len(order)
-        for position, doc in enumerate(order):
-            rank[doc] = position
-        return rank
+class _Listing(NamedTuple):
+    """One segment's listing order, both ways, made together and cached as one entry: a filtered
+    listing sorts by ``rank``, an unfiltered one reads ``order``, and deriving either from the
+    other would cost a pass over the whole segment at each call."""
 
-    return CACHE.get_or_make(("listing rank", seg.key, by_importance), make)
+    order: list[int]  # the local numbers in listing order
+    rank: list[int]  # each local number's place in it
 
 
-def _segment_order(seg: Segment, by_importance: bool) -> list[int]:
-    """One segment's local numbers in listing order (cached)."""
-    def make() -> list[int]:
+def _segment_listing(seg: Segment, by_importance: bool) -> _Listing:
+    """One segment's ``_Listing`` (cached)."""
+    def make() -> _Listing:
         created = segment_column(seg, "created")
         key = _order_key(created, segment_column(seg, "path"),
                          segment_column(seg, "importance") if by_importance else None)
-        return sorted(range(len(created)), key=key)
+        order = sorted(range(len(created)), key=key)
+        rank = [0] * len(order)
+        for position, doc in enumerate(order):
+            rank[doc] = position
+        return _Listing(order, rank)
 
-    return CACHE.get_or_make(("listing order", seg.key, by_importance), make)
+    def size(value: _Listing) -> int:
+        return approx_size(value.order) + approx_size(value.rank)
+
+    return CACHE.get_or_make(("listing order", seg.key, by_importance), make, size)
 
 
 def _segment_folders(seg: Segment) -> dict[str, tuple[int, int, int]]:

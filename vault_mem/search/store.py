@@ -323,7 +323,7 @@ class VaultIndex:
             raise IndexBusy(f"the index at {self.dir} stayed locked by another writer of this server for "
                             f"{timeout:.0f} s")
         notice = start + config.write_wait_notice
-        delay = 0.005
+        delay = config.lock_first_retry
         handed = False  # the writer gives the turn back itself (its commit or its cancel)
         try:
             while True:
@@ -340,7 +340,7 @@ class VaultIndex:
                                  now - start)
                         notice = now + config.write_wait_notice
                     time.sleep(delay)
-                    delay = min(delay * 2, 0.02)
+                    delay = min(delay * 2, config.writer_max_retry)
                     continue
                 self._write_turn.until_released(writer)
                 handed = True

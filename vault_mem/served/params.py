@@ -13,6 +13,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from vault_mem import settings
 from vault_mem.errors import InvalidInput
 
 _AGENT = re.compile(r"[A-Za-z0-9._-]{1,64}")
@@ -115,7 +116,8 @@ class Args:
         return self.raw.get(name) is not None
 
     def text(self, name: str, default: str | None = None, *, required: bool = False,
-            max_len: int = 10_000, allow_empty: bool = True) -> str | None:
+            max_len: int | None = None, allow_empty: bool = True) -> str | None:
+        """``max_len``: the ``param_max_chars`` setting when None."""
         value = self.raw.get(name)
         if value is None:
             if required:
@@ -126,13 +128,15 @@ class Args:
         if isinstance(value, int) and not INT64_MIN <= value <= INT64_MAX:
             raise InvalidInput(name, "must be a string, got a number beyond the 64-bit range")
         text = value if isinstance(value, str) else str(value)
+        if max_len is None:
+            max_len = settings.current().param_max_chars
         if len(text) > max_len:
             raise InvalidInput(name, f"is {len(text):,} characters; at most {max_len:,} are accepted")
         if not allow_empty and not text.strip():
             raise InvalidInput(name, "must not be empty")
         return text
 
-    def required_str(self, name: str, max_len: int = 10_000, allow_empty: bool = False) -> str:
+    def required_str(self, name: str, max_len: int | None = None, allow_empty: bool = False) -> str:
         value = self.text(name, required=True, max_len=max_len, allow_empty=allow_empty)
         assert value is not None
         return value
@@ -203,8 +207,9 @@ class Args:
             raise InvalidInput(name, f"must be one of {', '.join(choices)}; got {_show(value)}")
         return folded
 
-    def str_list(self, name: str, *, max_items: int = 1000) -> list[str] | None:
-        """An array of strings; a single string is a one-element array."""
+    def str_list(self, name: str, *, max_items: int | None = None) -> list[str] | None:
+        """An array of strings; a single string is a one-element array. ``max_items``: the
+        ``param_max_items`` setting when None."""
         value = self.raw.get(name)
         if value is None:
             return None
@@ -219,6 +224,8 @@ class Args:
                 value = [value]
         if not isinstance(value, list | tuple):
             raise InvalidInput(name, f"must be an array of strings (or one string), got {_kind(value)}")
+        if max_items is None:
+            max_items = settings.current().param_max_items
         if len(value) > max_items:
             raise InvalidInput(name, f"holds {len(value)} items; at most {max_items} are accepted")
         out: list[str] = []

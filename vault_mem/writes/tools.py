@@ -359,17 +359,22 @@ def _addressed(args: Args) -> list[str] | None:
     return list(dict.fromkeys(check_agent_name(n.strip(), "to") for n in names if n.strip()))
 
 
+def _shown(similar: int | None) -> int:
+    return settings.current().similar_shown if similar is None else similar
+
+
 @one_note_at_a_time
-def memory_write(view: View, raw: dict[str, Any], similar: int = 3) -> dict[str, Any]:
-    """``similar``: at most so many notes that say nearly the same in the answer (0: none looked for)."""
+def memory_write(view: View, raw: dict[str, Any], similar: int | None = None) -> dict[str, Any]:
+    """``similar``: at most so many notes that say nearly the same in the answer (0: none looked for;
+    None: the ``similar_shown`` setting)."""
     args = Args(raw, WRITE_PARAMS)
     answer = _create(view, args, args.agent(), {}, "memory_write")
     return _with_similar(view, answer, args.required_str("title", max_len=settings.current().max_title).strip(),
-                         _body_text(args, "content") or "", [], similar)
+                         _body_text(args, "content") or "", [], _shown(similar))
 
 
 @one_note_at_a_time
-def memory_supersede(view: View, raw: dict[str, Any], similar: int = 3) -> dict[str, Any]:
+def memory_supersede(view: View, raw: dict[str, Any], similar: int | None = None) -> dict[str, Any]:
     """``similar``: as memory_write's; the note it replaces is never listed."""
     args = Args(raw, SUPERSEDE_PARAMS)
     agent = args.agent()
@@ -390,7 +395,7 @@ def memory_supersede(view: View, raw: dict[str, Any], similar: int = 3) -> dict[
             answer.setdefault("warnings", []).append(
                 f"the new version was saved, but {old['path']} did not get valid_until: {exc}")
     return _with_similar(view, answer, args.required_str("title", max_len=settings.current().max_title).strip(),
-                         _body_text(args, "content") or "", [old["path"]], similar)
+                         _body_text(args, "content") or "", [old["path"]], _shown(similar))
 
 
 def _current(view: View, ref: str, tool: str) -> tuple[str, bytes]:
