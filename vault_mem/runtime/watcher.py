@@ -20,6 +20,7 @@ reports; an observer that dies is restarted.
 from __future__ import annotations
 
 import contextlib
+import errno
 import logging
 import os
 import stat
@@ -49,6 +50,13 @@ from vault_mem.vault.reader import read_note
 from vault_mem.vault.walk import IgnoreRules, is_memory_name, walk_vault
 
 log = logging.getLogger("vault_mem.watch")
+# When the system will not watch the vault's folders (its limit of watches or of watchers is reached),
+# the check of every note runs more often in their stead: after a pause of UNWATCHED_CHECK_FACTOR times
+# the last check's length, at least UNWATCHED_CHECK_PAUSE seconds and at most the periodic check's
+# interval. A save is then found within a few seconds on a small vault, and the checks of a large one
+# take about a tenth of one core at most. (Module constants: not settings a person tunes.)
+UNWATCHED_CHECK_PAUSE = 1.0
+UNWATCHED_CHECK_FACTOR = 10.0
 
 
 class Watcher:
@@ -92,6 +100,10 @@ class Watcher:
         self._lost_said: float | None = None  # when that was last logged (monotonic)
         self._sweeping = False  # a check runs (its own thread)
         self._sweep_again = False  # events were lost while it ran: check once more after it
+        # What the system refused to watch, and why: "" for the whole vault (no observer could
+        # start), else a top-level folder. While anything is, the checks run more often.
+        self._refused: dict[str, str] = {}
+        self._check_seconds = 0.0  # how long the last check of every note took
 
     # -- lifecycle -------------------------------------------------------------------------
 
@@ -132,23 +144,77 @@ class Watcher:
         if self._thread is not None:
             self._thread.join(timeout=10)
 
-    def _start_observer(self) -> None:
+    def _start_observer(self) -> bool:
+        """A new observer of the root and of every visible top-level folder. False when the system
+        refuses (its limit of inotify watches or instances is reached, say): none is kept then, the
+        checks of every note run more often instead (``check_period``), and each of them tries again."""
         quiet_benign_watchdog_warning()
         old, self._observer = self._observer, None
         if old is not None:  # a half-dead observer (one of its threads died): stop what is left
             stop_observer(old)
-        observer = Observer()
-        handler = _Handler(self)
-        observer.schedule(handler, str(self.root), recursive=False, event_filter=changes_to_watch())
         self._watched_tops, self._top_ids = {}, {}
-        for entry in _top_folders(self.root):
-            identity = folder_identity(self.root / entry)
-            if identity is not None:
-                self._watched_tops[entry] = observer.schedule(handler, str(self.root / entry), recursive=True,
-                                                             event_filter=changes_to_watch())
-                self._top_ids[entry] = identity
-        observer.start()
-        self._observer = observer
+        observer = Observer()
+        try:
+            handler = _Handler(self)
+            observer.schedule(handler, str(self.root), recursive=False, event_filter=changes_to_watch())
+            watched, ids = {}, {}
+            for entry in _top_folders(self.root):
+                identity = folder_identity(self.root / entry)
+                if identity is not None:
+                    watched[entry] = observer.schedule(handler, str(self.root / entry), recursive=True,
+                                                       event_filter=changes_to_watch())
+                    ids[entry] = identity
+            observer.start()
+        except OSError as exc:
+            stop_observer(observer)  # the watches it made are given back
+            self._refuse("", exc)
+            return False
+        self._observer, self._watched_tops, self._top_ids = observer, watched, ids
+        self._refused = {}
+        self._watching_again()
+        return True
+
+    @property
+    def unwatched(self) -> str | None:
+        """Why some of the vault's folders are not watched (their saves are found by the more
+        frequent checks), or None when all are."""
+        with self._cond:
+            return next(iter(self._refused.values()), None)
+
+    def check_period(self) -> float:
+        """Seconds between two checks of every note: the periodic interval while every folder is
+        watched; shorter while one is not, bounded by the length of the last check."""
+        if not self._refused:
+            return self.reconcile_every
+        return min(self.reconcile_every, max(UNWATCHED_CHECK_PAUSE, UNWATCHED_CHECK_FACTOR * self._check_seconds))
+
+    def _refuse(self, name: str, exc: OSError) -> None:
+        """The system would not watch ``name`` ("" for the whole vault): say so once, then check more often."""
+        reason = exc.strerror or str(exc)
+        with self._cond:
+            first = not self._refused
+            self._refused[name] = reason
+            self._cond.notify_all()  # the next check comes sooner
+        if first:
+            advice = {errno.ENOSPC: "; on Linux, raise fs.inotify.max_user_watches (docs/index-and-sync.md)",
+                      errno.EMFILE: "; on Linux, raise fs.inotify.max_user_instances (docs/index-and-sync.md)",
+                      }.get(exc.errno or 0, "")
+            log.warning("cannot watch %s for changes (%s): saves made outside this server are found by a "
+                        "check of every note every few seconds instead of at once%s",
+                        self.root / name if name else self.root, reason, advice)
+
+    def _watching_again(self, name: str | None = None) -> None:
+        """``name`` (None: every folder) is watched again after a refusal."""
+        with self._cond:
+            if not self._refused:
+                return
+            if name is None:
+                self._refused = {}
+            else:
+                self._refused.pop(name, None)
+            back = not self._refused
+        if back:
+            log.info("watching %s for changes again", self.root)
 
     def _watch_top(self, name: str) -> None:
         """Make the watch of top-level folder ``name`` match the disk: none when it is gone, a new
@@ -168,12 +234,15 @@ class Watcher:
             self._watched_tops[name] = self._observer.schedule(_Handler(self), str(self.root / name),
                                                                recursive=True, event_filter=changes_to_watch())
             self._top_ids[name] = identity
-        except OSError as exc:
-            log.warning("cannot watch %s: %s", name, exc)
+        except OSError as exc:  # the system's limit: found by the more frequent checks meanwhile
+            self._refuse(name, exc)
+            return
+        self._watching_again(name)
 
     def _unwatch_top(self, name: str) -> None:
         watch = self._watched_tops.pop(name, None)
         self._top_ids.pop(name, None)
+        self._watching_again(name)  # gone: nothing there to watch
         if watch is not None and self._observer is not None:
             with contextlib.suppress(KeyError, OSError):
                 self._observer.unschedule(watch)
@@ -254,24 +323,26 @@ class Watcher:
 
     def _run(self) -> None:
         """The indexing loop: take a debounced batch (or wake for the periodic check), apply it."""
-        next_reconcile = time.monotonic() + self.reconcile_every
+        last_check = time.monotonic()
         while True:
-            batch = self._next_batch(next_reconcile)
+            batch = self._next_batch(last_check)
             if batch is None:
                 return
-            check_due = time.monotonic() >= next_reconcile
+            check_due = time.monotonic() >= last_check + self.check_period()
             if check_due:
-                next_reconcile = time.monotonic() + self.reconcile_every
+                last_check = time.monotonic()
             with self._cond:
                 lost, self._lost = self._lost, False
             self._process(*batch, check_due, lost)
 
-    def _next_batch(self, next_reconcile: float) -> tuple[set[str], set[str]] | None:
-        """Wait for events (or until ``next_reconcile``), let a burst settle, then take every
-        queued path and mark the watcher busy. None when the watcher is stopping."""
+    def _next_batch(self, last_check: float) -> tuple[set[str], set[str]] | None:
+        """Wait for events (or until the next check of every note is due: ``check_period`` after
+        ``last_check``, asked anew at each wake, as a refused watch shortens it), let a burst settle,
+        then take every queued path and mark the watcher busy. None when the watcher is stopping."""
         with self._cond:
             while not self._stopping and (self._held or (not self._files and not self._dirs)):
-                if (time.monotonic() >= next_reconcile or self._lost) and not self._held:
+                due = time.monotonic() >= last_check + self.check_period()
+                if (due or self._lost) and not self._held:
                     break
                 self._cond.wait(0.5)
             if self._stopping:
@@ -315,7 +386,8 @@ class Watcher:
 
     def _safety_net(self, again: bool = False) -> None:
         if self._observer is None or not observer_alive(self._observer):
-            log.warning("the file watcher stopped; restarting it")
+            if self._observer is not None:  # None: the system refused it before; try again
+                log.warning("the file watcher stopped; restarting it")
             self._start_observer()
         else:  # top-level folders whose events were lost (an overflow) are watched again
             for name in set(_top_folders(self.root)) | set(self._watched_tops):
@@ -353,6 +425,7 @@ class Watcher:
             raise
 
     def _sweep(self) -> None:
+        began = time.monotonic()
         try:
             known = self.index.fingerprints()  # the index first: see build.reconcile
             rules = IgnoreRules(self.root)
@@ -370,11 +443,14 @@ class Watcher:
             for rel in [*missed, *gone]:
                 self.note_event(str(self.root / rel), False)
             self.swept += len(missed) + len(gone)
-            if missed or gone:
-                log.info("periodic check: %d changed and %d removed notes queued that no event reported",
-                         len(missed), len(gone))
+            if missed or gone:  # no event is expected while folders go unwatched: not worth a line each time
+                (log.debug if self._refused else log.info)(
+                    "periodic check: %d changed and %d removed notes queued that no event reported",
+                    len(missed), len(gone))
         except Exception:
             log.exception("the periodic check failed; it runs again later")
+        finally:
+            self._check_seconds = time.monotonic() - began
 
     def _try_reconcile(self) -> None:
         try:
