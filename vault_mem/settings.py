@@ -112,6 +112,8 @@ class Settings:
     watch_steps_wait: float = 2.0  # seconds at most the watcher waits for a write tool's file steps to end (docs/index-and-sync.md#while-serving)
     watch_max_delay: float = 0.3  # seconds after which a steady stream of changes is still applied (docs/index-and-sync.md#while-serving)
     reconcile_every: float = 60.0  # seconds between two full comparisons of the vault with the index, for events a watcher missed (docs/index-and-sync.md#while-serving)
+    unwatched_check_pause: float = 1.0  # seconds at least between two checks of every note while the system will not watch the vault's folders (docs/index-and-sync.md#while-serving)
+    unwatched_check_factor: float = 10.0  # while unwatched, the pause after a check is this many times its length (at most reconcile_every), so checking a large vault takes a small share of a core (docs/index-and-sync.md#while-serving)
     watch_batch: int = 2000  # changed files applied in one commit (docs/index-and-sync.md#while-serving)
     watch_lost_said_every: float = 60.0  # seconds between two warnings that the system dropped file events (docs/index-and-sync.md#while-serving)
     watch_lookup_limit: int = 2000  # changed paths looked up one by one; above this, all fingerprints are read at once (docs/index-and-sync.md#while-serving)

@@ -356,7 +356,7 @@ def test_an_overflow_of_the_kernel_queue_checks_the_vault_at_once(live, tmp_path
     _unheard_append(vault, "a/deep/two.md", "appended unheard\n", tmp_path / "link.md")
     (vault.root / "b/after.md").write_text("heard after the append\n")  # queued after anything it made
     eventually(lambda: has_path(vault.index, "b/after.md"), what="the save made after the append")
-    assert w.wait_idle()
+    assert w.wait_idle(30)
     assert "appended unheard" not in stored(vault.index, "a/deep/two.md")["head"]  # type: ignore[index]
     with caplog.at_level("WARNING", logger="vault_mem.watch"):
         _overflow(w)

@@ -13,8 +13,6 @@ from vault_mem import settings
 
 PACKAGE = Path(settings.__file__).resolve().parent
 NEUTRAL = {0, 1, -1}
-# Defaults in modules reworked elsewhere at the time of writing; each moves into the settings with them.
-PENDING = {("runtime/watcher.py", "timeout")}
 
 
 def numeric(node: ast.expr) -> bool:
@@ -79,7 +77,7 @@ def test_numbers_outside_the_settings_are_the_formats_and_contracts_its_docstrin
             if numeric(value) and name not in named:
                 found.append(f"{rel}: {name} = {ast.unparse(value)}")
         for owners, param, default in defaults(tree):
-            if numeric(default) and value_of(default) not in NEUTRAL and (rel, param) not in PENDING \
+            if numeric(default) and value_of(default) not in NEUTRAL \
                     and not (param in named and owners & named):
                 found.append(f"{rel}: {'.'.join(sorted(owners))}({param}={ast.unparse(default)})")
     assert not found, "a timing, size or threshold belongs in vault_mem/settings.py (one line, why, docs link):\n" + \

@@ -50,13 +50,6 @@ from vault_mem.vault.reader import read_note
 from vault_mem.vault.walk import IgnoreRules, is_memory_name, walk_vault
 
 log = logging.getLogger("vault_mem.watch")
-# When the system will not watch the vault's folders (its limit of watches or of watchers is reached),
-# the check of every note runs more often in their stead: after a pause of UNWATCHED_CHECK_FACTOR times
-# the last check's length, at least UNWATCHED_CHECK_PAUSE seconds and at most the periodic check's
-# interval. A save is then found within a few seconds on a small vault, and the checks of a large one
-# take about a tenth of one core at most. (Module constants: not settings a person tunes.)
-UNWATCHED_CHECK_PAUSE = 1.0
-UNWATCHED_CHECK_FACTOR = 10.0
 
 
 class Watcher:
@@ -186,7 +179,9 @@ class Watcher:
         watched; shorter while one is not, bounded by the length of the last check."""
         if not self._refused:
             return self.reconcile_every
-        return min(self.reconcile_every, max(UNWATCHED_CHECK_PAUSE, UNWATCHED_CHECK_FACTOR * self._check_seconds))
+        config = settings.current()
+        pause = max(config.unwatched_check_pause, config.unwatched_check_factor * self._check_seconds)
+        return min(self.reconcile_every, pause)
 
     def _refuse(self, name: str, exc: OSError) -> None:
         """The system would not watch ``name`` ("" for the whole vault): say so once, then check more often."""
@@ -310,7 +305,7 @@ class Watcher:
         with self._cond:
             return len(self._files) + len(self._dirs)
 
-    def wait_idle(self, timeout: float = 30.0) -> bool:
+    def wait_idle(self, timeout: float) -> bool:
         """Block until every event seen so far has been applied (True), or ``timeout`` passes."""
         deadline = time.monotonic() + timeout
         with self._cond:
