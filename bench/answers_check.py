@@ -55,9 +55,12 @@ from rpc_bench import ISSUE_WORDS, common_words, ready_index, sample_words
 from vault_mem.mcp_server.answers import to_result
 from vault_mem.mcp_server.app import call
 from vault_mem.mcp_server.tools import TOOLS_BY_NAME
+from vault_mem.search.api import install_whoosh_patches
 from vault_mem.search.build import build
 from vault_mem.search.store import VaultIndex
 from vault_mem.served.context import Vault
+
+install_whoosh_patches()  # the engine's speed patches, as the command line installs them (VAULT_MEM_WHOOSH_PATCHES)
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent

@@ -46,10 +46,13 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from vault_mem.mcp_server.app import call
 from vault_mem.mcp_server.tools import ToolSpec, tools_for
 from vault_mem.reads.tidy import Cluster, clusters
+from vault_mem.search.api import install_whoosh_patches
 from vault_mem.search.build import build
 from vault_mem.search.store import VaultIndex
 from vault_mem.served.context import Vault, View
 from vault_mem.writes import tools as writes
+
+install_whoosh_patches()  # the engine's speed patches, as the command line installs them (VAULT_MEM_WHOOSH_PATCHES)
 
 AGENTS = ("claude-code", "cursor", "codex", "aider")
 PROJECTS = ("billing", "ingest", "search", "mobile", "infra")

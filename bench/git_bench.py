@@ -31,9 +31,12 @@ from vault_mem.git.history import History, history_for, register, unregister
 from vault_mem.git.repo import Repo
 from vault_mem.git.sync import sync_vault
 from vault_mem.reads.read import memory_read
+from vault_mem.search.api import install_whoosh_patches
 from vault_mem.search.build import sync
 from vault_mem.search.store import VaultIndex
 from vault_mem.served.context import Vault, View
+
+install_whoosh_patches()  # the engine's speed patches, as the command line installs them (VAULT_MEM_WHOOSH_PATCHES)
 
 IDENTITY = {"GIT_AUTHOR_NAME": "Bench", "GIT_AUTHOR_EMAIL": "bench@example.org",
             "GIT_COMMITTER_NAME": "Bench", "GIT_COMMITTER_EMAIL": "bench@example.org"}

@@ -22,9 +22,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from gen_vault import generate
 
+from vault_mem.search.api import install_whoosh_patches
 from vault_mem.search.build import build, reconcile
 from vault_mem.search.progress import Progress
 from vault_mem.search.store import VaultIndex
+
+install_whoosh_patches()  # the engine's speed patches, as the command line installs them (VAULT_MEM_WHOOSH_PATCHES)
 
 
 def peak_rss_mb() -> tuple[float, float]:

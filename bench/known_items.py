@@ -25,12 +25,15 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from vault_mem.search.api import install_whoosh_patches
 from vault_mem.search.build import build
 from vault_mem.search.segments import segments
 from vault_mem.search.store import VaultIndex
 from vault_mem.search.substring import segment_terms_containing, words
 from vault_mem.vault.reader import read_note
 from vault_mem.vault.walk import walk_vault
+
+install_whoosh_patches()  # the engine's speed patches, as the command line installs them (VAULT_MEM_WHOOSH_PATCHES)
 
 REPO = Path(__file__).resolve().parent.parent
 KNOWN_ITEMS = REPO / "tests" / "relevance" / "known_items.json"

@@ -29,10 +29,13 @@ from gen_vault import generate
 
 from vault_mem.reads.memory_search import memory_search
 from vault_mem.runtime.watcher import Watcher
+from vault_mem.search.api import install_whoosh_patches
 from vault_mem.search.build import build
 from vault_mem.search.store import VaultIndex
 from vault_mem.served.context import Vault, View
 from vault_mem.vault.walk import walk_vault
+
+install_whoosh_patches()  # the engine's speed patches, as the command line installs them (VAULT_MEM_WHOOSH_PATCHES)
 
 SAVES = 50
 BURST = 2000

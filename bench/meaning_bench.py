@@ -29,12 +29,15 @@ from vault_mem.mcp_server.app import call
 from vault_mem.mcp_server.tools import TOOLS_BY_NAME
 from vault_mem.meaning.embedder import Embedder, Meaning
 from vault_mem.runtime.meaning import index_notes, note_text
+from vault_mem.search.api import install_whoosh_patches
 from vault_mem.search.build import sync
 from vault_mem.search.store import VaultIndex
 from vault_mem.search.substring import words
 from vault_mem.served.context import Vault
 from vault_mem.vault.reader import read_note
 from vault_mem.vault.walk import walk_vault
+
+install_whoosh_patches()  # the engine's speed patches, as the command line installs them (VAULT_MEM_WHOOSH_PATCHES)
 
 
 def peak_rss_mb() -> float:

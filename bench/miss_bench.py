@@ -25,9 +25,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import vault_mem.reads.memory_search as search_module
 from vault_mem.reads.misses import search_term_hints
+from vault_mem.search.api import install_whoosh_patches
 from vault_mem.search.store import VaultIndex
 from vault_mem.search.substring import words
 from vault_mem.served.context import Vault, View
+
+install_whoosh_patches()  # the engine's speed patches, as the command line installs them (VAULT_MEM_WHOOSH_PATCHES)
 
 
 def load() -> str:

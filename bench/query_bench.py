@@ -29,10 +29,13 @@ from gen_vault import generate
 from rpc_bench import ISSUE_WORDS, common_words, loadavg
 
 from vault_mem.mcp_server.tools import TOOLS_BY_NAME
+from vault_mem.search.api import install_whoosh_patches
 from vault_mem.search.build import build
 from vault_mem.search.ranking import score_notes
 from vault_mem.search.store import VaultIndex
 from vault_mem.served.context import Vault, View
+
+install_whoosh_patches()  # the engine's speed patches, as the command line installs them (VAULT_MEM_WHOOSH_PATCHES)
 
 
 def calls(sample_domain: str, sample_ref: str) -> list[tuple[str, str, dict[str, Any]]]:

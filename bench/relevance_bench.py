@@ -67,10 +67,13 @@ from vault_mem.meaning.embedder import Meaning
 from vault_mem.reads.memory_search import memory_search
 from vault_mem.runtime.meaning import index_notes, note_text
 from vault_mem.search import ranking
+from vault_mem.search.api import install_whoosh_patches
 from vault_mem.search.build import build, sync
 from vault_mem.search.store import VaultIndex
 from vault_mem.search.substring import form_hit_counts, words
 from vault_mem.served.context import Vault, View
+
+install_whoosh_patches()  # the engine's speed patches, as the command line installs them (VAULT_MEM_WHOOSH_PATCHES)
 
 REPO = Path(__file__).resolve().parent.parent
 QUESTIONS = REPO / "tests" / "relevance" / "questions.yaml"

@@ -42,8 +42,11 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from vault_mem.search.api import install_whoosh_patches
 from vault_mem.search.build import build
 from vault_mem.search.store import VaultIndex
+
+install_whoosh_patches()  # the engine's speed patches, as the command line installs them (VAULT_MEM_WHOOSH_PATCHES)
 
 WORD = re.compile(r"[A-Za-z]{6,}")
 ISSUE_WORDS = ["community", "recipe", "footer", "stopwatch", "plugin"]  # issue 22's slow words on the Hub

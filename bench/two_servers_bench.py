@@ -31,9 +31,10 @@ from writers import pct, write_steadily  # bench/, the script's folder
 def one_server(root: Path, index_dir: Path, name: str, threads: int, seconds: float, start_at: float) -> None:
     """One process's writers; prints one JSON line."""
     from vault_mem.runtime.lifecycle import Runtime
-    from vault_mem.search.api import VaultIndex
+    from vault_mem.search.api import VaultIndex, install_whoosh_patches
     from vault_mem.served.context import Vault
 
+    install_whoosh_patches()  # the engine's speed patches, as the command line installs them (VAULT_MEM_WHOOSH_PATCHES)
     index = VaultIndex(root, index_dir)
     vault = Vault(root, index)
     runtime = Runtime(index)
@@ -62,8 +63,9 @@ def main() -> None:
         return
     if args.vault is None or not args.vault.is_dir():
         parser.error("--vault takes the folder of a vault to copy")
-    from vault_mem.search.api import VaultIndex, sync
+    from vault_mem.search.api import VaultIndex, install_whoosh_patches, sync
 
+    install_whoosh_patches()  # the engine's speed patches, as the command line installs them (VAULT_MEM_WHOOSH_PATCHES)
     work = Path(tempfile.mkdtemp(prefix="vault-mem-two-"))
     try:
         shutil.copytree(args.vault, work / "vault", symlinks=True,
