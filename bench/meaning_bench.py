@@ -73,25 +73,33 @@ def rss_mb() -> float:
     return peak_rss_mb()
 
 
-def interleaved(plain: Vault, vault: Vault, queries: list[str]) -> dict[str, list[float]]:
-    """Each query timed three ways in turn (keyword only; with meaning as a new query, its vector
-    dropped from the cache; with meaning again, its vector kept), after a warm pass: the machine's
-    load, which moves from second to second on a shared machine, weighs on the three alike."""
+def interleaved(plain: Vault, vault: Vault, queries: list[str], sequential_too: bool) -> dict[str, list[float]]:
+    """Each query timed in turn each way (keyword only; with meaning as a new query, its vector
+    dropped from the cache; with meaning again, its vector kept; with ``sequential_too`` the two
+    again with the keyword ranking before the embedding rather than beside it), after a warm pass:
+    the machine's load, which moves from second to second on a shared machine, weighs on all alike."""
     spec = TOOLS_BY_NAME["memory_search"]
     meaning = vault.meaning
     assert meaning is not None
     for q in queries:
         call(plain, spec, {"agent": "bench", "query": q})
         call(vault, spec, {"agent": "bench", "query": q})
-    times: dict[str, list[float]] = {"keyword only": [], "with meaning, new queries": [],
-                                     "with meaning, repeated queries": []}
+    ways = [("keyword only", plain, False, True), ("with meaning, new queries", vault, True, True),
+            ("with meaning, repeated queries", vault, False, True)]
+    if sequential_too:
+        ways += [("with meaning, new queries, sequential", vault, True, False),
+                 ("with meaning, repeated queries, sequential", vault, False, False)]
+    times: dict[str, list[float]] = {name: [] for name, *_ in ways}
     for q in queries:
-        for name, target in times.items():
-            if name.endswith("new queries"):
+        for name, target, new, concurrent in ways:
+            fusion.CONCURRENT = concurrent
+            if new:
                 meaning._queries.clear()
-            start = time.perf_counter()
-            call(plain if name == "keyword only" else vault, spec, {"agent": "bench", "query": q})
-            target.append((time.perf_counter() - start) * 1000)
+            start, cpu = time.perf_counter(), time.process_time()
+            call(target, spec, {"agent": "bench", "query": q})
+            times[name].append((time.perf_counter() - start) * 1000)
+            times.setdefault(name + " (CPU)", []).append((time.process_time() - cpu) * 1000)
+    fusion.CONCURRENT = True
     return times
 
 
@@ -122,7 +130,7 @@ def main() -> None:
     parser.add_argument("--no-embed", action="store_true", help="time searches with the vectors already stored")
     parser.add_argument("--runtime", choices=RUNTIMES, default="auto", help="what runs the model (default: auto)")
     parser.add_argument("--sequential", action="store_true",
-                        help="rank by words, then embed the query (not both at once), to measure what that gains")
+                        help="also time searches that rank by words, then embed the query (not both at once)")
     parser.add_argument("--fill-random", action="store_true",
                         help="give every note not embedded a random vector (timing at full size only: "
                              "it writes them into the index folder's store; use a copy)")
@@ -134,10 +142,8 @@ def main() -> None:
     vault = Vault(args.vault, index)
     plain = timed_searches(vault, queries)
     keyword_rss = rss_mb()
-    fusion.CONCURRENT = not args.sequential
     meaning = Meaning.open(args.model, index.dir, runtime=args.runtime)
-    print(f"model {meaning.model.name} run by {meaning.model.runtime}; "
-          f"{'sequential' if args.sequential else 'keyword ranking beside the query embedding'}")
+    print(f"model {meaning.model.name} run by {meaning.model.runtime}")
     loaded_rss = rss_mb()
     notes, read = index_notes(index), note_text(args.vault)
     embedder = Embedder(meaning, notes, read)
@@ -182,10 +188,10 @@ def main() -> None:
           f"{chunks * meaning.model.dim * 4 / 1e6:.1f} MB float32 in memory")
     vault.meaning = meaning
     load = os.getloadavg() if hasattr(os, "getloadavg") else None
-    timings = interleaved(Vault(args.vault, index), vault, queries)
+    timings = interleaved(Vault(args.vault, index), vault, queries, args.sequential)
     load_after = os.getloadavg() if hasattr(os, "getloadavg") else None
-    plain = timings["keyword only"]
     for name, times in timings.items():
+        plain = timings["keyword only (CPU)" if name.endswith("(CPU)") else "keyword only"]
         q = statistics.quantiles(times, n=10)
         print(f"memory_search {name}: p50 {statistics.median(times):.2f} ms, p90 {q[8]:.2f} ms "
               f"({len(times)} queries; x{statistics.median(times) / statistics.median(plain):.2f} of keyword only)")

@@ -176,6 +176,9 @@ class OrtEncoder:
         options.inter_op_num_threads = 1
         options.log_severity_level = 3  # errors only: on stdio, stderr is the user's terminal
         options.add_session_config_entry("session.intra_op.allow_spinning", "0")
+        # No memory arena: it keeps the peak of the largest batch embedded for good; a query's or a
+        # batch's buffers are small next to its matrix products.
+        options.enable_cpu_mem_arena = False
         self._np = __import__("numpy")
         graph, weights = graph_bytes(model)
         # The session reads the weights where numpy holds them (they must live as long as it does).
