@@ -170,16 +170,15 @@ class OrtEncoder:
         import onnxruntime  # type: ignore[import-untyped,import-not-found,unused-ignore]
 
         options = onnxruntime.SessionOptions()
-        # One thread a call, as numpy's BLAS: the embedder runs beside the server's calls, and a
-        # query's few word pieces gain nothing from a second core.
+        # One thread a call, as numpy's BLAS: the embedder runs beside the server's calls, and while
+        # a search embeds its query the keyword ranking runs on the other core (search/fusion.py).
         options.intra_op_num_threads = 1
         options.inter_op_num_threads = 1
         options.log_severity_level = 3  # errors only: on stdio, stderr is the user's terminal
         options.add_session_config_entry("session.intra_op.allow_spinning", "0")
-        # No memory arena: it keeps the peak of the largest batch embedded for good; a query's or a
-        # batch's buffers are small next to its matrix products.
+        # No memory arena: it would hold the buffers of the largest batch ever embedded for good.
         options.enable_cpu_mem_arena = False
-        self._np = __import__("numpy")
+        self._np = np
         graph, weights = graph_bytes(model)
         # The session reads the weights where numpy holds them (they must live as long as it does).
         self._weights = [onnxruntime.OrtValue.ortvalue_from_numpy(np.ascontiguousarray(a)) for a in weights.values()]
