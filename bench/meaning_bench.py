@@ -16,6 +16,7 @@ the process's peak RSS.
 from __future__ import annotations
 
 import argparse
+import os
 import random
 import resource
 import statistics
@@ -28,7 +29,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from vault_mem.mcp_server.app import call
 from vault_mem.mcp_server.tools import TOOLS_BY_NAME
 from vault_mem.meaning.embedder import Embedder, Meaning
+from vault_mem.meaning.model import RUNTIMES
 from vault_mem.runtime.meaning import index_notes, note_text
+from vault_mem.search import fusion
 from vault_mem.search.api import install_whoosh_patches
 from vault_mem.search.build import sync
 from vault_mem.search.store import VaultIndex
@@ -73,6 +76,36 @@ def rss_mb() -> float:
     return peak_rss_mb()
 
 
+def interleaved(plain: Vault, vault: Vault, queries: list[str], sequential_too: bool) -> dict[str, list[float]]:
+    """Each query timed in turn each way (keyword only; with meaning as a new query, its vector
+    dropped from the cache; with meaning again, its vector kept; with ``sequential_too`` the two
+    again with the keyword ranking before the embedding rather than beside it), after a warm pass:
+    the machine's load, which moves from second to second on a shared machine, weighs on all alike."""
+    spec = TOOLS_BY_NAME["memory_search"]
+    meaning = vault.meaning
+    assert meaning is not None
+    for q in queries:
+        call(plain, spec, {"agent": "bench", "query": q})
+        call(vault, spec, {"agent": "bench", "query": q})
+    ways = [("keyword only", plain, False, True), ("with meaning, new queries", vault, True, True),
+            ("with meaning, repeated queries", vault, False, True)]
+    if sequential_too:
+        ways += [("with meaning, new queries, sequential", vault, True, False),
+                 ("with meaning, repeated queries, sequential", vault, False, False)]
+    times: dict[str, list[float]] = {name: [] for name, *_ in ways}
+    for q in queries:
+        for name, target, new, concurrent in ways:
+            fusion.CONCURRENT = concurrent
+            if new:
+                meaning._queries.clear()
+            start, cpu = time.perf_counter(), time.process_time()
+            call(target, spec, {"agent": "bench", "query": q})
+            times[name].append((time.perf_counter() - start) * 1000)
+            times.setdefault(name + " (CPU)", []).append((time.process_time() - cpu) * 1000)
+    fusion.CONCURRENT = True
+    return times
+
+
 def timed_searches(vault: Vault, queries: list[str], new_queries: bool = False) -> list[float]:
     """Each query's time after a warm pass; with ``new_queries`` the model's query cache is
     emptied before each call, so each query is encoded (as a question never asked before)."""
@@ -98,6 +131,9 @@ def main() -> None:
     parser.add_argument("--queries", type=int, default=200)
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--no-embed", action="store_true", help="time searches with the vectors already stored")
+    parser.add_argument("--runtime", choices=RUNTIMES, default="auto", help="what runs the model (default: auto)")
+    parser.add_argument("--sequential", action="store_true",
+                        help="also time searches that rank by words, then embed the query (not both at once)")
     parser.add_argument("--fill-random", action="store_true",
                         help="give every note not embedded a random vector (timing at full size only: "
                              "it writes them into the index folder's store; use a copy)")
@@ -109,7 +145,8 @@ def main() -> None:
     vault = Vault(args.vault, index)
     plain = timed_searches(vault, queries)
     keyword_rss = rss_mb()
-    meaning = Meaning.open(args.model, index.dir)
+    meaning = Meaning.open(args.model, index.dir, runtime=args.runtime)
+    print(f"model {meaning.model.name} run by {meaning.model.runtime}")
     loaded_rss = rss_mb()
     notes, read = index_notes(index), note_text(args.vault)
     embedder = Embedder(meaning, notes, read)
@@ -153,14 +190,16 @@ def main() -> None:
     print(f"vectors: {embedded:,} of {total:,} notes, {chunks:,} chunks, {store_bytes / 1e6:.1f} MB on disk, "
           f"{chunks * meaning.model.dim * 4 / 1e6:.1f} MB float32 in memory")
     vault.meaning = meaning
-    repeated = timed_searches(vault, queries)
-    new = timed_searches(vault, queries, new_queries=True)
-    plain = timed_searches(Vault(args.vault, index), queries)  # again: the machine's load moves
-    for name, times in (("keyword only", plain), ("with meaning, repeated queries", repeated),
-                        ("with meaning, new queries", new)):
+    load = os.getloadavg() if hasattr(os, "getloadavg") else None
+    timings = interleaved(Vault(args.vault, index), vault, queries, args.sequential)
+    load_after = os.getloadavg() if hasattr(os, "getloadavg") else None
+    for name, times in timings.items():
+        plain = timings["keyword only (CPU)" if name.endswith("(CPU)") else "keyword only"]
         q = statistics.quantiles(times, n=10)
         print(f"memory_search {name}: p50 {statistics.median(times):.2f} ms, p90 {q[8]:.2f} ms "
               f"({len(times)} queries; x{statistics.median(times) / statistics.median(plain):.2f} of keyword only)")
+    if load is not None and load_after is not None:
+        print(f"load average (1 min) {load[0]:.2f} before the timed searches, {load_after[0]:.2f} after")
     print(f"RSS: {keyword_rss:.0f} MB after keyword searches; {loaded_rss:.0f} MB with the model and vectors "
           f"loaded; {rss_mb():.0f} MB after the searches by meaning; peak {peak_rss_mb():.0f} MB")
 

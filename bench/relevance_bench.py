@@ -5,6 +5,7 @@
     python bench/relevance_bench.py --known-items [--corpus DIR]   # one-word searches for known items
     python bench/relevance_bench.py --paraphrases --meaning-model DIR [--corpus DIR --corpus-index IX]
     python bench/relevance_bench.py --known-items --meaning-model DIR [--corpus DIR --corpus-index IX]
+                                    [--known-vault DIR[=IX] ...]
 
 The set (tests/relevance/) holds agent-style questions over sample_vault and a
 conversation vault, each with the notes that answer it. A question counts as found at k
@@ -247,7 +248,8 @@ def known_item_counts(view: View, items: dict[str, list[str]], ranker: Ranker) -
 
 
 def check_known_items(corpus: Path | None, show: int, model: Path | None = None,
-                      corpus_index: Path | None = None, generated: bool = True, embed_corpus: bool = True) -> None:
+                      corpus_index: Path | None = None, generated: bool = True, embed_corpus: bool = True,
+                      more: list[tuple[Path, Path | None]] | None = None) -> None:
     print("known items: one-word memory_search for each word of 6+ letters held by at most 3 notes")
     orders = dict(KNOWN_ITEM_ORDERS)
     if model is not None:
@@ -271,8 +273,11 @@ def check_known_items(corpus: Path | None, show: int, model: Path | None = None,
         hub = Path(tmp) / "hub"
         known_items.hub_vault(hub)
         vaults.append(("hub-like (stem-sharing titles)", hub, None))
+        given = {root: ix for root, ix in more or []}
+        vaults += [(f"{root.name} ({sum(1 for _ in root.rglob('*.md')):,} notes)", root, None) for root in given]
         for i, (name, root, items) in enumerate(vaults):
-            index = VaultIndex(root, corpus_index if root == corpus and corpus_index else Path(tmp) / f"index{i}")
+            index = VaultIndex(root, corpus_index if root == corpus and corpus_index else given.get(root)
+                               or Path(tmp) / f"index{i}")
             sync(index, procs=1)
             if items is None:
                 items = known_items.known_items(root, index)
@@ -305,12 +310,16 @@ def main() -> None:
     parser.add_argument("--paraphrases", action="store_true", help=f"ask {PARAPHRASES.relative_to(REPO)}")
     parser.add_argument("--no-embed-corpus", action="store_true",
                         help="use the corpus vectors already in --corpus-index (a part of it), embedding none")
+    parser.add_argument("--known-vault", type=Path, action="append", default=[], metavar="DIR[=INDEX]",
+                        help="known items: also this vault (e.g. one of bench/gen_hub.py), with an index folder to "
+                        "reuse (and its vectors) after '='")
     parser.add_argument("--no-generated", action="store_true",
                         help="known items: leave out the two generated 2,000-note vaults (each embedded with a model)")
     args = parser.parse_args()
     if args.known_items:
         check_known_items(args.corpus, args.misses or 12, args.meaning_model, args.corpus_index,
-                          generated=not args.no_generated, embed_corpus=not args.no_embed_corpus)
+                          generated=not args.no_generated, embed_corpus=not args.no_embed_corpus,
+                          more=[known_vault(str(v)) for v in args.known_vault])
         return
     questions = yaml.safe_load((PARAPHRASES if args.paraphrases else args.questions).read_text(encoding="utf-8"))
     vaults = dict(VAULTS) | ({"corpus": args.corpus} if args.corpus else {})
@@ -356,6 +365,11 @@ def main() -> None:
         print(f"  {name:<24}{cells}   {mrr:6.3f}  {split}")
     for vault_name, question, top in misses[:args.misses]:
         print(f"  missed ({vault_name}): {question!r}; top 3: {top}")
+
+
+def known_vault(spec: str) -> tuple[Path, Path | None]:
+    root, _, index = spec.partition("=")
+    return Path(root), Path(index) if index else None
 
 
 def recall(found_at: list[int | None], k: int) -> float:

@@ -75,3 +75,25 @@ def make_tiny_model(folder: Path) -> Path:
         {"word_embedding_dimension": HIDDEN, "pooling_mode_mean_tokens": True}), encoding="utf-8")
     (folder / "sentence_bert_config.json").write_text(json.dumps({"max_seq_length": 32}), encoding="utf-8")
     return folder
+
+
+def scramble(folder: Path, seed: int = 7, layers: int = 2) -> Path:
+    """Give the model in ``folder`` random weights and ``layers`` layers: every part of the
+    computation then counts (attention, the feed-forward block, positions), so two runtimes that
+    agree on it compute the same thing."""
+    from safetensors.numpy import load_file
+
+    rng = np.random.default_rng(seed)
+    old = load_file(str(folder / "model.safetensors"))
+    tensors: dict[str, np.ndarray] = {}
+    for name, value in old.items():
+        copies = [name.replace("encoder.layer.0.", f"encoder.layer.{i}.") for i in range(layers)] \
+            if name.startswith("encoder.layer.0.") else [name]
+        for copy in copies:
+            noise = rng.normal(0.0, 0.5, value.shape).astype(np.float32)
+            tensors[copy] = 1.0 + 0.1 * noise if "LayerNorm.weight" in copy else noise
+    save_file(tensors, str(folder / "model.safetensors"))
+    config = json.loads((folder / "config.json").read_text(encoding="utf-8"))
+    config["num_hidden_layers"] = layers
+    (folder / "config.json").write_text(json.dumps(config), encoding="utf-8")
+    return folder

@@ -26,7 +26,8 @@ PROBLEMS_FOUND = 3  # doctor's exit status when the vault has files with problem
 def index_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--rebuild", action="store_true",
                         help="throw the index away and build it again from the files (the undo history, "
-                        "kept apart, is not touched)")
+                        "kept apart, is not touched, nor are the meaning vectors: only notes changed "
+                        "since are embedded again)")
     parser.add_argument("--quiet", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--progress-file", type=Path, default=None, help=argparse.SUPPRESS)
     add_meaning_option(parser)
@@ -48,9 +49,7 @@ def cmd_index(args: argparse.Namespace) -> int:
 
     try:
         with present(index.dir, "build"):
-            report = sync(index, rebuild=args.rebuild, progress=progress)
-            if meaning is not None and report.rebuilt:  # a rebuild empties the index folder, vectors too
-                meaning = open_meaning(args, index)
+            report = sync(index, rebuild=args.rebuild, progress=progress)  # the vectors stay (KEPT_ON_REBUILD)
             embedded = embed_now(meaning, index, quiet=args.quiet or args.json) if meaning is not None else None
     except KeyboardInterrupt:
         if not args.quiet:

@@ -73,7 +73,8 @@ def stored_models(index_dir: Path) -> list[dict[str, Any]]:
 
 def describe(meaning: Meaning) -> str:
     info = meaning.describe()
-    return f"{info['model']} ({info['folder']}): {info['notes']:,} notes embedded in {info['chunks']:,} chunks"
+    return (f"{info['model']} ({info['folder']}), run by {info['runtime']}: {info['notes']:,} notes embedded "
+            f"in {info['chunks']:,} chunks")
 
 
 # -- vault-mem meaning pull ---------------------------------------------------------------

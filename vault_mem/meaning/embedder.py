@@ -11,12 +11,14 @@ batch. Answers never wait for it: they rank by what is embedded so far and say
 
 from __future__ import annotations
 
+import contextvars
 import logging
 import threading
 from collections import OrderedDict
 from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from vault_mem import settings
 from vault_mem.meaning.chunks import note_chunks
@@ -24,6 +26,7 @@ from vault_mem.meaning.model import SentenceModel, load_model
 from vault_mem.meaning.store import VectorStore
 
 log = logging.getLogger("vault_mem.meaning")
+T = TypeVar("T")
 
 NotesNow = Callable[[], dict[str, str]]  # the index's notes now: path -> etag
 ReadNote = Callable[[str], "tuple[str, str] | None"]  # path -> (title, body), None when unreadable
@@ -38,19 +41,21 @@ class Meaning:
         self._queries: OrderedDict[str, Any] = OrderedDict()
         self._query_cache = settings.current().meaning_query_cache if query_cache is None else query_cache
         self._lock = threading.Lock()
+        self._pool: ThreadPoolExecutor | None = None
         self.embedder: Embedder | None = None
 
     @classmethod
-    def open(cls, model_dir: Path | str, index_dir: Path) -> Meaning:
-        """Load the model in ``model_dir`` and its vectors beside the index. Raises
-        MeaningUnavailable or InvalidInput (meaning/model.py) when it cannot."""
-        model = load_model(model_dir)
+    def open(cls, model_dir: Path | str, index_dir: Path, runtime: str = "auto") -> Meaning:
+        """Load the model in ``model_dir`` (run by ``runtime``: meaning/model.py) and its vectors
+        beside the index. Raises MeaningUnavailable or InvalidInput when it cannot."""
+        model = load_model(model_dir, runtime)
         label = {"model": model.name, "folder": str(model.folder)}
         return cls(model, VectorStore.open(index_dir, model.fingerprint, model.dim, label))
 
     def describe(self) -> dict[str, Any]:
         """What ``status`` and ``doctor`` show: the model and how many notes have vectors."""
         return {"model": self.model.name, "folder": str(self.model.folder), "dim": self.model.dim,
+                "runtime": self.model.runtime,
                 "notes": len(self.store), "chunks": self.store.rows()}
 
     def query_vector(self, text: str) -> Any:
@@ -73,6 +78,16 @@ class Meaning:
             return []
         return self.store.nearest(self.query_vector(text), notes)
 
+    def beside(self, work: Callable[[], T]) -> Future[T]:
+        """Run ``work`` on a helper thread (in the caller's context), so that a search ranks by
+        words there while this thread embeds its query: the model and the matrix product release
+        the interpreter's lock, the keyword ranking needs it."""
+        with self._lock:
+            if self._pool is None:
+                self._pool = ThreadPoolExecutor(max_workers=4, thread_name_prefix="vault-mem-keyword")
+            pool = self._pool
+        return pool.submit(contextvars.copy_context().run, work)
+
     def progress(self) -> dict[str, int] | None:
         """``{done, total}`` while notes wait to be embedded, else None."""
         return None if self.embedder is None else self.embedder.progress()
@@ -94,6 +109,10 @@ class Meaning:
     def stop(self) -> None:
         if self.embedder is not None:
             self.embedder.stop()
+        with self._lock:
+            pool, self._pool = self._pool, None
+        if pool is not None:
+            pool.shutdown(wait=False)
 
 
 class Embedder:

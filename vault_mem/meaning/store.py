@@ -154,7 +154,7 @@ class VectorStore:
     def _writing(self) -> Iterator[None]:
         """Held while a shard is written: a second process embedding the same vault (a server and
         ``vault-mem index --meaning-model``) numbers its shards after this one's, never over them."""
-        # The index folder may have been emptied since (a first build or --rebuild clears it).
+        # The index folder may have been emptied since (a first build clears it; a rebuild keeps meaning/).
         self.folder.mkdir(parents=True, exist_ok=True)
         with FileLock(self.folder / "write.lock"):
             self._write_label()

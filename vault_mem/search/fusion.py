@@ -27,6 +27,10 @@ from vault_mem.search.topk import Ranked, best_notes
 if TYPE_CHECKING:
     from vault_mem.meaning.embedder import Meaning
 
+# Rank by words and embed the query at once (meaning/embedder.py Meaning.beside); a bench turns it
+# off to measure what it gains.
+CONCURRENT = True
+
 
 @dataclass(frozen=True)
 class Fused(Ranked):
@@ -45,13 +49,19 @@ def fused_notes(view: Snapshot, meaning: Meaning, query: str, terms: list[str], 
     rrf_k = config.meaning_rrf_k if rrf_k is None else rrf_k
     min_similarity = config.meaning_min_similarity if min_similarity is None else min_similarity
     depth = max(config.meaning_depth if depth is None else depth, limit)
-    keyword = best_notes(view, terms, depth, keep)
+    if CONCURRENT and len(meaning.store):  # ranked by words on a helper thread while the query is embedded here
+        pending = meaning.beside(lambda: best_notes(view, terms, depth, keep))
+        near = meaning.nearest(query, depth)
+        keyword = pending.result()
+    else:
+        keyword = best_notes(view, terms, depth, keep)
+        near = meaning.nearest(query, depth)
     tier = [d for d in keyword.page if keyword.scores[d] > keyword.ceiling]  # every term exactly
     similarity: dict[int, float] = {}
     nearest: list[int] = []
     admitted = None if keep is None else set(keep)
     docs = _docs_by_path(view)
-    for path, sim in meaning.nearest(query, depth):
+    for path, sim in near:
         if sim < min_similarity:
             break
         doc = docs.get(path)  # None: deleted since, or hidden from this caller

@@ -54,9 +54,10 @@ STATE_FILE = "state.json"
 BUILD_LOCK = "build.lock"  # held for a whole build; kept when the folder is emptied
 MERGE_LOCK = "merge.lock"  # held by the one merging process; kept when the folder is emptied
 HISTORY_CACHE = "git-history.json"  # the git history map (search/gitfollow.py): not the index
-# Not the index, so kept when a build empties the folder: presence (search/presence.py), and where
-# versions before 0.4.22 kept the history (history/kept.py), until it is moved out.
-KEPT_ON_REBUILD = frozenset({BUILD_LOCK, MERGE_LOCK, "presence", HISTORY_CACHE, "agents", "journal"})
+# Not the index, so kept when a build empties the folder: presence (search/presence.py), the meaning
+# vectors (meaning/store.py: keyed by each note's content hash, so a rebuild leaves them right), and
+# where versions before 0.4.22 kept the history (history/kept.py), until it is moved out.
+KEPT_ON_REBUILD = frozenset({BUILD_LOCK, MERGE_LOCK, "presence", HISTORY_CACHE, "agents", "journal", "meaning"})
 # Group commit (``commit_gather`` and ``commit_spacing`` in the settings): under steady saves from
 # several callers a commit starts some time after the one before it, and the saves made meanwhile
 # join it, because every commit costs each reader of the index a searcher renewal and a new pass

@@ -1,0 +1,87 @@
+"""What runs the sentence model (meaning/model.py, meaning/ort.py; docs/ranking.md, "By
+meaning"): onnxruntime when it is installed, numpy otherwise, computing the same vectors, and a
+search that ranks by words while its query is embedded gives the page a sequential one gives."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+from meaning_model import make_tiny_model, scramble
+
+from vault_mem.errors import InvalidInput, MeaningUnavailable
+from vault_mem.mcp_server.app import call
+from vault_mem.mcp_server.tools import TOOLS_BY_NAME
+from vault_mem.meaning.embedder import Meaning
+from vault_mem.meaning.model import load_model
+from vault_mem.runtime.meaning import index_notes, note_text
+from vault_mem.search import fusion
+
+TEXTS = ["which message broker did we pick?", "Queue decision v3: NATS JetStream", "water", "",
+         "the garden soil and the tomatoes on the train to paris, about the bread in the oven " * 3]
+
+
+@pytest.fixture
+def tiny(tmp_path: Path) -> Path:
+    return make_tiny_model(tmp_path / "tiny-model")
+
+
+@pytest.mark.parametrize("pooling", ["mean", "cls", "max"])
+def test_onnxruntime_computes_the_vectors_numpy_computes(tiny: Path, pooling: str) -> None:
+    pytest.importorskip("onnxruntime")
+    scramble(tiny)
+    if pooling != "mean":
+        (tiny / "1_Pooling" / "config.json").write_text(json.dumps({f"pooling_mode_{pooling}_token"
+                                                                    if pooling == "cls" else
+                                                                    "pooling_mode_max_tokens": True}))
+    by_numpy, by_ort = load_model(tiny, "numpy"), load_model(tiny, "onnxruntime")
+    assert (by_numpy.runtime, by_ort.runtime) == ("numpy", "onnxruntime")
+    one_batch = by_ort.encode(TEXTS)  # texts of several lengths padded together
+    assert np.abs(by_numpy.encode(TEXTS) - one_batch).max() < 1e-5
+    alone = np.stack([by_ort.encode([t])[0] for t in TEXTS])  # and each alone, unpadded
+    assert np.abs(alone - one_batch).max() < 1e-5
+    assert abs(float(one_batch[0] @ one_batch[1])) < 0.999  # the random weights do mix the words
+
+
+def test_auto_takes_onnxruntime_when_installed_and_numpy_when_not(tiny: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    try:
+        import onnxruntime  # noqa: F401
+        assert load_model(tiny).runtime == "onnxruntime"
+    except ImportError:
+        pass
+    monkeypatch.setitem(sys.modules, "onnxruntime", None)  # as on a machine without it
+    assert load_model(tiny).runtime == "numpy"
+    with pytest.raises(MeaningUnavailable, match="pip install onnxruntime"):
+        load_model(tiny, "onnxruntime")
+
+
+def test_a_runtime_not_known_is_refused_naming_the_choices(tiny: Path) -> None:
+    with pytest.raises(InvalidInput, match="auto, onnxruntime, numpy"):
+        load_model(tiny, "torch")
+
+
+def test_the_page_is_the_same_whether_words_are_ranked_beside_the_embedding_or_before(
+        make_vault, tiny: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    notes = {f"n{i}.md": f"---\ntitle: note {i}\n---\n{body}\n" for i, body in enumerate([
+        "We chose NATS JetStream as the message broker.", "The Kafka trial was abandoned.",
+        "Water the tomatoes in the garden soil.", "A train ticket to Paris for the trip.",
+        "Bread from the oven.", "Which queue did we pick for messages?", "The garden plant to pick."])}
+    vault = make_vault(notes)
+    meaning = Meaning.open(tiny, vault.index.dir)
+    meaning.embed_pending(index_notes(vault.index), note_text(vault.root))
+    vault.meaning = meaning
+    spec = TOOLS_BY_NAME["memory_search"]
+    pages = {}
+    for concurrent in (True, False):
+        monkeypatch.setattr(fusion, "CONCURRENT", concurrent)
+        answers = []
+        for query in ("which message broker did we pick?", "garden", "paris trip", "nothing like it"):
+            meaning._queries.clear()
+            answers.append(call(vault, spec, {"agent": "a", "query": query}))
+        pages[concurrent] = answers
+    assert pages[True] == pages[False]
+    assert any(n.get("found_by") == "meaning" for a in pages[True] for n in a.get("notes", []))
+    meaning.stop()
