@@ -12,7 +12,9 @@ What is not here, and why (the numbers that are part of a format or a contract, 
 - Formats on disk: ``SCHEMA_VERSION`` (search/schema.py, with the width ``bits`` its ``_number``
   fields take) and ``CACHE_VERSION`` (git/history.py) are versions of files; ``HASH_TABLES``
   (search/whoosh/mapping.py) is the table count of Whoosh's hash file format; ``_HEAD``
-  (history/agentstate.py) is where a state file's generation ends.
+  (history/agentstate.py) is where a state file's generation ends; ``FLOAT``, ``INT64`` and
+  ``OPSET`` (meaning/ort.py) are ONNX's codes for two data types and the operator set the model's
+  graph is written in.
 - Sizes of what Python holds, counted against a build's memory: ``POSTING_BYTES``, ``TERM_BYTES``
   and ``MERGED_POSTING_BYTES`` (search/whoosh/postings.py): what Python takes, not a choice.
 - Bounds others set: ``MAX_SEGMENT_BYTES`` (vault/paths.py), the 255 bytes a file system allows in
