@@ -22,7 +22,7 @@ from whoosh.searching import Searcher
 
 from vault_mem import settings
 from vault_mem.search.lru import CACHE
-from vault_mem.search.whoosh.files import field_doc_frequencies, field_terms
+from vault_mem.search.whoosh.files import field_doc_frequencies, field_terms, postings
 from vault_mem.search.whoosh.seam import reader_folder
 
 V = TypeVar("V")
@@ -143,12 +143,12 @@ class Segment:
         elif (field, value) not in self.reader:
             return []
         if self.size < config.cached_postings_from:
-            return list(self.reader.postings(field, value).all_ids())
+            return [doc for doc, _freq in postings(self.reader, field, value)]
         key = ("term_docs", self.key, field, value)
         kept: list[int] | None = CACHE.peek(key)
         if kept is not None:
             return kept
-        docs = list(self.reader.postings(field, value).all_ids())
+        docs = [doc for doc, _freq in postings(self.reader, field, value)]
         return CACHE.get_or_make(key, lambda: docs) if len(docs) >= config.cached_postings_from else docs
 
     def terms(self, field: str) -> frozenset[str]:

@@ -3,8 +3,8 @@
 
 Two steps. First the candidates: the text's most distinctive words (the ``terms`` rarest in
 the index's bodies, by document frequency; numbers are left out, since a restatement often
-changes them, and so are words no other note holds) are searched as ``memory_search`` searches
-(``search/topk.py``), and the best ``candidates`` notes are kept. Then each candidate is
+changes them, and so are words no other note holds) are looked up exactly, and the
+``candidates`` notes holding the most of them (each word counting its rarity) are kept. Then each candidate is
 compared with the text: the *resemblance* is the Jaccard index of the two texts' word sets
 (title and the first characters of the body, what the index stores of it: the ``record_head_chars`` setting;
 numbers left out), each word weighted by its rarity in the index (BM25's idf, as the ranking
@@ -15,11 +15,13 @@ stay below it: words every note holds weigh next to nothing. A text of fewer tha
 any two notes look alike.
 
 Cost: one document-frequency look-up per distinct word of the text and of its ``candidates``
-(their stored records), one top-k search for ``terms`` words: never a walk over every note.
+(their stored records; each segment's counts are read once and shared), and one posting list
+per segment for each of the ``terms`` words: never a walk over every note or every word.
 """
 
 from __future__ import annotations
 
+import heapq
 import math
 import re
 from collections import OrderedDict
@@ -30,7 +32,6 @@ from vault_mem import settings
 from vault_mem.search.ranking import STOP_WORDS, rarity
 from vault_mem.search.snapshot import Snapshot
 from vault_mem.search.substring import words
-from vault_mem.search.topk import best_notes
 
 _HAS_LETTER = re.compile(r"[^\W\d_]")
 
@@ -109,6 +110,23 @@ def distinctive_terms(text: str, terms: int, rarest: Rarity) -> list[str]:
     return [word for _df, word in found[:terms]]
 
 
+def _holding_most(view: Snapshot, chosen: list[str], count: int, keep: Collection[int] | None,
+                  rarest: Rarity) -> list[int]:
+    """The ``count`` notes (of ``keep``, when given) holding the most of the words ``chosen``
+    exactly in their title or body, each word counting its rarity; the earlier note first on a
+    tie. Exact words only: a restatement repeats its distinctive words, and looking each up is a
+    posting list per segment, where a search's substring forms would scan every word of the index."""
+    admitted = None if keep is None else set(keep)
+    weight: dict[int, float] = {}
+    for word in chosen:
+        rare = rarest(word)
+        body, title = view.term_docs("body", [word]), view.term_docs("title", [word])
+        for doc in set(body).union(title) if title else body:
+            if admitted is None or doc in admitted:
+                weight[doc] = weight.get(doc, 0.0) + rare
+    return heapq.nsmallest(count, weight, key=lambda doc: (-weight[doc], doc))
+
+
 def resembling(view: Snapshot, title: str, body: str, *, exclude: Collection[int] = (),
                keep: Collection[int] | None = None, limit: int | None = None, threshold: float | None = None,
                terms: int | None = None, candidates: int | None = None, min_words: int | None = None,
@@ -133,9 +151,8 @@ def resembling(view: Snapshot, title: str, body: str, *, exclude: Collection[int
     chosen = distinctive_terms(text, terms, rarest)
     if not chosen:
         return []
-    ranked = best_notes(view, chosen, candidates + len(exclude), keep)
     found = []
-    for doc in ranked.page:
+    for doc in _holding_most(view, chosen, candidates + len(exclude), keep, rarest):
         if doc in exclude:
             continue
         record = view.record(doc)
