@@ -2,10 +2,12 @@
 
 One frozen ``Settings`` holds them, one line each: the default, what it is for, and the page of
 ``docs/`` that explains it (docs/settings.md lists the ones a person sets, by environment). The
-command line builds them once where the program is assembled (``from_environment``, then
-``configure``) and hands them to the objects it makes; code deeper down reads ``current()`` when
-it needs a value, never at import, so ``use()`` (tests, embedding) takes effect at once.
-Without ``configure`` the defaults hold.
+command line builds them once where each process is assembled (``from_environment``, then
+``configure``, which makes them the process's current settings: the CLI's main, a build worker,
+the merge process); code reads ``current()`` when it needs a value, never at import, so ``use()``
+(tests, a program embedding vault-mem) takes effect at once. Without ``configure`` the defaults
+hold. (One object read where it is needed, rather than a parameter threaded through every
+constructor: the same values everywhere in a process, and a test changes one knob in one line.)
 
 What is not here, and why (the numbers that are part of a format or a contract, not a choice):
 

@@ -8,6 +8,7 @@ import signal
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 from conftest import write_notes
@@ -78,6 +79,17 @@ def test_parallel_build_matches_serial_build(tmp_path: Path) -> None:
     assert parallel.is_complete()
     assert (tmp_path / "ix2" / ".gitignore").read_text() == "*\n"
 
+
+
+def test_a_parallel_builds_workers_take_the_settings_of_the_process_that_builds(tmp_path: Path, tuned: Any) -> None:
+    """A spawned worker starts from the defaults: it is handed the builder's settings."""
+    root = write_notes(tmp_path / "v", {f"n{i}.md": f"# Note {i}\n\n" + "word " * 200 for i in range(4)})
+    tuned(build_batch=1, record_head_chars=40)  # two batches at least: the parallel path
+    index = VaultIndex(root, tmp_path / "ix")
+    build(index, procs=2)
+    with index.searching() as searcher:
+        heads = [searcher.stored_fields(d)["record"]["head"] for d in range(searcher.doc_count_all())]
+    assert len(heads) == 4 and all(len(head) <= 40 for head in heads), [len(h) for h in heads]
 
 def test_an_index_of_an_older_schema_is_rebuilt_at_the_next_sync(tmp_path: Path) -> None:
     """After an upgrade that changes the index format (docs/index-and-sync.md), the old index

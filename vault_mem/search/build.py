@@ -127,7 +127,8 @@ def _parallel_build(index: VaultIndex, files: list[str], bar: Progress, procs: i
         mine, theirs = ctx.Pipe()
         pipes.append(mine)
         ends.append(theirs)
-        workers.append(ctx.Process(target=_worker, args=(str(index.dir), str(index.root), theirs), daemon=True))
+        workers.append(ctx.Process(target=_worker, args=(str(index.dir), str(index.root), theirs, settings.current()),
+                                   daemon=True))
     parent = index.acquire_writer()
     try:
         with _sigint_ignored():  # inherited: Ctrl-C stops the parent, which stops the workers
@@ -239,9 +240,11 @@ def _sigint_ignored() -> Iterator[None]:
         signal.signal(signal.SIGINT, previous)
 
 
-def _worker(index_dir: str, root: str, conn: Connection) -> None:
+def _worker(index_dir: str, root: str, conn: Connection, chosen: settings.Settings) -> None:
     """A build worker: parse each batch of files it is sent and write it as one segment, reporting
-    progress every REPORT_EVERY files; ``None`` ends it."""
+    progress every ``build_report_every`` files; ``None`` ends it. ``chosen``: the parent's
+    settings (a spawned process starts from the defaults)."""
+    settings.configure(chosen)
     with contextlib.suppress(ValueError, OSError):
         signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent decides when to stop
     try:
