@@ -205,7 +205,7 @@ class Settings:
     param_max_items: int = 1_000  # strings a list parameter may hold where its tool names no other bound (docs/tools.md#rules-every-tool-follows)
 
     # -- Notes that say nearly the same (search/similar.py: memory_write's similar, vault-mem tidy) -
-    similar_shown: int = 3  # notes memory_write's and memory_supersede's `similar` lists at most (docs/tools.md#memory_write)
+    similar_shown: int = 3  # notes memory_write's and memory_supersede's `similar` lists at most; 0 looks for none (VAULT_MEM_SIMILAR) (docs/tools.md#memory_write)
     similar_threshold: float = 0.35  # resemblance (0..1) from which a note is listed as saying nearly the same; tidy's default --threshold (docs/tools.md#memory_write)
     similar_terms: int = 8  # rarest words of a text searched to find the notes it is compared with (docs/tools.md#memory_write)
     similar_candidates: int = 10  # notes found by those words that are compared with the text (docs/tools.md#memory_write)
@@ -339,6 +339,12 @@ def from_environment(environ: Mapping[str, str], base: Settings | None = None) -
                         float("-inf"))
     if megabytes is not None:
         changes["cache_mb"] = max(megabytes, 1)
+    shown = _number(environ, "VAULT_MEM_SIMILAR", "a whole number of notes (0: look for none)", 0)
+    if shown is not None:
+        if shown != int(shown):
+            raise InvalidInput("VAULT_MEM_SIMILAR", f"VAULT_MEM_SIMILAR={environ['VAULT_MEM_SIMILAR'].strip()!r} is not "
+                                                    "a whole number of notes (0: look for none)")
+        changes["similar_shown"] = int(shown)
     collector = _switch(environ, "VAULT_MEM_GC_TUNING")
     if collector is not None:
         changes["tune_gc"] = collector

@@ -82,17 +82,21 @@ def word_set(text: str) -> frozenset[str]:
     return frozenset(w for w in words(text) if _HAS_LETTER.search(w))
 
 
-def resemblance(a: Collection[str], b: Collection[str], weight: Callable[[str], float] | None = None) -> float:
+def resemblance(a: Collection[str], b: Collection[str], weight: Callable[[str], float] | None = None,
+                a_weight: float | None = None) -> float:
     """The Jaccard index of two word sets (0 when either is empty); with ``weight``, each word
     counts its weight (its rarity), so the words every note holds (a template's boilerplate,
-    the commonest words) count next to nothing."""
+    the commonest words) count next to nothing. ``a_weight``: the sum of ``a``'s weights, when
+    the caller compares ``a`` with many sets."""
     if not a or not b:
         return 0.0
     both = set(a) & set(b)
     if weight is None:
         return len(both) / (len(a) + len(b) - len(both))
     shared = math.fsum(weight(w) for w in both)
-    union = math.fsum(weight(w) for w in a) + math.fsum(weight(w) for w in b) - shared
+    if a_weight is None:
+        a_weight = math.fsum(weight(w) for w in a)
+    union = a_weight + math.fsum(weight(w) for w in b) - shared
     return shared / union if union > 0 else 0.0
 
 
@@ -111,17 +115,22 @@ def distinctive_terms(text: str, terms: int, rarest: Rarity) -> list[str]:
 
 
 def _holding_most(view: Snapshot, chosen: list[str], count: int, keep: Collection[int] | None,
-                  rarest: Rarity) -> list[int]:
+                  weigh: Callable[[str], float]) -> list[int]:
     """The ``count`` notes (of ``keep``, when given) holding the most of the words ``chosen``
     exactly in their title or body, each word counting its rarity; the earlier note first on a
     tie. Exact words only: a restatement repeats its distinctive words, and looking each up is a
-    posting list per segment, where a search's substring forms would scan every word of the index."""
+    dictionary look-up per segment (its counts, ``Segment.doc_frequencies``) and a posting list
+    where it is held, where a search's substring forms would scan every word of the index."""
     admitted = None if keep is None else set(keep)
     weight: dict[int, float] = {}
     for word in chosen:
-        rare = rarest(word)
-        body, title = view.term_docs("body", [word]), view.term_docs("title", [word])
-        for doc in set(body).union(title) if title else body:
+        rare = weigh(word)
+        holders: set[int] = set()
+        for segment in view.parts:
+            for field in ("body", "title"):
+                if segment.doc_frequencies(field).get(word):
+                    holders.update(segment.to_searcher_numbers(segment.term_docs(field, word)))
+        for doc in holders:
             if admitted is None or doc in admitted:
                 weight[doc] = weight.get(doc, 0.0) + rare
     return heapq.nsmallest(count, weight, key=lambda doc: (-weight[doc], doc))
@@ -151,15 +160,24 @@ def resembling(view: Snapshot, title: str, body: str, *, exclude: Collection[int
     chosen = distinctive_terms(text, terms, rarest)
     if not chosen:
         return []
+    weights: dict[str, float] = {}  # this call's, in front of ``rarest``'s bounded memory
+
+    def weigh(word: str) -> float:
+        known = weights.get(word)
+        if known is None:
+            known = weights[word] = rarest(word)
+        return known
+
+    mine_weight = math.fsum(weigh(w) for w in mine)
     found = []
-    for doc in _holding_most(view, chosen, candidates + len(exclude), keep, rarest):
+    for doc in _holding_most(view, chosen, candidates + len(exclude), keep, weigh):
         if doc in exclude:
             continue
         record = view.record(doc)
         theirs = word_set(note_text(str(record.get("title") or ""), str(record.get("head") or "")))
         if len(theirs) < min_words:
             continue
-        score = resemblance(mine, theirs, rarest)
+        score = resemblance(mine, theirs, weigh, mine_weight)
         if score >= threshold:
             found.append(Resembling(doc, round(score, 3)))
     found.sort(key=lambda r: -r.resemblance)
