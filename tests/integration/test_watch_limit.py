@@ -9,6 +9,7 @@ namespaces switched off) the tests are skipped."""
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -96,6 +97,10 @@ async def test_a_server_started_over_the_watch_limit_says_so_and_finds_saves_by_
                 note.write("\nzeppelinquartz\n")
             answer = await found(session, "zeppelinquartz")
             assert [row["permalink"] for row in answer["notes"]] == ["memory://b/n"], answer  # type: ignore[union-attr]
+            status = json.loads(subprocess.run(
+                [sys.executable, "-m", "vault_mem", "status", "--vault", str(root), "--json"], capture_output=True,
+                text=True, timeout=HANG, env=params.env, check=True).stdout)
+            assert [s.get("unwatched") for s in status["servers"]] == ["inotify watch limit reached"], status
     said = errlog.read_text(encoding="utf-8")
     assert "Traceback" not in said, said
     warnings = [line for line in said.splitlines() if "cannot watch" in line]

@@ -125,7 +125,8 @@ def status_of(index: VaultIndex) -> dict[str, Any]:
                                     "summary": state.get("last_reconcile_summary", "")}
     answer["servers"] = [{"pid": s["pid"], "transport": s.get("transport"), "url": s.get("url"),
                           "since": _iso(float(s.get("started", 0))),
-                          **({"meaning_model": s["meaning"]} if s.get("meaning") else {})} for s in servers]
+                          **({"meaning_model": s["meaning"]} if s.get("meaning") else {}),
+                          **({"unwatched": s["unwatched"]} if s.get("unwatched") else {})} for s in servers]
     models = stored_models(index.dir)
     if models:  # only a vault that has had a meaning model: the others' answer is as it was
         answer["meaning"] = models
@@ -171,6 +172,8 @@ def cmd_status(args: argparse.Namespace) -> int:
     servers = answer["servers"]
     rows.append(("served", "; ".join(f"pid {s['pid']} over {s['transport']}" + (f" at {s['url']}" if s["url"] else "")
                                      + f" since {s['since']}" + _ranking_by(s)
+                                     + (f" (not watching the files: {s['unwatched']}; changes are found by a "
+                                        "check every few seconds)" if s.get("unwatched") else "")
                                      for s in servers) or "no server is running"))
     for model in answer.get("meaning", []):
         rows.append(("meaning", f"vectors of {model['model']} ({model['bytes'] / 1e6:.1f} MB; {model['folder']})"))

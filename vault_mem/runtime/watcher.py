@@ -43,7 +43,15 @@ from vault_mem.runtime.observer import (
     quiet_benign_watchdog_warning,
     stop_observer,
 )
-from vault_mem.search.api import VaultIndex, document_of, prefix_records, reconcile, same_content, stat_state
+from vault_mem.search.api import (
+    VaultIndex,
+    document_of,
+    note_present,
+    prefix_records,
+    reconcile,
+    same_content,
+    stat_state,
+)
 from vault_mem.vault.note import Note
 from vault_mem.vault.paths import Listing, display_path, listed_spelling, relative_to_root
 from vault_mem.vault.reader import read_note
@@ -191,6 +199,7 @@ class Watcher:
             self._refused[name] = reason
             self._cond.notify_all()  # the next check comes sooner
         if first:
+            note_present(self.index.dir, "serve", unwatched=reason)  # `vault-mem status` says it too
             advice = {errno.ENOSPC: "; on Linux, raise fs.inotify.max_user_watches (docs/index-and-sync.md)",
                       errno.EMFILE: "; on Linux, raise fs.inotify.max_user_instances (docs/index-and-sync.md)",
                       }.get(exc.errno or 0, "")
@@ -209,6 +218,7 @@ class Watcher:
                 self._refused.pop(name, None)
             back = not self._refused
         if back:
+            note_present(self.index.dir, "serve", unwatched=None)
             log.info("watching %s for changes again", self.root)
 
     def _watch_top(self, name: str) -> None:

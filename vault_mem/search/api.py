@@ -35,7 +35,7 @@ from vault_mem.search.gitfollow import attach_history
 from vault_mem.search.lru import keep_while_unchanged
 from vault_mem.search.merge import main as merge_main
 from vault_mem.search.merge import merge_due, merge_lock
-from vault_mem.search.presence import live, present
+from vault_mem.search.presence import live, note_present, present
 from vault_mem.search.progress import Progress, ProgressFile
 from vault_mem.search.query import Searcher, newest_first_key, prefix_records, ranked_newest_key
 from vault_mem.search.ranking import match_forms, score_notes, search_terms, stem_of
@@ -82,6 +82,7 @@ __all__ = [
     "merge_lock",
     "merge_main",
     "newest_first_key",
+    "note_present",
     "open_meaning",
     "path_prefixes",
     "prefix_records",

@@ -41,6 +41,20 @@ def present(index_dir: Path, kind: str, **info: Any) -> Iterator[None]:
             path.unlink()
 
 
+def note_present(index_dir: Path, kind: str, **info: Any) -> None:
+    """Add ``info`` to this process's marker of ``kind`` (a value None takes its key away), when it
+    has one: what ``status`` should say of it now, such as a watch the system refused."""
+    path = _file(index_dir, kind, os.getpid())
+    try:
+        known = json.loads(path.read_text(encoding="utf-8"))
+        known.update(info)
+        tmp = path.with_name(f".{path.name}.tmp")
+        tmp.write_text(json.dumps({k: v for k, v in known.items() if v is not None}), encoding="utf-8")
+        os.replace(tmp, path)
+    except (OSError, ValueError, AttributeError):  # no marker (not a server), or not ours to mend
+        pass
+
+
 def live(index_dir: Path, kind: str) -> list[dict[str, Any]]:
     """The markers of ``kind`` whose process still runs, oldest first."""
     found = []
