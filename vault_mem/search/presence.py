@@ -29,9 +29,7 @@ def present(index_dir: Path, kind: str, **info: Any) -> Iterator[None]:
     path = _file(index_dir, kind, os.getpid())
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_name(f".{path.name}.tmp")
-        tmp.write_text(json.dumps({"pid": os.getpid(), "started": time.time(), **info}), encoding="utf-8")
-        os.replace(tmp, path)
+        _write(path, {"pid": os.getpid(), "started": time.time(), **info})
     except OSError:  # a marker that cannot be written only makes ``status`` less precise
         pass
     try:
@@ -48,11 +46,16 @@ def note_present(index_dir: Path, kind: str, **info: Any) -> None:
     try:
         known = json.loads(path.read_text(encoding="utf-8"))
         known.update(info)
-        tmp = path.with_name(f".{path.name}.tmp")
-        tmp.write_text(json.dumps({k: v for k, v in known.items() if v is not None}), encoding="utf-8")
-        os.replace(tmp, path)
+        _write(path, {k: v for k, v in known.items() if v is not None})
     except (OSError, ValueError, AttributeError):  # no marker (not a server), or not ours to mend
         pass
+
+
+def _write(path: Path, info: dict[str, Any]) -> None:
+    """``path`` holding ``info``, whole when a reader sees it."""
+    tmp = path.with_name(f".{path.name}.tmp")
+    tmp.write_text(json.dumps(info), encoding="utf-8")
+    os.replace(tmp, path)
 
 
 def live(index_dir: Path, kind: str) -> list[dict[str, Any]]:
