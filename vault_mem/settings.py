@@ -14,9 +14,9 @@ What is not here, and why (the numbers that are part of a format or a contract, 
 - Formats on disk: ``SCHEMA_VERSION`` (search/schema.py, with the width ``bits`` its ``_number``
   fields take) and ``CACHE_VERSION`` (git/history.py) are versions of files; ``HASH_TABLES``
   (search/whoosh/mapping.py) is the table count of Whoosh's hash file format; ``_HEAD``
-  (history/agentstate.py) is where a state file's generation ends; ``FLOAT``, ``INT64`` and
-  ``OPSET`` (meaning/ort.py) are ONNX's codes for two data types and the operator set the model's
-  graph is written in.
+  (history/agentstate.py) is where a state file's generation ends; ``FLOAT``, ``INT8``,
+  ``INT64`` and ``OPSET`` (meaning/ort.py) are ONNX's codes for three data types and the operator
+  set the model's graph is written in.
 - Sizes of what Python holds, counted against a build's memory: ``POSTING_BYTES``, ``TERM_BYTES``
   and ``MERGED_POSTING_BYTES`` (search/whoosh/postings.py): what Python takes, not a choice.
 - Bounds others set: ``MAX_SEGMENT_BYTES`` (vault/paths.py), the 255 bytes a file system allows in
@@ -225,6 +225,8 @@ class Settings:
     meaning_batch_tokens: int = 4_096  # word pieces the model runs in one batch, about (docs/ranking.md#by-meaning-optional)
     meaning_idle: float = 2.0  # seconds between two looks of the embedder at whether the index moved (docs/ranking.md#by-meaning-optional)
     meaning_stop_wait: float = 10.0  # seconds the embedder gets to end its batch when the server stops (docs/ranking.md#by-meaning-optional)
+    meaning_query_bits: int = 8  # 8: onnxruntime embeds a query with the weights kept in 8 bits, a quarter of the bytes to read, a vector near the full one; 32: at full precision, as notes are (VAULT_MEM_QUERY_BITS) (docs/ranking.md#by-meaning-optional)
+    meaning_query_agreement: float = 0.95  # cosine, on a few texts at load, below which the 8-bit query vectors are not used: queries are then embedded at full precision (docs/ranking.md#by-meaning-optional)
     meaning_query_cache: int = 256  # queries whose vectors a process keeps: an agent often repeats one (docs/ranking.md#by-meaning-optional)
     meaning_pull_timeout: float = 60.0  # seconds `vault-mem meaning pull` waits for the hub's answer to one request (docs/cli.md#vault-mem-meaning)
 
@@ -345,6 +347,11 @@ def from_environment(environ: Mapping[str, str], base: Settings | None = None) -
             raise InvalidInput("VAULT_MEM_SIMILAR", f"VAULT_MEM_SIMILAR={environ['VAULT_MEM_SIMILAR'].strip()!r} is not "
                                                     "a whole number of notes (0: look for none)")
         changes["similar_shown"] = int(shown)
+    bits = environ.get("VAULT_MEM_QUERY_BITS", "").strip()
+    if bits:
+        if bits not in ("8", "32"):
+            raise InvalidInput("VAULT_MEM_QUERY_BITS", f"VAULT_MEM_QUERY_BITS={bits!r} is not 8 or 32")
+        changes["meaning_query_bits"] = int(bits)
     collector = _switch(environ, "VAULT_MEM_GC_TUNING")
     if collector is not None:
         changes["tune_gc"] = collector

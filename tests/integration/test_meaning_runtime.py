@@ -4,6 +4,7 @@ search that ranks by words while its query is embedded gives the page a sequenti
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import sys
 from pathlib import Path
@@ -12,6 +13,7 @@ import numpy as np
 import pytest
 from meaning_model import make_tiny_model, scramble
 
+from vault_mem import settings
 from vault_mem.errors import InvalidInput, MeaningUnavailable
 from vault_mem.mcp_server.app import call
 from vault_mem.mcp_server.tools import TOOLS_BY_NAME
@@ -56,6 +58,35 @@ def test_auto_takes_onnxruntime_when_installed_and_numpy_when_not(tiny: Path, mo
     assert load_model(tiny).runtime == "numpy"
     with pytest.raises(MeaningUnavailable, match="pip install onnxruntime"):
         load_model(tiny, "onnxruntime")
+
+
+def test_onnxruntime_embeds_a_query_by_eight_bit_weights_near_the_full_vector(tiny: Path) -> None:
+    pytest.importorskip("onnxruntime")
+    scramble(tiny)
+    model, by_numpy = load_model(tiny, "onnxruntime"), load_model(tiny, "numpy")
+    assert (model.query_bits, by_numpy.query_bits) == (8, 32)
+    texts = [t for t in TEXTS if t]
+    full = model.encode(texts)
+    near = np.stack([model.encode_query(t) for t in texts])
+    cosines = (full * near).sum(axis=1)
+    assert cosines.min() >= settings.current().meaning_query_agreement
+    assert np.abs(full - near).max() > 1e-4  # computed apart, by the 8-bit weights
+    assert np.abs(np.linalg.norm(near, axis=1) - 1).max() < 1e-5
+    assert all(np.array_equal(by_numpy.encode_query(t), by_numpy.encode([t])[0]) for t in texts)
+    meaning = Meaning.open(tiny, tiny.parent / "ix")
+    assert meaning.describe()["query_bits"] == 8
+    meaning.stop()
+
+
+@pytest.mark.parametrize("change", [{"meaning_query_bits": 32}, {"meaning_query_agreement": 1.5}])
+def test_queries_are_embedded_at_full_precision_when_asked_or_when_the_eight_bit_vectors_stray(
+        tiny: Path, change: dict[str, float]) -> None:
+    pytest.importorskip("onnxruntime")
+    scramble(tiny)
+    with settings.use(dataclasses.replace(settings.current(), **change)):  # type: ignore[arg-type]
+        model = load_model(tiny, "onnxruntime")
+    assert model.query_bits == 32
+    assert all(np.array_equal(model.encode_query(t), model.encode([t])[0]) for t in TEXTS if t)
 
 
 def test_a_runtime_not_known_is_refused_naming_the_choices(tiny: Path) -> None:

@@ -47,9 +47,10 @@ def test_the_environment_sets_what_a_person_tunes_and_names_a_wrong_value() -> N
     assert settings.from_environment({"VAULT_MEM_CACHE_MB": "0.1"}).cache_mb == 1  # as before: under 1 counts as 1
     assert settings.from_environment({"VAULT_MEM_SIMILAR": "0"}).similar_shown == 0  # no lookup at all
     assert settings.from_environment({"VAULT_MEM_SIMILAR": " 5 "}).similar_shown == 5
+    assert settings.from_environment({"VAULT_MEM_QUERY_BITS": "32"}).meaning_query_bits == 32
     for name, value in (("VAULT_MEM_CACHE_MB", "lots"), ("VAULT_MEM_CACHE_MB", "nan"), ("VAULT_MEM_CACHE_MB", "inf"),
                         ("VAULT_MEM_GC_TUNING", "maybe"), ("VAULT_MEM_SIMILAR", "1.5"), ("VAULT_MEM_SIMILAR", "-1"),
-                        ("VAULT_MEM_SIMILAR", "few")):
+                        ("VAULT_MEM_SIMILAR", "few"), ("VAULT_MEM_QUERY_BITS", "16"), ("VAULT_MEM_QUERY_BITS", "8.0")):
         with pytest.raises(InvalidInput) as caught:
             settings.from_environment({name: value})
         assert name in caught.value.message and repr(value) in caught.value.message

@@ -73,8 +73,9 @@ def stored_models(index_dir: Path) -> list[dict[str, Any]]:
 
 def describe(meaning: Meaning) -> str:
     info = meaning.describe()
-    return (f"{info['model']} ({info['folder']}), run by {info['runtime']}: {info['notes']:,} notes embedded "
-            f"in {info['chunks']:,} chunks")
+    queries = ", queries with 8-bit weights" if info["query_bits"] == 8 else ""
+    return (f"{info['model']} ({info['folder']}), run by {info['runtime']}{queries}: {info['notes']:,} notes "
+            f"embedded in {info['chunks']:,} chunks")
 
 
 # -- vault-mem meaning pull ---------------------------------------------------------------

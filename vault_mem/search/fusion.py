@@ -16,7 +16,7 @@ Without a model none of this runs: the keyword page is the answer, as before.
 
 from __future__ import annotations
 
-from collections.abc import Collection
+from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -27,8 +27,8 @@ from vault_mem.search.topk import Ranked, best_notes
 if TYPE_CHECKING:
     from vault_mem.meaning.embedder import Meaning
 
-# Rank by words and embed the query at once (meaning/embedder.py Meaning.beside); a bench turns it
-# off to measure what it gains.
+# Rank by words on a helper thread while this one embeds the query (meaning/embedder.py
+# Meaning.beside); a bench turns it off to measure what it gains.
 CONCURRENT = True
 
 
@@ -42,15 +42,26 @@ class Fused(Ranked):
 
 def fused_notes(view: Snapshot, meaning: Meaning, query: str, terms: list[str], limit: int,
                 keep: Collection[int] | None = None, depth: int | None = None, rrf_k: int | None = None,
-                min_similarity: float | None = None) -> Fused:
+                min_similarity: float | None = None, meanwhile: Callable[[list[int]], None] | None = None) -> Fused:
     """The first ``limit`` notes by the rule of the module docstring (``keep``: the notes the
-    filters admit, None for all; the bounds not given: the ``meaning_*`` settings)."""
+    filters admit, None for all; the bounds not given: the ``meaning_*`` settings).
+
+    A helper thread ranks by words, then calls ``meanwhile`` with the keyword order's first
+    ``limit`` notes (most of the page, as a rule: the caller starts on their rows before the fused
+    order is known), while this thread embeds the query and compares it with the notes, which
+    release the interpreter's lock."""
     config = settings.current()
     rrf_k = config.meaning_rrf_k if rrf_k is None else rrf_k
     min_similarity = config.meaning_min_similarity if min_similarity is None else min_similarity
     depth = max(config.meaning_depth if depth is None else depth, limit)
-    if CONCURRENT and len(meaning.store):  # ranked by words on a helper thread while the query is embedded here
-        pending = meaning.beside(lambda: best_notes(view, terms, depth, keep))
+    if CONCURRENT and len(meaning.store):
+        def by_words() -> Ranked:
+            ranked = best_notes(view, terms, depth, keep)
+            if meanwhile is not None:
+                meanwhile(ranked.page[:limit])
+            return ranked
+
+        pending = meaning.beside(by_words)
         near = meaning.nearest(query, depth)
         keyword = pending.result()
     else:
