@@ -26,6 +26,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from vault_mem import settings
 from vault_mem.mcp_server.app import call
 from vault_mem.mcp_server.tools import TOOLS_BY_NAME
 from vault_mem.meaning.embedder import Embedder, Meaning
@@ -41,6 +42,7 @@ from vault_mem.vault.reader import read_note
 from vault_mem.vault.walk import walk_vault
 
 install_whoosh_patches()  # the engine's speed patches, as the command line installs them (VAULT_MEM_WHOOSH_PATCHES)
+settings.configure(settings.from_environment(os.environ))  # VAULT_MEM_QUERY_BITS and the rest, as the command line
 
 
 def peak_rss_mb() -> float:
@@ -106,6 +108,21 @@ def interleaved(plain: Vault, vault: Vault, queries: list[str], sequential_too: 
     return times
 
 
+def agreement(meaning: Meaning, queries: list[str]) -> str:
+    """How near the 8-bit query vectors are to the full-precision ones, and how many of the 10 notes
+    nearest by meaning the two share."""
+    model, store = meaning.model, meaning.store
+    cosines, shared = [], []
+    for q in queries:
+        near, full = model.encode_query(q), model.encode([q])[0]
+        cosines.append(float(near @ full))
+        by_full = {p for p, _ in store.nearest(full, 10)}
+        shared.append(len(by_full & {p for p, _ in store.nearest(near, 10)}) / max(len(by_full), 1))
+    return (f"8-bit query vectors: cosine with the full-precision ones {min(cosines):.4f} at the least, "
+            f"{statistics.median(cosines):.4f} at the median; of the 10 notes nearest by meaning, "
+            f"{statistics.mean(shared):.1%} the same on average, {min(shared):.0%} at the least")
+
+
 def timed_searches(vault: Vault, queries: list[str], new_queries: bool = False) -> list[float]:
     """Each query's time after a warm pass; with ``new_queries`` the model's query cache is
     emptied before each call, so each query is encoded (as a question never asked before)."""
@@ -146,7 +163,8 @@ def main() -> None:
     plain = timed_searches(vault, queries)
     keyword_rss = rss_mb()
     meaning = Meaning.open(args.model, index.dir, runtime=args.runtime)
-    print(f"model {meaning.model.name} run by {meaning.model.runtime}")
+    print(f"model {meaning.model.name} run by {meaning.model.runtime}, queries with "
+          f"{meaning.model.query_bits}-bit weights")
     loaded_rss = rss_mb()
     notes, read = index_notes(index), note_text(args.vault)
     embedder = Embedder(meaning, notes, read)
@@ -200,6 +218,8 @@ def main() -> None:
               f"({len(times)} queries; x{statistics.median(times) / statistics.median(plain):.2f} of keyword only)")
     if load is not None and load_after is not None:
         print(f"load average (1 min) {load[0]:.2f} before the timed searches, {load_after[0]:.2f} after")
+    if meaning.model.query_bits == 8:
+        print(agreement(meaning, queries))
     print(f"RSS: {keyword_rss:.0f} MB after keyword searches; {loaded_rss:.0f} MB with the model and vectors "
           f"loaded; {rss_mb():.0f} MB after the searches by meaning; peak {peak_rss_mb():.0f} MB")
 

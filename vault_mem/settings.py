@@ -225,7 +225,7 @@ class Settings:
     meaning_batch_tokens: int = 4_096  # word pieces the model runs in one batch, about (docs/ranking.md#by-meaning-optional)
     meaning_idle: float = 2.0  # seconds between two looks of the embedder at whether the index moved (docs/ranking.md#by-meaning-optional)
     meaning_stop_wait: float = 10.0  # seconds the embedder gets to end its batch when the server stops (docs/ranking.md#by-meaning-optional)
-    meaning_query_bits: int = 8  # 8: onnxruntime embeds a query with the weights kept in 8 bits, a quarter of the bytes to read, a vector near the full one; 32: at full precision, as notes are (VAULT_MEM_QUERY_BITS) (docs/ranking.md#by-meaning-optional)
+    meaning_query_bits: int = 8  # 8: onnxruntime embeds a query with the weights kept in 8 bits, fewer bytes to read, a vector near the full one; 32: at full precision, as notes are (VAULT_MEM_QUERY_BITS) (docs/ranking.md#by-meaning-optional)
     meaning_query_agreement: float = 0.95  # cosine, on a few texts at load, below which the 8-bit query vectors are not used: queries are then embedded at full precision (docs/ranking.md#by-meaning-optional)
     meaning_query_cache: int = 256  # queries whose vectors a process keeps: an agent often repeats one (docs/ranking.md#by-meaning-optional)
     meaning_pull_timeout: float = 60.0  # seconds `vault-mem meaning pull` waits for the hub's answer to one request (docs/cli.md#vault-mem-meaning)

@@ -12,9 +12,9 @@ the short inputs a query is, which is what keeps a search by meaning near a keyw
 A query is embedded by a second graph whose weight matrices are kept in 8 bits (``eight_bit``:
 onnxruntime's ``DynamicQuantizeMatMul``, a scale per output column, each product's inputs scaled
 to 8 bits as it runs). A query of a few words reads every weight once, so its time is mostly the
-time to read them: a quarter of the bytes. Its vector is close to the full-precision one, not
-equal (docs/perf/meaning.md, "Search time": cosine 0.993 at the median), so notes are embedded
-at full precision and the 8-bit graph serves queries only.
+time to read them, and 8-bit weights are fewer bytes. Its vector is near the full-precision one,
+not equal (docs/perf/meaning.md, "Search time"), so notes are embedded at full precision and the
+8-bit graph serves queries only.
 """
 
 from __future__ import annotations
