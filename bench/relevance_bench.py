@@ -43,6 +43,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import shutil
 import sys
 import tempfile
@@ -75,6 +76,7 @@ from vault_mem.search.substring import form_hit_counts, words
 from vault_mem.served.context import Vault, View
 
 install_whoosh_patches()  # the engine's speed patches, as the command line installs them (VAULT_MEM_WHOOSH_PATCHES)
+settings.configure(settings.from_environment(os.environ))  # VAULT_MEM_QUERY_BITS and the rest, as the command line
 
 REPO = Path(__file__).resolve().parent.parent
 QUESTIONS = REPO / "tests" / "relevance" / "questions.yaml"

@@ -377,7 +377,8 @@ def test_cli_search_index_status_and_doctor_with_a_model(tmp_path: Path, tiny: P
     assert "meaning" in status.stdout and "tiny-model" in status.stdout, status.stdout
     doctor = run_cli("doctor", *where, "--meaning-model", str(tiny))
     assert doctor.returncode == 0 and f"{len(NOTES)} notes embedded" in doctor.stderr, doctor.stderr
-    assert "run by onnxruntime" in doctor.stderr or "run by numpy" in doctor.stderr, doctor.stderr
+    assert "run by onnxruntime, queries with 8-bit weights" in doctor.stderr or "run by numpy:" in doctor.stderr, \
+        doctor.stderr
     bad = run_cli("search", *where, "--meaning-model", str(tmp_path / "nowhere"), "words")
     assert bad.returncode != 0 and "Traceback" not in bad.stderr
     assert "neither a model folder nor a pulled model" in bad.stderr
