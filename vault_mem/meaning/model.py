@@ -154,14 +154,16 @@ class SentenceModel:
             return None
         try:
             encoder = OrtEncoder(self, eight_bit=True)
-            agreement = min(float(self._forward(ids, mask, encoder)[0] @ self._forward(ids, mask)[0])
+            # The cosine of two unit rows at that distance; two zero rows (a text of unknown words
+            # only, in a model that maps them to nothing) agree.
+            agreement = min(1.0 - float(((self._forward(ids, mask, encoder) - self._forward(ids, mask)) ** 2).sum()) / 2
                             for ids, mask in map(self._one, PROBES))
         except Exception as exc:  # onnxruntime raises its own types for an operator it lacks
             log.info("meaning: queries are embedded at full precision: 8-bit weights did not run (%s)", exc)
             return None
         if agreement < config.meaning_query_agreement:
-            log.info("meaning: queries are embedded at full precision: with 8-bit weights a probe's vector was "
-                     "%.4f from the full one", agreement)
+            log.info("meaning: queries are embedded at full precision: with 8-bit weights a probe's vector was at "
+                     "cosine %.4f with the full one", agreement)
             return None
         return encoder
 
