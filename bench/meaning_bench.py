@@ -2,7 +2,7 @@
 latency with and without meaning, and peak RSS (docs/perf/meaning.md).
 
     python bench/meaning_bench.py --vault DIR --model MODEL_DIR [--index-dir IX] [--seconds 300]
-                                  [--queries 200] [--seed 7]
+                                  [--queries 200] [--seed 7] [--sequential] [--mcp]
 
 It builds (or reuses) the keyword index, then embeds the notes not embedded yet with the model
 (resumable: a later run goes on where a stopped one ended), for at most ``--seconds`` when given
@@ -10,7 +10,7 @@ It builds (or reuses) the keyword index, then embeds the notes not embedded yet 
 ``memory_search`` through the server's own call path (``mcp_server.app.call``) for ``--queries``
 queries, drawn with ``--seed`` from the words and titles of the vault's notes, once without the
 model and once with it, each after one warm-up pass; it prints the median and p90 of each and
-the process's peak RSS.
+the process's peak RSS. ``--mcp`` also times them as an agent's client sees them (``over_mcp``).
 """
 
 from __future__ import annotations
@@ -23,6 +23,7 @@ import statistics
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
@@ -108,6 +109,47 @@ def interleaved(plain: Vault, vault: Vault, queries: list[str], sequential_too: 
     return times
 
 
+def over_mcp(root: Path, index_dir: Path, model: Path, queries: list[str], warm: list[str]) -> dict[str, list[float]]:
+    """memory_search as an agent's client sees it: the MCP SDK's client over stdio, against two
+    ``vault-mem serve`` processes on the same index, one without a model and one with ``model``.
+    Each query is asked of the two in turn (new to the second: its vector is not kept yet), then
+    again (asked before), after ``warm`` (other queries) and once both are ready."""
+    import anyio
+    from mcp import Client, StdioServerParameters
+
+    def server(*extra: str) -> StdioServerParameters:
+        return StdioServerParameters(command=sys.executable, args=[
+            "-m", "vault_mem", "serve", "--vault", str(root), "--index-dir", str(index_dir), *extra])
+
+    times: dict[str, list[float]] = {"keyword only": [], "with meaning, new queries": [],
+                                     "with meaning, repeated queries": []}
+
+    async def search(client: Any, query: str) -> tuple[float, dict[str, Any]]:
+        start = time.perf_counter()
+        result = await client.call_tool("memory_search", {"agent": "bench", "query": query})
+        return (time.perf_counter() - start) * 1000, result.structured_content or {}
+
+    async def main() -> None:
+        async with Client(server(), mode="legacy") as plain, \
+                Client(server("--meaning-model", str(model)), mode="legacy") as fused:
+            for client in (plain, fused):  # until the start-up check and any embedding are done
+                while True:
+                    answer = (await search(client, warm[0]))[1]
+                    if not any(k in answer for k in ("indexing", "checking", "meaning")):
+                        break
+                    await anyio.sleep(0.5)
+            for q in warm:
+                await search(plain, q)
+                await search(fused, q)
+            for name in ("with meaning, new queries", "with meaning, repeated queries"):
+                for q in queries:
+                    times["keyword only"].append((await search(plain, q))[0])
+                    times[name].append((await search(fused, q))[0])
+
+    anyio.run(main)
+    return times
+
+
 def agreement(meaning: Meaning, queries: list[str]) -> str:
     """How near the 8-bit query vectors are to the full-precision ones, and how many of the 10 notes
     nearest by meaning the two share."""
@@ -149,6 +191,9 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--no-embed", action="store_true", help="time searches with the vectors already stored")
     parser.add_argument("--runtime", choices=RUNTIMES, default="auto", help="what runs the model (default: auto)")
+    parser.add_argument("--mcp", action="store_true",
+                        help="also time the searches from the MCP SDK's client over stdio, one server with the model "
+                             "and one without")
     parser.add_argument("--sequential", action="store_true",
                         help="also time searches that rank by words, then embed the query (not both at once)")
     parser.add_argument("--fill-random", action="store_true",
@@ -220,6 +265,16 @@ def main() -> None:
         print(f"load average (1 min) {load[0]:.2f} before the timed searches, {load_after[0]:.2f} after")
     if meaning.model.query_bits == 8:
         print(agreement(meaning, queries))
+    if args.mcp:
+        load = os.getloadavg() if hasattr(os, "getloadavg") else None
+        over = over_mcp(args.vault, index.dir, args.model, queries, queries_of(args.vault, 50, args.seed + 1))
+        plain_times = over["keyword only"]
+        for name, times in over.items():
+            print(f"over MCP (stdio), memory_search {name}: p50 {statistics.median(times):.2f} ms, p90 "
+                  f"{statistics.quantiles(times, n=10)[8]:.2f} ms ({len(times)} calls; "
+                  f"x{statistics.median(times) / statistics.median(plain_times):.2f} of keyword only)")
+        if load is not None:
+            print(f"load average (1 min) {load[0]:.2f} before, {os.getloadavg()[0]:.2f} after")
     print(f"RSS: {keyword_rss:.0f} MB after keyword searches; {loaded_rss:.0f} MB with the model and vectors "
           f"loaded; {rss_mb():.0f} MB after the searches by meaning; peak {peak_rss_mb():.0f} MB")
 
