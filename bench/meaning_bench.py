@@ -112,8 +112,10 @@ def interleaved(plain: Vault, vault: Vault, queries: list[str], sequential_too: 
 def over_mcp(root: Path, index_dir: Path, model: Path, queries: list[str], warm: list[str]) -> dict[str, list[float]]:
     """memory_search as an agent's client sees it: the MCP SDK's client over stdio, against two
     ``vault-mem serve`` processes on the same index, one without a model and one with ``model``.
-    Each query is asked of the two in turn (new to the second: its vector is not kept yet), then
-    again (asked before), after ``warm`` (other queries) and once both are ready."""
+    Each query is asked of the two in turn, once (new to both servers: neither has searched its
+    words yet, and the second has not embedded it), then again (asked before), after ``warm``
+    (other queries) and once both are ready. Times by pass: ``keyword only, first`` compares with
+    ``with meaning, first``, and ``keyword only, again`` with ``with meaning, again``."""
     import anyio
     from mcp import Client, StdioServerParameters
 
@@ -121,8 +123,7 @@ def over_mcp(root: Path, index_dir: Path, model: Path, queries: list[str], warm:
         return StdioServerParameters(command=sys.executable, args=[
             "-m", "vault_mem", "serve", "--vault", str(root), "--index-dir", str(index_dir), *extra])
 
-    times: dict[str, list[float]] = {"keyword only": [], "with meaning, new queries": [],
-                                     "with meaning, repeated queries": []}
+    times: dict[str, list[float]] = {}
 
     async def search(client: Any, query: str) -> tuple[float, dict[str, Any]]:
         start = time.perf_counter()
@@ -141,10 +142,10 @@ def over_mcp(root: Path, index_dir: Path, model: Path, queries: list[str], warm:
             for q in warm:
                 await search(plain, q)
                 await search(fused, q)
-            for name in ("with meaning, new queries", "with meaning, repeated queries"):
+            for asked in ("first", "again"):
                 for q in queries:
-                    times["keyword only"].append((await search(plain, q))[0])
-                    times[name].append((await search(fused, q))[0])
+                    times.setdefault(f"keyword only, {asked}", []).append((await search(plain, q))[0])
+                    times.setdefault(f"with meaning, {asked}", []).append((await search(fused, q))[0])
 
     anyio.run(main)
     return times
@@ -268,8 +269,8 @@ def main() -> None:
     if args.mcp:
         load = os.getloadavg() if hasattr(os, "getloadavg") else None
         over = over_mcp(args.vault, index.dir, args.model, queries, queries_of(args.vault, 50, args.seed + 1))
-        plain_times = over["keyword only"]
         for name, times in over.items():
+            plain_times = over["keyword only, " + name.rsplit(", ", 1)[1]]
             print(f"over MCP (stdio), memory_search {name}: p50 {statistics.median(times):.2f} ms, p90 "
                   f"{statistics.quantiles(times, n=10)[8]:.2f} ms ({len(times)} calls; "
                   f"x{statistics.median(times) / statistics.median(plain_times):.2f} of keyword only)")
