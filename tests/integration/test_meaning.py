@@ -250,6 +250,28 @@ def test_only_new_and_changed_notes_are_embedded_again(make_vault, tiny: Path) -
     assert meaning.nearest("train ticket", 1)[0][0] == "garden/tomatoes.md"  # its new text
 
 
+def test_a_running_embedder_takes_in_what_another_process_embedded(make_vault, tiny: Path) -> None:
+    vault = make_vault(NOTES)
+    meaning = Meaning.open(tiny, vault.index.dir)
+    notes, read = index_notes(vault.index), note_text(vault.root)
+    meaning.embed_pending(notes, read)
+    path, etag = next(iter(meaning.store.etags().items()))
+    embedder = meaning.start(notes, read, idle_seconds=0.05)
+    try:
+        other = VectorStore.open(vault.index.dir, meaning.model.fingerprint, meaning.model.dim)  # as `index` would
+        marked = np.zeros((1, meaning.model.dim), dtype=np.float32)
+        marked[0, -1] = 1.0  # no note of the tiny model points there
+        other.put([(path, etag, marked)])
+        passes = embedder.passes
+        for _ in range(600):  # two looks at the index after the put: the second began after it
+            if embedder.passes >= passes + 2:
+                break
+            threading.Event().wait(0.05)
+        assert meaning.store.nearest(marked[0], 1) == [(path, 1.0)]
+    finally:
+        meaning.stop()
+
+
 # -- the store: stops and restarts ----------------------------------------------------------
 
 
@@ -303,6 +325,36 @@ def test_two_writers_of_one_store_never_write_over_each_others_shards(tmp_path: 
     server.put([("a.md", "e1", rows(1.0))])  # both opened on an empty folder: both would take shard 0
     indexer.put([("b.md", "e2", rows(1.0))])
     assert VectorStore.open(tmp_path, "abc", 4).etags() == {"a.md": "e1", "b.md": "e2"}
+
+
+def test_two_writers_of_one_store_keep_each_others_notes_through_a_compaction(tmp_path: Path) -> None:
+    server, indexer = VectorStore.open(tmp_path, "abc", 4), VectorStore.open(tmp_path, "abc", 4)
+    server.put([("a.md", "e1", rows(1.0))])
+    indexer.put([("b.md", "e2", rows(1.0))])
+    indexer._compact()  # its base shard stands for every shard before it: the server's too
+    server.put([("c.md", "e3", rows(1.0))])
+    everything = {"a.md": "e1", "b.md": "e2", "c.md": "e3"}
+    assert VectorStore.open(tmp_path, "abc", 4).etags() == everything
+    assert server.etags() == everything
+    server._compact()
+    indexer.put([("b.md", "e4", rows(1.0))])
+    assert VectorStore.open(tmp_path, "abc", 4).etags() == everything | {"b.md": "e4"}
+
+
+def test_a_store_takes_in_what_another_process_stored_when_it_refreshes(tmp_path: Path) -> None:
+    server = VectorStore.open(tmp_path, "abc", 4)
+    server.put([("a.md", "e1", rows(1.0))])
+    program = ("import sys, numpy as np; from pathlib import Path; from vault_mem.meaning.store import VectorStore; "
+               "s = VectorStore.open(Path(sys.argv[1]), 'abc', 4); "
+               "s.put([('b.md', 'e2', np.array([[0, 1, 0, 0]], dtype=np.float32))]); s._compact(); "
+               "s.put([('c.md', 'e3', np.array([[0, 0, 1, 0]], dtype=np.float32))])")
+    done = subprocess.run([sys.executable, "-c", program, str(tmp_path)], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert server.etags() == {"a.md": "e1"}  # until it looks
+    server.refresh()
+    assert server.etags() == {"a.md": "e1", "b.md": "e2", "c.md": "e3"}
+    assert server.nearest(np.array([0, 1, 0, 0], dtype=np.float32), 1) == [("b.md", 1.0)]
+    assert server.nearest(np.array([1, 0, 0, 0], dtype=np.float32), 1) == [("a.md", 1.0)]
 
 
 def test_another_models_vectors_are_deleted_when_a_model_opens(tmp_path: Path) -> None:

@@ -163,6 +163,7 @@ class Embedder:
         woken = True
         while not self._stop.is_set():
             try:
+                self.meaning.store.refresh()  # what another process embedded meanwhile
                 now = self._version() if self._version is not None else None
                 if woken or now is None or now != self._seen:
                     self.catch_up()

@@ -10,6 +10,14 @@ live ones, every live row is written to one new *base* shard and the older shard
 a start reads from the newest base shard on, so a stop between the two steps changes nothing.
 Another model's folder is deleted when this one opens: vectors of two models never mix.
 
+Two processes may keep one store (a server and ``vault-mem index --meaning-model``). Every write
+holds the folder's lock and first reads the shards the other wrote since this process last looked
+(``_catch_up``: from the newest base shard on when there is a new one), so a shard is numbered
+after every other, a compaction's base shard holds the other process's notes too, and the
+shards it deletes are ones whose rows it holds. ``refresh`` does the same between writes: the
+embedder calls it each time it looks at the index, so a running server takes in what another
+process embedded.
+
 In memory: one float32 matrix of every row (searched by one matrix-vector product), the note of
 each row, and each note's etag and rows.
 """
@@ -53,9 +61,10 @@ class VectorStore:
         self._slots: dict[str, int] = {}
         self._paths: list[str] = []
         self._next = 0
+        self._seen = -1  # the number of the newest shard whose rows are in memory
         folder.mkdir(parents=True, exist_ok=True)
         with FileLock(self.folder / "write.lock"):
-            self._load()
+            self._catch_up()
 
     @classmethod
     def open(cls, index_dir: Path, fingerprint: str, dim: int, label: dict[str, Any] | None = None) -> VectorStore:
@@ -144,11 +153,19 @@ class VectorStore:
         rows = np.concatenate(blocks) if blocks else np.zeros((0, self.dim), dtype=np.float32)
         with self._writing():
             self._write_shard(self._next, rows, keys, base=False)
+            with self._lock:
+                self._apply(rows, keys)
+                self._seen = self._next
             self._next += 1
-        with self._lock:
-            self._apply(rows, keys)
         if self._dead_rows() > max(self._used - self._dead_rows(), 1024):
             self._compact()
+
+    def refresh(self) -> None:
+        """Take in the shards another process wrote since this one last looked."""
+        if not self.folder.is_dir():  # emptied meanwhile (a first build clears the index folder)
+            return
+        with FileLock(self.folder / "write.lock"):
+            self._catch_up()
 
     @contextlib.contextmanager
     def _writing(self) -> Iterator[None]:
@@ -158,9 +175,7 @@ class VectorStore:
         self.folder.mkdir(parents=True, exist_ok=True)
         with FileLock(self.folder / "write.lock"):
             self._write_label()
-            shards = self._shards()
-            if shards:
-                self._next = max(self._next, shards[-1][0] + 1)
+            self._catch_up()
             yield
 
     def _write_shard(self, number: int, rows: Any, keys: list[list[Any]], base: bool) -> None:
@@ -208,11 +223,11 @@ class VectorStore:
     def _compact(self) -> None:
         """Write every live row to one base shard, then delete the shards before it."""
         np = self._np
-        with self._lock:
-            keys = [[path, etag, len(rows)] for path, (etag, rows) in self._notes.items()]
-            order = [r for _, (_, rows) in self._notes.items() for r in rows]
-            rows = self._matrix[order] if order else np.zeros((0, self.dim), dtype=np.float32)
         with self._writing():
+            with self._lock:
+                keys = [[path, etag, len(rows)] for path, (etag, rows) in self._notes.items()]
+                order = [r for _, (_, rows) in self._notes.items() for r in rows]
+                rows = self._matrix[order] if order else np.zeros((0, self.dim), dtype=np.float32)
             number = self._next
             self._write_shard(number, rows, keys, base=True)
             self._next += 1
@@ -220,9 +235,10 @@ class VectorStore:
                 if old[0] < number:
                     with contextlib.suppress(OSError):
                         unlink_file(old[1])
-        with self._lock:
-            self._reset()
-            self._apply(rows, keys)
+            with self._lock:
+                self._reset()
+                self._apply(rows, keys)
+                self._seen = number
 
     def _reset(self) -> None:
         np = self._np
@@ -245,11 +261,15 @@ class VectorStore:
                     unlink_file(path)
         return sorted(found)
 
-    def _load(self) -> None:
+    def _catch_up(self) -> None:
+        """Read the shards written since ``_seen`` (all of them at the start): from the newest base
+        shard among them on, which then replaces what memory held. The write lock held."""
         np = self._np
         shards = self._shards()
-        bases = [i for i, (_, _, base) in enumerate(shards) if base]
-        for number, path, _ in shards[bases[-1] if bases else 0:]:
+        new = [shard for shard in shards if shard[0] > self._seen]
+        bases = [i for i, (_, _, base) in enumerate(new) if base]
+        read: list[tuple[Any, list[list[Any]]]] = []
+        for _, path, _ in new[bases[-1] if bases else 0:]:
             try:
                 with path.open("rb") as f, np.load(f, allow_pickle=False) as data:
                     rows = data["rows"].astype(np.float32)
@@ -261,8 +281,13 @@ class VectorStore:
                 with contextlib.suppress(OSError):
                     unlink_file(path)
                 continue
-            self._apply(rows, keys)
-            self._next = max(self._next, number + 1)
+            read.append((rows, keys))
+        with self._lock:
+            if bases:
+                self._reset()
+            for rows, keys in read:
+                self._apply(rows, keys)
+            if new:
+                self._seen = new[-1][0]
         if shards:
             self._next = max(self._next, shards[-1][0] + 1)
-
