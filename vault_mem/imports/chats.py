@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
-from vault_mem.imports.records import Record, moment, text_or_none
+from vault_mem.errors import InvalidInput
+from vault_mem.imports.records import Record, Skipped, Source, json_kind, load_json, moment, read_items, text_or_none
 
 SPEAKERS = {"user": "user", "human": "user", "assistant": "assistant"}
 
@@ -37,3 +40,15 @@ def conversation(source_id: str, item: dict[str, Any], keys: tuple[str, str, str
     fields: dict[str, Any] = {"type": "note", "tags": [tag], "created": created, "updated": updated}
     return Record(source_id=source_id, title=title, body=transcript(messages), fields=fields, where=where,
                   dated=dated is not None)
+
+
+def read_conversations(source: Path, accepted: str,
+                       record: Callable[[Any, str, str, Source], Record | Skipped]) -> Source:
+    """The conversations of an export's conversations.json, a JSON list (or an object holding one
+    under ``conversations``, as some exporters write it), each made a record by ``record``."""
+    data = load_json(source, accepted)
+    if isinstance(data, dict) and isinstance(data.get("conversations"), list):
+        data = data["conversations"]
+    if not isinstance(data, list):
+        raise InvalidInput("SOURCE", f"{source} is {json_kind(data)}; expected {accepted}")
+    return read_items(source, data, "conversation", record)

@@ -14,9 +14,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from vault_mem.errors import InvalidInput
-from vault_mem.imports.chats import SPEAKERS, DateFolder, conversation
-from vault_mem.imports.records import Record, Skipped, Source, json_kind, load_json, read_items, text_or_none
+from vault_mem.imports.chats import SPEAKERS, DateFolder, conversation, read_conversations
+from vault_mem.imports.records import Record, Skipped, Source, json_kind, text_or_none
 
 FORMAT = "claude"
 DEFAULT_DOMAIN = DateFolder("claude")
@@ -66,9 +65,4 @@ def _record(item: Any, where: str, fallback: str, out: Source) -> Record | Skipp
 
 
 def read(source: Path) -> Source:
-    data = load_json(source, ACCEPTED)
-    if isinstance(data, dict) and isinstance(data.get("conversations"), list):
-        data = data["conversations"]
-    if not isinstance(data, list):
-        raise InvalidInput("SOURCE", f"{source} is {json_kind(data)}; expected {ACCEPTED}")
-    return read_items(source, data, "conversation", _record)
+    return read_conversations(source, ACCEPTED, _record)
