@@ -174,8 +174,6 @@ class SentenceModel:
 
     def encode_query(self, text: str) -> Any:
         """A query's unit row: as ``encode``, by the 8-bit encoder when there is one."""
-        if self._query_encoder is None:
-            return self.encode([text])[0]
         return self._forward(*self._one(text), self._query_encoder)[0]
 
     def count_tokens(self, text: str) -> int:
@@ -217,7 +215,8 @@ class SentenceModel:
         np = self._np
         encoder = self._encoder if encoder is None else encoder
         embedded = self._embedded(ids)
-        h = encoder.run(embedded, mask) if encoder is not None else self._hidden(embedded, mask)
+        bias = ((1.0 - mask) * -1e9)[:, None, None, :].astype(np.float32)  # what attention adds: padding never counts
+        h = encoder.run(embedded, bias) if encoder is not None else self._hidden(embedded, bias)
         if self.pooling == "cls":
             pooled = h[:, 0, :]
         elif self.pooling == "max":
@@ -233,14 +232,13 @@ class SentenceModel:
         h = self.words[ids] + self.positions[:length][None, :, :] + self.types[0][None, None, :]
         return _layer_norm(self._np, h, self.embed_norm, self.eps)
 
-    def _hidden(self, embedded: Any, mask: Any) -> Any:
+    def _hidden(self, embedded: Any, bias: Any) -> Any:
         """The encoder's layers run by numpy (meaning/ort.py builds the same computation for
-        onnxruntime)."""
+        onnxruntime); ``bias``: what attention adds to each word piece's score (``_forward``)."""
         np = self._np
         h = embedded
         batch, length = embedded.shape[:2]
         heads, size = self.heads, self.dim // self.heads
-        bias = ((1.0 - mask) * -1e9)[:, None, None, :].astype(np.float32)
         scale = np.float32(1.0 / math.sqrt(size))
         for layer in self.layers:
             def split(x: Any) -> Any:

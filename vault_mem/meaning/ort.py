@@ -192,7 +192,7 @@ def graph_bytes(model: SentenceModel, eight_bit: bool) -> tuple[bytes, dict[str,
 
 
 class OrtEncoder:
-    """``run(embedded, mask)`` -> the last hidden states, by an onnxruntime session of ``model``
+    """``run(embedded, bias)`` -> the last hidden states, by an onnxruntime session of ``model``
     (``eight_bit``: its linear layers' weights in 8 bits, ``graph_bytes``)."""
 
     def __init__(self, model: SentenceModel, eight_bit: bool) -> None:
@@ -215,8 +215,7 @@ class OrtEncoder:
         options.add_external_initializers(list(weights), self._weights)
         self._session = onnxruntime.InferenceSession(graph, options, providers=["CPUExecutionProvider"])
 
-    def run(self, embedded: Any, mask: Any) -> Any:
+    def run(self, embedded: Any, bias: Any) -> Any:
         np = self._np
-        bias = ((1.0 - mask) * -1e9).astype(np.float32)[:, None, None, :]
         return self._session.run(["hidden"], {"embedded": np.ascontiguousarray(embedded, dtype=np.float32),
                                               "bias": bias})[0]
