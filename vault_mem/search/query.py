@@ -167,6 +167,14 @@ class SegmentOrder(NamedTuple):
     positions: list[int]  # each local number's place in the newest-first order of every document
 
 
+def places(order: list[int]) -> list[int]:
+    """Each local number's place in ``order`` (an ordering of every local number of a segment)."""
+    placed = [0] * len(order)
+    for place, doc in enumerate(order):
+        placed[doc] = place
+    return placed
+
+
 def segment_order(seg: Segment, field: str) -> SegmentOrder:
     """The segment's ``SegmentOrder`` on a sortable ``field`` (cached by ``seg.key``: it holds every
     document whoever looks; callers skip ``seg.unseen``, which holds deletions and a caller's mask)."""
@@ -174,11 +182,8 @@ def segment_order(seg: Segment, field: str) -> SegmentOrder:
         dates = segment_column(seg, field)
         paths = segment_column(seg, "path")
         order = sorted(range(len(paths)), key=newest_first_key(dates, paths))
-        positions = [0] * len(order)
-        for position, doc in enumerate(order):
-            positions[doc] = position
         docs = [d for d in reversed(order) if dates[d] is not None]
-        return SegmentOrder([dates[d] for d in docs], docs, positions)
+        return SegmentOrder([dates[d] for d in docs], docs, places(order))
 
     def size(value: SegmentOrder) -> int:
         return approx_size(value.values) + approx_size(value.docs) + approx_size(value.positions)

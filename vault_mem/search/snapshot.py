@@ -244,10 +244,7 @@ def _segment_listing(seg: Segment, by_importance: bool) -> _Listing:
         key = _order_key(created, segment_column(seg, "path"),
                          segment_column(seg, "importance") if by_importance else None)
         order = sorted(range(len(created)), key=key)
-        rank = [0] * len(order)
-        for position, doc in enumerate(order):
-            rank[doc] = position
-        return _Listing(order, rank)
+        return _Listing(order, query.places(order))
 
     def size(value: _Listing) -> int:
         return approx_size(value.order) + approx_size(value.rank)
