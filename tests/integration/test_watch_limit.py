@@ -9,12 +9,14 @@ namespaces switched off) the tests are skipped."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
 import subprocess
 import sys
 import time
+from collections.abc import AsyncIterator
 from pathlib import Path
 
 import anyio
@@ -51,11 +53,19 @@ def vault(tmp_path: Path) -> Path:
     return root
 
 
-def serve(root: Path, watches: int) -> StdioServerParameters:
+@contextlib.asynccontextmanager
+async def serving(tmp_path: Path, watches: int) -> AsyncIterator[tuple[Path, StdioServerParameters, Path, ToolClient]]:
+    """``vault``, served over stdio with room for ``watches`` inotify watches: its root, the
+    server's parameters, the file its stderr goes to, and a session."""
+    root = vault(tmp_path)
     prefix = limited(watches)
     env = {k: v for k, v in os.environ.items() if not k.startswith("VAULT_MEM_")}
-    return StdioServerParameters(command=prefix[0], args=[*prefix[1:], sys.executable, "-m", "vault_mem", "serve",
-                                                          "--vault", str(root)], cwd=str(root.parent), env=env)
+    params = StdioServerParameters(command=prefix[0], args=[*prefix[1:], sys.executable, "-m", "vault_mem", "serve",
+                                                            "--vault", str(root)], cwd=str(root.parent), env=env)
+    errlog = tmp_path / "serve.err"
+    with errlog.open("w") as sink:
+        async with Client(stdio_client(params, errlog=sink), mode="legacy") as client:
+            yield root, params, errlog, ToolClient(client)
 
 
 async def found(session: ToolClient, word: str) -> dict[str, object]:
@@ -86,21 +96,16 @@ async def checked(session: ToolClient) -> None:
 async def test_a_server_started_over_the_watch_limit_says_so_and_finds_saves_by_checking(tmp_path: Path) -> None:
     """With room for two watches of the four, starting the observer raises ENOSPC: the server still
     answers, logs one line naming the limit, and an append made in an editor is found."""
-    root = vault(tmp_path)
-    params = serve(root, 2)
-    errlog = tmp_path / "serve.err"
-    with errlog.open("w") as sink:
-        async with Client(stdio_client(params, errlog=sink), mode="legacy") as client:
-            session = ToolClient(client)
-            assert (await session.call("memory_search", agent="t", query="root"))["status"] == "ok"
-            with open(root / "b" / "n.md", "a", encoding="utf-8") as note:
-                note.write("\nzeppelinquartz\n")
-            answer = await found(session, "zeppelinquartz")
-            assert [row["permalink"] for row in answer["notes"]] == ["memory://b/n"], answer  # type: ignore[union-attr]
-            status = json.loads(subprocess.run(
-                [sys.executable, "-m", "vault_mem", "status", "--vault", str(root), "--json"], capture_output=True,
-                text=True, timeout=HANG, env=params.env, check=True).stdout)
-            assert [s.get("unwatched") for s in status["servers"]] == ["inotify watch limit reached"], status
+    async with serving(tmp_path, 2) as (root, params, errlog, session):
+        assert (await session.call("memory_search", agent="t", query="root"))["status"] == "ok"
+        with open(root / "b" / "n.md", "a", encoding="utf-8") as note:
+            note.write("\nzeppelinquartz\n")
+        answer = await found(session, "zeppelinquartz")
+        assert [row["permalink"] for row in answer["notes"]] == ["memory://b/n"], answer  # type: ignore[union-attr]
+        status = json.loads(subprocess.run(
+            [sys.executable, "-m", "vault_mem", "status", "--vault", str(root), "--json"], capture_output=True,
+            text=True, timeout=HANG, env=params.env, check=True).stdout)
+        assert [s.get("unwatched") for s in status["servers"]] == ["inotify watch limit reached"], status
     said = errlog.read_text(encoding="utf-8")
     assert "Traceback" not in said, said
     warnings = [line for line in said.splitlines() if "cannot watch" in line]
@@ -111,20 +116,15 @@ async def test_a_server_started_over_the_watch_limit_says_so_and_finds_saves_by_
 async def test_a_folder_made_once_the_limit_is_reached_is_checked_for_saves(tmp_path: Path) -> None:
     """Attack: the limit reached later, by a new top-level folder (the start watched all four). Its
     saves were left to the periodic check a minute later; now the checks come every few seconds."""
-    root = vault(tmp_path)
-    params = serve(root, 4)
-    errlog = tmp_path / "serve.err"
-    with errlog.open("w") as sink:
-        async with Client(stdio_client(params, errlog=sink), mode="legacy") as client:
-            session = ToolClient(client)
-            await checked(session)  # else the start-up check would find the note
-            (root / "d").mkdir()
-            said_so(errlog, "cannot watch")
-            (root / "d" / "late.md").write_text("# Late\n\nbasaltmarimba\n", encoding="utf-8")
-            await found(session, "basaltmarimba")  # the folder's own event: its subtree compared
-            with open(root / "d" / "late.md", "a", encoding="utf-8") as note:  # and now no event comes
-                note.write("\nzirconfjord\n")
-            answer = await found(session, "zirconfjord")
-            assert [row["permalink"] for row in answer["notes"]] == ["memory://d/late"], answer  # type: ignore[union-attr]
+    async with serving(tmp_path, 4) as (root, _params, errlog, session):
+        await checked(session)  # else the start-up check would find the note
+        (root / "d").mkdir()
+        said_so(errlog, "cannot watch")
+        (root / "d" / "late.md").write_text("# Late\n\nbasaltmarimba\n", encoding="utf-8")
+        await found(session, "basaltmarimba")  # the folder's own event: its subtree compared
+        with open(root / "d" / "late.md", "a", encoding="utf-8") as note:  # and now no event comes
+            note.write("\nzirconfjord\n")
+        answer = await found(session, "zirconfjord")
+        assert [row["permalink"] for row in answer["notes"]] == ["memory://d/late"], answer  # type: ignore[union-attr]
     said = errlog.read_text(encoding="utf-8")
     assert "Traceback" not in said and f"cannot watch {root / 'd'}" in said, said
