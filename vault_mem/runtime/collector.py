@@ -60,7 +60,7 @@ class Collector:
         self.bound = max(config.gc_growth_floor, int(config.gc_growth_share * gc.get_freeze_count()))
         self.last_full = time.monotonic()
         self.full_collections = 0
-        self.young_collections = gc.get_stats()[0]["collections"]
+        self.young_collections: int = gc.get_stats()[0]["collections"]
 
     def run(self) -> None:
         while True:
@@ -90,7 +90,7 @@ class Collector:
         a generator, and CPython then refuses to grow it (``SystemError`` in that thread; issue
         of 0.5.2, docs/perf/gc-freeze.md). ``gc.get_freeze_count`` is safe but walks every frozen
         object, so it is read only at full collections."""
-        collections = gc.get_stats()[0]["collections"]
+        collections: int = gc.get_stats()[0]["collections"]
         grown = (collections - self.young_collections) * gc.get_threshold()[0] + gc.get_count()[0]
         self.young_collections = collections
         return grown
