@@ -27,8 +27,10 @@ HEADER = "Session log of the agent. Context: continuing the work on the reposito
 FOOTER = "Next steps: run the full test suite, update the changelog and push the branch for review."
 FACT = ("The billing exporter drops invoices when the ledger batch exceeds 500 rows. "
         "Splitting the nightly reconciliation into chunks of 200 fixes the timeout on staging.")
-RESTATED = ("Splitting the nightly reconciliation into smaller chunks of 150 really fixes the staging timeout. "
-            "The billing exporter drops invoices once the ledger batch exceeds 800 rows.")
+RESTATED = ("Splitting the nightly reconciliation into smaller chunks of 200 really fixes the staging timeout. "
+            "The billing exporter drops invoices once the ledger batch exceeds 500 rows.")
+THIRD = ("When the ledger batch is over 500 rows the billing exporter drops invoices; the nightly "
+         "reconciliation split into chunks of 200 fixes the timeout on staging.")
 OTHERS = [
     "The search crawler repeats sitemap fetches when robots caching is cold after a deploy.",
     "Grafana panels for the ingest queue lag need the kafka consumer group name, not the topic.",
@@ -118,7 +120,7 @@ def tidy_vault(root: Path) -> Path:
     diary(root)
     return write_notes(root, {
         "diary/Billing copy.md": note("Billing exporter copy", RESTATED, updated="2026-04-01T10:00:00+00:00"),
-        "diary/Billing third.md": note("Billing exporter third", FACT.replace("500", "700"), "billing-3",
+        "diary/Billing third.md": note("Billing exporter third", THIRD, "billing-3",
                                        updated="2026-02-01T10:00:00+00:00"),
     })
 
@@ -143,7 +145,7 @@ def test_tidy_lists_clusters_with_the_newest_note_to_keep_and_changes_nothing(tm
     [cluster] = listed["clusters"]
     assert cluster["keep"]["path"] == "diary/Billing copy.md", "the most recently updated note is kept"
     assert {m["path"] for m in cluster["supersede"]} == {"diary/Billing exporter.md", "diary/Billing third.md"}
-    assert all(0.35 <= m["similarity"] <= 1 for m in cluster["supersede"])
+    assert all(0.25 <= m["similarity"] <= 1 for m in cluster["supersede"])
     assert files(root) == before
 
 
