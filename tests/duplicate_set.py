@@ -4,9 +4,9 @@ planted paraphrases), notes made from one template with different names and fact
 things in plain words (related.yaml), written into a vault for `similar` and
 `tidy` to judge (bench/duplicates_bench.py, tests/unit/test_duplicates.py).
 
-The set has two fixed halves: ``tune`` (the even-numbered groups of same.yaml and the
-even-numbered fills of each family) to choose the defaults on, and ``test`` (the odd ones) to
-report. A pair of notes is a duplicate exactly when both come from one group of same.yaml.
+The set has two fixed halves: ``tune`` (the even-numbered groups of same.yaml and related.yaml
+and the even-numbered fills of each family) to choose the defaults on, and ``test`` (the odd
+ones) to report. A pair of notes is a duplicate exactly when both come from one group of same.yaml.
 """
 
 from __future__ import annotations
