@@ -95,7 +95,8 @@ def score(pairs: set[frozenset[str]], truth: set[frozenset[str]]) -> str:
             f"recall {right / len(truth):.2f} ({right}/{len(truth)})")
 
 
-def cosines(model_dir: Path, notes: list[duplicate_set.SetNote], pairs: set[frozenset[str]]) -> dict[frozenset[str], float]:
+def cosines(model_dir: Path, notes: list[duplicate_set.SetNote],
+            pairs: set[frozenset[str]]) -> dict[frozenset[str], float]:
     from vault_mem.meaning.model import load_model
 
     model = load_model(model_dir)
