@@ -287,3 +287,32 @@ def test_a_cluster_only_agents_wrote_each_outside_the_others_globs_is_held(tmp_p
     assert files(root) == before, "a held cluster is left alone"
     picked = cli_json(capsys, "tidy", "--vault", str(root), "--keep", "beta/Billing", "--apply")
     assert [(c["keep"]["path"], c["status"]) for c in picked["clusters"]] == [("beta/Billing.md", "ok")]
+
+
+def test_a_copy_by_an_agent_whose_key_was_removed_never_replaces_a_persons_note(tmp_path, capsys) -> None:
+    """Security fails closed: in a vault with keys, a journal name that has no key any more (its
+    key removed after it wrote) may write nothing, so its newer copy does not replace the person's
+    note; a person's --keep still can."""
+    from vault_mem.history import journal, kept
+    from vault_mem.search.api import usable_index_dir
+
+    root = write_notes(tmp_path / "v", {
+        "people/Billing.md": note("Billing exporter batches", FACT, "billing-p", updated="2026-03-01T10:00:00+00:00"),
+        "research/Billing.md": note("Billing exporter again", RESTATED, "billing-r",
+                                    updated="2026-03-02T10:00:00+00:00"),
+        **{f"people/Other {i}.md": note(f"Other {i}", text) for i, text in enumerate(OTHERS)}})
+    add_key(capsys, root, "research", "--write", "research/")
+    add_key(capsys, root, "planner", "--write", "plans/")
+    assert main(["index", "--vault", str(root)]) == 0
+    history = kept.history_dir(usable_index_dir(root, None))
+    data = (root / "research/Billing.md").read_bytes()
+    assert journal.record(history, "research", "memory_write", [{"path": "research/Billing.md", "title": "Billing",
+                                                                 "uid": "", "before": None, "after": data}]) is None
+    assert main(["agents", "remove", "research", "--vault", str(root)]) == 0
+    capsys.readouterr()
+    [cluster] = cli_json(capsys, "tidy", "--vault", str(root))["clusters"]
+    assert cluster["keep"]["path"] == "people/Billing.md", cluster
+    applied = cli_json(capsys, "tidy", "--vault", str(root), "--apply")
+    assert [c["status"] for c in applied["clusters"]] == ["ok"]
+    assert "supersedes" not in (root / "research/Billing.md").read_text(encoding="utf-8")
+    assert "billing-r" in (root / "people/Billing.md").read_text(encoding="utf-8")

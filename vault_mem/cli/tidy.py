@@ -47,8 +47,13 @@ def cmd_tidy(args: argparse.Namespace) -> int:
     keys = KeyRing(index.root)
 
     def may_write(name: str, path: str) -> bool:
+        """Without keys, every caller is the owner's; with keys, a name that has none (removed
+        since, or never given one) may write nothing: its copy never replaces a note unless a
+        person picks it (security fails closed, docs/sharing.md)."""
         agent = keys.named(name)
-        return agent is None or agent.may_write(path)
+        if agent is None:
+            return not keys.closed()
+        return agent.may_write(path)
 
     authors = Authors(index.history_dir, may_write)
     bar: list[Progress] = []

@@ -79,9 +79,9 @@ class Authors:
     """Who wrote each note, from the journal of the history folder ``history_dir``
     (history/journal.py: each write tool's change names its agent), and whether a writer may
     write another note: ``may_write(agent name, path)``, False for an agent whose key's globs do
-    not cover the path. A name without a key is the owner's own caller (docs/sharing.md: without
-    a key, a caller is the vault's owner) and may write everything. A note no entry names was
-    written by a person or another program (an editor, git, a script)."""
+    not cover the path. In a vault without keys every name is the owner's own caller and may
+    write everything; in a vault with keys a name that has none (removed since) may write nothing.
+    A note no entry names was written by a person or another program (an editor, git, a script)."""
 
     def __init__(self, history_dir: Path, may_write: Callable[[str, str], bool]) -> None:
         self._by: dict[str, list[str]] = {}
