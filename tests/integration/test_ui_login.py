@@ -191,7 +191,7 @@ def test_wrong_logins_make_the_next_wait_while_a_link_and_an_agents_key_still_lo
         waited = [a for a in answers if a.status_code == 429]
         assert len(checked) == config.ui_login_free and len(waited) == 200 - config.ui_login_free
         assert all(a.headers["retry-after"] == "1" for a in waited)
-        assert "too many wrong logins" in waited[0].json()["message"]
+        assert "too many wrong logins" in waited[0].json()["message"] and waited[0].json()["retry_after"] == 1
         right = guesser.post("/api/login", json={"secret": TOKEN})
         assert right.status_code == 429  # not checked while waiting, so a guess learns nothing
         assert guesser.post("/api/login", json={"code": "made-up"}).status_code == 429

@@ -167,7 +167,8 @@ class Page:
                 seconds = auth.retry_after(wait)
                 await _json(send, 429, {"status": "forbidden", "message":
                                         f"too many wrong logins: the token is not checked for {seconds} s more; "
-                                        "an agent's key, or a new link from vault-mem ui, logs in now"},
+                                        "an agent's key, or a new link from vault-mem ui, logs in now",
+                                        "retry_after": int(seconds)},
                             [(b"retry-after", seconds.encode())])
                 return
             self.guesses.failed(address)

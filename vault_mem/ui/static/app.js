@@ -7,7 +7,8 @@
   // script alone; sessionStorage keeps it per origin (port included) and per tab. The cookie,
   // which the browser also sends to other programs on this host, opens nothing without it.
   const PAGE_SECRET = "vault-mem-page-secret";
-  let pageSecret = sessionStorage.getItem(PAGE_SECRET) || "";
+  let pageSecret = "";
+  try { pageSecret = sessionStorage.getItem(PAGE_SECRET) || ""; } catch (e) { /* no storage: log in each time */ }
   let owner = false;
   let offset = 0;
 
@@ -60,7 +61,7 @@
     } catch (e) { return "the server does not answer: " + e.message; }
     if (!response.ok || !body.page_secret) return body.message || ("HTTP " + response.status);
     pageSecret = body.page_secret;
-    sessionStorage.setItem(PAGE_SECRET, pageSecret);
+    try { sessionStorage.setItem(PAGE_SECRET, pageSecret); } catch (e) { /* kept for this page only */ }
     return "";
   }
 
@@ -319,7 +320,7 @@
     document.querySelectorAll("#tabs button[data-view]").forEach((b) => b.addEventListener("click", () => show(b.dataset.view)));
     $("#logout").addEventListener("click", async () => {
       try { await post("logout", {}); } catch (e) { /* ended already */ }
-      sessionStorage.removeItem(PAGE_SECRET);
+      try { sessionStorage.removeItem(PAGE_SECRET); } catch (e) { /* nothing was kept */ }
       location.assign("/");
     });
     $("#filters").addEventListener("submit", (e) => { e.preventDefault(); loadActivity(false); });
