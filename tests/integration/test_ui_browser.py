@@ -2,8 +2,10 @@
 from the system's packages, driven by Playwright through ``executable_path``. A write made
 through MCP shows in Activity with its diff and undoing it from the page restores the file
 byte for byte while a person's later edit elsewhere stays; hostile titles, bodies and links
-render as text and run nothing; an agent's page shows no note it may not read; the MCP Apps
-view runs in a host page that speaks the protocol and shows a search answer.
+render as text and run nothing; an agent's page shows no note it may not read; every request
+of the page carries its page secret, while the cookie alone (which the browser also hands to a
+page of another local program, here on port 9999) opens nothing and logging out ends the session;
+the MCP Apps view runs in a host page that speaks the protocol and shows a search answer.
 
 With VAULT_MEM_SCREENSHOTS=1 each view is saved under docs/ui/ for docs/ui.md."""
 
