@@ -177,6 +177,8 @@ def test_a_session_opened_with_the_token_ends_when_the_server_holds_another(runn
         assert owner.get("/api/session", headers={"X-Page-Secret": secret}).status_code == 200
         running.page.token = "a new token"  # as a later run given another token
         assert owner.get("/api/session", headers={"X-Page-Secret": secret}).status_code == 401
+        running.page.token = TOKEN
+        assert owner.get("/api/session", headers={"X-Page-Secret": secret}).status_code == 401  # for good
         linked = log_in(owner, code=code_of(running.link()))  # a link's session belongs to no token
         assert owner.get("/api/session", headers={"X-Page-Secret": linked}).status_code == 200
 

@@ -137,7 +137,8 @@ class Page:
             return session, caller
         if session.key is not None and not (self.token and hmac.compare_digest(auth.token_hash(self.token),
                                                                                session.key)):
-            return None  # opened with a token this server does not hold
+            auth.end_session(self.vault.root, session)  # opened with a token the owner has since replaced
+            return None
         return session, None
 
     async def _login(self, address: str, receive: Receive, send: Send) -> None:
