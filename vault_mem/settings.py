@@ -251,6 +251,12 @@ class Settings:
     # -- The page for people (vault_mem/ui/) -------------------------------------------------------
     ui_login_ttl: float = 15 * 60  # seconds a one-time login link stays good (docs/ui.md#logging-in)
     ui_session_ttl: float = 12 * 3600  # seconds a page session lasts (docs/ui.md#logging-in)
+    ui_login_free: int = 5  # wrong logins from one client address before its next try waits (docs/ui.md#logging-in)
+    ui_login_free_all: int = 20  # wrong logins from all addresses together before every next try waits (docs/ui.md#logging-in)
+    ui_login_first_wait: float = 1.0  # seconds the first wait lasts; each further wrong login doubles it (docs/ui.md#logging-in)
+    ui_login_longest_wait: float = 60.0  # seconds a wait after wrong logins lasts at most (docs/ui.md#logging-in)
+    ui_login_forget: float = 15 * 60  # seconds without a wrong login after which the earlier ones are forgotten (docs/ui.md#logging-in)
+    ui_login_addresses: int = 10_000  # client addresses whose wrong logins are remembered at most (docs/ui.md#logging-in)
     ui_max_body: int = 64 * 1024  # bytes a request to the page may send (docs/ui.md#safe-by-construction)
     ui_activity_page: int = 100  # changes per page of Activity (docs/ui.md#activity)
     ui_max_diff_lines: int = 600  # diff lines shown of one change; more are counted, not shown (docs/ui.md#activity)
