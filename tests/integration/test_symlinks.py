@@ -347,3 +347,23 @@ def test_tidy_apply_supersedes_into_no_note_reached_through_a_link_into_a_hidden
     assert all(".obsidian" not in json.dumps(c) and "linkdir" not in json.dumps(c) and "third.md" not in json.dumps(c)
                for c in answer["clusters"]), answer
     assert hidden_files(root) == before
+
+
+def test_the_writer_itself_writes_no_vault_file_through_a_link_into_a_hidden_folder(tmp_path: Path) -> None:
+    """The last line, below every caller's check: ``within`` names the vault."""
+    from vault_mem.errors import WriteFailed
+    from vault_mem.vault.writer import atomic_write, create_at, create_exclusive
+
+    root = write_notes(tmp_path / "v", {"research/Plan.md": "plan\n", ".obsidian/x.md": "settings\n"})
+    link(root / "research/evil.md", os.path.join("..", ".obsidian", "x.md"))
+    link(root / "research/linkdir", os.path.join("..", ".obsidian"), folder=True)
+    before = hidden_files(root)
+    for write in (lambda: atomic_write(root / "research/evil.md", b"PWNED", within=root),
+                  lambda: atomic_write(root / "research/linkdir/x.md", b"PWNED", within=root),
+                  lambda: create_exclusive(root / "research/linkdir", "new.md", b"PWNED", within=root),
+                  lambda: create_at(root / "research/linkdir/new.md", b"PWNED", within=root)):
+        with pytest.raises(WriteFailed, match=r"hidden folder \.obsidian/"):
+            write()
+    assert hidden_files(root) == before
+    atomic_write(root / "research/Plan.md", b"still fine\n", within=root)
+    assert (root / "research/Plan.md").read_bytes() == b"still fine\n"
