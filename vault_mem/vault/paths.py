@@ -133,8 +133,29 @@ def link_target(root: Path, rel: str, note: bool = True) -> str | None:
     if note and not real.lower().endswith(".md"):
         raise NotANote(f"leads through a symlink to {display_path(real) or 'the vault top'}, which is not a "
                        "note (.md file); not followed")
-    real = existing_spelling(root, real)
+    if _case_blind(os.path.realpath(root)):
+        real = existing_spelling(root, real)  # listings: only where a stat would open any case
     return None if real == "/".join(parts) else display_path(real)
+
+
+_CASE_BLIND: dict[str, bool] = {}
+
+
+def _case_blind(real_root: str) -> bool:
+    """Whether the disk under ``real_root`` opens a name in any case, so that a link's target may
+    be spelled otherwise than its folders list it (macOS by default). Not on Windows, where
+    ``realpath`` already gives each name as it is listed; looked at once per vault and process."""
+    if os.name == "nt":
+        return False
+    blind = _CASE_BLIND.get(real_root)
+    if blind is None:
+        swapped = real_root.swapcase()
+        try:
+            blind = swapped != real_root and os.path.samestat(os.lstat(real_root), os.lstat(swapped))
+        except OSError:
+            blind = False
+        _CASE_BLIND[real_root] = blind
+    return blind
 
 
 def resolves_inside(root: Path, target: Path) -> bool:
