@@ -92,7 +92,7 @@ HOSTILE = [
     Hostile("huge frontmatter", "bigfm.md", "not closed within the first", "bigfm.md"),
     Hostile("symlink loop", "loop/up/", "loop", None),
     Hostile("folder outside", "outdir/", "outside the vault", None),
-    Hostile("file outside", "outfile.md", "outside the vault", "outfile.md"),
+    Hostile("file outside", "outfile.md", "outside the vault", None),  # a link out of the vault is no note
     Hostile("unreadable", "locked.md", "unreadable: Permission denied", "locked.md"),
     Hostile("non-UTF-8 name", SHOWN_BAD_NAME, "not valid UTF-8", "badname"),
     Hostile("FIFO", "x.md", "not a regular file", "x.md"),

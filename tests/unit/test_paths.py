@@ -191,20 +191,23 @@ async def test_reads_never_show_what_lies_outside(world, mcp_session, tool: str,
     assert SECRET not in json.dumps(answer)
 
 
-async def test_a_symlinked_note_pointing_outside_is_indexed_but_not_followed(world, mcp_session) -> None:
+async def test_a_symlinked_note_pointing_outside_is_no_note(world, mcp_session) -> None:
     async with mcp_session(world) as c:
         through_folder = await c.call("memory_read", ref="link/secret")
         assert through_folder["status"] in ("invalid", "not_found")
         note = await c.call("memory_read", ref="sl")
-        assert note["status"] == "ok" and note["body"] == ""
-        assert any("outside the vault" in p for p in note["problems"])
+        assert note["status"] == "not_found", note
+    from vault_mem.vault.walk import walk_vault
+
+    walked = walk_vault(world.root)
+    assert "sl.md" not in walked.files and "outside the vault" in walked.skipped_links["sl.md"]
 
 
 async def test_edit_through_a_symlinked_note_pointing_outside_is_refused(world, mcp_session, tmp_path: Path) -> None:
     before = snapshot(tmp_path)
     async with mcp_session(world) as c:
         answer = await c.call("memory_edit", agent=AGENT, ref="sl", append="written from the vault")
-        assert answer["status"] == "invalid" and answer["param"] == "ref", answer
+        assert answer["status"] == "not_found", answer  # no note: the indexer skips it
     assert snapshot(tmp_path) == before
 
 

@@ -236,8 +236,11 @@ def cmd_doctor(args: argparse.Namespace) -> int:
         say(f"meaning: {describe(meaning)}, of {info['indexed']:,} notes indexed")
         return 0
     found = problems_by_file(index)
-    for folder, why in sorted(walk_vault(index.root).problems.items()):
+    walked = walk_vault(index.root)
+    for folder, why in sorted(walked.problems.items()):
         found[f"{folder}/"] = [why]
+    for link, why in sorted(walked.skipped_links.items()):
+        found[link] = [why]
     total = doc_count(index)
     if args.json:
         print_json({"status": "problems" if found else "ok", "files": total, "problem_files": len(found),

@@ -13,7 +13,7 @@ from vault_mem import settings
 from vault_mem.cli.app import PROG, Command, register
 from vault_mem.cli.common import print_json, progress_bar, say, up_to_date
 from vault_mem.cli.output import plural, visible
-from vault_mem.errors import Conflict, InvalidInput, NotFound
+from vault_mem.errors import Conflict, InvalidInput, NotFound, WriteFailed
 
 if TYPE_CHECKING:
     from vault_mem.reads.tidy import Cluster, Member
@@ -161,7 +161,7 @@ def _apply(index: VaultIndex, cluster: Cluster, warnings: list[str]) -> dict[str
     try:
         note, warning = supersede_into(index.root, index.history_dir, vars(keep), [vars(m) for m in cluster.others],
                                        iso(dt.datetime.now(dt.UTC)))
-    except (Conflict, NotFound) as exc:
+    except (Conflict, NotFound, InvalidInput, WriteFailed) as exc:  # InvalidInput: a path led through a symlink
         return {**row, "status": exc.status, "message": exc.message}
     if warning and warning not in warnings:
         warnings.append(warning)

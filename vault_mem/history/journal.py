@@ -62,6 +62,9 @@ class Entry:
     before: str | None
     after: str | None
     trash: str | None = None  # where a delete moved the file (.trash/...)
+    # The file a symlink made the note's path when it changed (vault-relative), None for none: the
+    # page shows the change only to whoever may read that file too (docs/sharing.md, "Symlinks").
+    real: str | None = None
 
     @property
     def time(self) -> str:
@@ -100,7 +103,7 @@ def journal_dir(history_dir: Path) -> Path:
 
 def record(history_dir: Path, agent: str, tool: str, changes: list[dict[str, Any]]) -> str | None:
     """Journal ``changes`` (each: path, fsrel, title, uid, before bytes|None, after bytes|None,
-    trash) made by ``agent`` with ``tool`` in the history folder ``history_dir``
+    trash, real) made by ``agent`` with ``tool`` in the history folder ``history_dir``
     (``VaultIndex.history_dir``). Returns None, or a warning when it could not."""
     folder = journal_dir(history_dir)
     try:
@@ -113,8 +116,12 @@ def record(history_dir: Path, agent: str, tool: str, changes: list[dict[str, Any
             entry = Entry(t=now, agent=agent, tool=tool, path=change["path"],
                           fsrel=change.get("fsrel") or change["path"], title=str(change.get("title") or ""),
                           uid=str(change.get("uid") or ""), before=digest(before) if before is not None else None,
-                          after=digest(after) if after is not None else None, trash=change.get("trash"))
-            lines.append(json.dumps(asdict(entry), ensure_ascii=False, default=str))
+                          after=digest(after) if after is not None else None, trash=change.get("trash"),
+                          real=change.get("real"))
+            fields = asdict(entry)
+            if entry.real is None:  # most notes are no link: their lines stay as earlier versions read them
+                del fields["real"]
+            lines.append(json.dumps(fields, ensure_ascii=False, default=str))
         # Blobs too under the lock: a prune in another process removes every blob no entry names.
         with filelocks.held(folder / "lock"):
             for change in changes:

@@ -242,8 +242,8 @@ class _Importer:
         # Each create fsyncs its file and folder as a write tool's does; several at once let the file
         # system commit them together (10,000 notes one after the other wait on 20,000 commits).
         data = text.encode("utf-8")
-        self.pending.append((self.pool.submit(create_exclusive, folder, name, data, taken=names), record, where,
-                             data, str(fields["id"])))
+        made = self.pool.submit(create_exclusive, folder, name, data, taken=names, within=self.root)
+        self.pending.append((made, record, where, data, str(fields["id"])))
 
     def finish(self, advance: Callable[[int], None] | None) -> None:
         """Wait for the creates in flight, in record order (one the disk refused is skipped, named
@@ -307,7 +307,7 @@ class _Importer:
                 return
             new_bytes = new_text.encode("utf-8")
             try:
-                atomic_write(path, new_bytes)
+                atomic_write(path, new_bytes, within=self.root)
             except WriteFailed as exc:
                 self.report.skipped.append(Skipped(record.where or rel, f"not written: {exc.message}"))
                 return

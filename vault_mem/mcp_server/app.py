@@ -32,11 +32,9 @@ from vault_mem.reads.conflicts import conflict_hint
 from vault_mem.served.agents import Agent
 from vault_mem.served.context import Vault, View
 from vault_mem.served.mailbox import annotate, caller_name
-from vault_mem.served.refs import resolve_ref
+from vault_mem.served.refs import no_note, resolve_ref
 from vault_mem.ui import mcp_app
 from vault_mem.vault.note import resource_uri
-from vault_mem.vault.paths import note_file
-from vault_mem.vault.reader import read_whole
 
 log = logging.getLogger("vault_mem.mcp_server")
 CALLER = "vault_mem.caller"  # the ASGI scope key of an HTTP request's agent (transports.py)
@@ -289,7 +287,9 @@ def _resource_text(vault: Vault, uri: str, caller: Agent | None) -> str:
             view = View(vault, searcher, caller)
             docnum = _resolve_uri(view, uri)
             record = view.record(docnum)
-            data = read_whole(note_file(vault.root, str(record["fsrel"]), "uri"))
+            data, real = view.note_bytes(record, "uri")
+            if not view.may_see(str(record["path"]), None, record.get("real"), real):
+                raise no_note(uri)
     except (NotFound, InvalidInput) as exc:
         raise MCPError(code=t.INVALID_PARAMS, message=str(exc), data={"uri": uri}) from None
     except OSError as exc:

@@ -53,7 +53,7 @@ from vault_mem.reads.rows import cut_to_fit
 from vault_mem.search.api import ancestors, fold, keep_while_unchanged
 from vault_mem.served.context import View, json_size, settled_stamp, take_within
 from vault_mem.served.params import OFFSET, REF, Args, int_param, text_param
-from vault_mem.served.refs import resolve_ref
+from vault_mem.served.refs import no_note, resolve_ref
 from vault_mem.vault.dates import from_timestamp, iso
 from vault_mem.vault.fields import FIELDS, layout, note_fields
 from vault_mem.vault.note import Note, est_tokens, permalink_of
@@ -94,6 +94,8 @@ def memory_read(view: View, raw: dict[str, Any]) -> dict[str, Any]:
         raise NotFound(f"{permalink_of(record['path'])} is indexed but its file is gone; "
                        "the index catches up shortly")
     note = _parsed(view.vault.root, record["fsrel"], view.vault.index.history)
+    if not view.may_see(record["path"], None, record.get("real"), note.real):  # where its path leads now
+        raise no_note(ref)
     if offset > len(note.body):
         raise InvalidInput("offset", f"must be from 0 to {len(note.body)} (the body's length) "
                            f"for {note.permalink}, got {offset}")

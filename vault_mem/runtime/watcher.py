@@ -55,7 +55,7 @@ from vault_mem.search.api import (
 from vault_mem.vault.note import Note
 from vault_mem.vault.paths import Listing, display_path, listed_spelling, relative_to_root
 from vault_mem.vault.reader import read_note
-from vault_mem.vault.walk import IgnoreRules, is_memory_name, walk_vault
+from vault_mem.vault.walk import IgnoreRules, is_memory_name, leads_to_a_note, walk_vault
 
 log = logging.getLogger("vault_mem.watch")
 
@@ -506,7 +506,7 @@ class Watcher:
             shown = display_path(rel)
             path = self.root / rel
             listed = spelled.get(rel, rel) == rel
-            if rules.ignored(rel) or not listed or not _is_file(path):
+            if rules.ignored(rel) or not listed or not _is_file(path) or not leads_to_a_note(self.root, rel):
                 if shown in fingerprints:
                     removed.append(shown)
                 continue

@@ -42,7 +42,7 @@ from vault_mem.search.whoosh.seam import drop_temp_folder, finish_segment, publi
 from vault_mem.vault.note import Note
 from vault_mem.vault.paths import display_path
 from vault_mem.vault.reader import read_note
-from vault_mem.vault.walk import IgnoreRules, walk_vault
+from vault_mem.vault.walk import IgnoreRules, leads_to_a_note, walk_vault
 
 RESUMING = "resuming the interrupted build"  # the progress label of a reconcile after one
 
@@ -361,4 +361,4 @@ def _still_as_read(root: Path, notes: list[tuple[Note, str]]) -> list[tuple[Note
 
 def _still_a_memory(root: Path, path: str, rules: IgnoreRules) -> bool:
     """True when ``path`` is (again) a memory file on disk, whatever the walk saw a moment ago."""
-    return os.path.lexists(root / path) and not rules.ignored(path)
+    return os.path.lexists(root / path) and not rules.ignored(path) and leads_to_a_note(root, path)

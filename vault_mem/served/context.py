@@ -9,6 +9,7 @@ is ``not_found``). Writes ask ``check_write``."""
 from __future__ import annotations
 
 import json
+import os
 import time
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
@@ -16,11 +17,12 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from vault_mem import settings
+from vault_mem.errors import PathRefused
 from vault_mem.search.api import Meaning, Searcher, Snapshot, VaultIndex, keep_while_unchanged
 from vault_mem.served.agents import Agent
 from vault_mem.vault.frontmatter import split_frontmatter
-from vault_mem.vault.paths import InsideCheck
-from vault_mem.vault.reader import VersionKey, decode, linked_to, read_bytes, version_key
+from vault_mem.vault.paths import InsideCheck, NotANote, display_path, link_target
+from vault_mem.vault.reader import VersionKey, decode, read_bytes, read_linked, read_whole_linked, version_key
 
 
 class Health(Protocol):
@@ -97,6 +99,20 @@ class View(Snapshot):
     def may_read(self, path: str) -> bool:
         return self.caller is None or self.caller.may_read(path)
 
+    def may_see(self, path: str, fsrel: str | None = None, *recorded: str | None) -> bool:
+        """``may_see`` for this call's caller."""
+        return may_see(self.caller, self.vault.root, path, fsrel, *recorded)
+
+    def note_bytes(self, record: dict[str, Any], param: str = "ref") -> tuple[bytes, str | None]:
+        """The whole file of the note ``record`` as it is now, and the file a symlink makes its path
+        (``link_target``), agreeing (``read_agreeing``): for the caller to judge with ``may_see``.
+        PathRefused (``param``) when the path now leads to no note; OSError when it cannot be read."""
+        fsrel = str(record["fsrel"])
+        try:
+            return read_whole_linked(self.vault.root, fsrel)
+        except NotANote as exc:
+            raise PathRefused(param, f"{display_path(fsrel)} {exc}") from None
+
     def check_write(self, path: str, tool: str, fsrel: str | None = None) -> None:
         """Forbidden (naming the rule) unless this caller may write the note at ``path`` and, when
         a symlink makes that file (``fsrel``, its OS path, existing or not) another file of the
@@ -106,8 +122,8 @@ class View(Snapshot):
         self.caller.check_write(path, tool)
         if fsrel is not None:
             try:
-                real = linked_to(self.vault.root, fsrel)
-            except (OSError, RuntimeError, ValueError):  # a loop: the write itself fails and says so
+                real = link_target(self.vault.root, fsrel)
+            except (NotANote, OSError, ValueError):  # no note there: the write itself refuses and says why
                 return
             if real:
                 self.caller.check_write(real, tool)
@@ -121,13 +137,35 @@ class View(Snapshot):
             return ""
         if record.get("excalidraw"):
             return ""
+        limited = self.caller is not None and not self.caller.reads_everything
         # Kept while the file is unchanged, as memory_read keeps its parse: the rows of every
         # search read their notes' bodies for the excerpts. Not a read that failed.
         stamp = settled_stamp(path)
         if stamp is None:
-            return _body_now(record, path)[0]
-        return keep_while_unchanged(("body", str(self.vault.root), record["fsrel"], *stamp),
+            if not limited:
+                return _body_now(record, path)[0]
+            try:  # judged by the file actually read: a link swapped meanwhile shows nothing hidden
+                (data, _etag, _size, _mtime, problems), real = read_linked(self.vault.root, record["fsrel"])
+            except NotANote:
+                return ""
+            if not self.may_see(record["path"], None, record.get("real"), real):
+                return ""
+            return _body_of(record, data, problems)[0]
+        text = keep_while_unchanged(("body", str(self.vault.root), record["fsrel"], *stamp),
                                     lambda: _body_now(record, path), _text_size)
+        if limited and not self._saw(record, stamp):
+            return ""
+        return text
+
+    def _saw(self, record: dict[str, Any], stamp: VersionKey) -> bool:
+        """Whether this caller may see the file whose version is ``stamp`` (read through the note's
+        path), judged where the path leads now, after the read: the same file, one it may see."""
+        try:
+            real = link_target(self.vault.root, record["fsrel"])
+            st = os.lstat(self.vault.root / (real if real is not None else record["fsrel"]))
+        except (NotANote, OSError):
+            return False
+        return (st.st_ino, st.st_dev) == stamp[2:] and self.may_see(record["path"], None, record.get("real"), real)
 
 
 def settled_stamp(path: Path) -> VersionKey | None:
@@ -140,9 +178,34 @@ def settled_stamp(path: Path) -> VersionKey | None:
     return key
 
 
+def may_see(caller: Agent | None, root: Path, path: str, fsrel: str | None = None, *recorded: str | None) -> bool:
+    """The one judge of whether ``caller`` may see what the note at ``path`` holds (its text, a diff
+    or an excerpt of it, its title) wherever that shows: the read tools, the page, the journal's
+    views (docs/sharing.md, "Symlinks"). The note's path must be one it may read, and so must each
+    file a symlink made it (``recorded``: as the index, the journal or a read found it) and, given
+    its OS path ``fsrel``, the file that path leads to now (``link_target``); a path that now leads
+    to no note (outside the vault, into a hidden folder) shows nothing. The owner (None) and an
+    agent without read limits see everything."""
+    if caller is None or caller.reads_everything:
+        return True
+    if not caller.may_read(path) or any(real and not caller.may_read(real) for real in recorded):
+        return False
+    if fsrel is None:
+        return True
+    try:
+        now = link_target(root, fsrel)
+    except (NotANote, OSError, ValueError):
+        return False
+    return now is None or caller.may_read(now)
+
+
 def _body_now(record: dict[str, Any], path: Path) -> tuple[str, bool]:
     """The body on disk now, and whether it was read (else the index's head stands in)."""
     data, _etag, _size, _mtime, problems = read_bytes(path)
+    return _body_of(record, data, problems)
+
+
+def _body_of(record: dict[str, Any], data: bytes, problems: list[str]) -> tuple[str, bool]:
     if problems and not data:
         return str(record.get("head", "")), False
     text, _ = decode(data)

@@ -122,7 +122,12 @@ def resolve_ref(view: View, ref: str, param: str = "ref") -> int:
                 "pass one of these permalinks",
                 candidates=candidates,
             )
-    raise NotFound(f"no note matches {_shown(ref)} (tried uid, permalink, path, file name, title and alias)")
+    raise no_note(ref)
+
+
+def no_note(ref: str) -> NotFound:
+    """What a ref that names no note the caller may see answers (a hidden one answers the same)."""
+    return NotFound(f"no note matches {_shown(ref)} (tried uid, permalink, path, file name, title and alias)")
 
 
 def _spelled_as_given(names: Names, hits: list[int], stage: str, path: str) -> list[int]:

@@ -16,7 +16,7 @@ from vault_mem.history.agentstate import agent_key
 from vault_mem.reads import memory_search, read
 from vault_mem.search.api import VaultIndex
 from vault_mem.served.agents import Agent
-from vault_mem.served.context import Vault, View
+from vault_mem.served.context import Vault, View, may_see
 from vault_mem.served.keys import list_agents
 from vault_mem.served.mailbox import digest as inbox_digest
 from vault_mem.served.mailbox import inbox
@@ -26,8 +26,17 @@ from vault_mem.writes import undo
 PERSON = "person"  # the agent name the owner's page reads under
 
 
-def _visible(caller: Agent | None, entry: journal.Entry) -> bool:
-    return caller is None or caller.may_read(entry.path)
+def _visible(vault: Vault, caller: Agent | None, entry: journal.Entry,
+             judged: dict[tuple[str, str, str | None], bool] | None = None) -> bool:
+    """Whether ``caller`` may see this change: its note's path, the file a symlink made it then, and
+    the file its path leads to now (``may_see``). ``judged`` keeps the verdicts of one call."""
+    key = (entry.path, entry.fsrel, entry.real)
+    if judged is not None and key in judged:
+        return judged[key]
+    verdict = may_see(caller, vault.root, entry.path, entry.fsrel, entry.real)
+    if judged is not None:
+        judged[key] = verdict
+    return verdict
 
 
 def activity(vault: Vault, caller: Agent | None, agent: str = "", folder: str = "", since: str = "",
@@ -40,8 +49,9 @@ def activity(vault: Vault, caller: Agent | None, agent: str = "", folder: str = 
             raise InvalidInput("since", f"{since[:80]!r} is not a moment: give {WHEN_FORMS}")
     prefix = folder.strip().strip("/")
     rows = []
+    judged: dict[tuple[str, str, str | None], bool] = {}
     for entry in reversed(journal.entries(vault.index.history_dir)):
-        if not _visible(caller, entry):
+        if not _visible(vault, caller, entry, judged):
             continue
         if agent.strip() and agent_key(entry.agent) != agent_key(agent.strip()):
             continue
@@ -85,7 +95,7 @@ def _version(vault: Vault, sha: str | None, fsrel: str) -> tuple[str | None, boo
 def change(vault: Vault, caller: Agent | None, ident: str) -> dict[str, Any]:
     """One change with its unified diff against the version before, and what undo would do."""
     entry = undo.find_change(vault.index, ident)
-    if not _visible(caller, entry):
+    if not _visible(vault, caller, entry):
         raise NotFound(f"no change {ident[:40]!r} in the journal")
     before, known_before = _version(vault, entry.before, entry.fsrel)
     after, known_after = _version(vault, entry.after, entry.fsrel)

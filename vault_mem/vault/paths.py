@@ -75,13 +75,87 @@ def check_relative(value: str, param: str) -> str:
     return trimmed
 
 
-def confine(root: Path, rel: str, param: str) -> Path:
-    """The absolute path of ``rel`` under ``root``, refusing anything that resolves outside it."""
+def confine(root: Path, rel: str, param: str, note: bool = False) -> Path:
+    """The absolute path of ``rel`` under ``root``, refusing anything that leads outside it or, through
+    a symlink, into a hidden folder (``note``: to a file that is not a note; ``link_target``)."""
     rel = check_relative(rel, param)
     target = root / rel if rel else root
-    if not resolves_inside(root, target):
-        raise PathRefused(param, "resolves outside the vault (through a symlink?)")
+    try:
+        link_target(root, rel, note=note)
+    except NotANote as exc:
+        raise PathRefused(param, f"{display_path(rel) or 'the vault top'} {exc}") from None
     return target
+
+
+class NotANote(Exception):
+    """Where a symlink makes a path lead is not a note of the vault; the message says why, as the
+    end of a sentence that starts with the path."""
+
+
+def is_link(path: str) -> bool:
+    """A symlink, or a Windows junction (which ``islink`` does not count)."""
+    if os.path.islink(path):
+        return True
+    junction = getattr(os.path, "isjunction", None)  # Python 3.12 and later
+    return bool(junction is not None and junction(path))
+
+
+def link_target(root: Path, rel: str, note: bool = True) -> str | None:
+    """The one judge of where a vault path leads through symlinks (docs/vault-format.md, "Which
+    files are memories"; docs/safety.md). ``rel`` is a path under ``root`` (OS or '/' separators).
+
+    None when no segment of ``rel`` is a symlink (or junction) and none is ``.`` or ``..``: the path
+    is the file it names (one lstat a segment). Else the vault-relative '/'-separated path of the
+    file (``note=False``: of the folder, '' for the vault's top) it leads to, every symlink
+    followed, spelled as its folders list it (a case-insensitive disk follows ``../Private/x.md``
+    to ``private/x.md``): a caller limited to some folders sees or changes such a note only if it
+    may the file it leads to as well (docs/sharing.md). Raises NotANote when that file is not a
+    note: it lies outside the vault, inside a hidden folder (``.obsidian``, ``.git``, ``.trash``,
+    the index...), its name does not end in ``.md`` (``note``), or the links loop.
+    """
+    parts = [p for p in rel.replace(os.sep, "/").split("/") if p != ""]
+    odd = any(p in (".", "..") for p in parts) or os.path.isabs(rel)
+    if not odd and not any(is_link(os.path.join(root, *parts[:n])) for n in range(1, len(parts) + 1)):
+        return None
+    resolved = os.path.realpath(os.path.join(root, rel))
+    if is_link(resolved):  # what realpath leaves of a loop
+        raise NotANote("is a symlink loop; not followed")
+    try:
+        real = os.path.relpath(resolved, os.path.realpath(root))
+    except ValueError:  # another drive (Windows)
+        raise NotANote("leads through a symlink outside the vault; not followed") from None
+    if real == os.pardir or real.startswith(os.pardir + os.sep) or os.path.isabs(real):
+        raise NotANote("leads through a symlink outside the vault; not followed")
+    real = "" if real == os.curdir else real.replace(os.sep, "/")
+    hidden = next((seg for seg in real.split("/") if seg.startswith(".")), None)
+    if hidden is not None:
+        raise NotANote(f"leads through a symlink into the hidden folder {hidden}/; not followed")
+    if note and not real.lower().endswith(".md"):
+        raise NotANote(f"leads through a symlink to {display_path(real) or 'the vault top'}, which is not a "
+                       "note (.md file); not followed")
+    if _case_blind(os.path.realpath(root)):
+        real = existing_spelling(root, real)  # listings: only where a stat would open any case
+    return None if real == "/".join(parts) else display_path(real)
+
+
+_CASE_BLIND: dict[str, bool] = {}
+
+
+def _case_blind(real_root: str) -> bool:
+    """Whether the disk under ``real_root`` opens a name in any case, so that a link's target may
+    be spelled otherwise than its folders list it (macOS by default). Not on Windows, where
+    ``realpath`` already gives each name as it is listed; looked at once per vault and process."""
+    if os.name == "nt":
+        return False
+    blind = _CASE_BLIND.get(real_root)
+    if blind is None:
+        swapped = real_root.swapcase()
+        try:
+            blind = swapped != real_root and os.path.samestat(os.lstat(real_root), os.lstat(swapped))
+        except OSError:
+            blind = False
+        _CASE_BLIND[real_root] = blind
+    return blind
 
 
 def resolves_inside(root: Path, target: Path) -> bool:
@@ -95,7 +169,8 @@ def resolves_inside(root: Path, target: Path) -> bool:
 
 
 class InsideCheck:
-    """``resolves_inside(root, target)`` for many targets in a row (one call's search rows):
+    """``resolves_inside(root, target)`` for many targets in a row (one call's search rows), and
+    outside every hidden folder (a body read through a link into ``.obsidian`` is none):
     the root and each folder are resolved once, a target itself only when it is a symlink, and
     the rest is string work (pathlib's joins and ``parents`` were most of a row's check).
     Folders can change between calls, so a check lives no longer than one call."""
@@ -127,7 +202,10 @@ class InsideCheck:
             resolved = _compared(target.resolve()) if link else os.path.join(folder, os.path.normcase(name))
         except (OSError, RuntimeError):  # a symlink loop
             return False
-        return resolved == self._real_root or resolved.startswith(self._under_root)
+        if resolved == self._real_root:
+            return True
+        # Inside, and (as link_target judges a note) never in a hidden folder reached through a link.
+        return resolved.startswith(self._under_root) and not _hidden_below(resolved[len(self._under_root):])
 
     def _folder(self, parent: str) -> str | None:
         """The folder ``parent`` resolved (None: a symlink loop). A folder under the root whose
@@ -155,16 +233,23 @@ class InsideCheck:
             return None
 
 
+def _hidden_below(rest: str) -> bool:
+    return rest.startswith(".") or (os.sep + ".") in rest
+
+
 def _compared(path: Path) -> str:
     """A resolved path as InsideCheck compares it (in any case on Windows, as pathlib does)."""
     return os.path.normcase(str(path))
 
 
 def note_file(root: Path, fsrel: str, param: str = "ref") -> Path:
-    """The file of an indexed note, refusing one that now resolves outside the vault."""
+    """The file of an indexed note, refusing one that now leads outside the vault, into a hidden
+    folder or to a file that is not a note (``link_target``)."""
     target = root / fsrel
-    if not resolves_inside(root, target):
-        raise PathRefused(param, f"{display_path(fsrel)} resolves outside the vault (a symlink?); not read")
+    try:
+        link_target(root, fsrel)
+    except NotANote as exc:
+        raise PathRefused(param, f"{display_path(fsrel)} {exc}") from None
     return target
 
 

@@ -11,9 +11,10 @@ import errno
 import hashlib
 import os
 import stat
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
 from vault_mem import settings
 from vault_mem.vault import markdown
@@ -29,7 +30,7 @@ from vault_mem.vault.fields import (
 )
 from vault_mem.vault.frontmatter import load_yaml, split_frontmatter
 from vault_mem.vault.note import NOTE_ATTRIBUTES, Note
-from vault_mem.vault.paths import display_path
+from vault_mem.vault.paths import NotANote, display_path, link_target
 from vault_mem.vault.portable import O_BINARY
 
 _BOM = b"\xef\xbb\xbf"
@@ -55,9 +56,25 @@ def version_key(path: os.PathLike[str] | str) -> VersionKey | None:
     return (st.st_mtime_ns, st.st_size, st.st_ino, st.st_dev)
 
 
-__all__ = ["CORE_KEYS", "CREATED_KEYS", "UPDATED_KEYS", "DateSource", "VersionKey", "created_fallback",
-           "decode", "file_etag", "normalize_tags", "parse_text", "read_bytes", "read_note", "read_whole",
-           "version_key"]
+__all__ = [
+    "CORE_KEYS",
+    "CREATED_KEYS",
+    "UPDATED_KEYS",
+    "DateSource",
+    "VersionKey",
+    "created_fallback",
+    "decode",
+    "file_etag",
+    "normalize_tags",
+    "parse_text",
+    "read_agreeing",
+    "read_bytes",
+    "read_linked",
+    "read_note",
+    "read_whole",
+    "read_whole_linked",
+    "version_key",
+]
 
 
 def read_bytes(path: Path) -> tuple[bytes, str, int, int, list[str]]:
@@ -65,6 +82,14 @@ def read_bytes(path: Path) -> tuple[bytes, str, int, int, list[str]]:
 
     Opens without blocking so a FIFO named ``x.md`` cannot stall the indexer.
     """
+    return _read_bytes(path)[0]
+
+
+Read = tuple[bytes, str, int, int, list[str]]  # what read_bytes gives
+
+
+def _read_bytes(path: Path) -> tuple[Read, tuple[int, int] | None]:
+    """``read_bytes``, and the (device, inode) of the file read (None: none was opened)."""
     config = settings.current()
     problems: list[str] = []
     try:
@@ -76,12 +101,13 @@ def read_bytes(path: Path) -> tuple[bytes, str, int, int, list[str]]:
         except OSError:
             irregular = False
         if irregular:
-            return b"", "", 0, 0, [_NOT_REGULAR]
-        return b"", "", 0, 0, [f"unreadable: {exc.strerror or exc}"]
+            return (b"", "", 0, 0, [_NOT_REGULAR]), None
+        return (b"", "", 0, 0, [f"unreadable: {exc.strerror or exc}"]), None
     try:
         st = os.fstat(fd)
+        identity = (st.st_dev, st.st_ino)
         if not stat.S_ISREG(st.st_mode):
-            return b"", "", 0, st.st_mtime_ns, [_NOT_REGULAR]
+            return (b"", "", 0, st.st_mtime_ns, [_NOT_REGULAR]), identity
         digest = hashlib.blake2b(digest_size=12)
         kept = bytearray()
         total = 0
@@ -95,11 +121,52 @@ def read_bytes(path: Path) -> tuple[bytes, str, int, int, list[str]]:
                 kept += chunk[: config.max_note_bytes - len(kept)]
         if total > config.max_note_bytes:
             problems.append(f"file is {total:,} bytes; indexed up to the first {config.max_note_bytes:,}")
-        return bytes(kept), digest.hexdigest(), total, st.st_mtime_ns, problems
+        return (bytes(kept), digest.hexdigest(), total, st.st_mtime_ns, problems), identity
     except OSError as exc:
-        return b"", "", 0, 0, [f"unreadable: {exc.strerror or exc}"]
+        return (b"", "", 0, 0, [f"unreadable: {exc.strerror or exc}"]), None
     finally:
         os.close(fd)
+
+
+def read_linked(root: Path, rel: str) -> tuple[Read, str | None]:
+    """``read_bytes`` of the note at ``rel`` (an OS path under ``root``) and the file a symlink makes
+    it (``link_target``: None when none does), the two agreeing (``read_agreeing``). Raises NotANote
+    when the path leads to no note (outside the vault, into a hidden folder...)."""
+    unsure: Read = (b"", "", 0, 0, ["unreadable: it changed while it was read (a symlink swapped?)"])
+    return read_agreeing(root, rel, _read_bytes, unsure)
+
+
+T = TypeVar("T")
+
+
+def read_agreeing(root: Path, rel: str, read: Callable[[Path], tuple[T, tuple[int, int] | None]],
+                  unsure: T) -> tuple[T, str | None]:
+    """What ``read`` gives for the file at ``rel`` (with the device and inode it read) and where the
+    path leads (``link_target``), the two agreeing: the bytes come from the file that the path leads
+    to when it is looked at, after the read, so a link swapped meanwhile never passes one file's
+    bytes off as another's. When they disagree the file is read again, once; a second disagreement
+    gives ``unsure`` and None. Raises NotANote."""
+    for _ in range(2):
+        found, identity = read(root / rel)
+        real = link_target(root, rel)
+        if identity is None or identity[1] == 0:  # nothing opened, or a file system without inodes
+            return found, real
+        try:
+            st = os.lstat(root / (real if real is not None else rel))
+            if (st.st_dev, st.st_ino) == identity:
+                return found, real
+        except OSError:
+            pass
+    return unsure, None
+
+
+def read_whole_linked(root: Path, rel: str) -> tuple[bytes, str | None]:
+    """``read_whole`` of the note at ``rel`` and where its path leads, agreeing (``read_agreeing``).
+    Raises OSError (EAGAIN when a link kept changing while it was read) or NotANote."""
+    found, real = read_agreeing(root, rel, _read_whole, None)
+    if found is None:
+        raise OSError(errno.EAGAIN, "it changed while it was read (a symlink swapped?)")
+    return found, real
 
 
 def read_whole(path: Path) -> bytes:
@@ -107,14 +174,19 @@ def read_whole(path: Path) -> bytes:
 
     Raises OSError, EINVAL for anything that is not a regular file.
     """
+    return _read_whole(path)[0]
+
+
+def _read_whole(path: Path) -> tuple[bytes, tuple[int, int]]:
     fd = os.open(path, os.O_RDONLY | O_BINARY | getattr(os, "O_NONBLOCK", 0))
     try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
             raise OSError(errno.EINVAL, "not a regular file (a FIFO, socket or device)")
         chunks = []
         while chunk := os.read(fd, settings.current().read_chunk):
             chunks.append(chunk)
-        return b"".join(chunks)
+        return b"".join(chunks), (st.st_dev, st.st_ino)
     finally:
         os.close(fd)
 
@@ -152,20 +224,15 @@ def read_note(root: Path, rel: str, history: DateSource | None = None) -> Note:
     """Read ``rel`` (an OS path relative to ``root``) into a Note. Never raises.
 
     ``history``, when given, supplies the (created, updated) of a file committed as it is."""
-    path = root / rel
     problems: list[str] = []
     shown = display_path(rel)
     if shown != rel.replace(os.sep, "/") and "\ufffd" in shown:
         problems.append("file name is not valid UTF-8; shown with U+FFFD")
     try:
-        real = linked_to(root, rel)
-    except (OSError, RuntimeError, ValueError):
-        problems.append("symlink that cannot be resolved (a loop?); not followed")
+        (data, etag, size, mtime_ns, read_problems), real = read_linked(root, rel)
+    except NotANote as exc:
+        problems.append(f"the path {exc}")
         return parse_text(shown, "", "", 0, 0, problems)
-    if real == "":
-        problems.append("symlink pointing outside the vault; not followed")
-        return parse_text(shown, "", "", 0, 0, problems)
-    data, etag, size, mtime_ns, read_problems = read_bytes(path)
     problems += read_problems
     text, decode_problems = decode(data)
     problems += decode_problems
@@ -174,27 +241,6 @@ def read_note(root: Path, rel: str, history: DateSource | None = None) -> Note:
     if real is not None:
         note.real = real
     return note
-
-
-def linked_to(root: Path, rel: str) -> str | None:
-    """The vault-relative path ('/'-separated, shown as ``display_path`` shows it) of the file that
-    ``rel`` is through a symlink, its own or a folder's on the way: None when none is a symlink
-    (a look at each segment), "" when it resolves outside the vault. A caller limited to some
-    folders reads such a note only if it may read that file too (docs/sharing.md)."""
-    parts = rel.replace(os.sep, "/").split("/")
-    if not any(os.path.islink(os.path.join(root, *parts[:n])) for n in range(1, len(parts) + 1)):
-        return None
-    resolved = os.path.realpath(root / rel)
-    if os.path.islink(resolved):  # what realpath leaves of a loop
-        raise RuntimeError(f"symlink loop at {resolved}")
-    try:
-        real = os.path.relpath(resolved, os.path.realpath(root))
-    except ValueError:  # another drive (Windows)
-        return ""
-    if real == os.pardir or real.startswith(os.pardir + os.sep) or os.path.isabs(real):
-        return ""
-    real = real.replace(os.sep, "/")
-    return None if real == "/".join(parts) else display_path(real)
 
 
 def parse_text(path: str, text: str, etag: str, size: int, mtime_ns: int, problems: list[str],

@@ -3,7 +3,8 @@
 Skipped: hidden segments (``.obsidian``, ``.git``, ``.trash``, the index folder), paths
 matched by the root ``.gitignore``, a root ``.vaultmemignore`` and Obsidian's
 ``userIgnoreFilters``. Symlinked folders are followed only when they stay inside the
-vault, and never twice (a loop ends). Folders that cannot be listed are reported.
+vault, outside its hidden folders, and never twice (a loop ends); a symlinked note only when it
+leads to a note of the vault (``leads_to_a_note``). Folders that cannot be listed are reported.
 """
 
 from __future__ import annotations
@@ -19,13 +20,14 @@ from pathlib import Path
 import pathspec
 
 from vault_mem.errors import VaultUnavailable
-from vault_mem.vault.paths import on_disk_spelling
+from vault_mem.vault.paths import NotANote, is_link, link_target, on_disk_spelling
 
 
 @dataclass
 class WalkResult:
     files: list[str] = field(default_factory=list)  # OS paths relative to the root, '/'-separated
     problems: dict[str, str] = field(default_factory=dict)  # folder -> why it was skipped
+    skipped_links: dict[str, str] = field(default_factory=dict)  # symlinked note -> why it is none
 
 
 class IgnoreRules:
@@ -70,6 +72,21 @@ def is_memory_name(name: str) -> bool:
     return name.lower().endswith(".md") and not name.startswith(".")
 
 
+def leads_to_a_note(root: Path, rel: str, problems: dict[str, str] | None = None) -> bool:
+    """Whether the file at ``rel``, through whatever symlinks are on its way, is a note of the vault
+    (``link_target``): not outside it, in a hidden folder or some other kind of file. When it is
+    not, ``problems`` gets why, under ``rel``."""
+    try:
+        link_target(root, rel)
+    except NotANote as exc:
+        if problems is not None:
+            problems[rel] = f"the path {exc}"
+        return False
+    except (OSError, ValueError):
+        return False
+    return True
+
+
 def check_vault(root: Path) -> Path:
     """The vault root as an absolute path, or VaultUnavailable with a one-line reason."""
     advice = "check the vault path and its permissions"
@@ -108,7 +125,7 @@ def walk_vault(root: Path, rules: IgnoreRules | None = None,
             if is_dir:
                 if rules.ignored(rel, is_dir=True):
                     continue
-                if entry.is_symlink():
+                if entry.is_symlink() or is_link(entry.path):
                     real = os.path.realpath(entry.path)
                     if real != real_root and not real.startswith(real_root + os.sep):
                         result.problems[rel] = "symlinked folder pointing outside the vault; not followed"
@@ -116,9 +133,16 @@ def walk_vault(root: Path, rules: IgnoreRules | None = None,
                     if real in seen_dirs or real_root.startswith(real + os.sep):
                         result.problems[rel] = "symlinked folder already walked (a loop?); not followed"
                         continue
+                    try:  # into .obsidian, .git, .trash...: what is there is not notes (docs/vault-format.md)
+                        link_target(root, rel, note=False)
+                    except NotANote as exc:
+                        result.problems[rel] = f"the folder {exc}"
+                        continue
                     seen_dirs.add(real)
                 stack.append(rel)
             elif is_memory_name(entry.name) and not rules.ignored(rel):
+                if entry.is_symlink() and not leads_to_a_note(root, rel, result.skipped_links):
+                    continue
                 result.files.append(rel)
                 if on_file is not None:
                     on_file(rel)

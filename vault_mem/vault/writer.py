@@ -29,7 +29,7 @@ from pathlib import Path
 from vault_mem import settings
 from vault_mem.errors import InvalidInput, NotFound, WriteFailed
 from vault_mem.vault.fmedit import append_paragraph, render_note, replace_body, set_keys
-from vault_mem.vault.paths import name_key
+from vault_mem.vault.paths import NotANote, link_target, name_key
 from vault_mem.vault.portable import O_BINARY, fsync_folder, lacks_hard_links, replace_file, set_mode, unlink_file
 from vault_mem.vault.reader import VersionKey, version_key
 from vault_mem.vault.yamlstyle import render_frontmatter
@@ -98,15 +98,39 @@ def _unlink_quietly(path: Path) -> None:
         os.unlink(path)
 
 
-def atomic_write(path: Path, data: bytes, mode: int | None = None) -> None:
+def _vault_place(within: Path | None, path: Path, what: str, note: bool) -> str | None:
+    """For a file of the vault ``within`` (None: not a vault's file): the real folder that ``path``
+    (a note, or ``note=False`` a folder) leads to once it is checked to lead to a note's place
+    (``link_target``), to check again after the temp file is made. WriteFailed when it does not."""
+    if within is None:
+        return None
+    try:
+        link_target(within, os.path.relpath(path, within), note=note)
+    except (NotANote, ValueError) as exc:
+        raise WriteFailed(f"{path} {exc}; {what}") from None
+    return os.path.dirname(os.path.realpath(path)) if note else os.path.realpath(path)
+
+
+def _still_there(temp: Path, folder: str | None, path: Path, what: str) -> None:
+    """WriteFailed (the temp file removed) when the folder ``temp`` was made in is no longer the
+    real folder checked before (a symlink on its way swapped meanwhile)."""
+    if folder is not None and os.path.realpath(temp.parent) != folder:
+        _unlink_quietly(temp)
+        raise WriteFailed(f"a symlink on the way to {path} changed while it was written; {what}")
+
+
+def atomic_write(path: Path, data: bytes, mode: int | None = None, within: Path | None = None) -> None:
     """Replace (or create) ``path`` with ``data`` so that readers see the old or the new file, whole.
 
     Writes a hidden temp file in the same folder, fsyncs it, renames it over ``path`` and
     fsyncs the folder. The permission bits of the file it replaces are kept unless
-    ``mode`` is given. A symlink is written through (the link stays; the caller confines
-    it to the vault). Raises WriteFailed, with ``path`` untouched, on any OS error or
-    when ``path`` is not writable.
+    ``mode`` is given. A symlink is written through (the link stays). ``within``: the vault
+    ``path`` belongs to: a path that leads through a symlink outside it, into a hidden folder or
+    to a file that is not a note is refused (``link_target``), checked before the temp file is
+    made and again after it (a link swapped meanwhile). Raises WriteFailed, with ``path``
+    untouched, on any OS error or when ``path`` is not writable.
     """
+    checked = _vault_place(within, path, "the file is unchanged", note=True)
     target = Path(os.path.realpath(path)) if path.is_symlink() else path
     try:
         st = os.stat(target)
@@ -126,6 +150,7 @@ def atomic_write(path: Path, data: bytes, mode: int | None = None) -> None:
         temp = _write_temp(target.parent, target.name, data, mode)
     except OSError as exc:
         raise WriteFailed(f"{_reason(exc)} while writing {path}; {what}") from exc
+    _still_there(temp, checked, path, what)
     try:
         replace_file(temp, target)  # waits briefly while another program holds the note open (Windows)
     except OSError as exc:
@@ -196,7 +221,7 @@ def _keep_names(key: str, signature: VersionKey, names: frozenset[str], listed: 
 
 
 def create_exclusive(folder: Path, filename: str, data: bytes, mode: int | None = None,
-                     taken: set[str] | None = None) -> Path:
+                     taken: set[str] | None = None, within: Path | None = None) -> Path:
     """Create a NEW file ``filename`` (or ``stem 1.md``, ...) in ``folder`` holding ``data``.
 
     Never overwrites: the finished temp file is hard-linked to the final name, which
@@ -208,13 +233,17 @@ def create_exclusive(folder: Path, filename: str, data: bytes, mode: int | None 
     changed since this process last listed it or created a file in it, or ``NAMES_FRESH`` seconds
     after (``_names_in``): a case variant another program makes meanwhile may be missed for that
     long, as one it makes a moment later always is (both files stay; nothing is overwritten).
+    ``within``: the vault ``folder`` belongs to, as for ``atomic_write``: a folder that leads
+    through a symlink outside it or into a hidden folder gets nothing.
     """
     try:
+        checked = _vault_place(within, folder, "nothing was written", note=False)
         folder.mkdir(parents=True, exist_ok=True)
         listed, listed_at = _names_in(folder) if taken is None else (frozenset(), 0.0)  # before the temp file
         temp = _write_temp(folder, filename, data, mode)
     except OSError as exc:
         raise WriteFailed(f"{_reason(exc)} while creating {folder / filename}; nothing was written") from exc
+    _still_there(temp, checked, folder / filename, "nothing was written")
     try:
         seen = set() if taken is None else taken  # names found taken on the way (and the one claimed)
         for candidate in _candidates(filename):
@@ -333,13 +362,16 @@ def move_to_trash(root: Path, rel: str) -> str:
     raise WriteFailed(f"no free name for {source.name} in {TRASH_DIRNAME} after {tries} tries")
 
 
-def create_at(path: Path, data: bytes) -> bool:
+def create_at(path: Path, data: bytes, within: Path | None = None) -> bool:
     """Create ``path`` holding ``data``, whole or not at all; False (nothing written) when the name
-    is taken. Raises WriteFailed on any OS error."""
+    is taken. ``within``: the vault it belongs to, as for ``atomic_write``. Raises WriteFailed on
+    any OS error."""
     try:
+        checked = _vault_place(within, path.parent, "nothing was written", note=False)
         path.parent.mkdir(parents=True, exist_ok=True)
         temp = _write_temp(path.parent, path.name, data, None)
         try:
+            _still_there(temp, checked, path, "nothing was written")
             if not _claim(temp, path):
                 return False
         finally:

@@ -19,10 +19,11 @@ log = logging.getLogger("vault_mem.writes")
 
 
 def change(path: str, fsrel: str, title: str, uid: str, before: bytes | None, after: bytes | None,
-           trash: str | None = None) -> dict[str, Any]:
-    """One file change, as ``journal_and_track`` takes it."""
+           trash: str | None = None, real: str | None = None) -> dict[str, Any]:
+    """One file change, as ``journal_and_track`` takes it; ``real``: the file a symlink made the
+    note's path (``Note.real``)."""
     return {"path": path, "fsrel": fsrel, "title": title, "uid": uid, "before": before, "after": after,
-            "trash": trash}
+            "trash": trash, "real": real}
 
 
 def journal_and_track(view: View, tool: str, agent: str, changes: list[dict[str, Any]]) -> list[str]:

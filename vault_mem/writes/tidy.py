@@ -56,9 +56,10 @@ def supersede_into(root: Path, history_dir: Path, keep: dict[str, Any], others: 
         updates[FIELD["created"].key] = before.created
     updates |= {FIELD["supersedes"].key: named, "updated": now}
     after = set_keys(decode_for_edit(data, rel), updates, rel).encode("utf-8")
-    atomic_write(note_file(root, rel), after)
+    atomic_write(note_file(root, rel), after, within=root)
     note = read_note(root, rel, None)
-    warning = journal.record(history_dir, AGENT, AGENT, [change(note.path, rel, note.title, note.uid, data, after)])
+    warning = journal.record(history_dir, AGENT, AGENT,
+                             [change(note.path, rel, note.title, note.uid, data, after, real=note.real)])
     return note, warning
 
 

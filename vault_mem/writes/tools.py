@@ -322,14 +322,14 @@ def _create(view: View, args: Args, agent: str, defaults: dict[str, Any], tool: 
     view.check_write(target, tool, target)
     fields = _new_fields(args, agent, title, defaults)
     data = render_note(fields, content).encode("utf-8")
-    final = create_exclusive(folder, note_filename(title), data)
+    final = create_exclusive(folder, note_filename(title), data, within=view.vault.root)
     rel = final.relative_to(view.vault.root).as_posix()
     if rel != target:
         check_free_name(view, final, target, rel, tool)
     _take_turn(view.vault.root, rel)  # nobody else knows the name yet; an edit of it waits for its journal entry
     note = read_note(view.vault.root, rel, view.vault.index.history)
     warnings = _index(view, [(note, rel)], [], f"{note.path} was saved", tool, agent,
-                      [change(rel, rel, title, fields["id"], None, data)])
+                      [change(rel, rel, title, fields["id"], None, data, real=note.real)])
     return _attributed(view, _answer(note), tool, agent, note.title, {rel: None}, warnings)
 
 
@@ -462,10 +462,10 @@ def _rewrite(view: View, rel: str, before: bytes, new_text: str, tool: str, agen
     except FileNotFoundError:
         raise NotFound(f"{rel} was removed while it was being edited") from None
     data = new_text.encode("utf-8")
-    atomic_write(path, data)
+    atomic_write(path, data, within=view.vault.root)
     note = read_note(view.vault.root, rel, view.vault.index.history)  # read once: journaled, then indexed
     warnings = _index(view, [(note, rel)], [], f"{note.path} was saved", tool, agent,
-                      [change(note.path, rel, note.title, note.uid, before, data)])
+                      [change(note.path, rel, note.title, note.uid, before, data, real=note.real)])
     return _attributed(view, _answer(note), tool, agent, note.title, {rel: before}, warnings)
 
 
@@ -533,7 +533,7 @@ def memory_delete(view: View, raw: dict[str, Any]) -> dict[str, Any]:
     note = read_note(view.vault.root, rel, view.vault.index.history)
     trashed = move_to_trash(view.vault.root, rel)
     warnings = _index(view, [], [note.path], f"{note.path} was moved to {trashed}", "memory_delete", agent,
-                      [change(note.path, rel, note.title, note.uid, data, None, trash=trashed)])
+                      [change(note.path, rel, note.title, note.uid, data, None, trash=trashed, real=note.real)])
     answer = {"status": "ok", "uid": note.uid, "permalink": permalink_of(note.path), "path": trashed,
               "updated": note.updated, "etag": note.etag, "deleted": True,
               "message": f"moved {note.path} to {trashed}; restore it by moving it back"}

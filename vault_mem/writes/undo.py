@@ -32,7 +32,7 @@ from vault_mem.history.agentstate import agent_key
 from vault_mem.history.journal import Entry, digest
 from vault_mem.search.api import VaultIndex
 from vault_mem.vault.dates import iso
-from vault_mem.vault.paths import confine, display_path, note_file, resolves_inside
+from vault_mem.vault.paths import NotANote, confine, display_path, link_target, note_file, resolves_inside
 from vault_mem.vault.reader import read_note
 from vault_mem.vault.walk import is_memory_name
 from vault_mem.vault.writer import TRASH_DIRNAME, atomic_write, create_at, move_back, move_to_trash
@@ -141,7 +141,7 @@ def _refusal(root: Path, group: list[Entry]) -> str:
 
 def _note_target(root: Path, fsrel: str) -> Path:
     """The note file ``fsrel`` names, confined as a write tool's target; PathRefused when not."""
-    target = confine(root, fsrel, "path")
+    target = confine(root, fsrel, "path", note=True)
     if not fsrel.strip("/") or not is_memory_name(target.name):
         raise PathRefused("path", f"{fsrel!r} is not a note: only .md files are put back")
     return target
@@ -156,6 +156,10 @@ def _trash_target(root: Path, trash: str) -> Path:
     target = confine(trash_dir, name, "trash")
     if not is_memory_name(target.name) or not resolves_inside(root, target):
         raise PathRefused("trash", f"{trash!r} is not a note in {TRASH_DIRNAME}/")
+    try:  # a symlink in the trash comes back only when it leads to a note (docs/safety.md)
+        link_target(root, f"{TRASH_DIRNAME}/{name}")
+    except NotANote as exc:
+        raise PathRefused("trash", f"{trash!r} {exc}") from None
     return target
 
 
@@ -231,8 +235,8 @@ def _do(root: Path, history_dir: Path, step: Step) -> dict[str, Any] | None:
     if data is None:
         raise NotFound("the journal no longer holds its earlier content")
     if current is None:
-        return {**info, "before": None, "after": data} if create_at(path, data) else None
-    atomic_write(path, data)
+        return {**info, "before": None, "after": data} if create_at(path, data, within=root) else None
+    atomic_write(path, data, within=root)
     return {**info, "before": current, "after": data}
 
 
