@@ -62,6 +62,9 @@ class Entry:
     before: str | None
     after: str | None
     trash: str | None = None  # where a delete moved the file (.trash/...)
+    # The outermost folder this change made for the note (vault-relative; the folders from it down
+    # to the note's were all made by it), for an undo to remove once empty. Written only when set.
+    made: str | None = None
 
     @property
     def time(self) -> str:
@@ -113,8 +116,9 @@ def record(history_dir: Path, agent: str, tool: str, changes: list[dict[str, Any
             entry = Entry(t=now, agent=agent, tool=tool, path=change["path"],
                           fsrel=change.get("fsrel") or change["path"], title=str(change.get("title") or ""),
                           uid=str(change.get("uid") or ""), before=digest(before) if before is not None else None,
-                          after=digest(after) if after is not None else None, trash=change.get("trash"))
-            lines.append(json.dumps(asdict(entry), ensure_ascii=False, default=str))
+                          after=digest(after) if after is not None else None, trash=change.get("trash"),
+                          made=change.get("made"))
+            lines.append(_line(entry))
         # Blobs too under the lock: a prune in another process removes every blob no entry names.
         with filelocks.held(folder / "lock"):
             for change in changes:
@@ -130,6 +134,15 @@ def record(history_dir: Path, agent: str, tool: str, changes: list[dict[str, Any
     if _prune_due(folder, len(changes), added):
         _prune_if_over(history_dir, now)
     return None
+
+
+def _line(entry: Entry) -> str:
+    """An entry as its journal line; ``made`` only when set, so that the lines of every other
+    change stay readable by a version that does not know it."""
+    fields = asdict(entry)
+    if fields["made"] is None:
+        del fields["made"]
+    return json.dumps(fields, ensure_ascii=False, default=str)
 
 
 def _prune_if_over(history_dir: Path, now: float) -> None:
@@ -369,7 +382,7 @@ def prune(history_dir: Path, now: float | None = None) -> int:
         _note_dropped(folder, {key: ([everything[i] for i in sorted(positions)], why)
                                for key, (positions, why) in plan.items() if positions}, now)
         tmp = folder / f".{ENTRIES}.{os.getpid()}.tmp"
-        tmp.write_text("".join(json.dumps(asdict(e), ensure_ascii=False) + "\n" for e in kept_entries),
+        tmp.write_text("".join(_line(e) + "\n" for e in kept_entries),
                        encoding="utf-8", errors="surrogateescape")
         replace_file(tmp, folder / ENTRIES)
     named = {e.before for e in kept_entries}
@@ -425,7 +438,7 @@ def adopt(old_dir: Path, history_dir: Path) -> bool:
                 replace_file(new / "blobs" / f".{sha}.tmp", new / "blobs" / sha)
         merged = sorted(dict.fromkeys([*_read(new / ENTRIES), *_read(old / ENTRIES)]), key=lambda e: e.t)
         tmp = new / f".{ENTRIES}.{os.getpid()}.tmp"
-        tmp.write_text("".join(json.dumps(asdict(e), ensure_ascii=False) + "\n" for e in merged),
+        tmp.write_text("".join(_line(e) + "\n" for e in merged),
                        encoding="utf-8", errors="surrogateescape")
         replace_file(tmp, new / ENTRIES)
         _sync(new / ENTRIES)
