@@ -5,10 +5,11 @@ note itself: uid, permalink, path, domain, title, aliases, type, tags, created, 
 memory_status, state and progress (tasks), importance, namespace, scope, project, paths,
 agent, metadata, supersedes, superseded_by, problems, etag, est_tokens, body_chars, the whole
 body, ``mtime_ns`` and ``file``: the note's file as it is on disk (``file_base64`` for one that
-is not UTF-8), from which ``import jsonl`` restores it byte for byte, with its modification time. What the index or git computes
-about a note (links resolved, backlinks, lineage, history) is left out: an import rebuilds
-it. Reading never changes a file. ``not_exported`` names the Markdown files of the vault's
-visible folders that are not notes (docs/import.md), so that a backup leaves none out unsaid.
+is not UTF-8), from which ``import jsonl`` restores it byte for byte, with its modification
+time. What the index or git computes about a note (links resolved, backlinks, lineage,
+history) is left out: an import rebuilds it. Reading never changes a file. ``not_exported``
+names the Markdown files of the vault's visible folders that are not notes (docs/import.md),
+so that a backup leaves none out unsaid.
 """
 
 from __future__ import annotations

@@ -27,6 +27,7 @@ import hashlib
 import json
 import os
 import secrets
+import unicodedata
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -40,8 +41,15 @@ from vault_mem.vault.dates import parse_datetime
 from vault_mem.vault.frontmatter import load_yaml, split_frontmatter
 from vault_mem.vault.paths import check_folder_names, check_relative, confine, existing_spelling, name_key
 from vault_mem.vault.walk import walk_vault
+from vault_mem.vault.writer import (
+    _BIDI_CONTROLS,
+    _WINDOWS_DEVICES,
+    atomic_write,
+    create_exclusive,
+    note_filename,
+    render_note,
+)
 from vault_mem.vault.writer import TRASH_DIRNAME as TRASH_NAME
-from vault_mem.vault.writer import atomic_write, create_exclusive, note_filename, render_note
 from vault_mem.vault.yamlstyle import plain_value
 
 IMPORTED_FROM, IMPORT_ID, IMPORT_HASH = "imported_from", "import_id", "import_hash"
@@ -151,6 +159,18 @@ def find_imported(root: Path) -> tuple[dict[Identity, list[str]], set[Identity]]
     return found, trashed
 
 
+def portable_name(name: str) -> bool:
+    """Whether a note's file name can be written as it is on Linux, macOS and Windows: at most 255
+    bytes, no character Windows refuses (``< > : " / \\ | ? *``), no control or bidi character,
+    no leading dot, no trailing dot or space, no name Windows reserves (``CON``, ``NUL``...)."""
+    stem = name[:-3] if name.lower().endswith(".md") else name
+    return (bool(stem.strip()) and len(name.encode("utf-8", "surrogatepass")) <= 255
+            and not stem.startswith(".") and not stem.endswith((".", " ")) and not stem.startswith(" ")
+            and not any(ch in '<>:"/\\|?*' or ch in _BIDI_CONTROLS or unicodedata.category(ch) in ("Cc", "Cs")
+                        for ch in name)
+            and stem.split(".")[0].rstrip(" ").upper() not in _WINDOWS_DEVICES)
+
+
 def _note_id(created: Any) -> str:
     """An id as the write tools make one, dated by the source's own date."""
     moment = parse_datetime(created) or dt.datetime.now(dt.UTC)
@@ -235,8 +255,10 @@ class _Importer:
             if not name.lower().endswith(".md"):
                 raise InvalidInput("path", f"{rel!r} is not a Markdown file name (.md)")
             # The name a write tool would give a note titled so: no ': | ? * < >', no CON, at most
-            # MAX_NAME_BYTES; a name that is already clean is kept as it is.
-            return self.folder(folder_rel, "path"), note_filename(name[:-3])
+            # MAX_NAME_BYTES; a name that is already clean is kept as it is, and so is a restored
+            # file's name that every system can hold (a '#' or '.excalidraw' in it included).
+            kept = record.raw is not None and portable_name(name)
+            return self.folder(folder_rel, "path"), name if kept else note_filename(name[:-3])
         if record.raw is not None and self.domain is not None:
             name = record.path.rpartition("/")[2] if record.path else ""
             return self.folder(self.domain, "domain"), note_filename(name[:-3] if name.lower().endswith(".md")
