@@ -57,15 +57,17 @@ def test_observations_written_as_objects_become_the_notes_bodies(tmp_path: Path,
     source = FIXTURES / "mcp-think-tank-memory.jsonl"
     entities = lines_of(source)
     answer = imported(capsys, "mcp-memory", source, tmp_path / "vault")
-    assert (answer["records"], answer["created"], answer["skipped"]) == (len(entities), len(entities), 0), answer
-    held = sum(len(e["observations"]) for e in entities)
-    assert answer["parts"]["observations"] == {"in_source": held, "in_notes": held}
     notes = by_title(tmp_path / "vault", answer)
     for entity in entities:
         note = notes[entity["name"]]
         for observation in entity["observations"]:
             for line in observation["text"].splitlines():
                 assert line.strip() in note.body, (entity["name"], line)
+    assert (answer["records"], answer["created"], answer["skipped"]) == (len(entities), len(entities), 0), answer
+    held = sum(len(e["observations"]) for e in entities)
+    assert answer["parts"]["observations"] == {"in_source": held, "in_notes": held}
+    for entity in entities:
+        note = notes[entity["name"]]
         times = sorted(o["timestamp"] for o in entity["observations"])
         assert note.created[:19] == times[0][:19], "dated by its first observation"
         assert note.updated[:19] == max(times[-1], entity["_savedAt"])[:19]
@@ -81,15 +83,15 @@ def test_an_entity_on_several_lines_is_merged_into_one_note(tmp_path: Path,
     source = FIXTURES / "server-memory-editor-memory.jsonl"
     lines = lines_of(source)
     answer = imported(capsys, "mcp-memory", source, tmp_path / "vault")
+    notes = by_title(tmp_path / "vault", answer)
+    for line in lines:
+        for observation in line.get("observations", []):
+            assert f"- {observation}" in notes[line["name"]].body, (line["name"], observation)
     assert adds_up(answer) and answer["records"] == len(lines)
     entities = {line["name"] for line in lines if line["type"] == "entity"}
     assert answer["created"] == len(entities) == 3
     held = sum(len(line.get("observations", [])) for line in lines)
     assert answer["parts"]["observations"] == {"in_source": held, "in_notes": held}
-    notes = by_title(tmp_path / "vault", answer)
-    for line in lines:
-        for observation in line.get("observations", []):
-            assert f"- {observation}" in notes[line["name"]].body, (line["name"], observation)
     assert sorted(notes["D3.js"].tags) == ["library"] and notes["D3.js"].type == "technology"
     merged = answer["merged_records"]
     assert sum(1 for m in merged if m["what"].startswith("the same entity again")) == 7
@@ -111,7 +113,7 @@ def test_an_entitys_own_dates_date_its_note(tmp_path: Path, capsys: pytest.Captu
     shutil.copyfile(FIXTURES / "memory-graph-memory.jsonl", source)
     os.utime(source, (1_700_000_000, 1_700_000_000))
     answer = imported(capsys, "mcp-memory", source, tmp_path / "vault")
-    assert adds_up(answer) and answer["created"] == 4
+    assert answer["created"] == 4
     notes = by_title(tmp_path / "vault", answer)
     for line in lines_of(source):
         if "entityType" not in line:
@@ -127,6 +129,7 @@ def test_an_entitys_own_dates_date_its_note(tmp_path: Path, capsys: pytest.Captu
     assert "- part_of [[Module ui|Module: ui]]" in notes["File: ui/js/app.js"].body
     assert answer["left_out"][
         "relation details beyond its two ends and type (createdAt, createdBy, ...)"] == 2
+    assert adds_up(answer)
 
 
 def test_relations_written_with_from_entity_and_to_entity_are_links(tmp_path: Path,
@@ -135,10 +138,10 @@ def test_relations_written_with_from_entity_and_to_entity_are_links(tmp_path: Pa
     ``to_entity`` and gives entities a ``weight``: the relations were skipped. (Our own lines
     in that shape: the repository names no licence.)"""
     answer = imported(capsys, "mcp-memory", FIXTURES / "weighted-memory.jsonl", tmp_path / "vault")
-    assert adds_up(answer) and (answer["created"], answer["merged"], answer["skipped"]) == (3, 3, 0)
     notes = by_title(tmp_path / "vault", answer)
     assert "## Relations\n\n- mentioned_with [[Weekly planning]]\n- presents_at [[Quarterly review]]" \
         in notes["Dana Ruiz"].body
+    assert adds_up(answer) and (answer["created"], answer["merged"], answer["skipped"]) == (3, 3, 0)
     assert notes["Dana Ruiz"].fields["mcp_weight"] == 3
 
 
@@ -260,3 +263,75 @@ def test_an_obsidian_vault_exported_and_imported_is_the_same_files(tmp_path: Pat
     rels, said = export_and_restore(capsys, vault, tmp_path)
     assert sorted(rels) == sorted(rel for rel in files if not rel.endswith("/.md"))
     assert "not exported: 1 files named only '.md'" in said and "architettura/.md" in said, said
+
+
+# -- undo an import -------------------------------------------------------------------------
+
+def md_tree(root: Path) -> dict[str, bytes]:
+    return {p.relative_to(root).as_posix(): p.read_bytes() for p in sorted(root.rglob("*.md"))
+            if not any(part.startswith(".") for part in p.relative_to(root).parts)}
+
+
+def graph(path: Path, alice: list[str], more: bool) -> Path:
+    lines = [{"type": "entity", "name": "Alice", "entityType": "person", "observations": alice}]
+    if more:
+        lines.append({"type": "entity", "name": "Bob", "entityType": "person", "observations": ["new"]})
+    path.write_text("".join(json.dumps(line) + "\n" for line in lines), encoding="utf-8")
+    return path
+
+
+def undo(capsys: pytest.CaptureFixture[str], vault: Path, since: str) -> dict[str, Any]:
+    code, answer, err = run(capsys, "undo", "--vault", str(vault), "--agent", "import-mcp-memory", "--since", since,
+                            "--apply")
+    assert code == 0, err
+    return answer
+
+
+def test_undo_of_the_second_import_then_of_the_hour_puts_everything_back(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Undo the second of two imports, then the whole hour: ``Alice.md`` stayed behind ("changed
+    after the agent by vault-mem (undo ...); left alone"), and so did the folder the first
+    import made."""
+    vault = tmp_path / "vault"
+    vault.mkdir()
+    (vault / "Mine.md").write_text("---\ntitle: Mine\n---\nmine\n", encoding="utf-8")
+    before = md_tree(vault)
+    source = graph(tmp_path / "memory.jsonl", ["likes tea"], more=False)
+    imported(capsys, "mcp-memory", source, vault)
+    after_first = md_tree(vault)
+    between = dt.datetime.now(dt.UTC).isoformat()
+    graph(source, ["likes tea", "moved to Lisbon"], more=True)
+    second = imported(capsys, "mcp-memory", source, vault)
+    assert (second["updated"], second["created"]) == (1, 1)
+
+    first_undo = undo(capsys, vault, between)
+    assert sorted(s["action"] for s in first_undo["restored"]) == ["restore", "trash"]
+    assert md_tree(vault) == after_first, "the second import is taken back, the first stays"
+    assert first_undo.get("folders_removed", []) == [], "the folder holds the first import's note still"
+
+    whole = undo(capsys, vault, "1h")
+    assert [s["path"] for s in whole["restored"]] == ["mcp-memory/Alice.md"], whole
+    assert not any("changed after the agent" in s["reason"] for s in whole["left"]), whole["left"]
+    assert md_tree(vault) == before
+    assert whole["folders_removed"] == ["mcp-memory"] and not (vault / "mcp-memory").exists()
+
+
+def test_undo_leaves_a_folder_the_import_did_not_make_or_that_holds_more(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The folder goes only when that import made it and it is empty: not a folder that was there
+    before, nor one a person put a note into since."""
+    source = graph(tmp_path / "memory.jsonl", ["likes tea"], more=True)
+    there = tmp_path / "there"
+    (there / "mcp-memory").mkdir(parents=True)
+    imported(capsys, "mcp-memory", source, there)
+    assert undo(capsys, there, "1h")["folders_removed"] == [] and (there / "mcp-memory").is_dir()
+    shared = tmp_path / "shared"
+    imported(capsys, "mcp-memory", source, shared / "notes")
+    (shared / "notes" / "mcp-memory" / "Mine.md").write_text("mine\n", encoding="utf-8")
+    answer = undo(capsys, shared / "notes", "1h")
+    assert len(answer["restored"]) == 2 and answer["folders_removed"] == []
+    assert md_tree(shared / "notes") == {"mcp-memory/Mine.md": b"mine\n"}
+    deep = tmp_path / "deep"
+    code, _, err = run(capsys, "import", "mcp-memory", str(source), "--vault", str(deep), "--domain", "a/b/c")
+    assert code == 0, err
+    assert undo(capsys, deep, "1h")["folders_removed"] == ["a/b/c", "a/b", "a"] and md_tree(deep) == {}
