@@ -152,8 +152,9 @@ def _print_report(report: Report, root: Path, source: Path, agent: str, warnings
         lines.append("left out, as docs/import.md says for this format: "
                      + ", ".join(f"{n:,} {what}" for what, n in sorted(report.left_out.items())))
     for title, items in (("conflicts (left as they are)", [f"{p}: {why}" for p, why in report.conflicts]),
-                         ("merged", [f"{m.where}: into {m.into!r}: {m.what}" for m in report.merged
-                                     if not m.what.startswith(RELATION)]),
+                         ("merged, besides the relations" if relations else "merged",
+                          [f"{m.where}: into {m.into!r}: {m.what}" for m in report.merged
+                           if not m.what.startswith(RELATION)]),
                          ("skipped", [f"{s.where}: {s.reason}" for s in report.skipped])):
         if items:
             lines.append(f"{title}:")
@@ -185,13 +186,16 @@ register(Command(
     description="Turn an export from another memory tool or chat app into ordinary notes, written as the "
                 "write tools write them (agent import-FORMAT). Run it again at any time: a note is updated "
                 "only when its source changed and nobody edited it since the last import (an edited note is "
-                "listed as a conflict and left alone), and nothing is created twice. The end shows counts: "
-                "created, updated, unchanged, conflicts, skipped (with the line or entry and why), and what "
-                "the format's notes leave out (thinking, tool calls, other branches...). Each run is journaled "
-                "as agent import-FORMAT: 'vault-mem log' lists it and 'vault-mem undo --agent import-FORMAT' "
-                "takes it back. Exit status: 0 imported; 3 nothing imported (every record skipped, or none "
-                "in the source); 1 failed (a source that cannot be read names why). Formats and where each "
-                "export comes from: docs/import.md.",
+                "listed as a conflict and left alone), and nothing is created twice. The end accounts for every "
+                "entry of the source: created, updated, unchanged, conflicts, merged (into another entry's "
+                "note: a relation, the same entity again) and skipped (with the line or entry and why) add up "
+                "to what the file holds, and a warning says when some were skipped; then what the format's "
+                "notes leave out (thinking, tool calls, other branches...). A file of 'vault-mem export' is "
+                "restored as it was: the same files, byte for byte. Each run is journaled as agent "
+                "import-FORMAT: 'vault-mem log' lists it and 'vault-mem undo --agent import-FORMAT' takes it "
+                "back. Exit status: 0 imported; 3 nothing imported (every record skipped, or none in the "
+                "source); 1 failed (a source that cannot be read names why). Formats and where each export "
+                "comes from: docs/import.md.",
     examples=("vault-mem import mcp-memory ~/memory.jsonl --vault ~/notes",
               "vault-mem import chatgpt ~/Downloads/chatgpt-export/conversations.json --vault ~/notes",
               "vault-mem import claude conversations.json --vault ~/notes --domain chats/claude",
@@ -240,9 +244,10 @@ register(Command(
     name="export",
     summary="every note as one JSON line, for pipelines and for leaving",
     description="Write every note of the vault with its parsed fields (those of 'vault-mem read --json', "
-                "without what the index computes: links, backlinks, lineage, history) and its whole body, "
-                "one JSON object per line, in path order. 'vault-mem import jsonl' of that file into an "
-                "empty vault gives back equal notes.",
+                "without what the index computes: links, backlinks, lineage, history), its whole body and "
+                "its file as it is, one JSON object per line, in path order. 'vault-mem import jsonl' of "
+                "that file into an empty vault gives back the same files, byte for byte. The end names the "
+                "Markdown files that are not exported (ignored by the vault's rules, or named only '.md').",
     examples=("vault-mem export --vault ~/notes > notes.jsonl",
               "vault-mem export --vault ~/notes --output ~/backup/notes.jsonl",
               "vault-mem export --vault ~/notes | jq -r 'select(.type == \"decision\") | .title'"),
