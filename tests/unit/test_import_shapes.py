@@ -335,3 +335,25 @@ def test_undo_leaves_a_folder_the_import_did_not_make_or_that_holds_more(
     code, _, err = run(capsys, "import", "mcp-memory", str(source), "--vault", str(deep), "--domain", "a/b/c")
     assert code == 0, err
     assert undo(capsys, deep, "1h")["folders_removed"] == ["a/b/c", "a/b", "a"] and md_tree(deep) == {}
+
+
+def test_a_journal_line_cannot_make_undo_remove_another_folder(tmp_path: Path,
+                                                                capsys: pytest.CaptureFixture[str]) -> None:
+    """The journal is a file: a ``made`` naming a folder that is not above the note (an empty folder
+    of the person's, a hidden one, one outside the vault) is not followed."""
+    source = graph(tmp_path / "memory.jsonl", ["likes tea"], more=False)
+    (tmp_path / "outside").mkdir()
+    for n, made in enumerate(("keep", ".obsidian/plugins", "../outside", str(tmp_path / "outside"), "mcp-memory/..")):
+        vault = tmp_path / f"vault{n}"
+        imported(capsys, "mcp-memory", source, vault)
+        for name in ("keep", ".obsidian/plugins"):
+            (vault / name).mkdir(parents=True)
+        [entries] = list(vault.rglob("entries.jsonl"))
+        line = json.loads(entries.read_text(encoding="utf-8"))
+        assert line["made"] == "mcp-memory"
+        entries.write_text(json.dumps({**line, "made": made}) + "\n", encoding="utf-8")
+        answer = undo(capsys, vault, "1h")
+        assert [s["action"] for s in answer["restored"]] == ["trash"] and answer["folders_removed"] == [], made
+        assert (vault / "keep").is_dir() and (vault / ".obsidian" / "plugins").is_dir(), made
+        assert (vault / "mcp-memory").is_dir(), "not named by the journal: left"
+    assert (tmp_path / "outside").is_dir()
