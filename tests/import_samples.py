@@ -62,10 +62,12 @@ def mcp_memory(folder: Path, entities: int = 300, seed: int = 1) -> Sample:
         json.dumps({"type": "entity", "entityType": "person", "observations": []}),  # no name
         json.dumps({"type": "relation", "from": names[0], "relationType": "knows"}),  # no 'to'
         json.dumps({"type": "note", "name": "x"}),
-        json.dumps({"type": "entity", "name": names[3], "entityType": "person", "observations": []}),  # twice
     ]
     for k, line in enumerate(bad):
         lines.insert(40 + 37 * k, line)
+    # the same entity again, as the reference server appends it: merged into its note, not skipped
+    lines.insert(40 + 37 * len(bad), json.dumps({"type": "entity", "name": names[3], "entityType": "person",
+                                                 "observations": []}))
     path = folder / "memory.jsonl"
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")
     return Sample(path, entities, len(bad))

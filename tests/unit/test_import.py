@@ -171,7 +171,7 @@ def test_chatgpt_follows_the_current_branch_only(tmp_path: Path, capsys: pytest.
     for rel in answer["created_paths"]:
         note = read_note(vault, rel)
         assert "DISCARDED" not in note.body and "print('x')" not in note.body
-        assert note.body.startswith("**user**: Question 0") and "**assistant**: Answer 0" in note.body
+        assert note.body.startswith("**user**: Question 0") and "Answer 0" in note.body
         assert rel.startswith("chatgpt/" + note.created[:7] + "/"), "in the folder of its month"
 
 

@@ -110,7 +110,8 @@ def cmd_undo(args: argparse.Namespace) -> int:
                               "dropped": dropped(index, agent, since)}
     if args.apply:
         result = apply(index, todo, agent, since, git_commit=args.git_commit)
-        answer |= {"restored": result["done"], "left": left + result["failed"], "warnings": result["warnings"]}
+        answer |= {"restored": result["done"], "left": left + result["failed"], "warnings": result["warnings"],
+                   "folders_removed": result["folders_removed"]}
         if result["commit"]:
             answer["commit"] = result["commit"]
     else:
@@ -136,6 +137,9 @@ def _print_undo(answer: dict[str, Any], agent: str, since: str) -> None:
     say(f"{verb} {plural(len(done), 'note')}, left {plural(len(left), 'note')} alone"
         + (f", refused {plural(len(refused), 'path')} the journal names" if refused else "")
         + ("" if answer["applied"] or not done else "; run again with --apply to do it"))
+    if answer.get("folders_removed"):
+        say("removed the emptied folders the undone changes had made: "
+            + ", ".join(f + "/" for f in answer["folders_removed"]))
     for warning in answer.get("warnings", []):
         say(warning)
 

@@ -29,6 +29,7 @@ def import_options(parser: argparse.ArgumentParser) -> None:
                         help="say what would be done; write nothing (not even a new vault's folder)")
 
 
+RELATION = "a relation"  # how a merged relation's ``what`` begins (imports/mcp_memory.py, imports/mem0.py)
 NOTHING_IMPORTED = 3  # exit status when no record became or matched a note (docs/import.md)
 
 
@@ -113,15 +114,20 @@ def cmd_import(args: argparse.Namespace) -> int:
         print_json(_answer(report, root, agent, journal.warnings))
     else:
         _print_report(report, root, args.source, agent, journal.warnings)
+    if report.unaccounted():
+        return 1  # a fault of this program, said in the summary: never a silent loss
     return NOTHING_IMPORTED if report.imported_nothing() else 0
 
 
 def _answer(report: Report, root: Path, agent: str, warnings: list[str]) -> dict[str, Any]:
     return {"status": "ok", "vault": str(root), "format": report.format, "dry_run": report.dry_run,
-            "agent": agent, **report.counts(), "imported_nothing": report.imported_nothing(),
+            "agent": agent, "records": report.records, "unit": report.unit, **report.counts(),
+            "unaccounted": report.unaccounted(), "imported_nothing": report.imported_nothing(),
             "created_paths": report.created, "updated_paths": report.updated,
             "conflict_paths": [{"path": p, "why": why} for p, why in report.conflicts],
+            "merged_records": [{"where": m.where, "into": m.into, "what": m.what} for m in report.merged],
             "skipped_records": [{"where": s.where, "why": s.reason} for s in report.skipped],
+            "parts": {what: {"in_source": held, "in_notes": kept} for what, (held, kept) in report.parts.items()},
             "left_out": report.left_out, "warnings": warnings}
 
 
@@ -129,13 +135,26 @@ def _print_report(report: Report, root: Path, source: Path, agent: str, warnings
     config = settings.current()
     counts = report.counts()
     verb = "would import" if report.dry_run else "imported"
-    say(f"{verb} {source.name} ({report.format}) into {root}: "
-        + ", ".join(f"{n:,} {name}" for name, n in counts.items()))
+    say(f"{verb} {source.name} ({report.format}) into {root}: {report.records:,} {report.unit} = "
+        + " + ".join(f"{n:,} {name}" for name, n in counts.items()))
     lines: list[str] = []
+    if report.unaccounted():
+        lines.append(f"error: {report.unaccounted():,} of the {report.records:,} {report.unit} have no outcome "
+                     "above; this is a fault of vault-mem: please report it (exit status 1)")
+    for what, (held, kept) in report.parts.items():
+        lines.append(f"{what}: {held:,} in the source, {kept:,} in the notes"
+                     + ("" if held == kept else f" ({held - kept:,} empty ones left out)"))
+    relations = sum(1 for m in report.merged if m.what.startswith(RELATION))
+    if relations:
+        lines.append(f"merged: {relations:,} relations, each a link line in the note of the entity it starts from "
+                     "(--json lists them)")
     if report.left_out:
         lines.append("left out, as docs/import.md says for this format: "
                      + ", ".join(f"{n:,} {what}" for what, n in sorted(report.left_out.items())))
     for title, items in (("conflicts (left as they are)", [f"{p}: {why}" for p, why in report.conflicts]),
+                         ("merged, besides the relations" if relations else "merged",
+                          [f"{m.where}: into {m.into!r}: {m.what}" for m in report.merged
+                           if not m.what.startswith(RELATION)]),
                          ("skipped", [f"{s.where}: {s.reason}" for s in report.skipped])):
         if items:
             lines.append(f"{title}:")
@@ -153,6 +172,9 @@ def _print_report(report: Report, root: Path, source: Path, agent: str, warnings
                      "the next command")
         lines.append(f"to take this import back: vault-mem undo --agent {agent} --since 1h --apply "
                      "(see vault-mem log)")
+    if report.skipped and not report.imported_nothing():
+        lines.append(f"warning: {len(report.skipped):,} of the {report.records:,} {report.unit} were skipped (listed "
+                     "above) and are not in the vault")
     lines += warnings
     for line in lines:
         print(visible(line), file=sys.stderr)
@@ -164,13 +186,16 @@ register(Command(
     description="Turn an export from another memory tool or chat app into ordinary notes, written as the "
                 "write tools write them (agent import-FORMAT). Run it again at any time: a note is updated "
                 "only when its source changed and nobody edited it since the last import (an edited note is "
-                "listed as a conflict and left alone), and nothing is created twice. The end shows counts: "
-                "created, updated, unchanged, conflicts, skipped (with the line or entry and why), and what "
-                "the format's notes leave out (thinking, tool calls, other branches...). Each run is journaled "
-                "as agent import-FORMAT: 'vault-mem log' lists it and 'vault-mem undo --agent import-FORMAT' "
-                "takes it back. Exit status: 0 imported; 3 nothing imported (every record skipped, or none "
-                "in the source); 1 failed (a source that cannot be read names why). Formats and where each "
-                "export comes from: docs/import.md.",
+                "listed as a conflict and left alone), and nothing is created twice. The end accounts for every "
+                "entry of the source: created, updated, unchanged, conflicts, merged (into another entry's "
+                "note: a relation, the same entity again) and skipped (with the line or entry and why) add up "
+                "to what the file holds, and a warning says when some were skipped; then what the format's "
+                "notes leave out (thinking, tool calls, other branches...). A file of 'vault-mem export' is "
+                "restored as it was: the same files, byte for byte. Each run is journaled as agent "
+                "import-FORMAT: 'vault-mem log' lists it and 'vault-mem undo --agent import-FORMAT' takes it "
+                "back. Exit status: 0 imported; 3 nothing imported (every record skipped, or none in the "
+                "source); 1 failed (a source that cannot be read names why). Formats and where each export "
+                "comes from: docs/import.md.",
     examples=("vault-mem import mcp-memory ~/memory.jsonl --vault ~/notes",
               "vault-mem import chatgpt ~/Downloads/chatgpt-export/conversations.json --vault ~/notes",
               "vault-mem import claude conversations.json --vault ~/notes --domain chats/claude",
@@ -189,13 +214,14 @@ def export_options(parser: argparse.ArgumentParser) -> None:
 
 
 def cmd_export(args: argparse.Namespace) -> int:
-    from vault_mem.imports.export import export_lines
+    from vault_mem.imports.export import export_lines, not_exported
     from vault_mem.vault.writer import atomic_write
 
     root = vault_root(args)
     count = 0
+    seen: set[str] = set()
     if args.output is None:
-        for line in export_lines(root):
+        for line in export_lines(root, seen):
             sys.stdout.write(line + "\n")
             count += 1
         sys.stdout.flush()
@@ -203,10 +229,14 @@ def cmd_export(args: argparse.Namespace) -> int:
         output = args.output.expanduser()
         if output.is_dir():
             raise InvalidInput("--output", f"{output} is a folder; give a file name")
-        lines = list(export_lines(root))
+        lines = list(export_lines(root, seen))
         count = len(lines)
         atomic_write(output, "".join(line + "\n" for line in lines).encode("utf-8"))
     say(f"exported {plural(count, 'note')} from {root}" + (f" to {args.output}" if args.output else ""))
+    shown = settings.current().import_shown
+    for why, paths in not_exported(root, seen).items():
+        say(f"not exported: {len(paths):,} {why}: " + ", ".join(visible(p) for p in paths[:shown])
+            + (f" and {len(paths) - shown:,} more" if len(paths) > shown else ""))
     return 0
 
 
@@ -214,9 +244,10 @@ register(Command(
     name="export",
     summary="every note as one JSON line, for pipelines and for leaving",
     description="Write every note of the vault with its parsed fields (those of 'vault-mem read --json', "
-                "without what the index computes: links, backlinks, lineage, history) and its whole body, "
-                "one JSON object per line, in path order. 'vault-mem import jsonl' of that file into an "
-                "empty vault gives back equal notes.",
+                "without what the index computes: links, backlinks, lineage, history), its whole body and "
+                "its file as it is, one JSON object per line, in path order. 'vault-mem import jsonl' of "
+                "that file into an empty vault gives back the same files, byte for byte. The end names the "
+                "Markdown files that are not exported (ignored by the vault's rules, or named only '.md').",
     examples=("vault-mem export --vault ~/notes > notes.jsonl",
               "vault-mem export --vault ~/notes --output ~/backup/notes.jsonl",
               "vault-mem export --vault ~/notes | jq -r 'select(.type == \"decision\") | .title'"),

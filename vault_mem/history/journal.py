@@ -65,6 +65,9 @@ class Entry:
     # The file a symlink made the note's path when it changed (vault-relative), None for none: the
     # page shows the change only to whoever may read that file too (docs/sharing.md, "Symlinks").
     real: str | None = None
+    # The outermost folder this change made for the note (vault-relative; the folders from it down
+    # to the note's were all made by it), for an undo to remove once empty. Written only when set.
+    made: str | None = None
 
     @property
     def time(self) -> str:
@@ -117,11 +120,8 @@ def record(history_dir: Path, agent: str, tool: str, changes: list[dict[str, Any
                           fsrel=change.get("fsrel") or change["path"], title=str(change.get("title") or ""),
                           uid=str(change.get("uid") or ""), before=digest(before) if before is not None else None,
                           after=digest(after) if after is not None else None, trash=change.get("trash"),
-                          real=change.get("real"))
-            fields = asdict(entry)
-            if entry.real is None:  # most notes are no link: their lines stay as earlier versions read them
-                del fields["real"]
-            lines.append(json.dumps(fields, ensure_ascii=False, default=str))
+                          real=change.get("real"), made=change.get("made"))
+            lines.append(_line(entry))
         # Blobs too under the lock: a prune in another process removes every blob no entry names.
         with filelocks.held(folder / "lock"):
             for change in changes:
@@ -137,6 +137,17 @@ def record(history_dir: Path, agent: str, tool: str, changes: list[dict[str, Any
     if _prune_due(folder, len(changes), added):
         _prune_if_over(history_dir, now)
     return None
+
+
+def _line(entry: Entry) -> str:
+    """An entry as its journal line; ``real`` and ``made`` only when set, so that the lines of
+    every other change (most notes are no link, most changes make no folder) stay readable by a
+    version that does not know them."""
+    fields = asdict(entry)
+    for optional in ("real", "made"):
+        if fields[optional] is None:
+            del fields[optional]
+    return json.dumps(fields, ensure_ascii=False, default=str)
 
 
 def _prune_if_over(history_dir: Path, now: float) -> None:
@@ -376,7 +387,7 @@ def prune(history_dir: Path, now: float | None = None) -> int:
         _note_dropped(folder, {key: ([everything[i] for i in sorted(positions)], why)
                                for key, (positions, why) in plan.items() if positions}, now)
         tmp = folder / f".{ENTRIES}.{os.getpid()}.tmp"
-        tmp.write_text("".join(json.dumps(asdict(e), ensure_ascii=False) + "\n" for e in kept_entries),
+        tmp.write_text("".join(_line(e) + "\n" for e in kept_entries),
                        encoding="utf-8", errors="surrogateescape")
         replace_file(tmp, folder / ENTRIES)
     named = {e.before for e in kept_entries}
@@ -432,7 +443,7 @@ def adopt(old_dir: Path, history_dir: Path) -> bool:
                 replace_file(new / "blobs" / f".{sha}.tmp", new / "blobs" / sha)
         merged = sorted(dict.fromkeys([*_read(new / ENTRIES), *_read(old / ENTRIES)]), key=lambda e: e.t)
         tmp = new / f".{ENTRIES}.{os.getpid()}.tmp"
-        tmp.write_text("".join(json.dumps(asdict(e), ensure_ascii=False) + "\n" for e in merged),
+        tmp.write_text("".join(_line(e) + "\n" for e in merged),
                        encoding="utf-8", errors="surrogateescape")
         replace_file(tmp, new / ENTRIES)
         _sync(new / ENTRIES)

@@ -30,6 +30,8 @@ DEFAULT_DOMAIN = DateFolder("chatgpt")
 ACCEPTED = "the JSON list of conversations in conversations.json from a ChatGPT data export"
 _TEXT_KINDS = ("text", "multimodal_text")
 OTHER_BRANCHES = "messages on other branches (regenerated answers, edited prompts)"
+IMAGES = "images (a placeholder line in the note marks each)"
+IMAGE_PLACEHOLDER = "an image was here; its file is not imported"
 
 
 def _links(nodes: dict[str, dict[str, Any]]) -> tuple[dict[str, str], dict[str, list[str]]]:
@@ -87,6 +89,31 @@ def _branch(mapping: dict[str, Any], current: Any) -> tuple[list[dict[str, Any]]
     return [nodes[k] for k in chain], [node for k, node in nodes.items() if k not in on_branch]
 
 
+def _image(part: Any) -> str | None:
+    """The placeholder line of an image part (``image_asset_pointer``), or None for another part."""
+    if not isinstance(part, dict) or part.get("content_type") != "image_asset_pointer":
+        return None
+    pointer = part.get("asset_pointer")
+    size = (f", {part['width']}×{part['height']}" if isinstance(part.get("width"), int)
+            and isinstance(part.get("height"), int) else "")
+    named = f": {pointer}" if isinstance(pointer, str) and pointer.strip() else ""
+    return f"[image{named}{size}; {IMAGE_PLACEHOLDER}]"
+
+
+def _generated_images(message: dict[str, Any], out: Source) -> tuple[str, str] | None:
+    """A tool's visible message that shows images (an image conversation's answers): the
+    assistant's turn, one placeholder line per image; its words, the tool's own, are counted."""
+    content = message.get("content")
+    parts = content.get("parts") if isinstance(content, dict) else None
+    lines = [line for part in parts if (line := _image(part))] if isinstance(parts, list) else []
+    if not lines:
+        return None
+    out.leave(IMAGES, len(lines))
+    if any(isinstance(p, str) and p.strip() for p in parts or []):
+        out.leave("system and tool messages")
+    return "assistant", "\n".join(lines)
+
+
 def _message(node: dict[str, Any], out: Source) -> tuple[str, str] | None:
     """(speaker, text) of a node's message, or None (counted in ``out`` when it held something)."""
     message = node.get("message")
@@ -95,11 +122,14 @@ def _message(node: dict[str, Any], out: Source) -> tuple[str, str] | None:
     author = message.get("author")
     role = author.get("role") if isinstance(author, dict) else message.get("role")
     metadata = message.get("metadata")
+    hidden = isinstance(metadata, dict) and metadata.get("is_visually_hidden_from_conversation")
     speaker = SPEAKERS.get(str(role))
     if speaker is None:
-        out.leave("system and tool messages")
-        return None
-    if isinstance(metadata, dict) and metadata.get("is_visually_hidden_from_conversation"):
+        images = _generated_images(message, out) if role == "tool" and not hidden else None
+        if images is None:
+            out.leave("system and tool messages")
+        return images
+    if hidden:
         out.leave("hidden messages")
         return None
     content = message.get("content")
@@ -115,8 +145,11 @@ def _message(node: dict[str, Any], out: Source) -> tuple[str, str] | None:
     if not isinstance(parts, list):
         text = content.get("text")
         return (speaker, text) if isinstance(text, str) and text.strip() else None
-    out.leave("images and files", sum(1 for p in parts if not isinstance(p, str)))
-    text = "\n\n".join(p for p in parts if isinstance(p, str) and p.strip())
+    placeholders = [line for part in parts if (line := _image(part))]
+    out.leave(IMAGES, len(placeholders))
+    out.leave("files and other attachments", sum(1 for p in parts if not isinstance(p, str) and not _image(p)))
+    text = "\n\n".join(p if isinstance(p, str) else _image(p) or "" for p in parts
+                       if (isinstance(p, str) and p.strip()) or _image(p))
     return (speaker, text) if text.strip() else None
 
 
@@ -154,5 +187,13 @@ def _record(item: Any, where: str, fallback: str, out: Source) -> Record | Skipp
     return record
 
 
+def looks_like(item: Any) -> bool:
+    """Whether a JSON value is a conversation of this format (for the other chat importer to say)."""
+    return isinstance(item, dict) and (isinstance(item.get("mapping"), dict) or "current_node" in item) \
+        and "chat_messages" not in item
+
+
 def read(source: Path) -> Source:
-    return read_conversations(source, ACCEPTED, _record)
+    from vault_mem.imports import claude
+
+    return read_conversations(source, ACCEPTED, _record, looks_like, ("claude", claude.looks_like))

@@ -42,13 +42,24 @@ def conversation(source_id: str, item: dict[str, Any], keys: tuple[str, str, str
                   dated=dated is not None)
 
 
-def read_conversations(source: Path, accepted: str,
-                       record: Callable[[Any, str, str, Source], Record | Skipped]) -> Source:
+_NAMES = {"chatgpt": "a ChatGPT export", "claude": "a Claude.ai export"}
+
+
+def read_conversations(source: Path, accepted: str, record: Callable[[Any, str, str, Source], Record | Skipped],
+                       mine: Callable[[Any], bool], other: tuple[str, Callable[[Any], bool]]) -> Source:
     """The conversations of an export's conversations.json, a JSON list (or an object holding one
-    under ``conversations``, as some exporters write it), each made a record by ``record``."""
+    under ``conversations``, or one conversation alone, as exporters of a single chat write it),
+    each made a record by ``record``. ``mine`` tells this format's conversation; ``other`` names
+    the other chat format and tells its conversation: a file whose conversations are all the
+    other format's is refused with the command that reads it."""
     data = load_json(source, accepted)
     if isinstance(data, dict) and isinstance(data.get("conversations"), list):
         data = data["conversations"]
+    elif mine(data) or other[1](data):
+        data = [data]
     if not isinstance(data, list):
         raise InvalidInput("SOURCE", f"{source} is {json_kind(data)}; expected {accepted}")
+    if data and not any(mine(item) for item in data) and any(other[1](item) for item in data):
+        raise InvalidInput("SOURCE", f"{source} looks like {_NAMES[other[0]]}, not this format's; import it with "
+                           f"'vault-mem import {other[0]} {source}'")
     return read_items(source, data, "conversation", record)

@@ -64,5 +64,12 @@ def _record(item: Any, where: str, fallback: str, out: Source) -> Record | Skipp
     return conversation(source_id, item, ("created_at", "updated_at", "name"), "claude", messages, where, fallback)
 
 
+def looks_like(item: Any) -> bool:
+    """Whether a JSON value is a conversation of this format (for the other chat importer to say)."""
+    return isinstance(item, dict) and isinstance(item.get("chat_messages"), list) and "mapping" not in item
+
+
 def read(source: Path) -> Source:
-    return read_conversations(source, ACCEPTED, _record)
+    from vault_mem.imports import chatgpt
+
+    return read_conversations(source, ACCEPTED, _record, looks_like, ("chatgpt", chatgpt.looks_like))

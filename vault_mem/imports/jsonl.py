@@ -18,9 +18,11 @@ write tool's title and domain are (imports.notes).
 
 from __future__ import annotations
 
+import base64
+import binascii
 import hashlib
 import json
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Any
 
 from vault_mem.imports.notes import IMPORT_HASH, IMPORT_ID, IMPORTED_FROM
@@ -73,9 +75,37 @@ def _fields(obj: dict[str, Any], created: str, updated: str) -> dict[str, Any]:
     return fields
 
 
+def _file(obj: dict[str, Any], where: str) -> Record | Skipped | None:
+    """The line of ``vault-mem export`` (``path``, ``etag`` and ``file`` or ``file_base64``) as the
+    file to restore byte for byte; None for any other line."""
+    text, packed, path = obj.get("file"), obj.get("file_base64"), obj.get("path")
+    if not (isinstance(obj.get("etag"), str) and isinstance(path, str) and (isinstance(text, str)
+                                                                         or isinstance(packed, str))):
+        return None
+    if isinstance(text, str):
+        try:
+            raw = text.encode("utf-8")
+        except UnicodeEncodeError:
+            return Skipped(where, "'file' holds text that is not UTF-8 (a lone surrogate)")
+    else:
+        try:
+            raw = base64.b64decode(str(packed), validate=True)
+        except (binascii.Error, ValueError):
+            return Skipped(where, "'file_base64' is not base64")
+    title = text_or_none(obj.get("title")) or PurePosixPath(path).stem or "Untitled"
+    uid = text_or_none(obj.get("uid"))
+    mtime = obj.get("mtime_ns")
+    return Record(source_id=path, title=" ".join(title.split()), body="", fields={}, path=path, where=where,
+                  uid=uid.strip() if uid else None, raw=raw,
+                  mtime_ns=mtime if isinstance(mtime, int) and not isinstance(mtime, bool) and mtime > 0 else None)
+
+
 def _record(obj: Any, where: str, fallback: str) -> Record | Skipped:
     if not isinstance(obj, dict):
         return Skipped(where, f"{json_kind(obj)}, not an object with 'text'")
+    restored = _file(obj, where)
+    if restored is not None:
+        return restored
     text = obj.get("text", obj.get("body"))
     if not isinstance(text, str):
         return Skipped(where, "no text: each line needs 'text' (or 'body'), a string")

@@ -19,6 +19,7 @@ from typing import Any
 from vault_mem.errors import InvalidInput
 from vault_mem.imports.mcp_memory import wikilink
 from vault_mem.imports.records import (
+    Merged,
     Record,
     Skipped,
     Source,
@@ -81,6 +82,7 @@ def _relations(items: list[Any], out: Source, fallback: str) -> None:
     """Graph memory's ``relations`` as one note per source entity, its relations as links under
     ``## Relations`` (as the MCP memory graph's are), so each target's backlinks show them."""
     by_source: dict[str, tuple[str, set[tuple[str, str]], str]] = {}  # name -> (type, links, where)
+    out.held += len(items)
     for number, item in enumerate(items, start=1):
         where = f"relation {number}"
         ends = [item.get(k) if isinstance(item, dict) else None for k in ("source", "relationship", "target")]
@@ -96,6 +98,9 @@ def _relations(items: list[Any], out: Source, fallback: str) -> None:
         kind = text_or_none(item.get("source_type")) if isinstance(item, dict) else None
         entry = by_source.setdefault(start, ((kind or "note").strip(), set(), where))
         entry[1].add((rel, target))
+        if entry[2] != where:  # the first relation of an entity carries its note; the others go into it
+            out.merged.append(Merged(where, start, f"a relation: '- {' '.join(rel.split())} {wikilink(target)}' "
+                                     "in its note"))
     for name, (kind, links, where) in by_source.items():
         body = "## Relations\n\n" + "\n".join(f"- {' '.join(rel.split())} {wikilink(target)}"
                                                 for rel, target in sorted(links))
@@ -111,7 +116,8 @@ def read(source: Path) -> Source:
     relations = data.get("relations") if isinstance(data, dict) else None
     if memories is None and not isinstance(relations, list):
         raise InvalidInput("SOURCE", f"{source} holds no memories: expected {ACCEPTED}")
-    out = read_items(source, memories or [], "memory", _record)
+    out = read_items(source, memories or [], "memory", _record, unit="memories")
     if isinstance(relations, list):
+        out.unit = "entries (memories and relations)"
         _relations(relations, out, source_moment(source))
     return out

@@ -21,11 +21,13 @@ next reconcile indexes what was written.
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import hashlib
 import json
 import os
 import secrets
+import unicodedata
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -34,13 +36,20 @@ from typing import Any
 
 from vault_mem import settings
 from vault_mem.errors import InvalidInput, WriteFailed
-from vault_mem.imports.records import Record, Skipped, Source
+from vault_mem.imports.records import Merged, Record, Skipped, Source
 from vault_mem.vault.dates import parse_datetime
 from vault_mem.vault.frontmatter import load_yaml, split_frontmatter
 from vault_mem.vault.paths import check_folder_names, check_relative, confine, existing_spelling, name_key
 from vault_mem.vault.walk import walk_vault
+from vault_mem.vault.writer import (
+    _BIDI_CONTROLS,
+    _WINDOWS_DEVICES,
+    atomic_write,
+    create_exclusive,
+    note_filename,
+    render_note,
+)
 from vault_mem.vault.writer import TRASH_DIRNAME as TRASH_NAME
-from vault_mem.vault.writer import atomic_write, create_exclusive, note_filename, render_note
 from vault_mem.vault.yamlstyle import plain_value
 
 IMPORTED_FROM, IMPORT_ID, IMPORT_HASH = "imported_from", "import_id", "import_hash"
@@ -57,14 +66,23 @@ class Report:
     conflicts: list[tuple[str, str]] = field(default_factory=list)  # (path, why)
     skipped: list[Skipped] = field(default_factory=list)
     left_out: dict[str, int] = field(default_factory=dict)  # what the notes do not hold, by design
+    merged: list[Merged] = field(default_factory=list)  # entries that went into another entry's note
+    records: int = 0  # the entries the source held: each one is counted once in ``counts``
+    unit: str = "entries"
+    parts: dict[str, tuple[int, int]] = field(default_factory=dict)  # {"observations": (in source, in notes)}
 
     def imported_nothing(self) -> bool:
         """No record became or matched a note (every one was skipped, or the source held none)."""
         return not (self.created or self.updated or self.unchanged or self.conflicts)
 
     def counts(self) -> dict[str, int]:
+        """One count per outcome; they add up to ``records`` (``unaccounted`` says by how much not)."""
         return {"created": len(self.created), "updated": len(self.updated), "unchanged": self.unchanged,
-                "conflicts": len(self.conflicts), "skipped": len(self.skipped)}
+                "conflicts": len(self.conflicts), "merged": len(self.merged), "skipped": len(self.skipped)}
+
+    def unaccounted(self) -> int:
+        """The entries of the source with no outcome: 0, or a fault of this program to report."""
+        return self.records - sum(self.counts().values())
 
 
 def digest(data: dict[str, Any], body: str) -> str:
@@ -141,6 +159,18 @@ def find_imported(root: Path) -> tuple[dict[Identity, list[str]], set[Identity]]
     return found, trashed
 
 
+def portable_name(name: str) -> bool:
+    """Whether a note's file name can be written as it is on Linux, macOS and Windows: at most 255
+    bytes, no character Windows refuses (``< > : " / \\ | ? *``), no control or bidi character,
+    no leading dot, no trailing dot or space, no name Windows reserves (``CON``, ``NUL``...)."""
+    stem = name[:-3] if name.lower().endswith(".md") else name
+    return (bool(stem.strip()) and len(name.encode("utf-8", "surrogatepass")) <= 255
+            and not stem.startswith(".") and not stem.endswith((".", " ")) and not stem.startswith(" ")
+            and not any(ch in '<>:"/\\|?*' or ch in _BIDI_CONTROLS or unicodedata.category(ch) in ("Cc", "Cs")
+                        for ch in name)
+            and stem.split(".")[0].rstrip(" ").upper() not in _WINDOWS_DEVICES)
+
+
 def _note_id(created: Any) -> str:
     """An id as the write tools make one, dated by the source's own date."""
     moment = parse_datetime(created) or dt.datetime.now(dt.UTC)
@@ -174,7 +204,9 @@ class _Importer:
         self.folders: dict[tuple[str, str], Path] = {}
         self.names: dict[Path, set[str]] = {}
         self.pool = ThreadPoolExecutor(max_workers=settings.current().import_writers, thread_name_prefix="import")
-        self.pending: list[tuple[Future[Path], Record, str, bytes, str]] = []  # (create, record, where, bytes, id)
+        # (create, record, where, bytes, id, the folder it makes)
+        self.pending: list[tuple[Future[Path], Record, str, bytes, str, str | None]] = []
+        self.making: set[Path] = set()  # the folders this run's creates make
         self.changes: list[dict[str, Any]] = []  # written since the last journal call
 
     def identity(self, record: Record) -> Identity:
@@ -194,6 +226,9 @@ class _Importer:
 
     def one(self, record: Record) -> None:
         where = record.where or f"record {record.source_id!r}"
+        if record.raw is not None:
+            self.restore(record, where)
+            return
         identity = self.identity(record)
         if identity in self.seen:
             self.report.skipped.append(Skipped(where, f"the id {identity[1]!r} came already at "
@@ -212,52 +247,122 @@ class _Importer:
         else:
             self.create(record, where)
 
+    def target(self, record: Record) -> tuple[Path, str]:
+        """(the folder, the file name) a new note of ``record`` goes to; InvalidInput when refused."""
+        if record.path is not None and self.domain is None:
+            rel = check_relative(record.path, "path")
+            folder_rel, _, name = rel.rpartition("/")
+            if not name.lower().endswith(".md"):
+                raise InvalidInput("path", f"{rel!r} is not a Markdown file name (.md)")
+            # The name a write tool would give a note titled so: no ': | ? * < >', no CON, at most
+            # MAX_NAME_BYTES; a name that is already clean is kept as it is, and so is a restored
+            # file's name that every system can hold (a '#' or '.excalidraw' in it included).
+            kept = record.raw is not None and portable_name(name)
+            return self.folder(folder_rel, "path"), name if kept else note_filename(name[:-3])
+        if record.raw is not None and self.domain is not None:
+            name = record.path.rpartition("/")[2] if record.path else ""
+            return self.folder(self.domain, "domain"), note_filename(name[:-3] if name.lower().endswith(".md")
+                                                                    else record.title)
+        domain = self.domain if self.domain is not None else (
+            record.domain if record.domain is not None else self.default_domain(record))
+        return self.folder(domain, "domain"), note_filename(record.title)
+
     def create(self, record: Record, where: str) -> None:
         fields = {"id": record.uid or _note_id(record.fields.get("created")), **self.fields(record)}
         try:
             text, _ = rendered(fields, record.body, record.origin[2] if record.origin else None)
-            if record.path is not None and self.domain is None:
-                rel = check_relative(record.path, "path")
-                folder_rel, _, name = rel.rpartition("/")
-                if not name.lower().endswith(".md"):
-                    raise InvalidInput("path", f"{rel!r} is not a Markdown file name (.md)")
-                # The name a write tool would give a note titled so: no ': | ? * < >', no CON, at most
-                # MAX_NAME_BYTES; a name that is already clean is kept as it is.
-                name = note_filename(name[:-3])
-                folder = self.folder(folder_rel, "path")
-            else:
-                domain = self.domain if self.domain is not None else (
-                    record.domain if record.domain is not None else self.default_domain(record))
-                folder = self.folder(domain, "domain")
-                name = note_filename(record.title)
+            folder, name = self.target(record)
         except InvalidInput as exc:
             self.report.skipped.append(Skipped(where, exc.message))
             return
-        if self.dry_run:
-            self.report.created.append((folder / name).relative_to(self.root).as_posix())
+        self.submit(folder, name, text.encode("utf-8"), record, where, str(fields["id"]))
+
+    def restore(self, record: Record, where: str) -> None:
+        """A file of an export, written back byte for byte where it was: unchanged when the same
+        bytes are there already, a conflict when other bytes (or a name differing only in case) are."""
+        assert record.raw is not None
+        try:
+            folder, name = self.target(record)
+        except InvalidInput as exc:
+            self.report.skipped.append(Skipped(where, exc.message))
             return
+        rel = (folder / name).relative_to(self.root).as_posix()
+        identity = ("file", name_key(rel))
+        if identity in self.seen:
+            self.report.skipped.append(Skipped(where, f"the path {rel!r} came already at {self.seen[identity]}; "
+                                               "the first was kept"))
+            return
+        self.seen[identity] = where
+        names = self.listed(folder)
+        if name_key(name) in names:
+            try:
+                there = (folder / name).read_bytes()
+            except FileNotFoundError:
+                self.report.conflicts.append((rel, "a file whose name differs only in case is already in its "
+                                              "folder; left as it is"))
+                return
+            except OSError as exc:
+                self.report.conflicts.append((rel, f"a file is already there and cannot be read ({exc}); left "
+                                              "as it is"))
+                return
+            if there == record.raw:
+                self.report.unchanged += 1
+            else:
+                self.report.conflicts.append((rel, "a different file is already there; left as it is (move it "
+                                              "away to restore the exported one)"))
+            return
+        self.submit(folder, name, record.raw, record, where, record.uid or "")
+
+    def listed(self, folder: Path) -> set[str]:
         names = self.names.get(folder)
         if names is None:  # not setdefault: its default would list the folder for every note
             names = self.names[folder] = _names_in(folder)
+        return names
+
+    def submit(self, folder: Path, name: str, data: bytes, record: Record, where: str, uid: str) -> None:
+        if self.dry_run:
+            self.report.created.append((folder / name).relative_to(self.root).as_posix())
+            return
+        names = self.listed(folder)
+        made = self.made_by_this(folder)
         # Each create fsyncs its file and folder as a write tool's does; several at once let the file
         # system commit them together (10,000 notes one after the other wait on 20,000 commits).
-        data = text.encode("utf-8")
-        made = self.pool.submit(create_exclusive, folder, name, data, taken=names, within=self.root)
-        self.pending.append((made, record, where, data, str(fields["id"])))
+        created = self.pool.submit(create_exclusive, folder, name, data, taken=names, within=self.root)
+        self.pending.append((created, record, where, data, uid, made))
+
+    def made_by_this(self, folder: Path) -> str | None:
+        """The outermost folder above the note that does not exist yet (vault-relative), when no
+        earlier create of this run makes it: the create that makes it journals it, so that an undo
+        removes it again once it is empty (docs/import.md)."""
+        outermost = None
+        current = folder
+        while current not in (self.root, current.parent) and current not in self.making and not current.exists():
+            outermost = current
+            current = current.parent
+        if outermost is None:
+            return None
+        walk = folder
+        while walk != outermost.parent:
+            self.making.add(walk)
+            walk = walk.parent
+        return outermost.relative_to(self.root).as_posix()
 
     def finish(self, advance: Callable[[int], None] | None) -> None:
         """Wait for the creates in flight, in record order (one the disk refused is skipped, named
         with the reason), then journal what this batch wrote."""
-        for future, record, where, data, uid in self.pending:
+        for future, record, where, data, uid, made in self.pending:
             try:
                 final = future.result()
             except WriteFailed as exc:
                 self.report.skipped.append(Skipped(where, f"not written: {exc.message}"))
             else:
+                if record.mtime_ns is not None:  # a restored file keeps its time, which dates a note without dates
+                    with contextlib.suppress(OSError, OverflowError, ValueError):
+                        os.utime(final, ns=(record.mtime_ns, record.mtime_ns))
                 rel = final.relative_to(self.root).as_posix()
                 self.report.created.append(rel)
                 self.changes.append({"path": rel, "fsrel": rel, "title": record.title, "uid": uid,
-                                     "before": None, "after": data})
+                                     "before": None, "after": data, **({"made": made} if made else {})})
             if advance is not None:
                 advance(1)
         self.pending.clear()
@@ -334,6 +439,9 @@ def import_records(root: Path, fmt: str, source: Source, domain: str | None = No
     importer = _Importer(root, fmt, domain, dry_run, default_domain, journal)
     importer.report.skipped.extend(source.skipped)
     importer.report.left_out.update(source.left_out)
+    importer.report.merged.extend(source.merged)
+    importer.report.records, importer.report.unit = source.held, source.unit
+    importer.report.parts.update(source.parts)
     try:
         for record in source.records:
             queued = len(importer.pending)

@@ -5,6 +5,11 @@ shared ``imports.notes`` turns the records into notes. Reading never raises on t
 contents: a line or an entry that does not fit is a ``Skipped`` naming where it was and why.
 Only a source that cannot be read at all (missing, not JSON, not the expected shape) is an
 InvalidInput naming SOURCE and what the format accepts.
+
+Every entry of the source has one outcome (docs/import.md, "Every record accounted for"): it
+is a ``Record`` (a note), ``Merged`` into another entry's note (a second line of the same
+entity, a relation), or ``Skipped`` with its reason; ``Source.held`` counts the entries, and
+``records + merged + skipped == held``.
 """
 
 from __future__ import annotations
@@ -38,6 +43,9 @@ class Record:
     # (imported_from, import_id, import_hash) a note carried before it was exported: an export moved
     # into a new vault keeps its notes' import identity, so a re-import of the first source still matches
     origin: tuple[str, str, str | None] | None = None
+    # The whole file to write as it is (a line of ``vault-mem export``): a backup restored byte for byte
+    raw: bytes | None = None
+    mtime_ns: int | None = None  # the restored file's modification time (what dates a note without dates)
 
 
 @dataclass
@@ -47,9 +55,24 @@ class Skipped:
 
 
 @dataclass
+class Merged:
+    """An entry whose content went into another entry's note (``into``: that note's title)."""
+
+    where: str
+    into: str
+    what: str  # "the same entity again", "a relation", ...
+
+
+@dataclass
 class Source:
     records: list[Record] = field(default_factory=list)
     skipped: list[Skipped] = field(default_factory=list)
+    merged: list[Merged] = field(default_factory=list)
+    held: int = 0  # the entries the source holds: each one a record, merged or skipped
+    unit: str = "entries"  # what an entry is, for the summary: "lines", "conversations", ...
+    # What the notes hold of the entries' parts, as (in the source, in the notes), for the summary
+    # to show that they add up: {"observations": (313, 313)}
+    parts: dict[str, tuple[int, int]] = field(default_factory=dict)
     # What the format's notes do not hold by design (thinking, tool calls, other branches...), counted
     # so that the summary names it: {"thinking blocks": 12, ...}
     left_out: dict[str, int] = field(default_factory=dict)
@@ -152,10 +175,15 @@ def string_list(value: Any) -> list[str]:
 
 def json_lines(source: Path, out: Source) -> Iterator[tuple[str, Any]]:
     """Each non-blank line of ``source`` parsed as JSON, with where it is (``line N``); a line
-    that does not parse is added to ``out.skipped`` with its reason, and the rest go on."""
-    for number, line in enumerate(read_text(source).splitlines(), start=1):
+    that does not parse is added to ``out.skipped`` with its reason, and the rest go on. Lines end
+    at LF only: U+2028, U+0085 and the other breaks ``str.splitlines`` knows may stand inside a
+    JSON string as they are (``json.dumps(ensure_ascii=False)`` leaves them)."""
+    out.unit = "lines"
+    for number, line in enumerate(read_text(source).split("\n"), start=1):
+        line = line.removesuffix("\r")
         if not line.strip():
             continue
+        out.held += 1
         where = f"line {number}"
         try:
             yield where, json.loads(line)
@@ -165,11 +193,11 @@ def json_lines(source: Path, out: Source) -> Iterator[tuple[str, Any]]:
 
 
 def read_items(source: Path, items: list[Any], noun: str,
-               record: Callable[[Any, str, str, Source], Record | Skipped]) -> Source:
+               record: Callable[[Any, str, str, Source], Record | Skipped], unit: str = "") -> Source:
     """The records of a source that holds a list: ``record(item, where, fallback, out)`` for each
     item, ``where`` being ``NOUN N``, ``fallback`` the source file's time (for undated items) and
     ``out`` the Source, to count what the notes leave out (``out.leave``)."""
-    out = Source()
+    out = Source(held=len(items), unit=unit or f"{noun}s")
     fallback = source_moment(source)
     for number, item in enumerate(items, start=1):
         out.add(record(item, f"{noun} {number}", fallback, out))

@@ -77,6 +77,7 @@ class Step:
     trash: str | None = None
     title: str = ""
     uid: str = ""
+    made: str | None = None  # the folder the agent's create made for the note (a trash step removes it once empty)
 
     def public(self) -> dict[str, Any]:
         return {"path": self.path, "action": self.action, "reason": self.reason}
@@ -100,7 +101,9 @@ def _step(root: Path, history_dir: Path, everything: list[Entry], group: list[En
         step.path, step.action, step.reason = display_path(first.fsrel), "refuse", refused
         return step
     now = _current(root, first.fsrel)
-    if now != last.after:
+    if now not in (last.after, first.before) and _undone_to(everything, group, now):
+        step.expected = now  # an undo took back the agent's later changes: a wider undo goes on from there
+    if now != step.expected:
         if now == first.before:
             step.reason = "already as it was before the agent's change"
         else:
@@ -111,6 +114,9 @@ def _step(root: Path, history_dir: Path, everything: list[Entry], group: list[En
             step.reason = "the agent created it and deleted it; nothing to put back"
         else:
             step.action, step.reason = "trash", f"created by the agent ({KINDS.get(first.tool, first.tool)})"
+            step.made = _made(first)
+            if step.made:
+                step.reason += f"; then the folder {step.made}/ it made, once empty"
         return step
     if now is None and last.trash and _current(root, last.trash) == first.before:
         step.action, step.reason = "untrash", f"deleted by the agent; back from {last.trash}"
@@ -123,6 +129,51 @@ def _step(root: Path, history_dir: Path, everything: list[Entry], group: list[En
     changed = sorted({KINDS.get(e.tool, e.tool) for e in group})
     step.reason = f"{', '.join(changed)} by the agent; earlier content from the journal"
     return step
+
+
+def _undone_to(everything: list[Entry], group: list[Entry], now: str | None) -> bool:
+    """Whether the note is where an undo (``UNDO_AGENT``'s own changes) put it back to, at a state
+    the agent's changes in ``group`` passed through, and nobody else changed it since the agent's
+    first change: then an undo reaching further back is no one else's change to respect."""
+    first = group[0]
+    later = [e for e in everything if e.fsrel == first.fsrel and e.t >= first.t and e not in group]
+    if not later or any(e.tool != "undo" or agent_key(e.agent) != agent_key(UNDO_AGENT) for e in later):
+        return False
+    return later[-1].after == now and now in {e.before for e in group[1:]} | {e.after for e in group}
+
+
+def _made(first: Entry) -> str | None:
+    """The folder the agent's create made (``Entry.made``), when it is one above the note and no
+    hidden one; None otherwise (a journal line naming another is not followed)."""
+    made = (first.made or "").strip("/")
+    if not made or not first.fsrel.startswith(made + "/") or any(
+            part in ("", ".", "..") or part.startswith(".") for part in made.split("/")):
+        return None
+    return made
+
+
+def _remove_made(root: Path, steps: list[Step]) -> list[str]:
+    """Remove the folders the undone creates made, each only when empty: from the note's folder up
+    to the one its create made, deepest first; the vault-relative folders removed."""
+    removed: list[str] = []
+    chains = set()
+    for step in steps:
+        if step.made:
+            folder = step.fsrel.rpartition("/")[0]
+            while folder and folder != step.made and folder.startswith(step.made + "/"):
+                chains.add(folder)
+                folder = folder.rpartition("/")[0]
+            chains.add(step.made)
+    for folder in sorted(chains, key=lambda f: (-f.count("/"), f)):
+        try:
+            path = confine(root, folder, "folder")
+            if path.is_symlink() or not path.is_dir():
+                continue
+            path.rmdir()  # only an empty folder goes
+        except (OSError, VaultMemError):
+            continue
+        removed.append(folder)
+    return removed
 
 
 def _refusal(root: Path, group: list[Entry]) -> str:
@@ -181,7 +232,8 @@ def _who_changed(everything: list[Entry], last: Entry) -> str:
 
 def apply(index: VaultIndex, steps: list[Step], agent: str, since: dt.datetime,
           git_commit: bool = False) -> dict[str, Any]:
-    """Do ``steps``; returns ``{done, failed, warnings, commit}`` (``done``/``failed``: steps)."""
+    """Do ``steps``; returns ``{done, failed, warnings, commit, folders_removed}`` (``done``/``failed``:
+    steps; ``folders_removed``: the folders the undone creates had made, removed once empty)."""
     root = index.root
     done: list[dict[str, Any]] = []
     failed: list[dict[str, Any]] = []
@@ -199,6 +251,7 @@ def apply(index: VaultIndex, steps: list[Step], agent: str, since: dt.datetime,
         else:
             changes.append(change)
             done.append(step.public())
+    folders = _remove_made(root, [s for s in steps if s.action == "trash" and s.public() in done])
     warnings = []
     if changes:
         warning = journal.record(index.history_dir, UNDO_AGENT, "undo", changes)
@@ -210,7 +263,7 @@ def apply(index: VaultIndex, steps: list[Step], agent: str, since: dt.datetime,
         commit, warning = _commit(root, [c["fsrel"] for c in changes], agent, since, len(changes))
         if warning:
             warnings.append(warning)
-    return {"done": done, "failed": failed, "warnings": warnings, "commit": commit}
+    return {"done": done, "failed": failed, "warnings": warnings, "commit": commit, "folders_removed": folders}
 
 
 def _do(root: Path, history_dir: Path, step: Step) -> dict[str, Any] | None:
