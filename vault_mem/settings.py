@@ -228,6 +228,7 @@ class Settings:
     meaning_query_bits: int = 8  # 8: onnxruntime embeds a query with the weights kept in 8 bits, fewer bytes to read, a vector near the full one; 32: at full precision, as notes are (VAULT_MEM_QUERY_BITS) (docs/ranking.md#by-meaning-optional)
     meaning_query_agreement: float = 0.95  # cosine, on a few texts at load, below which the 8-bit query vectors are not used: queries are then embedded at full precision (docs/ranking.md#by-meaning-optional)
     meaning_query_cache: int = 256  # queries whose vectors a process keeps: an agent often repeats one (docs/ranking.md#by-meaning-optional)
+    meaning_weights_bytes: int = 8 * 1024 * 1024 * 1024  # bytes a model's weights file may hold; they are read into memory whole, so a larger one is refused (docs/ranking.md#by-meaning-optional)
     meaning_json_bytes: int = 64 * 1024 * 1024  # bytes a JSON file of a model folder (its config, its tokenizer) may hold; a larger one is refused (docs/ranking.md#by-meaning-optional)
     meaning_pull_timeout: float = 60.0  # seconds `vault-mem meaning pull` waits for the hub's answer to one request (docs/cli.md#vault-mem-meaning)
 

@@ -79,6 +79,12 @@ def test_a_json_file_larger_than_the_bound_is_refused(tiny: Path, tuned: Tuned) 
         load_model(tiny)
 
 
+def test_weights_larger_than_the_bound_are_refused_before_they_are_read(tiny: Path, tuned: Tuned) -> None:
+    tuned(meaning_weights_bytes=1024)
+    with pytest.raises(MeaningUnavailable, match=r"model\.safetensors: cannot be read \(larger than 1,024 bytes"):
+        load_model(tiny)
+
+
 # -- files that are not regular files ------------------------------------------------------------
 
 

@@ -378,6 +378,9 @@ def _identities(folder: Path, config: bytes) -> tuple[str, str]:
         if not stat.S_ISREG(info.st_mode):
             raise OSError(errno.EINVAL, "not a regular file (a FIFO, socket or device)", str(folder / WEIGHTS_FILE))
         size = info.st_size
+        if size > settings.current().meaning_weights_bytes:
+            raise OSError(errno.EFBIG, f"larger than {settings.current().meaning_weights_bytes:,} bytes, which "
+                          "would all be read into memory", str(folder / WEIGHTS_FILE))
         head, tail = _read_at(fd, 0, 1 << 20), _read_at(fd, max(0, size - (1 << 20)), 1 << 20)
     finally:
         os.close(fd)
