@@ -5,14 +5,15 @@ The folder holds ``config.json`` (a BERT encoder: sizes, layers, heads), ``token
 by ``tokenizers``), ``model.safetensors`` (read by ``safetensors``), and optionally
 ``1_Pooling/config.json`` (mean, CLS or max pooling; mean when absent) and
 ``sentence_bert_config.json`` (``max_seq_length``). ``encode`` returns one unit-length float32
-row a text, so a dot product is the cosine similarity.
+row a text, so a dot product is the cosine similarity. No torch: the forward pass is a few
+matrix products, the same for any model of this shape, and a tiny one built in a test goes
+through exactly this code.
 
 A folder that is not such a model is refused at load with ``MeaningUnavailable`` naming the file
 and what is wrong, never later: only regular files are opened (a FIFO cannot hang the load), a
-JSON file is read up to ``meaning_json_bytes``, one nested too deep is refused, and every tensor's
-shape is checked against the config and the tokenizer before a text is embedded. No torch: the forward pass is a few
-matrix products, the same for any model of this shape, and a tiny one built in a test goes
-through exactly this code.
+JSON file is read up to ``meaning_json_bytes`` and the weights up to ``meaning_weights_bytes``,
+JSON nested too deep is refused, every tensor's shape is checked against the config and the
+tokenizer, and a sentence is embedded once (``probe``) before the model is handed out.
 
 numpy, tokenizers and safetensors come with the meaning extra (``INSTALL_HINT``); without them
 ``load_model`` raises ``MeaningUnavailable`` saying so. onnxruntime is optional: it embeds a
@@ -35,7 +36,7 @@ from typing import TYPE_CHECKING, Any
 
 from vault_mem import settings
 from vault_mem.errors import InvalidInput, MeaningUnavailable
-from vault_mem.vault.portable import read_regular
+from vault_mem.vault.portable import O_BINARY, read_regular
 
 log = logging.getLogger("vault_mem.meaning")
 
@@ -52,7 +53,7 @@ PROBES = ("which message broker did we pick?", "Meeting notes: the garden, the b
 INSTALL_HINT = "install the meaning extra: from the vault-mem folder, pip install -e '.[meaning]'"
 WEIGHTS_FILE = "model.safetensors"
 CARD_FILE = "README.md"  # a model card, as the Hugging Face hub keeps beside a model; its first heading names it
-# Models known by their weights (``weights_identity``), named so wherever their folder is and
+# Models known by their weights (the second identity ``_identities`` gives), named so wherever their folder is and
 # whatever it is called: the folder a package or an archive unpacks to names no model.
 KNOWN_WEIGHTS = {"d480bd19774e5ade": "sentence-transformers/all-MiniLM-L6-v2"}
 
@@ -361,18 +362,15 @@ def _positive(config: dict[str, Any], key: str, whole: bool) -> bool:
     return math.isfinite(value) and value > 0
 
 
-def fingerprint_of(folder: Path) -> str:
-    """The weights' identity: a hash of the config and of the weights file's size and first and
-    last MiB (reading all of it would cost a start-up its time; a retrained model changes both)."""
-    return _identities(folder, read_regular(folder / "config.json", settings.current().meaning_json_bytes))[0]
-
-
 def _identities(folder: Path, config: bytes) -> tuple[str, str]:
-    """(``fingerprint_of``, the weights' own identity: the same hash without the config, which
-    names a model whatever its config's layout) from one read of the weights file's ends. Opened
-    as ``read_regular`` opens: OSError (EINVAL) when it is not a regular file."""
+    """(the model's fingerprint, its weights' own identity), from one read of the weights file's
+    ends. The fingerprint hashes ``config`` and the weights file's size and first and last MiB
+    (reading all of it would cost a start-up its time; a retrained model changes both); the
+    identity is the same hash without the config, which names a model whatever its config's
+    layout (``KNOWN_WEIGHTS``). Opened as ``read_regular`` opens: OSError (EINVAL) when it is not
+    a regular file, (EFBIG) when it is larger than ``meaning_weights_bytes``."""
     fingerprint, weights = hashlib.sha256(config), hashlib.sha256()
-    fd = os.open(folder / WEIGHTS_FILE, os.O_RDONLY | getattr(os, "O_BINARY", 0) | getattr(os, "O_NONBLOCK", 0))
+    fd = os.open(folder / WEIGHTS_FILE, os.O_RDONLY | O_BINARY | getattr(os, "O_NONBLOCK", 0))
     try:
         info = os.fstat(fd)
         if not stat.S_ISREG(info.st_mode):
