@@ -20,6 +20,11 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
+def http_args() -> tuple[str, ...]:
+    """``--http --port N`` with N free now: no test needs the default port (8765) to be free."""
+    return "--http", "--port", str(free_port())
+
+
 def start_http(root: Path, cwd: Path, env: dict[str, str] | None = None,
                stdout: int = subprocess.PIPE, workers: int = 1) -> tuple[subprocess.Popen[bytes], str]:
     """``vault-mem serve --http`` on a free port, once it accepts connections: the process and its URL.

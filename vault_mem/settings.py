@@ -230,6 +230,8 @@ class Settings:
     meaning_query_bits: int = 8  # 8: onnxruntime embeds a query with the weights kept in 8 bits, fewer bytes to read, a vector near the full one; 32: at full precision, as notes are (VAULT_MEM_QUERY_BITS) (docs/ranking.md#by-meaning-optional)
     meaning_query_agreement: float = 0.95  # cosine, on a few texts at load, below which the 8-bit query vectors are not used: queries are then embedded at full precision (docs/ranking.md#by-meaning-optional)
     meaning_query_cache: int = 256  # queries whose vectors a process keeps: an agent often repeats one (docs/ranking.md#by-meaning-optional)
+    meaning_weights_bytes: int = 8 * 1024 * 1024 * 1024  # bytes a model's weights file may hold; they are read into memory whole, so a larger one is refused (docs/ranking.md#by-meaning-optional)
+    meaning_json_bytes: int = 64 * 1024 * 1024  # bytes a JSON file of a model folder (its config, its tokenizer) may hold; a larger one is refused (docs/ranking.md#by-meaning-optional)
     meaning_pull_timeout: float = 60.0  # seconds `vault-mem meaning pull` waits for the hub's answer to one request (docs/cli.md#vault-mem-meaning)
 
     # -- Imports -----------------------------------------------------------------------------------
@@ -267,6 +269,8 @@ class Settings:
     import_shown: int = 20  # conflicts and skipped lines listed for a person; --json lists them all (docs/import.md#moving-in-import-and-export)
     cli_history_default: int = 20  # commits `vault-mem history` shows when no --limit is given (docs/cli.md#vault-mem-history)
     max_workers: int = 64  # most processes `serve --workers` starts (docs/concurrency.md#many-workers-on-one-port)
+    client_config_bytes: int = 64 * 1024 * 1024  # bytes of a client's config file connect reads at most; a larger one is left as it is (docs/clients.md#in-one-command-connect)
+    client_config_depth: int = 100  # nesting depth of a client's config file connect rewrites; a deeper one is left as it is (docs/clients.md#in-one-command-connect)
     claude_cli_timeout: float = 60.0  # seconds the `claude` command may take when connect registers the server with it (docs/clients.md#claude-code)
 
     # -- Process-wide tuning (vault_mem/runtime/tuning.py) -----------------------------------------

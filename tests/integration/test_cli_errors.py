@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from serving import http_args
 
 IS_ROOT = hasattr(os, "geteuid") and os.geteuid() == 0
 
@@ -105,12 +106,12 @@ CASES: list[tuple[str, Case, str]] = [
     ("port taken", lambda p: ["serve", "--vault", str(p.vault), "--http", "--port", str(p.env["TAKEN_PORT"])],
      "already in use"),
     ("non-loopback bind without a token",
-     lambda p: ["serve", "--vault", str(p.vault), "--http", "--host", "0.0.0.0"], "--token"),
+     lambda p: ["serve", "--vault", str(p.vault), *http_args(), "--host", "0.0.0.0"], "--token"),
     ("non-loopback bind without allowed hosts",
-     lambda p: ["serve", "--vault", str(p.vault), "--http", "--host", "0.0.0.0", "--token", "s3cret"],
+     lambda p: ["serve", "--vault", str(p.vault), *http_args(), "--host", "0.0.0.0", "--token", "s3cret"],
      "--allowed-host"),
     ("host that does not resolve",
-     lambda p: ["serve", "--vault", str(p.vault), "--http", "--host", "no-such-host.invalid"], "--host"),
+     lambda p: ["serve", "--vault", str(p.vault), *http_args(), "--host", "no-such-host.invalid"], "--host"),
     ("misspelt command", lambda p: ["serach", "queue"], "did you mean search?"),
     ("misspelt option", lambda p: ["search", "--vault", str(p.vault), "--limt", "3"], "did you mean --limit?"),
     ("missing argument", lambda p: ["list", "--vault", str(p.vault)], "DOMAIN"),

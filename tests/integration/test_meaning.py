@@ -391,6 +391,7 @@ async def test_serve_with_a_model_embeds_in_the_background_and_finds_by_meaning(
 
 def test_serve_refuses_a_model_folder_that_does_not_load_in_one_line(tmp_path: Path, tiny: Path) -> None:
     from conftest import write_notes
+    from serving import http_args
 
     root = write_notes(tmp_path / "vault", NOTES)
     (tiny / "tokenizer.json").unlink()
@@ -399,7 +400,7 @@ def test_serve_refuses_a_model_folder_that_does_not_load_in_one_line(tmp_path: P
                           timeout=120, cwd=ROOT, stdin=subprocess.DEVNULL)
     assert done.returncode == 1 and done.stdout == ""
     assert "tokenizer.json" in done.stderr and "Traceback" not in done.stderr
-    workers = run_cli("serve", "--vault", str(root), "--http", "--workers", "2", "--meaning-model", str(tiny))
+    workers = run_cli("serve", "--vault", str(root), *http_args(), "--workers", "2", "--meaning-model", str(tiny))
     assert workers.returncode != 0 and "--meaning-model runs in one process" in workers.stderr
 
 

@@ -21,7 +21,7 @@ from conftest import ToolClient, write_notes
 from mcp import Client, StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
-from serving import serve_args, start_http
+from serving import http_args, serve_args, start_http
 
 from vault_mem.cli import main
 
@@ -220,6 +220,6 @@ def test_serve_agent_without_a_key_or_over_http_is_one_clear_line(tmp_path: Path
                              text=True, timeout=60, stdin=subprocess.DEVNULL)
     assert unknown.returncode == 1 and "'ghost' has no key for this vault" in unknown.stderr
     assert "Traceback" not in unknown.stderr
-    http = subprocess.run([sys.executable, *serve_args(root, "--http", "--agent", "ghost")], capture_output=True,
+    http = subprocess.run([sys.executable, *serve_args(root, *http_args(), "--agent", "ghost")], capture_output=True,
                           text=True, timeout=60)
     assert http.returncode == 1 and "--agent: applies to stdio" in http.stderr

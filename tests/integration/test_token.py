@@ -11,7 +11,7 @@ from pathlib import Path
 import httpx2
 import pytest
 from conftest import write_notes
-from serving import serve_args
+from serving import http_args, serve_args
 from test_workers import Served, ready
 
 from vault_mem.cli.workers import without_token
@@ -39,7 +39,7 @@ def test_a_blank_token_is_refused_wherever_it_comes_from(tmp_path: Path, given: 
     env = {k: v for k, v in os.environ.items() if k != "VAULT_MEM_TOKEN"}
     if not given:
         env["VAULT_MEM_TOKEN"] = "  \t"
-    proc = subprocess.run([sys.executable, *serve_args(root, "--http", "--host", "0.0.0.0", "--allowed-host",
+    proc = subprocess.run([sys.executable, *serve_args(root, *http_args(), "--host", "0.0.0.0", "--allowed-host",
                                                        "memory.lan", *args)],
                           env=env, capture_output=True, timeout=60, cwd=tmp_path)
     err = proc.stderr.decode()
@@ -52,7 +52,7 @@ def test_a_missing_token_file_or_two_tokens_are_refused(tmp_path: Path) -> None:
     root = write_notes(tmp_path / "v", {"a.md": "# A\n"})
     for extra, needle in ((["--token-file", str(tmp_path / "none")], "cannot read the token"),
                           (["--token", "x", "--token-file", str(tmp_path / "none")], "not both")):
-        proc = subprocess.run([sys.executable, *serve_args(root, "--http", *extra)], capture_output=True,
+        proc = subprocess.run([sys.executable, *serve_args(root, *http_args(), *extra)], capture_output=True,
                               timeout=60, cwd=tmp_path)
         err = proc.stderr.decode()
         assert proc.returncode == 1 and needle in err and "Traceback" not in err, err

@@ -15,7 +15,7 @@ import pytest
 from conftest import write_notes
 from mcp import Client, StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
-from serving import serve_args, start_http
+from serving import http_args, serve_args, start_http
 
 pytestmark = pytest.mark.anyio
 
@@ -115,7 +115,7 @@ async def test_http_answers_each_request_with_one_json_body(http_server) -> None
 def test_non_loopback_bind_without_token_is_refused(tmp_path: Path) -> None:
     root = write_notes(tmp_path / "v", NOTES)
     env = {k: v for k, v in os.environ.items() if k != "VAULT_MEM_TOKEN"}
-    proc = subprocess.run([sys.executable, *serve_args(root, "--http", "--host", "0.0.0.0")], env=env,
+    proc = subprocess.run([sys.executable, *serve_args(root, *http_args(), "--host", "0.0.0.0")], env=env,
                           capture_output=True, timeout=60, cwd=tmp_path)
     assert proc.returncode == 1
     assert b"needs a bearer token" in proc.stderr and b"Traceback" not in proc.stderr

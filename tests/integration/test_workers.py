@@ -281,7 +281,8 @@ def test_workers_need_http_and_a_count(tmp_path: Path) -> None:
     base = [sys.executable, "-m", "vault_mem", "serve", "--vault", str(root), "--index-dir", str(tmp_path / "ix")]
     stdio = subprocess.run([*base, "--workers", "2"], capture_output=True, timeout=60, stdin=subprocess.DEVNULL)
     assert stdio.returncode == 1 and b"--workers" in stdio.stderr and b"applies to --http only" in stdio.stderr
-    zero = subprocess.run([*base, "--http", "--workers", "0"], capture_output=True, timeout=60)
+    zero = subprocess.run([*base, "--http", "--port", str(free_port()), "--workers", "0"], capture_output=True,
+                          timeout=60)
     assert zero.returncode == 2 and b"give 1..64" in zero.stderr and b"Traceback" not in zero.stderr
 
 

@@ -73,3 +73,29 @@ def test_every_error_a_person_can_meet_is_explained(case: str) -> None:
     expected = EXPLAINED_AS.get(case) or next(c[2] for c in CASES if c[0] == case)
     text = (DOCS / "troubleshooting.md").read_text(encoding="utf-8")
     assert expected in text, f"troubleshooting.md does not explain {case!r} ({expected!r})"
+
+
+def test_every_install_line_runs_as_written_from_a_checkout() -> None:
+    """vault-mem is on no package index: a ``pip install`` of it names the checkout (``.``, a path),
+    never the distribution, and each extra it asks for is one pyproject.toml defines."""
+    import tomllib
+
+    extras = set(tomllib.loads((DOCS.parent / "pyproject.toml").read_text(encoding="utf-8"))["project"]
+                 ["optional-dependencies"])
+    pages = [README, *sorted(DOCS.rglob("*.md")), *sorted((DOCS.parent / "vault_mem").rglob("*.py"))]
+    seen = 0
+    for page in pages:
+        for line in re.findall(r"pip(?:\.exe)?\s+install\s+([^\n#`\"&;|]*)", page.read_text(encoding="utf-8")):
+            command = re.split(r"\)|[.,;:](?:\s|$)| in | from ", line)[0]  # where the prose around it begins
+            for word in command.split():
+                target = word.strip("'").rstrip(".,;:)")
+                if word.startswith("-") or not target:
+                    continue
+                name, _, extra = target.partition("[")
+                assert not re.fullmatch(r"vault[-_]mem", name, flags=re.IGNORECASE), \
+                    f"{page.name}: 'pip install {line.strip()}' names vault-mem, which no index has: install the " \
+                    "checkout (pip install -e '.[meaning]')"
+                if extra and (name in (".", "..") or "/" in name or "\\" in name):
+                    assert set(extra.rstrip("]").split(",")) <= extras, f"{page.name}: {word} asks for no such extra"
+                    seen += 1
+    assert seen >= 2  # the meaning extra, the test extra

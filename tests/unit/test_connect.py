@@ -261,3 +261,52 @@ def test_disconnect_says_the_server_is_gone_not_shown(tmp_path: Path, home: Path
         answer = json.loads(capsys.readouterr().out)
         assert answer["action"] == "removed" and answer["next"]
         assert client == "claude-desktop" or "no longer" in answer["next"], answer["next"]
+
+
+@pytest.mark.parametrize("depth", [100_000, 600])
+def test_a_config_nested_too_deep_is_refused_in_one_line_and_left_as_it_was(
+        tmp_path: Path, home: Path, capsys: pytest.CaptureFixture[str], depth: int) -> None:
+    """100,000 levels do not parse in Python; 600 parse, but could not be written back (docs/clients.md)."""
+    vault = tmp_path / "vault"
+    vault.mkdir()
+    place = config_place("cursor")
+    place.path.parent.mkdir(parents=True)
+    text = '{"mcpServers": {}, "x": ' + "[" * depth + "]" * depth + "}"
+    place.path.write_text(text, encoding="utf-8")
+    for command in (["connect", "cursor", "--vault", str(vault)], ["disconnect", "cursor"]):
+        assert main(command) == 1
+        err = capsys.readouterr().err
+        assert "nested more than 100 levels deep" in err and "nothing was changed" in err, err
+        assert "Traceback" not in err and "internal error" not in err and len(err.strip().splitlines()) == 1
+        assert place.path.read_text(encoding="utf-8") == text
+        assert sorted(p.name for p in place.path.parent.iterdir()) == ["mcp.json"], "no backup, no temp file"
+    shallow = '{"mcpServers": {}, "x": ' + "[" * 99 + "]" * 99 + "}"  # 100 levels with the outer object
+    place.path.write_text(shallow, encoding="utf-8")
+    assert main(["connect", "cursor", "--vault", str(vault)]) == 0
+    capsys.readouterr()
+    assert json.loads(place.path.read_text(encoding="utf-8"))["x"] == json.loads(shallow)["x"]
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="no FIFOs on this system (Windows)")
+def test_a_config_that_is_a_fifo_is_refused_without_waiting_on_it(tmp_path: Path, home: Path,
+                                                                  capsys: pytest.CaptureFixture[str]) -> None:
+    vault = tmp_path / "vault"
+    vault.mkdir()
+    place = config_place("cursor")
+    place.path.parent.mkdir(parents=True)
+    os.mkfifo(place.path)
+    assert main(["connect", "cursor", "--vault", str(vault)]) == 1  # no writer ever opens it: a read would block
+    err = capsys.readouterr().err
+    assert "not a regular file" in err and "nothing was changed" in err, err
+    assert stat.S_ISFIFO(os.stat(place.path).st_mode)
+
+
+def test_a_config_larger_than_the_bound_is_refused(tmp_path: Path, tuned: Any) -> None:
+    place = config_place("cursor", "linux", layout(tmp_path, "linux"))
+    place.path.parent.mkdir(parents=True)
+    text = '{"mcpServers": {}, "notes": "' + "x" * 200 + '"}'
+    place.path.write_text(text, encoding="utf-8")
+    tuned(client_config_bytes=100)
+    with pytest.raises(InvalidInput, match="larger than 100 bytes"):
+        add_entry(place, "vault-mem", server_entry("cursor", server_command(), tmp_path))
+    assert place.path.read_text(encoding="utf-8") == text

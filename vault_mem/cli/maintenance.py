@@ -11,7 +11,15 @@ from typing import TYPE_CHECKING, Any
 
 from vault_mem.cli.app import Command, register
 from vault_mem.cli.common import open_index, print_json, say, up_to_date, vault_root
-from vault_mem.cli.meaning import add_meaning_option, describe, embed_now, open_meaning, stored_models
+from vault_mem.cli.meaning import (
+    add_meaning_option,
+    describe,
+    embed_now,
+    embedded_of,
+    open_meaning,
+    progress_words,
+    stored_models,
+)
 from vault_mem.cli.output import ROOT_LABEL, cut, plural, table, visible, width
 
 if TYPE_CHECKING:
@@ -127,7 +135,7 @@ def status_of(index: VaultIndex) -> dict[str, Any]:
                           "since": _iso(float(s.get("started", 0))),
                           **({"meaning_model": s["meaning"]} if s.get("meaning") else {}),
                           **({"unwatched": s["unwatched"]} if s.get("unwatched") else {})} for s in servers]
-    models = stored_models(index.dir)
+    models = stored_models(index)
     if models:  # only a vault that has had a meaning model: the others' answer is as it was
         answer["meaning"] = models
     return answer
@@ -176,10 +184,16 @@ def cmd_status(args: argparse.Namespace) -> int:
                                         "check every few seconds)" if s.get("unwatched") else "")
                                      for s in servers) or "no server is running"))
     for model in answer.get("meaning", []):
-        rows.append(("meaning", f"vectors of {model['model']} ({model['bytes'] / 1e6:.1f} MB; {model['folder']})"))
+        rows.append(("meaning", _vectors_of(model)))
     for key, value in rows:
         print(f"{key:<9} {cut(value, width() - 10)}")
     return 0
+
+
+def _vectors_of(model: dict[str, Any]) -> str:
+    """What is embedded first (a terminal's width cuts the end), then where."""
+    progress = f": {progress_words(model['embedded'], model['notes'])}" if "embedded" in model else ""
+    return f"{model['model']}{progress} ({model['bytes'] / 1e6:.1f} MB of vectors; model in {model['folder']})"
 
 
 def _ranking_by(server: dict[str, Any]) -> str:
@@ -191,7 +205,9 @@ register(Command(
     summary="the index: notes, problems, builds, last check, servers",
     description="Show the vault, its index folder and size, the notes indexed, how many files have problems, "
                 "whether a build is running or was interrupted, when the index was last checked against "
-                "the files, and which servers serve this vault now. Reads only: builds nothing.",
+                "the files, which servers serve this vault now (and the sentence model each ranks by), and "
+                "the meaning vectors kept beside the index: whose model, and how many notes they cover. Reads "
+                "only: builds nothing.",
     examples=("vault-mem status --vault ~/notes", "vault-mem status --vault ~/notes --json"),
     run=cmd_status,
 ))
@@ -229,11 +245,12 @@ def cmd_doctor(args: argparse.Namespace) -> int:
     index = up_to_date(args)
     meaning = open_meaning(args, index)  # a model that does not load says why, and exits 1
     if meaning is not None:
-        info = meaning.describe() | {"indexed": doc_count(index)}
+        embedded, indexed = embedded_of(meaning, index)
+        info = meaning.describe() | {"indexed": indexed, "embedded": embedded}
         if args.json:
             print_json({"status": "ok", "meaning": info})
             return 0
-        say(f"meaning: {describe(meaning)}, of {info['indexed']:,} notes indexed")
+        say(f"meaning: {describe(meaning)}; {progress_words(embedded, indexed)}")
         return 0
     found = problems_by_file(index)
     walked = walk_vault(index.root)
@@ -242,9 +259,11 @@ def cmd_doctor(args: argparse.Namespace) -> int:
     for link, why in sorted(walked.skipped_links.items()):
         found[link] = [why]
     total = doc_count(index)
+    models = stored_models(index)  # only a vault that has had a meaning model: the others' answer is as it was
     if args.json:
         print_json({"status": "problems" if found else "ok", "files": total, "problem_files": len(found),
-                    "problems": [{"path": path, "problems": why} for path, why in found.items()]})
+                    "problems": [{"path": path, "problems": why} for path, why in found.items()],
+                    **({"meaning": models} if models else {})})
     else:
         for path, problems in found.items():
             print(visible(path))
@@ -252,6 +271,8 @@ def cmd_doctor(args: argparse.Namespace) -> int:
                 print(f"  - {visible(problem)}")
         say(f"{plural(len(found), 'file')} of {total:,} with problems (each is indexed as well as it can be)"
             if found else f"all {plural(total, 'file')} read cleanly")
+        for model in models:
+            say(f"meaning: {_vectors_of(model)}")
     return PROBLEMS_FOUND if found else 0
 
 
@@ -261,8 +282,9 @@ register(Command(
     description="List every file with a problem (malformed frontmatter, a bad date, a shared id, a folder "
                 "that cannot be listed...) and what it is. Such files are still indexed as well as they "
                 f"can be. Exit status: 0 when every file reads cleanly, {PROBLEMS_FOUND} when some have "
-                "problems, 1 when the check itself failed. With --meaning-model: whether the model loads, and how "
-                "many notes have vectors.",
+                "problems, 1 when the check itself failed. The meaning vectors kept beside the index are named "
+                "by their model, with how many notes they cover. With --meaning-model: whether the model loads, "
+                "its name, and how many notes are embedded.",
     examples=("vault-mem doctor --vault ~/notes", "vault-mem doctor --vault ~/notes --json"),
     run=cmd_doctor, add_options=doctor_options,
 ))

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import argparse
 from collections.abc import Callable
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from vault_mem.cli.app import PROG, Command, register
@@ -53,22 +52,56 @@ def embed_now(meaning: Meaning, index: VaultIndex, quiet: bool) -> int:
             bar.finish()
 
 
-def stored_models(index_dir: Path) -> list[dict[str, Any]]:
-    """The models whose vectors are kept beside the index (status): name, folder, bytes."""
+def stored_models(index: VaultIndex) -> list[dict[str, Any]]:
+    """The models whose vectors are kept beside the index (status, doctor): name, folder, bytes and,
+    where the meaning extra is installed, ``embedded`` of ``notes``: the notes indexed now whose
+    vectors are of their text as it is (the rest wait for a server or ``index --meaning-model``)."""
     import json
 
+    from vault_mem.runtime.meaning import index_notes
+
     found = []
-    root = index_dir / "meaning"
+    root = index.dir / "meaning"
+    indexed: dict[str, str] | None = None
     for folder in sorted(root.iterdir()) if root.is_dir() else []:
         try:
             label = json.loads((folder / "model.json").read_text(encoding="utf-8"))
             size = sum(p.stat().st_size for p in folder.iterdir() if p.is_file())
         except (OSError, ValueError):
             continue
-        if isinstance(label, dict):
-            found.append({"model": str(label.get("model", "")), "folder": str(label.get("folder", "")),
-                          "bytes": size})
+        if not isinstance(label, dict):
+            continue
+        entry: dict[str, Any] = {"model": str(label.get("model", "")), "folder": str(label.get("folder", "")),
+                                 "bytes": size}
+        try:
+            from vault_mem.meaning.store import etags_on_disk
+
+            stored = etags_on_disk(folder)
+            if indexed is None:
+                indexed = index_notes(index)() if not index.needs_build() else {}
+        except (ImportError, OSError):  # no meaning extra here, or the folder went meanwhile
+            pass
+        else:
+            entry |= {"embedded": sum(1 for path, etag in indexed.items() if stored.get(path) == etag),
+                      "notes": len(indexed)}
+        found.append(entry)
     return found
+
+
+def embedded_of(meaning: Meaning, index: VaultIndex) -> tuple[int, int]:
+    """(notes indexed whose vectors are of their text as it is, notes indexed)."""
+    from vault_mem.runtime.meaning import index_notes
+
+    indexed, stored = index_notes(index)(), meaning.store.etags()
+    return sum(1 for path, etag in indexed.items() if stored.get(path) == etag), len(indexed)
+
+
+def progress_words(embedded: int, notes: int) -> str:
+    """``embedded`` of ``notes`` said for a person, with what embeds the rest."""
+    if embedded >= notes:
+        return f"all {notes:,} notes embedded"
+    return (f"{embedded:,} of {notes:,} notes embedded; a server or 'vault-mem index' with --meaning-model embeds "
+            "the rest")
 
 
 def describe(meaning: Meaning) -> str:
@@ -128,7 +161,8 @@ register(Command(
     summary="download a sentence model for ranking by meaning",
     description="'meaning pull NAME' downloads a sentence-transformers model from the Hugging Face hub into "
                 "your cache folder, with a progress bar, for 'serve --meaning-model NAME' (and index, "
-                "search). Needs the meaning extra: pip install 'vault-mem[meaning]'. See docs/ranking.md.",
+                "search). Needs the meaning extra: pip install -e '.[meaning]' in the vault-mem folder. Without a "
+                "network, give --meaning-model a folder holding the model instead. See docs/ranking.md.",
     examples=("vault-mem meaning pull all-MiniLM-L6-v2",
               "vault-mem meaning pull sentence-transformers/all-MiniLM-L6-v2 --force --json"),
     run=cmd_meaning, add_options=meaning_options, uses_vault=False,

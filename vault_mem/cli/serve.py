@@ -162,7 +162,12 @@ def cmd_serve(args: argparse.Namespace) -> int:
         except BaseException:
             runtime.stop()
             raise
-        return _run_until_stopped(run, runtime, config.stop_grace, quiet=seat is not None)
+        code = _run_until_stopped(run, runtime, config.stop_grace, quiet=seat is not None)
+    if meaning is not None:
+        # The embedder may be mid-batch: Python's shutdown would free the model under it (onnxruntime
+        # then aborts the process). What it stored is whole; that batch is embedded at the next start.
+        _exit_now(code)
+    return code
 
 
 def serve_token(args: argparse.Namespace) -> str | None:
@@ -283,11 +288,18 @@ def _stop_now(runtime: Any, quiet: bool = False) -> NoReturn:
         runtime.stop()
         runtime.index.close()
     finally:
+        _exit_now(130)
+
+
+def _exit_now(code: int) -> NoReturn:
+    """End the process with ``code`` at once, the log and the output flushed first."""
+    try:
         logging.shutdown()
+    finally:
         for stream in (sys.stdout, sys.stderr):
             with contextlib.suppress(OSError, ValueError):
                 stream.flush()
-        os._exit(130)
+        os._exit(code)
 
 
 register(Command(

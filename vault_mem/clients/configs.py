@@ -6,10 +6,12 @@
     remove_entry(place, name)             take the one entry out, the same way
 
 The files are JSON; one that does not parse (a trailing comma, a comment), that holds a
-key twice in one object, or NaN/Infinity, is never rewritten: InvalidInput says the file and
-what is wrong. Numbers are written back as they were spelled (``1e400`` stays ``1e400``).
-Every write is atomic, and the file's previous bytes are kept beside it as
-``<name>.<UTC time>.bak`` first, with the file's own permission bits (it may hold a token).
+key twice in one object, or NaN/Infinity, that is nested deeper than ``client_config_depth`` or
+larger than ``client_config_bytes``, or that is not a regular file (a FIFO is never opened to
+wait on), is never rewritten: InvalidInput says the file and what is wrong. Numbers are
+written back as they were spelled (``1e400`` stays ``1e400``). Every write is atomic, and the
+file's previous bytes are kept beside it as ``<name>.<UTC time>.bak`` first, with the file's
+own permission bits (it may hold a token).
 """
 
 from __future__ import annotations
@@ -25,7 +27,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from vault_mem import settings
 from vault_mem.errors import InvalidInput
+from vault_mem.vault.portable import read_regular
 from vault_mem.vault.writer import atomic_write
 
 CLIENTS = ("claude-desktop", "claude-code", "cursor", "vscode")
@@ -134,8 +138,9 @@ def server_entry(client: str, command: list[str], vault: Path, agent: str | None
 
 def read_config(place: Place) -> tuple[dict[str, Any], bytes | None]:
     """(the config as parsed, its bytes); ({}, None) when the file does not exist yet."""
+    config_limits = settings.current()
     try:
-        data = place.path.read_bytes()
+        data = read_regular(place.path, config_limits.client_config_bytes)
     except FileNotFoundError:
         return {}, None
     except OSError as exc:
@@ -149,6 +154,8 @@ def read_config(place: Place) -> tuple[dict[str, Any], bytes | None]:
                             parse_constant=_no_constant)
     except UnicodeDecodeError:
         raise InvalidInput("CLIENT", f"{place.path} is not UTF-8 text; nothing was changed") from None
+    except RecursionError:
+        config = None  # deeper than Python parses: said below, as any file too deep
     except json.JSONDecodeError as exc:
         raise InvalidInput("CLIENT", f"{place.path} does not parse as JSON at line {exc.lineno}, column "
                            f"{exc.colno} ({exc.msg}); nothing was changed: fix the file (comments and "
@@ -161,6 +168,10 @@ def read_config(place: Place) -> tuple[dict[str, Any], bytes | None]:
     except ValueError as exc:  # NaN or Infinity: Python reads them, no client does
         raise InvalidInput("CLIENT", f"{place.path} holds {exc}; nothing was changed: fix the file, or use "
                            "--print and add the entry by hand") from None
+    if config is None or _deeper_than(config, config_limits.client_config_depth):
+        raise InvalidInput("CLIENT", f"{place.path} is nested more than {config_limits.client_config_depth} levels "
+                           "deep, which no client's config is; nothing was changed: fix the file, or use --print "
+                           "and add the entry by hand")
     if not isinstance(config, dict):
         raise InvalidInput("CLIENT", f"{place.path} holds a JSON {type(config).__name__}, not an object; "
                            "nothing was changed")
@@ -168,6 +179,18 @@ def read_config(place: Place) -> tuple[dict[str, Any], bytes | None]:
     if not isinstance(servers, dict):
         raise InvalidInput("CLIENT", f"{place.path}: {place.key!r} is not an object of servers; nothing was changed")
     return config, data
+
+
+def _deeper_than(value: Any, depth: int) -> bool:
+    """Whether ``value`` nests objects and arrays more than ``depth`` levels deep (walked without
+    recursion: ``dumps`` writes it back by recursion, one level a call)."""
+    level: list[Any] = [value]
+    for _ in range(depth):
+        level = [child for v in level if isinstance(v, dict | list)
+                 for child in (v.values() if isinstance(v, dict) else v)]
+        if not level:
+            return False
+    return any(isinstance(v, dict | list) for v in level)
 
 
 def _lines_of(text: str, key: str) -> str:

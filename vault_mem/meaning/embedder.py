@@ -6,7 +6,9 @@ compares the index's notes (path -> etag) with the stored ones: a note that is n
 changed is embedded again, a note gone is forgotten, an unchanged one is never touched. Notes are
 embedded a batch at a time, each batch one shard (meaning/store.py), so a stop loses at most one
 batch. Answers never wait for it: they rank by what is embedded so far and say
-``meaning: {done, total}`` until every note is.
+``meaning: {done, total}`` until every note is: from the moment a server has the model
+(``Meaning.expect``), before the embedder has started or counted what waits, so that no answer
+looks final while notes wait.
 """
 
 from __future__ import annotations
@@ -42,6 +44,7 @@ class Meaning:
         self._query_cache = settings.current().meaning_query_cache if query_cache is None else query_cache
         self._lock = threading.Lock()
         self._pool: ThreadPoolExecutor | None = None
+        self._indexed: Callable[[], int] | None = None  # the notes the index holds, while serving (``expect``)
         self.embedder: Embedder | None = None
 
     @classmethod
@@ -88,9 +91,22 @@ class Meaning:
             pool = self._pool
         return pool.submit(contextvars.copy_context().run, work)
 
+    def expect(self, indexed: Callable[[], int]) -> None:
+        """The notes will be embedded in the background (``start``, once the index is ready): until
+        the embedder's first pass has counted what waits, ``progress`` is ``{done, total}`` from the
+        notes stored and ``indexed()``, the notes the index holds now."""
+        self._indexed = indexed
+
     def progress(self) -> dict[str, int] | None:
-        """``{done, total}`` while notes wait to be embedded, else None."""
-        return None if self.embedder is None else self.embedder.progress()
+        """``{done, total}`` while notes wait to be embedded, else None. From ``expect`` on, None
+        only once a pass of the embedder found every note embedded."""
+        embedder = self.embedder
+        if embedder is not None and embedder.counted:
+            return embedder.progress()
+        if self._indexed is None:
+            return None  # not embedding in the background (the CLI's search embeds first)
+        total = self._indexed()
+        return {"done": min(len(self.store), total), "total": total}
 
     def embed_pending(self, notes: NotesNow, read: ReadNote,
                       on_progress: Callable[[int, int], None] | None = None) -> int:
@@ -100,7 +116,8 @@ class Meaning:
 
     def start(self, notes: NotesNow, read: ReadNote, idle_seconds: float | None = None,
               version: Callable[[], object] | None = None) -> Embedder:
-        """Start the background embedder (once); see ``Embedder`` for ``version``."""
+        """Start the background embedder (once); see ``Embedder`` for ``version``. A server calls
+        ``expect`` first (runtime/meaning.py), so that answers say what waits from the start."""
         if self.embedder is None:
             self.embedder = Embedder(self, notes, read, idle_seconds=idle_seconds, version=version)
             self.embedder.start()
@@ -139,6 +156,7 @@ class Embedder:
         self._thread: threading.Thread | None = None
         self.batch_done = threading.Event()  # set after each stored batch (tests wait on it)
         self.passes = 0
+        self.counted = False  # a pass has counted the notes waiting (``progress`` holds them since)
         self.error: str | None = None
 
     def start(self) -> None:
@@ -224,3 +242,4 @@ class Embedder:
     def _set_progress(self, value: dict[str, int] | None) -> None:
         with self._state_lock:
             self._progress = value
+            self.counted = True

@@ -9,24 +9,34 @@ row a text, so a dot product is the cosine similarity. No torch: the forward pas
 matrix products, the same for any model of this shape, and a tiny one built in a test goes
 through exactly this code.
 
-numpy, tokenizers and safetensors come with ``pip install 'vault-mem[meaning]'``; without them
+A folder that is not such a model is refused at load with ``MeaningUnavailable`` naming the file
+and what is wrong, never later: only regular files are opened (a FIFO cannot hang the load), a
+JSON file is read up to ``meaning_json_bytes`` and the weights up to ``meaning_weights_bytes``,
+JSON nested too deep is refused, every tensor's shape is checked against the config and the
+tokenizer, and a sentence is embedded once (``probe``) before the model is handed out.
+
+numpy, tokenizers and safetensors come with the meaning extra (``INSTALL_HINT``); without them
 ``load_model`` raises ``MeaningUnavailable`` saying so. onnxruntime is optional: it embeds a
 query several times faster than numpy does.
 """
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import json
 import logging
 import math
 import os
+import re
+import stat
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from vault_mem import settings
 from vault_mem.errors import InvalidInput, MeaningUnavailable
+from vault_mem.vault.portable import O_BINARY, read_regular
 
 log = logging.getLogger("vault_mem.meaning")
 
@@ -40,8 +50,12 @@ RUNTIMES = ("auto", "onnxruntime", "numpy")
 # Texts whose vectors an 8-bit query encoder must give as the full-precision one does, about.
 PROBES = ("which message broker did we pick?", "Meeting notes: the garden, the budget and the trip to Paris",
           "def main(): return 0")
-INSTALL_HINT = "install the meaning extra: pip install 'vault-mem[meaning]'"
+INSTALL_HINT = "install the meaning extra: from the vault-mem folder, pip install -e '.[meaning]'"
 WEIGHTS_FILE = "model.safetensors"
+CARD_FILE = "README.md"  # a model card, as the Hugging Face hub keeps beside a model; its first heading names it
+# Models known by their weights (the second identity ``_identities`` gives), named so wherever their folder is and
+# whatever it is called: the folder a package or an archive unpacks to names no model.
+KNOWN_WEIGHTS = {"d480bd19774e5ade": "sentence-transformers/all-MiniLM-L6-v2"}
 
 
 @dataclass(frozen=True)
@@ -61,11 +75,11 @@ class SentenceModel:
     weights' identity, so vectors of another model are never mixed with its own)."""
 
     def __init__(self, folder: Path, tokenizer: Any, weights: dict[str, Any], config: dict[str, Any],
-                 pooling: str, max_tokens: int, fingerprint: str) -> None:
+                 pooling: str, max_tokens: int, fingerprint: str, name: str | None = None) -> None:
         import numpy as np
 
         self.folder = folder
-        self.name = folder.name.replace("--", "/")  # a pulled model's folder: owner--name
+        self.name = name or folder.name
         self.fingerprint = fingerprint
         self.max_tokens = max_tokens
         self.pooling = pooling
@@ -74,37 +88,51 @@ class SentenceModel:
         self._np = np
         self._tokenizer = tokenizer
         prefix = _prefix(weights)
+        where = folder / WEIGHTS_FILE
 
-        def w(name: str) -> Any:
-            key = prefix + name
+        def w(tensor: str, *shape: int | None) -> Any:
+            """The tensor named ``tensor``, as float32, of ``shape`` (None: any size on that axis)."""
+            key = prefix + tensor
             if key not in weights:
-                raise MeaningUnavailable(f"{folder / WEIGHTS_FILE}: no tensor {key!r}; is this a BERT sentence model?")
-            return np.asarray(weights[key], dtype=np.float32)
+                raise MeaningUnavailable(f"{where}: no tensor {key!r}; is this a BERT sentence model?")
+            array = np.asarray(weights[key], dtype=np.float32)
+            if array.ndim != len(shape) or any(want is not None and got != want
+                                               for got, want in zip(array.shape, shape, strict=True)):
+                wanted = " x ".join("any" if d is None else str(d) for d in shape)
+                raise MeaningUnavailable(f"{where}: tensor {key!r} is {' x '.join(map(str, array.shape)) or 'a scalar'}"
+                                         f", not {wanted} as the model's other tensors and config.json say")
+            return array
 
-        def linear(name: str) -> tuple[Any, Any]:
-            return np.ascontiguousarray(w(name + ".weight").T), w(name + ".bias")
+        def linear(name: str, inputs: int, outputs: int) -> tuple[Any, Any]:
+            return np.ascontiguousarray(w(name + ".weight", outputs, inputs).T), w(name + ".bias", outputs)
 
-        def norm(name: str) -> tuple[Any, Any]:
-            return w(name + ".weight"), w(name + ".bias")
+        def norm(name: str, size: int) -> tuple[Any, Any]:
+            return w(name + ".weight", size), w(name + ".bias", size)
 
-        self.words = w("embeddings.word_embeddings.weight")
-        self.positions = w("embeddings.position_embeddings.weight")
-        self.types = w("embeddings.token_type_embeddings.weight")
-        self.embed_norm = norm("embeddings.LayerNorm")
-        self.dim = int(self.words.shape[1])
+        self.words = w("embeddings.word_embeddings.weight", None, None)
+        self.dim = dim = int(self.words.shape[1])
+        _check_sizes(folder, config, tokenizer, self.words.shape)
+        self.positions = w("embeddings.position_embeddings.weight", None, dim)
+        self.types = w("embeddings.token_type_embeddings.weight", None, dim)
+        if len(self.positions) < 2 or not len(self.types):
+            raise MeaningUnavailable(f"{where}: the position embeddings need at least 2 rows and the token type "
+                                     "embeddings 1")
+        self.embed_norm = norm("embeddings.LayerNorm", dim)
         if self.dim % self.heads:
             raise MeaningUnavailable(f"{folder / 'config.json'}: hidden size {self.dim} is not a multiple of "
                                      f"num_attention_heads {self.heads}")
         self.max_tokens = min(self.max_tokens, int(self.positions.shape[0]))
-        self.layers = [
-            Layer(linear(f"encoder.layer.{i}.attention.self.query"), linear(f"encoder.layer.{i}.attention.self.key"),
-                  linear(f"encoder.layer.{i}.attention.self.value"),
-                  linear(f"encoder.layer.{i}.attention.output.dense"),
-                  norm(f"encoder.layer.{i}.attention.output.LayerNorm"),
-                  linear(f"encoder.layer.{i}.intermediate.dense"), linear(f"encoder.layer.{i}.output.dense"),
-                  norm(f"encoder.layer.{i}.output.LayerNorm"))
-            for i in range(int(config["num_hidden_layers"]))
-        ]
+        # The feed-forward block's width: the first layer's, which every layer must have.
+        inner = int(w("encoder.layer.0.intermediate.dense.weight", None, dim).shape[0])
+
+        def block(at: str) -> Layer:
+            return Layer(linear(at + "attention.self.query", dim, dim), linear(at + "attention.self.key", dim, dim),
+                         linear(at + "attention.self.value", dim, dim),
+                         linear(at + "attention.output.dense", dim, dim), norm(at + "attention.output.LayerNorm", dim),
+                         linear(at + "intermediate.dense", dim, inner), linear(at + "output.dense", inner, dim),
+                         norm(at + "output.LayerNorm", dim))
+
+        self.layers = [block(f"encoder.layer.{i}.") for i in range(int(config["num_hidden_layers"]))]
         tokenizer.enable_truncation(max_length=self.max_tokens)
         tokenizer.no_padding()
         self._encoder: Any = None
@@ -166,6 +194,19 @@ class SentenceModel:
                      "cosine %.4f with the full one", agreement)
             return None
         return encoder
+
+    def probe(self) -> None:
+        """MeaningUnavailable unless a sentence embeds into a finite row: what the shape checks do
+        not see (weights that are not numbers, a tokenizer the library refuses to run) is found at
+        load, never by a search."""
+        try:
+            row = self.encode([PROBES[0]])[0]
+        except Exception as exc:  # numpy, tokenizers and onnxruntime raise their own types
+            raise MeaningUnavailable(f"{self.folder}: the model could not embed a sentence "
+                                     f"({type(exc).__name__}: {exc})") from None
+        if not self._np.isfinite(row).all():
+            raise MeaningUnavailable(f"{self.folder / WEIGHTS_FILE}: the weights give no finite vector (they hold "
+                                     "values that are not numbers)")
 
     def _one(self, text: str) -> tuple[Any, Any]:
         """The ids and mask of one text, unpadded."""
@@ -280,31 +321,104 @@ def _prefix(weights: dict[str, Any]) -> str:
     return "bert." if any(k.startswith("bert.embeddings.") for k in weights) else ""
 
 
-def _read_json(path: Path) -> dict[str, Any]:
+def _check_sizes(folder: Path, config: dict[str, Any], tokenizer: Any, words: tuple[int, ...]) -> None:
+    """MeaningUnavailable unless the word vectors cover every id the tokenizer gives and their
+    width is config.json's ``hidden_size`` (when it says one)."""
+    vocabulary = int(tokenizer.get_vocab_size(with_added_tokens=True))
+    if words[0] < vocabulary:
+        raise MeaningUnavailable(f"{folder / WEIGHTS_FILE}: {words[0]:,} word vectors for the {vocabulary:,} word "
+                                 "pieces of tokenizer.json; the two files are of different models")
+    hidden = config.get("hidden_size")
+    if isinstance(hidden, int) and not isinstance(hidden, bool) and hidden != words[1]:
+        raise MeaningUnavailable(f"{folder / 'config.json'}: hidden_size is {hidden}, but the word vectors in "
+                                 f"{WEIGHTS_FILE} have {words[1]} dimensions")
+
+
+def _read_json(path: Path) -> tuple[dict[str, Any], bytes]:
+    """The JSON object in ``path`` and its bytes (({}, b"") when there is no such file).
+    MeaningUnavailable naming the file when it is not a regular file, holds more than
+    ``meaning_json_bytes``, is not JSON (nested deeper than Python parses included) or not an object."""
     try:
-        value = json.loads(path.read_text(encoding="utf-8"))
+        data = read_regular(path, settings.current().meaning_json_bytes)
     except FileNotFoundError:
-        return {}
-    except (OSError, ValueError) as exc:
+        return {}, b""
+    except OSError as exc:
+        raise MeaningUnavailable(f"{path}: cannot be read ({exc.strerror or exc})") from None
+    try:
+        value = json.loads(data)
+    except RecursionError:
+        raise MeaningUnavailable(f"{path}: nested too deep to be a model's JSON") from None
+    except ValueError as exc:  # a UnicodeDecodeError too
         raise MeaningUnavailable(f"{path}: not readable JSON ({exc})") from None
     if not isinstance(value, dict):
         raise MeaningUnavailable(f"{path}: expected a JSON object")
-    return value
+    return value, data
 
 
-def fingerprint_of(folder: Path) -> str:
-    """The weights' identity: a hash of the config and of the weights file's size and first and
-    last MiB (reading all of it would cost a start-up its time; a retrained model changes both)."""
-    digest = hashlib.sha256()
-    digest.update((folder / "config.json").read_bytes())
-    weights = folder / WEIGHTS_FILE
-    size = weights.stat().st_size
-    digest.update(str(size).encode())
-    with weights.open("rb") as f:
-        digest.update(f.read(1 << 20))
-        f.seek(max(0, size - (1 << 20)))
-        digest.update(f.read(1 << 20))
-    return digest.hexdigest()[:16]
+def _positive(config: dict[str, Any], key: str, whole: bool) -> bool:
+    value = config.get(key)
+    if isinstance(value, bool) or not isinstance(value, int | float) or (whole and not isinstance(value, int)):
+        return False
+    return math.isfinite(value) and value > 0
+
+
+def _identities(folder: Path, config: bytes) -> tuple[str, str]:
+    """(the model's fingerprint, its weights' own identity), from one read of the weights file's
+    ends. The fingerprint hashes ``config`` and the weights file's size and first and last MiB
+    (reading all of it would cost a start-up its time; a retrained model changes both); the
+    identity is the same hash without the config, which names a model whatever its config's
+    layout (``KNOWN_WEIGHTS``). Opened as ``read_regular`` opens: OSError (EINVAL) when it is not
+    a regular file, (EFBIG) when it is larger than ``meaning_weights_bytes``."""
+    fingerprint, weights = hashlib.sha256(config), hashlib.sha256()
+    fd = os.open(folder / WEIGHTS_FILE, os.O_RDONLY | O_BINARY | getattr(os, "O_NONBLOCK", 0))
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise OSError(errno.EINVAL, "not a regular file (a FIFO, socket or device)", str(folder / WEIGHTS_FILE))
+        size = info.st_size
+        if size > settings.current().meaning_weights_bytes:
+            raise OSError(errno.EFBIG, f"larger than {settings.current().meaning_weights_bytes:,} bytes, which "
+                          "would all be read into memory", str(folder / WEIGHTS_FILE))
+        head, tail = _read_at(fd, 0, 1 << 20), _read_at(fd, max(0, size - (1 << 20)), 1 << 20)
+    finally:
+        os.close(fd)
+    for digest in (fingerprint, weights):
+        digest.update(str(size).encode())
+        digest.update(head)
+        digest.update(tail)
+    return fingerprint.hexdigest()[:16], weights.hexdigest()[:16]
+
+
+def _read_at(fd: int, offset: int, count: int) -> bytes:
+    """Up to ``count`` bytes of ``fd`` from ``offset`` (fewer at the file's end)."""
+    os.lseek(fd, offset, os.SEEK_SET)
+    out = bytearray()
+    while len(out) < count and (chunk := os.read(fd, count - len(out))):
+        out += chunk
+    return bytes(out)
+
+
+def model_name(folder: Path, weights: str) -> str:
+    """The model's own name: the one its weights are known by (``KNOWN_WEIGHTS``), else its model
+    card's first heading when that is one word (the hub's cards open with ``# <name>``), else the
+    ``owner/name`` of a pulled model's folder (``owner--name``), else the folder's name."""
+    if weights in KNOWN_WEIGHTS:
+        return KNOWN_WEIGHTS[weights]
+    try:
+        card = read_regular(folder / CARD_FILE, settings.current().meaning_json_bytes).decode("utf-8", "replace")
+    except OSError:
+        card = ""
+    if card.startswith("---"):  # the card's YAML frontmatter, whose comments start with # too
+        end = card.find("\n---", 3)
+        card = card[end + 4:] if end >= 0 else ""
+    heading = re.search(r"^# +(.*?)[ \t]*$", card, flags=re.MULTILINE)
+    if heading and re.fullmatch(r"[\w.-][\w./-]{0,99}", heading.group(1)):
+        return heading.group(1)
+    from vault_mem.meaning.pull import models_dir
+
+    if folder.parent == models_dir():  # a pulled model's folder: owner--name
+        return folder.name.replace("--", "/")
+    return folder.name
 
 
 def load_model(folder: Path | str, runtime: str = "auto") -> SentenceModel:
@@ -321,30 +435,47 @@ def load_model(folder: Path | str, runtime: str = "auto") -> SentenceModel:
         from tokenizers import Tokenizer
     except ImportError:
         raise MeaningUnavailable(f"the meaning stage needs numpy, tokenizers and safetensors; {INSTALL_HINT}") from None
-    path = Path(folder).expanduser()
+    path = Path(folder).expanduser().absolute()  # named so in status, whatever folder status runs in
     if not path.is_dir():
         raise InvalidInput("meaning-model", f"{str(folder)!r} is not a folder; give a folder holding config.json, "
                            "tokenizer.json and model.safetensors (vault-mem meaning pull NAME downloads one)")
-    missing = [n for n in ("config.json", "tokenizer.json", WEIGHTS_FILE) if not (path / n).is_file()]
+    missing = [n for n in ("config.json", "tokenizer.json", WEIGHTS_FILE) if not (path / n).exists()]
     if missing:
         raise MeaningUnavailable(f"{path}: missing {', '.join(missing)}; a sentence-transformers folder holds "
                                  "config.json, tokenizer.json and model.safetensors")
-    config = _read_json(path / "config.json")
+    config, config_bytes = _read_json(path / "config.json")
     for key in ("num_attention_heads", "num_hidden_layers"):
-        if not isinstance(config.get(key), int) or config[key] < 1:
+        if not _positive(config, key, whole=True):
             raise MeaningUnavailable(f"{path / 'config.json'}: {key} must be a positive integer")
-    pooling_config = _read_json(path / "1_Pooling" / "config.json")
+    if "layer_norm_eps" in config and not _positive(config, "layer_norm_eps", whole=False):
+        raise MeaningUnavailable(f"{path / 'config.json'}: layer_norm_eps must be a positive number")
+    pooling_config = _read_json(path / "1_Pooling" / "config.json")[0]
     pooling = "cls" if pooling_config.get("pooling_mode_cls_token") else \
         "max" if pooling_config.get("pooling_mode_max_tokens") else "mean"
-    max_tokens = _read_json(path / "sentence_bert_config.json").get("max_seq_length", 256)
+    max_tokens = _read_json(path / "sentence_bert_config.json")[0].get("max_seq_length", 256)
     if not isinstance(max_tokens, int) or max_tokens < 2:
         max_tokens = 256
+    tokenizer_file = path / "tokenizer.json"
     try:
-        tokenizer = Tokenizer.from_file(str(path / "tokenizer.json"))
+        fingerprint, weights_id = _identities(path, config_bytes)
+        tokenizer_text = read_regular(tokenizer_file, settings.current().meaning_json_bytes).decode("utf-8")
+    except OSError as exc:
+        raise MeaningUnavailable(f"{exc.filename or path}: cannot be read ({exc.strerror or exc})") from None
+    except UnicodeDecodeError:
+        raise MeaningUnavailable(f"{tokenizer_file}: not UTF-8 text") from None
+    try:
+        tokenizer = Tokenizer.from_str(tokenizer_text)
+    except Exception as exc:  # the library raises its own types for a bad file (one nested too deep too)
+        raise MeaningUnavailable(f"{tokenizer_file}: not a tokenizer ({exc})") from None
+    del tokenizer_text
+    try:
+        # Checked a regular file just above (``_identities``): the library opens it by its name.
         weights = load_file(str(path / WEIGHTS_FILE))
-    except Exception as exc:  # the libraries raise their own types for a bad file
-        raise MeaningUnavailable(f"{path}: the tokenizer or weights could not be read ({exc})") from None
-    model = SentenceModel(path, tokenizer, weights, config, pooling, max_tokens, fingerprint_of(path))
+    except Exception as exc:  # the library raises its own types for a bad file
+        raise MeaningUnavailable(f"{path / WEIGHTS_FILE}: the weights could not be read ({exc})") from None
+    model = SentenceModel(path, tokenizer, weights, config, pooling, max_tokens, fingerprint,
+                          model_name(path, weights_id))
     del weights
     model.use_runtime(runtime)
+    model.probe()
     return model

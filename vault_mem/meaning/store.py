@@ -42,6 +42,31 @@ from vault_mem.vault.portable import replace_file, unlink_file
 SHARD = re.compile(r"shard-(\d{8})(-base)?\.npz")
 
 
+def etags_on_disk(folder: Path) -> dict[str, str]:
+    """path -> etag of every note whose vectors are stored in ``folder``, from the shards' entries
+    alone (no row is read), without the lock and writing nothing (``vault-mem status``). A shard
+    gone or unreadable meanwhile (another process compacting, a disk fault) is passed over."""
+    import numpy as np
+
+    shards = sorted((int(m.group(1)), path, bool(m.group(2))) for path in folder.iterdir()
+                    if (m := SHARD.fullmatch(path.name)))
+    bases = [i for i, (_, _, base) in enumerate(shards) if base]
+    notes: dict[str, str] = {}
+    for _, path, _ in shards[bases[-1] if bases else 0:]:
+        try:
+            with path.open("rb") as f, np.load(f, allow_pickle=False) as data:
+                keys = json.loads(bytes(data["keys"]).decode("utf-8"))
+            entries = [(str(note), str(etag)) for note, etag, _ in keys]
+        except (OSError, ValueError, KeyError, TypeError, EOFError, zipfile.BadZipFile):
+            continue
+        for note, etag in entries:
+            if etag:
+                notes[note] = etag
+            else:
+                notes.pop(note, None)
+    return notes
+
+
 class VectorStore:
     """The vectors of one model for one vault. Thread-safe: one writer (the embedder) and any
     number of searching threads."""

@@ -27,10 +27,24 @@ def note_text(root: Path) -> Callable[[str], tuple[str, str] | None]:
     return read
 
 
+def notes_indexed(index: VaultIndex) -> Callable[[], int]:
+    """How many notes the index holds now (0 while there is none yet)."""
+    def count() -> int:
+        try:
+            with index.searching() as searcher:
+                return int(searcher.doc_count())
+        except Exception:  # no index yet, or one being replaced: nothing to count
+            return 0
+    return count
+
+
 def start_embedding(meaning: Meaning, root: Path, index: VaultIndex, wait_ready: Callable[[], object],
                     idle_seconds: float | None = None) -> threading.Thread:
     """Start ``meaning``'s embedder once ``wait_ready()`` returns; it looks for changed notes when
-    the index's generation moves (checked every ``idle_seconds``: the ``meaning_idle`` setting when None)."""
+    the index's generation moves (checked every ``idle_seconds``: the ``meaning_idle`` setting when None).
+    From this call on, answers say ``meaning: {done, total}`` until every note is embedded."""
+    meaning.expect(notes_indexed(index))
+
     def run() -> None:
         wait_ready()
         meaning.start(index_notes(index), note_text(root), idle_seconds=idle_seconds, version=index.generation)

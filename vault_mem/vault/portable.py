@@ -8,6 +8,8 @@
     set_mode(path, mode)       permission bits by path (``os.fchmod`` does not exist on Windows)
     lacks_hard_links(exc)      True when ``os.link`` failed because the file system has no hard links
     user_cache_root()          the per-user cache folder of the platform
+    read_regular(path, limit)  a regular file's bytes, opened without blocking (a FIFO cannot hang
+                               the reader; there is none on Windows), at most ``limit`` of them
 
 Windows refuses to replace or delete a file that another process holds open without
 FILE_SHARE_DELETE (an editor, a virus scanner, the search indexer, a sync client): the
@@ -20,6 +22,7 @@ from __future__ import annotations
 
 import errno
 import os
+import stat
 import sys
 import time
 from collections.abc import Callable
@@ -121,3 +124,24 @@ def user_cache_root() -> Path:
     if sys.platform == "darwin":
         return Path.home() / "Library" / "Caches"
     return Path.home() / ".cache"
+
+
+def read_regular(path: os.PathLike[str] | str, limit: int) -> bytes:
+    """The bytes of the regular file at ``path``, opened without blocking so that a FIFO, socket or
+    device given that name cannot hang the caller. Raises FileNotFoundError when it is not there,
+    OSError (EINVAL) when it is not a regular file, OSError (EFBIG) when it holds more than
+    ``limit`` bytes; any other OSError as the system gives it."""
+    fd = os.open(path, os.O_RDONLY | O_BINARY | getattr(os, "O_NONBLOCK", 0))
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise OSError(errno.EINVAL, "not a regular file (a FIFO, socket or device)", str(path))
+        chunks: list[bytes] = []
+        size = 0
+        while chunk := os.read(fd, min(settings.current().read_chunk, limit + 1 - size)):
+            chunks.append(chunk)
+            size += len(chunk)
+            if size > limit:
+                raise OSError(errno.EFBIG, f"larger than {limit:,} bytes", str(path))
+        return b"".join(chunks)
+    finally:
+        os.close(fd)
