@@ -118,6 +118,8 @@ class Settings:
     reconcile_every: float = 60.0  # seconds between two full comparisons of the vault with the index, for events a watcher missed (docs/index-and-sync.md#while-serving)
     unwatched_check_pause: float = 1.0  # seconds at least between two checks of every note while the system will not watch the vault's folders (docs/index-and-sync.md#while-serving)
     unwatched_check_factor: float = 10.0  # while unwatched, the pause after a check is this many times its length (at most reconcile_every), so checking a large vault takes a small share of a core (docs/index-and-sync.md#while-serving)
+    watch_retries: int = 3  # times the watcher applies a change whose commit failed before it leaves it to the check of every note (docs/index-and-sync.md#while-serving)
+    watch_retry_pause: float = 1.0  # seconds before the watcher applies again, on its own, a change whose commit failed (docs/index-and-sync.md#while-serving)
     watch_batch: int = 2000  # changed files applied in one commit (docs/index-and-sync.md#while-serving)
     watch_lost_said_every: float = 60.0  # seconds between two warnings that the system dropped file events (docs/index-and-sync.md#while-serving)
     watch_lookup_limit: int = 2000  # changed paths looked up one by one; above this, all fingerprints are read at once (docs/index-and-sync.md#while-serving)
