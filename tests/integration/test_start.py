@@ -5,6 +5,7 @@ periodic check) walks the vault is visible before that walk ends (docs/index-and
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import signal
@@ -288,6 +289,36 @@ async def test_the_start_up_check_lets_the_first_calls_go_first_and_gives_way_to
         assert runtime._calls == 0  # a served call holds ``answering`` only while it runs
     finally:
         call_open.set()
+        runtime.stop()
+        index.close()
+
+
+async def test_the_start_up_check_does_not_wait_for_the_calls_after_the_first(tmp_path: Path, tuned: Tuned) -> None:
+    """Issue 54: a client that keeps asking (a search every 20 ms) never left the check the quiet
+    moment it waited for, so it waited out its bound (10 s) while answers said ``checking: done 0``.
+    It starts once the session's first call is answered, and ends while the next call is still
+    in flight, however long the bound (here an hour); answers say ``checking`` until then."""
+    tuned(calls_first_at_most=3600.0)
+    root = write_notes(tmp_path / "v", {f"n{i}.md": f"# Note {i}\n\nabout queues\n" for i in range(5)})
+    index = VaultIndex(root)
+    sync(index)
+    index.close()
+    loaded = threading.Event()
+    runtime = Runtime(index)
+    runtime.start(check_after=loaded)
+    try:
+        async with Client(build_server(Vault(root, index, health=runtime)), mode="legacy") as client:
+            answer = await ToolClient(client).call("memory_search", agent="t", query="queues")
+            assert answer["checking"] == {"done": 0, "total": 5}, answer  # not loaded yet: not started
+        with contextlib.ExitStack() as first:
+            first.enter_context(runtime.answering())  # the session's first call, as the server is loaded
+            loaded.set()
+            eventually(lambda: runtime.waited_for_calls, timeout=HANG, what="the check waiting for the first call")
+            with runtime.answering():  # the next call: in flight before the first is answered, and after
+                first.close()
+                assert runtime.wait_ready(HANG), "the check waited for a quiet moment that never came"
+                assert runtime.checking() is None and runtime.report is not None and runtime.report.unchanged == 5
+    finally:
         runtime.stop()
         index.close()
 
