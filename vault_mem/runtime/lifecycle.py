@@ -237,13 +237,17 @@ class Runtime:
 
     def _check_pace(self, rel: str) -> None:
         """The start-up check's pace: the tests' hook, and a short pause now and then while a call
-        is in flight (a thread that sleeps hands the interpreter lock to the call at once)."""
+        is in flight or the watcher has a save to apply (a thread that sleeps hands the interpreter
+        lock to the other at once). The pauses are short and few: the check keeps most of its pace
+        however steadily clients call."""
         config = settings.current()
         if self.pace is not None:
             self.pace(rel)
         self._check_done += 1
         self._files_checked += 1
-        if self._calls and self._files_checked % config.check_give_way_every == 0:
+        watcher = self.watcher
+        if ((self._calls or (watcher is not None and watcher.applying()))
+                and self._files_checked % config.check_give_way_every == 0):
             self.gave_way += 1
             time.sleep(config.check_give_way)
 

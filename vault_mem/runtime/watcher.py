@@ -325,6 +325,10 @@ class Watcher:
         with self._cond:
             return len(self._files) + len(self._dirs)
 
+    def applying(self) -> bool:
+        """Paths are queued or being applied (read without the lock: a hint for the start-up check's pace)."""
+        return self._busy or bool(self._files) or bool(self._dirs)
+
     def wait_idle(self, timeout: float) -> bool:
         """Block until every event seen so far has been applied (True), or ``timeout`` passes."""
         deadline = time.monotonic() + timeout
