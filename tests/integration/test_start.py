@@ -323,6 +323,71 @@ async def test_the_start_up_check_does_not_wait_for_the_calls_after_the_first(tm
         index.close()
 
 
+def test_the_start_up_check_gives_way_to_the_watchers_saves_too(tmp_path: Path, tuned: Tuned) -> None:
+    """While the watcher has a save to apply, the walking check pauses now and then as it does for a
+    call in flight: a save made during the check is the watcher's to apply at once, and the check,
+    in the same process, would otherwise hold the interpreter lock against it."""
+    tuned(check_give_way_every=1)
+    root = write_notes(tmp_path / "v", {f"n{i}.md": f"# Note {i}\n\nabout queues\n" for i in range(6)})
+    index = VaultIndex(root)
+    sync(index)
+    index.close()
+    paused_for: list[int] = []
+
+    def pace(rel: str) -> None:
+        watcher = runtime.watcher
+        assert watcher is not None
+        if rel == "n1.md":  # a save the watcher has heard and not yet applied, during the walk
+            watcher.hold()
+            atomic_save(root / "n0.md", "# Note 0\n\nabout queues and a kumquat\n")
+            eventually(watcher.queued, timeout=HANG, what="the save heard")
+        paused_for.append(runtime.gave_way)
+
+    runtime = Runtime(index, pace=pace)
+    runtime.start()
+    try:
+        assert runtime.wait_ready(HANG)
+        assert runtime._calls == 0 and runtime.gave_way >= 3, paused_for  # no call: it paused for the save
+        eventually(lambda: runtime.watcher is not None and runtime.watcher.indexed >= 1, timeout=HANG,
+                   what="the save applied once the watcher was let go")
+    finally:
+        runtime.stop()
+        index.close()
+
+
+def test_every_folder_is_watched_once_the_runtime_has_started(tmp_path: Path) -> None:
+    """Issue 54 supposed the watcher was not yet watching every folder when the first answer went
+    out. ``Runtime.start`` returns with the observer watching the root and every visible folder at
+    any depth, before the server loads (the first answer comes after that): a save in each is
+    applied while the start-up check has not even begun."""
+    folders = ["", "a", "a/b", "a/b/c", "d", "d/e"]
+    root = write_notes(tmp_path / "v", {f"{f}/n.md".lstrip("/"): "# Note\n\nabout queues\n" for f in folders})
+    index = VaultIndex(root)
+    sync(index)
+    index.close()
+    never_loaded = threading.Event()  # the check waits for it: it does not run in this test
+    runtime = Runtime(index)
+    runtime.start(check_after=never_loaded)
+    try:
+        for folder in folders:
+            with open(root / folder / "n.md", "a", encoding="utf-8") as out:  # a plain append
+                out.write("appended after the start: heard\n")
+        assert runtime.watcher is not None
+
+        def all_applied() -> bool:
+            with index.searching() as searcher:
+                sizes = {f: searcher.stored_fields(searcher.document_number(path=f"{f}/n.md".lstrip("/")))
+                         ["record"]["size"] for f in folders}
+            return all(size == (root / f / "n.md").stat().st_size for f, size in sizes.items())
+
+        eventually(all_applied, timeout=HANG, what="every folder's save applied by the watcher")
+        assert not runtime.wait_ready(0) and runtime.checking() is not None  # the check never ran
+    finally:
+        never_loaded.set()
+        runtime.stop()
+        index.close()
+
+
 def test_a_worker_that_does_not_write_follows_the_files_through_the_writers_commits(tmp_path: Path) -> None:
     """Of ``serve --workers N``, only worker 1 (``writes``) watches the files: a serving worker runs
     no watcher, and a file saved in an editor is found through it once worker 1 indexed it."""
