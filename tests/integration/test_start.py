@@ -252,9 +252,9 @@ async def test_a_held_watcher_applies_what_it_heard_once_released(tmp_path: Path
 
 async def test_the_start_up_check_lets_the_first_calls_go_first_and_gives_way_to_calls(
         tmp_path: Path, tuned: Tuned) -> None:
-    """Once the server is loaded, the check of an existing index does not start while a call is in
-    flight (nor for a moment after one), and while it walks it pauses now and then for a call in
-    flight; it still ends (runtime/lifecycle.py)."""
+    """Once the server is loaded, the check of an existing index does not start while the session's
+    first call is in flight, and while it walks it pauses now and then for a call in flight; it
+    still ends (runtime/lifecycle.py)."""
 
     tuned(check_give_way_every=1)
     root = write_notes(tmp_path / "v", {f"n{i}.md": f"# Note {i}\n\nabout queues\n" for i in range(5)})
