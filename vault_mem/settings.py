@@ -209,11 +209,13 @@ class Settings:
 
     # -- Notes that say nearly the same (search/similar.py: memory_write's similar, vault-mem tidy) -
     similar_shown: int = 3  # notes memory_write's and memory_supersede's `similar` lists at most; 0 looks for none (VAULT_MEM_SIMILAR) (docs/tools.md#memory_write)
-    similar_threshold: float = 0.35  # resemblance (0..1) from which a note is listed as saying nearly the same; tidy's default --threshold (docs/tools.md#memory_write)
+    similar_threshold: float = 0.25  # resemblance (0..1) from which two notes whose facts agree are listed as saying the same; tidy's default --threshold (docs/ranking.md#notes-that-say-the-same)
     similar_terms: int = 8  # rarest words of a text searched to find the notes it is compared with (docs/tools.md#memory_write)
     similar_candidates: int = 10  # notes found by those words that are compared with the text (docs/tools.md#memory_write)
     similar_min_words: int = 8  # distinct words a text needs to be compared at all: in fewer, any two look alike (docs/tools.md#memory_write)
     similar_rarity_words: int = 50_000  # words whose document frequency one comparison (or a whole tidy) keeps (docs/tools.md#memory_write)
+    similar_link_share: float = 0.5  # share of a note's lines holding a link from which it is compared by its link targets (docs/ranking.md#notes-that-say-the-same)
+    similar_min_links: int = 3  # link targets a note that is mostly links needs to be compared at all (docs/ranking.md#notes-that-say-the-same)
     tidy_neighbours: int = 8  # notes resembling one note that tidy joins into its cluster (docs/cli.md#vault-mem-tidy)
     tidy_view_notes: int = 500  # notes tidy compares through one view before a fresh one lets go of the records read (docs/cli.md#vault-mem-tidy)
     tidy_view_clusters: int = 200  # clusters tidy orders through one view (docs/cli.md#vault-mem-tidy)
@@ -252,6 +254,12 @@ class Settings:
     # -- The page for people (vault_mem/ui/) -------------------------------------------------------
     ui_login_ttl: float = 15 * 60  # seconds a one-time login link stays good (docs/ui.md#logging-in)
     ui_session_ttl: float = 12 * 3600  # seconds a page session lasts (docs/ui.md#logging-in)
+    ui_login_free: int = 5  # wrong logins from one client address before its next try waits (docs/ui.md#logging-in)
+    ui_login_free_all: int = 20  # wrong logins from all addresses together before every next try waits (docs/ui.md#logging-in)
+    ui_login_first_wait: float = 1.0  # seconds the first wait lasts; each further wrong login doubles it (docs/ui.md#logging-in)
+    ui_login_longest_wait: float = 60.0  # seconds a wait after wrong logins lasts at most (docs/ui.md#logging-in)
+    ui_login_forget: float = 15 * 60  # seconds without a wrong login after which the earlier ones are forgotten (docs/ui.md#logging-in)
+    ui_login_addresses: int = 10_000  # client addresses whose wrong logins are remembered at most (docs/ui.md#logging-in)
     ui_max_body: int = 64 * 1024  # bytes a request to the page may send (docs/ui.md#safe-by-construction)
     ui_activity_page: int = 100  # changes per page of Activity (docs/ui.md#activity)
     ui_max_diff_lines: int = 600  # diff lines shown of one change; more are counted, not shown (docs/ui.md#activity)

@@ -163,3 +163,93 @@ def test_garbage_cycles_frozen_under_calls_that_never_pause_are_collected_within
     last full collection and at this tick."""
     out = run_child(STEADY_GARBAGE.format(pattern=pattern))
     assert out.split()[0] == "ok"
+
+
+def test_the_collector_ticking_never_breaks_what_other_threads_build_from_generators() -> None:
+    """Worker threads build tuples and lists from generators (as the engine's postings do) and keep
+    the last few thousand, while the collector ticks every 50 builds on an injected clock, the
+    interpreter switching threads every 10 microseconds: not one build fails. Counting what a tick
+    freezes with ``gc.get_objects`` handed out the tuple being built, and CPython raised
+    ``SystemError`` in the building thread (40 to 120 times in these 20,000 builds)."""
+    out = run_child("""
+        import collections, gc, sys, threading
+        from vault_mem.runtime import collector
+
+        sys.setswitchinterval(1e-5)
+        data = list(range(3000))
+        errors, built, ticks, done = [], [0], [0], threading.Event()
+        kept = collections.deque(maxlen=2000)  # what the tick freezes: young objects alive
+        due = threading.Semaphore(0)
+
+        def build() -> None:
+            while not done.is_set():
+                try:
+                    kept.append(tuple(b"" if v is None else v for v in data[2::3]))
+                    kept.append([[v] for v in data[:100]])
+                except SystemError as error:
+                    errors.append(repr(error))
+                built[0] += 1
+                if built[0] % 50 == 0:
+                    due.release()
+                if built[0] >= 20_000:
+                    done.set()
+                    due.release()
+
+        c = collector.Collector(lambda seconds: False)
+        t = c.last_full
+
+        def tick() -> None:
+            while not done.is_set():
+                due.acquire()
+                ticks[0] += 1
+                c.step(idle=False, now=t + ticks[0])
+
+        threads = [threading.Thread(target=build) for _ in range(3)] + [threading.Thread(target=tick)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        assert ticks[0] > 100, ticks
+        print("errors", len(errors), errors[:1])
+    """)
+    assert out.split()[:2] == ["errors", "0"], out
+
+
+def test_a_tick_counts_the_objects_that_grew_since_the_last() -> None:
+    """What a tick adds to ``made`` follows the tracked objects kept since the last tick, through
+    young collections, without listing any object."""
+    out = run_child("""
+        import gc
+        from vault_mem.runtime import collector
+
+        gc.collect()
+        gc.freeze()
+        gc.set_threshold(1000, collector.NEVER, collector.NEVER)
+        c = collector.Collector(lambda seconds: False)
+        t = c.last_full
+        c.step(idle=False, now=t + 1)
+        before = c.made
+        kept = [[i] for i in range(50_000)]  # 50 young collections on the way
+        c.step(idle=False, now=t + 2)
+        grew = c.made - before
+        assert 49_000 <= grew <= 52_000, grew
+        del kept  # freed by reference counts: the next tick counts no growth
+        c.step(idle=False, now=t + 3)
+        assert c.made - before - grew <= 1_000, c.made
+        print("ok")
+    """)
+    assert out.strip() == "ok"
+
+
+def test_nothing_in_the_package_calls_the_collectors_debugging_interfaces() -> None:
+    """``gc.get_objects``, ``get_referrers`` and ``get_referents`` hand out objects other threads
+    may be building (the test above); none is called anywhere in vault_mem."""
+    import ast
+
+    package = Path(__file__).resolve().parent.parent.parent / "vault_mem"
+    found = []
+    for path in package.rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Attribute) and node.attr in ("get_objects", "get_referrers", "get_referents"):
+                found.append(f"{path.relative_to(package)}:{node.lineno} {node.attr}")
+    assert not found

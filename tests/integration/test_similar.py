@@ -27,8 +27,10 @@ HEADER = "Session log of the agent. Context: continuing the work on the reposito
 FOOTER = "Next steps: run the full test suite, update the changelog and push the branch for review."
 FACT = ("The billing exporter drops invoices when the ledger batch exceeds 500 rows. "
         "Splitting the nightly reconciliation into chunks of 200 fixes the timeout on staging.")
-RESTATED = ("Splitting the nightly reconciliation into smaller chunks of 150 really fixes the staging timeout. "
-            "The billing exporter drops invoices once the ledger batch exceeds 800 rows.")
+RESTATED = ("Splitting the nightly reconciliation into smaller chunks of 200 really fixes the staging timeout. "
+            "The billing exporter drops invoices once the ledger batch exceeds 500 rows.")
+THIRD = ("When the ledger batch is over 500 rows the billing exporter drops invoices; the nightly "
+         "reconciliation split into chunks of 200 fixes the timeout on staging.")
 OTHERS = [
     "The search crawler repeats sitemap fetches when robots caching is cold after a deploy.",
     "Grafana panels for the ingest queue lag need the kafka consumer group name, not the topic.",
@@ -118,7 +120,7 @@ def tidy_vault(root: Path) -> Path:
     diary(root)
     return write_notes(root, {
         "diary/Billing copy.md": note("Billing exporter copy", RESTATED, updated="2026-04-01T10:00:00+00:00"),
-        "diary/Billing third.md": note("Billing exporter third", FACT.replace("500", "700"), "billing-3",
+        "diary/Billing third.md": note("Billing exporter third", THIRD, "billing-3",
                                        updated="2026-02-01T10:00:00+00:00"),
     })
 
@@ -143,7 +145,7 @@ def test_tidy_lists_clusters_with_the_newest_note_to_keep_and_changes_nothing(tm
     [cluster] = listed["clusters"]
     assert cluster["keep"]["path"] == "diary/Billing copy.md", "the most recently updated note is kept"
     assert {m["path"] for m in cluster["supersede"]} == {"diary/Billing exporter.md", "diary/Billing third.md"}
-    assert all(0.35 <= m["similarity"] <= 1 for m in cluster["supersede"])
+    assert all(0.25 <= m["similarity"] <= 1 for m in cluster["supersede"])
     assert files(root) == before
 
 
@@ -208,3 +210,109 @@ def test_tidy_reads_the_similar_and_tidy_settings_at_the_call(tmp_path) -> None:
             assert clusters(views) == []
         with settings.use(dataclasses.replace(settings.current(), tidy_view_notes=1, tidy_view_clusters=1)):
             assert clusters(views) == [cluster], "a fresh view every note finds the same"
+
+
+PLAN = ("The staging cluster runs 6 nodes of e2-standard-8 in europe-west4 and the autoscaler may reach 12 nodes. "
+        "Dana Whitfield approved its budget on 2026-02-02.")
+PLAN_COPY = ("Approved by Dana Whitfield on 2026-02-02: the staging cluster, 6 e2-standard-8 nodes in europe-west4, "
+             "with the autoscaler allowed to reach 12 nodes.")
+
+
+async def test_an_agents_near_copy_never_replaces_a_persons_note_it_may_not_write(tmp_path, capsys) -> None:
+    """The attack of issue 54: refused the supersede of a person's note, an agent writes a near copy
+    in its own folder; the owner's `tidy --apply` must not then supersede the person's note by it."""
+    root = write_notes(tmp_path / "v", {
+        "people/Staging cluster.md": note("Staging cluster", PLAN, "staging-plan"),
+        **{f"people/Other {i}.md": note(f"Other {i}", text) for i, text in enumerate(OTHERS)}})
+    key = add_key(capsys, root, "research", "--write", "research/")
+    proc, url = start_http(root, cwd=tmp_path, env=os.environ | {"VAULT_MEM_TOKEN": TOKEN})
+    try:
+        async with http_session(url, key) as agent:
+            refused = await agent.call("memory_supersede", agent="research", ref="staging-plan",
+                                       title="Staging cluster v2", content=PLAN_COPY, domain="research")
+            assert refused["status"] == "forbidden", refused
+            copy = await agent.call("memory_write", agent="research", title="Staging cluster notes",
+                                    content=f"{HEADER}\n\n{PLAN_COPY}\n\n{FOOTER}", domain="research")
+            assert copy["status"] == "ok"
+    finally:
+        proc.terminate()
+        proc.communicate(timeout=30)
+    person = root / "people/Staging cluster.md"
+    at = ("--vault", str(root), "--index-dir", str(tmp_path / "ix"))  # the server's index and history
+    [cluster] = cli_json(capsys, "tidy", *at)["clusters"]
+    assert (cluster["keep"]["path"], cluster["keep"]["by"]) == ("people/Staging cluster.md", []), \
+        "the newest note is the agent's copy, but research may not write people/: the person's note is kept"
+    assert [(m["path"], m["by"]) for m in cluster["supersede"]] == [(copy["path"], ["research"])]
+    printed = main(["tidy", *at])
+    shown = capsys.readouterr().out
+    assert printed == 0 and "by a person" in shown and "by research" in shown
+    # Applied without asking: the person's note stays current, and the copy is what is folded away.
+    applied = cli_json(capsys, "tidy", *at, "--apply")
+    assert [c["status"] for c in applied["clusters"]] == ["ok"]
+    assert "supersedes" not in (root / copy["path"]).read_text(encoding="utf-8")
+    read = cli_json(capsys, "read", "people/Staging cluster", *at)
+    assert read["lineage"]["supersedes"] == [f"memory://{copy['path'][:-3]}"]
+    # Only a person's explicit choice keeps the agent's copy.
+    cli_json(capsys, "undo", *at, "--agent", "tidy", "--since", "1h", "--apply")
+    picked = cli_json(capsys, "tidy", *at, "--keep", copy["path"], "--apply")
+    assert [(c["keep"]["path"], c.get("picked"), c["status"]) for c in picked["clusters"]] == \
+        [(copy["path"], True, "ok")]
+    assert "staging-plan" in (root / copy["path"]).read_text(encoding="utf-8")
+    assert person.exists()
+
+
+def test_a_cluster_only_agents_wrote_each_outside_the_others_globs_is_held(tmp_path, capsys) -> None:
+    """Two agents, each limited to its own folder, wrote the same fact: neither copy may replace the
+    other, so --apply leaves the cluster alone and says why; --keep picks one."""
+    from vault_mem.history import journal, kept
+    from vault_mem.search.api import usable_index_dir
+
+    root = write_notes(tmp_path / "v", {
+        "alpha/Billing.md": note("Billing exporter batches", FACT, "billing-a", updated="2026-03-01T10:00:00+00:00"),
+        "beta/Billing.md": note("Billing exporter again", RESTATED, "billing-b", updated="2026-03-02T10:00:00+00:00"),
+        **{f"alpha/Other {i}.md": note(f"Other {i}", text) for i, text in enumerate(OTHERS)}})
+    add_key(capsys, root, "alpha", "--write", "alpha/")
+    add_key(capsys, root, "beta", "--write", "beta/")
+    assert main(["index", "--vault", str(root)]) == 0
+    history = kept.history_dir(usable_index_dir(root, None))
+    for agent, rel in (("alpha", "alpha/Billing.md"), ("beta", "beta/Billing.md")):
+        data = (root / rel).read_bytes()
+        assert journal.record(history, agent, "memory_write",
+                              [{"path": rel, "title": "Billing", "uid": "", "before": None, "after": data}]) is None
+    before = files(root)
+    applied = cli_json(capsys, "tidy", "--vault", str(root), "--apply")
+    [cluster] = applied["clusters"]
+    assert cluster["status"] == "held"
+    assert "agent 'beta'" in cluster["message"] and "alpha/Billing.md" in cluster["message"]
+    assert files(root) == before, "a held cluster is left alone"
+    picked = cli_json(capsys, "tidy", "--vault", str(root), "--keep", "beta/Billing", "--apply")
+    assert [(c["keep"]["path"], c["status"]) for c in picked["clusters"]] == [("beta/Billing.md", "ok")]
+
+
+def test_a_copy_by_an_agent_whose_key_was_removed_never_replaces_a_persons_note(tmp_path, capsys) -> None:
+    """Security fails closed: in a vault with keys, a journal name that has no key any more (its
+    key removed after it wrote) may write nothing, so its newer copy does not replace the person's
+    note; a person's --keep still can."""
+    from vault_mem.history import journal, kept
+    from vault_mem.search.api import usable_index_dir
+
+    root = write_notes(tmp_path / "v", {
+        "people/Billing.md": note("Billing exporter batches", FACT, "billing-p", updated="2026-03-01T10:00:00+00:00"),
+        "research/Billing.md": note("Billing exporter again", RESTATED, "billing-r",
+                                    updated="2026-03-02T10:00:00+00:00"),
+        **{f"people/Other {i}.md": note(f"Other {i}", text) for i, text in enumerate(OTHERS)}})
+    add_key(capsys, root, "research", "--write", "research/")
+    add_key(capsys, root, "planner", "--write", "plans/")
+    assert main(["index", "--vault", str(root)]) == 0
+    history = kept.history_dir(usable_index_dir(root, None))
+    data = (root / "research/Billing.md").read_bytes()
+    assert journal.record(history, "research", "memory_write", [{"path": "research/Billing.md", "title": "Billing",
+                                                                 "uid": "", "before": None, "after": data}]) is None
+    assert main(["agents", "remove", "research", "--vault", str(root)]) == 0
+    capsys.readouterr()
+    [cluster] = cli_json(capsys, "tidy", "--vault", str(root))["clusters"]
+    assert cluster["keep"]["path"] == "people/Billing.md", cluster
+    applied = cli_json(capsys, "tidy", "--vault", str(root), "--apply")
+    assert [c["status"] for c in applied["clusters"]] == ["ok"]
+    assert "supersedes" not in (root / "research/Billing.md").read_text(encoding="utf-8")
+    assert "billing-r" in (root / "people/Billing.md").read_text(encoding="utf-8")

@@ -1,7 +1,8 @@
 """The page for people and the MCP Apps view (docs/ui.md), without a browser: the MCP side
 (tools/list unchanged for a host without MCP Apps, the view for one with it, the ui:// resource),
-the page's login, session, CSRF and host checks over real HTTP, an agent's page limited to what
-it may read, and undoing one change by the window undo's rules. tests/integration/test_ui_browser.py drives
+the page's login, session and host checks over real HTTP (tests/integration/test_ui_login.py tries
+to get around them), an agent's page limited to what it may read, and undoing one change by the
+window undo's rules. tests/integration/test_ui_browser.py drives
 the page itself in Chromium."""
 
 from __future__ import annotations
@@ -97,17 +98,19 @@ async def test_undoing_one_change_keeps_the_agents_other_changes_and_a_persons_l
         undo.find_change(vault.index, "0" * 20)
 
 
-def test_a_session_cookie_cannot_be_forged_or_outlive_its_time(tmp_path: Path) -> None:
-    secret = auth.secret_of(tmp_path)
-    assert auth.secret_of(tmp_path) == secret  # kept: every worker and later run shares it
-    session, cookie = auth.new_session(secret, "helper", now=1000.0)
-    assert auth.read_session(secret, cookie, now=1001.0) == session
-    signature = cookie.split(".")[1]
-    owner_payload = auth.new_session(b"x" * 32, None, now=1000.0)[1].split(".")[0]
-    assert auth.read_session(secret, f"{owner_payload}.{signature}", now=1001.0) is None  # another payload
-    assert auth.read_session(secret, cookie, now=1000.0 + settings.current().ui_session_ttl + 1) is None
-    assert auth.read_session(b"y" * 32, cookie, now=1001.0) is None
-    assert auth.read_session(secret, "garbage", now=1001.0) is None
+def test_a_session_needs_both_its_secrets_and_ends_with_its_time(tmp_path: Path) -> None:
+    session, cookie, page = auth.open_session(tmp_path, "helper", "k" * 64, now=1000.0)
+    assert auth.find_session(tmp_path, cookie, page, now=1001.0) == session  # kept: every worker and later run
+    assert auth.find_session(tmp_path, cookie, None, now=1001.0) is None  # the cookie alone
+    assert auth.find_session(tmp_path, None, page, now=1001.0) is None
+    assert auth.find_session(tmp_path, page, cookie, now=1001.0) is None  # swapped
+    other, other_cookie, other_page = auth.open_session(tmp_path, None, None, now=1000.0)
+    assert auth.find_session(tmp_path, cookie, other_page, now=1001.0) is None  # another session's secret
+    assert auth.find_session(tmp_path, cookie, page, now=1000.0 + settings.current().ui_session_ttl + 1) is None
+    assert auth.find_session(tmp_path, cookie, page, now=1001.0) is None  # an expired session's file is gone
+    assert auth.find_session(tmp_path, "garbage", page, now=1001.0) is None
+    auth.end_session(tmp_path, other)
+    assert auth.find_session(tmp_path, other_cookie, other_page, now=1001.0) is None
     code = auth.issue_login(tmp_path)
     assert auth.use_login(tmp_path, code) and not auth.use_login(tmp_path, code)  # once only
     assert not auth.use_login(tmp_path, "made-up")
@@ -151,9 +154,17 @@ def wait_listening(base: str, proc: subprocess.Popen[bytes]) -> None:
             time.sleep(0.05)
 
 
-def test_the_page_needs_the_one_time_link_a_session_and_a_csrf_token(
+def log_in(client: httpx2.Client, **what: str) -> dict[str, str]:
+    """Log ``client`` in as the page's script does (``code=`` or ``secret=``): the header it then sends."""
+    answer = client.post("/api/login", json=what)
+    assert answer.status_code == 200, answer.text
+    return {"X-Page-Secret": answer.json()["page_secret"]}
+
+
+def test_the_page_needs_the_one_time_link_a_session_and_its_page_secret(
         page_server: tuple[str, str, subprocess.Popen[bytes]]) -> None:
     base, link, _ = page_server
+    code = link.rpartition("login=")[2]
     with httpx2.Client(base_url=base) as anonymous:
         assert anonymous.get("/api/activity").status_code == 401
         front = anonymous.get("/")
@@ -162,24 +173,28 @@ def test_the_page_needs_the_one_time_link_a_session_and_a_csrf_token(
         assert "script-src 'self'" in csp and "unsafe-inline" not in csp and "default-src 'none'" in csp
         assert "<script>" not in front.text  # no inline script at all
         assert anonymous.get("/", headers={"Host": "evil.example:80"}).status_code == 421
-        assert anonymous.post("/login", data={"secret": "guess"}).headers["location"] == "/?failed=1"
+        assert anonymous.post("/api/login", json={"secret": "guess"}).status_code == 401
+        assert anonymous.post("/api/login", data={"secret": "guess"}).status_code == 400  # a form: not the script
     with httpx2.Client(base_url=base) as person:
-        first = person.get(link.removeprefix(base))
-        assert first.status_code == 303
+        first = person.post("/api/login", json={"code": code})
+        assert first.status_code == 200
         cookie = first.headers["set-cookie"]
         assert "HttpOnly" in cookie and "SameSite=Strict" in cookie
-        session = person.get("/api/session").json()
-        assert session["agent"] is None and session["csrf"]
-        assert person.post("/api/undo", json={"id": "x"}).status_code == 403  # no CSRF token
-        forged = person.post("/api/undo", json={"id": "x"}, headers={"X-CSRF-Token": "0" * 64})
-        assert forged.status_code == 403
-        cross = person.post("/api/undo", json={"id": "x"},
-                            headers={"X-CSRF-Token": session["csrf"], "Origin": "http://evil.example"})
+        mine = {"X-Page-Secret": first.json()["page_secret"]}
+        assert first.json()["page_secret"] not in cookie
+        session = person.get("/api/session", headers=mine).json()
+        assert session["agent"] is None and set(session) == {"status", "agent", "vault", "git_commit"}
+        assert person.get("/api/session").status_code == 401  # the cookie alone
+        assert person.post("/api/undo", json={"id": "x"}).status_code == 401
+        forged = person.post("/api/undo", json={"id": "x"}, headers={"X-Page-Secret": "0" * 43})
+        assert forged.status_code == 401
+        cross = person.post("/api/undo", json={"id": "x"}, headers={**mine, "Origin": "http://evil.example"})
         assert cross.status_code == 403
-        real = person.post("/api/undo", json={"id": "x"}, headers={"X-CSRF-Token": session["csrf"]})
+        real = person.post("/api/undo", json={"id": "x"}, headers=mine)
         assert real.status_code == 404 and "no change" in real.json()["message"]
     with httpx2.Client(base_url=base) as late:
-        assert late.get(link.removeprefix(base)).headers["location"] == "/?expired=1"  # the link is dead
+        used = late.post("/api/login", json={"code": code})  # the link is dead
+        assert used.status_code == 401 and "used already" in used.json()["message"]
 
 
 def test_an_agents_key_opens_a_page_that_shows_only_what_it_may_read(
@@ -187,19 +202,18 @@ def test_an_agents_key_opens_a_page_that_shows_only_what_it_may_read(
     base, _, _ = page_server
     _, key = add_agent((tmp_path / "v").resolve(), "helper", ["shared/"], [], False)
     with httpx2.Client(base_url=base) as agent:
-        assert agent.post("/login", data={"secret": key}).headers["location"] == "/"
-        session = agent.get("/api/session").json()
+        mine = log_in(agent, secret=key)
+        session = agent.get("/api/session", headers=mine).json()
         assert session["agent"] == "helper"
-        everything = eventually(lambda: ok(agent.get("/api/search").json()), what="the index built")
-        found = agent.get("/api/search", params={"query": "plans"}).json()
+        everything = eventually(lambda: ok(agent.get("/api/search", headers=mine).json()), what="the index built")
+        found = agent.get("/api/search", params={"query": "plans"}, headers=mine).json()
         assert found["status"] == "none" and "Hidden" not in json.dumps(found)
         assert [r["permalink"] for r in everything["notes"]] == ["memory://shared/open"]
-        assert agent.get("/api/note", params={"ref": "private/secret"}).status_code in (403, 404)
-        agents = agent.get("/api/agents").json()
+        assert agent.get("/api/note", params={"ref": "private/secret"}, headers=mine).status_code in (403, 404)
+        agents = agent.get("/api/agents", headers=mine).json()
         assert [a["agent"] for a in agents["agents"]] == ["helper"]
         assert key not in json.dumps(agents) and "sha256" not in json.dumps(agents)
-        boxes = agent.get("/api/inbox").json()["inboxes"]
+        boxes = agent.get("/api/inbox", headers=mine).json()["inboxes"]
         assert [(b["agent"], [r["permalink"] for r in b["inbox"]]) for b in boxes] == [("helper", ["memory://shared/open"])]
-        refused = agent.post("/api/undo-window", json={"agent": "coder", "since": "1d"},
-                             headers={"X-CSRF-Token": session["csrf"]})
+        refused = agent.post("/api/undo-window", json={"agent": "coder", "since": "1d"}, headers=mine)
         assert refused.status_code == 403

@@ -2,8 +2,10 @@
 from the system's packages, driven by Playwright through ``executable_path``. A write made
 through MCP shows in Activity with its diff and undoing it from the page restores the file
 byte for byte while a person's later edit elsewhere stays; hostile titles, bodies and links
-render as text and run nothing; an agent's page shows no note it may not read; the MCP Apps
-view runs in a host page that speaks the protocol and shows a search answer.
+render as text and run nothing; an agent's page shows no note it may not read; every request
+of the page carries its page secret, while the cookie alone (which the browser also hands to a
+page of another local program, here on port 9999) opens nothing and logging out ends the session;
+the MCP Apps view runs in a host page that speaks the protocol and shows a search answer.
 
 With VAULT_MEM_SCREENSHOTS=1 each view is saved under docs/ui/ for docs/ui.md."""
 
@@ -265,3 +267,74 @@ def test_the_mcp_apps_view_shows_a_search_answer_in_a_host_that_speaks_the_proto
     log = page.evaluate("window.log")
     assert log[:2] == ["ui/initialize", "ui/notifications/initialized"] and "tools/call" in log
     assert json.dumps(dialogs) == "[]"
+
+
+EVIL = """<!doctype html><html><body><p>another program's page</p><script>
+window.results = [];
+(async () => {
+  const tries = [["/api/session", {}], ["/api/session", {headers: {"X-Page-Secret": "x"}}],
+                 ["/api/undo", {method: "POST", body: "{}", headers: {"Content-Type": "text/plain"}}]];
+  for (const [path, options] of tries) {
+    try {
+      const answer = await fetch(window.TARGET + path, {credentials: "include", ...options});
+      window.results.push(answer.status + " " + await answer.text());
+    } catch (e) { window.results.push("refused"); }
+  }
+  window.results.push("stored: " + JSON.stringify({...sessionStorage}) + JSON.stringify({...localStorage}));
+  window.done = true;
+})();
+</script></body></html>"""
+
+
+def test_the_pages_requests_carry_its_page_secret_and_its_cookie_alone_opens_nothing(
+        browser: Any, server: Server) -> None:
+    dialogs: list[str] = []
+    context = browser.new_context(viewport={"width": 1280, "height": 820})
+    page = context.new_page()
+    page.on("dialog", lambda d: (dialogs.append(d.message), d.dismiss()))
+    sent: list[tuple[str, dict[str, str]]] = []
+    page.on("request", lambda r: sent.append((r.url, r.headers)) if "/api/" in r.url else None)
+    page.goto(server.login)
+    page.wait_for_selector("#changes")
+    page.wait_for_selector("#tabs:not([hidden])")
+    assert page.url == server.base + "/"  # the code left the address bar
+    secret = page.evaluate("sessionStorage.getItem('vault-mem-page-secret')")
+    assert isinstance(secret, str) and len(secret) >= 32
+    page.click("#tabs button[data-view=agents]")
+    page.wait_for_selector("#agents tbody tr")
+    calls = [(url, headers) for url, headers in sent if not url.endswith("/api/login")]
+    assert len(calls) >= 3 and all(headers.get("x-page-secret") == secret for _, headers in calls), calls
+    page.reload()  # the tab keeps its session
+    page.wait_for_selector("#tabs:not([hidden])")
+    cookie = next(c for c in page.context.cookies() if c["name"] == "vault_mem_session")
+    assert cookie["httpOnly"] and cookie["sameSite"] == "Strict"
+    assert page.context.request.get(server.base + "/api/session").status == 401  # the cookie alone
+    assert page.context.request.get(server.base + "/api/session", headers={"X-Page-Secret": secret}).status == 200
+
+    reached: list[dict[str, str]] = []
+
+    def other_program(route: Any) -> None:
+        reached.append(route.request.all_headers())
+        route.fulfill(status=200, content_type="text/html", body=EVIL)
+
+    page.context.route("http://127.0.0.1:9999/**", other_program)
+    evil = page.context.new_page()  # the same browser, another program's port
+    evil.add_init_script(f"window.TARGET = {json.dumps(server.base)};")
+    evil.goto("http://127.0.0.1:9999/")
+    evil.wait_for_function("window.done === true")
+    results = evil.evaluate("window.results")
+    assert results[:3] == ["refused"] * 3, results  # nothing it can read, and no secret in its storage
+    assert secret not in json.dumps(results) and cookie["value"] not in json.dumps(results)
+    assert f"vault_mem_session={cookie['value']}" in reached[0].get("cookie", "")  # the browser gave it the cookie
+    other_tab = page.context.new_page()  # a new tab of the page: the cookie is there, its secret is not
+    other_tab.goto(server.base + "/")
+    other_tab.wait_for_selector("#login:not([hidden])")
+    assert other_tab.locator("#tabs").is_hidden()
+
+    page.click("#logout")
+    page.wait_for_selector("#login:not([hidden])")
+    gone = page.context.request.get(server.base + "/api/session", headers={
+        "X-Page-Secret": secret, "Cookie": f"vault_mem_session={cookie['value']}"})
+    assert gone.status == 401  # logging out ended the session on the server
+    assert dialogs == []
+    context.close()

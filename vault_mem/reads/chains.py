@@ -6,9 +6,12 @@ versions are grouped at once, wherever they rank, so a page is always the start 
 sequence however many matches were read to fill it.
 
 In a chain, a matching version is a *head* when no later version of it matches; every other
-matching version belongs to the first head its successors reach. Heads in order: current ones
-(nothing supersedes them) first, then active before archived (or ended), then rank. The first
-head carries the best score of the chain's matches. ``follow``:
+matching version belongs to the first head its successors reach, heads taken current ones
+(nothing supersedes them) first, then active before archived (or ended), then newest: which row
+a version folds into never depends on the rank order, so the rows are the same whatever stages
+ranked the matches (words alone, or fused with meaning). Heads in order: current first, then
+active before archived (or ended), then rank. The first head carries the best score of the
+chain's matches. ``follow``:
 
 - ``active`` (default): the older versions fold into their head's row (``older``: how many, and
   the first few permalinks); a head that is itself superseded (its successors do not match) is a
@@ -38,18 +41,21 @@ class Row:
 
 def regroup(prefix: list[int], scores: dict[int, float], lineage: Lineage, follow: str,
             matching: Callable[[list[int]], dict[int, float]], demoted: Callable[[int], bool],
-            rank: Callable[[int], tuple[object, ...]], chains: Lineage | None = None) -> list[Row]:
+            rank: Callable[[int], tuple[object, ...]], newest: Callable[[int], tuple[object, ...]],
+            chains: Lineage | None = None) -> list[Row]:
     """The rows of the matches ``prefix`` (in rank order, with their ``scores``). ``chains``: the
     graph whose connected notes make a chain (default ``lineage``; ``as_of`` passes the whole graph
     while ``lineage`` holds only the notes current then).
 
     ``matching(chain)`` scores the members of a chain that match the search (the others left out);
-    ``demoted(doc)`` is true of an archived or ended note; ``rank`` is the rank order's key."""
+    ``demoted(doc)`` is true of an archived or ended note; ``rank`` is the rank order's key and
+    ``newest`` the newest-first order's."""
     chains = lineage if chains is None else chains
     if follow == "all" or not chains.has_edges():
         return [Row(d, scores.get(d, 0.0)) for d in prefix]
     rows: list[Row] = []
     placed: set[int] = set()
+    listed = set(prefix)
     for doc in prefix:
         if doc in placed:
             continue
@@ -59,27 +65,32 @@ def regroup(prefix: list[int], scores: dict[int, float], lineage: Lineage, follo
             rows.append(Row(doc, scores.get(doc, 0.0)))
             continue
         found = matching(chain)
-        found.setdefault(doc, scores.get(doc, 0.0))
-        placed.update(found)
-        rows += _chain_rows(found, lineage, follow, demoted, rank)
+        for member in chain:  # a version the order holds though no word of it matches (found by meaning)
+            if member in listed:
+                found.setdefault(member, scores.get(member, 0.0))
+        placed.update(chain)
+        rows += _chain_rows(found, lineage, follow, demoted, rank, newest)
     return rows
 
 
 def _chain_rows(found: dict[int, float], lineage: Lineage, follow: str, demoted: Callable[[int], bool],
-                rank: Callable[[int], tuple[object, ...]]) -> list[Row]:
+                rank: Callable[[int], tuple[object, ...]], newest: Callable[[int], tuple[object, ...]]) -> list[Row]:
     later = {d: _successors(lineage, d) for d in found}
-    def order(d: int) -> tuple[object, ...]:
-        return (lineage.superseded(d), demoted(d), rank(d))
 
-    heads = sorted((d for d in found if not (later[d] & found.keys())), key=order)
+    def standing(d: int) -> tuple[bool, bool]:
+        return lineage.superseded(d), demoted(d)
+
+    hosts = sorted((d for d in found if not (later[d] & found.keys())), key=lambda d: (*standing(d), newest(d)))
     folded: dict[int, list[int]] = {}
-    for doc in sorted(found.keys() - set(heads), key=rank):
-        host = next((h for h in heads if h in later[doc]), None)
-        if host is None:  # on a cycle every version has a later one: the best ranked stands for it
-            heads.append(doc)
+    for doc in sorted(found.keys() - set(hosts), key=newest):
+        host = next((h for h in hosts if h in later[doc]), None)
+        if host is None:  # on a cycle every version has a later one: the newest stands for it
+            hosts.append(doc)
         else:
             folded.setdefault(host, []).append(doc)
-    heads.sort(key=order)
+    for versions in folded.values():
+        versions.sort(key=rank)
+    heads = sorted(hosts, key=lambda d: (*standing(d), rank(d)))
     rows = {h: Row(h, max([found[h], *(found[d] for d in folded.get(h, []))]), folded.get(h, [])) for h in heads}
     first = rows[heads[0]]
     first.score = max(found.values())
@@ -91,8 +102,13 @@ def _chain_rows(found: dict[int, float], lineage: Lineage, follow: str, demoted:
             out += [Row(d, found[d]) for d in row.older]
         elif follow == "latest" and lineage.superseded(head):
             for current in lineage.latest(head):
-                if current not in rows and all(r.doc != current for r in out):
+                if current in rows:
+                    continue
+                shown = next((r for r in out if r.doc == current), None)
+                if shown is None:
                     out.append(Row(current, row.score, [head, *row.older]))
+                else:  # two branches give way to the same version: both fold into its row
+                    shown.older += [d for d in (head, *row.older) if d not in shown.older]
         else:
             out.append(row)
     return out

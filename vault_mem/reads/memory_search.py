@@ -101,10 +101,9 @@ def memory_search(view: View, raw: dict[str, Any]) -> dict[str, Any]:
         if plan.gone and found:
             messages.append(left_out_message(len(found & plan.gone), request.as_of))  # type: ignore[arg-type]
         return _none(messages, hints + _why_no_notes(view, request, found))
-    if isinstance(matches.ranked, Fused):  # the fused order stands: chains are not regrouped (docs/ranking.md)
-        rows = [Row(d, matches.scores.get(d, 0.0)) for d in page]
-    else:
-        rows, truncated = _chained(view, request, plan, matches, lineage, whole, page, truncated)
+    # Whatever stages made the order (words alone, or fused with meaning), the lineage rules apply
+    # to it: current versions first, older ones folded (docs/ranking.md).
+    rows, truncated, matches = _chained(view, request, plan, matches, lineage, whole, page, truncated)
     if plan.gone and request.as_of is not None:
         left_out = _left_out(view, request, plan)
         if left_out:
@@ -234,11 +233,17 @@ def _matches(view: View, request: Request, plan: Plan) -> Matches:
     return Matches(candidates, scores, newest)
 
 
-def _rank(view: View, scores: dict[int, float]) -> Callable[[int], tuple[Any, int, str]]:
-    """The rank order: score, then newest first. From cells, not whole columns: a query's
+def _rank(view: View, scores: dict[int, float], ranked: Ranked | None = None) -> Callable[[int], tuple[Any, ...]]:
+    """The rank order: score, then newest first; for a fused page (``ranked``), its order first
+    (the notes off the page after it, by score). From cells, not whole columns: a query's
     candidates are often a handful, and the first search after a start (or a commit) would
     otherwise read two columns of every note."""
-    return ranked_newest_key(scores, view.cells("updated"), view.cells("path"))
+    by_score = ranked_newest_key(scores, view.cells("updated"), view.cells("path"))
+    if not isinstance(ranked, Fused):
+        return by_score
+    place = {d: i for i, d in enumerate(ranked.page)}
+    off_page = len(place)
+    return lambda d: (place.get(d, off_page), *by_score(d))
 
 
 def _page(view: View, request: Request, matches: Matches) -> tuple[list[int], bool]:
@@ -263,14 +268,16 @@ def _left_out(view: View, request: Request, plan: Plan) -> int:
 
 
 def _chained(view: View, request: Request, plan: Plan, matches: Matches, lineage: Lineage, whole: Lineage,
-             page: list[int], truncated: bool) -> tuple[list[Row], bool]:
-    """The page as rows by chain (``reads/chains.py``), and whether more follow. Rows fold
-    matches, so more matches are read (twice as many each time) until ``limit`` rows and one more
-    are known or every match is: the page is the start of one row sequence, whatever was read."""
+             page: list[int], truncated: bool) -> tuple[list[Row], bool, Matches]:
+    """The page as rows by chain (``reads/chains.py``), whether more follow, and the matches last
+    read. Rows fold matches, so more matches are read (twice as many each time) until ``limit``
+    rows and one more are known or every match is: the page is the start of one row sequence,
+    whatever was read."""
     limit, scores = request.limit, matches.scores
     if request.follow == "all" or not whole.has_edges():
-        return [Row(d, scores.get(d, 0.0)) for d in page], truncated
-    rank = _rank(view, scores)
+        return [Row(d, scores.get(d, 0.0)) for d in page], truncated, matches
+    rank = _rank(view, scores, matches.ranked)
+    newest = ranked_newest_key({}, view.cells("updated"), view.cells("path"))  # no score: newest first
     allowed = _allowed(view, plan.filters, request.since)
 
     def matching(chain: list[int]) -> dict[int, float]:
@@ -285,15 +292,15 @@ def _chained(view: View, request: Request, plan: Plan, matches: Matches, lineage
 
     reach = limit
     while True:
-        rows = regroup(page, scores, lineage, request.follow, matching, demoted, rank, whole)
+        rows = regroup(page, scores, lineage, request.follow, matching, demoted, rank, newest, whole)
         if len(rows) > limit or not truncated:
-            return rows[:limit], len(rows) > limit
+            return rows[:limit], len(rows) > limit, matches
         reach *= 2
         wider = replace(request, limit=reach)
-        found = _matches(view, wider, plan)
-        page, truncated = _page(view, wider, found)
-        scores = {**scores, **found.scores}
-        rank = _rank(view, scores)
+        matches = _matches(view, wider, plan)
+        page, truncated = _page(view, wider, matches)
+        scores = {**scores, **matches.scores}
+        rank = _rank(view, scores, matches.ranked)
 
 
 def _answer(view: View, rows: list[Row], truncated: bool, terms: list[str], messages: list[str],

@@ -9,7 +9,13 @@ least as much stay in its cluster. Only reading: what is done with a cluster is
 ``writes/tidy.py``'s.
 
 The note to keep is the most recently updated (then the one created last, then the path, as
-every list orders them): a restatement written later is likelier to hold what is true now.
+every list orders them): a restatement written later is likelier to hold what is true now. But
+a note an agent wrote (the journal in the history folder says which agent's write tools wrote
+each note: ``Authors``) never replaces a note that agent may not write (its key's write globs,
+docs/sharing.md): an agent refused ``memory_supersede`` of a person's note must not get the
+same by writing a near copy for the owner's tidy to keep. Then the next note in that order that
+may replace the others is kept instead; when none may, the cluster is *held*: a person picks
+the note to keep (``picked``: ``vault-mem tidy --keep``), whoever wrote it.
 
 Memory stays bounded on a large vault: a fresh view (whose records cache is the call's) every
 ``tidy_view_notes`` notes (settings), words' rarities kept for at most ``similar_rarity_words``
@@ -18,13 +24,16 @@ words, and only the notes that resemble another remembered.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+import dataclasses
+from collections.abc import Callable, Collection, Iterator
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from vault_mem import settings
+from vault_mem.history import journal
 from vault_mem.reads.lineage import Lineage
-from vault_mem.search.api import Rarity, resemblance, resembling, word_set
+from vault_mem.search.api import Rarity, Said, likeness, note_said, resembling
 from vault_mem.served.context import View
 from vault_mem.vault.note import permalink_of
 
@@ -43,21 +52,59 @@ class Member:
     etag: str
     supersedes: list[str]
     similarity: float = 1.0  # its resemblance to the note kept (1 for that note)
+    by: list[str] = field(default_factory=list)  # the agents whose write tools wrote it; none: a person (Authors)
 
     def public(self) -> dict[str, Any]:
         return {"permalink": permalink_of(self.path), "path": self.path, "title": self.title,
-                "updated": self.updated, "similarity": self.similarity}
+                "updated": self.updated, "similarity": self.similarity, "by": self.by}
 
 
 @dataclass
 class Cluster:
-    """Notes that say nearly the same: ``keep`` and the ``others`` it would supersede."""
+    """Notes that say nearly the same: ``keep`` and the ``others`` it would supersede. ``held``:
+    why no note of it may be kept without a person's choice (None: ``keep`` may replace the
+    others); ``picked``: a person chose ``keep``."""
 
     keep: Member
     others: list[Member] = field(default_factory=list)
+    held: str | None = None
+    picked: bool = False
 
     def public(self) -> dict[str, Any]:
-        return {"keep": self.keep.public(), "supersede": [m.public() for m in self.others]}
+        return {"keep": self.keep.public(), "supersede": [m.public() for m in self.others],
+                **({"held": self.held} if self.held else {}), **({"picked": True} if self.picked else {})}
+
+
+class Authors:
+    """Who wrote each note, from the journal of the history folder ``history_dir``
+    (history/journal.py: each write tool's change names its agent), and whether a writer may
+    write another note: ``may_write(agent name, path)``, False for an agent whose key's globs do
+    not cover the path. In a vault without keys every name is the owner's own caller and may
+    write everything; in a vault with keys a name that has none (removed since) may write nothing.
+    A note no entry names was written by a person or another program (an editor, git, a script)."""
+
+    def __init__(self, history_dir: Path, may_write: Callable[[str, str], bool]) -> None:
+        self._by: dict[str, list[str]] = {}
+        for entry in journal.entries(history_dir):
+            if entry.after is None:
+                continue
+            for key in dict.fromkeys((entry.fsrel, entry.path)):
+                names = self._by.setdefault(key, [])
+                if entry.agent not in names:
+                    names.append(entry.agent)
+        self.may_write = may_write
+
+    def of(self, path: str, fsrel: str) -> list[str]:
+        return list(dict.fromkeys([*self._by.get(fsrel, []), *self._by.get(path, [])]))
+
+    def refusal(self, keep: Member, others: list[Member]) -> str | None:
+        """Why ``keep`` may not replace ``others`` (None: it may)."""
+        for name in keep.by:
+            for other in others:
+                if not (self.may_write(name, other.path) and self.may_write(name, other.fsrel)):
+                    return (f"{keep.path} was written by agent {name!r}, which may not write {other.path} (its "
+                            "key's write globs; docs/sharing.md): a person picks the note to keep")
+        return None
 
 
 class _Pieces:
@@ -87,11 +134,13 @@ class _Pieces:
 
 
 def clusters(views: Callable[[], View], *, threshold: float | None = None,
-             advance: Callable[[int], None] | None = None, total: Callable[[int], None] | None = None) -> list[Cluster]:
+             advance: Callable[[int], None] | None = None, total: Callable[[int], None] | None = None,
+             authors: Authors | None = None, picked: Collection[str] = ()) -> list[Cluster]:
     """The clusters of near-duplicate notes of one searcher's index (``views`` makes a fresh view
     over it: each keeps the records it read until dropped), the largest first. ``threshold``: the
     ``similar_threshold`` setting when None. ``total`` is told how many notes will be compared,
-    ``advance`` each one compared."""
+    ``advance`` each one compared. ``authors``: who wrote each note and what they may write (None:
+    nobody is asked, every note may replace any); ``picked``: the paths a person chose to keep."""
     config = settings.current()
     threshold = config.similar_threshold if threshold is None else threshold
     chunk = config.tidy_view_notes
@@ -115,10 +164,11 @@ def clusters(views: Callable[[], View], *, threshold: float | None = None,
                 pieces.join(doc, near.docnum)
             if advance is not None:
                 advance(1)
-    return _proposed(views, pieces.groups(), rarest, threshold)
+    return _proposed(views, pieces.groups(), rarest, threshold, authors, set(picked))
 
 
-def _proposed(views: Callable[[], View], groups: list[list[int]], rarest: Rarity, threshold: float) -> list[Cluster]:
+def _proposed(views: Callable[[], View], groups: list[list[int]], rarest: Rarity, threshold: float,
+              authors: Authors | None, picked: set[str]) -> list[Cluster]:
     out: list[Cluster] = []
     for part in _chunks(groups, settings.current().tidy_view_clusters):
         view = views()
@@ -127,17 +177,37 @@ def _proposed(views: Callable[[], View], groups: list[list[int]], rarest: Rarity
             # newest first: updated, then created, then path
             ordered = sorted(docs, key=lambda d: (-(updated[d] or 0), -(created[d] or 0), paths[d] or ""))
             records = [view.record(d) for d in ordered]
-            kept = _words(records[0])
-            cluster = Cluster(_member(records[0]))
-            for record in records[1:]:
-                # only what resembles the note kept: a chain of resemblances can join two notes that differ
-                similarity = resemblance(kept, _words(record), rarest)
-                if similarity >= threshold:
-                    cluster.others.append(_member(record, round(similarity, 3)))
-            if cluster.others:
+            members = [_member(r, by=authors.of(r["path"], r.get("fsrel") or r["path"]) if authors else [])
+                       for r in records]
+            cluster = _cluster(members, [_said(r) for r in records], rarest, threshold, authors, picked)
+            if cluster is not None:
                 out.append(cluster)
     out.sort(key=lambda c: (-len(c.others), c.keep.path))
     return out
+
+
+def _cluster(members: list[Member], said: list[Said], rarest: Rarity, threshold: float, authors: Authors | None,
+             picked: set[str]) -> Cluster | None:
+    """The cluster of ``members`` (newest first): the note a person picked, else the newest that
+    may replace the others it resembles; held with the newest when none may."""
+    chosen = [i for i, m in enumerate(members) if m.path in picked or m.fsrel in picked]
+    first: Cluster | None = None
+    for n, i in enumerate(chosen[:1] or range(len(members))):
+        # only what resembles the note kept: a chain of resemblances can join two notes that differ
+        others = [dataclasses.replace(m, similarity=round(s, 3)) for j, m in enumerate(members)
+                  if j != i and (s := likeness(said[i], said[j], rarest)) >= threshold]
+        if chosen:
+            return Cluster(members[i], others, picked=True) if others else None
+        if n == 0 and not others:
+            return None  # the newest resembles none of them closely enough: nothing to propose
+        if not others:
+            continue
+        refusal = authors.refusal(members[i], others) if authors is not None else None
+        if refusal is None:
+            return Cluster(members[i], others)
+        if first is None:
+            first = Cluster(members[i], others, held=refusal)
+    return first
 
 
 def _chunks(groups: list[list[int]], size: int) -> Iterator[list[list[int]]]:
@@ -145,13 +215,14 @@ def _chunks(groups: list[list[int]], size: int) -> Iterator[list[list[int]]]:
         yield groups[start:start + size]
 
 
-def _words(record: dict[str, Any]) -> frozenset[str]:
-    return word_set(f"{record.get('title') or ''}\n{record.get('head') or ''}")
+def _said(record: dict[str, Any]) -> Said:
+    return note_said(str(record.get("title") or ""), str(record.get("head") or ""))
 
 
-def _member(record: dict[str, Any], similarity: float = 1.0) -> Member:
+def _member(record: dict[str, Any], similarity: float = 1.0, by: list[str] | None = None) -> Member:
     return Member(path=record["path"], fsrel=record.get("fsrel") or record["path"],
                   title=str(record.get("title") or ""), uid=str(record.get("uid") or ""),
                   has_id=bool(record.get("has_id")), updated=str(record.get("updated") or ""),
                   created=str(record.get("created") or ""), etag=str(record.get("etag") or ""),
-                  supersedes=[str(s) for s in record.get("supersedes") or []], similarity=similarity)
+                  supersedes=[str(s) for s in record.get("supersedes") or []], similarity=similarity,
+                  by=by or [])

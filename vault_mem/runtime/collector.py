@@ -55,11 +55,12 @@ class Collector:
     def __init__(self, quiet: Callable[[float], bool]) -> None:
         config = settings.current()
         self.quiet = quiet
-        self.made = 0  # objects frozen since the last full collection (some may have died since)
+        self.made = 0  # net growth of the tracked objects since the last full collection (``grown``)
         # ``made`` that makes one due
         self.bound = max(config.gc_growth_floor, int(config.gc_growth_share * gc.get_freeze_count()))
         self.last_full = time.monotonic()
         self.full_collections = 0
+        self.young_collections: int = gc.get_stats()[0]["collections"]
 
     def run(self) -> None:
         while True:
@@ -72,14 +73,27 @@ class Collector:
     def step(self, idle: bool, now: float) -> None:
         """Freeze what survived; collect everything if it is due (``idle``: no call in the last tick)."""
         config = settings.current()
-        # What this freeze takes: the generations below the frozen one, listed (the frozen one's
-        # own count walks every frozen object, so it is taken only at full collections).
-        self.made += sum(len(gc.get_objects(generation)) for generation in range(3))
+        self.made += self.grown()
         gc.freeze()
         since = now - self.last_full
         if self.made and (self.made >= self.bound or since >= config.gc_full_every
                           or (idle and since >= config.gc_idle_every and self.made >= config.gc_idle_growth)):
             self.full(now)
+
+    def grown(self) -> int:
+        """The tracked objects made since the last tick, net of those freed, from counts the
+        collector keeps: a young collection runs each time allocations outnumber deallocations
+        by the young threshold, and the young count holds what came since (a freeze resets it).
+
+        Never from the collector's debugging calls (``gc.get_objects`` and the like): they hand
+        out every tracked object, among them a tuple that another thread is still building from
+        a generator, and CPython then refuses to grow it (``SystemError`` in that thread; issue
+        of 0.5.2, docs/perf/gc-freeze.md). ``gc.get_freeze_count`` is safe but walks every frozen
+        object, so it is read only at full collections."""
+        collections: int = gc.get_stats()[0]["collections"]
+        grown = (collections - self.young_collections) * gc.get_threshold()[0] + gc.get_count()[0]
+        self.young_collections = collections
+        return grown
 
     def full(self, now: float) -> None:
         config = settings.current()

@@ -13,8 +13,9 @@ else inside it (``tests/unit/test_layers.py`` keeps it so).
                         that ranking (search/fusion.py, meaning/; docs/ranking.md "By meaning")
     fold, strip_md, ancestors, path_prefixes, words, is_word, closest_names
                         how names and text are normalised for the index's keys
-    resembling, Resembling, Rarity, word_set, resemblance
-                        the notes that say nearly the same as a text (``search/similar.py``)
+    resembling, Resembling, Rarity, word_set, resemblance, Said, note_said, likeness
+                        the notes that say nearly the same as a text (``search/similar.py``,
+                        ``search/facts.py``)
     keep_while_unchanged
                         keep what is derived from one version of a file (the engine's cache)
     install_whoosh_patches
@@ -29,6 +30,7 @@ from vault_mem.meaning.embedder import Meaning
 from vault_mem.search.build import SyncReport, reconcile, sync
 from vault_mem.search.columns import PATH_KEY_FIELDS
 from vault_mem.search.commits import Batch
+from vault_mem.search.facts import Said
 from vault_mem.search.folder import has_index, usable_index_dir
 from vault_mem.search.fusion import Fused, fused_notes
 from vault_mem.search.gitfollow import attach_history
@@ -40,7 +42,7 @@ from vault_mem.search.progress import Progress, ProgressFile
 from vault_mem.search.query import Searcher, newest_first_key, prefix_records, ranked_newest_key
 from vault_mem.search.ranking import match_forms, score_notes, search_terms, stem_of
 from vault_mem.search.schema import SCHEMA_VERSION, ancestors, document_of, fold, path_prefixes, strip_md
-from vault_mem.search.similar import Rarity, Resembling, resemblance, resembling, word_set
+from vault_mem.search.similar import Rarity, Resembling, likeness, note_said, resemblance, resembling, word_set
 from vault_mem.search.snapshot import Snapshot
 from vault_mem.search.store import VaultIndex, same_content, stat_state
 from vault_mem.search.substring import is_word, words
@@ -61,6 +63,7 @@ __all__ = [
     "Ranked",
     "Rarity",
     "Resembling",
+    "Said",
     "Searcher",
     "Snapshot",
     "SyncReport",
@@ -76,6 +79,7 @@ __all__ = [
     "install_whoosh_patches",
     "is_word",
     "keep_while_unchanged",
+    "likeness",
     "live",
     "match_forms",
     "merge_due",
@@ -83,6 +87,7 @@ __all__ = [
     "merge_main",
     "newest_first_key",
     "note_present",
+    "note_said",
     "open_meaning",
     "path_prefixes",
     "prefix_records",

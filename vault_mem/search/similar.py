@@ -8,11 +8,13 @@ changes them, and so are words no other note holds) are looked up exactly, and t
 compared with the text: the *resemblance* is the Jaccard index of the two texts' word sets
 (title and the first characters of the body, what the index stores of it: the ``record_head_chars`` setting;
 numbers left out), each word weighted by its rarity in the index (BM25's idf, as the ranking
-uses it). Reordered sentences, changed dates and numbers and a few words added or dropped keep
-a restatement above the ``threshold``, while notes that share only boilerplate or common words
-stay below it: words every note holds weigh next to nothing. A text of fewer than
-``min_words`` distinct words (a title and a line) is compared with nothing: in so few words
-any two notes look alike.
+uses it). Reordered sentences and a few words added or dropped keep a restatement above the
+``threshold``, while notes that share only boilerplate or common words stay below it: words
+every note holds weigh next to nothing. The wording is not enough: two notes whose names,
+numbers or dates differ say different things however alike their words (one template filled
+twice), and notes that are mostly links compare their targets (``search/facts.py``). A text of
+fewer than ``min_words`` distinct words (a title and a line), or a list of fewer than
+``similar_min_links`` links, is compared with nothing: in so little any two notes look alike.
 
 Cost: one document-frequency look-up per distinct word of the text and of its ``candidates``
 (their stored records; each segment's counts are read once and shared), and one posting list
@@ -29,6 +31,7 @@ from collections.abc import Callable, Collection
 from dataclasses import dataclass
 
 from vault_mem import settings
+from vault_mem.search.facts import Said, alike, said
 from vault_mem.search.ranking import STOP_WORDS, rarity
 from vault_mem.search.snapshot import Snapshot
 from vault_mem.search.substring import words
@@ -75,6 +78,27 @@ class Rarity:
 def note_text(title: str, body: str) -> str:
     """What is compared of a note: its title and the head of its body, as the index stores it."""
     return f"{title}\n{body[:settings.current().record_head_chars]}"
+
+
+def note_said(title: str, body: str) -> Said:
+    """What is compared of a note (search/facts.py): its title and the head of its body."""
+    return said(title, body[:settings.current().record_head_chars])
+
+
+def comparable(note: Said, min_words: int | None = None) -> bool:
+    """Whether a note says enough to be compared: ``min_words`` distinct words (the
+    ``similar_min_words`` setting when None), or ``similar_min_links`` link targets when it is
+    mostly links."""
+    config = settings.current()
+    if note.links is not None:
+        return len(note.links) >= config.similar_min_links
+    return len(note.words) >= (config.similar_min_words if min_words is None else min_words)
+
+
+def likeness(a: Said, b: Said, weight: Callable[[str], float], a_weight: float | None = None) -> float:
+    """How alike two notes are (search/facts.py's ``alike``, their words' ``resemblance`` weighted by
+    ``weight``)."""
+    return alike(a, b, lambda x, y: resemblance(x.words, y.words, weight, a_weight))
 
 
 def word_set(text: str) -> frozenset[str]:
@@ -153,8 +177,8 @@ def resembling(view: Snapshot, title: str, body: str, *, exclude: Collection[int
     if limit <= 0:
         return []
     text = note_text(title, body)
-    mine = word_set(text)
-    if len(mine) < min_words:
+    mine = note_said(title, body)
+    if not comparable(mine, min_words):
         return []
     rarest = rarest or Rarity(view)
     chosen = distinctive_terms(text, terms, rarest)
@@ -168,16 +192,16 @@ def resembling(view: Snapshot, title: str, body: str, *, exclude: Collection[int
             known = weights[word] = rarest(word)
         return known
 
-    mine_weight = math.fsum(weigh(w) for w in mine)
+    mine_weight = math.fsum(weigh(w) for w in mine.words)
     found = []
     for doc in _holding_most(view, chosen, candidates + len(exclude), keep, weigh):
         if doc in exclude:
             continue
         record = view.record(doc)
-        theirs = word_set(note_text(str(record.get("title") or ""), str(record.get("head") or "")))
-        if len(theirs) < min_words:
+        theirs = note_said(str(record.get("title") or ""), str(record.get("head") or ""))
+        if not comparable(theirs, min_words):
             continue
-        score = resemblance(mine, theirs, weigh, mine_weight)
+        score = likeness(mine, theirs, weigh, mine_weight)
         if score >= threshold:
             found.append(Resembling(doc, round(score, 3)))
     found.sort(key=lambda r: -r.resemblance)

@@ -340,3 +340,11 @@ class KeyRing:
     def named(self, name: str) -> Agent | None:
         entry = self._current().get(name)
         return entry.agent if entry is not None else None
+
+    def still(self, name: str, sha256: str | None) -> Agent | None:
+        """The agent ``name`` while its key is still the one whose hash is ``sha256`` (a page session
+        opened with a key ends with that key: a new key of the same name does not revive it)."""
+        entry = self._current().get(name)
+        if entry is None or not sha256 or not entry.sha256 or not hmac.compare_digest(entry.sha256, sha256):
+            return None
+        return entry.agent

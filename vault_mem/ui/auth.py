@@ -2,35 +2,51 @@
 
 A person logs in with a one-time link (``/?login=CODE``, printed by ``vault-mem ui`` and by
 ``serve --http``), or on the login form with the server's ``--token`` (the owner) or an agent's
-key (that agent, seeing only what it may read). Either gives a session cookie (HttpOnly,
-SameSite=Strict) signed with a secret kept in the user's configuration folder, one per vault
-(beside the agent keys: served/keys.py), so every worker of ``serve --workers N`` and every
-later run knows it; the key itself is never kept or sent back.
+key (that agent, seeing only what it may read). The page's own script sends either to
+``POST /api/login`` and gets two secrets that open the session only together:
+
+- the session cookie (HttpOnly, SameSite=Strict). A browser sends cookies for 127.0.0.1 to every
+  port of it, so any local program the browser visits can receive this one: alone it opens nothing;
+- the page secret, in the login's answer, which only the page's own script can read (a page of any
+  other origin, another port of the same host included, cannot read the answer). The script keeps
+  it in ``sessionStorage`` (per origin and per tab) and sends it with every ``/api`` request in
+  ``X-Page-Secret``; no answer ever gives it again.
+
+A session is a file in this vault's folder of page state (in the user's configuration folder,
+owner-only, beside the agent keys: served/keys.py), named by the cookie's hash and holding the page
+secret's hash, who it is, the hash of the key or token that opened it and when it ends; so every
+worker of ``serve --workers N`` and every later run knows it, and logging out (deleting the file)
+ends it everywhere. Neither secret is kept, only their hashes. A session belongs to the key that
+opened it: once that key is no longer its agent's (removed, even if a new key of the same name was
+issued since), the session is refused and its file deleted.
 
 A one-time code is a file named by the code's hash in that vault's ``logins`` folder: the exchange
-deletes it, which only one request can do, so a code works once, and only for ``ui_login_ttl`` (settings).
-Every state-changing request also needs the session's CSRF token, which only the page's own
-script gets (from ``/api/session``, a same-origin read)."""
+deletes it, which only one request can do, so a code works once, and only for ``ui_login_ttl``
+(settings). Wrong logins are counted by ``Guesses`` (below)."""
 
 from __future__ import annotations
 
-import base64
 import contextlib
 import hashlib
 import hmac
 import json
+import math
 import os
+import re
 import secrets
+import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
 from vault_mem import settings
-from vault_mem.served.agents import Agent
-from vault_mem.served.keys import KeyRing, config_dir, vault_key
+from vault_mem.served.keys import config_dir, hashed, vault_key
 
 UI_DIR = "ui"
 COOKIE = "vault_mem_session"
+PAGE_HEADER = "x-page-secret"
+SECRET_FORM = re.compile(r"[A-Za-z0-9_-]{32,100}")  # what secrets.token_urlsafe makes
 
 
 def _folder(root: Path) -> Path:
@@ -38,31 +54,6 @@ def _folder(root: Path) -> Path:
     folder = config_dir() / UI_DIR / hashlib.sha256(vault_key(root).encode("utf-8", "surrogatepass")).hexdigest()[:24]
     folder.mkdir(mode=0o700, parents=True, exist_ok=True)
     return folder
-
-
-def secret_of(root: Path) -> bytes:
-    """The signing secret of this vault's sessions, made once (owner-only) and then read."""
-    path = _folder(root) / "secret"
-    with contextlib.suppress(FileNotFoundError):
-        data = path.read_bytes()
-        if len(data) >= 32:
-            return data
-    fresh = secrets.token_bytes(32)
-    tmp = path.with_name(f".secret.{os.getpid()}.tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, "O_BINARY", 0), 0o600)
-    with os.fdopen(fd, "wb") as out:
-        out.write(fresh)
-    try:
-        os.link(tmp, path)  # the first process to get there wins; the others read its secret
-    except FileExistsError:
-        pass
-    except OSError:  # no hard links (some Windows shares): last writer wins, sessions made before it end
-        os.replace(tmp, path)
-        return fresh
-    finally:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-    return path.read_bytes()
 
 
 def _code_file(root: Path, code: str) -> Path:
@@ -76,7 +67,7 @@ def issue_login(root: Path) -> str:
     path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
     os.close(fd)
-    _forget_stale(path.parent)
+    _forget_stale(path.parent, settings.current().ui_login_ttl)
     return code
 
 
@@ -93,59 +84,151 @@ def use_login(root: Path, code: str) -> bool:
     return time.time() - made <= settings.current().ui_login_ttl
 
 
-def _forget_stale(folder: Path) -> None:
+def _forget_stale(folder: Path, age: float) -> None:
+    """Delete the files of ``folder`` older than ``age`` seconds (dead codes, ended sessions)."""
     with contextlib.suppress(OSError), os.scandir(folder) as found:
         for item in found:
             with contextlib.suppress(OSError):
-                if time.time() - item.stat().st_mtime > settings.current().ui_login_ttl:
+                if time.time() - item.stat().st_mtime > age:
                     os.unlink(item.path)
 
 
 @dataclass(frozen=True)
 class Session:
-    """A logged-in page: ``agent`` None is the vault's owner."""
+    """A logged-in page. ``agent`` None is the vault's owner; ``key``: the SHA-256 of the agent key
+    or token that opened it (None: a one-time link); ``expires``: a ``time.time()``; ``ident``: the
+    cookie's hash, its file's name."""
 
     agent: str | None
+    key: str | None
     expires: float
-    nonce: str
-
-    def csrf(self, secret: bytes) -> str:
-        return _sign(secret, f"csrf|{self.agent or ''}|{self.expires}|{self.nonce}")
+    ident: str
 
 
-def _sign(secret: bytes, text: str) -> str:
-    return hmac.new(secret, text.encode(), hashlib.sha256).hexdigest()
+def _sessions(root: Path) -> Path:
+    return _folder(root) / "sessions"
 
 
-def new_session(secret: bytes, agent: str | None, now: float | None = None) -> tuple[Session, str]:
-    """A session and its cookie value (payload and signature)."""
-    session = Session(agent, (now or time.time()) + settings.current().ui_session_ttl, secrets.token_urlsafe(12))
-    payload = base64.urlsafe_b64encode(json.dumps([session.agent, session.expires, session.nonce]).encode()).decode()
-    return session, f"{payload}.{_sign(secret, payload)}"
+def _digest(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8", "replace")).hexdigest()
 
 
-def read_session(secret: bytes, cookie: str | None, now: float | None = None) -> Session | None:
-    """The session a cookie value carries, or None (missing, forged, expired)."""
-    if not cookie or cookie.count(".") != 1 or len(cookie) > 1000:
-        return None
-    payload, signature = cookie.split(".")
-    if not hmac.compare_digest(signature, _sign(secret, payload)):
-        return None
+def open_session(root: Path, agent: str | None, key: str | None, now: float | None = None) -> tuple[Session, str, str]:
+    """A new session: (it, the cookie's value, the page secret). Each secret is shown only here."""
+    cookie, page = secrets.token_urlsafe(32), secrets.token_urlsafe(32)
+    session = Session(agent, key, (time.time() if now is None else now) + settings.current().ui_session_ttl,
+                      _digest(cookie))
+    folder = _sessions(root)
+    folder.mkdir(mode=0o700, exist_ok=True)
+    _forget_stale(folder, settings.current().ui_session_ttl)
+    record = {"agent": agent, "key": key, "expires": session.expires, "page": _digest(page)}
+    tmp = folder / f".{session.ident}.tmp"
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0), 0o600)
     try:
-        agent, expires, nonce = json.loads(base64.urlsafe_b64decode(payload.encode()))
-    except (ValueError, TypeError):
-        return None
-    if not isinstance(expires, (int, float)) or expires < (now or time.time()):
-        return None
-    return Session(agent if isinstance(agent, str) else None, float(expires), str(nonce))
+        with os.fdopen(fd, "w", encoding="utf-8") as out:
+            json.dump(record, out)
+        os.replace(tmp, folder / session.ident)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+    return session, cookie, page
 
 
-def login_with(secret_given: str, token: str | None, keys: KeyRing) -> tuple[bool, Agent | None]:
-    """(True, None) for the owner's token, (True, agent) for an agent's key, else (False, None)."""
-    given = secret_given.strip()
-    if not given:
-        return False, None
-    if token and hmac.compare_digest(given.encode(), token.encode()):
-        return True, None
-    agent = keys.agent_for(given) if keys.any() else None
-    return (agent is not None), agent
+def find_session(root: Path, cookie: str | None, page: str | None, now: float | None = None) -> Session | None:
+    """The live session both secrets open, or None (either missing or wrong, logged out, expired)."""
+    if not cookie or not page or not SECRET_FORM.fullmatch(cookie) or not SECRET_FORM.fullmatch(page):
+        return None
+    path = _sessions(root) / _digest(cookie)
+    try:
+        record = json.loads(path.read_text(encoding="utf-8"))
+        agent, key, expires, page_hash = record["agent"], record["key"], record["expires"], record["page"]
+    except (OSError, ValueError, TypeError, KeyError):
+        return None
+    if not (isinstance(expires, int | float) and isinstance(page_hash, str) and isinstance(agent, str | None)
+            and isinstance(key, str | None)):
+        return None
+    if expires < (time.time() if now is None else now):
+        with contextlib.suppress(OSError):
+            path.unlink()
+        return None
+    if not hmac.compare_digest(_digest(page), page_hash):
+        return None
+    return Session(agent, key, float(expires), path.name)
+
+
+def end_session(root: Path, session: Session) -> None:
+    """End ``session`` for good, in every process that serves the vault."""
+    with contextlib.suppress(FileNotFoundError):
+        (_sessions(root) / session.ident).unlink()
+
+
+def token_hash(token: str) -> str:
+    """How a session names the token or key that opened it (the key file's own hash)."""
+    return hashed(token)
+
+
+class Guesses:
+    """Wrong logins, per client address and from all addresses together (docs/ui.md, "Logging in").
+
+    After ``ui_login_free`` wrong logins from one address, or ``ui_login_free_all`` from all, the
+    next try must wait ``ui_login_first_wait`` seconds after the last wrong one, twice that after
+    one more, and so on up to ``ui_login_longest_wait``; wrong logins are forgotten after
+    ``ui_login_forget`` seconds without one. A try made while waiting is not counted. Only the
+    owner's token can be weak (a person chooses it): a one-time code and an agent key are random
+    (192 and 256 bits), so they are checked even while others wait, and the owner, whose
+    ``vault-mem ui`` always gives a new link, is never locked out. ``clock``: a monotonic clock
+    (tests pass their own)."""
+
+    def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
+        self.clock = clock
+        self._lock = threading.Lock()
+        self._by_address: dict[str, tuple[int, float]] = {}  # address: (wrong logins, when the last was)
+        self._everyone: tuple[int, float] = (0, 0.0)
+
+    def wait(self, address: str) -> float:
+        """Seconds until a token from ``address`` is checked again (0: now)."""
+        now = self.clock()
+        config = settings.current()
+        with self._lock:
+            mine = self._live(self._by_address.get(address), now)
+            everyone = self._live(self._everyone, now)
+        return max(_until(mine, config.ui_login_free, now), _until(everyone, config.ui_login_free_all, now))
+
+    def failed(self, address: str) -> None:
+        """Count a wrong login from ``address``."""
+        now = self.clock()
+        with self._lock:
+            count, _ = self._live(self._by_address.get(address), now)
+            self._by_address[address] = (count + 1, now)
+            count, _ = self._live(self._everyone, now)
+            self._everyone = (count + 1, now)
+            if len(self._by_address) > settings.current().ui_login_addresses:
+                self._prune(now)
+
+    def _live(self, record: tuple[int, float] | None, now: float) -> tuple[int, float]:
+        if record is None or now - record[1] > settings.current().ui_login_forget:
+            return 0, now
+        return record
+
+    def _prune(self, now: float) -> None:
+        """Keep the address table bounded: the forgotten go first, then the longest quiet."""
+        for address, record in list(self._by_address.items()):
+            if now - record[1] > settings.current().ui_login_forget:
+                del self._by_address[address]
+        while len(self._by_address) > settings.current().ui_login_addresses:
+            del self._by_address[min(self._by_address, key=lambda a: self._by_address[a][1])]
+
+
+def _until(record: tuple[int, float], free: int, now: float) -> float:
+    count, last = record
+    if count < free:
+        return 0.0
+    config = settings.current()
+    step = min(config.ui_login_first_wait * 2.0 ** min(count - free, 64), config.ui_login_longest_wait)
+    return max(0.0, last + step - now)
+
+
+def retry_after(wait: float) -> str:
+    """A wait as ``Retry-After`` gives it: whole seconds, rounded up."""
+    return str(max(1, math.ceil(wait)))

@@ -2,15 +2,18 @@
 endpoints (``api.py``), and ``with_page``, which puts it at ``/`` beside the MCP endpoint.
 
 Every response forbids remote and inline code (``CSP``), framing and sniffing. A request must
-name an allowed host (as the MCP endpoint checks: DNS rebinding), every endpoint but the login
-needs a session (``auth.py``), and a POST needs the session's CSRF token in ``X-CSRF-Token``
-and no foreign ``Origin``."""
+name an allowed host (as the MCP endpoint checks: DNS rebinding); a POST, and any ``/api``
+request, must not come from another origin (``Origin``, ``Sec-Fetch-Site``; another port of the
+same host is another origin); every endpoint but the login needs a session's cookie and its page
+secret in ``X-Page-Secret`` together (``auth.py``: the cookie alone opens nothing, so a custom
+header also stands for a CSRF token); wrong logins make the next ones wait (``auth.Guesses``)."""
 
 from __future__ import annotations
 
 import hmac
 import json
 import logging
+import time
 from collections.abc import Awaitable, Callable, MutableMapping
 from http.cookies import SimpleCookie
 from importlib import resources
@@ -46,15 +49,23 @@ def static_text(name: str) -> bytes:
 
 class Page:
     """The page of one vault. ``token``: the owner's secret for the login form (None: only a
-    one-time link logs in as the owner); ``keys``: agents log in with their keys."""
+    one-time link logs in as the owner); ``keys``: agents log in with their keys; ``clock``: the
+    monotonic clock wrong logins are timed by (``auth.Guesses``)."""
 
-    def __init__(self, vault: Vault, keys: KeyRing, token: str | None, hosts: list[str], port: int) -> None:
+    def __init__(self, vault: Vault, keys: KeyRing, token: str | None, hosts: list[str], port: int,
+                 clock: Callable[[], float] = time.monotonic) -> None:
         self.vault = vault
         self.keys = keys
         self.token = token
-        self.secret = auth.secret_of(vault.root)
-        names = ["127.0.0.1", "localhost", "[::1]", *hosts]
+        self.guesses = auth.Guesses(clock)
+        loopback = ["127.0.0.1", "localhost", "[::1]"]
+        names = [*loopback, *hosts]
         self.hosts = {h.lower() for name in names for h in (name, f"{name}:{port}")}
+        # An Origin names its port unless it is the scheme's own: a page of another local program
+        # (another port of 127.0.0.1) is another origin.
+        self.origins = {h.lower() for name in loopback for h in ((name, f"{name}:{port}") if port == 80
+                                                                  else (f"{name}:{port}",))}
+        self.origins |= {h.lower() for name in hosts for h in (name, f"{name}:{port}")}
         self.files = {path: static_text(name) for path, (name, _) in STATIC.items()}
         self.index_html = static_text("index.html")
 
@@ -71,32 +82,22 @@ class Page:
             await _send(send, 421, b"unknown host", "text/plain; charset=utf-8")
             return
         query = {k: v[0] for k, v in parse_qs(scope.get("query_string", b"").decode("latin-1")).items()}
-        cookies = SimpleCookie()
         try:
-            cookies.load(headers.get("cookie", ""))
-        except Exception:  # a malformed Cookie header is no session
-            cookies = SimpleCookie()
-        morsel = cookies.get(auth.COOKIE)
-        session = auth.read_session(self.secret, morsel.value if morsel is not None else None)
-        caller: Agent | None = None
-        if session is not None and session.agent is not None:
-            caller = self.keys.named(session.agent)
-            if caller is None:  # its key was removed: the session ends with it
-                session = None
-        try:
-            if method == "POST" and not self._same_origin(headers):
+            if (method == "POST" or path.startswith("/api/")) and not self._same_origin(headers):
                 raise Forbidden("a request from another site is refused", rule="origin")
-            if path == "/" and method == "GET":
-                await self._root(send, query)
+            if path == "/" and method == "GET":  # a ?login=CODE is the page's script's to send
+                await _send(send, 200, self.index_html, "text/html; charset=utf-8")
             elif path in self.files and method == "GET":
                 await _send(send, 200, self.files[path], STATIC[path][1], cache="no-cache")
-            elif path == "/login" and method == "POST":
-                await self._login(receive, send)
+            elif path == "/api/login" and method == "POST":
+                client = scope.get("client")
+                await self._login(str(client[0]) if client else "", receive, send)
             elif path.startswith("/api/"):
-                if session is None:
+                found = await anyio.to_thread.run_sync(self._session, headers)
+                if found is None:
                     await _json(send, 401, {"status": "forbidden", "message": "log in first"})
                     return
-                await self._api(method, path[5:], query, session, caller, headers, receive, send)
+                await self._api(method, path[5:], query, found[0], found[1], receive, send)
             else:
                 await _json(send, 404, {"status": "not_found", "message": f"no page {path[:100]!r}"})
         except VaultMemError as exc:
@@ -113,48 +114,81 @@ class Page:
         if origin is None:
             return True
         scheme, _, host = origin.partition("://")
-        return scheme in ("http", "https") and host.lower() in self.hosts
+        return scheme in ("http", "https") and host.lower() in self.origins
 
-    async def _root(self, send: Send, query: dict[str, str]) -> None:
-        code = query.get("login")
-        if code is None:
-            await _send(send, 200, self.index_html, "text/html; charset=utf-8")
-            return
-        ok = await anyio.to_thread.run_sync(auth.use_login, self.vault.root, code)
+    def _session(self, headers: dict[str, str]) -> tuple[auth.Session, Agent | None] | None:
+        """The session a request opens (its cookie and its page secret together) and who it is, or
+        None. A session outlives neither the key nor the token that opened it."""
+        cookies = SimpleCookie()
+        try:
+            cookies.load(headers.get("cookie", ""))
+        except Exception:  # a malformed Cookie header is no session
+            cookies = SimpleCookie()
+        morsel = cookies.get(auth.COOKIE)
+        session = auth.find_session(self.vault.root, morsel.value if morsel is not None else None,
+                                    headers.get(auth.PAGE_HEADER))
+        if session is None:
+            return None
+        if session.agent is not None:
+            caller = self.keys.still(session.agent, session.key)
+            if caller is None:  # its key was removed: the session ends with it, for good
+                auth.end_session(self.vault.root, session)
+                return None
+            return session, caller
+        if session.key is not None and not (self.token and hmac.compare_digest(auth.token_hash(self.token),
+                                                                               session.key)):
+            auth.end_session(self.vault.root, session)  # opened with a token the owner has since replaced
+            return None
+        return session, None
+
+    async def _login(self, address: str, receive: Receive, send: Send) -> None:
+        """``{"code": CODE}`` (a one-time link) or ``{"secret": TOKEN_OR_KEY}``: the session's cookie,
+        and its page secret in the answer, for the page's script alone."""
+        data = _object(await _body(receive), "the login takes JSON: {\"code\": ...} or {\"secret\": ...}, "
+                                               "sent by the page's own script")
+        code, given = data.get("code"), data.get("secret")
+        wait = self.guesses.wait(address)
+        agent: Agent | None = None
+        key: str | None = None
+        if isinstance(code, str) and code:
+            ok = await anyio.to_thread.run_sync(auth.use_login, self.vault.root, code)
+            wrong = "that login link was used already or is too old: run vault-mem ui for a new one"
+        elif isinstance(given, str) and given.strip():
+            given = given.strip()
+            agent = await anyio.to_thread.run_sync(self.keys.agent_for, given) if self.keys.any() else None
+            ok = agent is not None
+            if not ok and wait == 0 and self.token:  # the one secret a person chooses: checked only when not waiting
+                ok = hmac.compare_digest(given.encode(), self.token.encode())
+            key = auth.token_hash(given) if ok else None
+            wrong = "that token or key is not one of this vault's"
+        else:
+            raise InvalidInput("secret", "give the server's token or an agent's key (or open a one-time login link)")
         if not ok:
-            await _redirect(send, "/?expired=1")
+            if wait > 0:
+                seconds = auth.retry_after(wait)
+                await _json(send, 429, {"status": "forbidden", "message":
+                                        f"too many wrong logins: the token is not checked for {seconds} s more; "
+                                        "an agent's key, or a new link from vault-mem ui, logs in now",
+                                        "retry_after": int(seconds)},
+                            [(b"retry-after", seconds.encode())])
+                return
+            self.guesses.failed(address)
+            await _json(send, 401, {"status": "forbidden", "message": wrong})
             return
-        await self._start_session(send, None)
-
-    async def _start_session(self, send: Send, agent: str | None) -> None:
-        _, value = auth.new_session(self.secret, agent)
+        name = agent.name if agent is not None else None
+        _, cookie, page = await anyio.to_thread.run_sync(auth.open_session, self.vault.root, name, key)
         lasts = int(settings.current().ui_session_ttl)
-        cookie = f"{auth.COOKIE}={value}; Path=/; HttpOnly; SameSite=Strict; Max-Age={lasts}"
-        await _redirect(send, "/", [(b"set-cookie", cookie.encode())])
-
-    async def _login(self, receive: Receive, send: Send) -> None:
-        form = parse_qs((await _body(receive)).decode("utf-8", "replace"))
-        given = (form.get("secret") or [""])[0]
-        ok, agent = await anyio.to_thread.run_sync(auth.login_with, given, self.token, self.keys)
-        if not ok:
-            await _redirect(send, "/?failed=1")
-            return
-        await self._start_session(send, agent.name if agent is not None else None)
+        set_cookie = f"{auth.COOKIE}={cookie}; Path=/; HttpOnly; SameSite=Strict; Max-Age={lasts}"
+        await _json(send, 200, {"status": "ok", "agent": name, "page_secret": page},
+                    [(b"set-cookie", set_cookie.encode())])
 
     async def _api(self, method: str, name: str, query: dict[str, str], session: auth.Session,
-                   caller: Agent | None, headers: dict[str, str], receive: Receive, send: Send) -> None:
+                   caller: Agent | None, receive: Receive, send: Send) -> None:
         vault = self.vault
         if method == "POST":
-            if not hmac.compare_digest(headers.get("x-csrf-token", ""), session.csrf(self.secret)):
-                raise Forbidden("this request lacks the page's CSRF token: reload the page", rule="csrf")
-            body = await _body(receive)
-            try:
-                data = json.loads(body or b"{}")
-            except ValueError:
-                raise InvalidInput("body", "the request body is not JSON") from None
-            if not isinstance(data, dict):
-                raise InvalidInput("body", "the request body must be a JSON object")
+            data = _object(await _body(receive), "the request body must be a JSON object")
             if name == "logout":
+                await anyio.to_thread.run_sync(auth.end_session, vault.root, session)
                 await _json(send, 200, {"status": "ok"},
                             [(b"set-cookie", f"{auth.COOKIE}=; Path=/; HttpOnly; SameSite=Strict; Max-Age=0".encode())])
                 return
@@ -169,13 +203,13 @@ class Page:
             return
         if method != "GET":
             raise InvalidInput("method", f"{method} is not accepted here: GET or POST")
-        answer = await anyio.to_thread.run_sync(self._get, name, query, session, caller)
+        answer = await anyio.to_thread.run_sync(self._get, name, query, caller)
         await _json(send, 200, answer)
 
-    def _get(self, name: str, query: dict[str, str], session: auth.Session, caller: Agent | None) -> dict[str, Any]:
+    def _get(self, name: str, query: dict[str, str], caller: Agent | None) -> dict[str, Any]:
         vault = self.vault
-        if name == "session":
-            return {"status": "ok", "agent": caller.name if caller else None, "csrf": session.csrf(self.secret),
+        if name == "session":  # never a secret: the page secret is only in the login's answer
+            return {"status": "ok", "agent": caller.name if caller else None,
                     "vault": vault.root.name, "git_commit": vault.git_commit}
         if name == "activity":
             return api.activity(vault, caller, query.get("agent", ""), query.get("folder", ""),
@@ -194,6 +228,17 @@ class Page:
         if name == "agents":
             return api.agents(vault, caller)
         raise NotFound(f"no endpoint {name[:60]!r}")
+
+
+def _object(body: bytes, what: str) -> dict[str, Any]:
+    """A request body that must be a JSON object (empty: ``{}``), or InvalidInput saying ``what``."""
+    try:
+        data = json.loads(body or b"{}")
+    except ValueError:
+        raise InvalidInput("body", what) from None
+    if not isinstance(data, dict):
+        raise InvalidInput("body", what)
+    return data
 
 
 def _int(text: str, param: str) -> int:
@@ -232,10 +277,6 @@ async def _send(send: Send, status: int, body: bytes, content_type: str, extra: 
 async def _json(send: Send, status: int, value: Any, extra: list[tuple[bytes, bytes]] | None = None) -> None:
     body = json.dumps(value, ensure_ascii=False, default=str).encode()
     await _send(send, status, body, "application/json; charset=utf-8", extra)
-
-
-async def _redirect(send: Send, where: str, extra: list[tuple[bytes, bytes]] | None = None) -> None:
-    await _send(send, 303, b"", "text/plain; charset=utf-8", [(b"location", where.encode()), *(extra or [])])
 
 
 def with_page(mcp: ASGIApp, page: Page) -> ASGIApp:

@@ -3,7 +3,12 @@
 "use strict";
 (function () {
   const $ = (sel) => document.querySelector(sel);
-  let csrf = "";
+  // The session's second secret (docs/ui.md, "Logging in"): the login's answer gives it to this
+  // script alone; sessionStorage keeps it per origin (port included) and per tab. The cookie,
+  // which the browser also sends to other programs on this host, opens nothing without it.
+  const PAGE_SECRET = "vault-mem-page-secret";
+  let pageSecret = "";
+  try { pageSecret = sessionStorage.getItem(PAGE_SECRET) || ""; } catch (e) { /* no storage: log in each time */ }
   let owner = false;
   let offset = 0;
 
@@ -23,7 +28,8 @@
 
   async function get(path, params) {
     const query = new URLSearchParams(params || {}).toString();
-    const response = await fetch("/api/" + path + (query ? "?" + query : ""), { credentials: "same-origin" });
+    const response = await fetch("/api/" + path + (query ? "?" + query : ""),
+      { credentials: "same-origin", headers: { "X-Page-Secret": pageSecret } });
     const body = await response.json();
     if (response.status === 401) { showLogin(""); throw new Error("log in first"); }
     if (!response.ok || ["invalid", "forbidden", "error", "not_found"].includes(body.status)) {
@@ -35,11 +41,28 @@
   async function post(path, data) {
     const response = await fetch("/api/" + path, {
       method: "POST", credentials: "same-origin",
-      headers: { "Content-Type": "application/json", "X-CSRF-Token": csrf }, body: JSON.stringify(data),
+      headers: { "Content-Type": "application/json", "X-Page-Secret": pageSecret }, body: JSON.stringify(data),
     });
     const body = await response.json();
+    if (response.status === 401) { showLogin(""); throw new Error("log in first"); }
     if (!response.ok) throw new Error(body.message || ("HTTP " + response.status));
     return body;
+  }
+
+  // A one-time link's code or a token or key: "" when logged in, else why not.
+  async function logIn(what) {
+    let response, body;
+    try {
+      response = await fetch("/api/login", {
+        method: "POST", credentials: "same-origin",
+        headers: { "Content-Type": "application/json" }, body: JSON.stringify(what),
+      });
+      body = await response.json();
+    } catch (e) { return "the server does not answer: " + e.message; }
+    if (!response.ok || !body.page_secret) return body.message || ("HTTP " + response.status);
+    pageSecret = body.page_secret;
+    try { sessionStorage.setItem(PAGE_SECRET, pageSecret); } catch (e) { /* kept for this page only */ }
+    return "";
   }
 
   function showLogin(why) {
@@ -292,29 +315,41 @@
   // -- start ---------------------------------------------------------------------------
 
   async function start() {
-    const params = new URLSearchParams(location.search);
-    let session;
+    const code = new URLSearchParams(location.search).get("login");
+    if (location.search) history.replaceState(null, "", "/");  // the code leaves the address bar at once
+    document.querySelectorAll("#tabs button[data-view]").forEach((b) => b.addEventListener("click", () => show(b.dataset.view)));
+    $("#logout").addEventListener("click", async () => {
+      try { await post("logout", {}); } catch (e) { /* ended already */ }
+      try { sessionStorage.removeItem(PAGE_SECRET); } catch (e) { /* nothing was kept */ }
+      location.assign("/");
+    });
+    $("#filters").addEventListener("submit", (e) => { e.preventDefault(); loadActivity(false); });
+    $("#more").addEventListener("click", () => loadActivity(true));
+    $("#undo-window").addEventListener("click", undoWindow);
+    $("#search").addEventListener("submit", (e) => { e.preventDefault(); runSearch(String(new FormData(e.target).get("query") || "")); });
+    $("#login form").addEventListener("submit", async (e) => {
+      e.preventDefault();
+      const field = e.target.elements.secret;
+      const why = await logIn({ secret: field.value });
+      field.value = "";
+      if (why) $("#login-why").textContent = why; else enter("");
+    });
+    enter(code ? await logIn({ code }) : "");
+  }
+
+  async function enter(why) {
+    if (why || !pageSecret) { showLogin(why); return; }
+    let response, session;
     try {
-      const response = await fetch("/api/session", { credentials: "same-origin" });
-      if (response.status === 401) {
-        showLogin(params.has("expired") ? "That login link was used already or is too old." : params.has("failed") ? "That token or key is not one of this vault's." : "");
-        return;
-      }
+      response = await fetch("/api/session", { credentials: "same-origin", headers: { "X-Page-Secret": pageSecret } });
       session = await response.json();
     } catch (e) { say("the server does not answer: " + e.message); return; }
-    if (location.search) history.replaceState(null, "", "/");
-    csrf = session.csrf;
+    if (response.status === 401) { showLogin("This session ended: log in again."); return; }
     owner = session.agent === null;
     $("#who").textContent = session.vault + (owner ? " · owner" : " · as agent " + session.agent + " (what it may read)");
     document.querySelectorAll(".owner").forEach((n) => { n.hidden = !owner; });
     $("#login").hidden = true;
     $("#tabs").hidden = false;
-    document.querySelectorAll("#tabs button[data-view]").forEach((b) => b.addEventListener("click", () => show(b.dataset.view)));
-    $("#logout").addEventListener("click", async () => { await post("logout", {}); location.assign("/"); });
-    $("#filters").addEventListener("submit", (e) => { e.preventDefault(); loadActivity(false); });
-    $("#more").addEventListener("click", () => loadActivity(true));
-    $("#undo-window").addEventListener("click", undoWindow);
-    $("#search").addEventListener("submit", (e) => { e.preventDefault(); runSearch(String(new FormData(e.target).get("query") || "")); });
     show("activity");
   }
 
