@@ -112,6 +112,7 @@ class Settings:
     calls_first_at_most: float = 10.0  # seconds after loading at which the start-up check starts whatever the calls (docs/index-and-sync.md#until-the-start-up-check-ends-checking)
     check_apply_every: float = 0.25  # seconds at most between the start-up check finding a note changed while no server ran and committing it (docs/index-and-sync.md#until-the-start-up-check-ends-checking)
     check_give_way_every: int = 64  # files the start-up check stats between two pauses while a call is in flight (docs/index-and-sync.md#until-the-start-up-check-ends-checking)
+    check_save_wait: float = 0.1  # seconds at most the walking start-up check waits, every check_give_way_every files, for the watcher to apply a save (never longer than it walked since its last wait) (docs/index-and-sync.md#until-the-start-up-check-ends-checking)
     check_give_way: float = 0.001  # seconds of each such pause, so the call's thread gets the interpreter lock (docs/index-and-sync.md#until-the-start-up-check-ends-checking)
     watch_debounce: float = 0.05  # seconds of quiet before the watcher applies the changes it saw (docs/index-and-sync.md#while-serving)
     watch_steps_wait: float = 2.0  # seconds at most the watcher waits for a write tool's file steps to end (docs/index-and-sync.md#while-serving)

@@ -324,9 +324,10 @@ async def test_the_start_up_check_does_not_wait_for_the_calls_after_the_first(tm
 
 
 def test_the_start_up_check_gives_way_to_the_watchers_saves_too(tmp_path: Path, tuned: Tuned) -> None:
-    """While the watcher has a save to apply, the walking check pauses now and then as it does for a
-    call in flight: a save made during the check is the watcher's to apply at once, and the check,
-    in the same process, would otherwise hold the interpreter lock against it."""
+    """While the watcher has a save to apply, the walking check waits for it now and then, as it
+    pauses for a call in flight: a save made during the check is the watcher's to apply at once, and
+    the check, in the same process, would otherwise hold the interpreter lock against it. The wait is
+    bounded: here the watcher stays held for the whole walk, and the check still ends."""
     tuned(check_give_way_every=1)
     root = write_notes(tmp_path / "v", {f"n{i}.md": f"# Note {i}\n\nabout queues\n" for i in range(6)})
     index = VaultIndex(root)

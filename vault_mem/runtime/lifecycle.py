@@ -97,7 +97,8 @@ class Runtime:
         self._last_call = 0.0  # monotonic time the last call ended
         self._answered = 0  # tool calls answered so far
         self._files_checked = 0
-        self.gave_way = 0  # pauses the start-up check made for calls (tests)
+        self.gave_way = 0  # pauses the start-up check made for calls and saves (tests)
+        self._walking_since = 0.0  # when the start-up check last went on after waiting for a save
         self.waited_for_calls = 0  # times the start-up check waited for a call in flight to end (tests)
         # The start-up check is due or running: from start() until its reconcile has applied what it
         # found. Notes changed while no server ran (one killed mid-write included) are only in the
@@ -236,18 +237,25 @@ class Runtime:
                 self._calls_changed.wait(min(quiet_from, deadline) - now)
 
     def _check_pace(self, rel: str) -> None:
-        """The start-up check's pace: the tests' hook, and a short pause now and then while a call
-        is in flight or the watcher has a save to apply (a thread that sleeps hands the interpreter
-        lock to the other at once). The pauses are short and few: the check keeps most of its pace
-        however steadily clients call."""
+        """The start-up check's pace: the tests' hook, and now and then a pause. While the watcher
+        has a save to apply, the check waits for it, no longer than it walked since its last pause
+        (at most ``check_save_wait``): the save goes first and the check keeps half its pace. While
+        a call is in flight, a millisecond's sleep (a thread that sleeps hands the interpreter lock
+        to the call at once). Either way the check keeps moving however steadily clients call."""
         config = settings.current()
         if self.pace is not None:
             self.pace(rel)
         self._check_done += 1
         self._files_checked += 1
+        if self._files_checked % config.check_give_way_every:
+            return
         watcher = self.watcher
-        if ((self._calls or (watcher is not None and watcher.applying()))
-                and self._files_checked % config.check_give_way_every == 0):
+        if watcher is not None and watcher.applying():
+            self.gave_way += 1
+            walked = time.monotonic() - self._walking_since
+            watcher.wait_idle(min(walked, config.check_save_wait))
+            self._walking_since = time.monotonic()
+        elif self._calls:
             self.gave_way += 1
             time.sleep(config.check_give_way)
 
@@ -386,6 +394,7 @@ class Runtime:
             if self._stopping:
                 return  # stopped while the server was loading: nothing more to say after "stopped"
             attach_history(self.index)  # a git work tree: dates, history and HEAD's moves (docs/git.md)
+            self._walking_since = time.monotonic()
             self.report = reconcile(self.index, pace=self._check_pace, listed=self._check_listed,
                                     apply_every=settings.current().check_apply_every)
             if self._stopping:
