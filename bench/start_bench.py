@@ -3,6 +3,7 @@
     python bench/start_bench.py --vault /work/data/r107k    # an indexed vault (vault-mem index first)
     python bench/start_bench.py --vault DIR --saves 10 --spacing 0.2
     python bench/start_bench.py --vault DIR --from connected   # saves once the session is up
+    python bench/start_bench.py --vault DIR --appends 10       # issue 54: appends after the first answer
 
 A fresh ``vault-mem serve`` is spawned over stdio on a vault whose index is complete. As soon as
 the server says it is checking the index against the files (its start-up reconcile), a thread
@@ -15,6 +16,16 @@ and how long it took to become visible; then the server's CPU seconds until the 
 found (on Linux), which the shared machine's load does not inflate as it does the clock. The notes are
 removed at the end (the running server drops them), so the vault is left as it was.
 
+With ``--appends N`` it measures the other shape (issue 54): once the server has given its first
+answer, a marker line is appended to one existing note at a time (a plain append, as a script or
+an editor's "append" does, in the top-level folders in turn), and ``memory_search`` asks for it
+every ``--poll`` seconds (20 ms) until it is found, the next append following at once; then the
+client goes on asking until answers no longer carry ``checking``. The table gives each append's
+time to visible, the ``checking`` field of the answer that found it and the calls made
+meanwhile, then how far the start-up check got, second by second, and when it ended. Drawings
+(``*.excalidraw.md``) are never picked: their bodies are not indexed (docs/vault-format.md), so
+a marker appended to one is never found. The notes get their old bytes back at the end.
+
 Prints the load average beside the numbers: the machine is shared, repeat runs and compare.
 """
 
@@ -23,7 +34,9 @@ from __future__ import annotations
 import argparse
 import os
 import secrets
+import socket
 import string
+import subprocess
 import sys
 import threading
 import time
@@ -34,6 +47,7 @@ from typing import Any
 import anyio
 from mcp import Client, StdioServerParameters
 from mcp.client.stdio import stdio_client
+from mcp.client.streamable_http import streamable_http_client
 
 AGENT = "start-bench"
 TIMEOUT = 120.0
@@ -202,6 +216,101 @@ async def run(vault: Path, saves: int, spacing: float, begin: str) -> None:
             print(f"server: {line}")
 
 
+async def run_appends(vault: Path, appends: int, poll: float, workers: int) -> None:
+    """Issue 54's shape: a client that keeps asking, and one append at a time after its first answer."""
+    errlog = Path(f"/tmp/start-bench-{os.getpid()}.log")
+    errlog.write_text("")
+    folders = sorted(p for p in vault.iterdir() if p.is_dir() and not p.name.startswith(".")) or [vault]
+    rng = secrets.SystemRandom()
+    picked: list[Path] = []
+    for i in range(appends):
+        notes = sorted(p for p in folders[i % len(folders)].rglob("*.md")
+                       if not p.name.lower().endswith(".excalidraw.md") and not any(
+                           part.startswith(".") for part in p.relative_to(vault).parts))
+        picked.append(rng.choice(notes))
+    old = {path: path.read_bytes() for path in picked}
+    words = ["appendmark" + "".join(secrets.choice(string.ascii_lowercase) for _ in range(10)) for _ in picked]
+    print(f"start bench (appends): {vault}; load average before: {load()}", file=sys.stderr)
+    command = ["-m", "vault_mem", "serve", "--yes", "--vault", str(vault)]
+    rows: list[tuple[float, float, Any, int]] = []  # (at, to visible, checking when found, calls)
+    progress: list[tuple[float, Any]] = []  # (seconds after the first answer, its checking field)
+    try:
+        async with AsyncExitStack() as stack:
+            sink = stack.enter_context(errlog.open("a"))
+            spawn = time.perf_counter()
+            if workers:  # serve --http --workers N: the first answer from whichever worker takes it
+                with socket.socket() as probe:
+                    probe.bind(("127.0.0.1", 0))
+                    port = probe.getsockname()[1]
+                env = {k: v for k, v in os.environ.items() if k != "VAULT_MEM_TOKEN"}
+                server = subprocess.Popen([sys.executable, *command, "--http", "--port", str(port),
+                                           "--workers", str(workers)],
+                                          stdin=subprocess.DEVNULL, stdout=sink, stderr=sink, env=env)
+                stack.callback(server.wait, 30)
+                stack.callback(server.terminate)
+                url = f"http://127.0.0.1:{port}/mcp"
+                while True:
+                    try:
+                        client = await stack.enter_async_context(Client(streamable_http_client(url), mode="legacy"))
+                        break
+                    except Exception:  # not listening yet
+                        if server.poll() is not None or time.perf_counter() - spawn > TIMEOUT:
+                            raise SystemExit(f"the server did not start; see {errlog}") from None
+                        await anyio.sleep(0.05)
+            else:
+                params = StdioServerParameters(command=sys.executable, env=dict(os.environ), args=command)
+                client = await stack.enter_async_context(Client(stdio_client(params, errlog=sink), mode="legacy"))
+            first = await client.call_tool("memory_search", {"agent": AGENT, "query": "appendmarkfirst"})
+            first_at = time.perf_counter()
+            first_checking = (first.structured_content or {}).get("checking")
+            for path, word in zip(picked, words, strict=True):
+                with path.open("a", encoding="utf-8") as out:
+                    out.write(f"\n\nAppended after the first answer: {word}\n")
+                at = time.perf_counter()
+                calls, seen, checking = 0, float("inf"), None
+                while time.perf_counter() - at < TIMEOUT:
+                    result = await client.call_tool("memory_search", {"agent": AGENT, "query": word})
+                    calls += 1
+                    answer: Any = result.structured_content or {}
+                    checking = answer.get("checking")
+                    if answer.get("notes"):
+                        seen = time.perf_counter() - at
+                        break
+                    await anyio.sleep(poll)
+                rows.append((at - first_at, seen, checking, calls))
+                progress.append((time.perf_counter() - first_at, checking))
+                if seen == float("inf"):
+                    print(f"not found: {path.relative_to(vault)} ({word})", file=sys.stderr)
+            while progress[-1][1] is not None and time.perf_counter() - first_at < TIMEOUT:  # the same client, on
+                result = await client.call_tool("memory_search", {"agent": AGENT, "query": words[0]})
+                progress.append((time.perf_counter() - first_at, (result.structured_content or {}).get("checking")))
+                await anyio.sleep(poll)
+    finally:
+        for path, data in old.items():
+            path.write_bytes(data)
+    print(f"first answer {first_at - spawn:.2f} s after the spawn (checking: {first_checking})")
+    print(f"{'append':>6} | {'at (s after 1st answer)':>23} | {'to visible (ms)':>15} | {'calls':>5} | "
+          "checking when found")
+    for i, (at, seen, checking, calls) in enumerate(rows):
+        print(f"{i + 1:>6} | {at:>23.2f} | {seen * 1000:>15.0f} | {calls:>5} | {checking}")
+    ended = next((at for at, checking in progress if checking is None), None)
+    shown, step = [], 0.0
+    for at, checking in progress:
+        if at >= step and checking is not None:
+            shown.append(f"{at:.1f} s: {checking['done']}")
+            step = at + 1.0
+    print("the start-up check (done, by seconds after the first answer, one client asking without pause): "
+          + ", ".join(shown))
+    print("the check ended " + (f"{ended:.2f} s after the first answer" if ended is not None else
+                                f"not within {TIMEOUT:.0f} s of it"))
+    times = sorted(seen for _, seen, _, _ in rows)
+    print(f"worst: {times[-1] * 1000:.0f} ms; median {times[len(times) // 2] * 1000:.0f} ms; "
+          f"over 2 s: {sum(t > 2 for t in times)} of {len(times)}; load average after: {load()}")
+    for line in errlog.read_text(errors="replace").splitlines():
+        if any(text in line for text in ("periodic check", "Traceback", "index ready", "failed", "Error")):
+            print(f"server: {line}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--vault", type=Path, required=True, help="a vault whose index is complete")
@@ -209,8 +318,16 @@ def main() -> None:
     parser.add_argument("--spacing", type=float, default=0.2, help="seconds between two saves")
     parser.add_argument("--from", dest="begin", choices=("checking", "connected"), default="checking",
                         help="save from the server's 'checking' line (default), or once the session is up")
+    parser.add_argument("--appends", type=int, default=0,
+                        help="instead: append to N existing notes one at a time after the first answer")
+    parser.add_argument("--poll", type=float, default=0.02, help="with --appends: seconds between two searches")
+    parser.add_argument("--http-workers", type=int, default=0,
+                        help="with --appends: serve --http --workers N instead of stdio")
     args = parser.parse_args()
-    anyio.run(run, args.vault.resolve(), args.saves, args.spacing, args.begin)
+    if args.appends:
+        anyio.run(run_appends, args.vault.resolve(), args.appends, args.poll, args.http_workers)
+    else:
+        anyio.run(run, args.vault.resolve(), args.saves, args.spacing, args.begin)
 
 
 if __name__ == "__main__":

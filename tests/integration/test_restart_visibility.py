@@ -16,7 +16,7 @@ from typing import Any
 
 import anyio
 import pytest
-from conftest import ToolClient, eventually, write_notes
+from conftest import ToolClient, Tuned, eventually, write_notes
 from holding import wait_held
 from mcp import Client, StdioServerParameters
 
@@ -153,6 +153,39 @@ async def test_a_save_made_while_the_check_commits_is_never_undone_by_the_checks
             assert runtime.report is not None and runtime.report.updated == 1
     finally:
         marker.unlink(missing_ok=True)
+        runtime.stop()
+        index.close()
+
+
+async def test_a_note_the_start_up_check_finds_changed_is_indexed_before_its_walk_ends(
+        tmp_path: Path, tuned: Tuned) -> None:
+    """Issue 54: the check committed what it found only once it had walked the whole vault (seconds
+    at 100,000 notes, longer under calls). A note changed while no server ran, early in the walk, is
+    searchable while the walk is held near its end; answers still carry ``checking`` meanwhile."""
+    tuned(check_apply_every=0.0)  # at once: the walk is held below, not timed
+    root, index = indexed_vault(tmp_path, 30)
+    (root / "n1.md").write_text("# Note 1\n\nchanged while no server ran: a quokka\n", encoding="utf-8")
+    near_the_end, go = threading.Event(), threading.Event()
+
+    def pace(rel: str) -> None:
+        if rel == "n9.md":  # the walk is sorted: n1.md, n10.md ... n29.md, n3.md ... n9.md
+            near_the_end.set()
+            go.wait(HANG)
+
+    runtime = Runtime(index, pace=pace)
+    runtime.start()
+    try:
+        assert near_the_end.wait(HANG)
+        async with Client(build_server(Vault(root, index, health=runtime)), mode="legacy") as client:
+            session = ToolClient(client)
+            answer = await session.call("memory_search", agent="t", query="quokka")
+            assert [row["permalink"] for row in answer["notes"]] == ["memory://n1"], answer
+            assert answer["checking"]["done"] < answer["checking"]["total"] == 30, answer
+            go.set()
+            assert runtime.wait_ready(HANG)
+            assert runtime.report is not None and runtime.report.updated == 1 and runtime.report.unchanged == 29
+    finally:
+        go.set()
         runtime.stop()
         index.close()
 

@@ -5,6 +5,7 @@ periodic check) walks the vault is visible before that walk ends (docs/index-and
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import signal
@@ -251,9 +252,9 @@ async def test_a_held_watcher_applies_what_it_heard_once_released(tmp_path: Path
 
 async def test_the_start_up_check_lets_the_first_calls_go_first_and_gives_way_to_calls(
         tmp_path: Path, tuned: Tuned) -> None:
-    """Once the server is loaded, the check of an existing index does not start while a call is in
-    flight (nor for a moment after one), and while it walks it pauses now and then for a call in
-    flight; it still ends (runtime/lifecycle.py)."""
+    """Once the server is loaded, the check of an existing index does not start while the session's
+    first call is in flight, and while it walks it pauses now and then for a call in flight; it
+    still ends (runtime/lifecycle.py)."""
 
     tuned(check_give_way_every=1)
     root = write_notes(tmp_path / "v", {f"n{i}.md": f"# Note {i}\n\nabout queues\n" for i in range(5)})
@@ -288,6 +289,102 @@ async def test_the_start_up_check_lets_the_first_calls_go_first_and_gives_way_to
         assert runtime._calls == 0  # a served call holds ``answering`` only while it runs
     finally:
         call_open.set()
+        runtime.stop()
+        index.close()
+
+
+async def test_the_start_up_check_does_not_wait_for_the_calls_after_the_first(tmp_path: Path, tuned: Tuned) -> None:
+    """Issue 54: a client that keeps asking (a search every 20 ms) never left the check the quiet
+    moment it waited for, so it waited out its bound (10 s) while answers said ``checking: done 0``.
+    It starts once the session's first call is answered, and ends while the next call is still
+    in flight, however long the bound (here an hour); answers say ``checking`` until then."""
+    tuned(calls_first_at_most=3600.0)
+    root = write_notes(tmp_path / "v", {f"n{i}.md": f"# Note {i}\n\nabout queues\n" for i in range(5)})
+    index = VaultIndex(root)
+    sync(index)
+    index.close()
+    loaded = threading.Event()
+    runtime = Runtime(index)
+    runtime.start(check_after=loaded)
+    try:
+        async with Client(build_server(Vault(root, index, health=runtime)), mode="legacy") as client:
+            answer = await ToolClient(client).call("memory_search", agent="t", query="queues")
+            assert answer["checking"] == {"done": 0, "total": 5}, answer  # not loaded yet: not started
+        with contextlib.ExitStack() as first:
+            first.enter_context(runtime.answering())  # the session's first call, as the server is loaded
+            loaded.set()
+            eventually(lambda: runtime.waited_for_calls, timeout=HANG, what="the check waiting for the first call")
+            with runtime.answering():  # the next call: in flight before the first is answered, and after
+                first.close()
+                assert runtime.wait_ready(HANG), "the check waited for a quiet moment that never came"
+                assert runtime.checking() is None and runtime.report is not None and runtime.report.unchanged == 5
+    finally:
+        runtime.stop()
+        index.close()
+
+
+def test_the_start_up_check_gives_way_to_the_watchers_saves_too(tmp_path: Path, tuned: Tuned) -> None:
+    """While the watcher has a save to apply, the walking check waits for it now and then, as it
+    pauses for a call in flight: a save made during the check is the watcher's to apply at once, and
+    the check, in the same process, would otherwise hold the interpreter lock against it. The wait is
+    bounded: here the watcher stays held for the whole walk, and the check still ends."""
+    tuned(check_give_way_every=1)
+    root = write_notes(tmp_path / "v", {f"n{i}.md": f"# Note {i}\n\nabout queues\n" for i in range(6)})
+    index = VaultIndex(root)
+    sync(index)
+    index.close()
+    paused_for: list[int] = []
+
+    def pace(rel: str) -> None:
+        watcher = runtime.watcher
+        assert watcher is not None
+        if rel == "n1.md":  # a save the watcher has heard and not yet applied, during the walk
+            watcher.hold()
+            atomic_save(root / "n0.md", "# Note 0\n\nabout queues and a kumquat\n")
+            eventually(watcher.queued, timeout=HANG, what="the save heard")
+        paused_for.append(runtime.gave_way)
+
+    runtime = Runtime(index, pace=pace)
+    runtime.start()
+    try:
+        assert runtime.wait_ready(HANG)
+        assert runtime._calls == 0 and runtime.gave_way >= 3, paused_for  # no call: it paused for the save
+        eventually(lambda: runtime.watcher is not None and runtime.watcher.indexed >= 1, timeout=HANG,
+                   what="the save applied once the watcher was let go")
+    finally:
+        runtime.stop()
+        index.close()
+
+
+def test_every_folder_is_watched_once_the_runtime_has_started(tmp_path: Path) -> None:
+    """Issue 54 supposed the watcher was not yet watching every folder when the first answer went
+    out. ``Runtime.start`` returns with the observer watching the root and every visible folder at
+    any depth, before the server loads (the first answer comes after that): a save in each is
+    applied while the start-up check has not even begun."""
+    folders = ["", "a", "a/b", "a/b/c", "d", "d/e"]
+    root = write_notes(tmp_path / "v", {f"{f}/n.md".lstrip("/"): "# Note\n\nabout queues\n" for f in folders})
+    index = VaultIndex(root)
+    sync(index)
+    index.close()
+    never_loaded = threading.Event()  # the check waits for it: it does not run in this test
+    runtime = Runtime(index)
+    runtime.start(check_after=never_loaded)
+    try:
+        for folder in folders:
+            with open(root / folder / "n.md", "a", encoding="utf-8") as out:  # a plain append
+                out.write("appended after the start: heard\n")
+        assert runtime.watcher is not None
+
+        def all_applied() -> bool:
+            with index.searching() as searcher:
+                sizes = {f: searcher.stored_fields(searcher.document_number(path=f"{f}/n.md".lstrip("/")))
+                         ["record"]["size"] for f in folders}
+            return all(size == (root / f / "n.md").stat().st_size for f, size in sizes.items())
+
+        eventually(all_applied, timeout=HANG, what="every folder's save applied by the watcher")
+        assert not runtime.wait_ready(0) and runtime.checking() is not None  # the check never ran
+    finally:
+        never_loaded.set()
         runtime.stop()
         index.close()
 

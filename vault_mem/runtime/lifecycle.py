@@ -51,11 +51,12 @@ PROGRESS_FILE = "build-progress.json"
 # A call made in the first seconds of a build (or of the resume of one) waits for it, until the
 # build is this old: a vault of a few hundred notes then answers its first call complete, and a
 # client that calls once and leaves has left an index behind (docs/index-and-sync.md).
-# Once the server is loaded, the start-up check of an existing index lets the session's first calls
+# Once the server is loaded, the start-up check of an existing index lets the session's first call
 # go first: a client calls right after the handshake, and the check (mostly reading four columns
-# whole) would share the one interpreter lock with those calls. It starts once a quiet spell with no
-# call in flight has passed, and never later than a bound after loading (both in vault_mem/settings.py);
-# the watcher applies saves meanwhile.
+# whole) would share the one interpreter lock with that call. It starts once that call is answered,
+# or once a quiet spell with no call in flight has passed, and never later than a bound after
+# loading (all in vault_mem/settings.py); it does not wait for later calls, since a client that
+# keeps asking would starve it, and it gives way to them as it walks. The watcher applies saves meanwhile.
 
 
 class Runtime:
@@ -94,8 +95,10 @@ class Runtime:
         self._calls = 0  # tool calls in flight (``answering``)
         self._calls_changed = threading.Condition()
         self._last_call = 0.0  # monotonic time the last call ended
+        self._answered = 0  # tool calls answered so far
         self._files_checked = 0
-        self.gave_way = 0  # pauses the start-up check made for calls (tests)
+        self.gave_way = 0  # pauses the start-up check made for calls and saves (tests)
+        self._walking_since = 0.0  # when the start-up check last went on after waiting for a save
         self.waited_for_calls = 0  # times the start-up check waited for a call in flight to end (tests)
         # The start-up check is due or running: from start() until its reconcile has applied what it
         # found. Notes changed while no server ran (one killed mid-write included) are only in the
@@ -201,6 +204,7 @@ class Runtime:
         finally:
             with self._calls_changed:
                 self._calls -= 1
+                self._answered += 1
                 self._last_call = time.monotonic()
                 self._calls_changed.notify_all()
 
@@ -210,13 +214,19 @@ class Runtime:
             return not self._calls and time.monotonic() - self._last_call >= seconds
 
     def _let_calls_go_first(self) -> None:
-        """Wait for CALLS_FIRST seconds without a call in flight (at most CALLS_FIRST_AT_MOST)."""
+        """Wait until a call made since now has been answered (the session's first), or for
+        ``calls_first`` seconds without a call in flight; ``calls_first_at_most`` at most. Not for
+        the calls after the first: a client that keeps asking would hold the check back for good
+        (issue 54), and the check gives way to calls as it walks (``_check_pace``)."""
         config = settings.current()
         now = time.monotonic()
         deadline = now + config.calls_first_at_most
         with self._calls_changed:
             self._last_call = max(self._last_call, now)
+            answered = self._answered
             while not self._stopping and (now := time.monotonic()) < deadline:
+                if self._answered > answered:
+                    return
                 if self._calls:
                     self.waited_for_calls += 1
                     self._calls_changed.wait(deadline - now)
@@ -227,14 +237,25 @@ class Runtime:
                 self._calls_changed.wait(min(quiet_from, deadline) - now)
 
     def _check_pace(self, rel: str) -> None:
-        """The start-up check's pace: the tests' hook, and a short pause now and then while a call
-        is in flight (a thread that sleeps hands the interpreter lock to the call at once)."""
+        """The start-up check's pace: the tests' hook, and now and then a pause. While the watcher
+        has a save to apply, the check waits for it, no longer than it walked since its last pause
+        (at most ``check_save_wait``): the save goes first and the check keeps half its pace. While
+        a call is in flight, a millisecond's sleep (a thread that sleeps hands the interpreter lock
+        to the call at once). Either way the check keeps moving however steadily clients call."""
         config = settings.current()
         if self.pace is not None:
             self.pace(rel)
         self._check_done += 1
         self._files_checked += 1
-        if self._calls and self._files_checked % config.check_give_way_every == 0:
+        if self._files_checked % config.check_give_way_every:
+            return
+        watcher = self.watcher
+        if watcher is not None and watcher.applying():
+            self.gave_way += 1
+            walked = time.monotonic() - self._walking_since
+            watcher.wait_idle(min(walked, config.check_save_wait))
+            self._walking_since = time.monotonic()
+        elif self._calls:
             self.gave_way += 1
             time.sleep(config.check_give_way)
 
@@ -373,7 +394,9 @@ class Runtime:
             if self._stopping:
                 return  # stopped while the server was loading: nothing more to say after "stopped"
             attach_history(self.index)  # a git work tree: dates, history and HEAD's moves (docs/git.md)
-            self.report = reconcile(self.index, pace=self._check_pace, listed=self._check_listed)
+            self._walking_since = time.monotonic()
+            self.report = reconcile(self.index, pace=self._check_pace, listed=self._check_listed,
+                                    apply_every=settings.current().check_apply_every)
             if self._stopping:
                 return
             log.info("index ready: %s", _ready(self.report, built=self._building.is_set() and self.error is None))

@@ -15,6 +15,11 @@ events (the kernel queue overflowed) watchdog 7 says so with one event per watch
 vault is then checked at once, as the periodic check does. That stat check (every 60 s, in
 its own thread, queueing what it finds as events) is also the safety net for losses nobody
 reports; an observer that dies is restarted.
+
+A batch whose commit fails (an internal error) is said in the log, the error and its paths, and
+those paths are applied again after a pause, each on its own, ``watch_retries`` times at most; a
+path that still fails is left to the periodic check. No failure costs a walk of the whole vault
+(docs/index-and-sync.md#while-serving).
 """
 
 from __future__ import annotations
@@ -48,7 +53,6 @@ from vault_mem.search.api import (
     document_of,
     note_present,
     prefix_records,
-    reconcile,
     same_content,
     stat_state,
 )
@@ -105,6 +109,12 @@ class Watcher:
         # start), else a top-level folder. While anything is, the checks run more often.
         self._refused: dict[str, str] = {}
         self._check_seconds = 0.0  # how long the last check of every note took
+        # Paths whose batch failed, (OS path relative to the root, is a folder) -> failed attempts: applied
+        # again, each on its own, once ``_retry_at`` (monotonic) has come.
+        self._failed: dict[tuple[str, bool], int] = {}
+        self._retry_at = 0.0
+        self.retried = 0  # paths applied again after a failure (tests)
+        self.given_up = 0  # paths left to the periodic check after ``watch_retries`` failures (tests)
 
     # -- lifecycle -------------------------------------------------------------------------
 
@@ -315,11 +325,15 @@ class Watcher:
         with self._cond:
             return len(self._files) + len(self._dirs)
 
+    def applying(self) -> bool:
+        """Paths are queued or being applied (read without the lock: a hint for the start-up check's pace)."""
+        return self._busy or bool(self._files) or bool(self._dirs)
+
     def wait_idle(self, timeout: float) -> bool:
         """Block until every event seen so far has been applied (True), or ``timeout`` passes."""
         deadline = time.monotonic() + timeout
         with self._cond:
-            while self._files or self._dirs or self._busy:
+            while self._files or self._dirs or self._busy or self._failed:
                 left = deadline - time.monotonic()
                 if left <= 0:
                     return False
@@ -340,25 +354,35 @@ class Watcher:
                 lost, self._lost = self._lost, False
             self._process(*batch, check_due, lost)
 
-    def _next_batch(self, last_check: float) -> tuple[set[str], set[str]] | None:
+    def _retry_due(self) -> bool:
+        """Under the condition: paths that failed are waiting and their pause is over."""
+        return bool(self._failed) and time.monotonic() >= self._retry_at
+
+    def _next_batch(self, last_check: float) -> tuple[set[str], set[str], dict[tuple[str, bool], int]] | None:
         """Wait for events (or until the next check of every note is due: ``check_period`` after
-        ``last_check``, asked anew at each wake, as a refused watch shortens it), let a burst settle,
-        then take every queued path and mark the watcher busy. None when the watcher is stopping."""
+        ``last_check``, asked anew at each wake, as a refused watch shortens it; or until paths that
+        failed are due again), let a burst settle, then take every queued path (and the failed ones
+        that are due, with their failed attempts) and mark the watcher busy. None when stopping."""
         with self._cond:
-            while not self._stopping and (self._held or (not self._files and not self._dirs)):
+            while not self._stopping and (self._held or (not self._files and not self._dirs
+                                                         and not self._retry_due())):
                 due = time.monotonic() >= last_check + self.check_period()
                 if (due or self._lost) and not self._held:
                     break
-                self._cond.wait(0.5)
+                pause = self._retry_at - time.monotonic() if self._failed else 0.5
+                self._cond.wait(min(0.5, max(0.01, pause)))
             if self._stopping:
                 return None
             if self._files or self._dirs or self._lost:
                 self._debounce()
             files, dirs = self._files, self._dirs
             self._files, self._dirs = set(), set()
+            failed: dict[tuple[str, bool], int] = {}
+            if self._retry_due():
+                failed, self._failed = self._failed, {}
             self._first_event = 0.0
             self._busy = True
-            return files, dirs
+            return files, dirs, failed
 
     def _debounce(self) -> None:
         """Under the condition: wait for ``watch_debounce`` seconds of quiet, never longer than ``watch_max_delay``."""
@@ -371,23 +395,65 @@ class Watcher:
                 return
             self._cond.wait(min(config.watch_debounce - quiet, config.watch_max_delay - waited))
 
-    def _process(self, files: set[str], dirs: set[str], check_due: bool, lost: bool = False) -> None:
-        """Apply one batch (and the periodic check when due, or at once when events were lost); on
-        any failure, recover by a whole-vault reconcile rather than stop watching."""
+    def _process(self, files: set[str], dirs: set[str], failed: dict[tuple[str, bool], int],
+                 check_due: bool, lost: bool = False) -> None:
+        """Apply one batch: the paths heard together, then each path that failed before on its own
+        (one note that keeps failing holds no other back); then the periodic check when due, or at
+        once when events were lost. A failure never stops the watching: it is said, and what failed
+        is applied again later (``_failed_again``)."""
         try:
-            if files or dirs:
-                self._flush(files, dirs)
+            fresh = ({rel for rel in files if (rel, False) not in failed},
+                     {rel for rel in dirs if (rel, True) not in failed})
+            if fresh[0] or fresh[1]:
+                self._apply_paths(*fresh, failed)
+            for rel, is_dir in sorted(failed):
+                self.retried += 1
+                self._apply_paths(set() if is_dir else {rel}, {rel} if is_dir else set(), failed)
             if check_due or lost:
-                self._safety_net(again=lost)
-        except Exception as exc:  # never stop watching: report, then reconcile everything
-            log.exception("applying file changes failed; reconciling the whole vault")
-            if self.on_error:
-                self.on_error(f"{type(exc).__name__}: {exc}")
-            self._try_reconcile()
+                try:
+                    self._safety_net(again=lost)
+                except Exception:  # the next turn tries again; saves are still heard meanwhile
+                    log.exception("the check of every note could not start; it is tried again later")
         finally:
             with self._cond:
                 self._busy = False
                 self._cond.notify_all()
+
+    def _apply_paths(self, files: set[str], dirs: set[str], failed: dict[tuple[str, bool], int]) -> None:
+        """``_flush`` these paths; when that raises, say what failed and queue them again."""
+        try:
+            self._flush(files, dirs)
+        except Exception as exc:  # an internal error: never stop watching
+            self._failed_again(files, dirs, failed, exc)
+
+    def _failed_again(self, files: set[str], dirs: set[str], failed: dict[tuple[str, bool], int],
+                      exc: Exception) -> None:
+        """Say in the log what failed (the error and the paths), and queue each path to be applied
+        again on its own after ``watch_retry_pause`` seconds, up to ``watch_retries`` attempts in
+        all; then leave it to the periodic check, which finds it changed and tries once more."""
+        config = settings.current()
+        keys = [(rel, False) for rel in sorted(files)] + [(rel, True) for rel in sorted(dirs)]
+        again, dropped = [], []
+        with self._cond:
+            for key in keys:
+                attempts = failed.get(key, 0) + 1
+                if attempts < config.watch_retries:
+                    self._failed[key] = max(attempts, self._failed.get(key, 0))
+                    again.append(key)
+                else:
+                    dropped.append(key)
+            if again:
+                self._retry_at = time.monotonic() + config.watch_retry_pause
+            self.given_up += len(dropped)
+            self._cond.notify_all()
+        error = f"{type(exc).__name__}: {exc}"
+        log.error("applying the changes of %s failed (%s)%s%s", _named(keys), error,
+                  f"; applying {_named(again)} again on its own in {config.watch_retry_pause:g} s" if again else "",
+                  f"; {_named(dropped)} failed {config.watch_retries} times, left to the check of every note "
+                  f"(every {self.check_period():g} s)" if dropped else "",
+                  exc_info=exc)
+        if self.on_error:
+            self.on_error(error)
 
     def _safety_net(self, again: bool = False) -> None:
         if self._observer is None or not observer_alive(self._observer):
@@ -456,14 +522,6 @@ class Watcher:
             log.exception("the periodic check failed; it runs again later")
         finally:
             self._check_seconds = time.monotonic() - began
-
-    def _try_reconcile(self) -> None:
-        try:
-            report = reconcile(self.index, pace=self.pace)
-            if report.added or report.updated or report.removed:
-                log.info("periodic reconcile: %s", report.summary())
-        except Exception:
-            log.exception("reconcile failed")
 
     def _flush(self, files: set[str], dirs: set[str]) -> None:
         config = settings.current()
@@ -549,10 +607,12 @@ class Watcher:
                 writer.delete_by_term("path", path)
             for note, rel in todo:
                 writer.update_document(**document_of(note, rel))
+            self.index.commit_live(writer)  # no merge but of tiny segments on the live path (search/merge.py)
         except BaseException:
-            writer.cancel()
+            # A writer whose work or commit raised keeps the index's lock until it is cancelled.
+            with contextlib.suppress(Exception):
+                writer.cancel()
             raise
-        self.index.commit_live(writer)  # no merge but of tiny segments on the live path (search/merge.py)
         self.indexed += len(todo)
 
     def _subtree(self, rel_dir: str) -> set[str]:
@@ -584,6 +644,13 @@ class _Handler(FileSystemEventHandler):
         self.watcher.note_event(_text(event.src_path), is_dir, gone=event.event_type in ("deleted", "moved"))
         if isinstance(event, FileMovedEvent | DirMovedEvent) and event.dest_path:
             self.watcher.note_event(_text(event.dest_path), is_dir)
+
+
+def _named(keys: list[tuple[str, bool]]) -> str:
+    """``a.md, b.md and 3 more`` (a folder with a slash after it), for a log line."""
+    shown = [display_path(rel) + ("/" if is_dir else "") for rel, is_dir in keys[:5]]
+    more = f" and {len(keys) - 5} more" if len(keys) > 5 else ""
+    return ", ".join(shown) + more
 
 
 def _follow_head(root: Path) -> None:

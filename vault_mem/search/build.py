@@ -36,7 +36,7 @@ from vault_mem.search.hold import hold_at
 from vault_mem.search.merge import tier
 from vault_mem.search.progress import Progress
 from vault_mem.search.schema import document_of
-from vault_mem.search.store import VaultIndex, same_content, stat_state
+from vault_mem.search.store import Fingerprint, VaultIndex, same_content, stat_state
 from vault_mem.search.whoosh.patches import install_from_environment
 from vault_mem.search.whoosh.seam import drop_temp_folder, finish_segment, publish, unlocked_writer
 from vault_mem.vault.note import Note
@@ -281,11 +281,15 @@ def _worker(index_dir: str, root: str, conn: Connection, chosen: settings.Settin
 
 def reconcile(index: VaultIndex, progress: Callable[[str, int], Progress] | None = None,
               pace: Callable[[str], None] | None = None,
-              listed: Callable[[int], None] | None = None) -> SyncReport:
+              listed: Callable[[int], None] | None = None,
+              apply_every: float | None = None) -> SyncReport:
     """Stat every file; re-read only those whose size or mtime changed, re-index only those whose
     content hash changed, drop what is gone. ``pace`` is called with each file the walk reaches,
     before its stat (tests make the walk slow with it); ``listed`` with the number of files the
-    walk found, before the first (the server's answers count the check's progress with it)."""
+    walk found, before the first (the server's answers count the check's progress with it).
+    ``apply_every`` (the server's start-up check): the changed files found so far are read and
+    committed as the walk goes, at most that many seconds after the first of them was found,
+    rather than once the whole vault is walked; what is gone is dropped at the end."""
     start = time.monotonic()
     # The index first, the disk second: a note written (and indexed) while the walk runs is then
     # either seen on disk or found still there below, never dropped as deleted.
@@ -297,6 +301,7 @@ def reconcile(index: VaultIndex, progress: Callable[[str, int], Progress] | None
     if listed is not None:
         listed(len(walked.files))
     candidates: list[str] = []
+    found_at = 0.0  # when the first candidate not yet applied was found (apply_every)
     for rel in walked.files:
         if pace is not None:
             pace(rel)
@@ -305,11 +310,30 @@ def reconcile(index: VaultIndex, progress: Callable[[str, int], Progress] | None
         if stat_state(index.root / rel, known.get(shown)) == "same":
             report.unchanged += 1
         else:
+            if not candidates:
+                found_at = time.monotonic()
             candidates.append(rel)
+        if apply_every is not None and candidates and time.monotonic() - found_at >= apply_every:
+            _read_changed(index, candidates, known, report, rules, None)
+            candidates = []
     removed = [path for path in known if path not in on_disk and not _still_a_memory(index.root, path, rules)]
     resuming = not index.is_complete()
     bar = (progress(RESUMING if resuming else "reconciling", len(candidates))
            if progress and (resuming or len(candidates) > 200) else None)
+    report.removed = len(removed)
+    _read_changed(index, candidates, known, report, rules, bar, removed=removed)
+    if bar:
+        bar.finish()
+    report.seconds = time.monotonic() - start
+    index.set_state(complete=True, last_reconcile=time.time(), last_reconcile_summary=report.summary())
+    return report
+
+
+def _read_changed(index: VaultIndex, candidates: list[str], known: dict[str, Fingerprint], report: SyncReport,
+                  rules: IgnoreRules, bar: Progress | None, removed: list[str] | None = None) -> None:
+    """Read ``candidates`` (files whose size or mtime differ from the index), count them in
+    ``report`` and commit those whose content changed, in commits of at most 1,000, with
+    ``removed`` in the last one."""
     changed = []
     for rel in candidates:
         note = read_note(index.root, rel, index.history)
@@ -327,13 +351,8 @@ def reconcile(index: VaultIndex, progress: Callable[[str, int], Progress] | None
         if len(changed) >= 1000:
             _commit_checked(index, changed, [], rules)
             changed = []
-    report.removed = len(removed)
-    _commit_checked(index, changed, removed, rules)
-    if bar:
-        bar.finish()
-    report.seconds = time.monotonic() - start
-    index.set_state(complete=True, last_reconcile=time.time(), last_reconcile_summary=report.summary())
-    return report
+    if changed or removed:
+        _commit_checked(index, changed, removed or [], rules)
 
 
 def _commit_checked(index: VaultIndex, notes: list[tuple[Note, str]], removed: list[str], rules: IgnoreRules) -> None:
