@@ -217,7 +217,9 @@ class Settings:
 
     # -- Finding by meaning (vault_mem/meaning/, search/fusion.py) ----------------------------------
     meaning_depth: int = 20  # notes of the keyword order, and notes nearest by meaning, that the fusion ranks (docs/ranking.md#by-meaning-optional)
-    meaning_rrf_k: int = 60  # the k of reciprocal-rank fusion, 1 / (k + rank): the larger, the less a first place outweighs the next (docs/ranking.md#by-meaning-optional)
+    meaning_words_weight: float = 1.0  # weight of a candidate's words (its keyword score without the all-terms bonuses, z-scored over the candidates) in the fused score (docs/ranking.md#by-meaning-optional)
+    meaning_weight: float = 1.0  # weight of a candidate's similarity to the query (z-scored over the candidates) in the fused score (docs/ranking.md#by-meaning-optional)
+    meaning_exact_first: int = 3  # when at most this many candidates hold every query term exactly, they come first whatever their meaning: rare words win (docs/ranking.md#by-meaning-optional)
     meaning_min_similarity: float = 0.25  # cosine similarity below which a note is not near a query by meaning (docs/ranking.md#by-meaning-optional)
     meaning_chunk_chars: int = 1_000  # characters of a note embedded as one chunk; a longer note is cut at its headings (docs/ranking.md#by-meaning-optional)
     meaning_max_chunks: int = 8  # chunks of one note embedded at most; the rest of a huge note is only indexed by its words (docs/ranking.md#by-meaning-optional)

@@ -85,6 +85,12 @@ class Meaning:
             return []
         return self.store.nearest(self.query_vector(text), notes)
 
+    def similarities(self, text: str, paths: list[str]) -> dict[str, float]:
+        """The similarity to ``text`` of each of ``paths`` that has vectors (its best chunk's)."""
+        if not paths or not len(self.store):
+            return {}
+        return self.store.similarities(self.query_vector(text), paths)
+
     def beside(self, work: Callable[[], T]) -> Future[T]:
         """Run ``work`` on a helper thread (in the caller's context), so that a search ranks by
         words there while this thread embeds its query: the model and the matrix product release
