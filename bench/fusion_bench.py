@@ -29,7 +29,9 @@ import shutil
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
+from functools import partial
 from pathlib import Path
 
 import yaml
@@ -133,7 +135,8 @@ def at_depth(found: fusion.Candidates, depth: int) -> fusion.Candidates:
                      found.keyword.ceiling)
     return replace(found, keyword=keyword, nearest=nearest, words={d: w for d, w in found.words.items() if d in keep},
                    exact=frozenset(d for d in found.exact if d in keep),
-                   similarity={d: s for d, s in found.similarity.items() if d in keep})
+                   similarity={d: s for d, s in found.similarity.items() if d in keep},
+                   scores={d: s for d, s in found.scores.items() if d in keep})
 
 
 def rrf(found: fusion.Candidates, k: int = 60) -> list[int]:
@@ -146,6 +149,22 @@ def rrf(found: fusion.Candidates, k: int = 60) -> list[int]:
                 score[d] = score.get(d, 0.0) + 1 / (k + rank)
     place = {d: i for i, d in enumerate(found.keyword.page)}
     return tier + sorted(score, key=lambda d: (-score[d], place.get(d, len(place)), -found.similarity.get(d, 0)))
+
+
+def variant(found: fusion.Candidates, weight: float, how: str, exact_first: int = 3) -> list[int]:
+    """Other normalisations than the shipped one, to compare: ``raw`` adds ``weight`` x the cosine
+    itself to the z-scored words; ``linear`` z-scores the words themselves, not log(1 + words)."""
+    docs = found.docs()
+    known = [found.similarity[d] for d in docs if d in found.similarity]
+    unknown = sum(known) / len(known) if known else 0.0
+    sims = [found.similarity.get(d, unknown) for d in docs]
+    by_words = fusion.zscores([found.words.get(d, 0.0) for d in docs])
+    by_meaning = sims if how == "raw" else fusion.zscores(sims)
+    fused = {d: w + weight * m for d, w, m in zip(docs, by_words, by_meaning, strict=True)}
+    place = {d: i for i, d in enumerate(found.keyword.page)}
+    tier = [d for d in found.keyword.page if d in found.exact] if len(found.exact) <= exact_first else []
+    rest = sorted((d for d in docs if d not in tier), key=lambda d: (-fused[d], place.get(d, len(place))))
+    return tier + rest
 
 
 def offline(q: Asked, order: list[int]) -> int | None:
@@ -166,39 +185,62 @@ def table(sets: dict[str, list[Asked]], orders: list[str]) -> None:
             print(f"{name:<14}{half:<10}{len(part):>5}  " + "  ".join(f"{c:>30}" for c in cells))
 
 
-def sweep(sets: dict[str, list[Asked]]) -> None:
-    """Rank every question's candidates under each parameter set; the best by the tune halves'
-    R@10 (the mean over sets, each set counting once), MRR breaking ties."""
-    grid = list(itertools.product((0.5, 0.75, 1.0, 1.25, 1.5, 2.0, 3.0), (0, 1, 2, 3, 5), (10, 20, 30, 50)))
-    results: list[tuple[float, float, tuple[float, int, int], dict[str, dict[str, tuple[float, ...]]]]] = []
-    for weight, exact_first, depth in grid:
-        weights = fusion.Weights(1.0, weight, exact_first)
-        per: dict[str, dict[str, tuple[float, ...]]] = {}
-        for name, asked in sets.items():
-            for half in HALVES:
-                part = [q for q in asked if q.half == half and q.candidates is not None]
-                if part:
-                    per.setdefault(name, {})[half] = metrics(
-                        [offline(q, fusion.combine(at_depth(q.candidates, depth), weights)) for q in part
-                         if q.candidates is not None])
-        tune = [v["tune"] for v in per.values() if "tune" in v]
-        results.append((sum(t[2] for t in tune) / len(tune), sum(t[3] for t in tune) / len(tune),
-                        (weight, exact_first, depth), per))
-    results.sort(key=lambda r: (-r[0], -r[1]))
-    baseline: dict[str, dict[str, tuple[float, ...]]] = {}
+Per = dict[str, dict[str, tuple[float, ...]]]  # set -> half -> (R@1, R@5, R@10, MRR)
+
+
+def per_half(sets: dict[str, list[Asked]], rank: Callable[[fusion.Candidates], list[int]]) -> Per:
+    """Each set's and half's metrics of the order ``rank`` gives the questions' candidates."""
+    per: Per = {}
     for name, asked in sets.items():
         for half in HALVES:
             part = [q for q in asked if q.half == half and q.candidates is not None]
             if part:
-                baseline.setdefault(name, {})[half] = metrics(
-                    [offline(q, rrf(at_depth(q.candidates, 20))) for q in part if q.candidates is not None])
-    print("\nsweep (words weight 1): the best 12 by the tune halves' mean R@10; each set's R@10 tune | held-out")
-    for r10, mrr, (weight, exact_first, depth), per in results[:12]:
-        cells = "  ".join(f"{n} {v['tune'][2]:.1f}|{v.get('held-out', (0, 0, 0))[2]:.1f}" for n, v in per.items())
+                per.setdefault(name, {})[half] = metrics([offline(q, rank(q.candidates)) for q in part
+                                                          if q.candidates is not None])
+    return per
+
+
+def tuned(per: Per) -> tuple[float, float]:
+    """The tune halves' R@10 and MRR, each the mean over the sets (each set counting once)."""
+    tune = [v["tune"] for v in per.values() if "tune" in v]
+    return sum(t[2] for t in tune) / len(tune), sum(t[3] for t in tune) / len(tune)
+
+
+def cells(per: Per) -> str:
+    return "  ".join(f"{n} {v['tune'][2]:.1f}|{v.get('held-out', (0, 0, 0, 0))[2]:.1f}" for n, v in per.items())
+
+
+def shipped(found: fusion.Candidates, weights: fusion.Weights, depth: int) -> list[int]:
+    return fusion.combine(at_depth(found, depth), weights)
+
+
+def varied(found: fusion.Candidates, weight: float, how: str, depth: int) -> list[int]:
+    return variant(at_depth(found, depth), weight, how)
+
+
+def sweep(sets: dict[str, list[Asked]]) -> None:
+    """Rank every question's candidates under each parameter set; the best by the tune halves'
+    R@10 (the mean over sets, each set counting once), MRR breaking ties."""
+    # exact_first of 3 or more: a known item (a word held by at most 3 notes) keeps its notes first
+    grid = itertools.product((0.75, 1.0, 1.25, 1.5, 1.75, 2.0, 2.5, 3.0), (3, 5, 8), (10, 20, 30, 50))
+    results: list[tuple[tuple[float, float], tuple[float, int, int], Per]] = []
+    for weight, exact_first, depth in grid:
+        weights = fusion.Weights(1.0, weight, exact_first)
+        per = per_half(sets, partial(shipped, weights=weights, depth=depth))
+        results.append((tuned(per), (weight, exact_first, depth), per))
+    results.sort(key=lambda r: (-r[0][0], -r[0][1]))
+    print("\nsweep (words weight 1): the best 20 by the tune halves' mean R@10; each set's R@10 tune|held-out")
+    for (r10, mrr), (weight, exact_first, depth), per in results[:20]:
         print(f"  meaning {weight:<5} exact_first {exact_first} depth {depth:<3} tune R@10 {r10:.2f} MRR {mrr:.3f}  "
-              f"{cells}")
-    cells = "  ".join(f"{n} {v['tune'][2]:.1f}|{v.get('held-out', (0, 0, 0))[2]:.1f}" for n, v in baseline.items())
-    print(f"  RRF k=60, 20 deep (0.5.2)                                    {cells}")
+              f"{cells(per)}")
+    print(f"  RRF k=60, 20 deep (0.5.2){'':<36}{cells(per_half(sets, lambda c: rrf(at_depth(c, 20))))}")
+    for how, tried in (("raw", (4.0, 8.0, 12.0, 16.0)), ("linear", (1.0, 1.5, 2.0))):
+        for weight in tried:
+            for depth in (20, 30):
+                per = per_half(sets, partial(varied, weight=weight, how=how, depth=depth))
+                r10, mrr = tuned(per)
+                print(f"  variant {how} weight {weight:<5} depth {depth:<3} tune R@10 {r10:.2f} MRR {mrr:.3f}  "
+                      f"{cells(per)}")
 
 
 def main() -> None:

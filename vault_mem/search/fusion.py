@@ -5,16 +5,19 @@ The rule, in order:
 
 1. The candidates: the keyword order's first ``depth`` notes and the ``depth`` notes nearest by
    meaning (similarity at least ``min_similarity``, admitted by the filters and the caller).
-2. Each candidate's *words*: its keyword score without the two bonuses for holding every term
-   (what its words add, by rarity and hits; 0 for a note holding no term), and its *similarity*:
-   the cosine of its best chunk with the query (computed for the keyword candidates too; a note not
-   embedded yet counts as the candidates' mean).
+2. Each candidate's *words*: ``ln(1 + s)``, with ``s`` its keyword score without the two bonuses for
+   holding every term (what its words add, by rarity and hits; a note found by meaning counts the
+   query words it holds too; 0 for a note holding no term: the
+   logarithm keeps one very rare word from making every other difference look small), and its
+   *similarity*: the cosine of its best chunk with the query (computed for the keyword candidates
+   too; a note not embedded yet counts as the candidates' mean).
 3. Both are z-scored over the candidates (minus their mean, over their standard deviation; 0 when
    all are equal), and the fused score is ``words_weight x z(words) + meaning_weight x
    z(similarity)``. Higher first; ties go to the keyword order, then the similarity.
 4. Rare words win: when at most ``exact_first`` candidates hold every query term exactly, they
    come first, in keyword order (a known item's few notes keep the places words give them).
-5. A note found by meaning alone has score 0 and is marked ``found_by: "meaning"`` in its row.
+5. A note holding no query word (found by meaning alone) has score 0 and is marked
+   ``found_by: "meaning"`` in its row; a note found by meaning that holds some word shows its score.
 
 Without a model none of this runs: the keyword page is the answer, as before.
 """
@@ -52,9 +55,10 @@ class Candidates:
 
     keyword: Ranked  # the keyword order, ``depth`` deep (scores with their bonuses)
     nearest: list[int]  # the notes nearest by meaning, best first
-    words: dict[int, float]  # each keyword candidate's score without its all-terms bonuses
+    words: dict[int, float]  # each candidate holding a term: its score without the all-terms bonuses (not the log)
     exact: frozenset[int]  # the candidates holding every query term exactly
     similarity: dict[int, float]  # each candidate's similarity, where it has vectors
+    scores: dict[int, float] = field(default_factory=dict)  # each candidate holding a term: its keyword score
 
     def docs(self) -> list[int]:
         """Every candidate: the keyword order's, then those found by meaning alone."""
@@ -92,7 +96,7 @@ def combine(found: Candidates, weights: Weights) -> list[int]:
     docs = found.docs()
     known = [found.similarity[d] for d in docs if d in found.similarity]
     unknown = sum(known) / len(known) if known else 0.0
-    by_words = zscores([found.words.get(d, 0.0) for d in docs])
+    by_words = zscores([math.log1p(found.words.get(d, 0.0)) for d in docs])
     by_meaning = zscores([found.similarity.get(d, unknown) for d in docs])
     fused = {d: weights.words * w + weights.meaning * m for d, w, m in zip(docs, by_words, by_meaning, strict=True)}
     place = {d: i for i, d in enumerate(found.keyword.page)}
@@ -144,9 +148,10 @@ def candidates(view: Snapshot, meaning: Meaning, query: str, terms: list[str], d
     others = [d for d in keyword.page if d not in similarity]
     for path, sim in meaning.similarities(query, [paths[d] for d in others]).items():
         similarity[docs[path]] = sim
-    scored = word_scores(view, terms, keyword.page)
-    return Candidates(keyword, nearest, {d: w for d, (w, _) in scored.items()},
-                      frozenset(d for d, (_, every) in scored.items() if every), similarity)
+    scored = word_scores(view, terms, list(dict.fromkeys(keyword.page + nearest)))
+    return Candidates(keyword, nearest, {d: w for d, (_, w, _) in scored.items()},
+                      frozenset(d for d, (_, _, every) in scored.items() if every), similarity,
+                      {d: score for d, (score, _, _) in scored.items()})
 
 
 def fused_notes(view: Snapshot, meaning: Meaning, query: str, terms: list[str], limit: int,
@@ -160,8 +165,8 @@ def fused_notes(view: Snapshot, meaning: Meaning, query: str, terms: list[str], 
     order = combine(found, Weights.current() if weights is None else weights)
     keyword = found.keyword
     page = order[:limit]
-    scores = {d: keyword.scores.get(d, 0.0) for d in page}
-    meaning_only = frozenset(d for d in page if d not in keyword.scores)
+    scores = {d: found.scores.get(d, 0.0) for d in page}
+    meaning_only = frozenset(d for d in page if d not in found.scores)
     return Fused(page, scores, keyword.truncated or len(order) > limit, keyword.ceiling,
                  similarity={d: found.similarity[d] for d in page if d in found.similarity}, meaning_only=meaning_only)
 
