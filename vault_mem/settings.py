@@ -218,7 +218,7 @@ class Settings:
 
     # -- Finding by meaning (vault_mem/meaning/, search/fusion.py) ----------------------------------
     meaning_depth: int = 30  # notes of the keyword order, and notes nearest by meaning, that the fusion ranks (docs/ranking.md#by-meaning-optional)
-    meaning_words_weight: float = 1.0  # weight of a candidate's words (its keyword score without the all-terms bonuses, z-scored over the candidates) in the fused score (docs/ranking.md#by-meaning-optional)
+    meaning_words_weight: float = 1.0  # weight of a candidate's words (ln(1 + its keyword score without the all-terms bonuses), z-scored over the candidates) in the fused score (docs/ranking.md#by-meaning-optional)
     meaning_weight: float = 1.5  # weight of a candidate's similarity to the query (z-scored over the candidates) in the fused score (docs/ranking.md#by-meaning-optional)
     meaning_exact_first: int = 3  # when at most this many candidates hold every query term exactly, they come first whatever their meaning: rare words win (docs/ranking.md#by-meaning-optional)
     meaning_min_similarity: float = 0.25  # cosine similarity below which a note is not near a query by meaning (docs/ranking.md#by-meaning-optional)

@@ -5,12 +5,12 @@ The rule, in order:
 
 1. The candidates: the keyword order's first ``depth`` notes and the ``depth`` notes nearest by
    meaning (similarity at least ``min_similarity``, admitted by the filters and the caller).
-2. Each candidate's *words*: ``ln(1 + s)``, with ``s`` its keyword score without the two bonuses for
-   holding every term (what its words add, by rarity and hits; a note found by meaning counts the
-   query words it holds too; 0 for a note holding no term: the
-   logarithm keeps one very rare word from making every other difference look small), and its
-   *similarity*: the cosine of its best chunk with the query (computed for the keyword candidates
-   too; a note not embedded yet counts as the candidates' mean).
+2. Each candidate's *words*: ``ln(1 + s)``, with ``s`` its keyword score without the two bonuses
+   for holding every term (what its words add, by rarity and hits; a note found by meaning counts
+   the query words it holds too; 0 for a note holding none; the logarithm keeps one very rare
+   word from making every other difference look small), and its *similarity*: the cosine of its
+   best chunk with the query (computed for the keyword candidates too; a note not embedded yet
+   counts as the candidates' mean).
 3. Both are z-scored over the candidates (minus their mean, over their standard deviation; 0 when
    all are equal), and the fused score is ``words_weight x z(words) + meaning_weight x
    z(similarity)``. Higher first; ties go to the keyword order, then the similarity.
