@@ -84,6 +84,12 @@ def test_a_note_not_embedded_yet_counts_as_the_candidates_mean_similarity() -> N
     assert combine(candidates, Weights(1.0, 1.0, 3)) == [1, 5, 2]
 
 
+def test_before_any_candidate_is_embedded_the_keyword_order_is_the_answer() -> None:
+    # the keyword order holds note 2 first (its +10 for holding every word); by words alone 1 would lead
+    candidates = Candidates(Ranked([2, 1], {2: 14.0, 1: 6.0}, False, 100.0), [], {2: 4.0, 1: 6.0}, frozenset(), {})
+    assert combine(candidates, Weights(1.0, 1.5, 3)) == [2, 1]
+
+
 async def test_the_note_nearest_by_far_leads_the_answer_over_notes_sharing_one_word(make_vault, mcp_session,
                                                                                     tmp_path: Path) -> None:
     notes = {f"garden/log-{i}.md": note(f"Garden log {i}", "Pick the tomatoes, water the soil.") for i in range(4)}

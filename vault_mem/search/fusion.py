@@ -10,7 +10,7 @@ The rule, in order:
    the query words it holds too; 0 for a note holding none; the logarithm keeps one very rare
    word from making every other difference look small), and its *similarity*: the cosine of its
    best chunk with the query (computed for the keyword candidates too; a note not embedded yet
-   counts as the candidates' mean).
+   counts as the candidates' mean; when no candidate has vectors, the keyword order is the answer).
 3. Both are z-scored over the candidates (minus their mean, over their standard deviation; 0 when
    all are equal), and the fused score is ``words_weight x z(words) + meaning_weight x
    z(similarity)``. Higher first; ties go to the keyword order, then the similarity.
@@ -95,7 +95,9 @@ def combine(found: Candidates, weights: Weights) -> list[int]:
     """Every candidate in fused order (steps 3 and 4 of the module docstring)."""
     docs = found.docs()
     known = [found.similarity[d] for d in docs if d in found.similarity]
-    unknown = sum(known) / len(known) if known else 0.0
+    if not known:  # nothing embedded yet (or nothing near): the keyword order, as without a model
+        return list(found.keyword.page)
+    unknown = sum(known) / len(known)
     by_words = zscores([math.log1p(found.words.get(d, 0.0)) for d in docs])
     by_meaning = zscores([found.similarity.get(d, unknown) for d in docs])
     fused = {d: weights.words * w + weights.meaning * m for d, w, m in zip(docs, by_words, by_meaning, strict=True)}
