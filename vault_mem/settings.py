@@ -12,7 +12,8 @@ constructor: the same values everywhere in a process, and a test changes one kno
 What is not here, and why (the numbers that are part of a format or a contract, not a choice):
 
 - Formats on disk: ``SCHEMA_VERSION`` (search/schema.py, with the width ``bits`` its ``_number``
-  fields take) and ``CACHE_VERSION`` (git/history.py) are versions of files; ``HASH_TABLES``
+  fields take), ``CACHE_VERSION`` (git/history.py) and ``TEXTS`` (meaning/chunks.py, the texts the
+  stored vectors were made from) are versions of files; ``HASH_TABLES``
   (search/whoosh/mapping.py) is the table count of Whoosh's hash file format; ``_HEAD``
   (history/agentstate.py) is where a state file's generation ends; ``FLOAT``, ``INT8``,
   ``INT64`` and ``OPSET`` (meaning/ort.py) are ONNX's codes for three data types and the operator
@@ -222,8 +223,10 @@ class Settings:
     tidy_view_clusters: int = 200  # clusters tidy orders through one view (docs/cli.md#vault-mem-tidy)
 
     # -- Finding by meaning (vault_mem/meaning/, search/fusion.py) ----------------------------------
-    meaning_depth: int = 20  # notes of the keyword order, and notes nearest by meaning, that the fusion ranks (docs/ranking.md#by-meaning-optional)
-    meaning_rrf_k: int = 60  # the k of reciprocal-rank fusion, 1 / (k + rank): the larger, the less a first place outweighs the next (docs/ranking.md#by-meaning-optional)
+    meaning_depth: int = 30  # notes of the keyword order, and notes nearest by meaning, that the fusion ranks (docs/ranking.md#by-meaning-optional)
+    meaning_words_weight: float = 1.0  # weight of a candidate's words (ln(1 + its keyword score without the all-terms bonuses), z-scored over the candidates) in the fused score (docs/ranking.md#by-meaning-optional)
+    meaning_weight: float = 1.5  # weight of a candidate's similarity to the query (z-scored over the candidates) in the fused score (docs/ranking.md#by-meaning-optional)
+    meaning_exact_first: int = 3  # when at most this many candidates hold every query term exactly, they come first whatever their meaning: rare words win (docs/ranking.md#by-meaning-optional)
     meaning_min_similarity: float = 0.25  # cosine similarity below which a note is not near a query by meaning (docs/ranking.md#by-meaning-optional)
     meaning_chunk_chars: int = 1_000  # characters of a note embedded as one chunk; a longer note is cut at its headings (docs/ranking.md#by-meaning-optional)
     meaning_max_chunks: int = 8  # chunks of one note embedded at most; the rest of a huge note is only indexed by its words (docs/ranking.md#by-meaning-optional)

@@ -22,7 +22,7 @@ from vault_mem.errors import InvalidInput, MeaningUnavailable
 from vault_mem.mcp_server.app import call
 from vault_mem.mcp_server.tools import TOOLS_BY_NAME
 from vault_mem.meaning.chunks import note_chunks
-from vault_mem.meaning.embedder import Meaning
+from vault_mem.meaning.embedder import Meaning, store_name
 from vault_mem.meaning.model import load_model
 from vault_mem.meaning.store import VectorStore
 from vault_mem.runtime.meaning import index_notes, note_text
@@ -258,7 +258,7 @@ def test_a_running_embedder_takes_in_what_another_process_embedded(make_vault, t
     path, etag = next(iter(meaning.store.etags().items()))
     embedder = meaning.start(notes, read, idle_seconds=0.05)
     try:
-        other = VectorStore.open(vault.index.dir, meaning.model.fingerprint, meaning.model.dim)  # as `index` would
+        other = VectorStore.open(vault.index.dir, store_name(meaning.model), meaning.model.dim)  # as `index` would
         marked = np.zeros((1, meaning.model.dim), dtype=np.float32)
         marked[0, -1] = 1.0  # no note of the tiny model points there
         other.put([(path, etag, marked)])
@@ -475,7 +475,7 @@ def test_a_kill_while_embedding_loses_nothing_that_was_stored_and_the_next_run_r
         proc.kill()  # SIGKILL where there is one: no handler runs
     finally:
         proc.wait(60)
-    stored = VectorStore.open(tmp_path / "ix", load_model(tiny).fingerprint, 8)
+    stored = VectorStore.open(tmp_path / "ix", store_name(load_model(tiny)), 8)
     kept = stored.etags()
     assert kept and set(kept) <= {p for p in notes}
     again = run_cli("index", *where, "--meaning-model", str(tiny), "--json")

@@ -209,6 +209,22 @@ def test_the_relevance_set_is_well_formed():
     assert {q["vault"] for q in questions} == set(VAULTS)
 
 
+def test_the_paraphrase_set_is_well_formed_with_a_fixed_balanced_split():
+    questions = yaml.safe_load((HERE / "relevance" / "paraphrases.yaml").read_text(encoding="utf-8"))
+    assert len(questions) >= 150
+    assert len({(q["vault"], q["question"]) for q in questions}) == len(questions), "a question is listed twice"
+    assert {q["vault"] for q in questions} == {"sample_vault", "chat_vault", "corpus"}
+    indexed = {name: set(walk_vault(root).files) for name, root in VAULTS.items()}
+    for q in questions:
+        assert set(q) == {"vault", "question", "answers", "half"} and q["half"] in ("tune", "held-out"), q
+        assert q["question"].strip() and q["answers"], q
+        for answer in q["answers"] if q["vault"] in indexed else ():  # the corpus is outside the repo
+            assert answer in indexed[q["vault"]], f"{answer!r} is not an indexed note of {q['vault']}"
+    for vault in ("sample_vault", "chat_vault", "corpus"):  # each vault's questions alternate, tune first
+        halves = [q["half"] for q in questions if q["vault"] == vault]
+        assert halves == [("tune", "held-out")[i % 2] for i in range(len(halves))], vault
+
+
 def test_the_known_item_set_is_well_formed():
     # made from a corpus outside the repo (bench/known_items.py make); only its shape is checked here
     document = json.loads((HERE / "relevance" / "known_items.json").read_text(encoding="utf-8"))

@@ -7,12 +7,58 @@ neighbouring sections are joined while they fit, a section longer than ``chunk_c
 paragraph breaks (or hard, when a paragraph alone is longer). Every chunk starts with the note's
 title and its section's heading, so a section is understood in its note's terms. At most
 ``max_chunks`` chunks a note: the rest of a huge note is not embedded (its words still are indexed).
+
+The title is what a person reads as the note's title (``embedded_title``): its ``title`` key or
+first heading, and its file name only where that reads as a title, not an id (``turn-010005``,
+a hash) or a date (``2024-05-01``). ``TEXTS`` names this way of making the texts; the vector store
+is keyed by it with the model (meaning/embedder.py), so vectors made another way are embedded again.
 """
 
 from __future__ import annotations
 
+import re
+
 from vault_mem import settings
 from vault_mem.vault.markdown import headings
+
+# The version of what is embedded for a note: bumped whenever the texts change (2: an id-like
+# or date file name is no longer embedded as the title), so that stored vectors made the old
+# way are made again rather than compared with the new ones.
+TEXTS = 2
+
+_DATE = re.compile(r"(?<!\d)(?:\d{4}[-_.]?\d{2}[-_.]?\d{2}|\d{1,2}[-_.]\d{1,2}[-_.]\d{2,4})"
+                   r"(?:[T _-]?\d{2}[-:.h]?\d{2}(?:[-:.]?\d{2})?)?(?!\d)")
+_HASH = re.compile(r"(?=[^\W_]*\d)[0-9a-f]{8,}(?:-[0-9a-f]{4,})*", re.IGNORECASE)
+_SERIAL = re.compile(r"[^\W\d_]+[\W_]+(\d[\d\W_]*)")
+
+
+def reads_as_title(name: str) -> bool:
+    """Whether a file name (without ``.md``) reads as a title: with its dates and hashes taken
+    out, it holds a letter, and it is not one word and a serial number
+    (``turn-010005``, ``msg_0012``: a number with a leading zero or of five digits or more;
+    ``Windows 11`` and ``Intel 8080`` read as titles)."""
+    rest = _HASH.sub(" ", _DATE.sub(" ", name)).strip(" -_.")
+    if not re.search(r"[^\W\d_]", rest):
+        return False
+    serial = _SERIAL.fullmatch(rest)
+    if serial:
+        digits = re.sub(r"\D", "", serial.group(1))
+        return not (digits.startswith("0") or len(digits) >= 5)
+    return True
+
+
+def embedded_title(title: str, path: str) -> str:
+    """The title to embed for the note at ``path`` whose title (``title`` key, first heading, else
+    its file name) is ``title``: the same, unless it is the file name and that reads as an id or a
+    date (then none)."""
+    stem = path.rpartition("/")[2]
+    for suffix in (".excalidraw.md", ".md"):
+        if stem.lower().endswith(suffix):
+            stem = stem[: -len(suffix)]
+            break
+    if title.strip() == stem.strip() and not reads_as_title(stem):
+        return ""
+    return title
 
 
 def note_chunks(title: str, body: str, chunk_chars: int | None = None, max_chunks: int | None = None) -> list[str]:

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from vault_mem import settings
-from vault_mem.meaning.chunks import note_chunks
+from vault_mem.meaning.chunks import TEXTS, note_chunks
 from vault_mem.meaning.model import SentenceModel, load_model
 from vault_mem.meaning.store import VectorStore
 
@@ -32,6 +32,13 @@ T = TypeVar("T")
 
 NotesNow = Callable[[], dict[str, str]]  # the index's notes now: path -> etag
 ReadNote = Callable[[str], "tuple[str, str] | None"]  # path -> (title, body), None when unreadable
+
+
+def store_name(model: SentenceModel) -> str:
+    """The folder of ``model``'s vectors beside an index: its weights' fingerprint and the version of
+    the texts embedded (meaning/chunks.py ``TEXTS``), so that vectors of another model, or of texts
+    made another way, are never compared with these: opening the store deletes them."""
+    return f"{model.fingerprint}-texts{TEXTS}"
 
 
 class Meaning:
@@ -53,7 +60,7 @@ class Meaning:
         beside the index. Raises MeaningUnavailable or InvalidInput when it cannot."""
         model = load_model(model_dir, runtime)
         label = {"model": model.name, "folder": str(model.folder)}
-        return cls(model, VectorStore.open(index_dir, model.fingerprint, model.dim, label))
+        return cls(model, VectorStore.open(index_dir, store_name(model), model.dim, label))
 
     def describe(self) -> dict[str, Any]:
         """What ``status`` and ``doctor`` show: the model and how many notes have vectors."""
@@ -80,6 +87,12 @@ class Meaning:
         if not len(self.store):
             return []
         return self.store.nearest(self.query_vector(text), notes)
+
+    def similarities(self, text: str, paths: list[str]) -> dict[str, float]:
+        """The similarity to ``text`` of each of ``paths`` that has vectors (its best chunk's)."""
+        if not paths or not len(self.store):
+            return {}
+        return self.store.similarities(self.query_vector(text), paths)
 
     def beside(self, work: Callable[[], T]) -> Future[T]:
         """Run ``work`` on a helper thread (in the caller's context), so that a search ranks by

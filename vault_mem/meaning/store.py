@@ -155,6 +155,16 @@ class VectorStore:
                 return [(paths[slot], sim) for slot, sim in best.items()]
             want = min(used, want * 4)
 
+    def similarities(self, query: Any, paths: list[str]) -> dict[str, float]:
+        """The similarity (cosine of the best chunk) of each of ``paths`` that has vectors to the
+        unit row ``query``: the fusion's other candidates, found by words (search/fusion.py)."""
+        np = self._np
+        with self._lock:
+            wanted = [(path, self._notes[path][1]) for path in paths if path in self._notes]
+            blocks = [(path, self._matrix[rows]) for path, rows in wanted if rows]
+        vector = np.asarray(query, dtype=np.float32)
+        return {path: float(np.max(block @ vector)) for path, block in blocks}
+
     # -- writing ---------------------------------------------------------------------------
 
     def put(self, notes: list[tuple[str, str, Any]]) -> None:

@@ -8,6 +8,7 @@ import threading
 from collections.abc import Callable
 from pathlib import Path
 
+from vault_mem.meaning.chunks import embedded_title
 from vault_mem.search.api import Meaning, VaultIndex
 from vault_mem.vault.reader import read_note
 
@@ -20,10 +21,11 @@ def index_notes(index: VaultIndex) -> Callable[[], dict[str, str]]:
 
 
 def note_text(root: Path) -> Callable[[str], tuple[str, str] | None]:
-    """path -> (title, body) of a note as it is on disk (None when it cannot be read)."""
+    """path -> (title, body) to embed of a note as it is on disk (None when it cannot be read): its
+    title unless that is a file name reading as an id or a date (meaning/chunks.py)."""
     def read(path: str) -> tuple[str, str] | None:
         note = read_note(root, path)  # never raises: a file gone reads as an empty note
-        return note.title, note.body
+        return embedded_title(note.title, path), note.body
     return read
 
 

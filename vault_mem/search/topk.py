@@ -83,6 +83,24 @@ def scores_of(view: Snapshot, terms: list[str], docs: Collection[int]) -> dict[i
     return found
 
 
+def word_scores(view: Snapshot, terms: list[str], docs: Collection[int]) -> dict[int, tuple[float, float, bool]]:
+    """Each of ``docs`` that holds some term in some form: its score (as ``ranking.score_notes``
+    gives it), that score without the two bonuses for holding every term (the +10 and the query's
+    ceiling: what its words add, by rarity and hits), and whether it holds every term exactly. The
+    meaning stage fuses the second (search/fusion.py)."""
+    config = settings.current()
+    query = _Query(view, terms)
+    everything = len(terms)
+    found: dict[int, tuple[float, float, bool]] = {}
+    for doc in docs:
+        score, matched, exactly = query.score(*query.locate(doc))
+        if matched:
+            bonus = (config.rank_all_terms_bonus if matched == everything else 0) \
+                + (query.ceiling if exactly == everything else 0)
+            found[doc] = (score, max(score - bonus, 0.0), exactly == everything)
+    return found
+
+
 class _Query:
     """One call's terms over the searcher's segments: their hits, rarities and the scoring."""
 
