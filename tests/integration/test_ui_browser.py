@@ -279,7 +279,8 @@ def test_the_mcp_apps_view_says_when_the_models_call_was_cancelled_and_still_sea
     page = browser.new_page(viewport={"width": 700, "height": 500})
     page.expose_function("callTool", lambda name, arguments: server.call(name, apps=True, **arguments))
     page.set_content(HOST)
-    page.evaluate("() => { window.toolInput = {agent: 'coder', query: 'first body'}; window.cancelled = 'user action'; }")
+    page.evaluate("() => { window.toolInput = {agent: 'coder', query: 'first body'}; "
+                  "window.cancelled = 'user action'; }")
     page.evaluate("(html) => { document.getElementById('app').srcdoc = html; }", html)
     view = page.frame_locator("#app")
     view.get_by_text("The model's search was cancelled (user action). Ask a search.").wait_for()
