@@ -203,16 +203,76 @@ def in_threads(target: Callable[[], object], count: int, timeout: float = 30.0) 
             raise AssertionError(f"a thread still running after {timeout} s")
 
 
+def closed(schema: Any) -> Any:
+    """``schema`` with every object that lists its properties closed to any other: what the
+    published schema leaves open for later versions, a test holds to what it says today."""
+    if isinstance(schema, list):
+        return [closed(item) for item in schema]
+    if not isinstance(schema, dict):
+        return schema
+    out = {key: closed(value) if key != "properties" else {k: closed(v) for k, v in value.items()}
+           for key, value in schema.items()}
+    if out.get("type") == "object" and "properties" in out and "additionalProperties" not in out:
+        out["additionalProperties"] = False
+    return out
+
+
+_VALIDATORS: dict[str, Any] = {}
+
+
+def check_answer(tool: str, schema: dict[str, Any], answer: Any) -> None:
+    """Fail unless ``answer`` validates against ``schema`` closed (``closed``), Draft 2020-12."""
+    from jsonschema import Draft202012Validator
+
+    key = json.dumps(schema, sort_keys=True)
+    validator = _VALIDATORS.get(key)
+    if validator is None:
+        Draft202012Validator.check_schema(schema)
+        validator = _VALIDATORS[key] = Draft202012Validator(closed(schema))
+    errors = sorted(validator.iter_errors(answer), key=lambda e: list(e.absolute_path))
+    assert not errors, f"{tool} answered outside its output schema: " + "; ".join(
+        f"{'/'.join(map(str, e.absolute_path)) or '(top)'}: {e.message[:200]}" for e in errors[:5])
+
+
+@pytest.fixture(autouse=True)
+def answers_match_their_schemas(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every tool answer an in-process server gives in any test is checked against its tool's
+    output schema (mcp_server/outputs.py), closed: the schema says every field the answer has."""
+    from vault_mem.mcp_server import app
+    from vault_mem.mcp_server.outputs import ANSWERS, output_schema
+
+    answer = app.Calls.answer
+
+    def checked(self: app.Calls, name: str, arguments: Any, caller: Any) -> dict[str, Any]:
+        given = answer(self, name, arguments, caller)
+        if name in ANSWERS:
+            check_answer(name, output_schema(name), json.loads(json.dumps(given, default=str)))
+        return given
+
+    monkeypatch.setattr(app.Calls, "answer", checked)
+
+
 class ToolClient:
-    """A real MCP client session on the in-process server, with a shortcut for tool answers."""
+    """A real MCP client session on the in-process server, with a shortcut for tool answers;
+    each answer is checked against the output schema its tool was listed with (``check_answer``)."""
 
     def __init__(self, client: Client) -> None:
         self.client = client
+        self.schemas: dict[str, dict[str, Any]] = {}
+
+    async def schema_of(self, tool: str) -> dict[str, Any] | None:
+        if not self.schemas:
+            listed = await self.client.list_tools()
+            self.schemas = {t.name: t.output_schema for t in listed.tools if t.output_schema is not None}
+        return self.schemas.get(tool)
 
     async def call(self, tool: str, **arguments: Any) -> dict[str, Any]:
         result = await self.client.call_tool(tool, arguments)
         answer = result.structured_content
         assert isinstance(answer, dict), f"{tool} gave no structured content: {result.content}"
+        schema = await self.schema_of(tool)
+        if schema is not None:
+            check_answer(tool, schema, answer)
         assert "status" in answer
         assert result.is_error == (answer["status"] in IS_ERROR), answer
         # A client that reads only the text block must get the very same answer.

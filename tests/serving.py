@@ -26,13 +26,14 @@ def http_args() -> tuple[str, ...]:
 
 
 def start_http(root: Path, cwd: Path, env: dict[str, str] | None = None,
-               stdout: int = subprocess.PIPE, workers: int = 1) -> tuple[subprocess.Popen[bytes], str]:
+               stdout: int = subprocess.PIPE, workers: int = 1,
+               extra: tuple[str, ...] = ()) -> tuple[subprocess.Popen[bytes], str]:
     """``vault-mem serve --http`` on a free port, once it accepts connections: the process and its URL.
     Fails (with the server's stderr) if it exits first, or if it does not listen within 60 s.
     One worker unless asked: these tests are about what one server answers; several workers on
-    one port are tests/integration/test_workers.py's subject."""
+    one port are tests/integration/test_workers.py's subject. ``extra``: more options of serve."""
     port = free_port()
-    http = ("--http", "--port", str(port), "--workers", str(workers))
+    http = ("--http", "--port", str(port), "--workers", str(workers), *extra)
     proc = subprocess.Popen([sys.executable, *serve_args(root, *http)], env=env,
                             stdout=stdout, stderr=subprocess.PIPE, cwd=cwd)
     deadline = time.monotonic() + 60

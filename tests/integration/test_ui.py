@@ -39,7 +39,9 @@ NOTES = {
 
 
 def listing_bytes(tools: list[Any]) -> bytes:
-    data = [tool.model_dump(by_alias=True, exclude_none=True, mode="json") for tool in tools]
+    """The listing as a model is given it: output schemas left out (test_tool_contracts.py)."""
+    data = [tool.model_dump(by_alias=True, exclude_none=True, exclude={"output_schema"}, mode="json")
+            for tool in tools]
     return json.dumps(data, separators=(",", ":"), ensure_ascii=False).encode()
 
 

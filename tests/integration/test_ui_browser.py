@@ -225,17 +225,20 @@ HOST = """<!doctype html><html><body><h1>test host</h1><iframe id="app" sandbox=
 style="width:600px;height:400px"></iframe><script>
 const frame = document.getElementById("app");
 window.log = [];
+window.cancelled = null;  // set to a reason: the model's call is cancelled instead of answered
 window.addEventListener("message", async (event) => {
   if (event.source !== frame.contentWindow) return;
   const msg = event.data; window.log.push(msg.method || "response");
   const reply = (result) => frame.contentWindow.postMessage({jsonrpc: "2.0", id: msg.id, result}, "*");
   if (msg.method === "ui/initialize") {
+    window.initialize = msg.params;
     reply({protocolVersion: "2026-01-26", hostInfo: {name: "test host", version: "1"}, hostCapabilities: {},
-           hostContext: {theme: "light"}});
+           hostContext: {theme: "light", displayMode: "inline", availableDisplayModes: ["inline", "fullscreen"]}});
   } else if (msg.method === "ui/notifications/initialized") {
     const send = (method, params) => frame.contentWindow.postMessage({jsonrpc: "2.0", method, params}, "*");
     send("ui/notifications/tool-input", {arguments: window.toolInput});
-    send("ui/notifications/tool-result", window.toolResult);
+    if (window.cancelled !== null) send("ui/notifications/tool-cancelled", {reason: window.cancelled});
+    else send("ui/notifications/tool-result", window.toolResult);
   } else if (msg.method === "tools/call") {
     reply(await window.callTool(msg.params.name, msg.params.arguments));
   }
@@ -267,6 +270,10 @@ def test_the_mcp_apps_view_shows_a_search_answer_in_a_host_that_speaks_the_proto
     log = page.evaluate("window.log")
     assert log[:2] == ["ui/initialize", "ui/notifications/initialized"] and "tools/call" in log
     assert json.dumps(dialogs) == "[]"
+    # SEP-1865: "View MUST declare all display modes it supports in appCapabilities.availableDisplayModes".
+    assert page.evaluate("window.initialize.appCapabilities") == {"availableDisplayModes": ["inline"]}
+    assert "ui/request-display-mode" not in log
+
 
 
 EVIL = """<!doctype html><html><body><p>another program's page</p><script>
@@ -338,3 +345,20 @@ def test_the_pages_requests_carry_its_page_secret_and_its_cookie_alone_opens_not
     assert gone.status == 401  # logging out ended the session on the server
     assert dialogs == []
     context.close()
+
+def test_the_mcp_apps_view_says_when_the_models_call_was_cancelled_and_still_searches(
+        browser: Any, server: Server) -> None:
+    html = server.call("resources/read", apps=True, uri=mcp_app.URI)["text"]
+    page = browser.new_page(viewport={"width": 700, "height": 500})
+    page.expose_function("callTool", lambda name, arguments: server.call(name, apps=True, **arguments))
+    page.set_content(HOST)
+    page.evaluate("() => { window.toolInput = {agent: 'coder', query: 'first body'}; "
+                  "window.cancelled = 'user action'; }")
+    page.evaluate("(html) => { document.getElementById('app').srcdoc = html; }", html)
+    view = page.frame_locator("#app")
+    view.get_by_text("The model's search was cancelled (user action). Ask a search.").wait_for()
+    assert "wait for the model" not in (view.locator("#summary").text_content() or "")
+    assert view.locator("#results li").count() == 0
+    view.locator("#search button").click()  # the query the model had typed, asked by the person
+    view.get_by_text("Alpha", exact=True).wait_for()
+    assert "tools/call" in page.evaluate("window.log")

@@ -39,9 +39,16 @@ def param_rows(section: str) -> dict[str, list[str]]:
     return rows
 
 
+def schema_types(prop: dict[str, Any]) -> str | list[str]:
+    """A property's JSON type, or its types in order when it takes two forms (``anyOf``)."""
+    if "anyOf" in prop:
+        return [str(branch["type"]) for branch in prop["anyOf"]]
+    return str(prop["type"])
+
+
 def schema_type(prop: dict[str, Any]) -> str:
-    kind = prop["type"]
-    return str(kind[0] if isinstance(kind, list) else kind)
+    kind = schema_types(prop)
+    return kind[0] if isinstance(kind, list) else kind
 
 
 @pytest.fixture
@@ -70,7 +77,7 @@ async def test_every_parameter_is_documented_with_the_type_the_schema_gives(list
                 problems.append(f"{tool.name}.{name} is not in its parameter table")
             elif DOC_TYPES.get(rows[name][0]) != schema_type(prop):
                 problems.append(f"{tool.name}.{name} is documented as {rows[name][0]!r}, the schema says "
-                                f"{prop['type']!r}")
+                                f"{schema_types(prop)!r}")
         signature = found.get(tool.name, "").strip().split("\n\n")[0].split("`:")[0]
         for name in tool.input_schema["properties"]:
             if not re.search(rf"\b{re.escape(name)}\b", signature):

@@ -322,6 +322,30 @@ async def test_permalink_is_a_resource(make_vault, mcp_session):
     assert result.contents[0].text == text
 
 
+def expand_reserved(template: str, path: str) -> str:
+    """RFC 6570 reserved expansion (``{+var}``) of ``template``'s one variable: characters
+    outside the unreserved and reserved sets are percent-encoded (UTF-8), the rest are kept."""
+    from urllib.parse import quote
+
+    name = template[template.index("{+") + 2:template.index("}")]
+    return template.replace("{+" + name + "}", quote(path, safe=":/?#[]@!$&'()*+,;=-._~"))
+
+
+async def test_the_note_template_is_listed_and_reads_every_note_it_expands_to(make_vault, mcp_session):
+    notes = {**REFS, "Café/Déjà vu #2.md": "Accents, a hash and a space.\n"}
+    vault = make_vault(notes)
+    async with mcp_session(vault) as c:
+        templates = (await c.client.list_resource_templates()).resource_templates
+        assert [(t.uri_template, t.name, t.mime_type) for t in templates] == \
+            [("memory://{+path}", "note", "text/markdown")]
+        assert templates[0].description
+        for rel in notes:
+            uri = expand_reserved(templates[0].uri_template, rel[:-3])
+            result = await c.client.read_resource(uri)
+            assert result.contents[0].text == (Path(vault.root) / rel).read_text(encoding="utf-8"), uri
+            assert result.contents[0].mime_type == "text/markdown"
+
+
 DOMAINS = {
     "root.md": "---\nupdated: 2025-06-01\n---\nAt the root.\n",
     "a/one.md": "---\nupdated: 2025-01-01\n---\n.\n",

@@ -11,8 +11,9 @@ import json
 from typing import Any
 
 import pytest
-from test_docs import TOOLS_MD, param_rows, sections
+from test_docs import TOOLS_MD, param_rows, schema_types, sections
 
+from vault_mem.mcp_server.outputs import output_schema
 from vault_mem.served.context import Vault
 
 pytestmark = pytest.mark.anyio
@@ -107,28 +108,38 @@ RANGES: dict[tuple[str, str], dict[str, Any]] = {
     ("memory_get", "offset"): {"minimum": 0},
     ("memory_get", "max_chars"): {"minimum": 1, "maximum": 30000},
 }
-MAX_LISTING_BYTES = 12_000  # the default tools/list, as compact JSON
+# The default tools/list as compact JSON: what a model is given (names, descriptions, input schemas,
+# annotations: every output schema left out), and the whole answer (docs/tools.md, "Schemas").
+MAX_LISTING_BYTES = 12_000
+MAX_WHOLE_LISTING_BYTES = 40_000
 
 
-async def listing(make_vault, mcp_session, compat: bool) -> tuple[list[Any], int]:
+def listing_size(data: dict[str, Any], outputs: bool = True) -> int:
+    tools = [{k: v for k, v in tool.items() if outputs or k != "outputSchema"} for tool in data["tools"]]
+    return len(json.dumps({**data, "tools": tools}, separators=(",", ":"), ensure_ascii=False))
+
+
+async def listing(make_vault, mcp_session, compat: bool) -> tuple[list[Any], int, int]:
+    """The tools listed, the listing's size without output schemas and with them."""
     vault: Vault = make_vault({"a.md": "# A\n"}, compat=compat)
     async with mcp_session(vault) as c:
         result = await c.client.list_tools()
     data = result.model_dump(mode="json", by_alias=True, exclude_none=True)
-    return list(result.tools), len(json.dumps(data, separators=(",", ":"), ensure_ascii=False))
+    return list(result.tools), listing_size(data, outputs=False), listing_size(data)
 
 
 @pytest.mark.parametrize("compat", [False, True], ids=["default", "compat"])
 async def test_tools_list_holds_exactly_the_pinned_tools_in_order(make_vault, mcp_session, compat: bool) -> None:
-    tools, size = await listing(make_vault, mcp_session, compat)
+    tools, size, whole = await listing(make_vault, mcp_session, compat)
     expected = [*CONTRACT, *(COMPAT if compat else {})]
     assert [t.name for t in tools] == expected
     if not compat:
-        assert size < MAX_LISTING_BYTES, f"tools/list is {size} bytes"
+        assert size < MAX_LISTING_BYTES, f"tools/list without output schemas is {size} bytes"
+        assert whole < MAX_WHOLE_LISTING_BYTES, f"tools/list is {whole} bytes"
 
 
 async def test_each_tool_has_the_pinned_parameters_types_required_and_annotations(make_vault, mcp_session) -> None:
-    tools, _ = await listing(make_vault, mcp_session, compat=True)
+    tools, _, _ = await listing(make_vault, mcp_session, compat=True)
     contract = {**CONTRACT, **COMPAT}
     for tool in tools:
         annotations, params = contract[tool.name]
@@ -137,7 +148,7 @@ async def test_each_tool_has_the_pinned_parameters_types_required_and_annotation
         assert got == annotations, tool.name
         schema = tool.input_schema
         assert schema["type"] == "object"
-        assert [(name, prop["type"]) for name, prop in schema["properties"].items()] == \
+        assert [(name, schema_types(prop)) for name, prop in schema["properties"].items()] == \
             [(name, kind) for name, kind, _ in params], tool.name
         required = [name for name, _, default in params if default is REQUIRED]
         assert schema.get("required", []) == required, tool.name
@@ -151,8 +162,7 @@ async def test_each_tool_has_the_pinned_parameters_types_required_and_annotation
                 assert type(prop["default"]) is type(default), (tool.name, name)
             bounds = {k: prop[k] for k in ("minimum", "maximum", "enum") if k in prop}
             assert bounds == RANGES.get((tool.name, name), {}), (tool.name, name)
-        assert tool.output_schema == {"type": "object", "properties": {"status": {"type": "string"}},
-                                      "required": ["status"]}, tool.name
+        assert tool.output_schema == output_schema(tool.name), tool.name
 
 
 def shown(default: Any) -> str:

@@ -25,6 +25,7 @@ from vault_mem.cli.gitsync import add_serve_options, start_serve_options
 from vault_mem.cli.meaning import add_meaning_option, check_workers, open_meaning
 from vault_mem.cli.workers import worker_count
 from vault_mem.errors import InvalidInput
+from vault_mem.mcp_server.cors import allowed_origins
 from vault_mem.runtime import tuning
 from vault_mem.served.agents import Agent
 from vault_mem.served.keys import KeyRing, list_agents
@@ -55,6 +56,10 @@ def add_options(parser: argparse.ArgumentParser) -> None:
                              "the others answer the clients; a legacy session stays on its worker")
     parser.add_argument("--allowed-host", action="append", default=[], metavar="NAME",
                         help="a host name clients use to reach a non-loopback bind (repeatable)")
+    parser.add_argument("--allow-origin", action="append", default=[], metavar="ORIGIN",
+                        help="with --http: a web page's origin (scheme://host[:port], e.g. http://127.0.0.1:8080) "
+                             "that may call /mcp from a browser, as browser-based MCP hosts do (repeatable; "
+                             "none by default; each matched exactly; never '*')")
     parser.add_argument("--project", default=None, metavar="NAME",
                         help="the project whose project_shared and project_local memories recall includes "
                              "by default (default: $VAULT_MEM_PROJECT)")
@@ -73,6 +78,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
     config = settings.current()
     root = vault_root(args)
     token = serve_token(args) if args.http else None
+    args.allow_origin = allowed_origins(args.allow_origin)  # refused now, before anything is announced
     index = open_index(args, root, doing="serve it")
     seat = None
     if args.http:
@@ -90,6 +96,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
                 tuning.serving_worker_gives_way()
     elif args.workers is not None:
         raise InvalidInput("--workers", "applies to --http only: a stdio server has one client")
+    elif args.allow_origin:
+        raise InvalidInput("--allow-origin", "applies to --http only: a browser cannot reach a stdio server")
     elif sys.stdin is None:
         say("error: serve over stdio needs a standard input: an MCP client starts it")
         return 1
@@ -103,7 +111,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
         from vault_mem.cli.workers import serve_workers
 
         index.close()
-        return serve_workers(args, root, workers, token, lambda: _say_http(root, url, token, keys))
+        return serve_workers(args, root, workers, token,
+                             lambda: _say_http(root, url, token, keys, args.allow_origin))
 
     from vault_mem.runtime.lifecycle import Runtime
     from vault_mem.search.api import present
@@ -221,8 +230,9 @@ def _transport(args: argparse.Namespace, server: Any, url: str, token: str | Non
         from vault_mem.mcp_server.transports import run_http
 
         if seat is None:  # the workers' parent says it once
-            _say_http(root, url, token, keys)
-        return lambda: run_http(server, args.host, args.port, token, args.allowed_host, keys, seat, calls)
+            _say_http(root, url, token, keys, args.allow_origin)
+        return lambda: run_http(server, args.host, args.port, token, args.allowed_host, keys, seat, calls,
+                                tuple(args.allow_origin))
     from vault_mem.mcp_server.transports import run_stdio
 
     if sys.stdin.isatty():
@@ -234,8 +244,10 @@ def _transport(args: argparse.Namespace, server: Any, url: str, token: str | Non
     return lambda: run_stdio(server)
 
 
-def _say_http(root: Any, url: str, token: str | None, keys: KeyRing) -> None:
+def _say_http(root: Any, url: str, token: str | None, keys: KeyRing, origins: list[str]) -> None:
     say(f"streamable HTTP at {url}" + (" (bearer token required)" if token else ""))
+    if origins:
+        say(f"web pages at {', '.join(origins)} may call it from a browser (--allow-origin)")
     if keys.any():
         say(f"this vault has {len(list_agents(root))} agent key(s): each request needs one of them"
             + (" or the token" if token else "") + ", even on loopback")

@@ -27,7 +27,8 @@ from vault_mem import __version__, settings
 from vault_mem.errors import Forbidden, InternalError, InvalidInput, NotFound, VaultMemError, VaultUnavailable
 from vault_mem.mcp_server.answers import answer_text, error_answer, text_result
 from vault_mem.mcp_server.delegate import Delegate
-from vault_mem.mcp_server.tools import STATUS_SCHEMA, ToolSpec, tools_for
+from vault_mem.mcp_server.outputs import output_schema
+from vault_mem.mcp_server.tools import ToolSpec, tools_for
 from vault_mem.reads.conflicts import conflict_hint
 from vault_mem.served.agents import Agent
 from vault_mem.served.context import Vault, View
@@ -43,6 +44,15 @@ INSTRUCTIONS = (
     "vault-mem: long-term memory kept as Markdown files a person can read and edit. "
     "Start a session with memory_search (no query) for recent notes; use list_by_domain when "
     "search misses; read a record in full with memory_read."
+)
+
+# Every note as one RFC 6570 template: ``{+path}`` keeps its slashes (docs/tools.md, "permalink").
+NOTE_TEMPLATE = t.ResourceTemplate(
+    uri_template="memory://{+path}",
+    name="note",
+    description="A note of the vault by its path without .md (memory://acme/x100/Queue decision): "
+                "its Markdown, frontmatter included. Each path segment may be percent-encoded.",
+    mime_type="text/markdown",
 )
 
 
@@ -176,7 +186,7 @@ def build_server(vault: Vault, caller: Agent | None = None, read_only: bool = Fa
             name=spec.name,
             description=spec.description,
             input_schema=spec.input_schema(),
-            output_schema=STATUS_SCHEMA,
+            output_schema=output_schema(spec.name),
             annotations=t.ToolAnnotations(
                 read_only_hint=spec.read_only,
                 idempotent_hint=spec.read_only,
@@ -211,6 +221,10 @@ def build_server(vault: Vault, caller: Agent | None = None, read_only: bool = Fa
             resources.insert(0, t.Resource(uri=mcp_app.URI, name=mcp_app.NAME, mime_type=mcp_app.MIME))
         return t.ListResourcesResult(resources=resources, next_cursor=next_cursor)
 
+    async def on_list_resource_templates(ctx: Any, params: t.PaginatedRequestParams | None
+                                         ) -> t.ListResourceTemplatesResult:
+        return t.ListResourceTemplatesResult(resource_templates=[NOTE_TEMPLATE])
+
     async def on_read_resource(ctx: Any, params: t.ReadResourceRequestParams) -> t.ReadResourceResult:
         uri = str(params.uri)
         if uri == mcp_app.URI:
@@ -226,6 +240,7 @@ def build_server(vault: Vault, caller: Agent | None = None, read_only: bool = Fa
         on_list_tools=on_list_tools,
         on_call_tool=on_call_tool,
         on_list_resources=on_list_resources,
+        on_list_resource_templates=on_list_resource_templates,
         on_read_resource=on_read_resource,
     )
     server.extensions[EXTENSION_ID] = {}

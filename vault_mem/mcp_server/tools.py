@@ -17,13 +17,6 @@ from vault_mem.writes import tools as writes
 
 Handler = Callable[[View, dict[str, Any]], dict[str, Any]]
 
-STATUS_SCHEMA: dict[str, Any] = {
-    "type": "object",
-    "properties": {"status": {"type": "string"}},
-    "required": ["status"],
-}
-
-
 @dataclass(frozen=True)
 class ToolSpec:
     name: str

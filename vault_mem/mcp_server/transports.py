@@ -4,7 +4,8 @@ HTTP binds to 127.0.0.1 by default. Any other bind needs a bearer token and the 
 names to accept; requests without the right token get a 401. Once the vault has (or has had) agent
 keys (served/keys.py, docs/sharing.md), a request needs the token or one of those keys,
 even on loopback; a key makes the request act as its agent. Host and Origin headers are
-checked by the SDK's DNS-rebinding protection. Neither the token nor a key is ever logged.
+checked by the SDK's DNS-rebinding protection; web pages of other origins reach ``/mcp`` only
+when named with ``--allow-origin`` (cors.py). Neither the token nor a key is ever logged.
 
 Every HTTP limit (docs/safety.md, "Limits") is a constant below: the connections a process
 holds, the time and bytes a request's headers may take, the legacy sessions of one caller.
@@ -34,6 +35,7 @@ from mcp.server.transport_security import TransportSecuritySettings
 from vault_mem import settings
 from vault_mem.errors import InvalidInput
 from vault_mem.mcp_server.app import CALLER, Calls
+from vault_mem.mcp_server.cors import Cors, own_origins
 from vault_mem.mcp_server.throttled import Throttled
 from vault_mem.mcp_server.workers import Seat
 from vault_mem.served.agents import Agent
@@ -398,33 +400,38 @@ def _check_exposure(host: str, token: str | None, allowed_hosts: list[str]) -> N
 
 
 def http_app(server: Server[Any], host: str, port: int, token: str | None,
-             allowed_hosts: list[str], keys: KeyRing | None = None) -> ASGIApp:
-    """The streamable HTTP app at ``/mcp``, with token and key checks and Host/Origin checks."""
+             allowed_hosts: list[str], keys: KeyRing | None = None, origins: tuple[str, ...] = ()) -> ASGIApp:
+    """The streamable HTTP app at ``/mcp``, with token and key checks, Host/Origin checks, and
+    the web pages of ``origins`` (``--allow-origin``, normalised by cors.allowed_origins) let in."""
     config = settings.current()
     _check_exposure(host, token, allowed_hosts)
     hosts = ["127.0.0.1", "localhost", "[::1]", *allowed_hosts]
     security = TransportSecuritySettings(
         enable_dns_rebinding_protection=True,
         allowed_hosts=[h for name in hosts for h in (name, f"{name}:{port}", f"{name}:*")],
-        allowed_origins=[f"{scheme}://{name}{suffix}" for name in hosts for scheme in ("http", "https")
-                         for suffix in ("", f":{port}", ":*")],
+        allowed_origins=[*(f"{scheme}://{name}{suffix}" for name in hosts for scheme in ("http", "https")
+                           for suffix in ("", f":{port}", ":*")), *origins],
     )
     # One JSON body per answer, not an SSE stream: no tool sends the client anything mid-call, and
     # the stream (a task, a channel and event framing per request) was a large share of a call.
     app: ASGIApp = server.streamable_http_app(streamable_http_path="/mcp", transport_security=security, host=host,
                                               json_response=True, max_sessions=config.max_sessions,
                                               session_idle_timeout=config.session_idle)
-    return BearerAuth(SessionBound(app, server.session_manager), token, keys)
+    # Outermost: a preflight carries no credential, and must never reach the SDK (cors.py).
+    return Cors(BearerAuth(SessionBound(app, server.session_manager), token, keys), list(origins),
+                own_origins(hosts, port))
 
 
 def run_http(server: Server[Any], host: str, port: int, token: str | None, allowed_hosts: list[str],
-             keys: KeyRing | None = None, seat: Seat | None = None, calls: Calls | None = None) -> None:
+             keys: KeyRing | None = None, seat: Seat | None = None, calls: Calls | None = None,
+             origins: tuple[str, ...] = ()) -> None:
     """Serve until stopped; ``seat``: as one of ``serve --workers N`` (mcp_server/workers.py), on
-    the sockets the parent handed over, keeping legacy sessions on their worker."""
+    the sockets the parent handed over, keeping legacy sessions on their worker; ``origins``: the
+    web pages that may call ``/mcp`` (``--allow-origin``)."""
     import httptools  # noqa: F401  # the HTTP/1.1 parser uvicorn is given below (docs/dependencies.md)
     import uvicorn
 
-    app = http_app(server, host, port, token, allowed_hosts, keys)
+    app = http_app(server, host, port, token, allowed_hosts, keys, origins)
     if calls is not None:  # the page for people at / (vault_mem/ui/, docs/ui.md)
         from vault_mem.ui.web import Page, with_page
 

@@ -7,6 +7,7 @@ Coercion is as lenient as the MCP SDK's own (``"5"`` is 5, ``"true"`` is true) a
 
 from __future__ import annotations
 
+import copy
 import json
 import re
 from collections.abc import Mapping, Sequence
@@ -22,9 +23,13 @@ _INTEGER = re.compile(r"\s*[+-]?\d{1,18}\s*")
 
 
 # JSON schema of each kind of parameter; "strings" also takes one string, "object" a JSON string.
+# Two forms are two single-type schemas under ``anyOf``, never ``type`` as a list: several model
+# APIs and the MCP Inspector's --strict refuse a list there (docs/tools.md, "Schemas").
 _SCHEMA_TYPES: dict[str, Any] = {
-    "string": "string", "integer": "integer", "boolean": "boolean", "number": "number",
-    "strings": ["array", "string"], "object": ["object", "string"],
+    "string": {"type": "string"}, "integer": {"type": "integer"}, "boolean": {"type": "boolean"},
+    "number": {"type": "number"},
+    "strings": {"anyOf": [{"type": "array", "items": {"type": "string"}}, {"type": "string"}]},
+    "object": {"anyOf": [{"type": "object"}, {"type": "string"}]},
 }
 
 
@@ -46,9 +51,7 @@ class Param:
     enum: tuple[str, ...] = ()  # the accepted values (case-insensitive)
 
     def schema(self) -> dict[str, Any]:
-        schema: dict[str, Any] = {"type": _SCHEMA_TYPES[self.kind]}
-        if self.kind == "strings":
-            schema["items"] = {"type": "string"}
+        schema: dict[str, Any] = copy.deepcopy(_SCHEMA_TYPES[self.kind])
         if self.enum:
             schema["enum"] = list(self.enum)
         for key in ("default", "minimum", "maximum"):

@@ -7,6 +7,9 @@
   const pending = new Map();
   const host = window.parent;
   let agent = "person";  // the model's own agent name once its call is seen (tool-input)
+  let heard = false;  // the host has said how the model's call ended (a result, or cancelled)
+  // Only inline: the view never asks to change mode, so a host never moves it (SEP-1865's MUST).
+  const DISPLAY_MODES = ["inline"];
 
   function request(method, params) {
     const id = nextId++;
@@ -57,7 +60,13 @@
       return;
     }
     const params = msg.params || {};
-    if (msg.method === "ui/notifications/tool-result") render(params.result || params);
+    if (msg.method === "ui/notifications/tool-result") { heard = true; render(params.result || params); }
+    else if (msg.method === "ui/notifications/tool-cancelled") {
+      heard = true;
+      document.getElementById("results").replaceChildren();
+      const reason = typeof params.reason === "string" && params.reason ? " (" + params.reason + ")" : "";
+      document.getElementById("summary").textContent = "The model's search was cancelled" + reason + ". Ask a search.";
+    }
     else if (msg.method === "ui/notifications/tool-input") {
       const args = params.arguments || {};
       if (typeof args.query === "string") document.querySelector("#search input").value = args.query;
@@ -76,10 +85,11 @@
   document.querySelector("#search button").addEventListener("click", search);
   document.querySelector("#search input").addEventListener("keydown", (e) => { if (e.key === "Enter") search(); });
 
-  request("ui/initialize", { protocolVersion: "2026-01-26", appInfo: { name: "vault-mem", version: "1" }, appCapabilities: {} })
+  request("ui/initialize", { protocolVersion: "2026-01-26", appInfo: { name: "vault-mem", version: "1" },
+                            appCapabilities: { availableDisplayModes: DISPLAY_MODES } })
     .then((result) => {
       theme(result && result.hostContext);
-      document.getElementById("summary").textContent = "Ask a search, or wait for the model's.";
+      if (!heard) document.getElementById("summary").textContent = "Ask a search, or wait for the model's.";
       notify("ui/notifications/initialized", {});
     })
     .catch((e) => { document.getElementById("summary").textContent = "The host did not start this view: " + e.message; });
