@@ -295,3 +295,16 @@ def mcp_session() -> Callable[[Vault], Any]:
     from contextlib import asynccontextmanager
 
     return asynccontextmanager(connect)
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Any]:
+    """The system's Chromium, driven by Playwright, for a module's browser tests
+    (tests/integration/test_ui_browser.py says where it comes from and with which flags)."""
+    from playwright.sync_api import sync_playwright
+    from test_ui_browser import CHROMIUM, FLAGS
+
+    with sync_playwright() as p:
+        chromium = p.chromium.launch(executable_path=str(CHROMIUM), args=FLAGS)
+        yield chromium
+        chromium.close()

@@ -42,18 +42,12 @@ def notes(half: str | None = None) -> list[SetNote]:
     if half not in (None, *HALVES):
         raise ValueError(f"half must be one of {HALVES}, got {half!r}")
     out = []
-    same = yaml.safe_load((HERE / "same.yaml").read_text(encoding="utf-8"))
-    for n, group in enumerate(same):
-        if half is None or HALVES[n % 2] == half:
-            for i, note in enumerate(group):
-                out.append(SetNote(f"restated/{n:02d}-{i} {_file_name(note['title'])}", note["title"],
-                                   note["body"], f"same {n}"))
-    related = yaml.safe_load((HERE / "related.yaml").read_text(encoding="utf-8"))
-    for n, group in enumerate(related):
-        if half is None or HALVES[n % 2] == half:
-            for i, note in enumerate(group):
-                out.append(SetNote(f"related/{n:02d}-{i} {_file_name(note['title'])}", note["title"],
-                                   note["body"], f"related {n}"))
+    for file, folder, group_name in (("same.yaml", "restated", "same"), ("related.yaml", "related", "related")):
+        for n, group in enumerate(yaml.safe_load((HERE / file).read_text(encoding="utf-8"))):
+            if half is None or HALVES[n % 2] == half:
+                for i, note in enumerate(group):
+                    out.append(SetNote(f"{folder}/{n:02d}-{i} {_file_name(note['title'])}", note["title"],
+                                       note["body"], f"{group_name} {n}"))
     for family in yaml.safe_load((HERE / "different.yaml").read_text(encoding="utf-8")):
         for n, fill in enumerate(family["fills"]):
             if half is None or HALVES[n % 2] == half:

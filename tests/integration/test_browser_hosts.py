@@ -18,7 +18,7 @@ import httpx2
 import pytest
 from conftest import write_notes
 from serving import free_port, start_http
-from test_ui_browser import CHROMIUM, FLAGS
+from test_ui_browser import CHROMIUM
 
 from vault_mem.errors import InvalidInput
 from vault_mem.mcp_server.cors import allowed_origin
@@ -107,16 +107,6 @@ def served(tmp_path: Path, pages: tuple[PageServer, PageServer]) -> Iterator[str
     finally:
         proc.terminate()
         proc.communicate(timeout=30)
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Any]:
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as p:
-        chromium = p.chromium.launch(executable_path=str(CHROMIUM), args=FLAGS)
-        yield chromium
-        chromium.close()
 
 
 def test_a_named_origin_lists_and_calls_tools_from_a_browser_and_others_are_blocked(

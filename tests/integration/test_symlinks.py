@@ -13,9 +13,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
-import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -25,7 +22,7 @@ import httpx2
 import pytest
 from conftest import ToolClient, eventually, open_vault, write_notes
 from mcp import Client
-from serving import free_port
+from test_ui import page_of
 
 from vault_mem.cli import main
 from vault_mem.history import journal
@@ -105,19 +102,8 @@ def page_vault(tmp_path: Path) -> Iterator[tuple[str, str, Path, dict[str, str]]
     os.remove(root / "research/Relative.md")  # the journal still knows where it led
     ids = {change_id(e): refs[e.path.removesuffix(".md")] for e in journal.entries(index.history_dir)}
     assert len(ids) == 5
-    port = free_port()
-    proc = subprocess.Popen([sys.executable, "-m", "vault_mem", "ui", "--vault", str(root), "--index-dir",
-                             str(tmp_path / "ix"), "--port", str(port), "--no-browser"],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=tmp_path)
-    try:
-        assert proc.stdout is not None
-        login = proc.stdout.readline().decode().strip()
-        base = f"http://127.0.0.1:{port}"
-        assert re.fullmatch(rf"{re.escape(base)}/\?login=[\w-]+", login), login
+    with page_of(root, tmp_path / "ix", tmp_path) as (base, login, _):
         yield base, login, root, ids
-    finally:
-        proc.terminate()
-        proc.communicate(timeout=30)
 
 
 def test_the_page_shows_a_change_through_a_link_only_to_whoever_may_read_where_it_led(

@@ -12,6 +12,7 @@ import re
 import subprocess
 import sys
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -118,14 +119,14 @@ def test_a_session_needs_both_its_secrets_and_ends_with_its_time(tmp_path: Path)
     assert not auth.use_login(tmp_path, "made-up")
 
 
-@pytest.fixture
-def page_server(tmp_path: Path) -> Iterator[tuple[str, str, subprocess.Popen[bytes]]]:
-    """``vault-mem ui --no-browser`` on the test vault: its base URL and one-time login link."""
-    root = write_notes(tmp_path / "v", NOTES)
+@contextmanager
+def page_of(root: Path, index_dir: Path, cwd: Path) -> Iterator[tuple[str, str, subprocess.Popen[bytes]]]:
+    """``vault-mem ui --no-browser`` on ``root``, listening: its base URL, its one-time login link
+    and its process (stopped on the way out)."""
     port = free_port()
     proc = subprocess.Popen([sys.executable, "-m", "vault_mem", "ui", "--vault", str(root), "--index-dir",
-                             str(tmp_path / "ix"), "--port", str(port), "--no-browser"],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=tmp_path)
+                             str(index_dir), "--port", str(port), "--no-browser"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=cwd)
     try:
         assert proc.stdout is not None
         link = proc.stdout.readline().decode().strip()
@@ -136,6 +137,13 @@ def page_server(tmp_path: Path) -> Iterator[tuple[str, str, subprocess.Popen[byt
     finally:
         proc.terminate()
         proc.communicate(timeout=30)  # closes the pipes too
+
+
+@pytest.fixture
+def page_server(tmp_path: Path) -> Iterator[tuple[str, str, subprocess.Popen[bytes]]]:
+    """``vault-mem ui --no-browser`` on the test vault: its base URL and one-time login link."""
+    with page_of(write_notes(tmp_path / "v", NOTES), tmp_path / "ix", tmp_path) as running:
+        yield running
 
 
 def ok(answer: dict[str, Any]) -> dict[str, Any] | None:
