@@ -51,19 +51,32 @@ def cmd_ui(args: argparse.Namespace) -> int:
         shown = "127.0.0.1" if args.host in ("0.0.0.0", "::", "[::]") else args.host
         shown = f"[{shown.strip('[]')}]" if ":" in shown else shown
         link = page.login_link(f"http://{shown}:{port}")
-        if args.no_browser:
-            print(link, flush=True)
-        say(f"the page of {root} at http://{shown}:{port}/ (one-time login link: {link}); Ctrl-C to stop")
-        if not is_loopback(args.host):
-            say("reachable from other machines: log in there with --token or an agent key")
-        if not args.no_browser:
-            import webbrowser
 
-            if not webbrowser.open(link):
-                say("no browser could be opened: open the link above")
+        def announce() -> None:
+            """Once the page answers: the link (printed, or opened in a browser) and where it is."""
+            if args.no_browser:
+                print(link, flush=True)
+            say(f"the page of {root} at http://{shown}:{port}/ (one-time login link: {link}); Ctrl-C to stop")
+            if not is_loopback(args.host):
+                say("reachable from other machines: log in there with --token or an agent key")
+            if not args.no_browser:
+                import webbrowser
+
+                if not webbrowser.open(link):
+                    say("no browser could be opened: open the link above")
+
+        class Announcing(uvicorn.Server):
+            """Says where the page is only once it listens: a request made the moment the link
+            is printed is answered (docs/ui.md)."""
+
+            async def startup(self, sockets: list[socket.socket] | None = None) -> None:
+                await super().startup(sockets=sockets)
+                if self.started and not self.should_exit:
+                    announce()
+
         config = uvicorn.Config(page, host=args.host.strip("[]"), port=port, log_level="warning", access_log=False,
                                 log_config=None)
-        uvicorn.Server(config).run()
+        Announcing(config).run()
     finally:
         runtime.stop()
         index.close()
