@@ -136,6 +136,23 @@ def test_the_cli_connects_prints_and_disconnects(tmp_path: Path, home: Path,
     assert "--name" in capsys.readouterr().err
 
 
+def test_print_shows_the_entry_of_a_vault_folder_not_made_yet_and_writing_one_is_refused(
+        tmp_path: Path, home: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The README's `connect claude-desktop --vault ~/notes --print` on a machine without ~/notes:
+    the entry is printed and stderr says to make the folder; without --print nothing is written
+    and the message says what to do."""
+    vault = home / "notes"
+    place = config_place("claude-desktop")
+    assert main(["connect", "claude-desktop", "--vault", "~/notes", "--print"]) == 0
+    printed = capsys.readouterr()
+    assert json.loads(printed.out)[place.key]["vault-mem"]["args"][-1] == str(vault)
+    assert "does not exist yet" in printed.err and "mkdir" in printed.err
+    assert main(["connect", "claude-desktop", "--vault", "~/notes"]) == 1
+    err = capsys.readouterr().err
+    assert "does not exist" in err and "--print" in err and "Traceback" not in err
+    assert not place.path.exists() and not vault.exists()
+
+
 def test_connect_as_an_agent_serves_with_its_limits_and_needs_its_key(tmp_path: Path, home: Path,
                                                                        capsys: pytest.CaptureFixture[str]) -> None:
     vault = tmp_path / "vault"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import re
 import shlex
 from pathlib import Path
@@ -58,6 +59,27 @@ def _name(args: argparse.Namespace) -> str:
     return str(name)
 
 
+def _connect_root(args: argparse.Namespace) -> Path:
+    """The vault folder the entry names. A folder that does not exist yet is refused when the entry
+    would be written (the client could only show a failed server), but ``--print`` prints the
+    entry anyway, saying on stderr to make the folder first (docs/clients.md)."""
+    from vault_mem.errors import VaultUnavailable
+
+    try:
+        return vault_root(args)
+    except VaultUnavailable:
+        given = Path(getattr(args, "vault", None) or os.environ.get("VAULT_MEM_VAULT", "")).expanduser().absolute()
+        if given.exists() or not args.print_only:
+            if not given.exists():
+                raise InvalidInput("--vault", f"{given} does not exist: make the vault's folder first "
+                                   f"(mkdir -p {shlex.quote(str(given))}), or name the folder of your vault, "
+                                   "or pass --print to see the entry") from None
+            raise
+        say(f"{given} does not exist yet: make it (mkdir -p {shlex.quote(str(given))}) before the client "
+            "starts the server")
+        return given
+
+
 def _check_agent(args: argparse.Namespace, root: Path) -> str | None:
     """The ``--agent`` to serve as, once it is known to have a key on this vault (else serve would
     refuse to start, and the client would only show a failed server)."""
@@ -97,8 +119,8 @@ def cmd_connect(args: argparse.Namespace) -> int:
     from vault_mem.clients.claude_code import claude_command, mcp_add
 
     name = _name(args)
-    root = vault_root(args)
-    agent = _check_agent(args, root)
+    root = _connect_root(args)
+    agent = _check_agent(args, root) if root.is_dir() else None
     command = server_command()
     place = config_place(args.client)
     entry = server_entry(args.client, command, root, agent)
