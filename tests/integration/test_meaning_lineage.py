@@ -85,3 +85,21 @@ async def test_after_a_supersede_with_a_model_the_old_version_is_folded(make_vau
     assert decisions == [("decisions/Queue v4", 3)], found
     row = next(n for n in answer["notes"] if n["permalink"].endswith("decisions/Queue v4"))
     assert "memory://decisions/Queue v3" in row["older"]
+
+
+@pytest.mark.parametrize("query", ["queue", "which message broker did we pick?"])
+def test_with_a_model_and_a_limited_key_the_fold_shows_no_version_the_key_may_not_read(
+        make_vault, tmp_path: Path, query: str) -> None:
+    """The fold with meaning on, for an agent whose key reads decisions/ only: the Kafka trial
+    (trials/, on the same chain) is neither a row nor among the older versions of one."""
+    from vault_mem.mcp_server.app import call
+    from vault_mem.mcp_server.tools import TOOLS_BY_NAME
+    from vault_mem.served.agents import Agent
+
+    vault = make_vault(NOTES)
+    with_meaning(vault, make_tiny_model(tmp_path / "tiny"))
+    reader = Agent("reader", read=("decisions/**",))
+    answer = call(vault, TOOLS_BY_NAME["memory_search"], {"agent": "reader", "query": query, "limit": 50}, reader)
+    shown = [n["permalink"] for n in answer["notes"]] + [p for n in answer["notes"] for p in n.get("older", [])]
+    assert shown and all(p.startswith("memory://decisions/") for p in shown), answer
+    assert rows(answer)[0][0] == "decisions/Queue v3", rows(answer)
