@@ -110,7 +110,7 @@ def _gone(vault: Vault, caller: Agent | None, entry: journal.Entry, side: str) -
     later = next((e for e in everything[mine + 1:] if e.fsrel == entry.fsrel), None)
     if later is not None and later.before == entry.after:
         return missing.format("this version")
-    drops = [d for d in journal.dropped(history) if d.until > entry.t]
+    drops = [d for d in journal.dropped(history) if d.until >= entry.t]  # one record may drop its own moment
     if drops:
         which = f" ({'; '.join(f'{d.changes} by {d.agent}, {d.why}' for d in drops)})" if caller is None else ""
         return ("the journal no longer holds this version (past its limits): the note changed since, and the "
