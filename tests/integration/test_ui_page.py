@@ -130,6 +130,7 @@ BODY = """# Decision record
 <img src=x onerror="window.pwned = 'img'; alert('img')">
 [click](javascript:window.pwned='js') [caps](JaVaScRiPt:alert(1)) [spaced]( javascript:alert(1) ) <javascript:alert(2)>
 [data](data:text/html,<script>alert(3)</script>) [web](https://example.com/a "t") [mail](mailto:a@example.com)
+[the alpha note](alpha.md)
 &lt;b&gt;not bold&lt;/b&gt; &#60;script&#62; &amp;amp;
 <a href="javascript:alert(4)">html link</a> <b onmouseover=alert(5)>raw b</b>
 """
@@ -167,7 +168,8 @@ def test_a_body_renders_its_markdown_and_nothing_in_it_runs(browser: Any, server
                           "[a.textContent, a.getAttribute('href'), a.getAttribute('target'), a.getAttribute('rel')])")
     assert links == [["Beta", "#", None, None],
                      ["web", "https://example.com/a", "_blank", "noopener noreferrer"],
-                     ["mail", "mailto:a@example.com", "_blank", "noopener noreferrer"]], links
+                     ["mail", "mailto:a@example.com", "_blank", "noopener noreferrer"],
+                     ["the alpha note", "#", None, None]], links
     handlers = page.evaluate("[...document.querySelectorAll('#note *')].flatMap(e => [...e.attributes])"
                              ".map(a => a.name).filter(n => n.startsWith('on') || n === 'style' || n === 'src')")
     assert handlers == []
