@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import concurrent.futures
 import json
+import random
+import re
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -230,3 +232,43 @@ def test_at_420px_the_status_never_covers_the_list_and_can_be_dismissed(browser:
     page.click("#filters button[type=submit]")
     page.locator("#changes li >> nth=23").wait_for()
     assert json.dumps(dialogs) == "[]"
+
+
+FRAGMENTS = ["<script>alert(1)</script>", "<img src=x onerror=alert(2)>", "javascript:alert(3)", "JaVaScRiPt:",
+             "data:text/html,x", "vbscript:x", "https://example.com/", "mailto:a@b.c", "[", "]", "(", ")", "[[", "]]",
+             "|", "`", "```", "*", "**", "_", "__", "~~", "\\", "<", ">", "&lt;", "&#x3C;", "&amp;", "\"", "'",
+             " ", "  ", "\t", "\n", "\n\n", "# ", "> ", "- ", "1. ", "---", "|---|", "x", "word", "![", "](",
+             "onerror=", "style=", "<a href=", "<svg onload=alert(4)>", "\u202e", "\u0000"]
+
+
+def test_hostile_bodies_from_pieces_make_only_the_renderers_own_elements(browser: Any, server: Server) -> None:
+    """Bodies stitched from pieces of markup, Markdown and links, rendered by the page's own
+    renderer in the page: only its fixed tags, only its attributes, only safe addresses; nothing runs."""
+    rng = random.Random(56)
+    bodies = ["".join(rng.choice(FRAGMENTS) for _ in range(rng.randint(1, 60))) for _ in range(400)]
+    dialogs: list[str] = []
+    page = browser.new_page(viewport={"width": 1280, "height": 820})
+    page.on("dialog", lambda d: (dialogs.append(d.message), d.dismiss()))
+    page.goto(server.base + "/")
+    page.wait_for_selector("#login:not([hidden])")
+    found = page.evaluate("""(bodies) => {
+      const tags = new Set(), attrs = new Set(), hrefs = new Set();
+      for (const body of bodies) {
+        const box = document.createElement("div");
+        box.append(...window.vaultMarkdown.render(body, {open: () => {}, here: "a/b.md"}));
+        document.body.append(box);
+        for (const e of box.querySelectorAll("*")) {
+          tags.add(e.tagName.toLowerCase());
+          for (const a of e.attributes) { attrs.add(a.name); if (a.name === "href") hrefs.add(a.value); }
+        }
+        box.remove();
+      }
+      return {tags: [...tags], attrs: [...attrs], hrefs: [...hrefs], pwned: window.pwned === undefined ? null : 1};
+    }""", bodies)
+    allowed = {"p", "h2", "h3", "h4", "h5", "h6", "strong", "em", "del", "code", "pre", "a", "ul", "ol", "li",
+               "blockquote", "hr", "div", "table", "thead", "tbody", "tr", "th", "td"}
+    assert set(found["tags"]) <= allowed, found["tags"]
+    assert set(found["attrs"]) <= {"href", "target", "rel", "class", "start"}, found["attrs"]
+    assert all(h == "#" or re.match(r"(https?:|mailto:)", h, re.I) for h in found["hrefs"]), found["hrefs"]
+    assert "a" in found["tags"] and "strong" in found["tags"]  # the pieces did make links and emphasis
+    assert found["pwned"] is None and dialogs == []
