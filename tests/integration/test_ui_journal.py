@@ -114,12 +114,17 @@ async def test_agents_lists_every_agent_the_journal_names_and_every_key(
         await client.call("memory_write", agent="Evil", title="Evil plan", content="three")
         await client.call("memory_edit", agent="helper", ref="open", append="four")
         await client.call("memory_edit", agent="helper", ref="secret", append="five")
+    beta = next(c for c in api.activity(vault, None)["changes"] if c["path"] == "beta.md")
+    assert api.undo_change(vault, None, beta["id"])["restored"]  # journaled as vault-mem's own change
     add_agent(root.resolve(), "helper", ["shared/"], ["shared/"], False)
     add_agent(root.resolve(), "reviewer", [], [], True)
     rows = {row["agent"]: row for row in api.agents(vault, None)["agents"]}
-    assert list(rows) == ["coder", "Evil", "helper", "reviewer"]  # one evil in any case, named as it last wrote
-    assert rows["coder"] == {"agent": "coder", "key": False, "read": None, "write": None, "read_only": None,
-                             "created": None, "changes": 1, "kinds": {"edit": 1},
+    assert list(rows) == ["coder", "Evil", "helper", "reviewer", "vault-mem"]  # one evil in any case, as it last wrote
+    undone = rows["vault-mem"]
+    assert (undone["key"], undone["own"], undone["kinds"]) == (False, True, {"undo": 1})
+    assert not any(rows[name]["own"] for name in ("coder", "Evil", "helper", "reviewer"))
+    assert rows["coder"] == {"agent": "coder", "key": False, "own": False, "read": None, "write": None,
+                             "read_only": None, "created": None, "changes": 1, "kinds": {"edit": 1},
                              "last_change": rows["coder"]["last_change"]}
     assert rows["coder"]["last_change"].startswith("20")
     assert (rows["Evil"]["changes"], rows["Evil"]["kinds"]) == (2, {"edit": 1, "write": 1})

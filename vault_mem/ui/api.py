@@ -25,6 +25,7 @@ from vault_mem.vault.paths import note_file
 from vault_mem.writes import undo
 
 PERSON = "person"  # the agent name the owner's page reads under
+OWN_TOOLS = frozenset({"undo", "tidy", "import"})  # what vault-mem's own commands journal (not a write tool's)
 
 
 def _visible(vault: Vault, caller: Agent | None, entry: journal.Entry,
@@ -243,17 +244,20 @@ def inboxes(vault: Vault, caller: Agent | None) -> dict[str, Any]:
 
 def agents(vault: Vault, caller: Agent | None) -> dict[str, Any]:
     """Every agent with a key and every agent the journal names (in any case: one agent), with its
-    limits when it has a key, how many changes the journal holds of it, of which kinds, and its last;
-    never a key or its hash. An agent's page: itself, and of its changes those it may read."""
+    limits when it has a key, how many changes the journal holds of it, of which kinds, and its last,
+    and ``own`` when vault-mem's own commands made them all (``vault-mem`` for an undo, ``tidy``,
+    ``import-FORMAT``); never a key or its hash. An agent's page: itself, and of its changes those it
+    may read."""
     seen: dict[str, dict[str, Any]] = {}
     judged: dict[tuple[str, str, str | None], bool] = {}
     for entry in journal.entries(vault.index.history_dir):
         if caller is not None and (agent_key(entry.agent) != agent_key(caller.name)
                                    or not _visible(vault, caller, entry, judged)):
             continue
-        row = seen.setdefault(agent_key(entry.agent), {"changes": 0, "kinds": {}})
+        row = seen.setdefault(agent_key(entry.agent), {"changes": 0, "kinds": {}, "own": True})
         row.update(name=entry.agent, last_change=entry.time)  # the newest spelling names it
         row["changes"] += 1
+        row["own"] = row["own"] and entry.tool in OWN_TOOLS
         kind = undo.KINDS.get(entry.tool, entry.tool)
         row["kinds"][kind] = row["kinds"].get(kind, 0) + 1
     rows = []
@@ -263,12 +267,12 @@ def agents(vault: Vault, caller: Agent | None) -> dict[str, Any]:
             continue
         keyed.add(agent_key(item.agent.name))
         journaled = seen.get(agent_key(item.agent.name), {})
-        rows.append({**item.public(), "key": True, "changes": journaled.get("changes", 0),
+        rows.append({**item.public(), "key": True, "own": False, "changes": journaled.get("changes", 0),
                      "kinds": journaled.get("kinds", {}), "last_change": journaled.get("last_change")})
     for key, journaled in seen.items():
         if key not in keyed:
-            rows.append({"agent": journaled["name"], "key": False, "read": None, "write": None, "read_only": None,
-                         "created": None, "changes": journaled["changes"], "kinds": journaled["kinds"],
-                         "last_change": journaled["last_change"]})
+            rows.append({"agent": journaled["name"], "key": False, "own": journaled["own"], "read": None,
+                         "write": None, "read_only": None, "created": None, "changes": journaled["changes"],
+                         "kinds": journaled["kinds"], "last_change": journaled["last_change"]})
     rows.sort(key=lambda row: (str(row["agent"]).lower(), str(row["agent"])))
     return {"status": "ok", "agents": rows, "you": caller.name if caller is not None else None}

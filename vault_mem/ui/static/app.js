@@ -216,7 +216,8 @@
     const changes = (a) => !a.changes ? "none in the journal"
       : a.changes + " (" + Object.entries(a.kinds).map(([kind, n]) => kind + " " + n).join(", ") + ")";
     body.replaceChildren(...answer.agents.map((a) => el("tr", { class: a.key ? "keyed" : "keyless" },
-      el("td", {}, a.agent), el("td", {}, a.key ? "yes" : "no key: it named itself in its calls"),
+      el("td", {}, a.agent), el("td", {}, a.key ? "yes" : a.own ? "no key: vault-mem's own command"
+        : "no key: it named itself in its calls"),
       el("td", {}, a.key ? a.read.join(", ") : "—"), el("td", {}, a.key ? a.write.join(", ") : "—"),
       el("td", {}, a.key ? (a.read_only ? "yes" : "no") : "—"), el("td", {}, a.created || "—"),
       el("td", {}, changes(a)), el("td", {}, a.last_change || "—"))));
