@@ -180,6 +180,9 @@ def test_a_body_renders_its_markdown_and_nothing_in_it_runs(browser: Any, server
     shot(page, "hostile")
     page.locator("#note .body a", has_text="Beta").click()  # a wikilink opens the note in the page
     page.locator("#note > h2").get_by_text("Beta", exact=True).wait_for()
+    page.locator("#results li", has_text="Design").click()
+    page.locator("#note .body a", has_text="the alpha note").click()  # a relative link to a note: the same
+    page.locator("#note > h2").get_by_text("Alpha", exact=True).wait_for()
     assert page.url == server.base + "/"
     assert page.evaluate("window.pwned") is None and dialogs == []
 
