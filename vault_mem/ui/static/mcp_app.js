@@ -42,7 +42,16 @@
     document.getElementById("summary").textContent = rows.length
       ? rows.length + (rows.length === 1 ? " note" : " notes") + (answer.truncated ? " (more match)" : "")
       : String(answer.message || "nothing found");
-    notify("ui/notifications/size-changed", { width: document.body.scrollWidth, height: document.body.scrollHeight });
+  }
+
+  // The view's size, each time it changes, so that a host sizing its frame to the content can
+  // follow (ui/notifications/size-changed); only once the handshake is done, and only changes.
+  let sent = "";
+  function reportSize() {
+    const size = { width: document.body.scrollWidth, height: document.body.scrollHeight };
+    if (JSON.stringify(size) === sent) return;
+    sent = JSON.stringify(size);
+    notify("ui/notifications/size-changed", size);
   }
 
   function theme(context) {
@@ -91,6 +100,8 @@
       theme(result && result.hostContext);
       if (!heard) document.getElementById("summary").textContent = "Ask a search, or wait for the model's.";
       notify("ui/notifications/initialized", {});
+      reportSize();
+      if (typeof ResizeObserver === "function") new ResizeObserver(reportSize).observe(document.body);
     })
     .catch((e) => { document.getElementById("summary").textContent = "The host did not start this view: " + e.message; });
 })();
