@@ -15,11 +15,11 @@ def conflict_copies(view: View) -> list[str]:
     # (cells: the first call after a start would otherwise read the path of every note), once
     # per commit.
     def make() -> list[str]:
-        paths = view.cells("path")
-        return sorted(path for doc in view.term_docs("perm", ["conflict"])
+        paths = view.snapshot.cells("path")
+        return sorted(path for doc in view.snapshot.term_docs("perm", ["conflict"])
                       if (path := paths[doc]) and CONFLICT_COPY.search(path))
 
-    return view.kept("conflicted copies", make)
+    return view.snapshot.kept("conflicted copies", make)
 
 
 def conflict_hint(view: View) -> str | None:

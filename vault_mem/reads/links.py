@@ -161,14 +161,14 @@ def backlinks(view: View, doc: int, record: dict[str, Any],
     path = str(record["path"])
     name = fold(strip_md(path.rpartition("/")[2]))
     terms = {fold(record.get("title") or "")} | {fold(a) for a in record.get("aliases") or []}
-    for term in view.terms_containing("link_keys", name) if name else []:
+    for term in view.snapshot.terms_containing("link_keys", name) if name else []:
         stem = strip_md(term)
         if stem == name or stem.endswith("/" + name):
             terms.add(term)
     terms.discard("")
     if not terms:
         return []
-    candidates = view.term_docs("link_keys", sorted(terms))
+    candidates = view.snapshot.term_docs("link_keys", sorted(terms))
     found: set[str] = set()
     for cand in candidates:
         if cand == doc:
@@ -179,7 +179,7 @@ def backlinks(view: View, doc: int, record: dict[str, Any],
 
 
 def _links_to(view: View, resolver: LinkResolver, cand: int, doc: int, terms: set[str]) -> bool:
-    rec = view.record(cand)
+    rec = view.snapshot.record(cand)
     from_path = str(rec["path"])
     links = [lk for lk in rec.get("links") or [] if fold(str(lk.get("target") or "")) in terms]
     undecided = False

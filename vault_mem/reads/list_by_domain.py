@@ -67,7 +67,7 @@ def list_by_domain(view: View, raw: dict[str, Any]) -> dict[str, Any]:
         gone = Windows(view, Lineage(view)).not_current(as_of.at)
         kept = [d for d in docs if d not in gone]
         left_out, docs = len(docs) - len(kept), kept
-    docs = view.sort_newest(docs, "updated")
+    docs = view.snapshot.sort_newest(docs, "updated")
     page = docs[offset: offset + limit]
     rows = [_row(view, d) for d in page]
     fitted = take_within(rows)
@@ -95,11 +95,11 @@ def list_by_domain(view: View, raw: dict[str, Any]) -> dict[str, Any]:
 def _why_none(view: View, domain: str, subtree: bool, note_type: str, status: str) -> list[str]:
     """The hints of an empty answer (docs/tools.md, "Hints on a miss"): a domain that names no
     folder (with the closest folder names), or the filter that emptied a folder that exists."""
-    if view.doc_count() == 0:
+    if view.snapshot.doc_count() == 0:
         return ["the index holds no memories yet"]
     wanted = fold(domain)
     resolved = [wanted] if _docs_under(view, [wanted], subtree, []) else inner_runs(view, wanted) if wanted else []
-    if view.limited:  # the folder terms are everyone's: a folder holding nothing this caller sees looks missing
+    if view.snapshot.limited:  # the folder terms are everyone's: a folder with nothing the caller sees looks missing
         resolved = [r for r in resolved if _docs_under(view, [r], True, [])]
     under = _docs_under(view, resolved, subtree, []) if resolved else []
     if not under:
@@ -124,7 +124,7 @@ def _why_none(view: View, domain: str, subtree: bool, note_type: str, status: st
 def folder_names(view: View) -> list[str]:
     """Every folder path and folder name the index holds (for suggestions), of the notes this caller
     may see."""
-    paths = view.lexicon("dom_anc")
+    paths = view.snapshot.lexicon("dom_anc")
     return list(dict.fromkeys([*paths, *(p.rpartition("/")[2] for p in paths)]))
 
 
@@ -133,14 +133,14 @@ def _docs_under(view: View, domains: list[str], subtree: bool, filters: list[tup
     cached term masks: a Whoosh And over the status term walks every note's posting)."""
     field = "dom_anc" if subtree else "dom_exact"
     if domains == [""] and subtree:
-        return view.docs_where(filters) if filters else view.all_docs()
-    return view.docs_where(filters, field, domains)
+        return view.snapshot.docs_where(filters) if filters else view.snapshot.all_docs()
+    return view.snapshot.docs_where(filters, field, domains)
 
 
 def inner_runs(view: View, name: str) -> list[str]:
     """The folder paths ending where ``name`` occurs as a run of whole segments inside a stored path."""
     found: set[str] = set()
-    for folder in view.terms_containing("dom_anc", name):
+    for folder in view.snapshot.terms_containing("dom_anc", name):
         padded = "/" + folder + "/"
         at = padded.find("/" + name + "/")
         while at >= 0:
@@ -152,7 +152,7 @@ def inner_runs(view: View, name: str) -> list[str]:
 def _shown_domains(view: View, docs: list[int], resolved: list[str]) -> list[str]:
     """The resolved paths that have rows, in the case the files use."""
     shown: dict[str, str] = {}
-    paths = view.column("path")
+    paths = view.snapshot.column("path")
     for d in docs:
         domain = domain_of(paths[d])
         for r in resolved:
@@ -164,7 +164,7 @@ def _shown_domains(view: View, docs: list[int], resolved: list[str]) -> list[str
 
 
 def _row(view: View, docnum: int) -> dict[str, Any]:
-    rec = view.record(docnum)
+    rec = view.snapshot.record(docnum)
     row = identity(rec) | {
         "title": rec["title"],
         "type": rec["type"],

@@ -36,7 +36,7 @@ def why_no_memories(view: View, miss: ListMiss) -> list[str]:
     """Query words no memory holds (with the closest words), then which filter admits no
     memory, or how the filters exclude the query's matches together."""
     config = settings.current()
-    if view.doc_count() == 0:
+    if view.snapshot.doc_count() == 0:
         return ["the index holds no memories yet"]
     hints: list[str] = []
     found = miss.candidates
@@ -49,32 +49,34 @@ def why_no_memories(view: View, miss: ListMiss) -> list[str]:
         if not found:
             hints = [f"no memory's title or body holds the text {echo(miss.query)}"]
     filters: list[Filter] = []
+    snapshot = view.snapshot
     if miss.tags_any:
-        filters.append(Filter(f"tags_any {listed(miss.tags_any)}", partial(view.term_docs, "tags", miss.tags_any),
+        filters.append(Filter(f"tags_any {listed(miss.tags_any)}", partial(snapshot.term_docs, "tags", miss.tags_any),
                               lambda: "; ".join(tag_hints(view, miss.tags_any, "tags_any"))))
     for tag in miss.tags_all:
-        filters.append(Filter(f"tags_all {echo(tag)}", partial(view.term_docs, "tags", [tag]),
+        filters.append(Filter(f"tags_all {echo(tag)}", partial(view.snapshot.term_docs, "tags", [tag]),
                               partial(lambda t: tag_hints(view, [t], "tags_all")[0], tag)))
     if miss.tags_none:
         filters.append(Filter(f"tags_none {listed(miss.tags_none, 'and')}",
-                              lambda: set(view.all_docs()) - set(view.term_docs("tags", miss.tags_none)),
+                              lambda: set(snapshot.all_docs()) - set(snapshot.term_docs("tags", miss.tags_none)),
                               lambda: "tags_none: every memory carries one of these tags"))
     for key, (field, terms) in miss.indexed.items():
         label = f"metadata_filters {key[:config.hint_echo]}={listed([str(v) for v in miss.filters[key]])}"
-        filters.append(Filter(label, partial(view.term_docs, field, terms),
+        filters.append(Filter(label, partial(view.snapshot.term_docs, field, terms),
                               partial(lambda lb: f"{lb}: no memory has it", label)))
     others = [k for k in miss.filters if k not in miss.indexed]
-    if others and view.doc_count() <= config.miss_record_checks:
+    if others and view.snapshot.doc_count() <= config.miss_record_checks:
         keys = ", ".join(k[:config.hint_echo] for k in others)
         filters.append(Filter(f"metadata_filters on {keys}",
-                              lambda: [d for d in view.all_docs() if miss.matches(d)],
+                              lambda: [d for d in view.snapshot.all_docs() if miss.matches(d)],
                               lambda: f"metadata_filters: no memory has the {keys} asked for"))
     if miss.created is not None:
         lo, hi = miss.created
-        column = view.column("created")
+        column = view.snapshot.column("created")
         names = [f"{n} {echo(str(miss.raw[n]))}" if miss.raw.get(n) is not None else "any date"
                  for n in ("date_from", "date_to")]
         filters.append(Filter("date_from/date_to",
-                              lambda: [d for d in view.all_docs() if column[d] is not None and lo <= column[d] <= hi],
+                              lambda: [d for d in snapshot.all_docs()
+                                       if column[d] is not None and lo <= column[d] <= hi],
                               lambda: range_hint(view, "created", lo, hi, *names)))
     return hints + why_empty(set() if hints else found, filters, "memories")

@@ -46,7 +46,7 @@ def page_rows(view: View, lineage: Lineage, hits: Iterator[int], offset: int, li
 
 
 def _row(view: View, lineage: Lineage, doc: int, fields: tuple[str, ...], preview_chars: int) -> dict[str, Any]:
-    rec = view.record(doc)
+    rec = view.snapshot.record(doc)
     values: dict[str, Callable[[], Any]] = {
         "id": lambda: rec["uid"],
         "title": lambda: rec["title"],
@@ -60,9 +60,9 @@ def _row(view: View, lineage: Lineage, doc: int, fields: tuple[str, ...], previe
         "path": lambda: rec["path"],
         "status": lambda: rec["status"],
         "etag": lambda: rec["etag"],
-        "supersedes": lambda: [view.record(d)["uid"] for d in lineage.predecessors(doc)]
+        "supersedes": lambda: [view.snapshot.record(d)["uid"] for d in lineage.predecessors(doc)]
         + lineage.dangling(doc, "supersedes"),
-        "superseded_by": lambda: [view.record(d)["uid"] for d in lineage.superseders(doc)]
+        "superseded_by": lambda: [view.snapshot.record(d)["uid"] for d in lineage.superseders(doc)]
         + lineage.dangling(doc, "superseded_by"),
         "content_preview": lambda: _preview(rec, preview_chars),
         "content": lambda: view.body(rec),

@@ -57,19 +57,19 @@ def search_term_hints(view: View, terms: list[str]) -> list[str]:
     config = settings.current()
     hints: list[str] = []
     suggested = 0
-    if view.doc_count() == 0:
+    if view.snapshot.doc_count() == 0:
         return hints  # the filters' hint says the index is empty
     unheld: list[str] = []
     for term in terms:
-        if view.holds(SEARCH_FIELDS, term):
+        if view.snapshot.holds(SEARCH_FIELDS, term):
             continue
         if len(hints) == config.hint_max_listed:
             unheld.append(term)
             continue
         stem = stem_of(term)
-        by_stem = stem is not None and view.holds(SEARCH_FIELDS, stem)
+        by_stem = stem is not None and view.snapshot.holds(SEARCH_FIELDS, stem)
         looked = suggested < config.hint_max_words
-        close = view.closest_words(SUGGEST_FIELDS, term) if looked else []
+        close = view.snapshot.closest_words(SUGGEST_FIELDS, term) if looked else []
         suggested += 1
         if by_stem:
             hints.append(f"no note holds {echo(term)}: matched by its stem {echo(str(stem))} only"
@@ -87,9 +87,9 @@ def missing_word_hints(view: View, words: list[str], fields: tuple[str, ...], wh
     with the closest words; ``where`` names the fields in the hint ("title or body")."""
     config = settings.current()
     hints: list[str] = []
-    unheld = [w for w in words if not view.holds(fields, w)]
+    unheld = [w for w in words if not view.snapshot.holds(fields, w)]
     for i, word in enumerate(unheld[:config.hint_max_listed]):
-        close = view.closest_words(fields, word) if i < config.hint_max_words else []
+        close = view.snapshot.closest_words(fields, word) if i < config.hint_max_words else []
         hints.append(f"no memory's {where} holds {echo(word)}" + did_you_mean(close))
     if len(unheld) > config.hint_max_listed:
         more = unheld[config.hint_max_listed:]
@@ -100,19 +100,19 @@ def missing_word_hints(view: View, words: list[str], fields: tuple[str, ...], wh
 def tag_hints(view: View, tags: list[str], param: str) -> list[str]:
     """For tag filters: each tag no note carries (nested tags count), with the closest tags."""
     config = settings.current()
-    missing = [t for t in tags if not view.holds(("tags",), t, substring=False)]
+    missing = [t for t in tags if not view.snapshot.holds(("tags",), t, substring=False)]
     hints = []
     for i, tag in enumerate(missing):
         if i == config.hint_max_words:
             hints.append(f"{param}: {len(missing) - i} more tags match no memory: {listed(missing[i:])}")
             break
-        close = view.closest_words(("tags",), tag) if tag else []
+        close = view.snapshot.closest_words(("tags",), tag) if tag else []
         hints.append(f"{param}: tag {echo(tag)} matched no memory" + did_you_mean(close))
     return hints
 
 
 def _kinds(view: View) -> list[str]:
-    return [t for t in view.lexicon("type") if t]
+    return [t for t in view.snapshot.lexicon("type") if t]
 
 
 def present_kinds(view: View) -> str:
@@ -132,23 +132,23 @@ def range_hint(view: View, field: str, lo: int | None, hi: int | None, lo_name: 
     """Why no note's ``field`` (``created``, ``updated``) falls in ``[lo, hi]`` (inclusive epoch
     seconds, None: open): a start after the newest, an end before the oldest, or a gap between
     notes. ``lo_name``/``hi_name`` say the bounds as the caller gave them (``date_from '2030'``)."""
-    column = view.column(field)
-    dated = [d for d in view.all_docs() if column[d] is not None]
+    column = view.snapshot.column(field)
+    dated = [d for d in view.snapshot.all_docs() if column[d] is not None]
     if not dated:
         return f"no memory has a {field} date"
     newest = max(dated, key=column.__getitem__)
     oldest = min(dated, key=column.__getitem__)
     if lo is not None and column[newest] < lo:
-        return f"{lo_name} is after the newest memory ({field} {view.record(newest).get(field)})"
+        return f"{lo_name} is after the newest memory ({field} {view.snapshot.record(newest).get(field)})"
     if hi is not None and column[oldest] > hi:
-        return f"{hi_name} is before the oldest memory ({field} {view.record(oldest).get(field)})"
+        return f"{hi_name} is before the oldest memory ({field} {view.snapshot.record(oldest).get(field)})"
     return f"no memory was {field} from {lo_name} to {hi_name}"
 
 
 def newest_value(view: View, field: str) -> str | None:
     """The stored (ISO) ``field`` of the note with the highest ``field`` value, if any."""
-    docs = view.newest(field, 1)
-    return str(view.record(docs[0]).get(field)) if docs else None
+    docs = view.snapshot.newest(field, 1)
+    return str(view.snapshot.record(docs[0]).get(field)) if docs else None
 
 
 @dataclass

@@ -88,7 +88,7 @@ def memory_read(view: View, raw: dict[str, Any]) -> dict[str, Any]:
         args.agent()  # well formed; served/mailbox.py marks the note read for it
 
     doc = resolve_ref(view, ref)
-    record = view.record(doc)
+    record = view.snapshot.record(doc)
     path = view.vault.root / record["fsrel"]
     if not path.exists() and not path.is_symlink():
         raise NotFound(f"{permalink_of(record['path'])} is indexed but its file is gone; "
@@ -156,7 +156,7 @@ def _head(view: View, doc: int, note: Note) -> dict[str, Any]:
         "est_tokens": est_tokens(note.body),
         "body_chars": len(note.body),
         "links": outgoing(view, note, resolver),
-        "backlinks": backlinks(view, doc, view.record(doc), resolver),
+        "backlinks": backlinks(view, doc, view.snapshot.record(doc), resolver),
         "lineage": lineage_for(view, doc).lineage_of(doc),
     }
     return head
@@ -166,10 +166,10 @@ def _shared_id_problem(view: View, doc: int, note: Note) -> list[str]:
     """docs/vault-format.md: two files with the same ``id`` is a problem memory_read shows."""
     if not note.has_id:
         return []
-    others = [d for d in view.term_docs("key_uid", [fold(note.uid)]) if d != doc]
+    others = [d for d in view.snapshot.term_docs("key_uid", [fold(note.uid)]) if d != doc]
     if not others:
         return []
-    shown = sorted(permalink_of(view.record(d)["path"]) for d in others)
+    shown = sorted(permalink_of(view.snapshot.record(d)["path"]) for d in others)
     return [f"another note has the same id {note.uid!r}: {', '.join(shown[:5])}"
             + (f" (and {len(shown) - 5} more)" if len(shown) > 5 else "")]
 
@@ -206,12 +206,12 @@ def list_domains(view: View, raw: dict[str, Any]) -> dict[str, Any]:
     offset = args.integer("offset")
     # Only a commit changes the answer: the calls in between share it (a copy each, since the
     # caller's inbox and hints are added to the answer; the rows are never changed).
-    return dict(view.kept(("list_domains", offset), lambda: _domains_page(view, offset)))
+    return dict(view.snapshot.kept(("list_domains", offset), lambda: _domains_page(view, offset)))
 
 
 def _domains_page(view: View, offset: int) -> dict[str, Any]:
     # Each folder's own notes (the engine keeps them per segment), spread to its ancestors.
-    own = view.folder_counts()
+    own = view.snapshot.folder_counts()
     totals: dict[str, list[int]] = {}
     for folder, (active, arch, newest) in own.items():
         for name in ["", *ancestors(folder)]:

@@ -146,9 +146,9 @@ def clusters(views: Callable[[], View], *, threshold: float | None = None,
     chunk = config.tidy_view_notes
     pieces = _Pieces()
     view = views()
-    rarest = Rarity(view)
+    rarest = Rarity(view.snapshot)
     lineage = Lineage(view)
-    current = [d for d in view.all_docs() if not lineage.superseded(d)]
+    current = [d for d in view.snapshot.all_docs() if not lineage.superseded(d)]
     del lineage
     keep = set(current)
     if total is not None:
@@ -156,8 +156,8 @@ def clusters(views: Callable[[], View], *, threshold: float | None = None,
     for start in range(0, len(current), chunk):
         view = views()
         for doc in current[start:start + chunk]:
-            record = view.record(doc)
-            found = resembling(view, str(record.get("title") or ""), str(record.get("head") or ""),
+            record = view.snapshot.record(doc)
+            found = resembling(view.snapshot, str(record.get("title") or ""), str(record.get("head") or ""),
                                exclude={doc}, keep=keep, limit=config.tidy_neighbours, threshold=threshold,
                                rarest=rarest)
             for near in found:
@@ -172,11 +172,12 @@ def _proposed(views: Callable[[], View], groups: list[list[int]], rarest: Rarity
     out: list[Cluster] = []
     for part in _chunks(groups, settings.current().tidy_view_clusters):
         view = views()
-        updated, created, paths = view.cells("updated"), view.cells("created"), view.cells("path")
+        snapshot = view.snapshot
+        updated, created, paths = snapshot.cells("updated"), snapshot.cells("created"), snapshot.cells("path")
         for docs in part:
             # newest first: updated, then created, then path
             ordered = sorted(docs, key=lambda d: (-(updated[d] or 0), -(created[d] or 0), paths[d] or ""))
-            records = [view.record(d) for d in ordered]
+            records = [view.snapshot.record(d) for d in ordered]
             members = [_member(r, by=authors.of(r["path"], r.get("fsrel") or r["path"]) if authors else [])
                        for r in records]
             cluster = _cluster(members, [_said(r) for r in records], rarest, threshold, authors, picked)

@@ -39,11 +39,11 @@ from vault_mem.search.merge import main as merge_main
 from vault_mem.search.merge import merge_due, merge_lock
 from vault_mem.search.presence import live, note_present, present
 from vault_mem.search.progress import Progress, ProgressFile
-from vault_mem.search.query import Searcher, newest_first_key, prefix_records, ranked_newest_key
+from vault_mem.search.query import newest_first_key, prefix_records, ranked_newest_key
 from vault_mem.search.ranking import match_forms, score_notes, search_terms, stem_of
 from vault_mem.search.schema import SCHEMA_VERSION, ancestors, document_of, fold, path_prefixes, strip_md
 from vault_mem.search.similar import Rarity, Resembling, likeness, note_said, resemblance, resembling, word_set
-from vault_mem.search.snapshot import Snapshot
+from vault_mem.search.snapshot import Snapshot, note_count, reading
 from vault_mem.search.store import VaultIndex, same_content, stat_state
 from vault_mem.search.substring import is_word, words
 from vault_mem.search.topk import Ranked, best_notes, scores_of
@@ -64,7 +64,6 @@ __all__ = [
     "Rarity",
     "Resembling",
     "Said",
-    "Searcher",
     "Snapshot",
     "SyncReport",
     "VaultIndex",
@@ -86,6 +85,7 @@ __all__ = [
     "merge_lock",
     "merge_main",
     "newest_first_key",
+    "note_count",
     "note_present",
     "note_said",
     "open_meaning",
@@ -93,6 +93,7 @@ __all__ = [
     "prefix_records",
     "present",
     "ranked_newest_key",
+    "reading",
     "reconcile",
     "resemblance",
     "resembling",

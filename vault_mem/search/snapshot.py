@@ -17,7 +17,8 @@ from __future__ import annotations
 import bisect
 import heapq
 from collections.abc import Callable, Hashable, Iterable, Iterator, Sequence
-from typing import Any, NamedTuple, TypeVar
+from contextlib import contextmanager
+from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar
 
 from vault_mem.errors import NotFound
 from vault_mem.search import query, vocabulary
@@ -30,22 +31,48 @@ from vault_mem.search.schema import fold
 from vault_mem.search.segments import Parts, Segment, segments
 from vault_mem.search.substring import segment_docs_containing, terms_containing
 
+if TYPE_CHECKING:
+    from vault_mem.search.store import VaultIndex
+
 V = TypeVar("V")
 SortKey = Callable[[int], tuple[Any, ...]]
 
 
+@contextmanager
+def reading(index: VaultIndex, mask: str | None = None,
+            visible: Callable[[str], bool] | None = None) -> Iterator[Snapshot]:
+    """A snapshot of ``index`` as it is committed now, for one call (``mask`` and ``visible``: what
+    a limited reader may see, as ``Snapshot`` takes them). The one way above the engine to look at
+    the index: the searcher under it stays behind the face."""
+    with index.searching() as searcher:
+        yield Snapshot(searcher, mask, visible)
+
+
+def note_count(index: VaultIndex) -> int:
+    """How many notes ``index`` holds now, every reader's included."""
+    with index.searching() as searcher:
+        return int(query.doc_count(searcher))
+
+
 class Snapshot:
-    """The index as one call of one reader sees it (see the module)."""
+    """The index as one call of one reader sees it (see the module). Made by ``reading``; not a
+    class to subclass (``served/context.py:View`` holds one)."""
 
     def __init__(self, searcher: Searcher, mask: str | None = None,
                  visible: Callable[[str], bool] | None = None) -> None:
         self.searcher = searcher
         self.limited = visible is not None
+        self._mask = mask
         self._visible = visible
         self.parts: Parts = (masked_segments(searcher, mask or "", visible) if visible is not None
                              else segments(searcher))
         self._records: dict[int, dict[str, Any]] = {}
         self._state: tuple[Any, ...] | None = None
+
+    def fresh(self) -> Snapshot:
+        """A snapshot of the same commit for the same reader, without the records this one read
+        (a long walk takes a fresh one now and then, so that what it read can be dropped)."""
+        return Snapshot(self.searcher, self._mask, self._visible)
 
     def kept(self, name: Hashable, make: Callable[[], V]) -> V:
         """``make()``, kept in the process's shared cache for as long as the snapshot's segments and

@@ -11,14 +11,15 @@ from __future__ import annotations
 import json
 import os
 import time
-from contextlib import AbstractContextManager, nullcontext
+from collections.abc import Iterator
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
 from vault_mem import settings
 from vault_mem.errors import PathRefused
-from vault_mem.search.api import Meaning, Searcher, Snapshot, VaultIndex, keep_while_unchanged
+from vault_mem.search.api import Meaning, Snapshot, VaultIndex, keep_while_unchanged, reading
 from vault_mem.served.agents import Agent
 from vault_mem.vault.frontmatter import split_frontmatter
 from vault_mem.vault.paths import InsideCheck, NotANote, display_path, link_target
@@ -82,19 +83,23 @@ class Vault:
         return self.health.answering()
 
 
-class View(Snapshot):
+class View:
     """One call's look at the served vault, as ``caller`` may see it (None: the vault's owner,
-    who sees everything): the engine's snapshot (``search/snapshot.py``: every document set,
+    who sees everything): the engine's ``snapshot`` (``search/snapshot.py``: every document set,
     record and column a read uses, with what the caller may not see already taken out), the
-    vault it belongs to, the caller's write rules and the notes' bodies on disk."""
+    vault it belongs to, the caller's write rules and the notes' bodies on disk. Made by
+    ``view_of``."""
 
-    def __init__(self, vault: Vault, searcher: Searcher, caller: Agent | None = None) -> None:
-        limited = caller is not None and not caller.reads_everything
-        super().__init__(searcher, caller.mask if caller is not None and limited else None,
-                         caller.may_read if caller is not None and limited else None)
+    def __init__(self, vault: Vault, snapshot: Snapshot, caller: Agent | None = None) -> None:
         self.vault = vault
+        self.snapshot = snapshot
         self.caller = caller
+        self.config = vault.index.config  # the served vault's settings, for every read of this call
         self._inside: InsideCheck | None = None  # the root and folders resolved once a call, not once a row
+
+    def fresh(self) -> View:
+        """A view of the same commit for the same caller, without the records this one read."""
+        return View(self.vault, self.snapshot.fresh(), self.caller)
 
     def may_read(self, path: str) -> bool:
         return self.caller is None or self.caller.may_read(path)
@@ -166,6 +171,15 @@ class View(Snapshot):
         except (NotANote, OSError):
             return False
         return (st.st_ino, st.st_dev) == stamp[2:] and self.may_see(record["path"], None, record.get("real"), real)
+
+
+@contextmanager
+def view_of(vault: Vault, caller: Agent | None = None) -> Iterator[View]:
+    """A ``View`` of ``vault``'s index as committed now, as ``caller`` may see it, for one call."""
+    limited = caller is not None and not caller.reads_everything
+    with reading(vault.index, caller.mask if caller is not None and limited else None,
+                 caller.may_read if caller is not None and limited else None) as snapshot:
+        yield View(vault, snapshot, caller)
 
 
 def settled_stamp(path: Path) -> VersionKey | None:

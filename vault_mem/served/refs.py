@@ -66,14 +66,14 @@ class Names:
             if not value:
                 found = []
             elif field in PATH_KEY_FIELDS:  # a dict per segment, derived from the path column
-                found = self.view.path_key_docs(field, value)
+                found = self.view.snapshot.path_key_docs(field, value)
             else:  # one hash lookup per segment, no query machinery (search/columns.py)
-                found = self.view.term_docs(field, [value])
+                found = self.view.snapshot.term_docs(field, [value])
             self._hits[key] = found
         return found
 
     def path(self, doc: int) -> str:
-        return str(self.view.column("path")[doc] or "")
+        return str(self.view.snapshot.column("path")[doc] or "")
 
     def nearest(self, docs: list[int], from_path: str) -> int:
         """The one of ``docs`` nearest the note at ``from_path`` (the tie-break above)."""
