@@ -41,7 +41,7 @@ import duplicate_set  # tests/duplicate_set.py
 
 from vault_mem import settings
 from vault_mem.search import facts
-from vault_mem.search.api import VaultIndex, install_whoosh_patches, sync
+from vault_mem.search.api import Snapshot, VaultIndex, install_whoosh_patches, sync
 from vault_mem.served.context import Vault, View
 
 install_whoosh_patches()
@@ -77,13 +77,13 @@ def proposals(vault: Vault, threshold: float) -> tuple[set[frozenset[str]], set[
     listed: set[frozenset[str]] = set()
     with settings.use(dataclasses.replace(settings.current(), similar_threshold=threshold)), \
             vault.index.searching() as searcher:
-        view = View(vault, searcher)
-        for doc in view.all_docs():
-            record = view.record(doc)
-            for near in resembling(view, str(record.get("title") or ""), str(record.get("head") or ""),
+        view = View(vault, Snapshot(searcher))
+        for doc in view.snapshot.all_docs():
+            record = view.snapshot.record(doc)
+            for near in resembling(view.snapshot, str(record.get("title") or ""), str(record.get("head") or ""),
                                    exclude={doc}):
-                listed.add(frozenset((record["path"], view.record(near.docnum)["path"])))
-        tidied = {frozenset((c.keep.path, m.path)) for c in clusters(lambda: View(vault, searcher))
+                listed.add(frozenset((record["path"], view.snapshot.record(near.docnum)["path"])))
+        tidied = {frozenset((c.keep.path, m.path)) for c in clusters(lambda: View(vault, Snapshot(searcher)))
                   for m in c.others}
     return listed, tidied
 

@@ -29,7 +29,7 @@ from gen_vault import generate
 
 from vault_mem.reads.memory_search import memory_search
 from vault_mem.runtime.watcher import Watcher
-from vault_mem.search.api import install_whoosh_patches
+from vault_mem.search.api import Snapshot, install_whoosh_patches
 from vault_mem.search.build import build
 from vault_mem.search.store import VaultIndex
 from vault_mem.served.context import Vault, View
@@ -44,7 +44,7 @@ POLL = 0.005
 
 def found(vault: Vault, word: str, title: str) -> bool:
     with vault.index.searching() as searcher:
-        answer = memory_search(View(vault, searcher), {"agent": "bench", "query": word})
+        answer = memory_search(View(vault, Snapshot(searcher)), {"agent": "bench", "query": word})
     return any(row["title"] == title for row in answer.get("notes", []))
 
 

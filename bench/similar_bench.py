@@ -23,7 +23,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from vault_mem.search.api import VaultIndex, install_whoosh_patches, sync
+from vault_mem.search.api import Snapshot, VaultIndex, install_whoosh_patches, sync
 from vault_mem.served.context import Vault, View
 from vault_mem.writes import tools
 
@@ -65,7 +65,7 @@ def main() -> None:
                        "content": restatement(note, rng)}
                 with index.searching() as searcher:
                     start = time.perf_counter()
-                    answer = tools.memory_write(View(vault, searcher), raw, similar=similar)
+                    answer = tools.memory_write(View(vault, Snapshot(searcher)), raw, similar=similar)
                     times.append((time.perf_counter() - start) * 1000)
                 listed += bool(answer.get("similar"))
             times.sort()

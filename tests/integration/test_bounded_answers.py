@@ -27,8 +27,7 @@ from conftest import ToolClient, connect
 
 from vault_mem import settings
 from vault_mem.reads.rows import cut_message
-from vault_mem.search.build import sync
-from vault_mem.search.store import VaultIndex
+from vault_mem.search.api import VaultIndex, sync
 from vault_mem.served.context import Vault
 from vault_mem.vault.frontmatter import split_frontmatter
 from vault_mem.vault.reader import decode

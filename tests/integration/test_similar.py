@@ -86,12 +86,12 @@ async def test_supersede_never_lists_the_note_it_replaces_but_lists_another_rest
 
 def test_a_note_too_short_to_judge_lists_nothing(tmp_path) -> None:
     from vault_mem.search.api import resembling
-    from vault_mem.served.context import View
+    from vault_mem.served.context import view_of
 
     vault = open_vault(write_notes(tmp_path / "v", {"a.md": "---\ntitle: Todo\n---\ntodo\n",
                                                     "b.md": "---\ntitle: Todo\n---\ntodo\n"}))
-    with vault.index.searching() as searcher:
-        assert resembling(View(vault, searcher), "Todo", "todo") == []
+    with view_of(vault) as view:
+        assert resembling(view.snapshot, "Todo", "todo") == []
 
 
 async def test_a_limited_agent_never_hears_of_a_similar_note_it_cannot_read(tmp_path, capsys) -> None:
@@ -197,12 +197,11 @@ async def test_memory_write_reads_the_similar_settings_at_the_call(tmp_path, mcp
 
 def test_tidy_reads_the_similar_and_tidy_settings_at_the_call(tmp_path) -> None:
     from vault_mem.reads.tidy import clusters
-    from vault_mem.served.context import View
+    from vault_mem.served.context import view_of
 
     vault = open_vault(tidy_vault(tmp_path / "v"))
-    with vault.index.searching() as searcher:
-        def views() -> View:
-            return View(vault, searcher)
+    with view_of(vault) as view:
+        views = view.fresh
 
         [cluster] = clusters(views)
         assert len(cluster.others) == 2

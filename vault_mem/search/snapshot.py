@@ -198,6 +198,11 @@ class Snapshot:
     def doc_count(self) -> int:
         return query.doc_count(self.searcher)
 
+    def segment_count(self) -> int:
+        """How many segments the committed index is made of (each commit adds one until a fold or a
+        merge takes several into one)."""
+        return len(self.parts)
+
     def record(self, docnum: int) -> dict[str, Any]:
         rec = self._records.get(docnum)
         if rec is None:
