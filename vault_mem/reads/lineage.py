@@ -27,9 +27,11 @@ from typing import Any
 
 from vault_mem import settings
 from vault_mem.reads.links import LinkResolver
-from vault_mem.search.api import fold, newest_first_key, strip_md
+from vault_mem.search.api import newest_first_key
 from vault_mem.served.context import View
 from vault_mem.served.refs import without_prefix
+from vault_mem.vault.fields import fold
+from vault_mem.vault.names import strip_md
 from vault_mem.vault.note import domain_of, permalink_of
 
 FOLLOWS = ("active", "latest", "full_history", "all")  # the lineage modes (``follow``) of memory_list and memory_search

@@ -28,10 +28,11 @@ from __future__ import annotations
 import posixpath
 from typing import Any
 
-from vault_mem.search.api import fold, strip_md
 from vault_mem.served.context import View
 from vault_mem.served.refs import Names
 from vault_mem.vault import markdown
+from vault_mem.vault.fields import fold
+from vault_mem.vault.names import strip_md
 from vault_mem.vault.note import Note, domain_of, permalink_of
 
 

@@ -14,9 +14,10 @@ from vault_mem.reads.lineage import Lineage
 from vault_mem.reads.misses import Filter, closest_kinds, did_you_mean, echo, why_empty
 from vault_mem.reads.rows import body_tokens, cut_message, fit_row, identity, snippet_of, task_fields
 from vault_mem.reads.validity import AS_OF, Windows, as_of_param, left_out_message
-from vault_mem.search.api import closest_names, fold
+from vault_mem.search.api import closest_names
 from vault_mem.served.context import View, take_within
 from vault_mem.served.params import OFFSET, Args, choice_param, flag_param, int_param, text_param
+from vault_mem.vault.fields import fold
 from vault_mem.vault.note import domain_of
 from vault_mem.vault.paths import check_relative, confine
 

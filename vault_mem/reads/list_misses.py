@@ -10,8 +10,8 @@ from typing import Any
 
 from vault_mem import settings
 from vault_mem.reads.misses import Filter, echo, listed, missing_word_hints, range_hint, tag_hints, why_empty
-from vault_mem.search.api import words
 from vault_mem.served.context import View
+from vault_mem.vault.names import words
 
 
 @dataclass

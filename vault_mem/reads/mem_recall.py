@@ -29,11 +29,10 @@ from vault_mem.reads.chunks import Chunk, ChunkCache, chunk_body
 from vault_mem.reads.dates import epoch_bounds, parse_period
 from vault_mem.reads.misses import echo, range_hint, tag_hints
 from vault_mem.reads.rows import bound_message, cut_message, fit_row, snippet
-from vault_mem.search.api import fold
 from vault_mem.served.context import View, json_size, take_within
 from vault_mem.served.params import OFFSET, Args, choice_param, int_param, text_param
 from vault_mem.vault.dates import iso
-from vault_mem.vault.fields import normalize_tag
+from vault_mem.vault.fields import fold, normalize_tag
 from vault_mem.vault.note import permalink_of
 
 FORMATS = ("compact", "structured")

@@ -31,7 +31,6 @@ from vault_mem.reads.list_misses import ListMiss, why_no_memories
 from vault_mem.reads.list_page import page_rows
 from vault_mem.reads.rows import bound_message
 from vault_mem.reads.validity import AS_OF, AsOf, Windows, as_of_param, left_out_message
-from vault_mem.search.api import is_word, words
 from vault_mem.served.context import View
 from vault_mem.served.params import (
     OFFSET,
@@ -44,6 +43,7 @@ from vault_mem.served.params import (
     text_param,
 )
 from vault_mem.vault.fields import FIELD, FIELDS, filter_names, layout, normalize_tag
+from vault_mem.vault.names import is_word, words
 
 MODES = ("preview", "full")
 PARAMS = (

@@ -50,7 +50,6 @@ from vault_mem.search.api import (
     best_notes,
     fused_notes,
     match_forms,
-    path_prefixes,
     ranked_newest_key,
     score_notes,
     scores_of,
@@ -59,6 +58,7 @@ from vault_mem.search.api import (
 from vault_mem.served.context import View, json_size, take_within
 from vault_mem.served.params import AGENT, Args, choice_param, int_param, text_param
 from vault_mem.vault.fields import normalize_tag
+from vault_mem.vault.names import path_prefixes
 from vault_mem.vault.note import KNOWN_TYPES, permalink_of
 
 # A tool's parameters are its published schema, made once when the tools load: its bounds are read then.

@@ -50,12 +50,13 @@ from vault_mem.reads.githistory import git_fields
 from vault_mem.reads.lineage import lineage_for
 from vault_mem.reads.links import LinkResolver, backlinks, outgoing
 from vault_mem.reads.rows import cut_to_fit
-from vault_mem.search.api import ancestors, fold, keep_while_unchanged
+from vault_mem.search.api import keep_while_unchanged
 from vault_mem.served.context import View, json_size, settled_stamp, take_within
 from vault_mem.served.params import OFFSET, REF, Args, int_param, text_param
 from vault_mem.served.refs import no_note, resolve_ref
 from vault_mem.vault.dates import from_timestamp, iso
-from vault_mem.vault.fields import FIELDS, layout, note_fields
+from vault_mem.vault.fields import FIELDS, fold, layout, note_fields
+from vault_mem.vault.names import ancestors
 from vault_mem.vault.note import Note, est_tokens, permalink_of
 from vault_mem.vault.reader import DateSource, read_note
 

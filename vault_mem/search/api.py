@@ -26,7 +26,6 @@ Whoosh, its segments, columns and the shared cache stay behind this face.
 
 from __future__ import annotations
 
-from vault_mem.meaning.embedder import Meaning
 from vault_mem.search.build import SyncReport, reconcile, sync
 from vault_mem.search.columns import PATH_KEY_FIELDS
 from vault_mem.search.commits import Batch
@@ -41,42 +40,34 @@ from vault_mem.search.presence import live, note_present, present
 from vault_mem.search.progress import Progress, ProgressFile
 from vault_mem.search.query import newest_first_key, prefix_records, ranked_newest_key
 from vault_mem.search.ranking import match_forms, score_notes, search_terms, stem_of
-from vault_mem.search.schema import SCHEMA_VERSION, ancestors, document_of, fold, path_prefixes, strip_md
-from vault_mem.search.similar import Rarity, Resembling, likeness, note_said, resemblance, resembling, word_set
+from vault_mem.search.schema import SCHEMA_VERSION, document_of
+from vault_mem.search.similar import Rarity, likeness, note_said, resembling
 from vault_mem.search.snapshot import Snapshot, note_count, reading
 from vault_mem.search.store import VaultIndex, same_content, stat_state
-from vault_mem.search.substring import is_word, words
 from vault_mem.search.topk import Ranked, best_notes, scores_of
 from vault_mem.search.vocabulary import closest_names
 from vault_mem.search.whoosh.patches import install_from_environment as install_whoosh_patches
-
-open_meaning = Meaning.open
 
 __all__ = [
     "PATH_KEY_FIELDS",
     "SCHEMA_VERSION",
     "Batch",
     "Fused",
-    "Meaning",
     "Progress",
     "ProgressFile",
     "Ranked",
     "Rarity",
-    "Resembling",
     "Said",
     "Snapshot",
     "SyncReport",
     "VaultIndex",
-    "ancestors",
     "attach_history",
     "best_notes",
     "closest_names",
     "document_of",
-    "fold",
     "fused_notes",
     "has_index",
     "install_whoosh_patches",
-    "is_word",
     "keep_while_unchanged",
     "likeness",
     "live",
@@ -88,14 +79,11 @@ __all__ = [
     "note_count",
     "note_present",
     "note_said",
-    "open_meaning",
-    "path_prefixes",
     "prefix_records",
     "present",
     "ranked_newest_key",
     "reading",
     "reconcile",
-    "resemblance",
     "resembling",
     "same_content",
     "score_notes",
@@ -103,9 +91,6 @@ __all__ = [
     "search_terms",
     "stat_state",
     "stem_of",
-    "strip_md",
     "sync",
     "usable_index_dir",
-    "word_set",
-    "words",
 ]

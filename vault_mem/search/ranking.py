@@ -32,8 +32,9 @@ from vault_mem.search.lru import CACHE
 from vault_mem.search.query import english_stem
 from vault_mem.search.segments import Segment
 from vault_mem.search.snapshot import Snapshot
-from vault_mem.search.substring import segment_form_hit_counts, words
+from vault_mem.search.substring import segment_form_hit_counts
 from vault_mem.search.ties import grouped_in_tie_order
+from vault_mem.vault.names import words
 
 # Common English words that say little about a note (the usual function words, plus the
 # words a question is phrased with); dropped from queries unless a query holds nothing

@@ -34,7 +34,7 @@ from vault_mem import settings
 from vault_mem.search.facts import Said, alike, said
 from vault_mem.search.ranking import STOP_WORDS, rarity
 from vault_mem.search.snapshot import Snapshot
-from vault_mem.search.substring import words
+from vault_mem.vault.names import words
 
 _HAS_LETTER = re.compile(r"[^\W\d_]")
 

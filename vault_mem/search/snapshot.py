@@ -27,9 +27,9 @@ from vault_mem.search.columns import column, path_key_docs, segment_column, stor
 from vault_mem.search.lru import CACHE, approx_size
 from vault_mem.search.masked import masked_segments
 from vault_mem.search.query import Searcher, newest_first_key, ranked_newest_key
-from vault_mem.search.schema import fold
 from vault_mem.search.segments import Parts, Segment, segments
 from vault_mem.search.substring import segment_docs_containing, terms_containing
+from vault_mem.vault.fields import fold
 
 if TYPE_CHECKING:
     from vault_mem.search.store import VaultIndex

@@ -19,7 +19,8 @@ from typing import Any, Protocol
 
 from vault_mem import settings
 from vault_mem.errors import PathRefused
-from vault_mem.search.api import Meaning, Snapshot, VaultIndex, keep_while_unchanged, reading
+from vault_mem.meaning.embedder import Meaning
+from vault_mem.search.api import Snapshot, VaultIndex, keep_while_unchanged, reading
 from vault_mem.served.agents import Agent
 from vault_mem.vault.frontmatter import split_frontmatter
 from vault_mem.vault.paths import InsideCheck, NotANote, display_path, link_target

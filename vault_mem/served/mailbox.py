@@ -21,10 +21,10 @@ from typing import Any
 
 from vault_mem import settings
 from vault_mem.history import agentstate
-from vault_mem.search.api import fold
 from vault_mem.served.agents import AGENT_NAME, Agent
 from vault_mem.served.context import View
 from vault_mem.vault.dates import iso
+from vault_mem.vault.fields import fold
 from vault_mem.vault.note import permalink_of
 from vault_mem.vault.paths import resolves_inside
 

@@ -29,8 +29,10 @@ import unicodedata
 
 from vault_mem import settings
 from vault_mem.errors import InvalidInput, NotFound
-from vault_mem.search.api import PATH_KEY_FIELDS, fold, strip_md
+from vault_mem.search.api import PATH_KEY_FIELDS
 from vault_mem.served.context import View
+from vault_mem.vault.fields import fold
+from vault_mem.vault.names import strip_md
 from vault_mem.vault.note import PERMALINK_PREFIX, domain_of, permalink_of
 from vault_mem.vault.paths import check_relative
 
