@@ -245,8 +245,8 @@ def tidy_of(vault: Vault, threshold: float) -> tuple[list[Cluster], set[str], fl
 
     start = time.perf_counter()
     with vault.index.searching() as searcher:
-        found = clusters(lambda: View(vault, Snapshot(searcher)), threshold=threshold)
-        view = View(vault, Snapshot(searcher))
+        found = clusters(lambda: View(vault, Snapshot(searcher, config=vault.index.config)), threshold=threshold)
+        view = View(vault, Snapshot(searcher, config=vault.index.config))
         lineage = Lineage(view)
         current = {view.snapshot.record(d)["path"] for d in view.snapshot.all_docs() if not lineage.superseded(d)}
     return found, current, time.perf_counter() - start

@@ -127,7 +127,7 @@ def bench_reads(vault: Vault, sample: list[str], history: History) -> None:
         with vault.index.searching() as searcher:
             for ref in sample:
                 t0 = time.perf_counter()
-                answer = memory_read(View(vault, Snapshot(searcher)), {"ref": ref, **args})
+                answer = memory_read(View(vault, Snapshot(searcher, config=vault.index.config)), {"ref": ref, **args})
                 times.append(time.perf_counter() - t0)
                 assert answer["status"] == "ok", answer
         return median_ms(times)

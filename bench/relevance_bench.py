@@ -71,9 +71,11 @@ from vault_mem.runtime.meaning import index_notes, note_text
 from vault_mem.search import ranking
 from vault_mem.search.api import Snapshot, install_whoosh_patches
 from vault_mem.search.build import build, sync
+from vault_mem.search.snapshot import parts_of, searcher_of
 from vault_mem.search.store import VaultIndex
-from vault_mem.search.substring import form_hit_counts, words
+from vault_mem.search.substring import form_hit_counts
 from vault_mem.served.context import Vault, View, view_of
+from vault_mem.vault.names import words
 
 install_whoosh_patches()  # the engine's speed patches, as the command line installs them (VAULT_MEM_WHOOSH_PATCHES)
 settings.configure(settings.from_environment(os.environ))  # VAULT_MEM_QUERY_BITS and the rest, as the command line
@@ -105,7 +107,7 @@ def old_order(view: View, question: str) -> list[str]:
     for term in kept:
         hit: set[int] = set()
         for field, weight in settings.current().rank_field_weights:
-            for doc, n in form_hit_counts(view.snapshot.parts, field, term)[0].items():
+            for doc, n in form_hit_counts(parts_of(view.snapshot), field, term)[0].items():
                 scores[doc] = scores.get(doc, 0) + weight * min(n, settings.current().rank_hit_cap)
                 hit.add(doc)
         for doc in hit:
@@ -120,7 +122,7 @@ def old_order(view: View, question: str) -> list[str]:
 
 def one_rarity_scores(view: View, terms: list[str]) -> dict[int, float]:
     """The score before issue 18: one df per term (notes holding it or its stem), +10 for all."""
-    notes = view.snapshot.searcher.doc_count()
+    notes = searcher_of(view.snapshot).doc_count()
     totals: dict[int, float] = {}
     matched: dict[int, int] = {}
     for term in terms:
@@ -146,7 +148,7 @@ def one_rarity_order(view: View, question: str) -> list[str]:
 def bm25f(view: View, question: str) -> list[str]:
     terms, _dropped = ranking.search_terms(question)
     query = Or([Term(field, term) for field in TEXT_FIELDS for term in terms])
-    searcher = Searcher(view.snapshot.searcher.reader(), weighting=scoring.BM25F())
+    searcher = Searcher(searcher_of(view.snapshot).reader(), weighting=scoring.BM25F())
     return [hit["path"] for hit in searcher.search(query, limit=max(KS))]
 
 
@@ -288,7 +290,7 @@ def check_known_items(corpus: Path | None, show: int, model: Path | None = None,
             with index.searching() as searcher:
                 vault = Vault(root, index)
                 vault.meaning = meaning
-                view = View(vault, Snapshot(searcher))
+                view = View(vault, Snapshot(searcher, config=vault.index.config))
                 cells, misses = [], []
                 for order_name, ranker in orders.items():
                     in_ten, first, missed = known_item_counts(view, items, ranker)

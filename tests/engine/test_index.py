@@ -20,6 +20,7 @@ from vault_mem import settings as vm_settings
 from vault_mem.search.build import build, reconcile, sync
 from vault_mem.search.hold import HOLD_AT
 from vault_mem.search.segments import segments
+from vault_mem.search.snapshot import searcher_of
 from vault_mem.search.store import VaultIndex
 from vault_mem.search.substring import segment_docs_containing
 
@@ -230,9 +231,9 @@ def test_a_generated_vault_indexes_with_every_note_findable(tmp_path_factory, no
             doc = resolve_ref(view, f"gen-{i}")
             assert view.snapshot.record(doc)["path"] == rel
             assert view.snapshot.record(resolve_ref(view, rel))["uid"] == f"gen-{i}"
-            marked = [d for seg in segments(view.snapshot.searcher)
+            marked = [d for seg in segments(searcher_of(view.snapshot))
                       for d in seg.to_searcher_numbers(segment_docs_containing(seg, "body", f"marker{i}x"))]
-            assert {view.snapshot.searcher.stored_fields(d)["path"] for d in marked} == {rel}
+            assert {searcher_of(view.snapshot).stored_fields(d)["path"] for d in marked} == {rel}
 
 
 def json_str(text: str) -> str:

@@ -15,6 +15,7 @@ from whoosh.query import And, Every, Or, Prefix, Term
 from vault_mem.search import query
 from vault_mem.search.columns import column
 from vault_mem.search.segments import segments
+from vault_mem.search.snapshot import parts_of, searcher_of
 from vault_mem.served.context import Vault
 
 TAGS = ["alpha", "beta", "gamma", "delta"]
@@ -78,7 +79,7 @@ def test_the_document_counts_read_in_one_walk_are_whooshs_for_every_term(vault: 
     from vault_mem.served.context import view_of
 
     with view_of(vault) as view:
-        reader = view.snapshot.searcher.reader()
+        reader = searcher_of(view.snapshot).reader()
         for field in ("body", "tags", "title", "path"):
             count = view.snapshot.doc_frequencies(field)
             terms = [t.decode("utf-8") for t in reader.lexicon(field)]
@@ -133,12 +134,12 @@ def test_a_listing_keeps_its_order_both_ways_in_one_entry_per_segment(vault: Vau
     from vault_mem.served.context import view_of
 
     with view_of(vault) as view:
-        live = query.live_docs(view.snapshot.parts)
+        live = query.live_docs(parts_of(view.snapshot))
         for by_importance in (False, True):
             every = list(view.snapshot.every_in_listing_order(by_importance))
             assert every == sorted(live, key=view.snapshot.listing_key(by_importance))
             some = set(live[::3])
             assert list(view.snapshot.in_listing_order(sorted(some), by_importance)) == [d for d in every if d in some]
-        mine = {seg.key for seg in view.snapshot.parts}
+        mine = {seg.key for seg in parts_of(view.snapshot)}
         kinds = {key[0] for key in CACHE._items if isinstance(key, tuple) and any(k in mine for k in key[1:])}
         assert kinds == {"column", "listing order"}, "the order and its inverse are one entry"

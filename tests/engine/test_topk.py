@@ -209,7 +209,7 @@ def test_a_plain_cut_is_caught(tmp_path: Path) -> None:
         rng = random.Random(seed)
         try:
             with index.searching() as searcher, plain_cut():
-                view = View(Vault(index.root, index), Snapshot(searcher))
+                view = View(Vault(index.root, index), Snapshot(searcher, config=index.config))
                 caught += sum(bool(compare(view, q, None, range(1, 12))) for q in queries(rng, 8))
         finally:
             index.close()

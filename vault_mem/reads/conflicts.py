@@ -4,7 +4,6 @@ person resolves each one (merges what they want into the note and deletes the co
 
 from __future__ import annotations
 
-from vault_mem import settings
 from vault_mem.git.sync import CONFLICT_COPY
 from vault_mem.served.context import View
 
@@ -23,7 +22,7 @@ def conflict_copies(view: View) -> list[str]:
 
 
 def conflict_hint(view: View) -> str | None:
-    config = settings.current()
+    config = view.config
     copies = conflict_copies(view)
     if not copies:
         return None

@@ -25,7 +25,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from vault_mem import settings
 from vault_mem.reads.links import LinkResolver
 from vault_mem.search.api import newest_first_key
 from vault_mem.served.context import View
@@ -262,7 +261,7 @@ def lineage_for(view: View, doc: int) -> Lineage:
             if other is not None and other not in chain:
                 chain.add(other)
                 frontier.append(other)
-        if len(chain) > settings.current().chain_limit:
+        if len(chain) > view.config.chain_limit:
             return Lineage(view)
     return Lineage(view, docs=sorted(chain))
 

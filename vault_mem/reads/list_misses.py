@@ -8,7 +8,6 @@ from dataclasses import dataclass
 from functools import partial
 from typing import Any
 
-from vault_mem import settings
 from vault_mem.reads.misses import Filter, echo, listed, missing_word_hints, range_hint, tag_hints, why_empty
 from vault_mem.served.context import View
 from vault_mem.vault.names import words
@@ -35,7 +34,7 @@ class ListMiss:
 def why_no_memories(view: View, miss: ListMiss) -> list[str]:
     """Query words no memory holds (with the closest words), then which filter admits no
     memory, or how the filters exclude the query's matches together."""
-    config = settings.current()
+    config = view.config
     if view.snapshot.doc_count() == 0:
         return ["the index holds no memories yet"]
     hints: list[str] = []

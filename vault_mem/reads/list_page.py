@@ -34,7 +34,7 @@ def page_rows(view: View, lineage: Lineage, hits: Iterator[int], offset: int, li
         if marks is not None:
             row.update(marks(doc))
         note = cut_message([row.get("permalink") or row["id"]]) if fit_row(row) else None
-        if json_size(row) + 2 > settings.current().row_budget and "content" in row:
+        if json_size(row) + 2 > view.config.row_budget and "content" in row:
             row, content_note = _cut_content(row)
             note = f"{note}; {content_note}" if note else content_note
         if not page.take(row):

@@ -23,7 +23,6 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from vault_mem import settings
 from vault_mem.errors import InvalidInput
 from vault_mem.reads.chunks import Chunk, ChunkCache, chunk_body
 from vault_mem.reads.dates import epoch_bounds, parse_period
@@ -91,7 +90,7 @@ def mem_recall(view: View, raw: dict[str, Any]) -> dict[str, Any]:
         return _answer("none", output, [], hints, None)
     rendered = [(_compact_block if output == "compact" else _row)(view, p) for p in picked]
     # Hints can echo long filter values: the rows get what the hints leave of the budget.
-    fitted = take_within(rendered, settings.current().row_budget - json_size(hints))
+    fitted = take_within(rendered, view.config.row_budget - json_size(hints))
     cut = [r["chunk_id"] for r in rendered[:fitted] if isinstance(r, dict) and "truncated_fields" in r]
     if cut:
         hints.append(cut_message(cut))
@@ -316,7 +315,7 @@ def _row(view: View, p: Picked) -> dict[str, Any]:
 
 
 def _compact_block(view: View, p: Picked) -> str:
-    config = settings.current()
+    config = view.config
     rec = view.snapshot.record(p.docnum)
     where = f" | {snippet(' > '.join(p.chunk.hierarchy), config.compact_chars)}" if p.chunk.hierarchy else ""
     header = f"[{rec['created']}] {permalink_of(rec['path'])}#{p.index}{where}"
@@ -343,7 +342,7 @@ def _hidden_hint(view: View, docs: list[int], hints: list[str]) -> None:
     per: dict[str, list[int]] = {}
     for d in docs:
         per.setdefault(view.snapshot.record(d)["namespace"], []).append(d)
-    exact = len(docs) <= settings.current().hidden_count_cap
+    exact = len(docs) <= view.config.hidden_count_cap
     chunker = _Chunker(view)
     parts = []
     for name in sorted(per):

@@ -312,7 +312,7 @@ def _answer(view: View, rows: list[Row], truncated: bool, terms: list[str], mess
     forms = match_forms(terms)
     notes = [_digest(view, r.doc, r.score, forms, shortened, excerpts.get(r.doc))
              | _lineage_marks(view, r, lineage, windows) for r in rows]
-    fitted = take_within(notes, settings.current().row_budget - json_size(hints))
+    fitted = take_within(notes, view.config.row_budget - json_size(hints))
     if fitted < len(notes):
         messages.append(bound_message(f"{fitted} of {len(notes)} notes", None))
         notes = notes[:fitted]
@@ -333,7 +333,7 @@ def _lineage_marks(view: View, row: Row, lineage: Lineage, windows: Windows) -> 
     """What a digest says of its note's versions: the older ones folded into it (how many, and the
     first few), what superseded it, and whether its validity has ended (docs/tools.md)."""
     marks: dict[str, Any] = {}
-    shown = settings.current().search_older_shown
+    shown = view.config.search_older_shown
     if row.older:
         marks["older_count"] = len(row.older)
         marks["older"] = [permalink_of(view.snapshot.record(d)["path"]) for d in row.older[:shown]]
@@ -439,7 +439,7 @@ def _digest(view: View, doc: int, score: float, terms: list[str],
             shortened: dict[str, list[str]], excerpt: str | None) -> dict[str, Any]:
     """The digest of one note (``excerpt``: made already, else None); the permalinks of notes
     whose title, tags or paths had to be cut to keep a digest small are added to ``shortened``."""
-    config = settings.current()
+    config = view.config
     rec = view.snapshot.record(doc)
     permalink = permalink_of(rec["path"])
     title = str(rec.get("title", ""))

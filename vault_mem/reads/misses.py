@@ -54,7 +54,7 @@ def search_term_hints(view: View, terms: list[str]) -> list[str]:
     A term is held when a note's title, permalink, tags or body contains it; when none does,
     the term matched by its English stem alone or not at all, and the hint says which and
     offers the closest words the vault holds."""
-    config = settings.current()
+    config = view.config
     hints: list[str] = []
     suggested = 0
     if view.snapshot.doc_count() == 0:
@@ -85,7 +85,7 @@ def search_term_hints(view: View, terms: list[str]) -> list[str]:
 def missing_word_hints(view: View, words: list[str], fields: tuple[str, ...], where: str) -> list[str]:
     """For substring filters (``memory_list``'s query): each word no note holds in ``fields``,
     with the closest words; ``where`` names the fields in the hint ("title or body")."""
-    config = settings.current()
+    config = view.config
     hints: list[str] = []
     unheld = [w for w in words if not view.snapshot.holds(fields, w)]
     for i, word in enumerate(unheld[:config.hint_max_listed]):
@@ -99,7 +99,7 @@ def missing_word_hints(view: View, words: list[str], fields: tuple[str, ...], wh
 
 def tag_hints(view: View, tags: list[str], param: str) -> list[str]:
     """For tag filters: each tag no note carries (nested tags count), with the closest tags."""
-    config = settings.current()
+    config = view.config
     missing = [t for t in tags if not view.snapshot.holds(("tags",), t, substring=False)]
     hints = []
     for i, tag in enumerate(missing):
@@ -117,7 +117,7 @@ def _kinds(view: View) -> list[str]:
 
 def present_kinds(view: View) -> str:
     """The kinds (types) notes have, for a hint: at most MAX_LISTED, then how many more."""
-    config = settings.current()
+    config = view.config
     kinds = _kinds(view)
     more = f" and {len(kinds) - config.hint_max_listed} more" if len(kinds) > config.hint_max_listed else ""
     return ", ".join(kinds[:config.hint_max_listed]) + more

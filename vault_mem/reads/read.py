@@ -79,7 +79,7 @@ CUTTABLE = layout(("tags", "aliases", "metadata", "links", "backlinks", "lineage
 
 
 def memory_read(view: View, raw: dict[str, Any]) -> dict[str, Any]:
-    config = settings.current()
+    config = view.config
     args = Args(raw, READ_PARAMS)
     ref = args.required_str("ref", max_len=4096)
     offset = args.integer("offset")
@@ -227,7 +227,7 @@ def _domains_page(view: View, offset: int) -> dict[str, Any]:
     rows = [
         {"domain": name, "active": totals[name][0], "archived": totals[name][1],
          "updated": _updated(totals[name][2])}
-        for name in names[offset: offset + settings.current().domain_page]
+        for name in names[offset: offset + view.config.domain_page]
     ]
     rows = rows[: take_within(rows)]
     if not rows:

@@ -1,27 +1,37 @@
 """The search engine's one face: everything above ``search/`` imports from here, and from nowhere
-else inside it (``tests/unit/test_layers.py`` keeps it so).
+else inside it (``tests/unit/test_layers.py`` keeps it so, for tests too: only tests/engine/
+reaches behind it). What crosses it is vault-mem's own: paths, notes, plain dicts, document
+numbers (ints, valid within one snapshot) and the dataclasses below; no Whoosh object, and no
+engine class to subclass. The list with its types is docs/architecture.md, "The engine's face".
 
-    VaultIndex          the index of one vault: open, submit notes (``Batch``), commit_batch, searchers
-    sync, reconcile     bring the index up to the files (a build, or only what changed)
-    Snapshot            one call's consistent look at the index: document sets, orders,
-                        records, columns, lexicons, closest words (``search/snapshot.py``)
-    score_notes, best_notes, scores_of, search_terms, match_forms, stem_of
-                        the ``memory_search`` ranking, its top k, and the scores of chosen notes
-                        (docs/ranking.md)
-    Meaning, fused_notes, Fused, open_meaning
-                        the optional meaning stage: a sentence model's nearest notes fused with
-                        that ranking (search/fusion.py, meaning/; docs/ranking.md "By meaning")
-    fold, strip_md, ancestors, path_prefixes, words, is_word, closest_names
-                        how names and text are normalised for the index's keys
-    resembling, Resembling, Rarity, word_set, resemblance, Said, note_said, likeness
+Look (one call's consistent view of the committed index):
+    reading(index, mask, visible) -> Snapshot
+                        a snapshot for one call; ``Snapshot``'s methods give document sets,
+                        orders, records, columns, lexicons, counts (``search/snapshot.py``)
+    note_count(index) -> int
+                        how many notes the index holds now
+    PATH_KEY_FIELDS     the key fields ``Snapshot.path_key_docs`` answers from the path column
+Search (docs/ranking.md):
+    search_terms, match_forms, stem_of, score_notes, best_notes -> Ranked, scores_of,
+    fused_notes -> Fused (with the meaning stage), closest_names, newest_first_key,
+    ranked_newest_key
+    resembling, Rarity, note_said -> Said, likeness
                         the notes that say nearly the same as a text (``search/similar.py``,
                         ``search/facts.py``)
     keep_while_unchanged
                         keep what is derived from one version of a file (the engine's cache)
-    install_whoosh_patches
-                        put the Whoosh patches in place (each one switchable: search/whoosh/patches.py)
+Change and keep up (the commit side, search/store.py and search/commits.py):
+    VaultIndex          the index of one vault: open, submit notes (``Batch``), commit_batch
+    sync -> SyncReport, reconcile
+                        bring the index up to the files (a build, or only what changed)
+    attach_history, same_content, stat_state, document_of, prefix_records, SCHEMA_VERSION
+                        what the watcher and the start-up check compare and submit
+The index folder and its processes:
+    has_index, usable_index_dir, live, present, note_present, merge_due, merge_lock, merge_main,
+    Progress, ProgressFile, install_whoosh_patches (each patch switchable: search/whoosh/patches.py)
 
-Whoosh, its segments, columns and the shared cache stay behind this face.
+How names and text are cut (``vault/names.py``) and folded (``vault/fields.py:fold``) is not the
+engine's: import it from there.
 """
 
 from __future__ import annotations

@@ -95,7 +95,7 @@ class View:
         self.vault = vault
         self.snapshot = snapshot
         self.caller = caller
-        self.config = vault.index.config  # the served vault's settings, for every read of this call
+        self.config = snapshot.config  # the served index's settings, for every read of this call
         self._inside: InsideCheck | None = None  # the root and folders resolved once a call, not once a row
 
     def fresh(self) -> View:
