@@ -18,7 +18,7 @@ def conflict_copies(view: View) -> list[str]:
         return sorted(path for doc in view.snapshot.term_docs("perm", ["conflict"])
                       if (path := paths[doc]) and CONFLICT_COPY.search(path))
 
-    return view.snapshot.kept("conflicted copies", make)
+    return view.snapshot.cached("conflicted copies", make)
 
 
 def conflict_hint(view: View) -> str | None:

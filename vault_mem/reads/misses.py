@@ -61,13 +61,13 @@ def search_term_hints(view: View, terms: list[str]) -> list[str]:
         return hints  # the filters' hint says the index is empty
     unheld: list[str] = []
     for term in terms:
-        if view.snapshot.holds(SEARCH_FIELDS, term):
+        if view.snapshot.has_word(SEARCH_FIELDS, term):
             continue
         if len(hints) == config.hint_max_listed:
             unheld.append(term)
             continue
         stem = stem_of(term)
-        by_stem = stem is not None and view.snapshot.holds(SEARCH_FIELDS, stem)
+        by_stem = stem is not None and view.snapshot.has_word(SEARCH_FIELDS, stem)
         looked = suggested < config.hint_max_words
         close = view.snapshot.closest_words(SUGGEST_FIELDS, term) if looked else []
         suggested += 1
@@ -87,7 +87,7 @@ def missing_word_hints(view: View, words: list[str], fields: tuple[str, ...], wh
     with the closest words; ``where`` names the fields in the hint ("title or body")."""
     config = view.config
     hints: list[str] = []
-    unheld = [w for w in words if not view.snapshot.holds(fields, w)]
+    unheld = [w for w in words if not view.snapshot.has_word(fields, w)]
     for i, word in enumerate(unheld[:config.hint_max_listed]):
         close = view.snapshot.closest_words(fields, word) if i < config.hint_max_words else []
         hints.append(f"no memory's {where} holds {echo(word)}" + did_you_mean(close))
@@ -100,7 +100,7 @@ def missing_word_hints(view: View, words: list[str], fields: tuple[str, ...], wh
 def tag_hints(view: View, tags: list[str], param: str) -> list[str]:
     """For tag filters: each tag no note carries (nested tags count), with the closest tags."""
     config = view.config
-    missing = [t for t in tags if not view.snapshot.holds(("tags",), t, substring=False)]
+    missing = [t for t in tags if not view.snapshot.has_word(("tags",), t, substring=False)]
     hints = []
     for i, tag in enumerate(missing):
         if i == config.hint_max_words:

@@ -50,7 +50,7 @@ from vault_mem.reads.githistory import git_fields
 from vault_mem.reads.lineage import lineage_for
 from vault_mem.reads.links import LinkResolver, backlinks, outgoing
 from vault_mem.reads.rows import cut_to_fit
-from vault_mem.search.api import keep_while_unchanged
+from vault_mem.search.api import cached_while_unchanged
 from vault_mem.served.context import View, json_size, settled_stamp, take_within
 from vault_mem.served.params import OFFSET, REF, Args, int_param, text_param
 from vault_mem.served.refs import no_note, resolve_ref
@@ -138,8 +138,8 @@ def _parsed(root: Path, fsrel: str, history: DateSource | None) -> Note:
     stamp = settled_stamp(root / fsrel)
     if stamp is None:
         return read_note(root, fsrel, history)
-    return keep_while_unchanged(("note", str(root), fsrel, *stamp), lambda: (read_note(root, fsrel, history), True),
-                                _note_size)
+    return cached_while_unchanged(("note", str(root), fsrel, *stamp), lambda: (read_note(root, fsrel, history), True),
+                                  _note_size)
 
 
 def _note_size(note: Note) -> int:
@@ -207,7 +207,7 @@ def list_domains(view: View, raw: dict[str, Any]) -> dict[str, Any]:
     offset = args.integer("offset")
     # Only a commit changes the answer: the calls in between share it (a copy each, since the
     # caller's inbox and hints are added to the answer; the rows are never changed).
-    return dict(view.snapshot.kept(("list_domains", offset), lambda: _domains_page(view, offset)))
+    return dict(view.snapshot.cached(("list_domains", offset), lambda: _domains_page(view, offset)))
 
 
 def _domains_page(view: View, offset: int) -> dict[str, Any]:

@@ -18,7 +18,7 @@ Search (docs/ranking.md):
     resembling, Rarity, note_said -> Said, likeness
                         the notes that say nearly the same as a text (``search/similar.py``,
                         ``search/facts.py``)
-    keep_while_unchanged
+    cached_while_unchanged
                         keep what is derived from one version of a file (the engine's cache)
 Change and keep up (the commit side, search/store.py and search/commits.py):
     VaultIndex          the index of one vault: open, submit notes (``Batch``), commit_batch
@@ -43,7 +43,7 @@ from vault_mem.search.facts import Said
 from vault_mem.search.folder import has_index, usable_index_dir
 from vault_mem.search.fusion import Fused, fused_notes
 from vault_mem.search.gitfollow import attach_history
-from vault_mem.search.lru import keep_while_unchanged
+from vault_mem.search.lru import cached_while_unchanged
 from vault_mem.search.merge import main as merge_main
 from vault_mem.search.merge import merge_due, merge_lock
 from vault_mem.search.presence import live, note_present, present
@@ -73,12 +73,12 @@ __all__ = [
     "VaultIndex",
     "attach_history",
     "best_notes",
+    "cached_while_unchanged",
     "closest_names",
     "document_of",
     "fused_notes",
     "has_index",
     "install_whoosh_patches",
-    "keep_while_unchanged",
     "likeness",
     "live",
     "match_forms",

@@ -181,4 +181,4 @@ def _docs_by_path(view: Snapshot) -> dict[str, int]:
         paths = view.column("path")
         return {paths[doc]: doc for doc in view.all_docs()}
 
-    return view.kept("meaning: docs by path", make)
+    return view.cached("meaning: docs by path", make)

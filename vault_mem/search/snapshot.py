@@ -9,7 +9,7 @@ hidden note looks like one never indexed; ``record`` refuses one as well, should
 number reach it some other way. Document numbers are the searcher's; sets are ascending.
 
 What is derived from the segments is cached here, keyed by the segments and their deletions
-(``kept``): nothing above the engine walks segments or composes cache keys.
+(``cached``): nothing above the engine walks segments or composes cache keys.
 """
 
 from __future__ import annotations
@@ -76,8 +76,8 @@ class Snapshot:
         (a long walk takes a fresh one now and then, so that what it read can be dropped)."""
         return Snapshot(self._searcher, self._mask, self._visible, config=self.config)
 
-    def kept(self, name: Hashable, make: Callable[[], V]) -> V:
-        """``make()``, kept in the process's shared cache for as long as the snapshot's segments and
+    def cached(self, name: Hashable, make: Callable[[], V]) -> V:
+        """``make()``, cached in the process's shared cache for as long as the snapshot's segments and
         their deletions (and what its reader may not see) stay: for what every call asks and only
         a commit changes."""
         if self._state is None:
@@ -132,7 +132,7 @@ class Snapshot:
                 there.update(path for docnum, path in _agent_paths(segment, agent) if docnum not in unseen)
             return frozenset(there)
 
-        return self.kept(("written by", agent), make)
+        return self.cached(("written by", agent), make)
 
     # -- orders -----------------------------------------------------------------------
 
@@ -178,10 +178,10 @@ class Snapshot:
     def terms_containing(self, field: str, needle: str) -> list[str]:
         return terms_containing(self._parts, field, needle)
 
-    def holds(self, fields: tuple[str, ...], needle: str, substring: bool = True) -> bool:
-        """Whether a live note holds the word ``needle`` in any of ``fields`` (inside a token too,
+    def has_word(self, fields: tuple[str, ...], needle: str, substring: bool = True) -> bool:
+        """Whether a live note has the word ``needle`` in any of ``fields`` (inside a token too,
         with ``substring``)."""
-        return vocabulary.holds(self._parts, fields, needle, substring)
+        return vocabulary.has_word(self._parts, fields, needle, substring)
 
     def closest_words(self, fields: tuple[str, ...], word: str) -> list[str]:
         """The words of ``fields`` closest to ``word`` ("did you mean"), the commonest first."""
@@ -230,7 +230,7 @@ class Snapshot:
             found = query.lexicon(self._parts, field)
             return [t for t in found if self.has_term(field, t)] if self.limited else found
 
-        return list(self.kept(("lexicon", field), make))
+        return list(self.cached(("lexicon", field), make))
 
     def by_path(self, path: str) -> int | None:
         docs = self.term_docs("path", [path])
@@ -239,7 +239,7 @@ class Snapshot:
     def indexed_version(self, docnum: int) -> tuple[Any, int]:
         """What names the indexed version of the note ``docnum`` across calls and threads, without
         reading its stored record: its segment (which never changes) and its place there."""
-        offsets = self.kept("offsets", lambda: [seg.offset for seg in self._parts])
+        offsets = self.cached("offsets", lambda: [seg.offset for seg in self._parts])
         at = bisect.bisect_right(offsets, docnum) - 1
         seg = self._parts[at]
         return seg.key, docnum - seg.offset

@@ -20,7 +20,7 @@ from typing import Any, Protocol
 from vault_mem import settings
 from vault_mem.errors import PathRefused
 from vault_mem.meaning.embedder import Meaning
-from vault_mem.search.api import Snapshot, VaultIndex, keep_while_unchanged, reading
+from vault_mem.search.api import Snapshot, VaultIndex, cached_while_unchanged, reading
 from vault_mem.served.agents import Agent
 from vault_mem.vault.frontmatter import split_frontmatter
 from vault_mem.vault.paths import InsideCheck, NotANote, display_path, link_target
@@ -157,8 +157,8 @@ class View:
             if not self.may_see(record["path"], None, record.get("real"), real):
                 return ""
             return _body_of(record, data, problems)[0]
-        text = keep_while_unchanged(("body", str(self.vault.root), record["fsrel"], *stamp),
-                                    lambda: _body_now(record, path), _text_size)
+        text = cached_while_unchanged(("body", str(self.vault.root), record["fsrel"], *stamp),
+                                      lambda: _body_now(record, path), _text_size)
         if limited and not self._saw(record, stamp):
             return ""
         return text

@@ -83,7 +83,7 @@ def _annotate(view: View, tool: str, agent: str, answer: dict[str, Any], started
     state, version = agentstate.load_version(history_dir, agent)
     to_mark = _read_now(view, tool, agent, answer)
     # The same for every call between one commit or change of the agent's notes and the next.
-    lost = (view.snapshot.kept(("lost", agent, version), lambda: _lost(view, agent, state["wrote"]))
+    lost = (view.snapshot.cached(("lost", agent, version), lambda: _lost(view, agent, state["wrote"]))
             if state["wrote"] else {})
     if _before(state["errors"], started) or lost or (to_mark and to_mark not in state["read"]):
         def update(current: agentstate.Changes) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
