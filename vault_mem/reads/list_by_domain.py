@@ -71,7 +71,7 @@ def list_by_domain(view: View, raw: dict[str, Any]) -> dict[str, Any]:
     docs = view.snapshot.sort_newest(docs, "updated")
     page = docs[offset: offset + limit]
     rows = [_row(view, d) for d in page]
-    fitted = take_within(rows)
+    fitted = take_within(rows, view.config.row_budget)
     rows = rows[:fitted]
     cut = [r["permalink"] for r in rows if "truncated_fields" in r]
     answer: dict[str, Any] = {
@@ -84,7 +84,7 @@ def list_by_domain(view: View, raw: dict[str, Any]) -> dict[str, Any]:
         answer["next_offset"] = offset + len(rows)
     messages = [left_out_message(left_out, as_of)] if left_out and as_of is not None else []
     if cut:
-        messages.append(cut_message(cut))
+        messages.append(cut_message(cut, view.config.max_answer_chars))
     if messages:
         answer["message"] = "; ".join(messages)
     if not rows:
@@ -174,9 +174,9 @@ def _row(view: View, docnum: int) -> dict[str, Any]:
         "updated": rec["updated"],
         "status": rec["status"],
         "etag": rec["etag"],
-        "snippet": snippet_of(rec),
+        "snippet": snippet_of(rec, view.config.snippet_chars),
         "est_tokens": body_tokens(rec),
     }
     row |= task_fields(rec)
-    fit_row(row)
+    fit_row(row, view.config.row_fields_budget)
     return row

@@ -93,10 +93,10 @@ def mem_recall(view: View, raw: dict[str, Any]) -> dict[str, Any]:
     fitted = take_within(rendered, view.config.row_budget - json_size(hints))
     cut = [r["chunk_id"] for r in rendered[:fitted] if isinstance(r, dict) and "truncated_fields" in r]
     if cut:
-        hints.append(cut_message(cut))
+        hints.append(cut_message(cut, view.config.max_answer_chars))
     next_offset = offset + fitted if (fitted < len(picked) or more) else None
     if fitted < len(picked):
-        hints.append(bound_message(f"{fitted} of {limit} chunks", next_offset))
+        hints.append(bound_message(f"{fitted} of {limit} chunks", next_offset, view.config.max_answer_chars))
     elif more:
         hints.append(f"limit {limit} reached: more chunks follow from offset {next_offset}")
     return _answer("ok", output, rendered[:fitted], hints, next_offset)
@@ -310,7 +310,7 @@ def _row(view: View, p: Picked) -> dict[str, Any]:
         "tags": rec["tags"],
         "status": rec["status"],
     }
-    fit_row(row)
+    fit_row(row, view.config.row_fields_budget)
     return row
 
 

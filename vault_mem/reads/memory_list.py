@@ -100,7 +100,8 @@ def memory_list(view: View, raw: dict[str, Any]) -> dict[str, Any]:
     rows, more, cut = page_rows(view, lineage, hits, request.offset, request.limit, request.fields,
                                 request.preview_chars, lambda d: _ended(windows, d))
     return _answer(request, rows, more, warnings + cut,
-                   lambda: why_no_memories(view, _miss(view, request, plan, matching.candidates)))
+                   lambda: why_no_memories(view, _miss(view, request, plan, matching.candidates)),
+                   view.config.max_answer_chars)
 
 
 @dataclass(frozen=True)
@@ -225,14 +226,15 @@ def _record_check(view: View, plan: Plan) -> Callable[[int], bool]:
 
 
 def _answer(request: Request, rows: list[dict[str, Any]], more: bool, warnings: list[str],
-            why_none: Callable[[], list[str]]) -> dict[str, Any]:
-    """The answer; ``why_none`` gives the hints of an empty one (docs/tools.md, "Hints on a miss")."""
+            why_none: Callable[[], list[str]], bound: int) -> dict[str, Any]:
+    """The answer; ``why_none`` gives the hints of an empty one (docs/tools.md, "Hints on a miss");
+    ``bound``: the ``max_answer_chars`` setting."""
     answer: dict[str, Any] = {"status": "ok" if rows else "none", "count": len(rows), "memories": rows}
     if more:
         end = request.offset + len(rows)
         answer["next_offset"] = end
         if request.limit == -1 or len(rows) < request.limit:
-            warnings.append(bound_message(f"{len(rows)} memories", end))
+            warnings.append(bound_message(f"{len(rows)} memories", end, bound))
     if not rows:
         answer["message"] = (f"offset {request.offset} is past the last memory matching these filters"
                              if request.offset else "no memory matches these filters")

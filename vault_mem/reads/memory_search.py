@@ -57,6 +57,7 @@ from vault_mem.search.api import (
 )
 from vault_mem.served.context import View, json_size, take_within
 from vault_mem.served.params import AGENT, Args, choice_param, int_param, text_param
+from vault_mem.settings import Settings
 from vault_mem.vault.fields import normalize_tag
 from vault_mem.vault.names import path_prefixes
 from vault_mem.vault.note import KNOWN_TYPES, permalink_of
@@ -82,7 +83,7 @@ def memory_search(view: View, raw: dict[str, Any]) -> dict[str, Any]:
     Five steps: the parameters (``_parse``), the filters and search terms (``_plan``), the
     candidates and their scores (``_matches``), the page in rank order (``_page``), and the
     answer of digests (``_answer``)."""
-    request = _parse(Args(raw, PARAMS))
+    request = _parse(Args(raw, PARAMS), view.config)
     messages = list(request.messages)
     plan = _plan(view, request, messages)
     if plan is None:
@@ -151,8 +152,7 @@ class Matches:
     excerpts: dict[int, str] = field(default_factory=dict)  # made while the query was embedded
 
 
-def _parse(args: Args) -> Request:
-    config = settings.current()
+def _parse(args: Args, config: Settings) -> Request:
     args.agent()
     query = (args.text("query", "") or "").strip()
     tag = _tag(args.text("tag", "", max_len=1000) or "")
@@ -314,7 +314,7 @@ def _answer(view: View, rows: list[Row], truncated: bool, terms: list[str], mess
              | _lineage_marks(view, r, lineage, windows) for r in rows]
     fitted = take_within(notes, view.config.row_budget - json_size(hints))
     if fitted < len(notes):
-        messages.append(bound_message(f"{fitted} of {len(notes)} notes", None))
+        messages.append(bound_message(f"{fitted} of {len(notes)} notes", None, view.config.max_answer_chars))
         notes = notes[:fitted]
         truncated = True
     shown = {n["permalink"] for n in notes}
@@ -432,7 +432,8 @@ def _overlapping_page(view: View, candidates: list[int], path: str,
 
 
 def _excerpt(view: View, doc: int, forms: list[str]) -> str:
-    return excerpt_around(view.body(view.snapshot.record(doc)), forms)
+    config = view.config
+    return excerpt_around(view.body(view.snapshot.record(doc)), forms, config.excerpt_chars, config.excerpt_snap)
 
 
 def _digest(view: View, doc: int, score: float, terms: list[str],
@@ -446,8 +447,8 @@ def _digest(view: View, doc: int, score: float, terms: list[str],
     if len(title) > config.digest_title_chars:
         title = f"{title[:config.digest_title_chars]}… [+{len(title) - config.digest_title_chars} chars]"
         shortened["title"].append(permalink)
-    tags = _fit_list(rec.get("tags") or [])
-    code_paths = _fit_list(rec.get("paths") or [])
+    tags = _fit_list(rec.get("tags") or [], config.digest_list_budget)
+    code_paths = _fit_list(rec.get("paths") or [], config.digest_list_budget)
     if len(tags) < len(rec.get("tags") or []):
         shortened["tags"].append(permalink)
     if len(code_paths) < len(rec.get("paths") or []):
@@ -466,12 +467,12 @@ def _digest(view: View, doc: int, score: float, terms: list[str],
     }
 
 
-def _fit_list(values: list[str]) -> list[str]:
-    """As many leading ``values`` as fit ``digest_list_budget`` characters of JSON."""
+def _fit_list(values: list[str], budget: int) -> list[str]:
+    """As many leading ``values`` as fit ``budget`` characters of JSON (``digest_list_budget``)."""
     used = 2
     for i, value in enumerate(values):
         used += json_size(value) + 2
-        if used > settings.current().digest_list_budget:
+        if used > budget:
             return values[:i]
     return values
 

@@ -94,7 +94,7 @@ def memory_read(view: View, raw: dict[str, Any]) -> dict[str, Any]:
     if not path.exists() and not path.is_symlink():
         raise NotFound(f"{permalink_of(record['path'])} is indexed but its file is gone; "
                        "the index catches up shortly")
-    note = _parsed(view.vault.root, record["fsrel"], view.vault.index.history)
+    note = _parsed(view.vault.root, record["fsrel"], view.vault.index.history, view.config.settled_ns)
     if not view.may_see(record["path"], None, record.get("real"), note.real):  # where its path leads now
         raise no_note(ref)
     if offset > len(note.body):
@@ -131,11 +131,11 @@ def memory_read(view: View, raw: dict[str, Any]) -> dict[str, Any]:
     return answer
 
 
-def _parsed(root: Path, fsrel: str, history: DateSource | None) -> Note:
+def _parsed(root: Path, fsrel: str, history: DateSource | None, settled_ns: int) -> Note:
     """The note as read now, reusing the last parse while the file is unchanged (same inode, size
     and mtime, once it has been so for a few seconds: ``settled_stamp``): paging a 2 MiB note must
     not re-read and re-parse it for every page."""
-    stamp = settled_stamp(root / fsrel)
+    stamp = settled_stamp(root / fsrel, settled_ns)
     if stamp is None:
         return read_note(root, fsrel, history)
     return cached_while_unchanged(("note", str(root), fsrel, *stamp), lambda: (read_note(root, fsrel, history), True),
@@ -229,7 +229,7 @@ def _domains_page(view: View, offset: int) -> dict[str, Any]:
          "updated": _updated(totals[name][2])}
         for name in names[offset: offset + view.config.domain_page]
     ]
-    rows = rows[: take_within(rows)]
+    rows = rows[: take_within(rows, view.config.row_budget)]
     if not rows:
         return {"status": "none", "domains": [],
                 "message": f"offset {offset} is past the last of {len(names)} domains"}

@@ -17,7 +17,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
-from vault_mem import settings
 from vault_mem.errors import PathRefused
 from vault_mem.meaning.embedder import Meaning
 from vault_mem.search.api import Snapshot, VaultIndex, cached_while_unchanged, reading
@@ -146,7 +145,7 @@ class View:
         limited = self.caller is not None and not self.caller.reads_everything
         # Kept while the file is unchanged, as memory_read keeps its parse: the rows of every
         # search read their notes' bodies for the excerpts. Not a read that failed.
-        stamp = settled_stamp(path)
+        stamp = settled_stamp(path, self.config.settled_ns)
         if stamp is None:
             if not limited:
                 return _body_now(record, path)[0]
@@ -183,12 +182,13 @@ def view_of(vault: Vault, caller: Agent | None = None) -> Iterator[View]:
         yield View(vault, snapshot, caller)
 
 
-def settled_stamp(path: Path) -> VersionKey | None:
+def settled_stamp(path: Path, settled_ns: int) -> VersionKey | None:
     """The ``version_key`` of the file at ``path``, to keep what is derived from it for as long as
-    it stays; None when it cannot be stat'ed or changed in the last ``SETTLED_NS`` (a rewrite of
-    the same size within one tick of the clock keeps its mtime, as git's index knows)."""
+    it stays; None when it cannot be stat'ed or changed in the last ``settled_ns`` nanoseconds (the
+    setting: a rewrite of the same size within one tick of the clock keeps its mtime, as git's
+    index knows)."""
     key = version_key(path)
-    if key is None or time.time_ns() - key[0] <= settings.current().settled_ns:
+    if key is None or time.time_ns() - key[0] <= settled_ns:
         return None
     return key
 
@@ -242,8 +242,7 @@ class Budget:
     """The one size-bounded page: rows go in while their JSON fits ``budget`` characters;
     the first row always goes in (a row too big alone is cut by its tool, never dropped)."""
 
-    def __init__(self, budget: int | None = None) -> None:
-        budget = settings.current().row_budget if budget is None else budget
+    def __init__(self, budget: int) -> None:
         self.left = budget
         self.taken = 0
 
@@ -257,9 +256,9 @@ class Budget:
         return True
 
 
-def take_within(rows: list[Any], budget: int | None = None) -> int:
-    """How many of ``rows`` fit in ``budget`` characters of JSON (at least one when any)."""
-    budget = settings.current().row_budget if budget is None else budget
+def take_within(rows: list[Any], budget: int) -> int:
+    """How many of ``rows`` fit in ``budget`` characters of JSON (at least one when any; the
+    ``row_budget`` setting, ``view.config.row_budget``, for a page of rows)."""
     page = Budget(budget)
     for i, row in enumerate(rows):
         if not page.take(row):
