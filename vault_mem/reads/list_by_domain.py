@@ -96,6 +96,7 @@ def list_by_domain(view: View, raw: dict[str, Any]) -> dict[str, Any]:
 def _why_none(view: View, domain: str, subtree: bool, note_type: str, status: str) -> list[str]:
     """The hints of an empty answer (docs/tools.md, "Hints on a miss"): a domain that names no
     folder (with the closest folder names), or the filter that emptied a folder that exists."""
+    config = view.config
     if view.snapshot.doc_count() == 0:
         return ["the index holds no memories yet"]
     wanted = fold(domain)
@@ -106,20 +107,23 @@ def _why_none(view: View, domain: str, subtree: bool, note_type: str, status: st
     if not under:
         folders = folder_names(view)
         if resolved and not subtree:
-            return [f"domain {echo(domain)} has no memories filed directly in it; subtree=true lists its subfolders"]
-        return [f"domain: no folder is named {echo(domain)}" + did_you_mean(closest_names(folders, wanted))]
+            return [f"domain {echo(domain, config=config)} has no memories filed directly in it; "
+                    "subtree=true lists its subfolders"]
+        return [f"domain: no folder is named {echo(domain, config=config)}"
+                + did_you_mean(closest_names(folders, wanted), config=config)]
     filters = []
     if note_type:
-        filters.append(Filter(f"type {echo(note_type)}", partial(_docs_under, view, resolved, subtree,
-                                                                 [("type", note_type)]),
-                              lambda: f"type: no memory under {echo(domain)} is of type {echo(note_type)}"
-                              + did_you_mean(closest_kinds(view, note_type))))
+        filters.append(Filter(f"type {echo(note_type, config=config)}",
+                              partial(_docs_under, view, resolved, subtree, [("type", note_type)]),
+                              lambda: f"type: no memory under {echo(domain, config=config)} "
+                                      f"is of type {echo(note_type, config=config)}"
+                              + did_you_mean(closest_kinds(view, note_type), config=config)))
     if status != "all":
         other = "archived" if status == "active" else "active"
         filters.append(Filter(f"status {status!r}", partial(_docs_under, view, resolved, subtree, [("status", status)]),
-                              lambda: f"status: every memory under {echo(domain)} is {other}; "
+                              lambda: f"status: every memory under {echo(domain, config=config)} is {other}; "
                               f"status='{other}' or 'all' lists them"))
-    return why_empty(under, filters, "memories", f"domain {echo(domain)}")
+    return why_empty(under, filters, "memories", f"domain {echo(domain, config=config)}", config=config)
 
 
 def folder_names(view: View) -> list[str]:

@@ -357,10 +357,11 @@ def _why_nothing(view: View, window: tuple[int | None, int | None] | None,
                  source: Callable[[str], bool] | None, args: Args, explained: bool) -> list[str]:
     """Which filter, taken alone, matched nothing (tag, namespace and scope values that name no
     memory are reported as they are read: ``explained`` says one was)."""
+    config = view.config
     out: list[str] = []
     if window is not None and not _matching(view, None, window, [], None):
         lo, hi = window
-        names = [f"{n} {echo(str(args.raw[n]))}" if args.raw.get(n) is not None else "any date"
+        names = [f"{n} {echo(str(args.raw[n]), config=config)}" if args.raw.get(n) is not None else "any date"
                  for n in ("since", "until")]
         out.append(range_hint(view, "created", lo, None if hi is None else hi - 1, *names))
     if source is not None and not _matching(view, None, None, [], source):

@@ -354,31 +354,34 @@ def _mark_meaning(view: View, notes: list[dict[str, Any]], page: list[int], fuse
 def _why_no_notes(view: View, request: Request, found: set[int] | None) -> list[str]:
     """The hints of an empty answer: which filter admits no note, or how they exclude the
     query's matches together (docs/tools.md, "Hints on a miss")."""
+    config = view.config
     if view.snapshot.doc_count() == 0:
         return ["the index holds no notes yet"]
     kind, tag, path, since, since_text = request.kind, request.tag, request.path, request.since, request.since_text
     filters: list[Filter] = []
     if kind:
         def no_kind() -> str:
-            return f"kind: no note is of kind {echo(kind)} (kinds present: {present_kinds(view)})"
-        filters.append(Filter(f"kind {echo(kind)}", lambda: view.snapshot.term_docs("type", [kind]), no_kind))
+            return f"kind: no note is of kind {echo(kind, config=config)} (kinds present: {present_kinds(view)})"
+        filters.append(Filter(f"kind {echo(kind, config=config)}", lambda: view.snapshot.term_docs("type", [kind]),
+                              no_kind))
     if tag:
-        filters.append(Filter(f"tag {echo(tag)}", lambda: view.snapshot.term_docs("tags", [tag]),
+        filters.append(Filter(f"tag {echo(tag, config=config)}", lambda: view.snapshot.term_docs("tags", [tag]),
                               lambda: tag_hints(view, [tag], "tag")[0]))
     if path:
         def overlapping() -> list[int]:
             everything = view.snapshot.all_docs()
             return _overlapping_page(view, everything, path, _rank(view, {}), len(everything))[0]
-        filters.append(Filter(f"path {echo(path)}", overlapping,
-                              lambda: f"path: no note's code paths overlap {echo(path)}"
-                              + did_you_mean(view.snapshot.closest_words(("paths_pre",), path))))
+        filters.append(Filter(f"path {echo(path, config=config)}", overlapping,
+                              lambda: f"path: no note's code paths overlap {echo(path, config=config)}"
+                              + did_you_mean(view.snapshot.closest_words(("paths_pre",), path), config=config)))
     if since is not None:
         updated = view.snapshot.column("updated")
         filters.append(Filter(
-            f"since {echo(since_text)}",
+            f"since {echo(since_text, config=config)}",
             lambda: [d for d in view.snapshot.all_docs() if updated[d] is not None and updated[d] >= since],
-            lambda: f"since: {echo(since_text)} is after the newest note (updated {newest_value(view, 'updated')})"))
-    return why_empty(found, filters)
+            lambda: f"since: {echo(since_text, config=config)} is after the newest note "
+                    f"(updated {newest_value(view, 'updated')})"))
+    return why_empty(found, filters, config=config)
 
 
 def _allowed(view: View, filters: list[tuple[str, str]], since: int | None) -> set[int] | None:

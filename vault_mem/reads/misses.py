@@ -17,26 +17,24 @@ from __future__ import annotations
 from collections.abc import Callable, Collection, Iterable
 from dataclasses import dataclass
 
-from vault_mem import settings
 from vault_mem.search.api import closest_names, stem_of
 from vault_mem.served.context import View
+from vault_mem.settings import Settings
 
 SEARCH_FIELDS = ("body", "title", "tagtext", "perm")  # what memory_search matches, likeliest first
 SINGULAR = {"notes": "note", "memories": "memory"}
 SUGGEST_FIELDS = ("title", "tagtext", "body")  # where its suggestions come from (perm repeats title)
 
 
-def echo(value: str) -> str:
-    """``value`` quoted, cut to ECHO characters."""
-    config = settings.current()
+def echo(value: str, *, config: Settings) -> str:
+    """``value`` quoted, cut to ``hint_echo`` characters."""
     text = value if len(value) <= config.hint_echo else value[:config.hint_echo] + "..."
     return repr(text)
 
 
-def listed(values: list[str], last: str = "or") -> str:
-    """Up to MAX_LISTED ``values``, echoed, joined with ``last`` before the final one."""
-    config = settings.current()
-    shown = [echo(v) for v in values[:config.hint_max_listed]]
+def listed(values: list[str], last: str = "or", *, config: Settings) -> str:
+    """Up to ``hint_max_listed`` ``values``, echoed, joined with ``last`` before the final one."""
+    shown = [echo(v, config=config) for v in values[:config.hint_max_listed]]
     if not shown:
         return "none"
     if len(values) > config.hint_max_listed:
@@ -44,8 +42,8 @@ def listed(values: list[str], last: str = "or") -> str:
     return shown[0] if len(shown) == 1 else ", ".join(shown[:-1]) + f" {last} " + shown[-1]
 
 
-def did_you_mean(suggestions: list[str]) -> str:
-    return f"; did you mean {listed(suggestions)}?" if suggestions else ""
+def did_you_mean(suggestions: list[str], *, config: Settings) -> str:
+    return f"; did you mean {listed(suggestions, config=config)}?" if suggestions else ""
 
 
 def search_term_hints(view: View, terms: list[str]) -> list[str]:
@@ -72,13 +70,15 @@ def search_term_hints(view: View, terms: list[str]) -> list[str]:
         close = view.snapshot.closest_words(SUGGEST_FIELDS, term) if looked else []
         suggested += 1
         if by_stem:
-            hints.append(f"no note holds {echo(term)}: matched by its stem {echo(str(stem))} only"
-                         + did_you_mean(close))
+            hints.append(f"no note holds {echo(term, config=config)}: "
+                         f"matched by its stem {echo(str(stem), config=config)} only"
+                         + did_you_mean(close, config=config))
         else:
             nothing_close = ", nor a word close to it" if looked else ""
-            hints.append(f"no note holds {echo(term)}" + (did_you_mean(close) or nothing_close))
+            hints.append(f"no note holds {echo(term, config=config)}"
+                         + (did_you_mean(close, config=config) or nothing_close))
     if unheld:
-        hints.append(f"{len(unheld)} more words no note holds: {listed(unheld, 'and')}")
+        hints.append(f"{len(unheld)} more words no note holds: {listed(unheld, 'and', config=config)}")
     return hints
 
 
@@ -90,10 +90,10 @@ def missing_word_hints(view: View, words: list[str], fields: tuple[str, ...], wh
     unheld = [w for w in words if not view.snapshot.has_word(fields, w)]
     for i, word in enumerate(unheld[:config.hint_max_listed]):
         close = view.snapshot.closest_words(fields, word) if i < config.hint_max_words else []
-        hints.append(f"no memory's {where} holds {echo(word)}" + did_you_mean(close))
+        hints.append(f"no memory's {where} holds {echo(word, config=config)}" + did_you_mean(close, config=config))
     if len(unheld) > config.hint_max_listed:
         more = unheld[config.hint_max_listed:]
-        hints.append(f"{len(more)} more words no memory holds: {listed(more, 'and')}")
+        hints.append(f"{len(more)} more words no memory holds: {listed(more, 'and', config=config)}")
     return hints
 
 
@@ -104,10 +104,10 @@ def tag_hints(view: View, tags: list[str], param: str) -> list[str]:
     hints = []
     for i, tag in enumerate(missing):
         if i == config.hint_max_words:
-            hints.append(f"{param}: {len(missing) - i} more tags match no memory: {listed(missing[i:])}")
+            hints.append(f"{param}: {len(missing) - i} more tags match no memory: {listed(missing[i:], config=config)}")
             break
         close = view.snapshot.closest_words(("tags",), tag) if tag else []
-        hints.append(f"{param}: tag {echo(tag)} matched no memory" + did_you_mean(close))
+        hints.append(f"{param}: tag {echo(tag, config=config)} matched no memory" + did_you_mean(close, config=config))
     return hints
 
 
@@ -162,13 +162,12 @@ class Filter:
 
 
 def why_empty(found: Collection[int] | None, filters: Iterable[Filter], noun: str = "notes",
-              text: str = "the query") -> list[str]:
+              text: str = "the query", *, config: Settings) -> list[str]:
     """Which filter emptied a result. ``found``: what the text matched (None without text).
 
     A filter that admits nothing on its own is named with its own explanation; otherwise the
     hint says how many of the text's matches each filter leaves, or that the filters only
     exclude each other together."""
-    config = settings.current()
     given = list(filters)
     admitted = [(f, f.admits()) for f in given]
     empty = [f for f, docs in admitted if not docs]
