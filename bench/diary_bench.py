@@ -46,7 +46,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from vault_mem.mcp_server.app import call
 from vault_mem.mcp_server.tools import ToolSpec, tools_for
 from vault_mem.reads.tidy import Cluster, clusters
-from vault_mem.search.api import install_whoosh_patches
+from vault_mem.search.api import Snapshot, install_whoosh_patches
 from vault_mem.search.build import build
 from vault_mem.search.store import VaultIndex
 from vault_mem.served.context import Vault, View
@@ -245,10 +245,10 @@ def tidy_of(vault: Vault, threshold: float) -> tuple[list[Cluster], set[str], fl
 
     start = time.perf_counter()
     with vault.index.searching() as searcher:
-        found = clusters(lambda: View(vault, searcher), threshold=threshold)
-        view = View(vault, searcher)
+        found = clusters(lambda: View(vault, Snapshot(searcher, config=vault.index.config)), threshold=threshold)
+        view = View(vault, Snapshot(searcher, config=vault.index.config))
         lineage = Lineage(view)
-        current = {view.record(d)["path"] for d in view.all_docs() if not lineage.superseded(d)}
+        current = {view.snapshot.record(d)["path"] for d in view.snapshot.all_docs() if not lineage.superseded(d)}
     return found, current, time.perf_counter() - start
 
 

@@ -39,10 +39,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 
 import duplicate_set  # tests/duplicate_set.py
 
-from vault_mem import settings
 from vault_mem.search import facts
 from vault_mem.search.api import VaultIndex, install_whoosh_patches, sync
-from vault_mem.served.context import Vault, View
+from vault_mem.served.context import Vault, view_of
 
 install_whoosh_patches()
 
@@ -75,16 +74,14 @@ def proposals(vault: Vault, threshold: float) -> tuple[set[frozenset[str]], set[
     from vault_mem.search.api import resembling
 
     listed: set[frozenset[str]] = set()
-    with settings.use(dataclasses.replace(settings.current(), similar_threshold=threshold)), \
-            vault.index.searching() as searcher:
-        view = View(vault, searcher)
-        for doc in view.all_docs():
-            record = view.record(doc)
-            for near in resembling(view, str(record.get("title") or ""), str(record.get("head") or ""),
+    vault.index.config = dataclasses.replace(vault.index.config, similar_threshold=threshold)
+    with view_of(vault) as view:
+        for doc in view.snapshot.all_docs():
+            record = view.snapshot.record(doc)
+            for near in resembling(view.snapshot, str(record.get("title") or ""), str(record.get("head") or ""),
                                    exclude={doc}):
-                listed.add(frozenset((record["path"], view.record(near.docnum)["path"])))
-        tidied = {frozenset((c.keep.path, m.path)) for c in clusters(lambda: View(vault, searcher))
-                  for m in c.others}
+                listed.add(frozenset((record["path"], view.snapshot.record(near.docnum)["path"])))
+        tidied = {frozenset((c.keep.path, m.path)) for c in clusters(view.fresh) for m in c.others}
     return listed, tidied
 
 

@@ -51,7 +51,7 @@ from vault_mem.search.build import sync
 from vault_mem.search.ranking import search_terms
 from vault_mem.search.store import VaultIndex
 from vault_mem.search.topk import Ranked
-from vault_mem.served.context import Vault, View
+from vault_mem.served.context import Vault, View, view_of
 
 install_whoosh_patches()
 settings.configure(settings.from_environment(os.environ))
@@ -111,9 +111,8 @@ def open_vault(name: str, source: Path, index_dir: Path, model: Path, copy_to: P
 def ask(vault: Vault, index: VaultIndex, asked: list[Asked], sweep: bool) -> None:
     meaning = vault.meaning
     assert meaning is not None
-    with index.searching() as searcher:
-        view = View(vault, searcher)
-        paths = list(view.column("path"))
+    with view_of(vault) as view:
+        paths = list(view.snapshot.column("path"))
         for q in asked:
             q.found["fused"] = order_of(view, q.question)
             vault.meaning = None
@@ -123,7 +122,7 @@ def ask(vault: Vault, index: VaultIndex, asked: list[Asked], sweep: bool) -> Non
                 vault.meaning = meaning
             if sweep:
                 terms, _ = search_terms(q.question)
-                q.candidates = fusion.candidates(view, meaning, q.question, terms, DEEPEST)
+                q.candidates = fusion.candidates(view.snapshot, meaning, q.question, terms, DEEPEST)
                 q.paths = paths
 
 

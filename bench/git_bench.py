@@ -31,7 +31,7 @@ from vault_mem.git.history import History, history_for, register, unregister
 from vault_mem.git.repo import Repo
 from vault_mem.git.sync import sync_vault
 from vault_mem.reads.read import memory_read
-from vault_mem.search.api import install_whoosh_patches
+from vault_mem.search.api import Snapshot, install_whoosh_patches
 from vault_mem.search.build import sync
 from vault_mem.search.store import VaultIndex
 from vault_mem.served.context import Vault, View
@@ -127,7 +127,7 @@ def bench_reads(vault: Vault, sample: list[str], history: History) -> None:
         with vault.index.searching() as searcher:
             for ref in sample:
                 t0 = time.perf_counter()
-                answer = memory_read(View(vault, searcher), {"ref": ref, **args})
+                answer = memory_read(View(vault, Snapshot(searcher, config=vault.index.config)), {"ref": ref, **args})
                 times.append(time.perf_counter() - t0)
                 assert answer["status"] == "ok", answer
         return median_ms(times)

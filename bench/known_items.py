@@ -29,7 +29,8 @@ from vault_mem.search.api import install_whoosh_patches
 from vault_mem.search.build import build
 from vault_mem.search.segments import segments
 from vault_mem.search.store import VaultIndex
-from vault_mem.search.substring import segment_terms_containing, words
+from vault_mem.search.substring import segment_terms_containing
+from vault_mem.vault.names import words
 from vault_mem.vault.reader import read_note
 from vault_mem.vault.walk import walk_vault
 

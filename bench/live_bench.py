@@ -32,7 +32,7 @@ from vault_mem.runtime.watcher import Watcher
 from vault_mem.search.api import install_whoosh_patches
 from vault_mem.search.build import build
 from vault_mem.search.store import VaultIndex
-from vault_mem.served.context import Vault, View
+from vault_mem.served.context import Vault, view_of
 from vault_mem.vault.walk import walk_vault
 
 install_whoosh_patches()  # the engine's speed patches, as the command line installs them (VAULT_MEM_WHOOSH_PATCHES)
@@ -43,8 +43,8 @@ POLL = 0.005
 
 
 def found(vault: Vault, word: str, title: str) -> bool:
-    with vault.index.searching() as searcher:
-        answer = memory_search(View(vault, searcher), {"agent": "bench", "query": word})
+    with view_of(vault) as view:
+        answer = memory_search(view, {"agent": "bench", "query": word})
     return any(row["title"] == title for row in answer.get("notes", []))
 
 

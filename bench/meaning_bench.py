@@ -37,8 +37,8 @@ from vault_mem.search import fusion
 from vault_mem.search.api import install_whoosh_patches
 from vault_mem.search.build import sync
 from vault_mem.search.store import VaultIndex
-from vault_mem.search.substring import words
 from vault_mem.served.context import Vault
+from vault_mem.vault.names import words
 from vault_mem.vault.reader import read_note
 from vault_mem.vault.walk import walk_vault
 

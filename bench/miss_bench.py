@@ -25,10 +25,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import vault_mem.reads.memory_search as search_module
 from vault_mem.reads.misses import search_term_hints
-from vault_mem.search.api import install_whoosh_patches
+from vault_mem.search.api import Snapshot, install_whoosh_patches
 from vault_mem.search.store import VaultIndex
-from vault_mem.search.substring import words
 from vault_mem.served.context import Vault, View
+from vault_mem.vault.names import words
 
 install_whoosh_patches()  # the engine's speed patches, as the command line installs them (VAULT_MEM_WHOOSH_PATCHES)
 
@@ -65,24 +65,24 @@ def main() -> None:
     check: list[float] = []
     with vault.index.searching() as searcher:
         for q in queries:  # warm the caches both ways share
-            search(View(vault, searcher), q)
+            search(View(vault, Snapshot(searcher, config=vault.index.config)), q)
         for _ in range(args.reps):
             for q in queries:
                 for on in (True, False) if rng.random() < 0.5 else (False, True):
                     search_module.search_term_hints = real if on else (lambda view, terms: [])
                     t = time.process_time()
-                    search(View(vault, searcher), q)
+                    search(View(vault, Snapshot(searcher, config=vault.index.config)), q)
                     (with_hints if on else without).append(time.process_time() - t)
         search_module.search_term_hints = real
         for q in queries:
             t = time.process_time()
-            search_term_hints(View(vault, searcher), words(q))
+            search_term_hints(View(vault, Snapshot(searcher, config=vault.index.config)), words(q))
             check.append(time.process_time() - t)
         first: list[float] = []
         meant = 0
         for q in typos:
             t = time.process_time()
-            answer = search(View(vault, searcher), q)
+            answer = search(View(vault, Snapshot(searcher, config=vault.index.config)), q)
             first.append(time.process_time() - t)
             meant += "did you mean" in " ".join(answer.get("hints", []))
         segments = len(searcher.reader().leaf_readers())

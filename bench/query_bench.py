@@ -29,7 +29,7 @@ from gen_vault import generate
 from rpc_bench import ISSUE_WORDS, common_words, loadavg
 
 from vault_mem.mcp_server.tools import TOOLS_BY_NAME
-from vault_mem.search.api import install_whoosh_patches
+from vault_mem.search.api import Snapshot, install_whoosh_patches
 from vault_mem.search.build import build
 from vault_mem.search.ranking import score_notes
 from vault_mem.search.store import VaultIndex
@@ -73,11 +73,11 @@ def worst_common_word(vault: Vault, words: list[str], runs: int) -> None:
     for word in words:
         times = []
         with vault.index.searching() as searcher:
-            matches = len(score_notes(View(vault, searcher), [word]))
+            matches = len(score_notes(Snapshot(searcher, config=vault.index.config), [word]))
         for _ in range(runs):
             start = time.perf_counter()
             with vault.index.searching() as searcher:
-                handler(View(vault, searcher), {"agent": "bench", "query": word})
+                handler(View(vault, Snapshot(searcher, config=vault.index.config)), {"agent": "bench", "query": word})
             times.append((time.perf_counter() - start) * 1000)
         p50 = statistics.median(times)
         worst = max(worst, (word, p50), key=lambda w: w[1])
@@ -94,7 +94,7 @@ def in_process(vault: Vault, plan: list[tuple[str, str, dict[str, Any]]], runs: 
         for _ in range(runs):
             start = time.perf_counter()
             with vault.index.searching() as searcher:
-                status = handler(View(vault, searcher), dict(args))["status"]
+                status = handler(View(vault, Snapshot(searcher, config=vault.index.config)), dict(args))["status"]
             times.append((time.perf_counter() - start) * 1000)
         print(f"  {label:<34} {statistics.median(times):7.2f}  {pct(times, 0.95):7.2f}   {status}")
 

@@ -69,11 +69,13 @@ from vault_mem.meaning.embedder import Meaning
 from vault_mem.reads.memory_search import memory_search
 from vault_mem.runtime.meaning import index_notes, note_text
 from vault_mem.search import ranking
-from vault_mem.search.api import install_whoosh_patches
+from vault_mem.search.api import Snapshot, install_whoosh_patches
 from vault_mem.search.build import build, sync
+from vault_mem.search.snapshot import parts_of, searcher_of
 from vault_mem.search.store import VaultIndex
-from vault_mem.search.substring import form_hit_counts, words
-from vault_mem.served.context import Vault, View
+from vault_mem.search.substring import form_hit_counts
+from vault_mem.served.context import Vault, View, view_of
+from vault_mem.vault.names import words
 
 install_whoosh_patches()  # the engine's speed patches, as the command line installs them (VAULT_MEM_WHOOSH_PATCHES)
 settings.configure(settings.from_environment(os.environ))  # VAULT_MEM_QUERY_BITS and the rest, as the command line
@@ -92,7 +94,7 @@ Ranker = Callable[[View, str], list[str]]  # (view, question) -> vault-relative 
 
 def new_order(view: View, question: str) -> list[str]:
     answer = memory_search(view, {"agent": "bench", "query": question, "limit": max(KS)})
-    paths = view.column("path")
+    paths = view.snapshot.column("path")
     by_permalink = {"memory://" + p.removesuffix(".md"): p for p in paths if p}
     return [by_permalink[n["permalink"]] for n in answer["notes"]]
 
@@ -105,7 +107,7 @@ def old_order(view: View, question: str) -> list[str]:
     for term in kept:
         hit: set[int] = set()
         for field, weight in settings.current().rank_field_weights:
-            for doc, n in form_hit_counts(view.parts, field, term)[0].items():
+            for doc, n in form_hit_counts(parts_of(view.snapshot), field, term)[0].items():
                 scores[doc] = scores.get(doc, 0) + weight * min(n, settings.current().rank_hit_cap)
                 hit.add(doc)
         for doc in hit:
@@ -113,18 +115,18 @@ def old_order(view: View, question: str) -> list[str]:
     for doc, n in matched.items():
         if n == len(kept):
             scores[doc] += settings.current().rank_all_terms_bonus
-    updated, paths = view.column("updated"), view.column("path")
+    updated, paths = view.snapshot.column("updated"), view.snapshot.column("path")
     ranked = sorted(scores, key=lambda d: (-scores[d], -(updated[d] or 0), paths[d] or ""))
     return [paths[d] for d in ranked[:max(KS)]]
 
 
 def one_rarity_scores(view: View, terms: list[str]) -> dict[int, float]:
     """The score before issue 18: one df per term (notes holding it or its stem), +10 for all."""
-    notes = view.searcher.doc_count()
+    notes = searcher_of(view.snapshot).doc_count()
     totals: dict[int, float] = {}
     matched: dict[int, int] = {}
     for term in terms:
-        hits = ranking.weighted_hits(view, term)
+        hits = ranking.weighted_hits(view.snapshot, term)
         either = {d: hits.exact.get(d, 0) + hits.stem.get(d, 0) for d in hits.exact.keys() | hits.stem.keys()}
         idf = ranking.rarity(notes, len(either))
         for doc, value in either.items():
@@ -137,8 +139,8 @@ def one_rarity_scores(view: View, terms: list[str]) -> dict[int, float]:
 def one_rarity_order(view: View, question: str) -> list[str]:
     """memory_search's order over the one-rarity scores (every match scored, then sorted)."""
     terms, _dropped = ranking.search_terms(question)
-    scores = one_rarity_scores(view, terms)
-    updated, paths = view.column("updated"), view.column("path")
+    scores = one_rarity_scores(view.snapshot, terms)
+    updated, paths = view.snapshot.column("updated"), view.snapshot.column("path")
     ranked = sorted(scores, key=lambda d: (-scores[d], -(updated[d] or 0), paths[d] or ""))
     return [paths[d] for d in ranked[:max(KS)]]
 
@@ -146,7 +148,7 @@ def one_rarity_order(view: View, question: str) -> list[str]:
 def bm25f(view: View, question: str) -> list[str]:
     terms, _dropped = ranking.search_terms(question)
     query = Or([Term(field, term) for field in TEXT_FIELDS for term in terms])
-    searcher = Searcher(view.searcher.reader(), weighting=scoring.BM25F())
+    searcher = Searcher(searcher_of(view.snapshot).reader(), weighting=scoring.BM25F())
     return [hit["path"] for hit in searcher.search(query, limit=max(KS))]
 
 
@@ -288,7 +290,7 @@ def check_known_items(corpus: Path | None, show: int, model: Path | None = None,
             with index.searching() as searcher:
                 vault = Vault(root, index)
                 vault.meaning = meaning
-                view = View(vault, searcher)
+                view = View(vault, Snapshot(searcher, config=vault.index.config))
                 cells, misses = [], []
                 for order_name, ranker in orders.items():
                     in_ten, first, missed = known_item_counts(view, items, ranker)
@@ -346,8 +348,7 @@ def main() -> None:
             meaning = embedded(args.meaning_model, root, index)
             rankers = with_meaning(meaning)
             vault = Vault(root, index)
-            with index.searching() as searcher:
-                view = View(vault, searcher)
+            with view_of(vault) as view:
                 for name, ranker in rankers.items():
                     got = [first_rank(ranker(view, q["question"]), q["answers"]) for q in asked]
                     ranks.setdefault(name, {})[vault_name] = got

@@ -24,7 +24,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from vault_mem.search.api import VaultIndex, install_whoosh_patches, sync
-from vault_mem.served.context import Vault, View
+from vault_mem.served.context import Vault, view_of
 from vault_mem.writes import tools
 
 install_whoosh_patches()  # the engine's speed patches, as the command line installs them (VAULT_MEM_WHOOSH_PATCHES)
@@ -63,9 +63,9 @@ def main() -> None:
                 note = rng.choice(notes)
                 raw = {"agent": "bench", "domain": "bench", "title": f"{note.stem} again {round_} {n}",
                        "content": restatement(note, rng)}
-                with index.searching() as searcher:
+                with view_of(vault) as view:
                     start = time.perf_counter()
-                    answer = tools.memory_write(View(vault, searcher), raw, similar=similar)
+                    answer = tools.memory_write(view, raw, similar=similar)
                     times.append((time.perf_counter() - start) * 1000)
                 listed += bool(answer.get("similar"))
             times.sort()

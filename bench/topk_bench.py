@@ -36,7 +36,7 @@ from vault_mem.mcp_server.tools import TOOLS_BY_NAME
 from vault_mem.search.api import install_whoosh_patches
 from vault_mem.search.ranking import score_notes, search_terms
 from vault_mem.search.topk import best_notes
-from vault_mem.served.context import Vault, View
+from vault_mem.served.context import Vault, View, view_of
 
 install_whoosh_patches()  # the engine's speed patches, as the command line installs them (VAULT_MEM_WHOOSH_PATCHES)
 
@@ -44,14 +44,14 @@ Page = tuple[list[int], dict[int, float], bool]
 
 
 def full_page(view: View, terms: list[str], limit: int) -> Page:
-    scores = score_notes(view, terms)
-    updated, paths = view.column("updated"), view.column("path")
+    scores = score_notes(view.snapshot, terms)
+    updated, paths = view.snapshot.column("updated"), view.snapshot.column("path")
     page = heapq.nsmallest(limit, scores, key=lambda d: (-scores[d], -(updated[d] or 0), paths[d] or ""))
     return page, {d: scores[d] for d in page}, len(scores) > len(page)
 
 
 def pruned_page(view: View, terms: list[str], limit: int) -> Page:
-    ranked = best_notes(view, terms, limit)
+    ranked = best_notes(view.snapshot, terms, limit)
     return ranked.page, ranked.scores, ranked.truncated
 
 
@@ -85,8 +85,7 @@ def main() -> None:
     worst: dict[str, tuple[float, str]] = {"full": (0.0, ""), "pruned": (0.0, "")}
     slowest: dict[str, tuple[float, str]] = {"full": (0.0, ""), "pruned": (0.0, "")}
     differ: list[str] = []
-    with index.searching() as searcher:
-        view = View(Vault(root, index), searcher)
+    with view_of(Vault(root, index)) as view:
         for query in queries:
             terms, _dropped = search_terms(query)
             pages: dict[str, Any] = {}

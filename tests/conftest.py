@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import json
+import os
 import random
 import textwrap
 import threading
@@ -19,9 +21,7 @@ from mcp import Client
 from vault_mem import settings
 from vault_mem.mcp_server.answers import IS_ERROR
 from vault_mem.mcp_server.app import build_server
-from vault_mem.search.api import install_whoosh_patches
-from vault_mem.search.build import sync
-from vault_mem.search.store import VaultIndex
+from vault_mem.search.api import VaultIndex, install_whoosh_patches, reading, sync
 from vault_mem.served.context import Vault
 from vault_mem.vault.note import Note
 from vault_mem.vault.reader import read_note
@@ -39,14 +39,23 @@ def pytest_configure(config: pytest.Config) -> None:
     install_whoosh_patches()
 
 
+WHOOSH_PATCHES = "VAULT_MEM_WHOOSH_PATCHES"  # docs/settings.md: which Whoosh patches a process puts in place
+
+
 @pytest.fixture
 def whoosh_patches() -> Iterator[None]:
     """Every Whoosh patch in place for one test (a test of what a patch does), whatever the run chose."""
-    from vault_mem.search.whoosh.patches import install
-
-    install(())
-    yield
-    install_whoosh_patches()
+    chosen = os.environ.get(WHOOSH_PATCHES)
+    os.environ[WHOOSH_PATCHES] = "all"
+    try:
+        install_whoosh_patches()
+        yield
+    finally:
+        if chosen is None:
+            del os.environ[WHOOSH_PATCHES]
+        else:
+            os.environ[WHOOSH_PATCHES] = chosen
+        install_whoosh_patches()
 
 
 # The files CI runs a second time on Whoosh's own code (VAULT_MEM_WHOOSH_PATCHES=none, the README's
@@ -134,8 +143,8 @@ def churn(index: VaultIndex, meta: dict[str, Any], rng: random.Random, edits: in
     for rel in rng.sample(sorted(meta), removals):
         del meta[rel]
         commit_removal(index, rel)
-    with index.searching() as searcher:
-        assert len(searcher.reader().leaf_readers()) > 1
+    with reading(index) as snapshot:
+        assert snapshot.segment_count() > 1
 
 
 def open_vault(root: Path, project: str | None = None, compat: bool = False) -> Vault:
@@ -147,9 +156,9 @@ def open_vault(root: Path, project: str | None = None, compat: bool = False) -> 
 
 def stored(index: VaultIndex, path: str) -> dict[str, Any] | None:
     """The record the index holds for ``path``, as committed now (None when it holds none)."""
-    with index.searching() as searcher:
-        fields = searcher.document(path=path)
-        return None if fields is None else fields["record"]
+    with reading(index) as snapshot:
+        docnum = snapshot.by_path(path)
+        return None if docnum is None else copy.deepcopy(snapshot.record(docnum))
 
 
 def has_path(index: VaultIndex, path: str) -> bool:

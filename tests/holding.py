@@ -9,7 +9,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from vault_mem.search.hold import HOLD_AT
+from vault_mem.search.hold import HOLD_AT  # re-exported: the tests above the engine hold it here
 from vault_mem.search.whoosh.patches import ENVIRONMENT as WHOOSH_PATCHES
 
 HANG = 120.0  # generous: only a hang fails

@@ -27,8 +27,7 @@ from conftest import ToolClient, connect
 
 from vault_mem import settings
 from vault_mem.reads.rows import cut_message
-from vault_mem.search.build import sync
-from vault_mem.search.store import VaultIndex
+from vault_mem.search.api import VaultIndex, sync
 from vault_mem.served.context import Vault
 from vault_mem.vault.frontmatter import split_frontmatter
 from vault_mem.vault.reader import decode
@@ -307,7 +306,8 @@ async def test_list_by_domain_rows_of_huge_records_are_cut_and_marked(vault: Vau
     cut = [r["permalink"] for r in answer["results"] if "truncated_fields" in r]
     assert sorted(cut) == ["memory://huge/heading", "memory://huge/tags", "memory://huge/title"]
     assert "next_offset" not in answer  # the six rows fit one page once cut,
-    assert said_so(answer) == cut_message(cut)  # and the answer says which were cut and where the rest is
+    # and the answer says which were cut and where the rest is
+    assert said_so(answer) == cut_message(cut, settings.current().max_answer_chars)
 
 
 async def test_memory_list_rows_of_huge_records_are_cut_and_marked(vault: Vault) -> None:

@@ -100,7 +100,7 @@ def test_a_runtime_is_quiet_only_with_no_call_running_and_none_ended_lately(tmp_
     """What the collector asks before a full collection (cli/serve.py): a worker whose calls all
     wait for a lock uses no CPU, yet it is not idle."""
     from vault_mem.runtime.lifecycle import Runtime
-    from vault_mem.search.store import VaultIndex
+    from vault_mem.search.api import VaultIndex
 
     root = tmp_path / "v"
     root.mkdir()

@@ -21,8 +21,7 @@ from mcp import Client, StdioServerParameters
 from test_watcher import in_sync, index_etags
 
 from vault_mem.runtime.watcher import Watcher
-from vault_mem.search.build import reconcile, sync
-from vault_mem.search.store import VaultIndex
+from vault_mem.search.api import VaultIndex, reconcile, sync
 from vault_mem.vault.walk import walk_vault
 
 REWRITER = """

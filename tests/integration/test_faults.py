@@ -33,8 +33,7 @@ import pytest
 from conftest import open_vault, write_notes
 from mcp import Client, StdioServerParameters
 
-from vault_mem.search.build import reconcile, sync
-from vault_mem.search.store import VaultIndex
+from vault_mem.search.api import VaultIndex, reconcile, sync
 from vault_mem.served.context import Vault
 from vault_mem.vault import writer
 

@@ -11,8 +11,7 @@ import pytest
 from git_helpers import MACHINE, commit_all, git, git_env, new_repo
 
 from vault_mem import cli
-from vault_mem.search.build import sync
-from vault_mem.search.store import VaultIndex
+from vault_mem.search.api import VaultIndex, sync
 from vault_mem.served.context import Vault
 
 pytestmark = pytest.mark.anyio

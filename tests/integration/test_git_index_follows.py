@@ -11,8 +11,7 @@ from conftest import eventually, stored
 from git_helpers import commit_all, git, git_env, new_repo
 
 from vault_mem.runtime.watcher import Watcher
-from vault_mem.search.build import sync
-from vault_mem.search.store import VaultIndex
+from vault_mem.search.api import VaultIndex, sync
 from vault_mem.vault.paths import display_path
 from vault_mem.vault.reader import file_etag
 from vault_mem.vault.walk import walk_vault

@@ -16,8 +16,7 @@ from git_helpers import commit_all, git, git_env, new_repo
 from vault_mem import cli
 from vault_mem.git.sync import host_name, sync_vault
 from vault_mem.runtime.watcher import Watcher
-from vault_mem.search.build import sync
-from vault_mem.search.store import VaultIndex
+from vault_mem.search.api import VaultIndex, sync
 from vault_mem.served.context import Vault
 
 pytestmark = pytest.mark.anyio

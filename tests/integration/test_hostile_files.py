@@ -30,7 +30,7 @@ from typing import Any
 import pytest
 from conftest import ToolClient, connect
 
-from vault_mem.search.store import VaultIndex
+from vault_mem.search.api import VaultIndex
 from vault_mem.served.context import Vault
 
 pytestmark = pytest.mark.anyio

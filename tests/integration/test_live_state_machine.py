@@ -21,9 +21,8 @@ from test_watcher import disk_etags, index_etags
 
 from vault_mem.reads.read import memory_read
 from vault_mem.runtime.watcher import Watcher
-from vault_mem.search.build import sync
-from vault_mem.search.store import VaultIndex
-from vault_mem.served.context import Vault, View
+from vault_mem.search.api import VaultIndex, sync
+from vault_mem.served.context import Vault, view_of
 from vault_mem.vault.paths import display_path
 from vault_mem.vault.reader import file_etag
 
@@ -139,8 +138,8 @@ class LiveVault(RuleBasedStateMachine):
         if not files:
             return
         rel = files[len(files) // 2]
-        with self.index.searching() as searcher:
-            answer = memory_read(View(Vault(self.root, self.index), searcher), {"ref": rel})
+        with view_of(Vault(self.root, self.index)) as view:
+            answer = memory_read(view, {"ref": rel})
         assert answer["status"] == "ok", answer
         assert answer["path"] == display_path(rel)
         assert answer["etag"] == file_etag((self.root / rel).read_bytes())

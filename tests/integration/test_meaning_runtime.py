@@ -15,12 +15,8 @@ from meaning_model import make_tiny_model, scramble
 
 from vault_mem import settings
 from vault_mem.errors import InvalidInput, MeaningUnavailable
-from vault_mem.mcp_server.app import call
-from vault_mem.mcp_server.tools import TOOLS_BY_NAME
 from vault_mem.meaning.embedder import Meaning
 from vault_mem.meaning.model import load_model
-from vault_mem.runtime.meaning import index_notes, note_text
-from vault_mem.search import fusion
 
 TEXTS = ["which message broker did we pick?", "Queue decision v3: NATS JetStream", "water", "",
          "the garden soil and the tomatoes on the train to paris, about the bread in the oven " * 3]
@@ -94,25 +90,3 @@ def test_a_runtime_not_known_is_refused_naming_the_choices(tiny: Path) -> None:
         load_model(tiny, "torch")
 
 
-def test_the_page_is_the_same_whether_words_are_ranked_beside_the_embedding_or_before(
-        make_vault, tiny: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    notes = {f"n{i}.md": f"---\ntitle: note {i}\n---\n{body}\n" for i, body in enumerate([
-        "We chose NATS JetStream as the message broker.", "The Kafka trial was abandoned.",
-        "Water the tomatoes in the garden soil.", "A train ticket to Paris for the trip.",
-        "Bread from the oven.", "Which queue did we pick for messages?", "The garden plant to pick."])}
-    vault = make_vault(notes)
-    meaning = Meaning.open(tiny, vault.index.dir)
-    meaning.embed_pending(index_notes(vault.index), note_text(vault.root))
-    vault.meaning = meaning
-    spec = TOOLS_BY_NAME["memory_search"]
-    pages = {}
-    for concurrent in (True, False):
-        monkeypatch.setattr(fusion, "CONCURRENT", concurrent)
-        answers = []
-        for query in ("which message broker did we pick?", "garden", "paris trip", "nothing like it"):
-            meaning._queries.clear()
-            answers.append(call(vault, spec, {"agent": "a", "query": query}))
-        pages[concurrent] = answers
-    assert pages[True] == pages[False]
-    assert any(n.get("found_by") == "meaning" for a in pages[True] for n in a.get("notes", []))
-    meaning.stop()

@@ -12,8 +12,7 @@ import pytest
 from git_helpers import commit_all, git_env, new_repo
 
 from vault_mem.cli import main
-from vault_mem.search.build import sync
-from vault_mem.search.store import VaultIndex
+from vault_mem.search.api import VaultIndex, sync
 from vault_mem.served.context import Vault
 
 __all__ = ["git_env"]  # a fixture, used by name

@@ -17,14 +17,12 @@ from typing import Any
 import anyio
 import pytest
 from conftest import ToolClient, Tuned, eventually, write_notes
-from holding import wait_held
+from holding import HOLD_AT, wait_held
 from mcp import Client, StdioServerParameters
 
 from vault_mem.mcp_server.app import build_server
 from vault_mem.runtime.lifecycle import Runtime
-from vault_mem.search.build import sync
-from vault_mem.search.hold import HOLD_AT
-from vault_mem.search.store import VaultIndex
+from vault_mem.search.api import VaultIndex, sync
 from vault_mem.served.context import Vault
 
 pytestmark = pytest.mark.anyio

@@ -15,7 +15,6 @@ import pytest
 
 from vault_mem import settings
 from vault_mem.errors import InvalidInput
-from vault_mem.search.lru import CACHE
 
 ROOT = Path(__file__).resolve().parent.parent.parent
 
@@ -54,13 +53,6 @@ def test_the_environment_sets_what_a_person_tunes_and_names_a_wrong_value() -> N
         with pytest.raises(InvalidInput) as caught:
             settings.from_environment({name: value})
         assert name in caught.value.message and repr(value) in caught.value.message
-
-
-def test_use_sets_and_restores_and_code_reads_the_settings_at_use() -> None:
-    before = settings.current()
-    with settings.use(dataclasses.replace(before, cache_mb=3)):
-        assert CACHE.max_bytes == 3 * 2**20  # read now, not when the module was imported
-    assert settings.current() is before and CACHE.max_bytes == int(before.cache_mb * 2**20)
 
 
 def test_the_command_line_refuses_a_wrong_setting_by_environment_naming_it(tmp_path: Path) -> None:

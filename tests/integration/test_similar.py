@@ -8,6 +8,8 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +21,7 @@ from test_sharing import TOKEN, add_key, http_session
 from vault_mem import settings
 from vault_mem.cli import main
 from vault_mem.errors import Conflict
+from vault_mem.served.context import Vault
 from vault_mem.writes.tidy import supersede_into
 
 pytestmark = pytest.mark.anyio
@@ -86,12 +89,12 @@ async def test_supersede_never_lists_the_note_it_replaces_but_lists_another_rest
 
 def test_a_note_too_short_to_judge_lists_nothing(tmp_path) -> None:
     from vault_mem.search.api import resembling
-    from vault_mem.served.context import View
+    from vault_mem.served.context import view_of
 
     vault = open_vault(write_notes(tmp_path / "v", {"a.md": "---\ntitle: Todo\n---\ntodo\n",
                                                     "b.md": "---\ntitle: Todo\n---\ntodo\n"}))
-    with vault.index.searching() as searcher:
-        assert resembling(View(vault, searcher), "Todo", "todo") == []
+    with view_of(vault) as view:
+        assert resembling(view.snapshot, "Todo", "todo") == []
 
 
 async def test_a_limited_agent_never_hears_of_a_similar_note_it_cannot_read(tmp_path, capsys) -> None:
@@ -180,16 +183,30 @@ def test_tidy_leaves_a_cluster_alone_when_its_note_to_keep_changed_since_it_was_
     assert target.read_bytes() == changed
 
 
+@contextmanager
+def served_with(vault: Vault, **changes: Any) -> Iterator[None]:
+    """The served vault's settings changed for a while: its index's (what a call's view reads) and,
+    while writes/tools.py still reads them there, the process's."""
+    config = vault.index.config
+    vault.index.config = dataclasses.replace(config, **changes)
+    try:
+        with settings.use(vault.index.config):
+            yield
+    finally:
+        vault.index.config = config
+
+
 async def test_memory_write_reads_the_similar_settings_at_the_call(tmp_path, mcp_session) -> None:
-    async with mcp_session(open_vault(tidy_vault(tmp_path / "v"))) as c:
+    vault = open_vault(tidy_vault(tmp_path / "v"))
+    async with mcp_session(vault) as c:
         found = await c.call("memory_write", agent="coder", title="Billing exporter again", content=RESTATED,
                              domain="diary")
         assert len(found["similar"]) == 3, "by default: the three billing notes"
-        with settings.use(dataclasses.replace(settings.current(), similar_shown=1)):
+        with served_with(vault, similar_shown=1):
             one = await c.call("memory_write", agent="coder", title="Billing exporter once more", content=RESTATED,
                                domain="diary")
         assert len(one["similar"]) == 1
-        with settings.use(dataclasses.replace(settings.current(), similar_threshold=0.999)):
+        with served_with(vault, similar_threshold=0.999):
             strict = await c.call("memory_write", agent="coder", title="Billing exporter last", content=RESTATED,
                                   domain="diary")
         assert strict["status"] == "ok" and strict["similar"] == []
@@ -197,19 +214,21 @@ async def test_memory_write_reads_the_similar_settings_at_the_call(tmp_path, mcp
 
 def test_tidy_reads_the_similar_and_tidy_settings_at_the_call(tmp_path) -> None:
     from vault_mem.reads.tidy import clusters
-    from vault_mem.served.context import View
+    from vault_mem.served.context import view_of
 
     vault = open_vault(tidy_vault(tmp_path / "v"))
-    with vault.index.searching() as searcher:
-        def views() -> View:
-            return View(vault, searcher)
 
-        [cluster] = clusters(views)
-        assert len(cluster.others) == 2
-        with settings.use(dataclasses.replace(settings.current(), similar_threshold=0.999)):
-            assert clusters(views) == []
-        with settings.use(dataclasses.replace(settings.current(), tidy_view_notes=1, tidy_view_clusters=1)):
-            assert clusters(views) == [cluster], "a fresh view every note finds the same"
+    def tidied() -> list[Any]:
+        with view_of(vault) as view:  # a call's view takes the index's settings as they are then
+            return clusters(view.fresh)
+
+    [cluster] = tidied()
+    assert len(cluster.others) == 2
+    config = vault.index.config
+    vault.index.config = dataclasses.replace(config, similar_threshold=0.999)
+    assert tidied() == []
+    vault.index.config = dataclasses.replace(config, tidy_view_notes=1, tidy_view_clusters=1)
+    assert tidied() == [cluster], "a fresh view every note finds the same"
 
 
 PLAN = ("The staging cluster runs 6 nodes of e2-standard-8 in europe-west4 and the autoscaler may reach 12 nodes. "

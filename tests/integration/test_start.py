@@ -25,8 +25,7 @@ from mcp import Client, StdioServerParameters
 from vault_mem.mcp_server.app import build_server
 from vault_mem.runtime.lifecycle import Runtime
 from vault_mem.runtime.watcher import Watcher
-from vault_mem.search.build import sync
-from vault_mem.search.store import VaultIndex
+from vault_mem.search.api import VaultIndex, note_count, reading, sync
 from vault_mem.served.context import Vault
 from vault_mem.vault.walk import walk_vault
 
@@ -64,8 +63,7 @@ async def test_the_first_call_of_one_call_sessions_on_a_fresh_sample_vault_answe
     assert all(paths(answer) == paths(first) for answer in answers), answers
     index = VaultIndex(root)
     assert index.is_complete()
-    with index.searching() as searcher:
-        assert searcher.doc_count() == len(walk_vault(root).files)
+    assert note_count(index) == len(walk_vault(root).files)
 
 
 async def test_an_answer_during_a_build_counts_the_notes_on_disk(tmp_path: Path) -> None:
@@ -114,8 +112,7 @@ def notes_committed(root: Path) -> int:
     try:
         if index.needs_build():
             return 0
-        with index.searching() as searcher:
-            return int(searcher.doc_count())
+        return note_count(index)
     except Exception:  # the build is replacing the table of contents right now: look again
         return 0
     finally:
@@ -376,9 +373,9 @@ def test_every_folder_is_watched_once_the_runtime_has_started(tmp_path: Path) ->
         assert runtime.watcher is not None
 
         def all_applied() -> bool:
-            with index.searching() as searcher:
-                sizes = {f: searcher.stored_fields(searcher.document_number(path=f"{f}/n.md".lstrip("/")))
-                         ["record"]["size"] for f in folders}
+            with reading(index) as snapshot:
+                sizes = {f: snapshot.record(snapshot.by_path(f"{f}/n.md".lstrip("/")))["size"]
+                         for f in folders}
             return all(size == (root / f / "n.md").stat().st_size for f, size in sizes.items())
 
         eventually(all_applied, timeout=HANG, what="every folder's save applied by the watcher")
@@ -404,8 +401,8 @@ def test_a_worker_that_does_not_write_follows_the_files_through_the_writers_comm
         (root / "b.md").write_text("# Bravo\n\nsaved by hand\n", encoding="utf-8")
 
         def found_by_reader() -> bool:
-            with reader_index.searching() as searcher:
-                return searcher.document(path="b.md") is not None
+            with reading(reader_index) as snapshot:
+                return snapshot.by_path("b.md") is not None
 
         eventually(found_by_reader, timeout=HANG, what="worker 1's commit seen by the serving worker")
     finally:
@@ -433,8 +430,8 @@ def test_the_watching_process_follows_a_vault_folder_that_came_back_without_any_
         (root / "b.md").write_text("# Bravo\n\nsaved in the folder that came back\n", encoding="utf-8")
 
         def indexed() -> bool:
-            with index.searching() as searcher:
-                return searcher.document(path="b.md") is not None
+            with reading(index) as snapshot:
+                return snapshot.by_path("b.md") is not None
 
         eventually(indexed, timeout=30, what="the save in the new folder indexed")  # the check: 60 s
     finally:

@@ -27,8 +27,7 @@ from test_ui import page_of
 from vault_mem.cli import main
 from vault_mem.history import journal
 from vault_mem.mcp_server.app import build_server
-from vault_mem.search.build import sync
-from vault_mem.search.store import VaultIndex
+from vault_mem.search.api import VaultIndex, sync
 from vault_mem.served.agents import Agent
 from vault_mem.served.context import Vault
 from vault_mem.served.keys import add_agent

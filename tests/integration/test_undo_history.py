@@ -21,8 +21,7 @@ from test_undo import call
 from vault_mem import settings
 from vault_mem.history import agentstate, journal, kept
 from vault_mem.mcp_server.app import build_server
-from vault_mem.search.build import sync
-from vault_mem.search.store import VaultIndex
+from vault_mem.search.api import VaultIndex, sync
 from vault_mem.served.context import Vault
 from vault_mem.vault.walk import walk_vault
 

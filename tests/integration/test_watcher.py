@@ -21,10 +21,8 @@ from vault_mem.reads.list_by_domain import list_by_domain
 from vault_mem.runtime import watcher as watcher_module
 from vault_mem.runtime.observer import EVENTS_LOST
 from vault_mem.runtime.watcher import Watcher
-from vault_mem.search.build import reconcile, sync
-from vault_mem.search.schema import document_of
-from vault_mem.search.store import VaultIndex
-from vault_mem.served.context import Vault, View
+from vault_mem.search.api import VaultIndex, document_of, reconcile, sync
+from vault_mem.served.context import Vault, view_of
 from vault_mem.vault.paths import display_path
 from vault_mem.vault.reader import file_etag, read_note
 from vault_mem.vault.walk import walk_vault
@@ -60,8 +58,8 @@ def note(title: str, body: str, uid: str | None = None) -> str:
 
 
 def domain_paths(vault: Vault, domain: str) -> list[str]:
-    with vault.index.searching() as s:
-        answer = list_by_domain(View(vault, s), {"domain": domain, "limit": 200, "status": "all"})
+    with view_of(vault) as view:
+        answer = list_by_domain(view, {"domain": domain, "limit": 200, "status": "all"})
     return sorted(r["path"] for r in answer["results"])
 
 

@@ -52,8 +52,7 @@ from watchdog.events import (
 )
 
 from vault_mem.runtime.watcher import Watcher, _Handler
-from vault_mem.search.build import sync
-from vault_mem.search.store import VaultIndex
+from vault_mem.search.api import VaultIndex, sync
 from vault_mem.vault.paths import display_path
 from vault_mem.vault.reader import file_etag
 from vault_mem.vault.walk import walk_vault

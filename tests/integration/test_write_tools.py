@@ -20,7 +20,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from vault_mem.runtime.watcher import Watcher
-from vault_mem.search.build import reconcile
+from vault_mem.search.api import reconcile
 from vault_mem.vault.reader import file_etag, normalize_tags
 
 pytestmark = pytest.mark.anyio

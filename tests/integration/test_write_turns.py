@@ -1,7 +1,7 @@
 """Write tools of one process take turns per note (writes/tools.py): writes of one note one after
 another, writes of different notes side by side; the small file locks beside the index queue
 the threads of a process before the file (history/filelocks.py); and what the watcher and the
-commit wait for is the file steps under way when they ask (search/commits.py ``Written``)."""
+commit wait for is the file steps under way when they ask (tests/engine/test_written.py)."""
 
 from __future__ import annotations
 
@@ -19,8 +19,7 @@ from conftest import in_threads
 
 from vault_mem.history import filelocks, journal
 from vault_mem.mcp_server.app import Calls
-from vault_mem.search.build import reconcile
-from vault_mem.search.commits import Written
+from vault_mem.search.api import reconcile
 from vault_mem.writes import tools
 
 NOTES = {
@@ -126,43 +125,6 @@ def test_new_notes_from_many_threads_each_get_a_file_of_their_own(make_vault) ->
     assert len({(vault.root / f).name for f in vault.root.glob("Same*.md")}) == 6
     for uid in uids:
         assert calls.answer("memory_read", {"ref": uid}, None)["status"] == "ok"
-
-
-def test_waiting_for_the_file_steps_does_not_wait_for_steps_begun_later() -> None:
-    """``wait_steps`` waits for the steps under way when asked; under steady writes a wait for
-    a moment with none under way could last as long as the writes do."""
-    written = Written()
-    first_began, later_began, first_done = threading.Event(), threading.Event(), threading.Event()
-    stop = threading.Event()
-
-    def first() -> None:
-        written.begin()
-        first_began.set()
-        assert first_done.wait(WAIT)
-        written.end()
-
-    def later() -> None:
-        written.begin()
-        later_began.set()
-        stop.wait(WAIT)
-        written.end()
-
-    threads = [threading.Thread(target=first), threading.Thread(target=later)]
-    threads[0].start()
-    assert first_began.wait(WAIT)
-    outcome: list[bool] = []
-    waiter = threading.Thread(target=lambda: outcome.append(written.wait_steps(WAIT)))
-    waiter.start()
-    threads[1].start()
-    assert later_began.wait(WAIT)
-    assert waiter.is_alive()  # the first steps are still under way
-    first_done.set()
-    waiter.join(WAIT)
-    stop.set()
-    for thread in threads:
-        thread.join(WAIT)
-    assert outcome == [True]
-    assert written.wait_steps(0.0)  # none under way now
 
 
 def test_a_file_lock_lets_one_thread_in_at_a_time(tmp_path: Path) -> None:

@@ -1,7 +1,7 @@
 """Duplicates by fact, not topic (docs/ranking.md, "Notes that say the same"): on the labelled
 set of tests/duplicates/ (tests/duplicate_set.py), ``similar`` and ``tidy`` propose the planted
 restatements and not the notes made from one template with other names and facts, nor a list of
-links for a page of embeds; and the rule's parts, one by one (search/facts.py)."""
+links for a page of embeds (the rule's parts, one by one: tests/engine/test_facts.py)."""
 
 from __future__ import annotations
 
@@ -13,12 +13,7 @@ from conftest import open_vault
 
 from vault_mem.reads.tidy import clusters
 from vault_mem.search.api import resembling
-from vault_mem.search.facts import alike, disagree, said, unmatched
-from vault_mem.served.context import View
-
-
-def wording(a: object, b: object) -> float:
-    return 1.0
+from vault_mem.served.context import view_of
 
 
 @pytest.mark.parametrize("half", duplicate_set.HALVES)
@@ -26,14 +21,14 @@ def test_tidy_and_similar_propose_restatements_not_template_siblings(tmp_path: P
     notes = duplicate_set.notes(half)
     truth = duplicate_set.true_pairs(notes)
     vault = open_vault(duplicate_set.write(tmp_path / "v", notes))
-    with vault.index.searching() as searcher:
-        tidied = {frozenset((c.keep.path, m.path)) for c in clusters(lambda: View(vault, searcher)) for m in c.others}
-        view = View(vault, searcher)
+    with view_of(vault) as view:
+        tidied = {frozenset((c.keep.path, m.path)) for c in clusters(view.fresh) for m in c.others}
+        snapshot = view.snapshot
         listed = set()
-        for doc in view.all_docs():
-            record = view.record(doc)
-            for near in resembling(view, record["title"], record["head"], exclude={doc}):
-                listed.add(frozenset((record["path"], view.record(near.docnum)["path"])))
+        for doc in snapshot.all_docs():
+            record = snapshot.record(doc)
+            for near in resembling(snapshot, record["title"], record["head"], exclude={doc}):
+                listed.add(frozenset((record["path"], snapshot.record(near.docnum)["path"])))
     for found in (tidied, listed):
         right = len(found & truth)
         assert right / len(found) >= 0.9, sorted(map(sorted, found - truth))
@@ -42,39 +37,3 @@ def test_tidy_and_similar_propose_restatements_not_template_siblings(tmp_path: P
     assert not [p for p in tidied if all(x in families for x in p)], "no two notes of one template are proposed"
 
 
-def test_one_template_with_other_names_or_numbers_disagrees() -> None:
-    entities = said("Feature: Create Entities", "- Creates multiple new entities in the knowledge graph\n"
-                    "- Ignores entities whose name already exists\n\n## Relations\n\n- implemented_in [[Manager]]\n")
-    relations = said("Feature: Create Relations", "- Creates multiple new relations between entities in the "
-                     "knowledge graph\n- Skips relations that already exist\n\n## Relations\n\n"
-                     "- implemented_in [[Manager]]\n")
-    assert disagree(entities, relations), "each names what the other does not: Entities, Relations"
-    budget = said("Marketing budget 2025", "The budget is 210,000 EUR, approved on 2024-12-10.")
-    later = said("Marketing budget 2026", "The budget is 240,000 EUR, approved on 2025-12-09.")
-    assert disagree(budget, later)
-    assert {"2025", "2024-12-10"} <= set(unmatched(budget, later)), "the year and the date are facts"
-    # a date is one fact: its parts found elsewhere do not name it
-    assert disagree(said("1:1 with Priya 2026-02-02", "Notes on the exporter."),
-                    said("1:1 with Priya 2026-02-16", "Notes on the exporter, 02 of them."))
-
-
-def test_a_restatement_keeps_its_facts_and_may_leave_one_out() -> None:
-    first = said("Queue choice", "We chose NATS JetStream for the work queue on 2025-03-02. Kafka was rejected.")
-    again = said("Message broker decision", "Decision of 2025-03-02: the work queue moves to NATS JetStream.")
-    assert not disagree(first, again), "only the first names Kafka: one side lacks a fact, not both"
-    assert alike(first, again, lambda a, b: 0.5) == 0.5
-    # a name that starts a sentence in one note is still named by it
-    assert not disagree(said("Cat", "The vet saw Miso on 2025-09-15."), said("Shots", "Miso: seen 2025-09-15."))
-    # an identifier is named by its parts
-    assert not disagree(said("Feature Open Nodes", "Takes an array of names."),
-                        said("open_nodes tool", "Takes an array of names."))
-
-
-def test_notes_of_links_compare_their_targets_and_a_link_is_not_an_embed() -> None:
-    index = said("Index of the features", "- [[Create Entities]]\n- [[Create Relations]]\n- [[Search Nodes]]\n")
-    reordered = said("Features", "All of them:\n\n- [[Search Nodes]]\n- [[Create Entities]]\n- [[Create Relations]]\n")
-    embeds = said("The features at a glance", "![[Create Entities]]\n![[Create Relations]]\n![[Search Nodes]]\n")
-    assert index.links is not None and alike(index, reordered, wording) == 1.0
-    assert alike(index, embeds, wording) == 0.0, "an index of notes is not a page showing them"
-    prose = said("About features", "We shipped [[Create Entities]] first.\nThen the rest followed.\nIt went well.\n")
-    assert prose.links is None and alike(index, prose, wording) == 0.0

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from vault_mem.reads.lineage import Lineage
-from vault_mem.served.context import View
+from vault_mem.served.context import view_of
 
 pytestmark = pytest.mark.anyio
 
@@ -182,10 +182,9 @@ async def test_a_long_cycle_and_a_cycle_with_an_exit(make_vault, mcp_session):
 
 def test_lineage_api_for_memory_read(make_vault):
     vault = make_vault(CHAINS)
-    with vault.index.searching() as searcher:
-        view = View(vault, searcher)
+    with view_of(vault) as view:
         lineage = Lineage(view)
-        doc = {view.record(d)["uid"]: d for d in view.all_docs()}
+        doc = {view.snapshot.record(d)["uid"]: d for d in view.snapshot.all_docs()}
         assert lineage.lineage_of(doc["v2"]) == {
             "supersedes": ["memory://chain/v1"],
             "superseded_by": ["memory://chain/v3"],
@@ -196,7 +195,7 @@ def test_lineage_api_for_memory_read(make_vault):
                                                     "latest": ["memory://plain"]}
         assert lineage.superseded(doc["o"]) and not lineage.superseded(doc["n"])
         assert lineage.superseded(doc["x"]) and not lineage.superseded(doc["y"])
-        assert [view.record(d)["uid"] for d in lineage.history(doc["c"])] == ["a", "b", "c"]
+        assert [view.snapshot.record(d)["uid"] for d in lineage.history(doc["c"])] == ["a", "b", "c"]
         assert lineage.latest(doc["x"]) == [doc["y"]] == lineage.latest(doc["y"])
         assert lineage.dangling(doc["d"]) == ["Gone note"] and lineage.dangling(doc["v2"]) == []
 
@@ -208,7 +207,7 @@ def test_memory_reads_lineage_from_the_chain_alone_equals_the_whole_graphs_answe
     import random
 
     from vault_mem.reads.lineage import Lineage, lineage_for
-    from vault_mem.served.context import View
+    from vault_mem.served.context import view_of
 
     rng = random.Random(7)
     notes: dict[str, str] = {}
@@ -224,9 +223,8 @@ def test_memory_reads_lineage_from_the_chain_alone_equals_the_whole_graphs_answe
                 lines.append(f"{key}: {target if j < len(names) else 'gone-' + str(j)}")
         notes[rel] = "---\n" + "\n".join(lines) + f"\n---\nbody {i}\n"
     vault = make_vault(notes)
-    with vault.index.searching() as searcher:
-        view = View(vault, searcher)
+    with view_of(vault) as view:
         whole = Lineage(view)
         assert whole.has_edges() and whole.superseded_docs()
-        for doc in view.all_docs():
-            assert lineage_for(view, doc).lineage_of(doc) == whole.lineage_of(doc), view.record(doc)["path"]
+        for doc in view.snapshot.all_docs():
+            assert lineage_for(view, doc).lineage_of(doc) == whole.lineage_of(doc), view.snapshot.record(doc)["path"]

@@ -10,6 +10,7 @@ import pytest
 from conftest import commit_note, commit_removal
 
 from vault_mem import settings
+from vault_mem.search.api import reading
 
 pytestmark = pytest.mark.anyio
 
@@ -142,8 +143,8 @@ async def test_suggestions_come_from_every_segment_and_never_from_deleted_notes(
     commit_note(vault.index, "late.md", note("Late", "Observability dashboards.", "2025-07-01T00:00:00Z"))
     commit_note(vault.index, "gone.md", note("Gone", "Zeppelin archive.", "2025-07-02T00:00:00Z"))
     commit_removal(vault.index, "gone.md")
-    with vault.index.searching() as searcher:
-        assert len(searcher.reader().leaf_readers()) > 1  # the new notes sit in segments of their own
+    with reading(vault.index) as snapshot:
+        assert snapshot.segment_count() > 1  # the new notes sit in segments of their own
     async with mcp_session(vault) as c:
         late = await search(c, query="observabilty")
         assert late["hints"] == ["no note holds 'observabilty'; did you mean 'observability'?"]

@@ -93,7 +93,7 @@ def up_to_date(args: argparse.Namespace) -> VaultIndex:
 def run_query(args: argparse.Namespace, tool: str, raw: dict[str, Any]) -> dict[str, Any]:
     """Answer ``raw`` as the MCP tool ``tool`` would (same handler), on an up-to-date index."""
     from vault_mem.mcp_server.tools import TOOLS_BY_NAME
-    from vault_mem.served.context import Vault, View
+    from vault_mem.served.context import Vault, view_of
 
     index = up_to_date(args)
     vault = Vault(index.root, index, project=getattr(args, "project", None))
@@ -104,8 +104,8 @@ def run_query(args: argparse.Namespace, tool: str, raw: dict[str, Any]) -> dict[
         if vault.meaning is not None:
             embed_now(vault.meaning, index, quiet=bool(getattr(args, "json", False)))
     handler = TOOLS_BY_NAME[tool].handler
-    with index.searching() as searcher:
-        answer: dict[str, Any] = handler(View(vault, searcher), {k: v for k, v in raw.items() if v is not None})
+    with view_of(vault) as view:
+        answer: dict[str, Any] = handler(view, {k: v for k, v in raw.items() if v is not None})
     return answer
 
 

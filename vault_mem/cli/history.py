@@ -167,14 +167,13 @@ def inbox_options(parser: argparse.ArgumentParser) -> None:
 
 
 def cmd_inbox(args: argparse.Namespace) -> int:
-    from vault_mem.served.context import Vault, View
+    from vault_mem.served.context import Vault, view_of
     from vault_mem.served.mailbox import digest, inbox
 
     agent = _agent(args.name, "NAME")
     assert agent is not None
     index = up_to_date(args)
-    with index.searching() as searcher:
-        view = View(Vault(index.root, index), searcher)
+    with view_of(Vault(index.root, index)) as view:
         rows = [digest(view, doc) for doc in inbox(view, agent)]
     if args.json:
         print_json({"status": "ok", "agent": agent, "count": len(rows), "inbox": rows})

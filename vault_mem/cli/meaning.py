@@ -12,7 +12,8 @@ from vault_mem.cli.common import print_json, say
 from vault_mem.errors import InvalidInput
 
 if TYPE_CHECKING:
-    from vault_mem.search.api import Meaning, VaultIndex
+    from vault_mem.meaning.embedder import Meaning
+    from vault_mem.search.api import VaultIndex
 
 
 def add_meaning_option(parser: argparse.ArgumentParser) -> None:
@@ -26,10 +27,10 @@ def open_meaning(args: argparse.Namespace, index: VaultIndex) -> Meaning | None:
     value = getattr(args, "meaning_model", None)
     if not value:
         return None
+    from vault_mem.meaning.embedder import Meaning
     from vault_mem.meaning.pull import resolve_model
-    from vault_mem.search.api import open_meaning as load
 
-    return load(resolve_model(value), index.dir)
+    return Meaning.open(resolve_model(value), index.dir)
 
 
 def embed_now(meaning: Meaning, index: VaultIndex, quiet: bool) -> int:

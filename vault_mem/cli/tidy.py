@@ -34,7 +34,7 @@ def tidy_options(parser: argparse.ArgumentParser) -> None:
 
 def cmd_tidy(args: argparse.Namespace) -> int:
     from vault_mem.reads.tidy import Authors, clusters
-    from vault_mem.served.context import Vault, View
+    from vault_mem.served.context import Vault, view_of
     from vault_mem.served.keys import KeyRing
 
     if args.threshold is None:
@@ -57,8 +57,8 @@ def cmd_tidy(args: argparse.Namespace) -> int:
 
     authors = Authors(index.history_dir, may_write)
     bar: list[Progress] = []
-    with index.searching() as searcher:
-        found = clusters(lambda: View(vault, searcher), threshold=args.threshold,
+    with view_of(vault) as view:
+        found = clusters(view.fresh, threshold=args.threshold,
                          total=lambda n: bar.append(progress_bar("tidy: comparing", n)),
                          advance=lambda n: bar[0].advance(n), authors=authors, picked=picked)
     if bar:

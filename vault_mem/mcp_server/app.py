@@ -31,7 +31,7 @@ from vault_mem.mcp_server.outputs import output_schema
 from vault_mem.mcp_server.tools import ToolSpec, tools_for
 from vault_mem.reads.conflicts import conflict_hint
 from vault_mem.served.agents import Agent
-from vault_mem.served.context import Vault, View
+from vault_mem.served.context import Vault, View, view_of
 from vault_mem.served.mailbox import annotate, caller_name
 from vault_mem.served.refs import no_note, resolve_ref
 from vault_mem.ui import mcp_app
@@ -73,8 +73,7 @@ def call(vault: Vault, spec: ToolSpec, arguments: dict[str, Any] | None, caller:
         started = time.time()
         vault.check()  # may wait for a first build: not yet a call in flight (the check waits for those)
         try:
-            with vault.answering(), vault.index.searching() as searcher:
-                view = View(vault, searcher, caller)
+            with vault.answering(), view_of(vault, caller) as view:
                 answer = handler(view, raw)
                 annotate(view, spec.name, agent, answer, started)  # inbox, lost, persist_error (served/mailbox.py)
                 conflicts = conflict_hint(view) if answer.get("status") in ("ok", "none") else None
@@ -265,10 +264,9 @@ def _renders_apps(ctx: Any) -> bool:
 def _resource_page(vault: Vault, start: int, caller: Agent | None) -> tuple[list[t.Resource], str | None]:
     config = settings.current()
     try:
-        with vault.index.searching() as searcher:
-            view = View(vault, searcher, caller)
-            column = view.column("path")
-            paths = sorted(p for d in view.all_docs() if (p := column[d]))
+        with view_of(vault, caller) as view:
+            column = view.snapshot.column("path")
+            paths = sorted(p for d in view.snapshot.all_docs() if (p := column[d]))
     except VaultUnavailable:
         return [], None
     page = paths[start: start + config.resource_page]
@@ -298,10 +296,9 @@ def _resource_text(vault: Vault, uri: str, caller: Agent | None) -> str:
     from mcp.shared.exceptions import MCPError
 
     try:
-        with vault.index.searching() as searcher:
-            view = View(vault, searcher, caller)
+        with view_of(vault, caller) as view:
             docnum = _resolve_uri(view, uri)
-            record = view.record(docnum)
+            record = view.snapshot.record(docnum)
             data, real = view.note_bytes(record, "uri")
             if not view.may_see(str(record["path"]), None, record.get("real"), real):
                 raise no_note(uri)

@@ -20,7 +20,7 @@ from collections.abc import Callable
 from typing import Any
 
 from vault_mem.mcp_server.tools import TOOLS_BY_NAME
-from vault_mem.served.context import Vault, View
+from vault_mem.served.context import Vault, view_of
 
 log = logging.getLogger("vault_mem.mcp_server")
 WARM_AGENT = "vault-mem"  # a name memory_search checks; nothing is kept for it
@@ -42,8 +42,8 @@ def warm_up(vault: Vault) -> int:
     done = 0
     for name, args in WARM_CALLS:
         try:
-            with vault.index.searching() as searcher:
-                TOOLS_BY_NAME[name].handler(View(vault, searcher), dict(args))
+            with view_of(vault) as view:
+                TOOLS_BY_NAME[name].handler(view, dict(args))
             done += 1
         except Exception as exc:  # a warm-up is worth nothing next to serving
             log.debug("warming up with %s: %s", name, exc)

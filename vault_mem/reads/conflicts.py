@@ -4,7 +4,6 @@ person resolves each one (merges what they want into the note and deletes the co
 
 from __future__ import annotations
 
-from vault_mem import settings
 from vault_mem.git.sync import CONFLICT_COPY
 from vault_mem.served.context import View
 
@@ -15,15 +14,15 @@ def conflict_copies(view: View) -> list[str]:
     # (cells: the first call after a start would otherwise read the path of every note), once
     # per commit.
     def make() -> list[str]:
-        paths = view.cells("path")
-        return sorted(path for doc in view.term_docs("perm", ["conflict"])
+        paths = view.snapshot.cells("path")
+        return sorted(path for doc in view.snapshot.term_docs("perm", ["conflict"])
                       if (path := paths[doc]) and CONFLICT_COPY.search(path))
 
-    return view.kept("conflicted copies", make)
+    return view.snapshot.cached("conflicted copies", make)
 
 
 def conflict_hint(view: View) -> str | None:
-    config = settings.current()
+    config = view.config
     copies = conflict_copies(view)
     if not copies:
         return None

@@ -13,7 +13,6 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from vault_mem import settings
 from vault_mem.vault.markdown import heading_spans
 
 CUT = "..."
@@ -45,9 +44,10 @@ def first_match(text: str, terms: Sequence[str]) -> tuple[int, int] | None:
     return best
 
 
-def excerpt_around(body: str, terms: Sequence[str] = (), limit: int | None = None) -> str:
-    """At most ``limit`` characters of the body's text, centred on the first match of ``terms``."""
-    limit = settings.current().excerpt_chars if limit is None else limit
+def excerpt_around(body: str, terms: Sequence[str], limit: int, snap: int) -> str:
+    """At most ``limit`` characters of the body's text, centred on the first match of ``terms``,
+    its cuts moved up to ``snap`` characters to fall between words (the ``excerpt_chars`` and
+    ``excerpt_snap`` settings)."""
     text = text_lines(body)
     if len(text) <= limit:
         return text
@@ -59,20 +59,20 @@ def excerpt_around(body: str, terms: Sequence[str] = (), limit: int | None = Non
         start = max(0, centre - limit // 2)
         end = min(len(text), start + limit)
         start = max(0, end - limit)
-    start, end = _snap_to_words(text, start, end, match)
+    start, end = _snap_to_words(text, start, end, match, snap)
     piece = text[start:end].strip()
     return (CUT if start > 0 else "") + piece + (CUT if end < len(text) else "")
 
 
-def _snap_to_words(text: str, start: int, end: int, match: tuple[int, int] | None) -> tuple[int, int]:
-    """Move the cuts a little inward so that they fall between words, never off the match."""
-    config = settings.current()
+def _snap_to_words(text: str, start: int, end: int, match: tuple[int, int] | None, snap: int) -> tuple[int, int]:
+    """Move the cuts inward, ``snap`` characters at most, so that they fall between words, never
+    off the match."""
     if start > 0 and not text[start - 1].isspace() and not text[start].isspace():
-        space = text.find(" ", start, start + config.excerpt_snap)
+        space = text.find(" ", start, start + snap)
         if space >= 0 and (match is None or space < match[0]):
             start = space + 1
     if end < len(text) and not text[end].isspace() and not text[end - 1].isspace():
-        space = text.rfind(" ", max(start, end - config.excerpt_snap), end)
+        space = text.rfind(" ", max(start, end - snap), end)
         if space > start and (match is None or space >= match[1]):
             end = space
     return start, end

@@ -25,11 +25,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from vault_mem import settings
 from vault_mem.reads.links import LinkResolver
-from vault_mem.search.api import fold, newest_first_key, strip_md
+from vault_mem.search.api import newest_first_key
 from vault_mem.served.context import View
 from vault_mem.served.refs import without_prefix
+from vault_mem.vault.fields import fold
+from vault_mem.vault.names import strip_md
 from vault_mem.vault.note import domain_of, permalink_of
 
 FOLLOWS = ("active", "latest", "full_history", "all")  # the lineage modes (``follow``) of memory_list and memory_search
@@ -57,9 +58,9 @@ class Lineage:
     # -- building -------------------------------------------------------------------
 
     def _build(self) -> None:
-        members = self._members if self._members is not None else self.view.term_docs("lineage", ["y"])
+        members = self._members if self._members is not None else self.view.snapshot.term_docs("lineage", ["y"])
         for doc in members:
-            rec = self.view.record(doc)
+            rec = self.view.snapshot.record(doc)
             for target in rec.get("supersedes") or []:
                 old = self.resolve(target, rec["path"])
                 if old is None:
@@ -113,7 +114,7 @@ class Lineage:
 
     def _columns(self) -> tuple[Sequence[Any], Sequence[Any]]:
         if self._created_col is None or self._path_col is None:
-            self._created_col, self._path_col = self.view.column("created"), self.view.column("path")
+            self._created_col, self._path_col = self.view.snapshot.column("created"), self.view.snapshot.column("path")
         return self._created_col, self._path_col
 
     def _oldest_first(self, docs: Any) -> list[int]:
@@ -232,7 +233,7 @@ class Lineage:
         }
 
     def _permalink(self, doc: int) -> str:
-        return permalink_of(self.view.record(doc)["path"])
+        return permalink_of(self.view.snapshot.record(doc)["path"])
 
 
 
@@ -250,17 +251,17 @@ def lineage_for(view: View, doc: int) -> Lineage:
     resolver = Lineage(view, docs=[])
     while frontier:
         node = frontier.pop()
-        rec = view.record(node)
+        rec = view.snapshot.record(node)
         near = [resolver.resolve(t, rec["path"]) for t in [*(rec.get("supersedes") or []),
                                                             *(rec.get("superseded_by") or [])]]
         keys = _keys_naming(rec)
         if keys:
-            near += view.term_docs("sup_keys", [f"{side}:{k}" for side in "sb" for k in keys])
+            near += view.snapshot.term_docs("sup_keys", [f"{side}:{k}" for side in "sb" for k in keys])
         for other in near:
             if other is not None and other not in chain:
                 chain.add(other)
                 frontier.append(other)
-        if len(chain) > settings.current().chain_limit:
+        if len(chain) > view.config.chain_limit:
             return Lineage(view)
     return Lineage(view, docs=sorted(chain))
 

@@ -28,10 +28,11 @@ from __future__ import annotations
 import posixpath
 from typing import Any
 
-from vault_mem.search.api import fold, strip_md
 from vault_mem.served.context import View
 from vault_mem.served.refs import Names
 from vault_mem.vault import markdown
+from vault_mem.vault.fields import fold
+from vault_mem.vault.names import strip_md
 from vault_mem.vault.note import Note, domain_of, permalink_of
 
 
@@ -161,14 +162,14 @@ def backlinks(view: View, doc: int, record: dict[str, Any],
     path = str(record["path"])
     name = fold(strip_md(path.rpartition("/")[2]))
     terms = {fold(record.get("title") or "")} | {fold(a) for a in record.get("aliases") or []}
-    for term in view.terms_containing("link_keys", name) if name else []:
+    for term in view.snapshot.terms_containing("link_keys", name) if name else []:
         stem = strip_md(term)
         if stem == name or stem.endswith("/" + name):
             terms.add(term)
     terms.discard("")
     if not terms:
         return []
-    candidates = view.term_docs("link_keys", sorted(terms))
+    candidates = view.snapshot.term_docs("link_keys", sorted(terms))
     found: set[str] = set()
     for cand in candidates:
         if cand == doc:
@@ -179,7 +180,7 @@ def backlinks(view: View, doc: int, record: dict[str, Any],
 
 
 def _links_to(view: View, resolver: LinkResolver, cand: int, doc: int, terms: set[str]) -> bool:
-    rec = view.record(cand)
+    rec = view.snapshot.record(cand)
     from_path = str(rec["path"])
     links = [lk for lk in rec.get("links") or [] if fold(str(lk.get("target") or "")) in terms]
     undecided = False

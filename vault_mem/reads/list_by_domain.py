@@ -14,9 +14,10 @@ from vault_mem.reads.lineage import Lineage
 from vault_mem.reads.misses import Filter, closest_kinds, did_you_mean, echo, why_empty
 from vault_mem.reads.rows import body_tokens, cut_message, fit_row, identity, snippet_of, task_fields
 from vault_mem.reads.validity import AS_OF, Windows, as_of_param, left_out_message
-from vault_mem.search.api import closest_names, fold
+from vault_mem.search.api import closest_names
 from vault_mem.served.context import View, take_within
 from vault_mem.served.params import OFFSET, Args, choice_param, flag_param, int_param, text_param
+from vault_mem.vault.fields import fold
 from vault_mem.vault.note import domain_of
 from vault_mem.vault.paths import check_relative, confine
 
@@ -67,10 +68,10 @@ def list_by_domain(view: View, raw: dict[str, Any]) -> dict[str, Any]:
         gone = Windows(view, Lineage(view)).not_current(as_of.at)
         kept = [d for d in docs if d not in gone]
         left_out, docs = len(docs) - len(kept), kept
-    docs = view.sort_newest(docs, "updated")
+    docs = view.snapshot.sort_newest(docs, "updated")
     page = docs[offset: offset + limit]
     rows = [_row(view, d) for d in page]
-    fitted = take_within(rows)
+    fitted = take_within(rows, view.config.row_budget)
     rows = rows[:fitted]
     cut = [r["permalink"] for r in rows if "truncated_fields" in r]
     answer: dict[str, Any] = {
@@ -83,7 +84,7 @@ def list_by_domain(view: View, raw: dict[str, Any]) -> dict[str, Any]:
         answer["next_offset"] = offset + len(rows)
     messages = [left_out_message(left_out, as_of)] if left_out and as_of is not None else []
     if cut:
-        messages.append(cut_message(cut))
+        messages.append(cut_message(cut, view.config.max_answer_chars))
     if messages:
         answer["message"] = "; ".join(messages)
     if not rows:
@@ -95,36 +96,40 @@ def list_by_domain(view: View, raw: dict[str, Any]) -> dict[str, Any]:
 def _why_none(view: View, domain: str, subtree: bool, note_type: str, status: str) -> list[str]:
     """The hints of an empty answer (docs/tools.md, "Hints on a miss"): a domain that names no
     folder (with the closest folder names), or the filter that emptied a folder that exists."""
-    if view.doc_count() == 0:
+    config = view.config
+    if view.snapshot.doc_count() == 0:
         return ["the index holds no memories yet"]
     wanted = fold(domain)
     resolved = [wanted] if _docs_under(view, [wanted], subtree, []) else inner_runs(view, wanted) if wanted else []
-    if view.limited:  # the folder terms are everyone's: a folder holding nothing this caller sees looks missing
+    if view.snapshot.limited:  # the folder terms are everyone's: a folder with nothing the caller sees looks missing
         resolved = [r for r in resolved if _docs_under(view, [r], True, [])]
     under = _docs_under(view, resolved, subtree, []) if resolved else []
     if not under:
         folders = folder_names(view)
         if resolved and not subtree:
-            return [f"domain {echo(domain)} has no memories filed directly in it; subtree=true lists its subfolders"]
-        return [f"domain: no folder is named {echo(domain)}" + did_you_mean(closest_names(folders, wanted))]
+            return [f"domain {echo(domain, config=config)} has no memories filed directly in it; "
+                    "subtree=true lists its subfolders"]
+        return [f"domain: no folder is named {echo(domain, config=config)}"
+                + did_you_mean(closest_names(folders, wanted), config=config)]
     filters = []
     if note_type:
-        filters.append(Filter(f"type {echo(note_type)}", partial(_docs_under, view, resolved, subtree,
-                                                                 [("type", note_type)]),
-                              lambda: f"type: no memory under {echo(domain)} is of type {echo(note_type)}"
-                              + did_you_mean(closest_kinds(view, note_type))))
+        filters.append(Filter(f"type {echo(note_type, config=config)}",
+                              partial(_docs_under, view, resolved, subtree, [("type", note_type)]),
+                              lambda: f"type: no memory under {echo(domain, config=config)} "
+                                      f"is of type {echo(note_type, config=config)}"
+                              + did_you_mean(closest_kinds(view, note_type), config=config)))
     if status != "all":
         other = "archived" if status == "active" else "active"
         filters.append(Filter(f"status {status!r}", partial(_docs_under, view, resolved, subtree, [("status", status)]),
-                              lambda: f"status: every memory under {echo(domain)} is {other}; "
+                              lambda: f"status: every memory under {echo(domain, config=config)} is {other}; "
                               f"status='{other}' or 'all' lists them"))
-    return why_empty(under, filters, "memories", f"domain {echo(domain)}")
+    return why_empty(under, filters, "memories", f"domain {echo(domain, config=config)}", config=config)
 
 
 def folder_names(view: View) -> list[str]:
     """Every folder path and folder name the index holds (for suggestions), of the notes this caller
     may see."""
-    paths = view.lexicon("dom_anc")
+    paths = view.snapshot.lexicon("dom_anc")
     return list(dict.fromkeys([*paths, *(p.rpartition("/")[2] for p in paths)]))
 
 
@@ -133,14 +138,14 @@ def _docs_under(view: View, domains: list[str], subtree: bool, filters: list[tup
     cached term masks: a Whoosh And over the status term walks every note's posting)."""
     field = "dom_anc" if subtree else "dom_exact"
     if domains == [""] and subtree:
-        return view.docs_where(filters) if filters else view.all_docs()
-    return view.docs_where(filters, field, domains)
+        return view.snapshot.docs_where(filters) if filters else view.snapshot.all_docs()
+    return view.snapshot.docs_where(filters, field, domains)
 
 
 def inner_runs(view: View, name: str) -> list[str]:
     """The folder paths ending where ``name`` occurs as a run of whole segments inside a stored path."""
     found: set[str] = set()
-    for folder in view.terms_containing("dom_anc", name):
+    for folder in view.snapshot.terms_containing("dom_anc", name):
         padded = "/" + folder + "/"
         at = padded.find("/" + name + "/")
         while at >= 0:
@@ -152,7 +157,7 @@ def inner_runs(view: View, name: str) -> list[str]:
 def _shown_domains(view: View, docs: list[int], resolved: list[str]) -> list[str]:
     """The resolved paths that have rows, in the case the files use."""
     shown: dict[str, str] = {}
-    paths = view.column("path")
+    paths = view.snapshot.column("path")
     for d in docs:
         domain = domain_of(paths[d])
         for r in resolved:
@@ -164,7 +169,7 @@ def _shown_domains(view: View, docs: list[int], resolved: list[str]) -> list[str
 
 
 def _row(view: View, docnum: int) -> dict[str, Any]:
-    rec = view.record(docnum)
+    rec = view.snapshot.record(docnum)
     row = identity(rec) | {
         "title": rec["title"],
         "type": rec["type"],
@@ -173,9 +178,9 @@ def _row(view: View, docnum: int) -> dict[str, Any]:
         "updated": rec["updated"],
         "status": rec["status"],
         "etag": rec["etag"],
-        "snippet": snippet_of(rec),
+        "snippet": snippet_of(rec, view.config.snippet_chars),
         "est_tokens": body_tokens(rec),
     }
     row |= task_fields(rec)
-    fit_row(row)
+    fit_row(row, view.config.row_fields_budget)
     return row

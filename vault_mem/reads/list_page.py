@@ -7,7 +7,6 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from vault_mem import settings
 from vault_mem.reads.lineage import Lineage
 from vault_mem.reads.rows import cut_message, fit_row
 from vault_mem.served.context import Budget, View, json_size
@@ -26,16 +25,17 @@ def page_rows(view: View, lineage: Lineage, hits: Iterator[int], offset: int, li
             return [], False, []
     rows: list[dict[str, Any]] = []
     warnings: list[str] = []
-    page = Budget()
+    page = Budget(view.config.row_budget)
     for doc in hits:
         if len(rows) == limit:
             return rows, True, warnings
         row = _row(view, lineage, doc, fields, preview_chars)
         if marks is not None:
             row.update(marks(doc))
-        note = cut_message([row.get("permalink") or row["id"]]) if fit_row(row) else None
-        if json_size(row) + 2 > settings.current().row_budget and "content" in row:
-            row, content_note = _cut_content(row)
+        note = (cut_message([row.get("permalink") or row["id"]], view.config.max_answer_chars)
+                if fit_row(row, view.config.row_fields_budget) else None)
+        if json_size(row) + 2 > view.config.row_budget and "content" in row:
+            row, content_note = _cut_content(row, view.config.row_budget)
             note = f"{note}; {content_note}" if note else content_note
         if not page.take(row):
             return rows, True, warnings
@@ -46,7 +46,7 @@ def page_rows(view: View, lineage: Lineage, hits: Iterator[int], offset: int, li
 
 
 def _row(view: View, lineage: Lineage, doc: int, fields: tuple[str, ...], preview_chars: int) -> dict[str, Any]:
-    rec = view.record(doc)
+    rec = view.snapshot.record(doc)
     values: dict[str, Callable[[], Any]] = {
         "id": lambda: rec["uid"],
         "title": lambda: rec["title"],
@@ -60,9 +60,9 @@ def _row(view: View, lineage: Lineage, doc: int, fields: tuple[str, ...], previe
         "path": lambda: rec["path"],
         "status": lambda: rec["status"],
         "etag": lambda: rec["etag"],
-        "supersedes": lambda: [view.record(d)["uid"] for d in lineage.predecessors(doc)]
+        "supersedes": lambda: [view.snapshot.record(d)["uid"] for d in lineage.predecessors(doc)]
         + lineage.dangling(doc, "supersedes"),
-        "superseded_by": lambda: [view.record(d)["uid"] for d in lineage.superseders(doc)]
+        "superseded_by": lambda: [view.snapshot.record(d)["uid"] for d in lineage.superseders(doc)]
         + lineage.dangling(doc, "superseded_by"),
         "content_preview": lambda: _preview(rec, preview_chars),
         "content": lambda: view.body(rec),
@@ -76,14 +76,14 @@ def _preview(rec: dict[str, Any], chars: int) -> str:
     return head[:chars] + ("…" if total > chars else "")
 
 
-def _cut_content(row: dict[str, Any]) -> tuple[dict[str, Any], str]:
-    """Cut a row's content so that the row fits the size bound alone; say where to continue."""
-    config = settings.current()
+def _cut_content(row: dict[str, Any], row_budget: int) -> tuple[dict[str, Any], str]:
+    """Cut a row's content so that the row fits the size bound (``row_budget``) alone; say where to
+    continue."""
     content = str(row["content"])
     keep = len(content)
     row = dict(row, content="", content_truncated=True)
-    while keep > 0 and json_size(row | {"content": content[:keep]}) + 2 > config.row_budget - 200:
-        over = json_size(row | {"content": content[:keep]}) + 2 - (config.row_budget - 200)
+    while keep > 0 and json_size(row | {"content": content[:keep]}) + 2 > row_budget - 200:
+        over = json_size(row | {"content": content[:keep]}) + 2 - (row_budget - 200)
         keep = max(0, keep - max(over, 1))
     row["content"] = content[:keep]
     ref = row.get("permalink") or row["id"]

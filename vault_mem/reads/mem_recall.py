@@ -23,17 +23,15 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from vault_mem import settings
 from vault_mem.errors import InvalidInput
 from vault_mem.reads.chunks import Chunk, ChunkCache, chunk_body
 from vault_mem.reads.dates import epoch_bounds, parse_period
 from vault_mem.reads.misses import echo, range_hint, tag_hints
 from vault_mem.reads.rows import bound_message, cut_message, fit_row, snippet
-from vault_mem.search.api import fold
 from vault_mem.served.context import View, json_size, take_within
 from vault_mem.served.params import OFFSET, Args, choice_param, int_param, text_param
 from vault_mem.vault.dates import iso
-from vault_mem.vault.fields import normalize_tag
+from vault_mem.vault.fields import fold, normalize_tag
 from vault_mem.vault.note import permalink_of
 
 FORMATS = ("compact", "structured")
@@ -73,32 +71,32 @@ def mem_recall(view: View, raw: dict[str, Any]) -> dict[str, Any]:
     filters: list[DocSet] = []
     if tags is not None:
         tags = [normalize_tag(t) for t in tags]
-        filters.append(DocSet(set(view.term_docs("tags", tags))))
+        filters.append(DocSet(set(view.snapshot.term_docs("tags", tags))))
         hints += tag_hints(view, tags, "tag_filter")
     filters += _scope_filters(view, _list_param(args, "scope"), hints)
     namespace, hidden = _namespace_filter(view, _list_param(args, "namespace"), hints)
 
     docs = _matching(view, None, window, [*filters, namespace], source)
     if hidden:
-        candidates = view.term_docs("namespace", hidden)
+        candidates = view.snapshot.term_docs("namespace", hidden)
         _hidden_hint(view, _matching(view, candidates, window, filters, source), hints)
     if not docs:
         hints += _why_nothing(view, window, source, args, explained=any("matched no" in h for h in hints))
         return _answer("none", output, [], hints, None)
-    docs = view.sort_newest(docs, "created")
+    docs = view.snapshot.sort_newest(docs, "created")
     picked, more = _page(view, docs, offset, limit)
     if not picked:
         hints.append(f"offset {offset} is past the last chunk; start again from offset 0")
         return _answer("none", output, [], hints, None)
     rendered = [(_compact_block if output == "compact" else _row)(view, p) for p in picked]
     # Hints can echo long filter values: the rows get what the hints leave of the budget.
-    fitted = take_within(rendered, settings.current().row_budget - json_size(hints))
+    fitted = take_within(rendered, view.config.row_budget - json_size(hints))
     cut = [r["chunk_id"] for r in rendered[:fitted] if isinstance(r, dict) and "truncated_fields" in r]
     if cut:
-        hints.append(cut_message(cut))
+        hints.append(cut_message(cut, view.config.max_answer_chars))
     next_offset = offset + fitted if (fitted < len(picked) or more) else None
     if fitted < len(picked):
-        hints.append(bound_message(f"{fitted} of {limit} chunks", next_offset))
+        hints.append(bound_message(f"{fitted} of {limit} chunks", next_offset, view.config.max_answer_chars))
     elif more:
         hints.append(f"limit {limit} reached: more chunks follow from offset {next_offset}")
     return _answer("ok", output, rendered[:fitted], hints, next_offset)
@@ -172,14 +170,14 @@ def _list_param(args: Args, name: str) -> list[str] | None:
 def _field_in(view: View, field: str, values: list[str]) -> DocSet:
     """Documents whose ``field`` is one of ``values``, read from the smaller side."""
     wanted = set(values)
-    others = [t for t in view.lexicon(field) if t not in wanted]
-    inside = sum(view.doc_frequency(field, v) for v in wanted)
-    outside = sum(view.doc_frequency(field, t) for t in others)
+    others = [t for t in view.snapshot.lexicon(field) if t not in wanted]
+    inside = sum(view.snapshot.doc_frequency(field, v) for v in wanted)
+    outside = sum(view.snapshot.doc_frequency(field, t) for t in others)
     if not others:  # every indexed value is wanted
         return DocSet(set(), exclude=True)
     if inside <= outside:
-        return DocSet(set(view.term_docs(field, wanted)) if wanted else set())
-    return DocSet(set(view.term_docs(field, others)), exclude=True)
+        return DocSet(set(view.snapshot.term_docs(field, wanted)) if wanted else set())
+    return DocSet(set(view.snapshot.term_docs(field, others)), exclude=True)
 
 
 def _selection(view: View, field: str, items: list[str], hints: list[str]) -> tuple[list[str], bool]:
@@ -187,12 +185,12 @@ def _selection(view: View, field: str, items: list[str], hints: list[str]) -> tu
     hint when it names none; a value naming no memory gets a hint too), and whether it was a glob."""
     if len(items) == 1 and _GLOB.search(items[0]):
         glob = re.compile(fnmatch.translate(fold(items[0])), re.DOTALL)
-        values = [t for t in view.lexicon(field) if glob.match(t)]
+        values = [t for t in view.snapshot.lexicon(field) if glob.match(t)]
         if not values:
             hints.append(f"{field} glob {items[0]!r} matched no {field}")
         return values, True
     values = list(dict.fromkeys(fold(i) for i in items))
-    hints += [f"{field} {v!r} matched no memory" for v in values if not view.has_term(field, v)]
+    hints += [f"{field} {v!r} matched no memory" for v in values if not view.snapshot.has_term(field, v)]
     return values, False
 
 
@@ -200,7 +198,7 @@ def _namespace_filter(view: View, items: list[str] | None, hints: list[str]) -> 
     """The namespace filter, and the archive namespaces it hides (docs/tools.md: only a value or a glob
     naming them, ``archive:old`` or ``archive:*``, brings them back)."""
     if items is None:
-        named = view.lexicon("namespace")
+        named = view.snapshot.lexicon("namespace")
         glob = True
     else:
         named, glob = _selection(view, "namespace", items, hints)
@@ -221,8 +219,8 @@ def _scope_filters(view: View, items: list[str] | None, hints: list[str]) -> lis
     filters = [_field_in(view, "scope", scopes)]
     tiers = [s for s in scopes if s.startswith("project_")]
     if project and tiers:
-        in_tiers = set(view.term_docs("scope", tiers))
-        theirs = in_tiers - set(view.term_docs("project", [project]))
+        in_tiers = set(view.snapshot.term_docs("scope", tiers))
+        theirs = in_tiers - set(view.snapshot.term_docs("project", [project]))
         filters.append(DocSet(theirs, exclude=True))
     return filters
 
@@ -233,18 +231,18 @@ def _matching(view: View, docs: list[int] | None, window: tuple[int | None, int 
     if window is not None:
         lo, hi = window
         if docs is None:  # per-segment created order, cached: a bisect, not a pass over every note
-            docs = view.docs_in_range("created", lo, hi)
+            docs = view.snapshot.docs_in_range("created", lo, hi)
         else:
-            created = view.column("created")
+            created = view.snapshot.column("created")
             docs = [d for d in docs if (lo is None or created[d] >= lo) and (hi is None or created[d] < hi)]
     elif docs is None:
-        docs = view.all_docs()
+        docs = view.snapshot.all_docs()
     for f in filters:
         if f.exclude and not f.docs:
             continue  # admits everything
         docs = [d for d in docs if f.admits(d)]
     if source is not None:
-        paths = view.column("path")
+        paths = view.snapshot.column("path")
         docs = [d for d in docs if paths[d] and source(paths[d])]
     return docs
 
@@ -259,10 +257,10 @@ class _Chunker:
         self.view = view
 
     def count_key(self, docnum: int) -> tuple[Any, int]:
-        return self.view.indexed_version(docnum)
+        return self.view.snapshot.indexed_version(docnum)
 
     def chunks(self, docnum: int) -> list[Chunk]:
-        record = self.view.record(docnum)
+        record = self.view.snapshot.record(docnum)
         key = (record["path"], record["etag"])
         chunks = _CACHE.get(key)
         if chunks is None:
@@ -298,7 +296,7 @@ def _page(view: View, docs: list[int], offset: int, limit: int) -> tuple[list[Pi
 
 
 def _row(view: View, p: Picked) -> dict[str, Any]:
-    rec = view.record(p.docnum)
+    rec = view.snapshot.record(p.docnum)
     row: dict[str, Any] = {
         "chunk_id": f"{rec['uid']}#{p.index}",
         "uid": rec["uid"],
@@ -312,13 +310,13 @@ def _row(view: View, p: Picked) -> dict[str, Any]:
         "tags": rec["tags"],
         "status": rec["status"],
     }
-    fit_row(row)
+    fit_row(row, view.config.row_fields_budget)
     return row
 
 
 def _compact_block(view: View, p: Picked) -> str:
-    config = settings.current()
-    rec = view.record(p.docnum)
+    config = view.config
+    rec = view.snapshot.record(p.docnum)
     where = f" | {snippet(' > '.join(p.chunk.hierarchy), config.compact_chars)}" if p.chunk.hierarchy else ""
     header = f"[{rec['created']}] {permalink_of(rec['path'])}#{p.index}{where}"
     return f"{header}\n{snippet(p.chunk.content, config.compact_chars) or '(no text)'}"
@@ -343,8 +341,8 @@ def _hidden_hint(view: View, docs: list[int], hints: list[str]) -> None:
         return
     per: dict[str, list[int]] = {}
     for d in docs:
-        per.setdefault(view.record(d)["namespace"], []).append(d)
-    exact = len(docs) <= settings.current().hidden_count_cap
+        per.setdefault(view.snapshot.record(d)["namespace"], []).append(d)
+    exact = len(docs) <= view.config.hidden_count_cap
     chunker = _Chunker(view)
     parts = []
     for name in sorted(per):
@@ -359,10 +357,11 @@ def _why_nothing(view: View, window: tuple[int | None, int | None] | None,
                  source: Callable[[str], bool] | None, args: Args, explained: bool) -> list[str]:
     """Which filter, taken alone, matched nothing (tag, namespace and scope values that name no
     memory are reported as they are read: ``explained`` says one was)."""
+    config = view.config
     out: list[str] = []
     if window is not None and not _matching(view, None, window, [], None):
         lo, hi = window
-        names = [f"{n} {echo(str(args.raw[n]))}" if args.raw.get(n) is not None else "any date"
+        names = [f"{n} {echo(str(args.raw[n]), config=config)}" if args.raw.get(n) is not None else "any date"
                  for n in ("since", "until")]
         out.append(range_hint(view, "created", lo, None if hi is None else hi - 1, *names))
     if source is not None and not _matching(view, None, None, [], source):

@@ -31,7 +31,6 @@ from vault_mem.reads.list_misses import ListMiss, why_no_memories
 from vault_mem.reads.list_page import page_rows
 from vault_mem.reads.rows import bound_message
 from vault_mem.reads.validity import AS_OF, AsOf, Windows, as_of_param, left_out_message
-from vault_mem.search.api import is_word, words
 from vault_mem.served.context import View
 from vault_mem.served.params import (
     OFFSET,
@@ -44,6 +43,7 @@ from vault_mem.served.params import (
     text_param,
 )
 from vault_mem.vault.fields import FIELD, FIELDS, filter_names, layout, normalize_tag
+from vault_mem.vault.names import is_word, words
 
 MODES = ("preview", "full")
 PARAMS = (
@@ -100,7 +100,8 @@ def memory_list(view: View, raw: dict[str, Any]) -> dict[str, Any]:
     rows, more, cut = page_rows(view, lineage, hits, request.offset, request.limit, request.fields,
                                 request.preview_chars, lambda d: _ended(windows, d))
     return _answer(request, rows, more, warnings + cut,
-                   lambda: why_no_memories(view, _miss(view, request, plan, matching.candidates)))
+                   lambda: why_no_memories(view, _miss(view, request, plan, matching.candidates)),
+                   view.config.max_answer_chars)
 
 
 @dataclass(frozen=True)
@@ -203,13 +204,13 @@ def _matching_in_order(view: View, request: Request, plan: Plan) -> Matching:
         docs = sorted(candidates)
     if plan.created is not None:
         # the cached column, not a NumericRange query, which walks the index (docs/perf/date-columns.md)
-        column, (lo, hi) = view.column("created"), plan.created
-        docs = [d for d in (view.all_docs() if docs is None else docs)
+        column, (lo, hi) = view.snapshot.column("created"), plan.created
+        docs = [d for d in (view.snapshot.all_docs() if docs is None else docs)
                 if column[d] is not None and lo <= column[d] <= hi]
-    order_key = view.listing_key(request.by_importance)
+    order_key = view.snapshot.listing_key(request.by_importance)
     if docs is None:  # every live note: each segment's cached order, merged as far as it is read
-        return Matching(candidates, None, view.every_in_listing_order(request.by_importance), order_key)
-    return Matching(candidates, docs, view.in_listing_order(docs, request.by_importance), order_key)
+        return Matching(candidates, None, view.snapshot.every_in_listing_order(request.by_importance), order_key)
+    return Matching(candidates, docs, view.snapshot.in_listing_order(docs, request.by_importance), order_key)
 
 
 def _record_check(view: View, plan: Plan) -> Callable[[int], bool]:
@@ -219,20 +220,21 @@ def _record_check(view: View, plan: Plan) -> Callable[[int], bool]:
     def passes(doc: int) -> bool:
         if needle is not None and not _contains(view, doc, needle):
             return False
-        return not record_filters or _matches(view.record(doc), record_filters)
+        return not record_filters or _matches(view.snapshot.record(doc), record_filters)
 
     return passes
 
 
 def _answer(request: Request, rows: list[dict[str, Any]], more: bool, warnings: list[str],
-            why_none: Callable[[], list[str]]) -> dict[str, Any]:
-    """The answer; ``why_none`` gives the hints of an empty one (docs/tools.md, "Hints on a miss")."""
+            why_none: Callable[[], list[str]], bound: int) -> dict[str, Any]:
+    """The answer; ``why_none`` gives the hints of an empty one (docs/tools.md, "Hints on a miss");
+    ``bound``: the ``max_answer_chars`` setting."""
     answer: dict[str, Any] = {"status": "ok" if rows else "none", "count": len(rows), "memories": rows}
     if more:
         end = request.offset + len(rows)
         answer["next_offset"] = end
         if request.limit == -1 or len(rows) < request.limit:
-            warnings.append(bound_message(f"{len(rows)} memories", end))
+            warnings.append(bound_message(f"{len(rows)} memories", end, bound))
     if not rows:
         answer["message"] = (f"offset {request.offset} is past the last memory matching these filters"
                              if request.offset else "no memory matches these filters")
@@ -250,7 +252,7 @@ def _miss(view: View, request: Request, plan: Plan, candidates: set[int] | None)
     return ListMiss(request.query, plan.needle, candidates, request.tags_any, request.tags_all, request.tags_none,
                     request.filters, plan.indexed_filters, request.created, request.raw,
                     lambda d, n: _contains(view, d, n),
-                    lambda d: _matches(view.record(d), record_filters) if record_filters else True)
+                    lambda d: _matches(view.snapshot.record(d), record_filters) if record_filters else True)
 
 
 # -- parameters ---------------------------------------------------------------------
@@ -325,7 +327,7 @@ def _query_candidates(view: View, query: str) -> set[int] | None:
         needle = needle.lower()
         docs: set[int] = set()
         for field in ("title", "body"):
-            docs.update(view.docs_containing(field, needle))
+            docs.update(view.snapshot.docs_containing(field, needle))
         found = docs if found is None else found & docs
         if not found:
             break
@@ -333,7 +335,7 @@ def _query_candidates(view: View, query: str) -> set[int] | None:
 
 
 def _contains(view: View, doc: int, needle: str) -> bool:
-    rec = view.record(doc)
+    rec = view.snapshot.record(doc)
     if any(needle in t.lower() for t in [rec["title"], *rec.get("aliases", [])]):
         return True
     head = str(rec.get("head", ""))
@@ -346,11 +348,11 @@ def _docs_matching(view: View, parts: list[tuple[str, list[str]]], tags_none: li
     """The live documents holding a term of every part and none of the ``tags_none``, ascending."""
     found: set[int] | None = None
     for field, terms in parts:
-        docs = set(view.term_docs(field, terms))
+        docs = set(view.snapshot.term_docs(field, terms))
         found = docs if found is None else found & docs
-    excluded = set(view.term_docs("tags", tags_none)) if tags_none else set()
+    excluded = set(view.snapshot.term_docs("tags", tags_none)) if tags_none else set()
     if found is None:
-        return [d for d in view.all_docs() if d not in excluded]
+        return [d for d in view.snapshot.all_docs() if d not in excluded]
     return sorted(found - excluded)
 
 

@@ -50,7 +50,6 @@ from vault_mem.search.api import (
     best_notes,
     fused_notes,
     match_forms,
-    path_prefixes,
     ranked_newest_key,
     score_notes,
     scores_of,
@@ -58,7 +57,9 @@ from vault_mem.search.api import (
 )
 from vault_mem.served.context import View, json_size, take_within
 from vault_mem.served.params import AGENT, Args, choice_param, int_param, text_param
+from vault_mem.settings import Settings
 from vault_mem.vault.fields import normalize_tag
+from vault_mem.vault.names import path_prefixes
 from vault_mem.vault.note import KNOWN_TYPES, permalink_of
 
 # A tool's parameters are its published schema, made once when the tools load: its bounds are read then.
@@ -82,7 +83,7 @@ def memory_search(view: View, raw: dict[str, Any]) -> dict[str, Any]:
     Five steps: the parameters (``_parse``), the filters and search terms (``_plan``), the
     candidates and their scores (``_matches``), the page in rank order (``_page``), and the
     answer of digests (``_answer``)."""
-    request = _parse(Args(raw, PARAMS))
+    request = _parse(Args(raw, PARAMS), view.config)
     messages = list(request.messages)
     plan = _plan(view, request, messages)
     if plan is None:
@@ -96,7 +97,7 @@ def memory_search(view: View, raw: dict[str, Any]) -> dict[str, Any]:
     hints = search_term_hints(view, plan.terms) if plan.terms else []  # a whole-token lookup per term when held
     page, truncated = _page(view, request, matches)
     if not page:  # a pruned page scored only what could reach it: the hints need every match
-        scores = matches.scores if matches.ranked is None else score_notes(view, plan.terms)
+        scores = matches.scores if matches.ranked is None else score_notes(view.snapshot, plan.terms)
         found = set(scores) if request.query else None
         if plan.gone and found:
             messages.append(left_out_message(len(found & plan.gone), request.as_of))  # type: ignore[arg-type]
@@ -151,8 +152,7 @@ class Matches:
     excerpts: dict[int, str] = field(default_factory=dict)  # made while the query was embedded
 
 
-def _parse(args: Args) -> Request:
-    config = settings.current()
+def _parse(args: Args, config: Settings) -> Request:
     args.agent()
     query = (args.text("query", "") or "").strip()
     tag = _tag(args.text("tag", "", max_len=1000) or "")
@@ -195,7 +195,7 @@ def _matches(view: View, request: Request, plan: Plan) -> Matches:
         if not request.path:  # only what can reach the page is scored (search/topk.py)
             allowed = _allowed(view, filters, request.since)
             if plan.gone:
-                allowed = (set(view.all_docs()) if allowed is None else allowed) - plan.gone
+                allowed = (set(view.snapshot.all_docs()) if allowed is None else allowed) - plan.gone
             meaning = view.vault.meaning
             if meaning is not None:  # a model is loaded: fused with the nearest by meaning (search/fusion.py)
                 excerpts: dict[int, str] = {}
@@ -204,31 +204,31 @@ def _matches(view: View, request: Request, plan: Plan) -> Matches:
                 def meanwhile(docs: list[int]) -> None:
                     excerpts.update((d, _excerpt(view, d, forms)) for d in docs)
 
-                fused = fused_notes(view, meaning, request.query, plan.terms, request.limit, allowed,
+                fused = fused_notes(view.snapshot, meaning, request.query, plan.terms, request.limit, allowed,
                                     meanwhile=meanwhile)
                 return Matches([], fused.scores, None, fused, excerpts)
-            ranked = best_notes(view, plan.terms, request.limit, allowed)
+            ranked = best_notes(view.snapshot, plan.terms, request.limit, allowed)
             return Matches([], ranked.scores, None, ranked)
-        scores = score_notes(view, plan.terms)  # overlap is checked on records, in rank order
+        scores = score_notes(view.snapshot, plan.terms)  # overlap is checked on records, in rank order
         candidates = list(scores)
     else:
-        scope = view.docs_where(filters) if filters else None  # None: every live note
+        scope = view.snapshot.docs_where(filters) if filters else None  # None: every live note
         filters = []
         if not request.path:  # read from each segment's cached date order, not by ranking every note
             keep = None if scope is None else set(scope).__contains__
             if plan.gone:
                 gone, inner = plan.gone, keep
                 keep = (lambda d: d not in gone) if inner is None else (lambda d: d not in gone and inner(d))
-            newest = view.newest("updated", request.limit + 1, keep, request.since)
+            newest = view.snapshot.newest("updated", request.limit + 1, keep, request.since)
         # Ranked later only when that did not answer (a path, or fewer notes than limit + 1).
-        candidates = [] if newest is not None else view.all_docs() if scope is None else scope
+        candidates = [] if newest is not None else view.snapshot.all_docs() if scope is None else scope
     if filters and candidates:
-        allowed = set(view.docs_where(filters))
+        allowed = set(view.snapshot.docs_where(filters))
         candidates = [d for d in candidates if d in allowed]
     if plan.gone:
         candidates = [d for d in candidates if d not in plan.gone]
     if request.since is not None:  # the column, not a NumericRange query (docs/perf/date-columns.md)
-        updated, since = view.cells("updated"), request.since
+        updated, since = view.snapshot.cells("updated"), request.since
         candidates = [d for d in candidates if updated[d] is not None and updated[d] >= since]
     return Matches(candidates, scores, newest)
 
@@ -238,7 +238,7 @@ def _rank(view: View, scores: dict[int, float], ranked: Ranked | None = None) ->
     (the notes off the page after it, by score). From cells, not whole columns: a query's
     candidates are often a handful, and the first search after a start (or a commit) would
     otherwise read two columns of every note."""
-    by_score = ranked_newest_key(scores, view.cells("updated"), view.cells("path"))
+    by_score = ranked_newest_key(scores, view.snapshot.cells("updated"), view.snapshot.cells("path"))
     if not isinstance(ranked, Fused):
         return by_score
     place = {d: i for i, d in enumerate(ranked.page)}
@@ -264,7 +264,7 @@ def _left_out(view: View, request: Request, plan: Plan) -> int:
     """How many notes the search would match but ``as_of`` leaves out (the answer says so)."""
     allowed = _allowed(view, plan.filters, request.since)
     gone = [d for d in plan.gone if allowed is None or d in allowed]
-    return len(scores_of(view, plan.terms, gone)) if plan.terms else len(gone)
+    return len(scores_of(view.snapshot, plan.terms, gone)) if plan.terms else len(gone)
 
 
 def _chained(view: View, request: Request, plan: Plan, matches: Matches, lineage: Lineage, whole: Lineage,
@@ -277,17 +277,18 @@ def _chained(view: View, request: Request, plan: Plan, matches: Matches, lineage
     if request.follow == "all" or not whole.has_edges():
         return [Row(d, scores.get(d, 0.0)) for d in page], truncated, matches
     rank = _rank(view, scores, matches.ranked)
-    newest = ranked_newest_key({}, view.cells("updated"), view.cells("path"))  # no score: newest first
+    snapshot = view.snapshot
+    newest = ranked_newest_key({}, snapshot.cells("updated"), snapshot.cells("path"))  # no score: newest first
     allowed = _allowed(view, plan.filters, request.since)
 
     def matching(chain: list[int]) -> dict[int, float]:
         members = [d for d in chain if d not in plan.gone and (allowed is None or d in allowed)]
         if not plan.terms:
             return dict.fromkeys(members, 0.0)
-        return scores_of(view, plan.terms, members)
+        return scores_of(view.snapshot, plan.terms, members)
 
     def demoted(doc: int) -> bool:
-        rec = view.record(doc)
+        rec = view.snapshot.record(doc)
         return rec.get("status") == "archived" or bool(rec.get("valid_until") and Windows(view, lineage).marks(doc))
 
     reach = limit
@@ -311,9 +312,9 @@ def _answer(view: View, rows: list[Row], truncated: bool, terms: list[str], mess
     forms = match_forms(terms)
     notes = [_digest(view, r.doc, r.score, forms, shortened, excerpts.get(r.doc))
              | _lineage_marks(view, r, lineage, windows) for r in rows]
-    fitted = take_within(notes, settings.current().row_budget - json_size(hints))
+    fitted = take_within(notes, view.config.row_budget - json_size(hints))
     if fitted < len(notes):
-        messages.append(bound_message(f"{fitted} of {len(notes)} notes", None))
+        messages.append(bound_message(f"{fitted} of {len(notes)} notes", None, view.config.max_answer_chars))
         notes = notes[:fitted]
         truncated = True
     shown = {n["permalink"] for n in notes}
@@ -332,13 +333,13 @@ def _lineage_marks(view: View, row: Row, lineage: Lineage, windows: Windows) -> 
     """What a digest says of its note's versions: the older ones folded into it (how many, and the
     first few), what superseded it, and whether its validity has ended (docs/tools.md)."""
     marks: dict[str, Any] = {}
-    shown = settings.current().search_older_shown
+    shown = view.config.search_older_shown
     if row.older:
         marks["older_count"] = len(row.older)
-        marks["older"] = [permalink_of(view.record(d)["path"]) for d in row.older[:shown]]
+        marks["older"] = [permalink_of(view.snapshot.record(d)["path"]) for d in row.older[:shown]]
     later = lineage.superseders(row.doc)
     if later:
-        marks["superseded_by"] = [permalink_of(view.record(d)["path"]) for d in later[:shown]]
+        marks["superseded_by"] = [permalink_of(view.snapshot.record(d)["path"]) for d in later[:shown]]
     return marks | windows.marks(row.doc)
 def _mark_meaning(view: View, notes: list[dict[str, Any]], page: list[int], fused: Fused) -> None:
     """Each row's similarity to the query, and ``found_by: "meaning"`` on a note no word of the
@@ -353,38 +354,41 @@ def _mark_meaning(view: View, notes: list[dict[str, Any]], page: list[int], fuse
 def _why_no_notes(view: View, request: Request, found: set[int] | None) -> list[str]:
     """The hints of an empty answer: which filter admits no note, or how they exclude the
     query's matches together (docs/tools.md, "Hints on a miss")."""
-    if view.doc_count() == 0:
+    config = view.config
+    if view.snapshot.doc_count() == 0:
         return ["the index holds no notes yet"]
     kind, tag, path, since, since_text = request.kind, request.tag, request.path, request.since, request.since_text
     filters: list[Filter] = []
     if kind:
         def no_kind() -> str:
-            return f"kind: no note is of kind {echo(kind)} (kinds present: {present_kinds(view)})"
-        filters.append(Filter(f"kind {echo(kind)}", lambda: view.term_docs("type", [kind]), no_kind))
+            return f"kind: no note is of kind {echo(kind, config=config)} (kinds present: {present_kinds(view)})"
+        filters.append(Filter(f"kind {echo(kind, config=config)}", lambda: view.snapshot.term_docs("type", [kind]),
+                              no_kind))
     if tag:
-        filters.append(Filter(f"tag {echo(tag)}", lambda: view.term_docs("tags", [tag]),
+        filters.append(Filter(f"tag {echo(tag, config=config)}", lambda: view.snapshot.term_docs("tags", [tag]),
                               lambda: tag_hints(view, [tag], "tag")[0]))
     if path:
         def overlapping() -> list[int]:
-            everything = view.all_docs()
+            everything = view.snapshot.all_docs()
             return _overlapping_page(view, everything, path, _rank(view, {}), len(everything))[0]
-        filters.append(Filter(f"path {echo(path)}", overlapping,
-                              lambda: f"path: no note's code paths overlap {echo(path)}"
-                              + did_you_mean(view.closest_words(("paths_pre",), path))))
+        filters.append(Filter(f"path {echo(path, config=config)}", overlapping,
+                              lambda: f"path: no note's code paths overlap {echo(path, config=config)}"
+                              + did_you_mean(view.snapshot.closest_words(("paths_pre",), path), config=config)))
     if since is not None:
-        updated = view.column("updated")
+        updated = view.snapshot.column("updated")
         filters.append(Filter(
-            f"since {echo(since_text)}",
-            lambda: [d for d in view.all_docs() if updated[d] is not None and updated[d] >= since],
-            lambda: f"since: {echo(since_text)} is after the newest note (updated {newest_value(view, 'updated')})"))
-    return why_empty(found, filters)
+            f"since {echo(since_text, config=config)}",
+            lambda: [d for d in view.snapshot.all_docs() if updated[d] is not None and updated[d] >= since],
+            lambda: f"since: {echo(since_text, config=config)} is after the newest note "
+                    f"(updated {newest_value(view, 'updated')})"))
+    return why_empty(found, filters, config=config)
 
 
 def _allowed(view: View, filters: list[tuple[str, str]], since: int | None) -> set[int] | None:
     """The notes that the kind and tag filters and ``since`` admit (None: every note)."""
-    allowed = set(view.docs_where(filters)) if filters else None
+    allowed = set(view.snapshot.docs_where(filters)) if filters else None
     if since is not None:  # from each segment's cached date order, not by a look at every note
-        recent = view.docs_in_range("updated", since, None)
+        recent = view.snapshot.docs_in_range("updated", since, None)
         allowed = set(recent) if allowed is None else allowed.intersection(recent)
     return allowed
 
@@ -410,11 +414,11 @@ def _overlapping_page(view: View, candidates: list[int], path: str,
     a whole code path (a match) or only as the start of a longer one: those candidates are
     checked against the record's ``paths``, in rank order, and only until the page is full.
     """
-    extends = set(view.term_docs("paths_pre", [path]))
+    extends = set(view.snapshot.term_docs("paths_pre", [path]))
     shorter = path_prefixes(path)[:-1]
     maybe: set[int] = set()
     if shorter:
-        maybe = set(view.term_docs("paths_pre", shorter)) - extends
+        maybe = set(view.snapshot.term_docs("paths_pre", shorter)) - extends
     candidates = [d for d in candidates if d in extends or d in maybe]
     if not any(d in maybe for d in candidates):
         page = heapq.nsmallest(limit, candidates, key=rank)
@@ -423,7 +427,7 @@ def _overlapping_page(view: View, candidates: list[int], path: str,
     page = []
     for doc in sorted(candidates, key=rank):
         if doc in extends or any("/".join(path_prefixes(p)[-1:]) in wanted
-                                 for p in view.record(doc).get("paths") or []):
+                                 for p in view.snapshot.record(doc).get("paths") or []):
             page.append(doc)
             if len(page) > limit:
                 return page[:limit], True
@@ -431,22 +435,23 @@ def _overlapping_page(view: View, candidates: list[int], path: str,
 
 
 def _excerpt(view: View, doc: int, forms: list[str]) -> str:
-    return excerpt_around(view.body(view.record(doc)), forms)
+    config = view.config
+    return excerpt_around(view.body(view.snapshot.record(doc)), forms, config.excerpt_chars, config.excerpt_snap)
 
 
 def _digest(view: View, doc: int, score: float, terms: list[str],
             shortened: dict[str, list[str]], excerpt: str | None) -> dict[str, Any]:
     """The digest of one note (``excerpt``: made already, else None); the permalinks of notes
     whose title, tags or paths had to be cut to keep a digest small are added to ``shortened``."""
-    config = settings.current()
-    rec = view.record(doc)
+    config = view.config
+    rec = view.snapshot.record(doc)
     permalink = permalink_of(rec["path"])
     title = str(rec.get("title", ""))
     if len(title) > config.digest_title_chars:
         title = f"{title[:config.digest_title_chars]}… [+{len(title) - config.digest_title_chars} chars]"
         shortened["title"].append(permalink)
-    tags = _fit_list(rec.get("tags") or [])
-    code_paths = _fit_list(rec.get("paths") or [])
+    tags = _fit_list(rec.get("tags") or [], config.digest_list_budget)
+    code_paths = _fit_list(rec.get("paths") or [], config.digest_list_budget)
     if len(tags) < len(rec.get("tags") or []):
         shortened["tags"].append(permalink)
     if len(code_paths) < len(rec.get("paths") or []):
@@ -465,12 +470,12 @@ def _digest(view: View, doc: int, score: float, terms: list[str],
     }
 
 
-def _fit_list(values: list[str]) -> list[str]:
-    """As many leading ``values`` as fit ``digest_list_budget`` characters of JSON."""
+def _fit_list(values: list[str], budget: int) -> list[str]:
+    """As many leading ``values`` as fit ``budget`` characters of JSON (``digest_list_budget``)."""
     used = 2
     for i, value in enumerate(values):
         used += json_size(value) + 2
-        if used > settings.current().digest_list_budget:
+        if used > budget:
             return values[:i]
     return values
 
@@ -484,7 +489,7 @@ def _cut_report(name: str, permalinks: list[str]) -> str:
 
 
 def _check_kind(view: View, kind: str) -> None:
-    present = set(view.lexicon("type"))
+    present = set(view.snapshot.lexicon("type"))
     if kind in KNOWN_TYPES or kind in present:
         return
     valid = list(KNOWN_TYPES) + sorted(present - set(KNOWN_TYPES) - {""})

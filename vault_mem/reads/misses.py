@@ -17,26 +17,24 @@ from __future__ import annotations
 from collections.abc import Callable, Collection, Iterable
 from dataclasses import dataclass
 
-from vault_mem import settings
 from vault_mem.search.api import closest_names, stem_of
 from vault_mem.served.context import View
+from vault_mem.settings import Settings
 
 SEARCH_FIELDS = ("body", "title", "tagtext", "perm")  # what memory_search matches, likeliest first
 SINGULAR = {"notes": "note", "memories": "memory"}
 SUGGEST_FIELDS = ("title", "tagtext", "body")  # where its suggestions come from (perm repeats title)
 
 
-def echo(value: str) -> str:
-    """``value`` quoted, cut to ECHO characters."""
-    config = settings.current()
+def echo(value: str, *, config: Settings) -> str:
+    """``value`` quoted, cut to ``hint_echo`` characters."""
     text = value if len(value) <= config.hint_echo else value[:config.hint_echo] + "..."
     return repr(text)
 
 
-def listed(values: list[str], last: str = "or") -> str:
-    """Up to MAX_LISTED ``values``, echoed, joined with ``last`` before the final one."""
-    config = settings.current()
-    shown = [echo(v) for v in values[:config.hint_max_listed]]
+def listed(values: list[str], last: str = "or", *, config: Settings) -> str:
+    """Up to ``hint_max_listed`` ``values``, echoed, joined with ``last`` before the final one."""
+    shown = [echo(v, config=config) for v in values[:config.hint_max_listed]]
     if not shown:
         return "none"
     if len(values) > config.hint_max_listed:
@@ -44,8 +42,8 @@ def listed(values: list[str], last: str = "or") -> str:
     return shown[0] if len(shown) == 1 else ", ".join(shown[:-1]) + f" {last} " + shown[-1]
 
 
-def did_you_mean(suggestions: list[str]) -> str:
-    return f"; did you mean {listed(suggestions)}?" if suggestions else ""
+def did_you_mean(suggestions: list[str], *, config: Settings) -> str:
+    return f"; did you mean {listed(suggestions, config=config)}?" if suggestions else ""
 
 
 def search_term_hints(view: View, terms: list[str]) -> list[str]:
@@ -54,70 +52,72 @@ def search_term_hints(view: View, terms: list[str]) -> list[str]:
     A term is held when a note's title, permalink, tags or body contains it; when none does,
     the term matched by its English stem alone or not at all, and the hint says which and
     offers the closest words the vault holds."""
-    config = settings.current()
+    config = view.config
     hints: list[str] = []
     suggested = 0
-    if view.doc_count() == 0:
+    if view.snapshot.doc_count() == 0:
         return hints  # the filters' hint says the index is empty
     unheld: list[str] = []
     for term in terms:
-        if view.holds(SEARCH_FIELDS, term):
+        if view.snapshot.has_word(SEARCH_FIELDS, term):
             continue
         if len(hints) == config.hint_max_listed:
             unheld.append(term)
             continue
         stem = stem_of(term)
-        by_stem = stem is not None and view.holds(SEARCH_FIELDS, stem)
+        by_stem = stem is not None and view.snapshot.has_word(SEARCH_FIELDS, stem)
         looked = suggested < config.hint_max_words
-        close = view.closest_words(SUGGEST_FIELDS, term) if looked else []
+        close = view.snapshot.closest_words(SUGGEST_FIELDS, term) if looked else []
         suggested += 1
         if by_stem:
-            hints.append(f"no note holds {echo(term)}: matched by its stem {echo(str(stem))} only"
-                         + did_you_mean(close))
+            hints.append(f"no note holds {echo(term, config=config)}: "
+                         f"matched by its stem {echo(str(stem), config=config)} only"
+                         + did_you_mean(close, config=config))
         else:
             nothing_close = ", nor a word close to it" if looked else ""
-            hints.append(f"no note holds {echo(term)}" + (did_you_mean(close) or nothing_close))
+            hints.append(f"no note holds {echo(term, config=config)}"
+                         + (did_you_mean(close, config=config) or nothing_close))
     if unheld:
-        hints.append(f"{len(unheld)} more words no note holds: {listed(unheld, 'and')}")
+        hints.append(f"{len(unheld)} more words no note holds: {listed(unheld, 'and', config=config)}")
     return hints
 
 
 def missing_word_hints(view: View, words: list[str], fields: tuple[str, ...], where: str) -> list[str]:
     """For substring filters (``memory_list``'s query): each word no note holds in ``fields``,
     with the closest words; ``where`` names the fields in the hint ("title or body")."""
-    config = settings.current()
+    config = view.config
     hints: list[str] = []
-    unheld = [w for w in words if not view.holds(fields, w)]
+    unheld = [w for w in words if not view.snapshot.has_word(fields, w)]
     for i, word in enumerate(unheld[:config.hint_max_listed]):
-        close = view.closest_words(fields, word) if i < config.hint_max_words else []
-        hints.append(f"no memory's {where} holds {echo(word)}" + did_you_mean(close))
+        close = view.snapshot.closest_words(fields, word) if i < config.hint_max_words else []
+        hints.append(f"no memory's {where} holds {echo(word, config=config)}" + did_you_mean(close, config=config))
     if len(unheld) > config.hint_max_listed:
         more = unheld[config.hint_max_listed:]
-        hints.append(f"{len(more)} more words no memory holds: {listed(more, 'and')}")
+        hints.append(f"{len(more)} more words no memory holds: {listed(more, 'and', config=config)}")
     return hints
 
 
 def tag_hints(view: View, tags: list[str], param: str) -> list[str]:
     """For tag filters: each tag no note carries (nested tags count), with the closest tags."""
-    config = settings.current()
-    missing = [t for t in tags if not view.holds(("tags",), t, substring=False)]
+    config = view.config
+    missing = [t for t in tags if not view.snapshot.has_word(("tags",), t, substring=False)]
     hints = []
     for i, tag in enumerate(missing):
         if i == config.hint_max_words:
-            hints.append(f"{param}: {len(missing) - i} more tags match no memory: {listed(missing[i:])}")
+            hints.append(f"{param}: {len(missing) - i} more tags match no memory: {listed(missing[i:], config=config)}")
             break
-        close = view.closest_words(("tags",), tag) if tag else []
-        hints.append(f"{param}: tag {echo(tag)} matched no memory" + did_you_mean(close))
+        close = view.snapshot.closest_words(("tags",), tag) if tag else []
+        hints.append(f"{param}: tag {echo(tag, config=config)} matched no memory" + did_you_mean(close, config=config))
     return hints
 
 
 def _kinds(view: View) -> list[str]:
-    return [t for t in view.lexicon("type") if t]
+    return [t for t in view.snapshot.lexicon("type") if t]
 
 
 def present_kinds(view: View) -> str:
     """The kinds (types) notes have, for a hint: at most MAX_LISTED, then how many more."""
-    config = settings.current()
+    config = view.config
     kinds = _kinds(view)
     more = f" and {len(kinds) - config.hint_max_listed} more" if len(kinds) > config.hint_max_listed else ""
     return ", ".join(kinds[:config.hint_max_listed]) + more
@@ -132,23 +132,23 @@ def range_hint(view: View, field: str, lo: int | None, hi: int | None, lo_name: 
     """Why no note's ``field`` (``created``, ``updated``) falls in ``[lo, hi]`` (inclusive epoch
     seconds, None: open): a start after the newest, an end before the oldest, or a gap between
     notes. ``lo_name``/``hi_name`` say the bounds as the caller gave them (``date_from '2030'``)."""
-    column = view.column(field)
-    dated = [d for d in view.all_docs() if column[d] is not None]
+    column = view.snapshot.column(field)
+    dated = [d for d in view.snapshot.all_docs() if column[d] is not None]
     if not dated:
         return f"no memory has a {field} date"
     newest = max(dated, key=column.__getitem__)
     oldest = min(dated, key=column.__getitem__)
     if lo is not None and column[newest] < lo:
-        return f"{lo_name} is after the newest memory ({field} {view.record(newest).get(field)})"
+        return f"{lo_name} is after the newest memory ({field} {view.snapshot.record(newest).get(field)})"
     if hi is not None and column[oldest] > hi:
-        return f"{hi_name} is before the oldest memory ({field} {view.record(oldest).get(field)})"
+        return f"{hi_name} is before the oldest memory ({field} {view.snapshot.record(oldest).get(field)})"
     return f"no memory was {field} from {lo_name} to {hi_name}"
 
 
 def newest_value(view: View, field: str) -> str | None:
     """The stored (ISO) ``field`` of the note with the highest ``field`` value, if any."""
-    docs = view.newest(field, 1)
-    return str(view.record(docs[0]).get(field)) if docs else None
+    docs = view.snapshot.newest(field, 1)
+    return str(view.snapshot.record(docs[0]).get(field)) if docs else None
 
 
 @dataclass
@@ -162,13 +162,12 @@ class Filter:
 
 
 def why_empty(found: Collection[int] | None, filters: Iterable[Filter], noun: str = "notes",
-              text: str = "the query") -> list[str]:
+              text: str = "the query", *, config: Settings) -> list[str]:
     """Which filter emptied a result. ``found``: what the text matched (None without text).
 
     A filter that admits nothing on its own is named with its own explanation; otherwise the
     hint says how many of the text's matches each filter leaves, or that the filters only
     exclude each other together."""
-    config = settings.current()
     given = list(filters)
     admitted = [(f, f.admits()) for f in given]
     empty = [f for f, docs in admitted if not docs]

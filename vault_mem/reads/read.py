@@ -50,12 +50,13 @@ from vault_mem.reads.githistory import git_fields
 from vault_mem.reads.lineage import lineage_for
 from vault_mem.reads.links import LinkResolver, backlinks, outgoing
 from vault_mem.reads.rows import cut_to_fit
-from vault_mem.search.api import ancestors, fold, keep_while_unchanged
+from vault_mem.search.api import cached_while_unchanged
 from vault_mem.served.context import View, json_size, settled_stamp, take_within
 from vault_mem.served.params import OFFSET, REF, Args, int_param, text_param
 from vault_mem.served.refs import no_note, resolve_ref
 from vault_mem.vault.dates import from_timestamp, iso
-from vault_mem.vault.fields import FIELDS, layout, note_fields
+from vault_mem.vault.fields import FIELDS, fold, layout, note_fields
+from vault_mem.vault.names import ancestors
 from vault_mem.vault.note import Note, est_tokens, permalink_of
 from vault_mem.vault.reader import DateSource, read_note
 
@@ -78,7 +79,7 @@ CUTTABLE = layout(("tags", "aliases", "metadata", "links", "backlinks", "lineage
 
 
 def memory_read(view: View, raw: dict[str, Any]) -> dict[str, Any]:
-    config = settings.current()
+    config = view.config
     args = Args(raw, READ_PARAMS)
     ref = args.required_str("ref", max_len=4096)
     offset = args.integer("offset")
@@ -88,12 +89,12 @@ def memory_read(view: View, raw: dict[str, Any]) -> dict[str, Any]:
         args.agent()  # well formed; served/mailbox.py marks the note read for it
 
     doc = resolve_ref(view, ref)
-    record = view.record(doc)
+    record = view.snapshot.record(doc)
     path = view.vault.root / record["fsrel"]
     if not path.exists() and not path.is_symlink():
         raise NotFound(f"{permalink_of(record['path'])} is indexed but its file is gone; "
                        "the index catches up shortly")
-    note = _parsed(view.vault.root, record["fsrel"], view.vault.index.history)
+    note = _parsed(view.vault.root, record["fsrel"], view.vault.index.history, view.config.settled_ns)
     if not view.may_see(record["path"], None, record.get("real"), note.real):  # where its path leads now
         raise no_note(ref)
     if offset > len(note.body):
@@ -130,15 +131,15 @@ def memory_read(view: View, raw: dict[str, Any]) -> dict[str, Any]:
     return answer
 
 
-def _parsed(root: Path, fsrel: str, history: DateSource | None) -> Note:
+def _parsed(root: Path, fsrel: str, history: DateSource | None, settled_ns: int) -> Note:
     """The note as read now, reusing the last parse while the file is unchanged (same inode, size
     and mtime, once it has been so for a few seconds: ``settled_stamp``): paging a 2 MiB note must
     not re-read and re-parse it for every page."""
-    stamp = settled_stamp(root / fsrel)
+    stamp = settled_stamp(root / fsrel, settled_ns)
     if stamp is None:
         return read_note(root, fsrel, history)
-    return keep_while_unchanged(("note", str(root), fsrel, *stamp), lambda: (read_note(root, fsrel, history), True),
-                                _note_size)
+    return cached_while_unchanged(("note", str(root), fsrel, *stamp), lambda: (read_note(root, fsrel, history), True),
+                                  _note_size)
 
 
 def _note_size(note: Note) -> int:
@@ -156,7 +157,7 @@ def _head(view: View, doc: int, note: Note) -> dict[str, Any]:
         "est_tokens": est_tokens(note.body),
         "body_chars": len(note.body),
         "links": outgoing(view, note, resolver),
-        "backlinks": backlinks(view, doc, view.record(doc), resolver),
+        "backlinks": backlinks(view, doc, view.snapshot.record(doc), resolver),
         "lineage": lineage_for(view, doc).lineage_of(doc),
     }
     return head
@@ -166,10 +167,10 @@ def _shared_id_problem(view: View, doc: int, note: Note) -> list[str]:
     """docs/vault-format.md: two files with the same ``id`` is a problem memory_read shows."""
     if not note.has_id:
         return []
-    others = [d for d in view.term_docs("key_uid", [fold(note.uid)]) if d != doc]
+    others = [d for d in view.snapshot.term_docs("key_uid", [fold(note.uid)]) if d != doc]
     if not others:
         return []
-    shown = sorted(permalink_of(view.record(d)["path"]) for d in others)
+    shown = sorted(permalink_of(view.snapshot.record(d)["path"]) for d in others)
     return [f"another note has the same id {note.uid!r}: {', '.join(shown[:5])}"
             + (f" (and {len(shown) - 5} more)" if len(shown) > 5 else "")]
 
@@ -206,12 +207,12 @@ def list_domains(view: View, raw: dict[str, Any]) -> dict[str, Any]:
     offset = args.integer("offset")
     # Only a commit changes the answer: the calls in between share it (a copy each, since the
     # caller's inbox and hints are added to the answer; the rows are never changed).
-    return dict(view.kept(("list_domains", offset), lambda: _domains_page(view, offset)))
+    return dict(view.snapshot.cached(("list_domains", offset), lambda: _domains_page(view, offset)))
 
 
 def _domains_page(view: View, offset: int) -> dict[str, Any]:
     # Each folder's own notes (the engine keeps them per segment), spread to its ancestors.
-    own = view.folder_counts()
+    own = view.snapshot.folder_counts()
     totals: dict[str, list[int]] = {}
     for folder, (active, arch, newest) in own.items():
         for name in ["", *ancestors(folder)]:
@@ -226,9 +227,9 @@ def _domains_page(view: View, offset: int) -> dict[str, Any]:
     rows = [
         {"domain": name, "active": totals[name][0], "archived": totals[name][1],
          "updated": _updated(totals[name][2])}
-        for name in names[offset: offset + settings.current().domain_page]
+        for name in names[offset: offset + view.config.domain_page]
     ]
-    rows = rows[: take_within(rows)]
+    rows = rows[: take_within(rows, view.config.row_budget)]
     if not rows:
         return {"status": "none", "domains": [],
                 "message": f"offset {offset} is past the last of {len(names)} domains"}

@@ -4,25 +4,23 @@ from __future__ import annotations
 
 from typing import Any
 
-from vault_mem import settings
 from vault_mem.served.context import json_size
 from vault_mem.vault.fields import FIELDS, layout
 from vault_mem.vault.note import domain_of, permalink_of, tokens_for_chars
 
 
-def snippet(body: str, limit: int | None = None, see: str = "memory_read", total: int | None = None) -> str:
+def snippet(body: str, limit: int, see: str = "memory_read", total: int | None = None) -> str:
     """The first ``limit`` code points of a body of ``total`` characters (``len(body)`` unless
     only its head is given), with a marker saying how much was left out and where it is."""
-    limit = settings.current().snippet_chars if limit is None else limit
     total = len(body) if total is None else total
     if total <= limit:
         return body[:limit]
     return f"{body[:limit]}… [+{total - limit} chars, see {see}]"
 
 
-def snippet_of(record: dict[str, Any], limit: int | None = None) -> str:
-    """``snippet`` of a stored record, from its stored head (which is longer than any snippet)."""
-    limit = settings.current().snippet_chars if limit is None else limit
+def snippet_of(record: dict[str, Any], limit: int) -> str:
+    """``snippet`` of a stored record, from its stored head (which is longer than any snippet;
+    ``limit``: the ``snippet_chars`` setting)."""
     head = str(record.get("head", ""))
     return snippet(head, limit, total=int(record.get("body_chars", len(head))))
 
@@ -80,33 +78,34 @@ def cut_to_fit(value: dict[str, Any], budget: int, cuttable: tuple[str, ...],
     return cuts
 
 
-def fit_row(row: dict[str, Any], budget: int | None = None) -> bool:
-    """Cut a list row whose fields (besides ``content``) pass ``budget``; the row then carries
-    ``truncated_fields`` ({field: {shown, total, unit}}). True when something was cut."""
-    budget = settings.current().row_fields_budget if budget is None else budget
+def fit_row(row: dict[str, Any], budget: int) -> bool:
+    """Cut a list row whose fields (besides ``content``) pass ``budget`` (the ``row_fields_budget``
+    setting); the row then carries ``truncated_fields`` ({field: {shown, total, unit}}). True when
+    something was cut."""
     cuts = cut_to_fit(row, budget, ROW_CUTTABLE, exclude=("content",))
     if cuts:
         row["truncated_fields"] = cuts
     return bool(cuts)
 
 
-def cut_message(refs: list[str], see: str = "memory_read") -> str:
-    """What a list answer says when fields of some of its rows were cut."""
+def cut_message(refs: list[str], bound: int, see: str = "memory_read") -> str:
+    """What a list answer says when fields of some of its rows were cut to keep it under ``bound``
+    characters (the ``max_answer_chars`` setting)."""
     shown = ", ".join(r if len(r) <= 120 else r[:117] + "..." for r in refs[:3])
     more = f" and {len(refs) - 3} more" if len(refs) > 3 else ""
-    bound = settings.current().max_answer_chars
     return (f"fields of {shown}{more} were cut to keep the answer under {bound:,} characters "
             f"(see each row's truncated_fields; {see} shows the whole record)")
 
 
-def bound_message(shown: str, next_offset: int | None) -> str:
-    """What a list answer says when the size bound, not ``limit``, ended its page.
+def bound_message(shown: str, next_offset: int | None, bound: int) -> str:
+    """What a list answer says when the size bound (``bound`` characters: the ``max_answer_chars``
+    setting), not ``limit``, ended its page.
 
     ``shown`` counts what came back ("12 of 20 chunks"); with no ``next_offset`` (a tool
     that does not page) the advice is to ask for less."""
     rest = (f"pass offset={next_offset} for the rest" if next_offset is not None
             else "lower limit or narrow the query")
-    return f"{shown} fit the answer's size bound ({settings.current().max_answer_chars:,} characters); {rest}"
+    return f"{shown} fit the answer's size bound ({bound:,} characters); {rest}"
 
 
 def _can_shrink(value: Any) -> bool:

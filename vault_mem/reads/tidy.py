@@ -30,7 +30,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from vault_mem import settings
 from vault_mem.history import journal
 from vault_mem.reads.lineage import Lineage
 from vault_mem.search.api import Rarity, Said, likeness, note_said, resembling
@@ -141,14 +140,14 @@ def clusters(views: Callable[[], View], *, threshold: float | None = None,
     ``similar_threshold`` setting when None. ``total`` is told how many notes will be compared,
     ``advance`` each one compared. ``authors``: who wrote each note and what they may write (None:
     nobody is asked, every note may replace any); ``picked``: the paths a person chose to keep."""
-    config = settings.current()
+    view = views()
+    config = view.config
     threshold = config.similar_threshold if threshold is None else threshold
     chunk = config.tidy_view_notes
     pieces = _Pieces()
-    view = views()
-    rarest = Rarity(view)
+    rarest = Rarity(view.snapshot)
     lineage = Lineage(view)
-    current = [d for d in view.all_docs() if not lineage.superseded(d)]
+    current = [d for d in view.snapshot.all_docs() if not lineage.superseded(d)]
     del lineage
     keep = set(current)
     if total is not None:
@@ -156,27 +155,28 @@ def clusters(views: Callable[[], View], *, threshold: float | None = None,
     for start in range(0, len(current), chunk):
         view = views()
         for doc in current[start:start + chunk]:
-            record = view.record(doc)
-            found = resembling(view, str(record.get("title") or ""), str(record.get("head") or ""),
+            record = view.snapshot.record(doc)
+            found = resembling(view.snapshot, str(record.get("title") or ""), str(record.get("head") or ""),
                                exclude={doc}, keep=keep, limit=config.tidy_neighbours, threshold=threshold,
                                rarest=rarest)
             for near in found:
                 pieces.join(doc, near.docnum)
             if advance is not None:
                 advance(1)
-    return _proposed(views, pieces.groups(), rarest, threshold, authors, set(picked))
+    return _proposed(views, pieces.groups(), rarest, threshold, authors, set(picked), config.tidy_view_clusters)
 
 
 def _proposed(views: Callable[[], View], groups: list[list[int]], rarest: Rarity, threshold: float,
-              authors: Authors | None, picked: set[str]) -> list[Cluster]:
+              authors: Authors | None, picked: set[str], clusters_a_view: int) -> list[Cluster]:
     out: list[Cluster] = []
-    for part in _chunks(groups, settings.current().tidy_view_clusters):
+    for part in _chunks(groups, clusters_a_view):
         view = views()
-        updated, created, paths = view.cells("updated"), view.cells("created"), view.cells("path")
+        snapshot = view.snapshot
+        updated, created, paths = snapshot.cells("updated"), snapshot.cells("created"), snapshot.cells("path")
         for docs in part:
             # newest first: updated, then created, then path
             ordered = sorted(docs, key=lambda d: (-(updated[d] or 0), -(created[d] or 0), paths[d] or ""))
-            records = [view.record(d) for d in ordered]
+            records = [view.snapshot.record(d) for d in ordered]
             members = [_member(r, by=authors.of(r["path"], r.get("fsrel") or r["path"]) if authors else [])
                        for r in records]
             cluster = _cluster(members, [_said(r) for r in records], rarest, threshold, authors, picked)

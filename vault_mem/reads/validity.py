@@ -78,17 +78,17 @@ class Windows:
 
     def _created_at(self, doc: int) -> int:
         if self._created is None:
-            self._created = self.view.column("created")
+            self._created = self.view.snapshot.column("created")
         return int(self._created[doc] or 0)
 
     def start(self, doc: int) -> int:
-        rec = self.view.record(doc)
+        rec = self.view.snapshot.record(doc)
         stated = bound_start(rec.get("valid_from"))
         return stated if stated is not None else self._created_at(doc)
 
     def end(self, doc: int) -> int | None:
         """The first second the note is no longer true (None: still open)."""
-        stated = bound_end(self.view.record(doc).get("valid_until"))
+        stated = bound_end(self.view.snapshot.record(doc).get("valid_until"))
         if stated is not None:
             return stated
         if not self.lineage.superseded(doc):  # a cycle's newest member stays current (reads/lineage.py)
@@ -98,9 +98,9 @@ class Windows:
     def not_current(self, at: int) -> set[int]:
         """The live notes whose window does not hold ``at``."""
         view = self.view
-        out = set(view.docs_in_range("created", at + 1, None))  # not written yet (unless valid_from says)
-        for doc in view.term_docs("lineage", ["y"]):
-            rec = view.record(doc)
+        out = set(view.snapshot.docs_in_range("created", at + 1, None))  # not written yet (unless valid_from says)
+        for doc in view.snapshot.term_docs("lineage", ["y"]):
+            rec = view.snapshot.record(doc)
             start = bound_start(rec.get("valid_from"))
             if start is not None:
                 if start <= at:
@@ -123,7 +123,7 @@ class Windows:
         moment = int(time.time()) if now is None else now
         if end is None or end > moment:
             return {}
-        stated = self.view.record(doc).get("valid_until")
+        stated = self.view.snapshot.record(doc).get("valid_until")
         shown = stated if stated else iso(dt.datetime.fromtimestamp(end, UTC))
         return {"valid_until": shown, "ended": True}
 

@@ -9,7 +9,8 @@ from collections.abc import Callable
 from pathlib import Path
 
 from vault_mem.meaning.chunks import embedded_title
-from vault_mem.search.api import Meaning, VaultIndex
+from vault_mem.meaning.embedder import Meaning
+from vault_mem.search.api import VaultIndex
 from vault_mem.vault.reader import read_note
 
 

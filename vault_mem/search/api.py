@@ -1,32 +1,41 @@
 """The search engine's one face: everything above ``search/`` imports from here, and from nowhere
-else inside it (``tests/unit/test_layers.py`` keeps it so).
+else inside it (``tests/unit/test_layers.py`` keeps it so, for tests too: only tests/engine/
+reaches behind it). What crosses it is vault-mem's own: paths, notes, plain dicts, document
+numbers (ints, valid within one snapshot) and the dataclasses below; no Whoosh object, and no
+engine class to subclass. The list with its types is docs/architecture.md, "The engine's face".
 
-    VaultIndex          the index of one vault: open, submit notes (``Batch``), commit_batch, searchers
-    sync, reconcile     bring the index up to the files (a build, or only what changed)
-    Snapshot            one call's consistent look at the index: document sets, orders,
-                        records, columns, lexicons, closest words (``search/snapshot.py``)
-    score_notes, best_notes, scores_of, search_terms, match_forms, stem_of
-                        the ``memory_search`` ranking, its top k, and the scores of chosen notes
-                        (docs/ranking.md)
-    Meaning, fused_notes, Fused, open_meaning
-                        the optional meaning stage: a sentence model's nearest notes fused with
-                        that ranking (search/fusion.py, meaning/; docs/ranking.md "By meaning")
-    fold, strip_md, ancestors, path_prefixes, words, is_word, closest_names
-                        how names and text are normalised for the index's keys
-    resembling, Resembling, Rarity, word_set, resemblance, Said, note_said, likeness
+Look (one call's consistent view of the committed index):
+    reading(index, mask, visible) -> Snapshot
+                        a snapshot for one call; ``Snapshot``'s methods give document sets,
+                        orders, records, columns, lexicons, counts (``search/snapshot.py``)
+    note_count(index) -> int
+                        how many notes the index holds now
+    PATH_KEY_FIELDS     the key fields ``Snapshot.path_key_docs`` answers from the path column
+Search (docs/ranking.md):
+    search_terms, match_forms, stem_of, score_notes, best_notes -> Ranked, scores_of,
+    fused_notes -> Fused (with the meaning stage), closest_names, newest_first_key,
+    ranked_newest_key
+    resembling, Rarity, note_said -> Said, likeness
                         the notes that say nearly the same as a text (``search/similar.py``,
                         ``search/facts.py``)
-    keep_while_unchanged
+    cached_while_unchanged
                         keep what is derived from one version of a file (the engine's cache)
-    install_whoosh_patches
-                        put the Whoosh patches in place (each one switchable: search/whoosh/patches.py)
+Change and keep up (the commit side, search/store.py and search/commits.py):
+    VaultIndex          the index of one vault: open, submit notes (``Batch``), commit_batch
+    sync -> SyncReport, reconcile
+                        bring the index up to the files (a build, or only what changed)
+    attach_history, same_content, stat_state, document_of, prefix_records, SCHEMA_VERSION
+                        what the watcher and the start-up check compare and submit
+The index folder and its processes:
+    has_index, usable_index_dir, live, present, note_present, merge_due, merge_lock, merge_main,
+    Progress, ProgressFile, install_whoosh_patches (each patch switchable: search/whoosh/patches.py)
 
-Whoosh, its segments, columns and the shared cache stay behind this face.
+How names and text are cut (``vault/names.py``) and folded (``vault/fields.py:fold``) is not the
+engine's: import it from there.
 """
 
 from __future__ import annotations
 
-from vault_mem.meaning.embedder import Meaning
 from vault_mem.search.build import SyncReport, reconcile, sync
 from vault_mem.search.columns import PATH_KEY_FIELDS
 from vault_mem.search.commits import Batch
@@ -34,51 +43,42 @@ from vault_mem.search.facts import Said
 from vault_mem.search.folder import has_index, usable_index_dir
 from vault_mem.search.fusion import Fused, fused_notes
 from vault_mem.search.gitfollow import attach_history
-from vault_mem.search.lru import keep_while_unchanged
+from vault_mem.search.lru import cached_while_unchanged
 from vault_mem.search.merge import main as merge_main
 from vault_mem.search.merge import merge_due, merge_lock
 from vault_mem.search.presence import live, note_present, present
 from vault_mem.search.progress import Progress, ProgressFile
-from vault_mem.search.query import Searcher, newest_first_key, prefix_records, ranked_newest_key
+from vault_mem.search.query import newest_first_key, prefix_records, ranked_newest_key
 from vault_mem.search.ranking import match_forms, score_notes, search_terms, stem_of
-from vault_mem.search.schema import SCHEMA_VERSION, ancestors, document_of, fold, path_prefixes, strip_md
-from vault_mem.search.similar import Rarity, Resembling, likeness, note_said, resemblance, resembling, word_set
-from vault_mem.search.snapshot import Snapshot
+from vault_mem.search.schema import SCHEMA_VERSION, document_of
+from vault_mem.search.similar import Rarity, likeness, note_said, resembling
+from vault_mem.search.snapshot import Snapshot, note_count, reading
 from vault_mem.search.store import VaultIndex, same_content, stat_state
-from vault_mem.search.substring import is_word, words
 from vault_mem.search.topk import Ranked, best_notes, scores_of
 from vault_mem.search.vocabulary import closest_names
 from vault_mem.search.whoosh.patches import install_from_environment as install_whoosh_patches
-
-open_meaning = Meaning.open
 
 __all__ = [
     "PATH_KEY_FIELDS",
     "SCHEMA_VERSION",
     "Batch",
     "Fused",
-    "Meaning",
     "Progress",
     "ProgressFile",
     "Ranked",
     "Rarity",
-    "Resembling",
     "Said",
-    "Searcher",
     "Snapshot",
     "SyncReport",
     "VaultIndex",
-    "ancestors",
     "attach_history",
     "best_notes",
+    "cached_while_unchanged",
     "closest_names",
     "document_of",
-    "fold",
     "fused_notes",
     "has_index",
     "install_whoosh_patches",
-    "is_word",
-    "keep_while_unchanged",
     "likeness",
     "live",
     "match_forms",
@@ -86,15 +86,14 @@ __all__ = [
     "merge_lock",
     "merge_main",
     "newest_first_key",
+    "note_count",
     "note_present",
     "note_said",
-    "open_meaning",
-    "path_prefixes",
     "prefix_records",
     "present",
     "ranked_newest_key",
+    "reading",
     "reconcile",
-    "resemblance",
     "resembling",
     "same_content",
     "score_notes",
@@ -102,9 +101,6 @@ __all__ = [
     "search_terms",
     "stat_state",
     "stem_of",
-    "strip_md",
     "sync",
     "usable_index_dir",
-    "word_set",
-    "words",
 ]

@@ -123,7 +123,8 @@ def path_key_docs(searcher: Searcher, parts: Parts, field: str, value: str) -> l
 
 
 def _path_keys(seg: Segment, field: str) -> dict[str, list[int]]:
-    from vault_mem.search.schema import fold, strip_md
+    from vault_mem.vault.fields import fold
+    from vault_mem.vault.names import strip_md
 
     def make() -> dict[str, list[int]]:
         table: dict[str, list[int]] = {}

@@ -27,8 +27,8 @@ from dataclasses import dataclass
 
 from vault_mem import settings
 from vault_mem.search.ranking import STOP_WORDS
-from vault_mem.search.substring import words
 from vault_mem.vault.markdown import body_links, mask_code
+from vault_mem.vault.names import words
 
 _TOKEN = re.compile(r"\w+(?:[.\-:/']\w+)*")
 _PARTS = re.compile(r"[^\W_]+")

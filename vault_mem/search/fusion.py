@@ -118,7 +118,7 @@ def candidates(view: Snapshot, meaning: Meaning, query: str, terms: list[str], d
     ``limit`` notes (most of the page, as a rule: the caller starts on their rows before the fused
     order is known), while this thread embeds the query and compares it with the notes, which
     release the interpreter's lock."""
-    config = settings.current()
+    config = view.config
     min_similarity = config.meaning_min_similarity if min_similarity is None else min_similarity
     shown = depth if limit is None else limit
     if CONCURRENT and len(meaning.store):
@@ -161,7 +161,7 @@ def fused_notes(view: Snapshot, meaning: Meaning, query: str, terms: list[str], 
                 min_similarity: float | None = None, meanwhile: Callable[[list[int]], None] | None = None) -> Fused:
     """The first ``limit`` notes by the rule of the module docstring (``keep``: the notes the
     filters admit, None for all; the bounds and weights not given: the ``meaning_*`` settings)."""
-    config = settings.current()
+    config = view.config
     depth = max(config.meaning_depth if depth is None else depth, limit)
     found = candidates(view, meaning, query, terms, depth, keep, min_similarity, meanwhile, limit)
     order = combine(found, Weights.current() if weights is None else weights)
@@ -181,4 +181,4 @@ def _docs_by_path(view: Snapshot) -> dict[str, int]:
         paths = view.column("path")
         return {paths[doc]: doc for doc in view.all_docs()}
 
-    return view.kept("meaning: docs by path", make)
+    return view.cached("meaning: docs by path", make)

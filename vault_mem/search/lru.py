@@ -89,13 +89,13 @@ class Lru:
 CACHE = Lru()
 
 
-def keep_while_unchanged(key: Hashable, make: Callable[[], tuple[V, bool]],
-                         sizeof: Callable[[V], int] = approx_size) -> V:
-    """What ``make()`` derives from one version of a file, kept under ``key`` (which names that
-    version: path and ``version_key``); ``make`` also says whether its value may be kept (a read
+def cached_while_unchanged(key: Hashable, make: Callable[[], tuple[V, bool]],
+                           sizeof: Callable[[V], int] = approx_size) -> V:
+    """What ``make()`` derives from one version of a file, cached under ``key`` (which names that
+    version: path and ``version_key``); ``make`` also says whether its value may be cached (a read
     that failed is not)."""
-    kept: V | None = CACHE.peek(key)
-    if kept is not None:
-        return kept
-    value, keep = make()
-    return CACHE.get_or_make(key, lambda: value, sizeof) if keep else value
+    cached: V | None = CACHE.peek(key)
+    if cached is not None:
+        return cached
+    value, cacheable = make()
+    return CACHE.get_or_make(key, lambda: value, sizeof) if cacheable else value

@@ -31,9 +31,10 @@ from vault_mem.errors import InvalidInput
 from vault_mem.search.lru import CACHE
 from vault_mem.search.query import english_stem
 from vault_mem.search.segments import Segment
-from vault_mem.search.snapshot import Snapshot
-from vault_mem.search.substring import segment_form_hit_counts, words
+from vault_mem.search.snapshot import Snapshot, parts_of
+from vault_mem.search.substring import segment_form_hit_counts
 from vault_mem.search.ties import grouped_in_tie_order
+from vault_mem.vault.names import words
 
 # Common English words that say little about a note (the usual function words, plus the
 # words a question is phrased with); dropped from queries unless a query holds nothing
@@ -122,7 +123,7 @@ def weighted_hits(view: Snapshot, term: str) -> TermHits:
     and the segments' offsets are applied per call."""
     exact: dict[int, float] = {}
     alone: dict[int, float] = {}
-    for seg in view.parts:
+    for seg in parts_of(view):
         hits = segment_hits(seg, term)
         exact.update(seg.to_searcher_items(hits.exact))
         alone.update(seg.to_searcher_items(hits.stem))
@@ -190,7 +191,7 @@ def score_notes(view: Snapshot, terms: list[str]) -> dict[int, float]:
     totals: dict[int, float] = {}
     matched: dict[int, int] = {}  # terms held in some form
     exactly: dict[int, int] = {}  # terms held exactly
-    chosen = settings.current()
+    chosen = view.config
     bonus, decimals = chosen.rank_all_terms_bonus, chosen.rank_score_decimals
     ceiling = float(bonus)
     for term in terms:

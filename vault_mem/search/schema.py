@@ -18,9 +18,9 @@ from whoosh.fields import KEYWORD as _KEYWORD
 from vault_mem import settings
 from vault_mem.search.whoosh import seam as _seam  # noqa: F401  (the installed Whoosh checked before any index is opened)
 from vault_mem.vault.dates import parse_datetime
-from vault_mem.vault.fields import FIELDS, plain
-from vault_mem.vault.fields import fold as fold  # kept importable from here
+from vault_mem.vault.fields import FIELDS, fold, plain
 from vault_mem.vault.fields import tag_keys as tag_keys
+from vault_mem.vault.names import ancestors, path_prefixes, strip_md
 from vault_mem.vault.note import PERMALINK_PREFIX, Note, domain_of, permalink_of
 
 SCHEMA_VERSION = 8  # 3: `created` from a date in the file name (daily notes); 4: sup_keys, and text
@@ -79,20 +79,6 @@ def make_schema() -> Schema:
 
 def _number(bits: int = 32) -> NUMERIC:
     return NUMERIC(int, bits=bits, signed=True, sortable=True, shift_step=0)
-
-
-def strip_md(path: str) -> str:
-    return path[:-3] if path.lower().endswith(".md") else path
-
-
-def ancestors(domain: str) -> list[str]:
-    parts = domain.split("/") if domain else []
-    return ["/".join(parts[: i + 1]) for i in range(len(parts))]
-
-
-def path_prefixes(path: str) -> list[str]:
-    parts = [p for p in path.strip("/").split("/") if p]
-    return ["/".join(parts[: i + 1]) for i in range(len(parts))]
 
 
 def supersession_keys(target: str) -> list[str]:

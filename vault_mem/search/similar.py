@@ -33,8 +33,8 @@ from dataclasses import dataclass
 from vault_mem import settings
 from vault_mem.search.facts import Said, alike, said
 from vault_mem.search.ranking import STOP_WORDS, rarity
-from vault_mem.search.snapshot import Snapshot
-from vault_mem.search.substring import words
+from vault_mem.search.snapshot import Snapshot, parts_of
+from vault_mem.vault.names import words
 
 _HAS_LETTER = re.compile(r"[^\W\d_]")
 
@@ -54,7 +54,7 @@ class Rarity:
     def __init__(self, view: Snapshot, size: int | None = None) -> None:
         self.count = view.doc_frequencies("body")
         self.notes = view.doc_count()
-        self.size = settings.current().similar_rarity_words if size is None else size
+        self.size = view.config.similar_rarity_words if size is None else size
         self._known: OrderedDict[str, tuple[int, float]] = OrderedDict()  # word: (df, rarity)
 
     def _look_up(self, word: str) -> tuple[int, float]:
@@ -150,7 +150,7 @@ def _holding_most(view: Snapshot, chosen: list[str], count: int, keep: Collectio
     for word in chosen:
         rare = weigh(word)
         holders: set[int] = set()
-        for segment in view.parts:
+        for segment in parts_of(view):
             for field in ("body", "title"):
                 if segment.doc_frequencies(field).get(word):
                     holders.update(segment.to_searcher_numbers(segment.term_docs(field, word)))
@@ -168,7 +168,7 @@ def resembling(view: Snapshot, title: str, body: str, *, exclude: Collection[int
     ``title`` + ``body`` is at least ``threshold``, the most resembling first (see the module).
     ``keep``: only these notes (all when None). ``rarest``: the index's word rarities, when the
     caller keeps them across calls (tidy). The bounds not given are the ``similar_*`` settings."""
-    config = settings.current()
+    config = view.config
     limit = config.similar_shown if limit is None else limit
     threshold = config.similar_threshold if threshold is None else threshold
     terms = config.similar_terms if terms is None else terms

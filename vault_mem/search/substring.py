@@ -14,24 +14,12 @@ plain ``text.lower().count(needle)`` would.
 
 from __future__ import annotations
 
-import re
 import sys
 from array import array
 
 from vault_mem.search.lru import CACHE
 from vault_mem.search.segments import Parts, Segment
 from vault_mem.search.whoosh.files import field_terms, postings
-
-_WORD_RUN = re.compile(r"\w+")
-
-
-def words(text: str) -> list[str]:
-    """The lower-cased word runs of ``text``, as the index tokenises it."""
-    return _WORD_RUN.findall(text.lower())
-
-
-def is_word(needle: str) -> bool:
-    return bool(needle) and _WORD_RUN.fullmatch(needle) is not None
 
 
 def _joined_lexicon(seg: Segment, field: str) -> str:

@@ -38,7 +38,7 @@ from vault_mem.search.ranking import (
     segment_groups,
     segment_hits,
 )
-from vault_mem.search.snapshot import Snapshot
+from vault_mem.search.snapshot import Snapshot, parts_of
 
 Entry = tuple[float, tuple[int, str], int]  # (-score, tie key, docnum): ascending is rank order
 Item = tuple[tuple[int, str], int, int, int]  # (tie key, docnum, segment, segment docnum)
@@ -59,7 +59,7 @@ def best_notes(view: Snapshot, terms: list[str], limit: int, keep: Collection[in
     """The first ``limit`` notes holding some term in some form (and in ``keep``, when given)
     in rank order; the same page as ``ranking.score_notes`` of every note, sorted. The two
     thresholds choose between ways to the same page (tests set them to take each way)."""
-    config = settings.current()
+    config = view.config
     direct_below = config.topk_direct_below if direct_below is None else direct_below
     tier_below = config.topk_tier_below if tier_below is None else tier_below
     query = _Query(view, terms)
@@ -88,7 +88,7 @@ def word_scores(view: Snapshot, terms: list[str], docs: Collection[int]) -> dict
     gives it), that score without the two bonuses for holding every term (the +10 and the query's
     ceiling: what its words add, by rarity and hits), and whether it holds every term exactly. The
     meaning stage fuses the second (search/fusion.py)."""
-    config = settings.current()
+    config = view.config
     query = _Query(view, terms)
     everything = len(terms)
     found: dict[int, tuple[float, float, bool]] = {}
@@ -106,13 +106,13 @@ class _Query:
 
     def __init__(self, view: Snapshot, terms: list[str]) -> None:
         self.terms = terms
-        self.segments = list(view.parts)  # a limited caller's hidden notes among each one's unseen
+        self.segments = list(parts_of(view))  # a limited caller's hidden notes among each one's unseen
         self.offsets = [seg.offset for seg in self.segments]
         self.unseen = [seg.unseen for seg in self.segments]
         self.hits: list[list[TermHits]] = [[segment_hits(seg, t) for seg in self.segments] for t in terms]
         notes = view.doc_count()
         self.stats: list[TermStats] = []
-        self.ceiling = float(settings.current().rank_all_terms_bonus)  # summed as score_notes sums it: the same float
+        self.ceiling = float(view.config.rank_all_terms_bonus)  # summed as score_notes sums it: the same float
         for per_segment in self.hits:
             exact_df = sum(self._live_count(i, h.exact) for i, h in enumerate(per_segment))
             stem_df = sum(self._live_count(i, h.stem) for i, h in enumerate(per_segment))

@@ -50,8 +50,8 @@ def _live(seg: Segment, field: str, term: str) -> bool:
         return False
 
 
-def holds(parts: Parts, fields: tuple[str, ...], needle: str, substring: bool = True) -> bool:
-    """Whether a live note holds the lower-case word ``needle`` in any of ``fields``: as a
+def has_word(parts: Parts, fields: tuple[str, ...], needle: str, substring: bool = True) -> bool:
+    """Whether a live note has the lower-case word ``needle`` in any of ``fields``: as a
     whole token, or, with ``substring``, inside one (as ``memory_search`` matches terms)."""
     for seg in parts:  # the whole token first: one hash lookup per segment and field
         for field in fields:

@@ -11,14 +11,15 @@ from __future__ import annotations
 import json
 import os
 import time
-from contextlib import AbstractContextManager, nullcontext
+from collections.abc import Iterator
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
-from vault_mem import settings
 from vault_mem.errors import PathRefused
-from vault_mem.search.api import Meaning, Searcher, Snapshot, VaultIndex, keep_while_unchanged
+from vault_mem.meaning.embedder import Meaning
+from vault_mem.search.api import Snapshot, VaultIndex, cached_while_unchanged, reading
 from vault_mem.served.agents import Agent
 from vault_mem.vault.frontmatter import split_frontmatter
 from vault_mem.vault.paths import InsideCheck, NotANote, display_path, link_target
@@ -82,19 +83,23 @@ class Vault:
         return self.health.answering()
 
 
-class View(Snapshot):
+class View:
     """One call's look at the served vault, as ``caller`` may see it (None: the vault's owner,
-    who sees everything): the engine's snapshot (``search/snapshot.py``: every document set,
+    who sees everything): the engine's ``snapshot`` (``search/snapshot.py``: every document set,
     record and column a read uses, with what the caller may not see already taken out), the
-    vault it belongs to, the caller's write rules and the notes' bodies on disk."""
+    vault it belongs to, the caller's write rules and the notes' bodies on disk. Made by
+    ``view_of``."""
 
-    def __init__(self, vault: Vault, searcher: Searcher, caller: Agent | None = None) -> None:
-        limited = caller is not None and not caller.reads_everything
-        super().__init__(searcher, caller.mask if caller is not None and limited else None,
-                         caller.may_read if caller is not None and limited else None)
+    def __init__(self, vault: Vault, snapshot: Snapshot, caller: Agent | None = None) -> None:
         self.vault = vault
+        self.snapshot = snapshot
         self.caller = caller
+        self.config = snapshot.config  # the served index's settings, for every read of this call
         self._inside: InsideCheck | None = None  # the root and folders resolved once a call, not once a row
+
+    def fresh(self) -> View:
+        """A view of the same commit for the same caller, without the records this one read."""
+        return View(self.vault, self.snapshot.fresh(), self.caller)
 
     def may_read(self, path: str) -> bool:
         return self.caller is None or self.caller.may_read(path)
@@ -140,7 +145,7 @@ class View(Snapshot):
         limited = self.caller is not None and not self.caller.reads_everything
         # Kept while the file is unchanged, as memory_read keeps its parse: the rows of every
         # search read their notes' bodies for the excerpts. Not a read that failed.
-        stamp = settled_stamp(path)
+        stamp = settled_stamp(path, self.config.settled_ns)
         if stamp is None:
             if not limited:
                 return _body_now(record, path)[0]
@@ -151,8 +156,8 @@ class View(Snapshot):
             if not self.may_see(record["path"], None, record.get("real"), real):
                 return ""
             return _body_of(record, data, problems)[0]
-        text = keep_while_unchanged(("body", str(self.vault.root), record["fsrel"], *stamp),
-                                    lambda: _body_now(record, path), _text_size)
+        text = cached_while_unchanged(("body", str(self.vault.root), record["fsrel"], *stamp),
+                                      lambda: _body_now(record, path), _text_size)
         if limited and not self._saw(record, stamp):
             return ""
         return text
@@ -168,12 +173,22 @@ class View(Snapshot):
         return (st.st_ino, st.st_dev) == stamp[2:] and self.may_see(record["path"], None, record.get("real"), real)
 
 
-def settled_stamp(path: Path) -> VersionKey | None:
+@contextmanager
+def view_of(vault: Vault, caller: Agent | None = None) -> Iterator[View]:
+    """A ``View`` of ``vault``'s index as committed now, as ``caller`` may see it, for one call."""
+    limited = caller is not None and not caller.reads_everything
+    with reading(vault.index, caller.mask if caller is not None and limited else None,
+                 caller.may_read if caller is not None and limited else None) as snapshot:
+        yield View(vault, snapshot, caller)
+
+
+def settled_stamp(path: Path, settled_ns: int) -> VersionKey | None:
     """The ``version_key`` of the file at ``path``, to keep what is derived from it for as long as
-    it stays; None when it cannot be stat'ed or changed in the last ``SETTLED_NS`` (a rewrite of
-    the same size within one tick of the clock keeps its mtime, as git's index knows)."""
+    it stays; None when it cannot be stat'ed or changed in the last ``settled_ns`` nanoseconds (the
+    setting: a rewrite of the same size within one tick of the clock keeps its mtime, as git's
+    index knows)."""
     key = version_key(path)
-    if key is None or time.time_ns() - key[0] <= settings.current().settled_ns:
+    if key is None or time.time_ns() - key[0] <= settled_ns:
         return None
     return key
 
@@ -227,8 +242,7 @@ class Budget:
     """The one size-bounded page: rows go in while their JSON fits ``budget`` characters;
     the first row always goes in (a row too big alone is cut by its tool, never dropped)."""
 
-    def __init__(self, budget: int | None = None) -> None:
-        budget = settings.current().row_budget if budget is None else budget
+    def __init__(self, budget: int) -> None:
         self.left = budget
         self.taken = 0
 
@@ -242,9 +256,9 @@ class Budget:
         return True
 
 
-def take_within(rows: list[Any], budget: int | None = None) -> int:
-    """How many of ``rows`` fit in ``budget`` characters of JSON (at least one when any)."""
-    budget = settings.current().row_budget if budget is None else budget
+def take_within(rows: list[Any], budget: int) -> int:
+    """How many of ``rows`` fit in ``budget`` characters of JSON (at least one when any; the
+    ``row_budget`` setting, ``view.config.row_budget``, for a page of rows)."""
     page = Budget(budget)
     for i, row in enumerate(rows):
         if not page.take(row):

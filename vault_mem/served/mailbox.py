@@ -21,10 +21,10 @@ from typing import Any
 
 from vault_mem import settings
 from vault_mem.history import agentstate
-from vault_mem.search.api import fold
 from vault_mem.served.agents import AGENT_NAME, Agent
 from vault_mem.served.context import View
 from vault_mem.vault.dates import iso
+from vault_mem.vault.fields import fold
 from vault_mem.vault.note import permalink_of
 from vault_mem.vault.paths import resolves_inside
 
@@ -47,8 +47,8 @@ def inbox(view: View, agent: str, read: dict[str, Any] | None = None, just_read:
     if read is None:
         read = agentstate.load(view.vault.index.history_dir, agent)["read"]
     found = []
-    for doc in view.sort_newest(view.term_docs("to", [fold(agent)])):
-        record = view.record(doc)
+    for doc in view.snapshot.sort_newest(view.snapshot.term_docs("to", [fold(agent)])):
+        record = view.snapshot.record(doc)
         uid = record["uid"]
         if record.get("status") == "archived" or record.get("state") in CLOSED or uid in read or uid == just_read:
             continue
@@ -57,7 +57,7 @@ def inbox(view: View, agent: str, read: dict[str, Any] | None = None, just_read:
 
 
 def digest(view: View, doc: int) -> dict[str, Any]:
-    record = view.record(doc)
+    record = view.snapshot.record(doc)
     row = {"permalink": permalink_of(record["path"]), "title": record["title"], "kind": record["type"],
            "updated": record["updated"], "from": record.get("agent"),
            "excerpt": " ".join(str(record.get("head", "")).split())[:settings.current().inbox_excerpt]}
@@ -83,7 +83,8 @@ def _annotate(view: View, tool: str, agent: str, answer: dict[str, Any], started
     state, version = agentstate.load_version(history_dir, agent)
     to_mark = _read_now(view, tool, agent, answer)
     # The same for every call between one commit or change of the agent's notes and the next.
-    lost = view.kept(("lost", agent, version), lambda: _lost(view, agent, state["wrote"])) if state["wrote"] else {}
+    lost = (view.snapshot.cached(("lost", agent, version), lambda: _lost(view, agent, state["wrote"]))
+            if state["wrote"] else {})
     if _before(state["errors"], started) or lost or (to_mark and to_mark not in state["read"]):
         def update(current: agentstate.Changes) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
             # What another call (another server) reported meanwhile is gone from ``current``: not twice.
@@ -122,7 +123,7 @@ def _read_now(view: View, tool: str, agent: str, answer: dict[str, Any]) -> str 
     uid = answer.get("uid")
     if tool not in READ_TOOLS or answer.get("status") != "ok" or not isinstance(uid, str):
         return None
-    return uid if view.docs_where([("to", fold(agent)), ("key_uid", fold(uid))]) else None
+    return uid if view.snapshot.docs_where([("to", fold(agent)), ("key_uid", fold(uid))]) else None
 
 
 def _lost(view: View, agent: str, wrote: dict[str, Any]) -> dict[str, tuple[dict[str, Any], tuple[str, Any] | None]]:
@@ -133,7 +134,7 @@ def _lost(view: View, agent: str, wrote: dict[str, Any]) -> dict[str, tuple[dict
     found: dict[str, tuple[dict[str, Any], tuple[str, Any] | None]] = {}
     if not wrote:
         return found
-    there = view.written_by(agent)
+    there = view.snapshot.written_by(agent)
     # ``wrote`` is keyed by each note's file path, which is its indexed path except where the two
     # are spelled apart (a decomposed name on macOS): such keys stay in the difference and get the
     # full check below. A key found in ``there`` is a live note of the agent at that very file.
@@ -146,12 +147,12 @@ def _lost(view: View, agent: str, wrote: dict[str, Any]) -> dict[str, tuple[dict
             if os.path.lexists(root / fsrel):
                 continue
         uid, path, title = info
-        if view.by_path(str(path)) is not None:
+        if view.snapshot.by_path(str(path)) is not None:
             continue  # the index has not caught up yet: in a moment it knows whether it moved
         row: dict[str, Any] = {"permalink": permalink_of(str(path)), "title": title, "uid": uid}
         moved: tuple[str, Any] | None = None
-        for doc in view.term_docs("key_uid", [fold(str(uid))]):
-            record = view.record(doc)
+        for doc in view.snapshot.term_docs("key_uid", [fold(str(uid))]):
+            record = view.snapshot.record(doc)
             if record["path"] != path and resolves_inside(root, root / record["fsrel"]):
                 row["moved_to"] = permalink_of(record["path"])
                 moved = (record["fsrel"], [uid, record["path"], record["title"]])

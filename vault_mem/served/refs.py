@@ -29,8 +29,10 @@ import unicodedata
 
 from vault_mem import settings
 from vault_mem.errors import InvalidInput, NotFound
-from vault_mem.search.api import PATH_KEY_FIELDS, fold, strip_md
+from vault_mem.search.api import PATH_KEY_FIELDS
 from vault_mem.served.context import View
+from vault_mem.vault.fields import fold
+from vault_mem.vault.names import strip_md
 from vault_mem.vault.note import PERMALINK_PREFIX, domain_of, permalink_of
 from vault_mem.vault.paths import check_relative
 
@@ -66,14 +68,14 @@ class Names:
             if not value:
                 found = []
             elif field in PATH_KEY_FIELDS:  # a dict per segment, derived from the path column
-                found = self.view.path_key_docs(field, value)
+                found = self.view.snapshot.path_key_docs(field, value)
             else:  # one hash lookup per segment, no query machinery (search/columns.py)
-                found = self.view.term_docs(field, [value])
+                found = self.view.snapshot.term_docs(field, [value])
             self._hits[key] = found
         return found
 
     def path(self, doc: int) -> str:
-        return str(self.view.column("path")[doc] or "")
+        return str(self.view.snapshot.column("path")[doc] or "")
 
     def nearest(self, docs: list[int], from_path: str) -> int:
         """The one of ``docs`` nearest the note at ``from_path`` (the tie-break above)."""

@@ -16,7 +16,7 @@ from vault_mem.history.agentstate import agent_key
 from vault_mem.reads import memory_search, read
 from vault_mem.search.api import VaultIndex
 from vault_mem.served.agents import Agent
-from vault_mem.served.context import Vault, View, may_see
+from vault_mem.served.context import Vault, may_see, view_of
 from vault_mem.served.keys import list_agents
 from vault_mem.served.mailbox import digest as inbox_digest
 from vault_mem.served.mailbox import inbox
@@ -199,8 +199,8 @@ def _owner_only(caller: Agent | None, what: str) -> None:
 def _view_call(vault: Vault, caller: Agent | None, handler: Any, raw: dict[str, Any]) -> dict[str, Any]:
     vault.check()
     try:
-        with vault.answering(), vault.index.searching() as searcher:
-            answer: dict[str, Any] = handler(View(vault, searcher, caller), raw)
+        with vault.answering(), view_of(vault, caller) as view:
+            answer: dict[str, Any] = handler(view, raw)
     except VaultUnavailable:
         if vault.indexing() is None:  # as the tools say it (mcp_server/app.py): not a failure while it builds
             raise
@@ -228,10 +228,9 @@ def inboxes(vault: Vault, caller: Agent | None) -> dict[str, Any]:
     names = {e.agent.name for e in list_agents(vault.root)} if caller is None else {caller.name}
     vault.check()
     boxes = []
-    with vault.index.searching() as searcher:
-        view = View(vault, searcher, caller)
+    with view_of(vault, caller) as view:
         if caller is None:
-            names |= set(view.lexicon("to"))
+            names |= set(view.snapshot.lexicon("to"))
         seen: set[str] = set()
         for name in sorted(names, key=str.lower):
             if agent_key(name) in seen:

@@ -61,7 +61,7 @@ def check_effects(view: View, path: str, updates: dict[str, Any], tool: str) -> 
                 except (NotFound, InvalidInput):
                     raise NotFound(f"set.{key}: {target[:200]!r} names no note agent {caller.name!r} may write; "
                                    "pass the id of one it may write") from None
-                record = view.record(doc)
+                record = view.snapshot.record(doc)
                 view.check_write(record["path"], tool, record.get("fsrel") or record["path"])
     if "to" in updates and "agent" not in updates:
         sender = read_note(view.vault.root, path, None).fields.get("agent")

@@ -13,8 +13,8 @@ from typing import Any
 
 from vault_mem.errors import Conflict, NotFound
 from vault_mem.history import journal
-from vault_mem.search.api import strip_md
 from vault_mem.vault.fields import FIELD
+from vault_mem.vault.names import strip_md
 from vault_mem.vault.note import Note
 from vault_mem.vault.paths import note_file
 from vault_mem.vault.reader import file_etag, read_note, read_whole

@@ -341,9 +341,9 @@ def _with_similar(view: View, answer: dict[str, Any], title: str, content: str, 
     looked at is logged and ``similar`` stays empty."""
     rows: list[dict[str, Any]] = []
     try:
-        skip = {doc for path in [answer["path"], *exclude] if (doc := view.by_path(path)) is not None}
-        for found in resembling(view, title, content, exclude=skip, limit=limit):
-            record = view.record(found.docnum)
+        skip = {doc for path in [answer["path"], *exclude] if (doc := view.snapshot.by_path(path)) is not None}
+        for found in resembling(view.snapshot, title, content, exclude=skip, limit=limit):
+            record = view.snapshot.record(found.docnum)
             rows.append({"permalink": permalink_of(record["path"]), "title": record.get("title") or "",
                          "similarity": found.resemblance})
     except (VaultMemError, OSError) as exc:
@@ -378,7 +378,7 @@ def memory_supersede(view: View, raw: dict[str, Any], similar: int | None = None
     """``similar``: as memory_write's; the note it replaces is never listed."""
     args = Args(raw, SUPERSEDE_PARAMS)
     agent = args.agent()
-    old = view.record(resolve_ref(view, args.required_str("ref", max_len=1000)))
+    old = view.snapshot.record(resolve_ref(view, args.required_str("ref", max_len=1000)))
     # Superseding retires the old note from every default list: the old note's write rule applies.
     view.check_write(old["path"], "memory_supersede", old.get("fsrel") or old["path"])
     defaults = {"domain": old["path"].rpartition("/")[0], "type": old["type"], "tags": old["tags"],
@@ -401,7 +401,7 @@ def memory_supersede(view: View, raw: dict[str, Any], similar: int | None = None
 def _current(view: View, ref: str, tool: str) -> tuple[str, bytes]:
     """The target's OS-relative path and its bytes as they are now; Forbidden when the caller
     may not change it."""
-    record = view.record(resolve_ref(view, ref))
+    record = view.snapshot.record(resolve_ref(view, ref))
     rel = record.get("fsrel") or record["path"]
     view.check_write(record["path"], tool, rel)
     _take_turn(view.vault.root, rel)
@@ -514,7 +514,7 @@ def task_close(view: View, raw: dict[str, Any]) -> dict[str, Any]:
     agent = args.agent()
     ref = args.required_str("ref", max_len=1000)
     state = args.choice("state")
-    record = view.record(resolve_ref(view, ref))
+    record = view.snapshot.record(resolve_ref(view, ref))
     if record["type"] != "task":
         raise InvalidInput("ref", f"{permalink_of(record['path'])} is a {record['type']}, not a task")
     rel, data = _current(view, ref, "task_close")

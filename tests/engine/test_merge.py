@@ -23,7 +23,7 @@ from vault_mem.search import commits, merge
 from vault_mem.search.build import build
 from vault_mem.search.merge import MERGE_LOCK, merge_all, merge_once, plan
 from vault_mem.search.store import VaultIndex
-from vault_mem.served.context import Vault, View
+from vault_mem.served.context import Vault, view_of
 from vault_mem.settings import Settings
 from vault_mem.vault.reader import read_note
 from vault_mem.vault.walk import walk_vault
@@ -49,8 +49,8 @@ def many_segments(tmp_path: Path, notes: int = 60, singles: int = 2 * Settings()
 
 
 def search(index: VaultIndex, word: str) -> list[str]:
-    with index.searching() as searcher:
-        answer = memory_search(View(Vault(index.root, index), searcher), {"agent": "test", "query": word})
+    with view_of(Vault(index.root, index)) as view:
+        answer = memory_search(view, {"agent": "test", "query": word})
     return [row["permalink"] for row in answer.get("notes", [])]
 
 

@@ -256,9 +256,16 @@ def test_patch_11_the_table_of_contents_written_is_whooshs_byte_for_byte(tmp_pat
         [(s.segment_id(), s.deleted_count()) for s in toc.segments]
 
 
+# vault-mem's own private names read outside their class, where: ``Snapshot`` keeps its searcher and
+# segments private (nothing above the engine reaches them) and hands them to the engine's modules
+# through ``searcher_of`` and ``parts_of``.
+OWN_PRIVATE = {"search/snapshot.py": {"._searcher", "._parts"}}
+
+
 def test_no_module_outside_the_seam_uses_a_private_whoosh_name() -> None:
-    offenders = [f"{p.relative_to(PACKAGE)} {use}" for p in sorted(PACKAGE.rglob("*.py"))
-                 if p not in SEAMS and _touches_whoosh(p) for use in _private_whoosh_uses(p)]
+    offenders = [f"{rel} {use}" for p in sorted(PACKAGE.rglob("*.py"))
+                 if p not in SEAMS and _touches_whoosh(p) for use in _private_whoosh_uses(p)
+                 if use.partition(": ")[2] not in OWN_PRIVATE.get(rel := p.relative_to(PACKAGE).as_posix(), set())]
     assert not offenders, "\n".join(offenders)
 
 

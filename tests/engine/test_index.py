@@ -20,6 +20,7 @@ from vault_mem import settings as vm_settings
 from vault_mem.search.build import build, reconcile, sync
 from vault_mem.search.hold import HOLD_AT
 from vault_mem.search.segments import segments
+from vault_mem.search.snapshot import searcher_of
 from vault_mem.search.store import VaultIndex
 from vault_mem.search.substring import segment_docs_containing
 
@@ -213,7 +214,7 @@ _TITLE = st.text(alphabet=st.characters(codec="utf-8", categories=("L", "M", "N"
 @settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(notes=st.lists(st.tuples(st.lists(_SEGMENT, max_size=3), _TITLE), min_size=1, max_size=25))
 def test_a_generated_vault_indexes_with_every_note_findable(tmp_path_factory, notes) -> None:
-    from vault_mem.served.context import Vault, View
+    from vault_mem.served.context import Vault, view_of
     from vault_mem.served.refs import resolve_ref
 
     tmp = tmp_path_factory.mktemp("gen")
@@ -225,15 +226,14 @@ def test_a_generated_vault_indexes_with_every_note_findable(tmp_path_factory, no
     root = write_notes(tmp / "v", files)
     index = VaultIndex(root, tmp / "ix")
     sync(index, procs=1)
-    with index.searching() as s:
-        view = View(Vault(root, index), s)
+    with view_of(Vault(root, index)) as view:
         for i, rel in enumerate(files):
             doc = resolve_ref(view, f"gen-{i}")
-            assert view.record(doc)["path"] == rel
-            assert view.record(resolve_ref(view, rel))["uid"] == f"gen-{i}"
-            marked = [d for seg in segments(s)
+            assert view.snapshot.record(doc)["path"] == rel
+            assert view.snapshot.record(resolve_ref(view, rel))["uid"] == f"gen-{i}"
+            marked = [d for seg in segments(searcher_of(view.snapshot))
                       for d in seg.to_searcher_numbers(segment_docs_containing(seg, "body", f"marker{i}x"))]
-            assert {s.stored_fields(d)["path"] for d in marked} == {rel}
+            assert {searcher_of(view.snapshot).stored_fields(d)["path"] for d in marked} == {rel}
 
 
 def json_str(text: str) -> str:

@@ -3,11 +3,13 @@ and shared by every call thread, so a segment's column is held once however many
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 from typing import Any
 
 from conftest import in_threads
 
+from vault_mem import settings
 from vault_mem.search.columns import segment_column
 from vault_mem.search.lru import CACHE, Lru
 from vault_mem.search.segments import segments
@@ -157,3 +159,10 @@ def test_searchers_of_the_same_segments_share_one_joined_column_and_a_commit_mak
     with vault.index.searching() as third:
         renewed = column(third, "path")
         assert renewed is not shared and "late.md" in renewed and set(shared) < set(renewed)
+
+
+def test_use_sets_and_restores_and_code_reads_the_settings_at_use() -> None:
+    before = settings.current()
+    with settings.use(dataclasses.replace(before, cache_mb=3)):
+        assert CACHE.max_bytes == 3 * 2**20  # read now, not when the module was imported
+    assert settings.current() is before and CACHE.max_bytes == int(before.cache_mb * 2**20)

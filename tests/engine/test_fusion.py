@@ -14,8 +14,11 @@ import pytest
 from conftest import SAMPLE_VAULT, open_vault
 from meaning_model import make_tiny_model
 
+from vault_mem.mcp_server.app import call
+from vault_mem.mcp_server.tools import TOOLS_BY_NAME
 from vault_mem.meaning.embedder import Meaning
 from vault_mem.runtime.meaning import index_notes, note_text
+from vault_mem.search import fusion
 from vault_mem.search.fusion import Candidates, Weights, combine, zscores
 from vault_mem.search.topk import Ranked
 from vault_mem.served.context import Vault
@@ -130,3 +133,32 @@ async def test_with_minilm_the_broker_question_finds_the_decision_in_the_first_t
         answer = await c.call("memory_search", agent="t", query=QUESTION, limit=5)
     titles = [n["title"] for n in answer["notes"]]
     assert "Queue decision v3: NATS JetStream" in titles[:3], titles
+
+
+@pytest.fixture
+def tiny(tmp_path: Path) -> Path:
+    return make_tiny_model(tmp_path / "tiny-model")
+
+
+def test_the_page_is_the_same_whether_words_are_ranked_beside_the_embedding_or_before(
+        make_vault, tiny: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    notes = {f"n{i}.md": f"---\ntitle: note {i}\n---\n{body}\n" for i, body in enumerate([
+        "We chose NATS JetStream as the message broker.", "The Kafka trial was abandoned.",
+        "Water the tomatoes in the garden soil.", "A train ticket to Paris for the trip.",
+        "Bread from the oven.", "Which queue did we pick for messages?", "The garden plant to pick."])}
+    vault = make_vault(notes)
+    meaning = Meaning.open(tiny, vault.index.dir)
+    meaning.embed_pending(index_notes(vault.index), note_text(vault.root))
+    vault.meaning = meaning
+    spec = TOOLS_BY_NAME["memory_search"]
+    pages = {}
+    for concurrent in (True, False):
+        monkeypatch.setattr(fusion, "CONCURRENT", concurrent)
+        answers = []
+        for query in ("which message broker did we pick?", "garden", "paris trip", "nothing like it"):
+            meaning._queries.clear()
+            answers.append(call(vault, spec, {"agent": "a", "query": query}))
+        pages[concurrent] = answers
+    assert pages[True] == pages[False]
+    assert any(n.get("found_by") == "meaning" for a in pages[True] for n in a.get("notes", []))
+    meaning.stop()

@@ -15,6 +15,7 @@ from whoosh.query import And, Every, Or, Prefix, Term
 from vault_mem.search import query
 from vault_mem.search.columns import column
 from vault_mem.search.segments import segments
+from vault_mem.search.snapshot import parts_of, searcher_of
 from vault_mem.served.context import Vault
 
 TAGS = ["alpha", "beta", "gamma", "delta"]
@@ -75,17 +76,16 @@ def test_term_lookups_answer_what_whoosh_queries_answer(vault: Vault) -> None:
 
 
 def test_the_document_counts_read_in_one_walk_are_whooshs_for_every_term(vault: Vault) -> None:
-    from vault_mem.served.context import View
+    from vault_mem.served.context import view_of
 
-    with vault.index.searching() as searcher:
-        view = View(vault, searcher)
-        reader = searcher.reader()
+    with view_of(vault) as view:
+        reader = searcher_of(view.snapshot).reader()
         for field in ("body", "tags", "title", "path"):
-            count = view.doc_frequencies(field)
+            count = view.snapshot.doc_frequencies(field)
             terms = [t.decode("utf-8") for t in reader.lexicon(field)]
             assert terms and [count(t) for t in terms] == [reader.doc_frequency(field, t) for t in terms]
-            assert count("nowhere-at-all") == 0 and view.doc_frequency(field, terms[0]) == count(terms[0])
-        assert view.doc_frequencies("no such field")("word1") == 0
+            assert count("nowhere-at-all") == 0 and view.snapshot.doc_frequency(field, terms[0]) == count(terms[0])
+        assert view.snapshot.doc_frequencies("no such field")("word1") == 0
 
 
 def test_ranges_and_the_newest_first_order(vault: Vault) -> None:
@@ -131,16 +131,15 @@ def test_one_cached_order_per_segment_gives_the_ranges_the_listing_and_the_tie_p
 
 def test_a_listing_keeps_its_order_both_ways_in_one_entry_per_segment(vault: Vault) -> None:
     from vault_mem.search.lru import CACHE
-    from vault_mem.served.context import View
+    from vault_mem.served.context import view_of
 
-    with vault.index.searching() as searcher:
-        view = View(vault, searcher)
-        live = query.live_docs(view.parts)
+    with view_of(vault) as view:
+        live = query.live_docs(parts_of(view.snapshot))
         for by_importance in (False, True):
-            every = list(view.every_in_listing_order(by_importance))
-            assert every == sorted(live, key=view.listing_key(by_importance))
+            every = list(view.snapshot.every_in_listing_order(by_importance))
+            assert every == sorted(live, key=view.snapshot.listing_key(by_importance))
             some = set(live[::3])
-            assert list(view.in_listing_order(sorted(some), by_importance)) == [d for d in every if d in some]
-        mine = {seg.key for seg in view.parts}
+            assert list(view.snapshot.in_listing_order(sorted(some), by_importance)) == [d for d in every if d in some]
+        mine = {seg.key for seg in parts_of(view.snapshot)}
         kinds = {key[0] for key in CACHE._items if isinstance(key, tuple) and any(k in mine for k in key[1:])}
         assert kinds == {"column", "listing order"}, "the order and its inverse are one entry"

@@ -26,9 +26,10 @@ from hypothesis import strategies as st
 from vault_mem.search import topk
 from vault_mem.search.build import sync
 from vault_mem.search.ranking import score_notes, search_terms
+from vault_mem.search.snapshot import Snapshot
 from vault_mem.search.store import VaultIndex
 from vault_mem.served.agents import Agent
-from vault_mem.served.context import Vault, View
+from vault_mem.served.context import Vault, View, view_of
 
 # Stems inside other words, words in every note, rare words, and words holding other words.
 WORDS = ["color", "colors", "colorful", "colorizing", "recolor", "plugin", "plugins", "community",
@@ -95,8 +96,8 @@ def queries(rng: random.Random, count: int) -> list[str]:
 
 def full_ranking(view: View, terms: list[str], keep: Collection[int] | None) -> tuple[list[int], dict[int, float]]:
     """Every match scored, sorted by score, newest, path: the order docs/ranking.md states."""
-    scores = score_notes(view, terms)
-    updated, paths = view.column("updated"), view.column("path")
+    scores = score_notes(view.snapshot, terms)
+    updated, paths = view.snapshot.column("updated"), view.snapshot.column("path")
     matches = sorted((d for d in scores if keep is None or d in keep),
                      key=lambda d: (-scores[d], -(updated[d] or 0), paths[d] or ""))
     return matches, scores
@@ -117,7 +118,7 @@ def compare(view: View, query: str, keep: Collection[int] | None, limits: range)
         for way, knobs in WAYS.items():
             if way == "defaults" and limit not in (1, 10, 50):
                 continue  # few matches: scored directly, the same whatever the limit
-            got = topk.best_notes(view, terms, limit, keep, **knobs)
+            got = topk.best_notes(view.snapshot, terms, limit, keep, **knobs)
             if (got.page, got.scores, got.truncated) != want:
                 wrong.append(f"{query!r} limit {limit} ({way}, keep {keep is not None}): "
                              f"{got.page} {got.truncated} != {want[0]} {want[2]}")
@@ -125,7 +126,7 @@ def compare(view: View, query: str, keep: Collection[int] | None, limits: range)
 
 
 def filters(view: View, rng: random.Random) -> list[Collection[int] | None]:
-    live = view.all_docs()
+    live = view.snapshot.all_docs()
     return [None, set(rng.sample(live, len(live) // 2)), set(rng.sample(live, min(len(live), 3)))]
 
 
@@ -136,8 +137,7 @@ def test_the_pruned_page_is_the_full_rankings_page(tmp_path_factory: Any, seed: 
     index, files = make_vault(tmp / "v", seed, notes)
     rng = random.Random(seed)
     try:
-        with index.searching() as searcher:
-            view = View(Vault(index.root, index), searcher)
+        with view_of(Vault(index.root, index)) as view:
             wrong = [w for q in queries(rng, 10) for keep in filters(view, rng)
                      for w in compare(view, q, keep, range(1, min(len(files) + 3, 51)))]
     finally:
@@ -153,16 +153,15 @@ def test_a_limited_callers_pruned_page_holds_only_its_notes(tmp_path: Path) -> N
     rng = random.Random(7)
     callers = [None, Agent("ab", read=("a/", "b/c/")), Agent("z", read=("z/",)), None, Agent("ab", read=("a/", "b/c/"))]
     try:
-        with index.searching() as searcher:
-            for caller in callers:
-                view = View(Vault(index.root, index), searcher, caller)
-                paths = view.column("path")
+        for caller in callers:
+            with view_of(Vault(index.root, index), caller) as view:
+                paths = view.snapshot.column("path")
                 visible = {d for d in range(len(paths)) if paths[d] is not None and view.may_read(paths[d])}
                 wrong = [w for q in queries(rng, 6) for w in compare(view, q, None, range(1, 20))]
                 assert not wrong, "\n".join(wrong[:10])
                 for q in queries(rng, 6):
                     for way in WAYS.values():
-                        page = topk.best_notes(view, search_terms(q)[0], 50, None, **way).page
+                        page = topk.best_notes(view.snapshot, search_terms(q)[0], 50, None, **way).page
                         assert set(page) <= visible, (caller, q)
     finally:
         index.close()
@@ -176,14 +175,13 @@ def test_a_walk_leaves_no_garbage_cycle_behind(tmp_path: Path) -> None:
 
     index, _files = make_vault(tmp_path / "v", 3, 30)
     try:
-        with index.searching() as searcher:
-            view = View(Vault(index.root, index), searcher)
+        with view_of(Vault(index.root, index)) as view:
             terms = search_terms(" ".join(COMMON))[0]
             gc.collect()
             gc.disable()  # only reference counts free anything until the check
             try:
                 for way in WAYS.values():
-                    assert topk.best_notes(view, terms, 5, None, **way).page
+                    assert topk.best_notes(view.snapshot, terms, 5, None, **way).page
                 left = [type(o).__name__ for o in gc.get_objects() if type(o) in (topk._Query, topk._Stream)]
             finally:
                 gc.enable()
@@ -211,7 +209,7 @@ def test_a_plain_cut_is_caught(tmp_path: Path) -> None:
         rng = random.Random(seed)
         try:
             with index.searching() as searcher, plain_cut():
-                view = View(Vault(index.root, index), searcher)
+                view = View(Vault(index.root, index), Snapshot(searcher, config=index.config))
                 caught += sum(bool(compare(view, q, None, range(1, 12))) for q in queries(rng, 8))
         finally:
             index.close()
@@ -231,19 +229,18 @@ async def test_memory_search_pages_are_the_full_rankings_at_every_limit(tmp_path
     async with mcp_session(vault) as c:
         for query, extra in [("community", {}), ("colorful plugin", {}), ("support", {"tag": "zebra"}),
                              ("footer community", {"since": "2025-02-01T00:00:00Z"}), ("running archive", {})]:
-            with index.searching() as searcher:
-                view = View(vault, searcher)
+            with view_of(vault) as view:
                 keep = None
                 if extra:
-                    keep = set(view.all_docs())
+                    keep = set(view.snapshot.all_docs())
                     if "tag" in extra:
-                        keep = {d for d in keep if extra["tag"] in (view.record(d).get("tags") or [])}
+                        keep = {d for d in keep if extra["tag"] in (view.snapshot.record(d).get("tags") or [])}
                     if "since" in extra:
-                        keep = {d for d in keep if view.column("updated")[d] >= 1738368000}
+                        keep = {d for d in keep if view.snapshot.column("updated")[d] >= 1738368000}
                 terms, _ = search_terms(query)
                 ranking = full_ranking(view, terms, keep)
                 expected = [full_page(ranking, limit) for limit in range(1, 51)]
-                names = {d: view.record(d)["path"].removesuffix(".md") for d in view.all_docs()}
+                names = {d: view.snapshot.record(d)["path"].removesuffix(".md") for d in view.snapshot.all_docs()}
             for limit, (page, scores, truncated) in zip(range(1, 51), expected, strict=True):
                 answer = await c.call("memory_search", agent="t", query=query, limit=limit, **extra)
                 got = [(n["permalink"].removeprefix("memory://"), n["score"]) for n in answer["notes"]]
