@@ -206,20 +206,24 @@ register(Command(
 
 
 def export_options(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--format", default="jsonl", choices=["jsonl"],
+    parser.add_argument("--format", default="jsonl", choices=["jsonl", "okf"],
                         help="jsonl: one JSON object per note, the fields of 'vault-mem read --json' and the "
-                             "whole body (the only format)")
+                             "whole body; okf: an Open Knowledge Format bundle (every note's file, a root "
+                             "index.md), written to the folder or .zip --output names")
     parser.add_argument("--output", type=Path, default=None, metavar="FILE",
-                        help="write to FILE (replaced whole, atomically) instead of stdout")
+                        help="write to FILE (replaced whole, atomically) instead of stdout; for --format okf "
+                             "a new folder, or a file ending in .zip")
 
 
 def cmd_export(args: argparse.Namespace) -> int:
-    from vault_mem.imports.export import export_lines, not_exported
+    from vault_mem.imports.export import export_lines
     from vault_mem.vault.writer import atomic_write
 
     root = vault_root(args)
     count = 0
     seen: set[str] = set()
+    if args.format == "okf":
+        return _export_okf(args, root)
     if args.output is None:
         for line in export_lines(root, seen):
             sys.stdout.write(line + "\n")
@@ -233,10 +237,45 @@ def cmd_export(args: argparse.Namespace) -> int:
         count = len(lines)
         atomic_write(output, "".join(line + "\n" for line in lines).encode("utf-8"))
     say(f"exported {plural(count, 'note')} from {root}" + (f" to {args.output}" if args.output else ""))
+    _say_not_exported(root, seen)
+    return 0
+
+
+def _say_not_exported(root: Path, seen: set[str]) -> None:
+    from vault_mem.imports.export import not_exported
+
     shown = settings.current().import_shown
     for why, paths in not_exported(root, seen).items():
         say(f"not exported: {len(paths):,} {why}: " + ", ".join(visible(p) for p in paths[:shown])
             + (f" and {len(paths) - shown:,} more" if len(paths) > shown else ""))
+
+
+def _export_okf(args: argparse.Namespace, root: Path) -> int:
+    """An OKF bundle of the vault (docs/import.md, "OKF bundles"), to a new folder or a .zip, whole
+    or not at all: a folder is written beside its place under a hidden name, then renamed."""
+    from vault_mem.imports.okf import OKF_VERSION, bundle, write_bundle
+
+    if args.output is None:
+        raise InvalidInput("--output", "an OKF bundle is many files: give --output FOLDER (a new or empty "
+                           "folder) or --output FILE.zip")
+    output = args.output.expanduser()
+    seen: set[str] = set()
+    made = bundle(root, seen)
+    write_bundle(made.files, output)
+    shown = settings.current().import_shown
+    say(f"exported {plural(made.notes, 'note')} from {root} to {output} as an OKF {OKF_VERSION} bundle "
+        f"(index.md lists them; vault-mem.json lets 'vault-mem import okf' restore them exactly)")
+    if made.typed:
+        say(f"{plural(made.typed, 'note')} without a type got one line 'type: ...' (OKF needs one); the import "
+            "takes it away again")
+    if made.renamed:
+        say("renamed, as OKF keeps index.md and log.md for itself: "
+            + ", ".join(f"{visible(a)} -> {visible(b)}" for a, b in made.renamed[:shown]))
+    if made.not_conformant:
+        say(f"{plural(len(made.not_conformant), 'note')} exported as they are, not OKF-conformant (frontmatter that "
+            "does not parse, or not UTF-8): " + ", ".join(visible(p) for p in made.not_conformant[:shown])
+            + (f" and {len(made.not_conformant) - shown:,} more" if len(made.not_conformant) > shown else ""))
+    _say_not_exported(root, seen)
     return 0
 
 

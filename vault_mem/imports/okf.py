@@ -1,0 +1,367 @@
+"""Open Knowledge Format bundles, out and in: ``vault-mem export --format okf`` and ``import okf``.
+
+OKF (GoogleCloudPlatform/knowledge-catalog, ``okf/SPEC.md``, version 0.2 as of commit e7945417,
+2026-08-22) is a folder of Markdown files with YAML frontmatter, shipped as it is or zipped: each
+``.md`` file but the reserved ``index.md`` and ``log.md`` is a concept, whose frontmatter needs a
+non-empty ``type``; ``title``, ``description``, ``tags``, ``generated: {by, at}`` and any other key
+are optional. A bundle-root ``index.md`` may declare ``okf_version``. markdown-vault-mcp zips a
+vault so (``okf_bundle.py``); Basic Memory reads such bundles' Markdown links as relations.
+
+Export (``bundle(root)``): every note's file as it is, at its path, but for what OKF needs
+(docs/import.md): a note without ``type`` gets one line, ``type: <its type>  # vault-mem: ...``,
+after the opening ``---`` (a note without frontmatter gets a block of that one line); a note named
+``index.md`` or ``log.md`` takes another name; the root ``index.md`` lists every concept. The
+manifest ``vault-mem.json`` (not Markdown, so no concept) records each note's path, added line and
+modification time, so that ``import okf`` of the bundle gives back the same files byte for byte.
+
+Import (``read(source)``): a concept is a Markdown file a vault reads as it is; each is restored
+at its path in the bundle (``--domain`` puts the tree below a folder), byte for byte, dated (its
+file's time) by ``generated.at`` or v0.1's ``timestamp`` when it has one. Reserved and non-Markdown
+files are counted as left out. Reading never writes; the bundle is read whole first.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime as dt
+import io
+import json
+import os
+import secrets
+import shutil
+import zipfile
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path, PurePosixPath
+from typing import Any
+
+from vault_mem.errors import InvalidInput, WriteFailed
+from vault_mem.imports.archives import is_zip, member, open_zip
+from vault_mem.imports.records import Record, Skipped, Source, source_moment
+from vault_mem.vault.dates import parse_datetime
+from vault_mem.vault.frontmatter import load_yaml, split_frontmatter
+from vault_mem.vault.reader import read_note, read_whole
+from vault_mem.vault.walk import walk_vault
+from vault_mem.vault.writer import atomic_write
+
+FORMAT = "okf"
+DEFAULT_DOMAIN = ""
+OKF_VERSION = "0.2"
+MANIFEST = "vault-mem.json"
+MANIFEST_KIND = "vault-mem okf bundle"
+RESERVED = ("index.md", "log.md")
+ADDED = "  # vault-mem: added for OKF, which needs a type"
+ACCEPTED = "an OKF bundle: a folder of Markdown files with YAML frontmatter, or a zip of one"
+_NO_DATE = (1980, 1, 1, 0, 0, 0)  # a zip entry's time when its writer gave none (markdown-vault-mcp's)
+
+
+# -- export ---------------------------------------------------------------------------------
+
+@dataclass
+class Bundle:
+    """What an export writes: {bundle path: (bytes, mtime_ns or None)}, and what it says."""
+
+    files: dict[str, tuple[bytes, int | None]] = field(default_factory=dict)
+    notes: int = 0
+    typed: int = 0  # notes that got a type line
+    renamed: list[tuple[str, str]] = field(default_factory=list)  # (vault path, concept path)
+    not_conformant: list[str] = field(default_factory=list)  # frontmatter that does not parse, not UTF-8
+
+
+def _with_type(data: bytes, note_type: str) -> tuple[bytes, int, str] | None:
+    """(the file with a ``type`` line, where it went, the line) for a note whose frontmatter
+    lacks one; None when it cannot be added so that the block still parses."""
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        return None
+    start = 1 if text.startswith("\ufeff") else 0
+    split = split_frontmatter(text[start:])
+    if split.yaml_text is None:
+        line = f"---\ntype: {json.dumps(note_type)}{ADDED}\n---\n"
+        return (line + text).encode("utf-8"), 0, line
+    first_end = text.index("\n", start) + 1
+    newline = "\r\n" if text[first_end - 2:first_end] == "\r\n" else "\n"
+    line = f"type: {json.dumps(note_type)}{ADDED}{newline}"
+    typed = text[:first_end] + line + text[first_end:]
+    check = split_frontmatter(typed[start:])
+    loaded = load_yaml(check.yaml_text or "")
+    if not loaded.parsed or loaded.data.get("type") != note_type:
+        return None
+    return typed.encode("utf-8"), len(text[:first_end].encode("utf-8")), line
+
+
+def _needs_type(data: bytes) -> bool | None:
+    """True when the note has no non-empty ``type``; None when its frontmatter cannot be read."""
+    try:
+        text = data.decode("utf-8").removeprefix("\ufeff")
+    except UnicodeDecodeError:
+        return None
+    split = split_frontmatter(text)
+    if split.yaml_text is None:
+        return True
+    loaded = load_yaml(split.yaml_text)
+    if not loaded.parsed:
+        return None
+    value = loaded.data.get("type")
+    return not (isinstance(value, str) and value.strip())
+
+
+def _concept_path(rel: str, taken: set[str]) -> str:
+    """``rel``, or another name when OKF reserves its name (``index.md``, ``log.md``)."""
+    folder, _, name = rel.rpartition("/")
+    if name.lower() not in RESERVED:
+        return rel
+    stem = name[:-3]
+    n = 0
+    while True:
+        candidate = f"{stem} (note{f' {n}' if n else ''}).md"
+        path = f"{folder}/{candidate}" if folder else candidate
+        if path.lower() not in taken:
+            return path
+        n += 1
+
+
+def _link(path: str) -> str:
+    return "</" + path.replace("<", "%3C").replace(">", "%3E") + ">"
+
+
+def _escape(text: str) -> str:
+    return "".join("\\" + ch if ch in "[]\\*_`<>" else ch for ch in " ".join(text.split()))
+
+
+def _index(title: str, entries: list[tuple[str, str, str]]) -> bytes:
+    """The bundle-root ``index.md``: ``okf_version``, then each folder's concepts as links."""
+    lines = ["---", f'okf_version: "{OKF_VERSION}"', "---", "", f"# {_escape(title)}", ""]
+    folder: str | None = None
+    for path, name, description in entries:
+        here = path.rpartition("/")[0]
+        if here != folder:
+            folder = here
+            lines += ([""] if lines[-1] else []) + [f"## {_escape(here) if here else 'Top'}", ""]
+        lines.append(f"* [{_escape(name)}]({_link(path)})" + (f" - {_escape(description)}" if description else ""))
+    return ("\n".join(lines) + "\n").encode("utf-8")
+
+
+def bundle(root: Path, seen: set[str] | None = None) -> Bundle:
+    """Every note of the vault as an OKF bundle (nothing is written); each note's path goes into
+    ``seen``, as ``export.export_lines`` does, so that the caller can name what was left out."""
+    out = Bundle()
+    rels = walk_vault(root).files
+    taken = {rel.lower() for rel in rels} | {name for name in RESERVED} | {MANIFEST.lower()}
+    entries: list[tuple[str, str, str]] = []
+    manifest: list[dict[str, Any]] = []
+    for rel in rels:
+        if seen is not None:
+            seen.add(rel)
+        try:
+            data = read_whole(root / rel)
+        except OSError:
+            continue  # gone or unreadable since the walk: the caller names what was not exported
+        note = read_note(root, rel)
+        concept = _concept_path(rel, taken)
+        taken.add(concept.lower())
+        if concept != rel:
+            out.renamed.append((rel, concept))
+        entry: dict[str, Any] = {"concept": concept, "path": rel, "mtime_ns": note.mtime_ns}
+        needs = _needs_type(data)
+        if needs is None:
+            out.not_conformant.append(rel)
+        elif needs:
+            typed = _with_type(data, note.type or "note")
+            if typed is None:
+                out.not_conformant.append(rel)
+            else:
+                data, at, line = typed
+                entry["inserted"] = {"at": at, "text": line}
+                out.typed += 1
+        out.files[concept] = (data, note.mtime_ns or None)
+        manifest.append(entry)
+        description = note.metadata.get("description") if isinstance(note.metadata, dict) else None
+        entries.append((concept, note.title, description if isinstance(description, str) else ""))
+        out.notes += 1
+    entries.sort(key=lambda e: (e[0].rpartition("/")[0].lower(), e[0].lower()))
+    out.files["index.md"] = (_index(root.name or "vault", entries), None)
+    body = {"format": MANIFEST_KIND, "version": 1, "okf_version": OKF_VERSION, "notes": manifest}
+    out.files[MANIFEST] = ((json.dumps(body, ensure_ascii=False, indent=1) + "\n").encode("utf-8"), None)
+    return out
+
+
+def _zip_bytes(files: dict[str, tuple[bytes, int | None]]) -> bytes:
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as zf:
+        for path, (data, mtime_ns) in sorted(files.items()):
+            when = dt.datetime.fromtimestamp(mtime_ns / 1e9) if mtime_ns else None
+            stamp = when.timetuple()[:6] if when and when.year >= 1980 else _NO_DATE
+            info = zipfile.ZipInfo(path, date_time=stamp)
+            info.compress_type = zipfile.ZIP_DEFLATED
+            zf.writestr(info, data)
+    return buffer.getvalue()
+
+
+def write_bundle(files: dict[str, tuple[bytes, int | None]], output: Path) -> None:
+    """Write ``files`` to ``output``: a zip (atomically) when its name ends in ``.zip``, else a new
+    folder (or an empty one), whole or not at all: filled under a hidden name beside it, then
+    renamed into place. InvalidInput for an ``output`` that holds anything; WriteFailed when the
+    disk refuses."""
+    if output.suffix.lower() == ".zip":
+        if output.is_dir():
+            raise InvalidInput("--output", f"{output} is a folder; give a new file name ending in .zip")
+        atomic_write(output, _zip_bytes(files))
+        return
+    if output.exists() and not (output.is_dir() and not any(output.iterdir())):
+        raise InvalidInput("--output", f"{output} already exists and is not an empty folder; give a new folder "
+                           "(or FILE.zip): an export never writes over other files")
+    parent = output.absolute().parent
+    if not parent.is_dir():
+        raise InvalidInput("--output", f"{parent} does not exist; make it first, or give another place")
+    partial = parent / f".{output.name}.partial-{secrets.token_hex(4)}"
+    try:
+        for path, (data, mtime_ns) in files.items():
+            target = partial.joinpath(*path.split("/"))
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_bytes(data)
+            if mtime_ns:
+                with contextlib.suppress(OSError, OverflowError, ValueError):
+                    os.utime(target, ns=(mtime_ns, mtime_ns))
+        if output.is_dir():
+            output.rmdir()  # empty, checked above
+        os.replace(partial, output)
+    except OSError as exc:
+        shutil.rmtree(partial, ignore_errors=True)
+        raise WriteFailed(f"the bundle could not be written to {output}: {exc.strerror or exc}; nothing was "
+                          "left there") from exc
+
+
+# -- import ---------------------------------------------------------------------------------
+
+@dataclass
+class _Entry:
+    path: str  # inside the bundle, "/" separated, no leading "./"
+    data: bytes
+    mtime_ns: int | None
+
+
+def _ns(moment: dt.datetime) -> int:
+    return int(moment.timestamp()) * 1_000_000_000 + moment.microsecond * 1000
+
+
+def _folder_entries(source: Path) -> Iterator[_Entry]:
+    """Every visible file of a bundle folder; symlinks are not followed (a link is no part of it)."""
+    for folder, dirs, names in os.walk(source):
+        dirs[:] = sorted(d for d in dirs if not d.startswith(".") and not os.path.islink(os.path.join(folder, d)))
+        rel_dir = os.path.relpath(folder, source).replace(os.sep, "/")
+        for name in sorted(names):
+            full = os.path.join(folder, name)
+            if name.startswith(".") or os.path.islink(full):
+                continue
+            rel = name if rel_dir == "." else f"{rel_dir}/{name}"
+            try:
+                data = read_whole(Path(full))
+                mtime = os.stat(full).st_mtime_ns
+            except OSError as exc:
+                raise InvalidInput("SOURCE", f"{full} cannot be read: {exc.strerror or exc}") from None
+            yield _Entry(rel, data, mtime)
+
+
+def _zip_entries(source: Path) -> list[_Entry]:
+    out: list[_Entry] = []
+    with open_zip(source) as zf:
+        infos = [info for info in zf.infolist() if not info.is_dir()]
+        names = [info.filename.replace("\\", "/").lstrip("/") for info in infos]
+        # A zip of the bundle's folder (``zip -r b.zip bundle/``) holds it under one top folder.
+        tops = {name.split("/", 1)[0] for name in names}
+        strip = len(tops) == 1 and all("/" in name for name in names)
+        for info, name in zip(infos, names, strict=True):
+            rel = name.split("/", 1)[1] if strip else name
+            if any(part.startswith(".") for part in rel.split("/")) or rel.startswith("__MACOSX/"):
+                continue
+            when = None if info.date_time <= _NO_DATE else _ns(dt.datetime(*info.date_time))
+            out.append(_Entry(rel, member(zf, info, source), when))
+    return out
+
+
+def _manifest(entries: dict[str, _Entry], source: Path) -> dict[str, dict[str, Any]]:
+    """{concept path: its manifest entry} of a bundle vault-mem wrote; {} for any other bundle."""
+    found = entries.get(MANIFEST)
+    if found is None:
+        return {}
+    try:
+        data = json.loads(found.data.decode("utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError, RecursionError) as exc:
+        raise InvalidInput("SOURCE", f"{MANIFEST} in {source} is not valid JSON ({exc}); it is the list "
+                           "'vault-mem export --format okf' writes to restore the notes exactly. Delete it to "
+                           "import the bundle's files as they are") from None
+    notes = data.get("notes") if isinstance(data, dict) else None
+    if not isinstance(data, dict) or data.get("format") != MANIFEST_KIND or not isinstance(notes, list):
+        raise InvalidInput("SOURCE", f"{MANIFEST} in {source} is not the list 'vault-mem export --format okf' "
+                           "writes (format, notes); delete it to import the bundle's files as they are")
+    return {str(n["concept"]): n for n in notes if isinstance(n, dict) and isinstance(n.get("concept"), str)}
+
+
+def _dated(data: bytes) -> int | None:
+    """The concept's own date as a file time: ``generated.at``, else v0.1's ``timestamp``."""
+    try:
+        split = split_frontmatter(data.decode("utf-8").removeprefix("\ufeff"))
+    except UnicodeDecodeError:
+        return None
+    values = load_yaml(split.yaml_text).data if split.yaml_text else {}
+    generated = values.get("generated")
+    for value in (generated.get("at") if isinstance(generated, dict) else None, values.get("timestamp")):
+        moment = parse_datetime(value) if isinstance(value, str | dt.datetime | dt.date) else None
+        if moment is not None:
+            return _ns(moment)
+    return None
+
+
+def _restored(entry: _Entry, where: str, listed: dict[str, Any] | None, fallback: int | None) -> Record | Skipped:
+    data, path, mtime = entry.data, entry.path, None
+    if listed is not None:
+        inserted = listed.get("inserted")
+        if isinstance(inserted, dict) and isinstance(inserted.get("text"), str) and isinstance(inserted.get("at"), int):
+            added, at = inserted["text"].encode("utf-8"), inserted["at"]
+            if data[at:at + len(added)] == added:
+                data = data[:at] + data[at + len(added):]
+        if isinstance(listed.get("path"), str):
+            path = listed["path"]
+        if isinstance(listed.get("mtime_ns"), int) and not isinstance(listed["mtime_ns"], bool):
+            mtime = listed["mtime_ns"] if listed["mtime_ns"] > 0 else None
+    else:
+        mtime = _dated(data) or entry.mtime_ns or fallback
+    title = PurePosixPath(path).stem or "Untitled"
+    return Record(source_id=path, title=title, body="", fields={}, path=path, where=where, raw=data,
+                  mtime_ns=mtime, tree=True)
+
+
+def read(source: Path) -> Source:
+    if is_zip(source):
+        listing = _zip_entries(source)
+    elif source.is_dir():
+        listing = list(_folder_entries(source))
+    elif source.exists():
+        raise InvalidInput("SOURCE", f"{source} is neither a folder nor a zip; expected {ACCEPTED}")
+    else:
+        raise InvalidInput("SOURCE", f"{source} does not exist; pass the bundle's folder or zip")
+    entries = {entry.path: entry for entry in listing}
+    manifest = _manifest(entries, source)
+    concepts = [e for e in listing if e.path.lower().endswith(".md") and e.path.rpartition("/")[2].lower() not in RESERVED]
+    if not concepts:
+        raise InvalidInput("SOURCE", f"{source} holds no Markdown concept (no .md file but index.md and log.md); "
+                           f"expected {ACCEPTED}")
+    out = Source(held=len(concepts), unit="concepts")
+    try:
+        fallback: int | None = int(dt.datetime.fromisoformat(source_moment(source)).timestamp()) * 1_000_000_000
+    except ValueError:
+        fallback = None
+    for number, entry in enumerate(concepts, start=1):
+        out.add(_restored(entry, entry.path or f"concept {number}", manifest.get(entry.path), fallback))
+    reserved = sum(1 for e in listing if e.path.rpartition("/")[2].lower() in RESERVED)
+    out.leave("index.md and log.md files (OKF's navigation and history, no concepts)", reserved)
+    others = [e.path for e in listing if not e.path.lower().endswith(".md") and e.path != MANIFEST]
+    out.leave("files that are not Markdown (" + ", ".join(others[:3]) + (", ..." if len(others) > 3 else "") + ")",
+              len(others))
+    missing = [n for n in manifest if n not in entries]
+    for name in missing:
+        out.held += 1
+        out.skipped.append(Skipped(name, f"listed in {MANIFEST} but not in the bundle"))
+    return out
