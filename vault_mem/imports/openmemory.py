@@ -138,8 +138,13 @@ def _record(item: Any, where: str, fallback: str, payload: _Payload | None, user
         app, tags = payload.app(item), payload.tags(item, memory_id)
     else:
         app, tags = text_or_none(item.get("app")), string_list(item.get("categories"))
-    fields: dict[str, Any] = {"type": "fact", "tags": list(dict.fromkeys(tags)), "created": created,
-                              "updated": updated}
+    names = list(dict.fromkeys(tags))
+    # A tag holds no comma (the vault reads "a, b" as two): "ai, ml & technology" is the tag
+    # "ai ml & technology", and the names as OpenMemory wrote them stay in openmemory_categories.
+    safe = list(dict.fromkeys(" ".join(name.replace(",", " ").split()) for name in names))
+    fields: dict[str, Any] = {"type": "fact", "tags": safe, "created": created, "updated": updated}
+    if safe != names:
+        fields["openmemory_categories"] = names
     if app:
         fields["agent"] = " ".join(app.split())
     if state in _HIDDEN_STATES:
