@@ -18,6 +18,7 @@ import io
 import zipfile
 import zlib
 from pathlib import Path
+from typing import IO
 
 from vault_mem.errors import InvalidInput
 
@@ -59,7 +60,7 @@ def open_zip(source: Path) -> zipfile.ZipFile:
         raise InvalidInput("SOURCE", f"{source} cannot be read: {exc.strerror or exc}") from None
 
 
-def _bounded(stream: io.BufferedIOBase | zipfile.ZipExtFile | gzip.GzipFile, what: str) -> bytes:
+def _bounded(stream: IO[bytes] | gzip.GzipFile, what: str) -> bytes:
     out = bytearray()
     while chunk := stream.read(_CHUNK):
         out += chunk

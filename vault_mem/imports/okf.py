@@ -344,7 +344,8 @@ def read(source: Path) -> Source:
         raise InvalidInput("SOURCE", f"{source} does not exist; pass the bundle's folder or zip")
     entries = {entry.path: entry for entry in listing}
     manifest = _manifest(entries, source)
-    concepts = [e for e in listing if e.path.lower().endswith(".md") and e.path.rpartition("/")[2].lower() not in RESERVED]
+    concepts = [e for e in listing
+                if e.path.lower().endswith(".md") and e.path.rpartition("/")[2].lower() not in RESERVED]
     if not concepts:
         raise InvalidInput("SOURCE", f"{source} holds no Markdown concept (no .md file but index.md and log.md); "
                            f"expected {ACCEPTED}")
