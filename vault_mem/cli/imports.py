@@ -182,7 +182,7 @@ def _print_report(report: Report, root: Path, source: Path, agent: str, warnings
 
 register(Command(
     name="import",
-    summary="bring in memories kept elsewhere: mcp-memory, mem0, chatgpt, claude, jsonl",
+    summary="bring in memories kept elsewhere: mcp-memory, mem0, openmemory, chatgpt, claude, jsonl, okf",
     description="Turn an export from another memory tool or chat app into ordinary notes, written as the "
                 "write tools write them (agent import-FORMAT). Run it again at any time: a note is updated "
                 "only when its source changed and nobody edited it since the last import (an edited note is "
@@ -200,6 +200,8 @@ register(Command(
               "vault-mem import chatgpt ~/Downloads/chatgpt-export/conversations.json --vault ~/notes",
               "vault-mem import claude conversations.json --vault ~/notes --domain chats/claude",
               "vault-mem import mem0 memories.json --vault ~/notes --dry-run",
+              "vault-mem import openmemory ~/Downloads/memories_export_alice.zip --vault ~/notes",
+              "vault-mem import okf ~/bundles/acme.zip --vault ~/notes --domain acme",
               "vault-mem import jsonl notes.jsonl --vault ~/new-vault"),
     run=cmd_import, add_options=import_options,
 ))
@@ -272,8 +274,8 @@ def _export_okf(args: argparse.Namespace, root: Path) -> int:
         say("renamed, as OKF keeps index.md and log.md for itself: "
             + ", ".join(f"{visible(a)} -> {visible(b)}" for a, b in made.renamed[:shown]))
     if made.not_conformant:
-        say(f"{plural(len(made.not_conformant), 'note')} exported as they are, not OKF-conformant (frontmatter that "
-            "does not parse, or not UTF-8): " + ", ".join(visible(p) for p in made.not_conformant[:shown])
+        say(f"not OKF-conformant, exported as written (frontmatter that does not parse, or not UTF-8): "
+            f"{plural(len(made.not_conformant), 'note')}: " + ", ".join(visible(p) for p in made.not_conformant[:shown])
             + (f" and {len(made.not_conformant) - shown:,} more" if len(made.not_conformant) > shown else ""))
     _say_not_exported(root, seen)
     return 0
@@ -281,14 +283,18 @@ def _export_okf(args: argparse.Namespace, root: Path) -> int:
 
 register(Command(
     name="export",
-    summary="every note as one JSON line, for pipelines and for leaving",
+    summary="every note as one JSON line, or as an OKF bundle, for pipelines and for leaving",
     description="Write every note of the vault with its parsed fields (those of 'vault-mem read --json', "
                 "without what the index computes: links, backlinks, lineage, history), its whole body and "
                 "its file as it is, one JSON object per line, in path order. 'vault-mem import jsonl' of "
-                "that file into an empty vault gives back the same files, byte for byte. The end names the "
-                "Markdown files that are not exported (ignored by the vault's rules, or named only '.md').",
+                "that file into an empty vault gives back the same files, byte for byte. With --format okf, "
+                "an Open Knowledge Format bundle instead (a new folder, or FILE.zip): every note's file, a "
+                "type line added where OKF needs one, a root index.md, and vault-mem.json, from which "
+                "'vault-mem import okf' gives back the same files. The end names the Markdown files that "
+                "are not exported (ignored by the vault's rules, or named only '.md').",
     examples=("vault-mem export --vault ~/notes > notes.jsonl",
               "vault-mem export --vault ~/notes --output ~/backup/notes.jsonl",
+              "vault-mem export --vault ~/notes --format okf --output ~/notes-okf.zip",
               "vault-mem export --vault ~/notes | jq -r 'select(.type == \"decision\") | .title'"),
     run=cmd_export, add_options=export_options, has_json=False,
 ))
