@@ -303,3 +303,34 @@ def test_a_broken_okf_bundle_is_named_and_nothing_is_written(tmp_path: Path,
     assert "vault-mem.json" in err and "is not valid JSON" in err
     assert "does not exist" in refused(capsys, ["import", "okf", str(tmp_path / "nowhere"), "--vault", str(vault)])
     assert not vault.exists()
+
+
+def test_a_bundle_entry_cannot_leave_the_vault_and_nothing_is_dropped_unsaid(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    note = b"---\ntype: Note\n---\nbody\n"
+    slip = tmp_path / "slip.zip"
+    with zipfile.ZipFile(slip, "w") as zf:
+        for name in ("../escape.md", "a/../../b.md", "/etc/rooted.md", "ok.md", ".obsidian/app.md",
+                     "__MACOSX/._ok.md", "bad:name?.md"):
+            zf.writestr(name, note)
+    vault = tmp_path / "box" / "vault"
+    answer = imported(capsys, "okf", slip, vault)
+    why = {s["where"]: s["why"] for s in answer["skipped_records"]}
+    assert set(why) == {"../escape.md", "a/../../b.md"} and all("'..'" in w for w in why.values())
+    assert sorted(answer["created_paths"]) == ["badname.md", "etc/rooted.md", "ok.md"]
+    assert answer["left_out"] == {"hidden files and folders (a name starting with '.', __MACOSX)": 2}
+    assert sorted(p.name for p in (tmp_path / "box").iterdir()) == ["vault"]
+    folder = tmp_path / "folder"
+    (folder / ".git").mkdir(parents=True)
+    (folder / ".git" / "HEAD.md").write_bytes(note)
+    (folder / "real.md").write_bytes(note)
+    outside = tmp_path / "secret.md"
+    outside.write_bytes(b"---\ntype: Secret\n---\nnot to be read through a link\n")
+    try:
+        (folder / "link.md").symlink_to(outside)
+    except OSError:
+        pytest.skip("this system makes no symbolic links")
+    answer = imported(capsys, "okf", folder, tmp_path / "v2")
+    assert answer["created_paths"] == ["real.md"]
+    assert answer["left_out"] == {"hidden files and folders (a name starting with '.', __MACOSX)": 1,
+                                  "symbolic links (a bundle folder's links are not followed)": 1}

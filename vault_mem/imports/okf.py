@@ -30,7 +30,6 @@ import os
 import secrets
 import shutil
 import zipfile
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Any
@@ -246,14 +245,30 @@ def _ns(moment: dt.datetime) -> int:
     return int(moment.timestamp()) * 1_000_000_000 + moment.microsecond * 1000
 
 
-def _folder_entries(source: Path) -> Iterator[_Entry]:
-    """Every visible file of a bundle folder; symlinks are not followed (a link is no part of it)."""
+HIDDEN = "hidden files and folders (a name starting with '.', __MACOSX)"
+LINKS = "symbolic links (a bundle folder's links are not followed)"
+
+
+def _folder_entries(source: Path, left: dict[str, int]) -> list[_Entry]:
+    """Every visible file of a bundle folder. A hidden name (``.git``, ``.obsidian``) and a
+    symbolic link are not read; each is counted in ``left`` (a hidden folder once)."""
+    out: list[_Entry] = []
     for folder, dirs, names in os.walk(source):
-        dirs[:] = sorted(d for d in dirs if not d.startswith(".") and not os.path.islink(os.path.join(folder, d)))
+        kept = []
+        for name in sorted(dirs):
+            if name.startswith("."):
+                left[HIDDEN] = left.get(HIDDEN, 0) + 1
+            elif os.path.islink(os.path.join(folder, name)):
+                left[LINKS] = left.get(LINKS, 0) + 1
+            else:
+                kept.append(name)
+        dirs[:] = kept
         rel_dir = os.path.relpath(folder, source).replace(os.sep, "/")
         for name in sorted(names):
             full = os.path.join(folder, name)
             if name.startswith(".") or os.path.islink(full):
+                key = HIDDEN if name.startswith(".") else LINKS
+                left[key] = left.get(key, 0) + 1
                 continue
             rel = name if rel_dir == "." else f"{rel_dir}/{name}"
             try:
@@ -261,20 +276,25 @@ def _folder_entries(source: Path) -> Iterator[_Entry]:
                 mtime = os.stat(full).st_mtime_ns
             except OSError as exc:
                 raise InvalidInput("SOURCE", f"{full} cannot be read: {exc.strerror or exc}") from None
-            yield _Entry(rel, data, mtime)
+            out.append(_Entry(rel, data, mtime))
+    return out
 
 
-def _zip_entries(source: Path) -> list[_Entry]:
+def _zip_entries(source: Path, left: dict[str, int]) -> list[_Entry]:
+    """Every file of a bundle zip. A hidden entry is counted in ``left``; a name that would leave
+    the bundle (``../x.md``) is kept, for the import to refuse and name."""
     out: list[_Entry] = []
     with open_zip(source) as zf:
         infos = [info for info in zf.infolist() if not info.is_dir()]
         names = [info.filename.replace("\\", "/").lstrip("/") for info in infos]
         # A zip of the bundle's folder (``zip -r b.zip bundle/``) holds it under one top folder.
         tops = {name.split("/", 1)[0] for name in names}
-        strip = len(tops) == 1 and all("/" in name for name in names)
+        strip = len(tops) == 1 and all("/" in name for name in names) and ".." not in tops
         for info, name in zip(infos, names, strict=True):
             rel = name.split("/", 1)[1] if strip else name
-            if any(part.startswith(".") for part in rel.split("/")) or rel.startswith("__MACOSX/"):
+            parts = rel.split("/")
+            if rel.startswith("__MACOSX/") or any(p.startswith(".") and p != ".." for p in parts):
+                left[HIDDEN] = left.get(HIDDEN, 0) + 1
                 continue
             when = None if info.date_time <= _NO_DATE else _ns(dt.datetime(*info.date_time))
             out.append(_Entry(rel, member(zf, info, source), when))
@@ -334,10 +354,11 @@ def _restored(entry: _Entry, where: str, listed: dict[str, Any] | None, fallback
 
 
 def read(source: Path) -> Source:
+    left: dict[str, int] = {}
     if is_zip(source):
-        listing = _zip_entries(source)
+        listing = _zip_entries(source, left)
     elif source.is_dir():
-        listing = list(_folder_entries(source))
+        listing = _folder_entries(source, left)
     elif source.exists():
         raise InvalidInput("SOURCE", f"{source} is neither a folder nor a zip; expected {ACCEPTED}")
     else:
@@ -350,6 +371,8 @@ def read(source: Path) -> Source:
         raise InvalidInput("SOURCE", f"{source} holds no Markdown concept (no .md file but index.md and log.md); "
                            f"expected {ACCEPTED}")
     out = Source(held=len(concepts), unit="concepts")
+    for what, count in left.items():
+        out.leave(what, count)
     try:
         fallback: int | None = int(dt.datetime.fromisoformat(source_moment(source)).timestamp()) * 1_000_000_000
     except ValueError:
