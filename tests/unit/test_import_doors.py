@@ -334,3 +334,26 @@ def test_a_bundle_entry_cannot_leave_the_vault_and_nothing_is_dropped_unsaid(
     assert answer["created_paths"] == ["real.md"]
     assert answer["left_out"] == {"hidden files and folders (a name starting with '.', __MACOSX)": 1,
                                   "symbolic links (a bundle folder's links are not followed)": 1}
+
+
+def test_an_archive_entry_is_never_unpacked_past_its_bound(tmp_path: Path) -> None:
+    """The bound a zip bomb meets (1 GiB in the import; a small one here, given as the argument)."""
+    from vault_mem.errors import InvalidInput
+    from vault_mem.imports.archives import gunzip, member
+
+    zeros = bytes(1 << 20)
+    bomb = gzip.compress(zeros)
+    assert len(bomb) < 2000
+    with pytest.raises(InvalidInput, match=r"bomb.gz unpacks to more than 1,000 bytes; refused"):
+        gunzip(bomb, "bomb.gz", limit=1000)
+    assert gunzip(bomb, "bomb.gz", limit=len(zeros)) == zeros
+    packed = tmp_path / "bomb.zip"
+    with zipfile.ZipFile(packed, "w", zipfile.ZIP_DEFLATED) as zf:
+        zf.writestr("memories.json", zeros)
+    with zipfile.ZipFile(packed) as zf:
+        info = zf.getinfo("memories.json")
+        with pytest.raises(InvalidInput, match="unpacks to more than 1,000 bytes"):
+            member(zf, info, packed, limit=1000)
+        info.file_size = 10  # a header that lies about the size: read no further, and refused
+        with pytest.raises(InvalidInput, match=r"cannot be unpacked .*Bad CRC-32.*the zip is damaged"):
+            member(zf, info, packed, limit=1000)

@@ -60,24 +60,30 @@ def open_zip(source: Path) -> zipfile.ZipFile:
         raise InvalidInput("SOURCE", f"{source} cannot be read: {exc.strerror or exc}") from None
 
 
-def _bounded(stream: IO[bytes] | gzip.GzipFile, what: str) -> bytes:
+def _too_large(what: str, limit: int) -> InvalidInput:
+    size = f"{limit >> 20} MiB" if limit >= 1 << 20 else f"{limit:,} bytes"
+    return InvalidInput("SOURCE", f"{what} unpacks to more than {size}; refused (no export of this kind is "
+                        "that large)")
+
+
+def _bounded(stream: IO[bytes] | gzip.GzipFile, what: str, limit: int) -> bytes:
     out = bytearray()
-    while chunk := stream.read(_CHUNK):
+    while chunk := stream.read(min(_CHUNK, limit + 1 - len(out))):
         out += chunk
-        if len(out) > MAX_MEMBER_BYTES:
-            raise InvalidInput("SOURCE", f"{what} unpacks to more than {MAX_MEMBER_BYTES >> 20} MiB; "
-                               "refused (no export of this kind is that large)")
+        if len(out) > limit:
+            raise _too_large(what, limit)
     return bytes(out)
 
 
-def member(zf: zipfile.ZipFile, info: zipfile.ZipInfo, source: Path) -> bytes:
-    """One entry of ``zf`` whole; InvalidInput when it is damaged, encrypted or too large."""
+def member(zf: zipfile.ZipFile, info: zipfile.ZipInfo, source: Path, limit: int = MAX_MEMBER_BYTES) -> bytes:
+    """One entry of ``zf`` whole; InvalidInput when it is damaged, encrypted or larger than
+    ``limit`` (what its header says, or what it unpacks to: a header can lie)."""
     what = f"{info.filename!r} in {source.name}"
-    if info.file_size > MAX_MEMBER_BYTES:
-        raise InvalidInput("SOURCE", f"{what} unpacks to more than {MAX_MEMBER_BYTES >> 20} MiB; refused")
+    if info.file_size > limit:
+        raise _too_large(what, limit)
     try:
         with zf.open(info) as stream:
-            return _bounded(stream, what)
+            return _bounded(stream, what, limit)
     except (zipfile.BadZipFile, zlib.error, EOFError, NotImplementedError, OSError) as exc:
         raise InvalidInput("SOURCE", f"{what} cannot be unpacked ({exc}); the zip is damaged: download "
                            "the export again") from None
@@ -85,11 +91,12 @@ def member(zf: zipfile.ZipFile, info: zipfile.ZipInfo, source: Path) -> bytes:
         raise InvalidInput("SOURCE", f"{what} cannot be unpacked ({exc})") from None
 
 
-def gunzip(data: bytes, what: str) -> bytes:
-    """``data`` unpacked; InvalidInput naming ``what`` when it is truncated or damaged."""
+def gunzip(data: bytes, what: str, limit: int = MAX_MEMBER_BYTES) -> bytes:
+    """``data`` unpacked; InvalidInput naming ``what`` when it is truncated, damaged or unpacks
+    past ``limit``."""
     try:
         with gzip.GzipFile(fileobj=io.BytesIO(data)) as stream:
-            return _bounded(stream, what)
+            return _bounded(stream, what, limit)
     except (OSError, EOFError, zlib.error) as exc:
         raise InvalidInput("SOURCE", f"{what} is not a complete gzip file ({exc}); download the export "
                            "again") from None
