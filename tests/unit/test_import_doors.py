@@ -357,3 +357,28 @@ def test_an_archive_entry_is_never_unpacked_past_its_bound(tmp_path: Path) -> No
         info.file_size = 10  # a header that lies about the size: read no further, and refused
         with pytest.raises(InvalidInput, match=r"cannot be unpacked .*Bad CRC-32.*the zip is damaged"):
             member(zf, info, packed, limit=1000)
+
+
+def test_a_vault_mem_bundle_changed_by_another_tool_comes_in_with_the_changes(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    vault = tmp_path / "vault"
+    vault.mkdir()
+    files = {"Plain.md": "Just text, no frontmatter.\n", "Typed.md": "---\ntype: decision\n---\nChosen.\n",
+             "Untyped.md": "---\ntags: [a]\n---\nNo type here.\n", "Gone.md": "---\ntype: fact\n---\nx\n"}
+    for name, text in files.items():
+        (vault / name).write_text(text, encoding="utf-8")
+    bundle = tmp_path / "bundle"
+    assert main(["export", "--vault", str(vault), "--format", "okf", "--output", str(bundle)]) == 0
+    capsys.readouterr()
+    assert (bundle / "Plain.md").read_text(encoding="utf-8").startswith('---\ntype: "note"  # vault-mem:')
+    (bundle / "Gone.md").unlink()
+    edited = (bundle / "Untyped.md").read_text(encoding="utf-8") + "Added in another tool.\n"
+    (bundle / "Untyped.md").write_text(edited, encoding="utf-8")
+    (bundle / "New.md").write_text("---\ntype: Note\ntitle: New\n---\nWritten elsewhere.\n", encoding="utf-8")
+    empty = tmp_path / "empty"
+    answer = imported(capsys, "okf", bundle, empty)
+    assert sorted(answer["created_paths"]) == ["New.md", "Plain.md", "Typed.md", "Untyped.md"]
+    assert [(s["where"], s["why"]) for s in answer["skipped_records"]] == [
+        ("Gone.md", "listed in vault-mem.json but not in the bundle")]
+    assert (empty / "Plain.md").read_text(encoding="utf-8") == files["Plain.md"]
+    assert (empty / "Untyped.md").read_text(encoding="utf-8") == files["Untyped.md"] + "Added in another tool.\n"
