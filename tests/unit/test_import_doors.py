@@ -382,3 +382,32 @@ def test_a_vault_mem_bundle_changed_by_another_tool_comes_in_with_the_changes(
         ("Gone.md", "listed in vault-mem.json but not in the bundle")]
     assert (empty / "Plain.md").read_text(encoding="utf-8") == files["Plain.md"]
     assert (empty / "Untyped.md").read_text(encoding="utf-8") == files["Untyped.md"] + "Added in another tool.\n"
+
+
+def test_a_wikilink_becomes_a_markdown_link_only_when_it_names_one_note(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    vault = tmp_path / "vault"
+    for folder in ("a", "b"):
+        (vault / folder).mkdir(parents=True)
+        (vault / folder / "Twin.md").write_text("---\ntype: fact\n---\ntwin\n", encoding="utf-8")
+    (vault / "a" / "Plan (v2) 100%.md").write_text("---\ntype: decision\naliases: [The plan]\n---\np\n",
+                                                      encoding="utf-8")
+    source = ("---\ntype: note\nsupersedes: \"[[Twin]]\"\n---\n"
+              "See [[The plan|our *plan*]] and [[Plan (v2) 100%#Why now]], not [[Twin]] (two notes have "
+              "that name) nor [[Nowhere]] nor ![[Plan (v2) 100%]] nor [[The plan#^block1]].\n"
+              "```\n[[The plan]] in code\n```\n`[[The plan]]` inline\n")
+    (vault / "Links.md").write_text(source, encoding="utf-8")
+    bundle = tmp_path / "bundle"
+    assert main(["export", "--vault", str(vault), "--format", "okf", "--output", str(bundle)]) == 0
+    assert "2 wikilinks written as Markdown links" in capsys.readouterr().err
+    body = (bundle / "Links.md").read_text(encoding="utf-8")
+    assert r"See [our \*plan\*](</a/Plan %28v2%29 100%25.md>) and " in body
+    assert "[Plan (v2) 100%](</a/Plan %28v2%29 100%25.md#Why now>)" in body
+    for kept in ("[[Twin]] (two", "[[Nowhere]]", "![[Plan (v2) 100%]]", "[[The plan#^block1]]",
+                 "[[The plan]] in code", "`[[The plan]]` inline", 'supersedes: "[[Twin]]"'):
+        assert kept in body, kept
+    restored = tmp_path / "restored"
+    imported(capsys, "okf", bundle, restored)
+    assert (restored / "Links.md").read_text(encoding="utf-8") == source
+    read = read_note(restored, "Links.md")
+    assert read.body == read_note(vault, "Links.md").body

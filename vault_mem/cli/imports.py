@@ -270,6 +270,9 @@ def _export_okf(args: argparse.Namespace, root: Path) -> int:
     if made.typed:
         say(f"{plural(made.typed, 'note')} without a type got one line 'type: ...' (OKF needs one); the import "
             "takes it away again")
+    if made.links:
+        say(f"{plural(made.links, 'wikilink')} written as Markdown links to the notes they name (OKF's links); the "
+            "import writes them back as they were")
     if made.renamed:
         say("renamed, as OKF keeps index.md and log.md for itself: "
             + ", ".join(f"{visible(a)} -> {visible(b)}" for a, b in made.renamed[:shown]))

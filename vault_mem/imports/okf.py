@@ -27,6 +27,7 @@ import datetime as dt
 import io
 import json
 import os
+import re
 import secrets
 import shutil
 import zipfile
@@ -38,7 +39,10 @@ from vault_mem.errors import InvalidInput, WriteFailed
 from vault_mem.imports.archives import is_zip, member, open_zip
 from vault_mem.imports.records import Record, Skipped, Source, source_moment
 from vault_mem.vault.dates import parse_datetime
+from vault_mem.vault.fields import fold
 from vault_mem.vault.frontmatter import load_yaml, split_frontmatter
+from vault_mem.vault.markdown import mask_code, parse_wikilink
+from vault_mem.vault.note import Note
 from vault_mem.vault.reader import read_note, read_whole
 from vault_mem.vault.walk import walk_vault
 from vault_mem.vault.writer import atomic_write
@@ -51,10 +55,14 @@ MANIFEST_KIND = "vault-mem okf bundle"
 RESERVED = ("index.md", "log.md")
 ADDED = "  # vault-mem: added for OKF, which needs a type"
 ACCEPTED = "an OKF bundle: a folder of Markdown files with YAML frontmatter, or a zip of one"
+_WIKILINK = re.compile(r"(!?)\[\[([^\[\]\n]*?)\]\]")  # as vault.markdown reads them
 _NO_DATE = (1980, 1, 1, 0, 0, 0)  # a zip entry's time when its writer gave none (markdown-vault-mcp's)
 
 
 # -- export ---------------------------------------------------------------------------------
+
+Edit = tuple[int, str, str]  # (where, in characters of the note's text; what was there; what is there now)
+
 
 @dataclass
 class Bundle:
@@ -63,47 +71,99 @@ class Bundle:
     files: dict[str, tuple[bytes, int | None]] = field(default_factory=dict)
     notes: int = 0
     typed: int = 0  # notes that got a type line
+    links: int = 0  # wikilinks written as Markdown links
     renamed: list[tuple[str, str]] = field(default_factory=list)  # (vault path, concept path)
     not_conformant: list[str] = field(default_factory=list)  # frontmatter that does not parse, not UTF-8
 
 
-def _with_type(data: bytes, note_type: str) -> tuple[bytes, int, str] | None:
-    """(the file with a ``type`` line, where it went, the line) for a note whose frontmatter
-    lacks one; None when it cannot be added so that the block still parses."""
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError:
-        return None
+def _type_edit(text: str, note_type: str) -> Edit | None:
+    """The line that gives a note without ``type`` one; None when its frontmatter has one, or does
+    not parse (then the note is exported as it is, not conformant)."""
     start = 1 if text.startswith("\ufeff") else 0
     split = split_frontmatter(text[start:])
     if split.yaml_text is None:
-        line = f"---\ntype: {json.dumps(note_type)}{ADDED}\n---\n"
-        return (line + text).encode("utf-8"), 0, line
+        return 0, "", f"---\ntype: {json.dumps(note_type)}{ADDED}\n---\n"
+    loaded = load_yaml(split.yaml_text)
+    value = loaded.data.get("type")
+    if not loaded.parsed or (isinstance(value, str) and value.strip()):
+        return None
     first_end = text.index("\n", start) + 1
     newline = "\r\n" if text[first_end - 2:first_end] == "\r\n" else "\n"
-    line = f"type: {json.dumps(note_type)}{ADDED}{newline}"
-    typed = text[:first_end] + line + text[first_end:]
-    check = split_frontmatter(typed[start:])
-    loaded = load_yaml(check.yaml_text or "")
-    if not loaded.parsed or loaded.data.get("type") != note_type:
-        return None
-    return typed.encode("utf-8"), len(text[:first_end].encode("utf-8")), line
+    return first_end, "", f"type: {json.dumps(note_type)}{ADDED}{newline}"
 
 
-def _needs_type(data: bytes) -> bool | None:
-    """True when the note has no non-empty ``type``; None when its frontmatter cannot be read."""
+def _conformant(text: str) -> bool:
+    split = split_frontmatter(text.removeprefix("\ufeff"))
+    loaded = load_yaml(split.yaml_text) if split.yaml_text is not None else None
+    value = loaded.data.get("type") if loaded is not None and loaded.parsed else None
+    return isinstance(value, str) and bool(value.strip())
+
+
+class _Names:
+    """Which concept a wikilink names: only one that no other note could be taken for, by path,
+    file name, title or alias (as vault-mem resolves them), so the Markdown link means the same."""
+
+    def __init__(self) -> None:
+        self.keys: dict[str, set[str]] = {}
+
+    def add(self, rel: str, concept: str, title: str, aliases: list[str]) -> None:
+        stem = rel[:-3]
+        for key in {stem, rel, stem.rpartition("/")[2], title, *aliases}:
+            self.keys.setdefault(fold(key.strip()), set()).add(concept)
+
+    def concept(self, target: str) -> str | None:
+        found = self.keys.get(fold(target.strip().lstrip("/")), set())
+        return next(iter(found)) if len(found) == 1 else None
+
+
+def _link_edits(text: str, names: _Names) -> list[Edit]:
+    """Each wikilink of the body that names one concept, as a root-absolute Markdown link (OKF's
+    recommended form, and markdown-vault-mcp's); embeds, block links, links in code, and links
+    that name no concept or several stay as written."""
+    start = 1 if text.startswith("\ufeff") else 0
+    split = split_frontmatter(text[start:])
+    offset = start + split.body_offset
+    edits: list[Edit] = []
+    for m in _WIKILINK.finditer(mask_code(split.body)):
+        if m.group(1):
+            continue
+        link = parse_wikilink(split.body[m.start(2):m.end(2)])
+        concept = names.concept(link.target) if link.target and not link.block else None
+        if concept is None:
+            continue
+        display = link.alias.strip() if link.alias and link.alias.strip() else link.target
+        fragment = f"#{link.heading}" if link.heading else ""
+        edits.append((offset + m.start(), split.body[m.start():m.end()],
+                      f"[{_escape(display)}]({_link(concept, fragment)})"))
+    return edits
+
+
+def _apply(text: str, edits: list[Edit]) -> tuple[str, list[dict[str, Any]]]:
+    """The text with ``edits`` made, and each as the manifest keeps it: where it is in the new text."""
+    parts: list[str] = []
+    kept: list[dict[str, Any]] = []
+    done, grown = 0, 0
+    for at, was, now in sorted(edits):
+        parts += [text[done:at], now]
+        kept.append({"at": at + grown, "was": was, "now": now})
+        done, grown = at + len(was), grown + len(now) - len(was)
+    return "".join(parts) + text[done:], kept
+
+
+def undo_edits(data: bytes, edits: Any) -> bytes:
+    """The concept's bytes with an export's ``edits`` taken back, last first; an edit whose text is
+    no longer where it was (the concept was changed since) is left as it is."""
+    if not isinstance(edits, list) or not edits:
+        return data
     try:
-        text = data.decode("utf-8").removeprefix("\ufeff")
+        text = data.decode("utf-8")
     except UnicodeDecodeError:
-        return None
-    split = split_frontmatter(text)
-    if split.yaml_text is None:
-        return True
-    loaded = load_yaml(split.yaml_text)
-    if not loaded.parsed:
-        return None
-    value = loaded.data.get("type")
-    return not (isinstance(value, str) and value.strip())
+        return data
+    for edit in sorted((e for e in edits if isinstance(e, dict)), key=lambda e: -int(e.get("at", 0) or 0)):
+        at, was, now = edit.get("at"), edit.get("was"), edit.get("now")
+        if isinstance(at, int) and isinstance(was, str) and isinstance(now, str) and text[at:at + len(now)] == now:
+            text = text[:at] + was + text[at + len(now):]
+    return text.encode("utf-8")
 
 
 def _concept_path(rel: str, taken: set[str]) -> str:
@@ -121,8 +181,12 @@ def _concept_path(rel: str, taken: set[str]) -> str:
         n += 1
 
 
-def _link(path: str) -> str:
-    return "</" + path.replace("<", "%3C").replace(">", "%3E") + ">"
+def _link(path: str, fragment: str = "") -> str:
+    """A root-absolute link destination, in angle brackets (spaces allowed), percent-encoding what
+    would end it or that vault-mem's reader would not take in a path."""
+    def quoted(text: str) -> str:
+        return "".join(f"%{ord(ch):02X}" if ch in "%<>()[]\n\r" else ch for ch in text)
+    return "</" + quoted(path) + (("#" + quoted(fragment[1:])) if fragment else "") + ">"
 
 
 def _escape(text: str) -> str:
@@ -148,8 +212,8 @@ def bundle(root: Path, seen: set[str] | None = None) -> Bundle:
     out = Bundle()
     rels = walk_vault(root).files
     taken = {rel.lower() for rel in rels} | {name for name in RESERVED} | {MANIFEST.lower()}
-    entries: list[tuple[str, str, str]] = []
-    manifest: list[dict[str, Any]] = []
+    names = _Names()
+    found: list[tuple[str, str, bytes, Note]] = []
     for rel in rels:
         if seen is not None:
             seen.add(rel)
@@ -162,23 +226,36 @@ def bundle(root: Path, seen: set[str] | None = None) -> Bundle:
         taken.add(concept.lower())
         if concept != rel:
             out.renamed.append((rel, concept))
+        names.add(rel, concept, note.title, list(note.aliases))
+        found.append((rel, concept, data, note))
+    entries: list[tuple[str, str, str]] = []
+    manifest: list[dict[str, Any]] = []
+    for rel, concept, data, note in found:
         entry: dict[str, Any] = {"concept": concept, "path": rel, "mtime_ns": note.mtime_ns}
-        needs = _needs_type(data)
-        if needs is None:
-            out.not_conformant.append(rel)
-        elif needs:
-            typed = _with_type(data, note.type or "note")
-            if typed is None:
-                out.not_conformant.append(rel)
+        try:
+            text = data.decode("utf-8")
+        except UnicodeDecodeError:
+            text = None
+        if text is not None:
+            typed = _type_edit(text, note.type or "note")
+            edits = [typed] if typed else []
+            links = [] if note.excalidraw else _link_edits(text, names)
+            changed, kept = _apply(text, edits + links)
+            if _conformant(changed):
+                data = changed.encode("utf-8")
+                out.typed += bool(typed)
+                out.links += len(links)
+                if kept:
+                    entry["edits"] = kept
             else:
-                data, at, line = typed
-                entry["inserted"] = {"at": at, "text": line}
-                out.typed += 1
+                text = None
+        if text is None:
+            out.not_conformant.append(rel)
         out.files[concept] = (data, note.mtime_ns or None)
         manifest.append(entry)
+        out.notes += 1
         description = note.metadata.get("description") if isinstance(note.metadata, dict) else None
         entries.append((concept, note.title, description if isinstance(description, str) else ""))
-        out.notes += 1
     entries.sort(key=lambda e: (e[0].rpartition("/")[0].lower(), e[0].lower()))
     out.files["index.md"] = (_index(root.name or "vault", entries), None)
     body = {"format": MANIFEST_KIND, "version": 1, "okf_version": OKF_VERSION, "notes": manifest}
@@ -337,11 +414,7 @@ def _dated(data: bytes) -> int | None:
 def _restored(entry: _Entry, where: str, listed: dict[str, Any] | None, fallback: int | None) -> Record | Skipped:
     data, path, mtime = entry.data, entry.path, None
     if listed is not None:
-        inserted = listed.get("inserted")
-        if isinstance(inserted, dict) and isinstance(inserted.get("text"), str) and isinstance(inserted.get("at"), int):
-            added, at = inserted["text"].encode("utf-8"), inserted["at"]
-            if data[at:at + len(added)] == added:
-                data = data[:at] + data[at + len(added):]
+        data = undo_edits(data, listed.get("edits"))
         if isinstance(listed.get("path"), str):
             path = listed["path"]
         if isinstance(listed.get("mtime_ns"), int) and not isinstance(listed["mtime_ns"], bool):
