@@ -411,3 +411,25 @@ def test_a_wikilink_becomes_a_markdown_link_only_when_it_names_one_note(
     assert (restored / "Links.md").read_text(encoding="utf-8") == source
     read = read_note(restored, "Links.md")
     assert read.body == read_note(vault, "Links.md").body
+
+
+def test_a_hostile_manifest_changes_nothing_it_should_not(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    bundle = tmp_path / "bundle"
+    bundle.mkdir()
+    text = "---\ntype: Note\n---\nkeep [me](</b.md>)\n"
+    (bundle / "a.md").write_text(text, encoding="utf-8")
+    edits = [{"at": "x", "was": "", "now": "keep"}, {"at": -3, "was": "", "now": "k"}, {"at": True, "was": "",
+             "now": "-"}, {"at": 10**9, "was": "", "now": "a"}, {"at": 20, "was": "[[b]]", "now": "[nope](</b.md>)"}]
+    box = tmp_path / "box"
+    for path, why in (("../../outside.md", "'..'"), (".obsidian/hidden.md", "hidden")):
+        manifest = {"format": "vault-mem okf bundle", "version": 1, "notes": [
+            {"concept": "a.md", "path": path, "mtime_ns": "soon", "edits": edits}, {"concept": 3}, "text"]}
+        (bundle / "vault-mem.json").write_text(json.dumps(manifest), encoding="utf-8")
+        code, answer, err = run(capsys, "import", "okf", str(bundle), "--vault", str(box / "vault"))
+        assert code == 3 and answer["skipped"] == 1 and why in answer["skipped_records"][0]["why"], (answer, err)
+        assert not box.exists()
+    manifest["notes"][0]["path"] = "ok/a.md"
+    (bundle / "vault-mem.json").write_text(json.dumps(manifest), encoding="utf-8")
+    answer = imported(capsys, "okf", bundle, box / "vault")
+    assert answer["created_paths"] == ["ok/a.md"]
+    assert (box / "vault" / "ok" / "a.md").read_text(encoding="utf-8") == text

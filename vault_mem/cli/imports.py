@@ -33,34 +33,37 @@ RELATION = "a relation"  # how a merged relation's ``what`` begins (imports/mcp_
 NOTHING_IMPORTED = 3  # exit status when no record became or matched a note (docs/import.md)
 
 
-def _import_vault(args: argparse.Namespace) -> tuple[Path, bool]:
-    """(the vault's root, whether this run made its folder). A dry run makes nothing: a vault that
-    does not exist yet is taken as empty."""
+def _import_vault(args: argparse.Namespace) -> tuple[Path, list[Path]]:
+    """(the vault's root, the folders this run made for it, innermost first). A dry run makes
+    nothing: a vault that does not exist yet is taken as empty."""
     given = getattr(args, "vault", None)
-    folder = Path(given).expanduser() if given is not None else None
-    made = False
+    folder = Path(given).expanduser().absolute() if given is not None else None
+    made: list[Path] = []
     if folder is not None and not folder.exists():
         if args.dry_run:
-            return folder.absolute(), False
+            return folder, []
+        made = [folder]
+        while not made[-1].parent.exists() and made[-1].parent != made[-1]:
+            made.append(made[-1].parent)
         folder.mkdir(parents=True)  # a new, empty vault to import into
-        made = True
     try:
         root = vault_root(args)
         if not args.yes:
             check_likely_vault(root, "import into it")
     except BaseException:
-        if folder is not None and made:
-            _remove_if_empty(folder)
+        _remove_if_empty(made)
         raise
     return root, made
 
 
-def _remove_if_empty(folder: Path) -> bool:
-    try:
-        folder.rmdir()  # only an empty folder goes
-    except OSError:
-        return False
-    return True
+def _remove_if_empty(made: list[Path]) -> bool:
+    """Remove the folders a run made (innermost first), each only when empty; whether the vault's went."""
+    for folder in made:
+        try:
+            folder.rmdir()  # only an empty folder goes
+        except OSError:
+            return folder is not made[0]
+    return bool(made)
 
 
 class _Journal:
@@ -103,11 +106,10 @@ def cmd_import(args: argparse.Namespace) -> int:
         report = import_records(root, fmt.name, source, domain=args.domain, dry_run=args.dry_run,
                                 default_domain=fmt.default_domain, advance=bar.advance, journal=journal)
     except BaseException:
-        if made:
-            _remove_if_empty(root)
+        _remove_if_empty(made)
         raise
-    if made and report.imported_nothing():
-        made = not _remove_if_empty(root)
+    if made and report.imported_nothing() and _remove_if_empty(made):
+        made = []
     if made:
         say(f"created the vault folder {root}")
     if args.json:

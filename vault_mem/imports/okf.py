@@ -159,9 +159,11 @@ def undo_edits(data: bytes, edits: Any) -> bytes:
         text = data.decode("utf-8")
     except UnicodeDecodeError:
         return data
-    for edit in sorted((e for e in edits if isinstance(e, dict)), key=lambda e: -int(e.get("at", 0) or 0)):
-        at, was, now = edit.get("at"), edit.get("was"), edit.get("now")
-        if isinstance(at, int) and isinstance(was, str) and isinstance(now, str) and text[at:at + len(now)] == now:
+    valid = [(e["at"], e["was"], e["now"]) for e in edits
+             if isinstance(e, dict) and isinstance(e.get("at"), int) and not isinstance(e["at"], bool)
+             and e["at"] >= 0 and isinstance(e.get("was"), str) and isinstance(e.get("now"), str)]
+    for at, was, now in sorted(valid, reverse=True):
+        if text[at:at + len(now)] == now:
             text = text[:at] + was + text[at + len(now):]
     return text.encode("utf-8")
 
