@@ -2,8 +2,10 @@
 
     is_zip(source) / is_gzip(data)      told by their first bytes, not by the file's name
     open_zip(source) -> ZipFile          InvalidInput("SOURCE") for a truncated or broken zip
-    member(zf, info, source) -> bytes    one entry, at most MAX_MEMBER_BYTES, CRC checked
-    gunzip(data, name, source) -> bytes  at most MAX_MEMBER_BYTES
+    member(zf, info, source) -> bytes    one entry, CRC checked
+    gunzip(data, what) -> bytes          the unpacked bytes
+
+Each unpacks at most the ``import_unpacked_bytes`` setting (or the ``limit`` given).
 
 An archive is read whole before anything is written (docs/import.md): a broken one is an
 error naming the file and what is wrong with it, never a traceback, never a half import.
@@ -20,10 +22,8 @@ import zlib
 from pathlib import Path
 from typing import IO
 
+from vault_mem import settings
 from vault_mem.errors import InvalidInput
-
-MAX_MEMBER_BYTES = 1 << 30  # 1 GiB unpacked per entry
-_CHUNK = 1 << 20
 
 
 def _head(source: Path, size: int) -> bytes:
@@ -66,19 +66,22 @@ def _too_large(what: str, limit: int) -> InvalidInput:
                         "that large)")
 
 
+def _limit(limit: int | None) -> int:
+    return settings.current().import_unpacked_bytes if limit is None else limit
+
+
 def _bounded(stream: IO[bytes] | gzip.GzipFile, what: str, limit: int) -> bytes:
-    out = bytearray()
-    while chunk := stream.read(min(_CHUNK, limit + 1 - len(out))):
-        out += chunk
-        if len(out) > limit:
-            raise _too_large(what, limit)
-    return bytes(out)
+    data = stream.read(limit + 1)  # never more: one byte past the limit says it is too large
+    if len(data) > limit:
+        raise _too_large(what, limit)
+    return data
 
 
-def member(zf: zipfile.ZipFile, info: zipfile.ZipInfo, source: Path, limit: int = MAX_MEMBER_BYTES) -> bytes:
+def member(zf: zipfile.ZipFile, info: zipfile.ZipInfo, source: Path, limit: int | None = None) -> bytes:
     """One entry of ``zf`` whole; InvalidInput when it is damaged, encrypted or larger than
     ``limit`` (what its header says, or what it unpacks to: a header can lie)."""
     what = f"{info.filename!r} in {source.name}"
+    limit = _limit(limit)
     if info.file_size > limit:
         raise _too_large(what, limit)
     try:
@@ -91,9 +94,10 @@ def member(zf: zipfile.ZipFile, info: zipfile.ZipInfo, source: Path, limit: int 
         raise InvalidInput("SOURCE", f"{what} cannot be unpacked ({exc})") from None
 
 
-def gunzip(data: bytes, what: str, limit: int = MAX_MEMBER_BYTES) -> bytes:
+def gunzip(data: bytes, what: str, limit: int | None = None) -> bytes:
     """``data`` unpacked; InvalidInput naming ``what`` when it is truncated, damaged or unpacks
     past ``limit``."""
+    limit = _limit(limit)
     try:
         with gzip.GzipFile(fileobj=io.BytesIO(data)) as stream:
             return _bounded(stream, what, limit)

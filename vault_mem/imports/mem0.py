@@ -1,8 +1,9 @@
-"""mem0 and OpenMemory exported memories as notes.
+"""mem0 exported memories as notes.
 
 Accepted: a JSON list of memories, or an object holding one under ``results`` (mem0's
-``get_all`` answer) or ``memories`` (OpenMemory's ``memories.json``). A memory is an object
-with ``id``, its text in ``memory`` (mem0) or ``content`` (OpenMemory), and optionally
+``get_all`` answer) or ``memories``. OpenMemory's export (its zip, or its ``memories.json``
+with ``export_meta``...) is refused, naming the command that reads it: ``import openmemory``.
+A memory is an object with ``id``, its text in ``memory`` (mem0) or ``content``, and optionally
 ``metadata``, ``categories``, ``created_at``, ``updated_at``, ``user_id``, ``agent_id``,
 ``run_id``, ``app_id``/``app_name`` and ``state``. Each becomes a ``fact`` titled by its first
 line, tagged with its categories, dated by its own dates; memories whose state is

@@ -56,7 +56,7 @@ RESERVED = ("index.md", "log.md")
 ADDED = "  # vault-mem: added for OKF, which needs a type"
 ACCEPTED = "an OKF bundle: a folder of Markdown files with YAML frontmatter, or a zip of one"
 _WIKILINK = re.compile(r"(!?)\[\[([^\[\]\n]*?)\]\]")  # as vault.markdown reads them
-_NO_DATE = (1980, 1, 1, 0, 0, 0)  # a zip entry's time when its writer gave none (markdown-vault-mcp's)
+_NO_DATE = zipfile.ZipInfo().date_time  # a zip entry's time when its writer gave none (markdown-vault-mcp's)
 
 
 # -- export ---------------------------------------------------------------------------------
