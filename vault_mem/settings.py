@@ -245,6 +245,7 @@ class Settings:
     import_writers: int = 8  # creates in flight at once during an import (docs/import.md#speed)
     import_batch: int = 256  # creates queued before waiting for them, so memory stays bounded and the progress honest (docs/import.md#speed)
     import_title_chars: int = 80  # characters of a record's first line that title an imported note without a title (docs/import.md#the-jsonl-form)
+    import_unpacked_bytes: int = 1024 * 1024 * 1024  # bytes one file of an export archive (a zip entry, a gzip) may unpack to; a larger one is refused, so a small hostile file cannot fill memory (docs/import.md#openmemory)
 
     # -- Git ---------------------------------------------------------------------------------------
     git_timeout: float = 60.0  # seconds a local git command may take (docs/git.md#good-to-know)

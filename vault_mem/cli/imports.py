@@ -33,34 +33,37 @@ RELATION = "a relation"  # how a merged relation's ``what`` begins (imports/mcp_
 NOTHING_IMPORTED = 3  # exit status when no record became or matched a note (docs/import.md)
 
 
-def _import_vault(args: argparse.Namespace) -> tuple[Path, bool]:
-    """(the vault's root, whether this run made its folder). A dry run makes nothing: a vault that
-    does not exist yet is taken as empty."""
+def _import_vault(args: argparse.Namespace) -> tuple[Path, list[Path]]:
+    """(the vault's root, the folders this run made for it, innermost first). A dry run makes
+    nothing: a vault that does not exist yet is taken as empty."""
     given = getattr(args, "vault", None)
-    folder = Path(given).expanduser() if given is not None else None
-    made = False
+    folder = Path(given).expanduser().absolute() if given is not None else None
+    made: list[Path] = []
     if folder is not None and not folder.exists():
         if args.dry_run:
-            return folder.absolute(), False
+            return folder, []
+        made = [folder]
+        while not made[-1].parent.exists() and made[-1].parent != made[-1]:
+            made.append(made[-1].parent)
         folder.mkdir(parents=True)  # a new, empty vault to import into
-        made = True
     try:
         root = vault_root(args)
         if not args.yes:
             check_likely_vault(root, "import into it")
     except BaseException:
-        if folder is not None and made:
-            _remove_if_empty(folder)
+        _remove_if_empty(made)
         raise
     return root, made
 
 
-def _remove_if_empty(folder: Path) -> bool:
-    try:
-        folder.rmdir()  # only an empty folder goes
-    except OSError:
-        return False
-    return True
+def _remove_if_empty(made: list[Path]) -> bool:
+    """Remove the folders a run made (innermost first), each only when empty; whether the vault's went."""
+    for folder in made:
+        try:
+            folder.rmdir()  # only an empty folder goes
+        except OSError:
+            return folder is not made[0]
+    return bool(made)
 
 
 class _Journal:
@@ -103,11 +106,10 @@ def cmd_import(args: argparse.Namespace) -> int:
         report = import_records(root, fmt.name, source, domain=args.domain, dry_run=args.dry_run,
                                 default_domain=fmt.default_domain, advance=bar.advance, journal=journal)
     except BaseException:
-        if made:
-            _remove_if_empty(root)
+        _remove_if_empty(made)
         raise
-    if made and report.imported_nothing():
-        made = not _remove_if_empty(root)
+    if made and report.imported_nothing() and _remove_if_empty(made):
+        made = []
     if made:
         say(f"created the vault folder {root}")
     if args.json:
@@ -182,7 +184,7 @@ def _print_report(report: Report, root: Path, source: Path, agent: str, warnings
 
 register(Command(
     name="import",
-    summary="bring in memories kept elsewhere: mcp-memory, mem0, chatgpt, claude, jsonl",
+    summary="bring in memories kept elsewhere: mcp-memory, mem0, openmemory, chatgpt, claude, jsonl, okf",
     description="Turn an export from another memory tool or chat app into ordinary notes, written as the "
                 "write tools write them (agent import-FORMAT). Run it again at any time: a note is updated "
                 "only when its source changed and nobody edited it since the last import (an edited note is "
@@ -200,26 +202,32 @@ register(Command(
               "vault-mem import chatgpt ~/Downloads/chatgpt-export/conversations.json --vault ~/notes",
               "vault-mem import claude conversations.json --vault ~/notes --domain chats/claude",
               "vault-mem import mem0 memories.json --vault ~/notes --dry-run",
+              "vault-mem import openmemory ~/Downloads/memories_export_alice.zip --vault ~/notes",
+              "vault-mem import okf ~/bundles/acme.zip --vault ~/notes --domain acme",
               "vault-mem import jsonl notes.jsonl --vault ~/new-vault"),
     run=cmd_import, add_options=import_options,
 ))
 
 
 def export_options(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--format", default="jsonl", choices=["jsonl"],
+    parser.add_argument("--format", default="jsonl", choices=["jsonl", "okf"],
                         help="jsonl: one JSON object per note, the fields of 'vault-mem read --json' and the "
-                             "whole body (the only format)")
+                             "whole body; okf: an Open Knowledge Format bundle (every note's file, a root "
+                             "index.md), written to the folder or .zip --output names")
     parser.add_argument("--output", type=Path, default=None, metavar="FILE",
-                        help="write to FILE (replaced whole, atomically) instead of stdout")
+                        help="write to FILE (replaced whole, atomically) instead of stdout; for --format okf "
+                             "a new folder, or a file ending in .zip")
 
 
 def cmd_export(args: argparse.Namespace) -> int:
-    from vault_mem.imports.export import export_lines, not_exported
+    from vault_mem.imports.export import export_lines
     from vault_mem.vault.writer import atomic_write
 
     root = vault_root(args)
     count = 0
     seen: set[str] = set()
+    if args.format == "okf":
+        return _export_okf(args, root)
     if args.output is None:
         for line in export_lines(root, seen):
             sys.stdout.write(line + "\n")
@@ -233,23 +241,65 @@ def cmd_export(args: argparse.Namespace) -> int:
         count = len(lines)
         atomic_write(output, "".join(line + "\n" for line in lines).encode("utf-8"))
     say(f"exported {plural(count, 'note')} from {root}" + (f" to {args.output}" if args.output else ""))
+    _say_not_exported(root, seen)
+    return 0
+
+
+def _say_not_exported(root: Path, seen: set[str]) -> None:
+    from vault_mem.imports.export import not_exported
+
     shown = settings.current().import_shown
     for why, paths in not_exported(root, seen).items():
         say(f"not exported: {len(paths):,} {why}: " + ", ".join(visible(p) for p in paths[:shown])
             + (f" and {len(paths) - shown:,} more" if len(paths) > shown else ""))
+
+
+def _export_okf(args: argparse.Namespace, root: Path) -> int:
+    """An OKF bundle of the vault (docs/import.md, "OKF bundles"), to a new folder or a .zip, whole
+    or not at all: a folder is written beside its place under a hidden name, then renamed."""
+    from vault_mem.imports.okf import OKF_VERSION, bundle, write_bundle
+
+    if args.output is None:
+        raise InvalidInput("--output", "an OKF bundle is many files: give --output FOLDER (a new or empty "
+                           "folder) or --output FILE.zip")
+    output = args.output.expanduser()
+    seen: set[str] = set()
+    made = bundle(root, seen)
+    write_bundle(made.files, output)
+    shown = settings.current().import_shown
+    say(f"exported {plural(made.notes, 'note')} from {root} to {output} as an OKF {OKF_VERSION} bundle "
+        f"(index.md lists them; vault-mem.json lets 'vault-mem import okf' restore them exactly)")
+    if made.typed:
+        say(f"{plural(made.typed, 'note')} without a type got one line 'type: ...' (OKF needs one); the import "
+            "takes it away again")
+    if made.links:
+        say(f"{plural(made.links, 'wikilink')} written as Markdown links to the notes they name (OKF's links); the "
+            "import writes them back as they were")
+    if made.renamed:
+        say("renamed, as OKF keeps index.md and log.md for itself: "
+            + ", ".join(f"{visible(a)} -> {visible(b)}" for a, b in made.renamed[:shown]))
+    if made.not_conformant:
+        say(f"not OKF-conformant, exported as written (frontmatter that does not parse, or not UTF-8): "
+            f"{plural(len(made.not_conformant), 'note')}: " + ", ".join(visible(p) for p in made.not_conformant[:shown])
+            + (f" and {len(made.not_conformant) - shown:,} more" if len(made.not_conformant) > shown else ""))
+    _say_not_exported(root, seen)
     return 0
 
 
 register(Command(
     name="export",
-    summary="every note as one JSON line, for pipelines and for leaving",
+    summary="every note as one JSON line, or as an OKF bundle, for pipelines and for leaving",
     description="Write every note of the vault with its parsed fields (those of 'vault-mem read --json', "
                 "without what the index computes: links, backlinks, lineage, history), its whole body and "
                 "its file as it is, one JSON object per line, in path order. 'vault-mem import jsonl' of "
-                "that file into an empty vault gives back the same files, byte for byte. The end names the "
-                "Markdown files that are not exported (ignored by the vault's rules, or named only '.md').",
+                "that file into an empty vault gives back the same files, byte for byte. With --format okf, "
+                "an Open Knowledge Format bundle instead (a new folder, or FILE.zip): every note's file, a "
+                "type line added where OKF needs one, a root index.md, and vault-mem.json, from which "
+                "'vault-mem import okf' gives back the same files. The end names the Markdown files that "
+                "are not exported (ignored by the vault's rules, or named only '.md').",
     examples=("vault-mem export --vault ~/notes > notes.jsonl",
               "vault-mem export --vault ~/notes --output ~/backup/notes.jsonl",
+              "vault-mem export --vault ~/notes --format okf --output ~/notes-okf.zip",
               "vault-mem export --vault ~/notes | jq -r 'select(.type == \"decision\") | .title'"),
     run=cmd_export, add_options=export_options, has_json=False,
 ))

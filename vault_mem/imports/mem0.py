@@ -1,8 +1,9 @@
-"""mem0 and OpenMemory exported memories as notes.
+"""mem0 exported memories as notes.
 
 Accepted: a JSON list of memories, or an object holding one under ``results`` (mem0's
-``get_all`` answer) or ``memories`` (OpenMemory's ``memories.json``). A memory is an object
-with ``id``, its text in ``memory`` (mem0) or ``content`` (OpenMemory), and optionally
+``get_all`` answer) or ``memories``. OpenMemory's export (its zip, or its ``memories.json``
+with ``export_meta``...) is refused, naming the command that reads it: ``import openmemory``.
+A memory is an object with ``id``, its text in ``memory`` (mem0) or ``content``, and optionally
 ``metadata``, ``categories``, ``created_at``, ``updated_at``, ``user_id``, ``agent_id``,
 ``run_id``, ``app_id``/``app_name`` and ``state``. Each becomes a ``fact`` titled by its first
 line, tagged with its categories, dated by its own dates; memories whose state is
@@ -17,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from vault_mem.errors import InvalidInput
+from vault_mem.imports.archives import is_zip
 from vault_mem.imports.mcp_memory import wikilink
 from vault_mem.imports.records import (
     Merged,
@@ -110,8 +112,20 @@ def _relations(items: list[Any], out: Source, fallback: str) -> None:
                                   where=where, dated=False))
 
 
+_BACKUP_KEYS = ("export_meta", "memory_categories", "status_history", "access_controls")
+
+
+def _openmemory_backup(source: Path) -> InvalidInput:
+    return InvalidInput("SOURCE", f"{source} looks like OpenMemory's export, not mem0's; import it with "
+                        f"'vault-mem import openmemory {source.name}' (its categories, apps and states are kept)")
+
+
 def read(source: Path) -> Source:
+    if is_zip(source):
+        raise _openmemory_backup(source)
     data = load_json(source, ACCEPTED)
+    if isinstance(data, dict) and any(key in data for key in _BACKUP_KEYS):
+        raise _openmemory_backup(source)
     memories = _memories(data)
     relations = data.get("relations") if isinstance(data, dict) else None
     if memories is None and not isinstance(relations, list):

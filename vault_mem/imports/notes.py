@@ -236,12 +236,14 @@ class _Importer:
             return
         self.seen[identity] = where
         paths = self.found.get(identity, [])
+        earlier = next((self.found[alt] for alt in record.also if self.found.get(alt)), [])
+        paths = paths or earlier
         if len(paths) > 1:
             why = f"{len(paths)} notes carry import_id {record.source_id!r} ({', '.join(paths[:3])}); keep one"
             self.report.conflicts.append((paths[0], why))
         elif paths:
             self.update(paths[0], record)
-        elif identity in self.trashed:
+        elif identity in self.trashed or any(alt in self.trashed for alt in record.also):
             self.report.skipped.append(Skipped(where, f"deleted since the last import (it is in {TRASH_NAME}/); "
                                                "restore it, or empty the trash to import it again"))
         else:
@@ -249,11 +251,13 @@ class _Importer:
 
     def target(self, record: Record) -> tuple[Path, str]:
         """(the folder, the file name) a new note of ``record`` goes to; InvalidInput when refused."""
-        if record.path is not None and self.domain is None:
+        if record.path is not None and (self.domain is None or (record.tree and record.raw is not None)):
             rel = check_relative(record.path, "path")
             folder_rel, _, name = rel.rpartition("/")
             if not name.lower().endswith(".md"):
                 raise InvalidInput("path", f"{rel!r} is not a Markdown file name (.md)")
+            if self.domain is not None:  # a bundle's tree, below --domain
+                folder_rel = "/".join(part for part in (self.domain.strip().strip("/"), folder_rel) if part)
             # The name a write tool would give a note titled so: no ': | ? * < >', no CON, at most
             # MAX_NAME_BYTES; a name that is already clean is kept as it is, and so is a restored
             # file's name that every system can hold (a '#' or '.excalidraw' in it included).

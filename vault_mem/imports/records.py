@@ -46,6 +46,11 @@ class Record:
     # The whole file to write as it is (a line of ``vault-mem export``): a backup restored byte for byte
     raw: bytes | None = None
     mtime_ns: int | None = None  # the restored file's modification time (what dates a note without dates)
+    # Other (imported_from, import_id) a note of this record may carry from an earlier import of the same
+    # source by another format (an OpenMemory memory once imported with ``mem0``): found, it is updated
+    also: tuple[tuple[str, str], ...] = ()
+    # ``path``'s folders are kept below ``--domain`` (an OKF bundle's tree) instead of being dropped
+    tree: bool = False
 
 
 @dataclass
