@@ -148,6 +148,7 @@ class Settings:
     max_globs: int = 100  # folder patterns one agent key may list (docs/sharing.md#keys)
     keys_lock_wait: float = 10.0  # seconds an `agents add` waits for another one to finish (docs/sharing.md#keys)
     keys_lock_stale: float = 60.0  # seconds after which a keys lock was left by a process that died (docs/sharing.md#keys)
+    keys_lock_poll: float = 0.05  # seconds between tries while another `agents` command holds the keys lock (docs/sharing.md#keys)
 
     # -- History: the journal and the agents' states -----------------------------------------------
     state_max_read: int = 5_000  # notes an agent's state remembers as read; the oldest are forgotten first (docs/sharing.md#what-an-agent-may-read-and-write)

@@ -32,6 +32,7 @@ from vault_mem.search.store import VaultIndex
 from vault_mem.served.agents import Agent
 from vault_mem.served.context import Vault
 from vault_mem.served.keys import add_agent
+from vault_mem.settings import Settings
 from vault_mem.writes.landing import change
 from vault_mem.writes.undo import change_id
 
@@ -109,7 +110,7 @@ def page_vault(tmp_path: Path) -> Iterator[tuple[str, str, Path, dict[str, str]]
 def test_the_page_shows_a_change_through_a_link_only_to_whoever_may_read_where_it_led(
         page_vault: tuple[str, str, Path, dict[str, str]]) -> None:
     base, login, root, ids = page_vault
-    _, key = add_agent(root.resolve(), "lim", ["research/"], [], False)
+    _, key = add_agent(root.resolve(), "lim", ["research/"], [], False, config=Settings())
     with httpx2.Client(base_url=base) as owner:
         mine = {"X-Page-Secret": eventually(lambda: _logged_in(owner, code=login.rpartition("login=")[2]),
                                             timeout=60, what="the page answered")}

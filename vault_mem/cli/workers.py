@@ -54,7 +54,7 @@ def serve_workers(args: argparse.Namespace, root: Path, count: int, token: str |
         say("read-only: no write tools are served")
     say(f"{PROG} {__version__} serving the vault {root}")
     workers = Workers([sys.executable, "-m", "vault_mem", *without_token(args.argv)], args.host, args.port, count,
-                      token)
+                      token, stop_wait=settings.current().worker_stop_wait)
     try:
         pids = workers.start()
         say(f"{count} worker processes on one port (pids {', '.join(map(str, pids))}), each with its own "

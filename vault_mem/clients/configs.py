@@ -2,8 +2,8 @@
 
     config_place(client, system, env)     the file and the key holding its servers
     server_entry(client, command, vault)  what the entry holds: this install's absolute command
-    add_entry(place, name, entry)         merge into the file: a backup first, other servers kept
-    remove_entry(place, name)             take the one entry out, the same way
+    add_entry(place, name, entry, limits)     merge into the file: a backup first, other servers kept
+    remove_entry(place, name, limits)         take the one entry out, the same way
 
 The files are JSON; one that does not parse (a trailing comma, a comment), that holds a
 key twice in one object, or NaN/Infinity, that is nested deeper than ``client_config_depth`` or
@@ -27,8 +27,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from vault_mem import settings
 from vault_mem.errors import InvalidInput
+from vault_mem.settings import Settings
 from vault_mem.vault.portable import read_regular
 from vault_mem.vault.writer import atomic_write
 
@@ -136,9 +136,9 @@ def server_entry(client: str, command: list[str], vault: Path, agent: str | None
     return entry
 
 
-def read_config(place: Place) -> tuple[dict[str, Any], bytes | None]:
-    """(the config as parsed, its bytes); ({}, None) when the file does not exist yet."""
-    config_limits = settings.current()
+def read_config(place: Place, config_limits: Settings) -> tuple[dict[str, Any], bytes | None]:
+    """(the config as parsed, its bytes); ({}, None) when the file does not exist yet; ``config_limits``:
+    the settings that bound what is read (``client_config_bytes``, ``client_config_depth``)."""
     try:
         data = read_regular(place.path, config_limits.client_config_bytes)
     except FileNotFoundError:
@@ -250,8 +250,8 @@ def _layout_change(before: bytes) -> str | None:
             "written as 2-space JSON; every key, value and number is kept as it was")
 
 
-def add_entry(place: Place, name: str, entry: dict[str, Any]) -> Change:
-    config, before = read_config(place)
+def add_entry(place: Place, name: str, entry: dict[str, Any], limits: Settings) -> Change:
+    config, before = read_config(place, limits)
     servers = config.get(place.key, {})
     if servers.get(name) == entry:
         return Change(place, "unchanged")
@@ -260,8 +260,8 @@ def add_entry(place: Place, name: str, entry: dict[str, Any]) -> Change:
     return Change(place, action, *_write(place, config, before))
 
 
-def remove_entry(place: Place, name: str) -> Change:
-    config, before = read_config(place)
+def remove_entry(place: Place, name: str, limits: Settings) -> Change:
+    config, before = read_config(place, limits)
     servers = config.get(place.key, {})
     if name not in servers:
         return Change(place, "absent")

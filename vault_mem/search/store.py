@@ -115,6 +115,7 @@ class VaultIndex:
 
     def __init__(self, root: Path, index_dir: Path | None = None) -> None:
         config = settings.current()
+        self.config = settings.current()
         self.root = root
         self.dir = index_dir or default_index_dir(root)
         self._ix: FileIndex | None = None
