@@ -99,7 +99,7 @@ def cosines(model_dir: Path, notes: list[duplicate_set.SetNote],
             pairs: set[frozenset[str]]) -> dict[frozenset[str], float]:
     from vault_mem.meaning.model import load_model
 
-    model = load_model(model_dir)
+    model = load_model(model_dir, config=settings.current())
     by_path = {n.path: n for n in notes}
     needed = sorted({p for pair in pairs for p in pair})
     vectors = model.encode([f"{by_path[p].title}\n{by_path[p].body}" for p in needed])

@@ -33,7 +33,7 @@ def order(answer: dict[str, Any]) -> list[str]:
 
 
 def with_meaning(vault: Vault, model: Path) -> None:
-    meaning = Meaning.open(model, vault.index.dir)
+    meaning = Meaning.open(model, vault.index.dir, config=vault.index.config)
     meaning.embed_pending(index_notes(vault.index), note_text(vault.root))
     vault.meaning = meaning
 

