@@ -1,13 +1,21 @@
 """Every timing, size and threshold of vault-mem, in one place.
 
 One frozen ``Settings`` holds them, one line each: the default, what it is for, and the page of
-``docs/`` that explains it (docs/settings.md lists the ones a person sets, by environment). The
-command line builds them once where each process is assembled (``from_environment``, then
-``configure``, which makes them the process's current settings: the CLI's main, a build worker,
-the merge process); code reads ``current()`` when it needs a value, never at import, so ``use()``
-(tests, a program embedding vault-mem) takes effect at once. Without ``configure`` the defaults
-hold. (One object read where it is needed, rather than a parameter threaded through every
-constructor: the same values everywhere in a process, and a test changes one knob in one line.)
+``docs/`` that explains it (docs/settings.md lists the ones a person sets, by environment).
+
+Settings are passed, not fetched (docs/settings.md, "Where settings are read"). They are built once
+where a process is assembled, its composition root: the command line's commands
+(``from_environment``, then ``configure``, in ``cli/__init__.py``), and the entry of each child
+process that is not a whole command line (a build worker, the background merge), which is handed
+its parent's settings. Only a root reads ``current()``; it hands each part what that part needs.
+A long-lived object takes ``config`` in its constructor and keeps it (the index, a git ``Repo``, a
+sentence model, the HTTP write server); a function takes the values it uses as parameters, or
+``config`` when it uses several; a tool call reaches the index's through what it already holds
+(the served vault, the call's view). ``tests/unit/test_settings_passed.py`` fails on any other
+module that reads ``current()`` (it names the few not converted yet), and on a bare number passed
+as a wait or a timeout. A test, or a program embedding vault-mem, gives the object it builds
+``config=dataclasses.replace(Settings(), name=value)``; ``configure`` and ``use()`` remain for what
+a root assembles itself. Without ``configure`` a root gets the defaults.
 
 What is not here, and why (the numbers that are part of a format or a contract, not a choice):
 
@@ -31,6 +39,9 @@ What is not here, and why (the numbers that are part of a format or a contract, 
 - Tables made once per process: ``NOTE_TURNS`` (writes/tools.py), the stripes of the notes' lock
   table (a number that changed mid-process would give one note two locks), and ``_SMALL``
   (search/whoosh/postings.py), the frequencies whose weights are made once at import.
+- Pauses that only let a signal in: ``SIGNAL_POLL`` (cli/serve.py, mcp_server/workers.py), between
+  two timed waits of a thread that waits for others; Ctrl-C and SIGTERM reach it only between two
+  waits, on every platform, and any short pause does.
 """
 
 from __future__ import annotations
@@ -306,7 +317,8 @@ def current() -> Settings:
 
 
 def configure(chosen: Settings) -> None:
-    """Set the process's settings; the composition root (the command line) calls it once."""
+    """Set the process's settings; a composition root (the command line, a child process's entry)
+    calls it once, before it reads ``current()`` and builds what it serves."""
     global _current
     _current = chosen
 

@@ -206,10 +206,10 @@ def test_a_pulled_models_folder_names_its_repository(tiny: Path, tmp_path: Path,
     pulled = pulled_folder("acme/tiny")
     pulled.parent.mkdir(parents=True)
     tiny.rename(pulled)
-    assert model_name(pulled, "", Settings().meaning_json_bytes) == "acme/tiny"
+    assert model_name(pulled, "", Settings()) == "acme/tiny"
     other = tmp_path / "a--b"
     shutil.copytree(pulled, other)
-    assert model_name(other, "", Settings().meaning_json_bytes) == "a--b"  # a folder elsewhere is named as it is
+    assert model_name(other, "", Settings()) == "a--b"  # a folder elsewhere is named as it is
 
 
 # -- the model as a user meets it: status, doctor, pull ------------------------------------------

@@ -31,6 +31,9 @@ from vault_mem.served.agents import Agent
 from vault_mem.served.keys import KeyRing, list_agents
 
 TOKEN_ENV = "VAULT_MEM_TOKEN"  # the token by environment: kept out of argv, and how workers get it
+# Seconds between two looks at the transport's thread: Ctrl-C reaches the main thread only between
+# two timed joins, on every platform; any short pause does.
+SIGNAL_POLL = 0.5
 
 if TYPE_CHECKING:
     from vault_mem.mcp_server.app import Calls
@@ -281,7 +284,7 @@ def _run_until_stopped(run: Callable[[], None], runtime: Any, grace: float, quie
     try:  # SIGTERM raises KeyboardInterrupt too (cli/__init__.py)
         thread.start()
         while thread.is_alive():
-            thread.join(0.5)  # a timed join: Ctrl-C reaches the main thread on every platform
+            thread.join(SIGNAL_POLL)
     except KeyboardInterrupt:
         _stop_now(runtime, quiet)
     runtime.stop(grace)

@@ -140,7 +140,7 @@ def read_config(place: Place, config_limits: Settings) -> tuple[dict[str, Any], 
     """(the config as parsed, its bytes); ({}, None) when the file does not exist yet; ``config_limits``:
     the settings that bound what is read (``client_config_bytes``, ``client_config_depth``)."""
     try:
-        data = read_regular(place.path, config_limits.client_config_bytes)
+        data = read_regular(place.path, config_limits.client_config_bytes, chunk=config_limits.read_chunk)
     except FileNotFoundError:
         return {}, None
     except OSError as exc:
@@ -220,7 +220,8 @@ def dumps(value: Any, level: int = 0) -> str:
     return json.dumps(value, ensure_ascii=False)
 
 
-def _write(place: Place, config: dict[str, Any], before: bytes | None) -> tuple[Path | None, str | None]:
+def _write(place: Place, config: dict[str, Any], before: bytes | None,
+           limits: Settings) -> tuple[Path | None, str | None]:
     """Write ``config``: first the file as it was to a backup with the file's own permission bits,
     then the new text over it atomically (atomic_write keeps the bits of the file it replaces).
     Returns (the backup, what of the old layout was not kept)."""
@@ -228,10 +229,10 @@ def _write(place: Place, config: dict[str, Any], before: bytes | None) -> tuple[
     if before is not None:
         stamp = dt.datetime.now(dt.UTC).strftime("%Y%m%dT%H%M%S%fZ")
         backup = place.path.with_name(f"{place.path.name}.{stamp}.bak")
-        atomic_write(backup, before, mode=stat.S_IMODE(os.stat(place.path).st_mode))
+        atomic_write(backup, before, mode=stat.S_IMODE(os.stat(place.path).st_mode), config=limits)
         rewritten = _layout_change(before)
     place.path.parent.mkdir(parents=True, exist_ok=True)
-    atomic_write(place.path, (dumps(config) + "\n").encode("utf-8"))
+    atomic_write(place.path, (dumps(config) + "\n").encode("utf-8"), config=limits)
     return backup, rewritten
 
 
@@ -257,7 +258,7 @@ def add_entry(place: Place, name: str, entry: dict[str, Any], limits: Settings) 
         return Change(place, "unchanged")
     action = "replaced" if name in servers else "added"
     config[place.key] = {**servers, name: entry}
-    return Change(place, action, *_write(place, config, before))
+    return Change(place, action, *_write(place, config, before, limits))
 
 
 def remove_entry(place: Place, name: str, limits: Settings) -> Change:
@@ -266,7 +267,7 @@ def remove_entry(place: Place, name: str, limits: Settings) -> Change:
     if name not in servers:
         return Change(place, "absent")
     config[place.key] = {k: v for k, v in servers.items() if k != name}
-    return Change(place, "removed", *_write(place, config, before))
+    return Change(place, "removed", *_write(place, config, before, limits))
 
 
 def snippet(place: Place, name: str, entry: dict[str, Any]) -> str:

@@ -305,7 +305,7 @@ def _resource_text(vault: Vault, uri: str, caller: Agent | None) -> str:
             record = view.record(docnum)
             data, real = view.note_bytes(record, "uri")
             if not view.may_see(str(record["path"]), None, record.get("real"), real):
-                raise no_note(uri)
+                raise no_note(uri, vault.index.config.shown_ref_chars)
     except (NotFound, InvalidInput) as exc:
         raise MCPError(code=t.INVALID_PARAMS, message=str(exc), data={"uri": uri}) from None
     except OSError as exc:

@@ -336,12 +336,12 @@ def _check_sizes(folder: Path, config: dict[str, Any], tokenizer: Any, words: tu
                                  f"{WEIGHTS_FILE} have {words[1]} dimensions")
 
 
-def _read_json(path: Path, limit: int) -> tuple[dict[str, Any], bytes]:
+def _read_json(path: Path, config: Settings) -> tuple[dict[str, Any], bytes]:
     """The JSON object in ``path`` and its bytes (({}, b"") when there is no such file).
-    MeaningUnavailable naming the file when it is not a regular file, holds more than ``limit``
-    bytes (``meaning_json_bytes``), is not JSON (nested deeper than Python parses included) or not an object."""
+    MeaningUnavailable naming the file when it is not a regular file, holds more than
+    ``meaning_json_bytes``, is not JSON (nested deeper than Python parses included) or not an object."""
     try:
-        data = read_regular(path, limit)
+        data = read_regular(path, config.meaning_json_bytes, chunk=config.read_chunk)
     except FileNotFoundError:
         return {}, b""
     except OSError as exc:
@@ -400,15 +400,16 @@ def _read_at(fd: int, offset: int, count: int) -> bytes:
     return bytes(out)
 
 
-def model_name(folder: Path, weights: str, limit: int) -> str:
+def model_name(folder: Path, weights: str, config: Settings) -> str:
     """The model's own name: the one its weights are known by (``KNOWN_WEIGHTS``), else its model
     card's first heading when that is one word (the hub's cards open with ``# <name>``), else the
-    ``owner/name`` of a pulled model's folder (``owner--name``), else the folder's name. ``limit``:
-    the bytes of the card that are read (``meaning_json_bytes``)."""
+    ``owner/name`` of a pulled model's folder (``owner--name``), else the folder's name. Of the card
+    ``config``'s ``meaning_json_bytes`` are read at most."""
     if weights in KNOWN_WEIGHTS:
         return KNOWN_WEIGHTS[weights]
     try:
-        card = read_regular(folder / CARD_FILE, limit).decode("utf-8", "replace")
+        card = read_regular(folder / CARD_FILE, config.meaning_json_bytes, chunk=config.read_chunk).decode(
+            "utf-8", "replace")
     except OSError:
         card = ""
     if card.startswith("---"):  # the card's YAML frontmatter, whose comments start with # too
@@ -447,22 +448,23 @@ def load_model(folder: Path | str, runtime: str = "auto", *, config: Settings) -
     if missing:
         raise MeaningUnavailable(f"{path}: missing {', '.join(missing)}; a sentence-transformers folder holds "
                                  "config.json, tokenizer.json and model.safetensors")
-    layout, config_bytes = _read_json(path / "config.json", config.meaning_json_bytes)
+    layout, config_bytes = _read_json(path / "config.json", config)
     for key in ("num_attention_heads", "num_hidden_layers"):
         if not _positive(layout, key, whole=True):
             raise MeaningUnavailable(f"{path / 'config.json'}: {key} must be a positive integer")
     if "layer_norm_eps" in layout and not _positive(layout, "layer_norm_eps", whole=False):
         raise MeaningUnavailable(f"{path / 'config.json'}: layer_norm_eps must be a positive number")
-    pooling_config = _read_json(path / "1_Pooling" / "config.json", config.meaning_json_bytes)[0]
+    pooling_config = _read_json(path / "1_Pooling" / "config.json", config)[0]
     pooling = "cls" if pooling_config.get("pooling_mode_cls_token") else \
         "max" if pooling_config.get("pooling_mode_max_tokens") else "mean"
-    max_tokens = _read_json(path / "sentence_bert_config.json", config.meaning_json_bytes)[0].get("max_seq_length", 256)
+    max_tokens = _read_json(path / "sentence_bert_config.json", config)[0].get("max_seq_length", 256)
     if not isinstance(max_tokens, int) or max_tokens < 2:
         max_tokens = 256
     tokenizer_file = path / "tokenizer.json"
     try:
         fingerprint, weights_id = _identities(path, config_bytes, config.meaning_weights_bytes)
-        tokenizer_text = read_regular(tokenizer_file, config.meaning_json_bytes).decode("utf-8")
+        tokenizer_text = read_regular(tokenizer_file, config.meaning_json_bytes,
+                                      chunk=config.read_chunk).decode("utf-8")
     except OSError as exc:
         raise MeaningUnavailable(f"{exc.filename or path}: cannot be read ({exc.strerror or exc})") from None
     except UnicodeDecodeError:
@@ -478,7 +480,7 @@ def load_model(folder: Path | str, runtime: str = "auto", *, config: Settings) -
     except Exception as exc:  # the library raises its own types for a bad file
         raise MeaningUnavailable(f"{path / WEIGHTS_FILE}: the weights could not be read ({exc})") from None
     model = SentenceModel(path, tokenizer, weights, layout, pooling, max_tokens, fingerprint,
-                          model_name(path, weights_id, config.meaning_json_bytes), config=config)
+                          model_name(path, weights_id, config), config=config)
     del weights
     model.use_runtime(runtime)
     model.probe()
