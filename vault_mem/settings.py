@@ -39,9 +39,10 @@ What is not here, and why (the numbers that are part of a format or a contract, 
 - Tables made once per process: ``NOTE_TURNS`` (writes/tools.py), the stripes of the notes' lock
   table (a number that changed mid-process would give one note two locks), and ``_SMALL``
   (search/whoosh/postings.py), the frequencies whose weights are made once at import.
-- Pauses that only let a signal in: ``SIGNAL_POLL`` (cli/serve.py, mcp_server/workers.py), between
-  two timed waits of a thread that waits for others; Ctrl-C and SIGTERM reach it only between two
-  waits, on every platform, and any short pause does.
+- Short pauses of a process waiting for its own threads or children, not choices: ``SIGNAL_POLL``
+  (cli/serve.py, mcp_server/workers.py), between two timed waits, since Ctrl-C and SIGTERM reach
+  the waiting thread only between two, on every platform; ``STOP_LAST_LOOK``
+  (mcp_server/workers.py), what a worker still gets past the stop's deadline to be seen ended.
 """
 
 from __future__ import annotations
@@ -143,6 +144,7 @@ class Settings:
     delegate_connections: int = 8  # calls a worker passes to worker 1 at once; more wait for a free connection (docs/concurrency.md#many-workers-on-one-port)
     delegate_accept_pause: float = 0.5  # seconds worker 1 waits after a failed accept (no descriptor left) before the next (docs/concurrency.md#many-workers-on-one-port)
     delegate_secret_wait: float = 5.0  # seconds a new connection to worker 1 has to send the secret (docs/concurrency.md#many-workers-on-one-port)
+    affinity_connect_wait: float = 10.0  # seconds a worker tries to connect to the worker holding a legacy session before the request fails (docs/concurrency.md#many-workers-on-one-port)
     log_every: float = 60.0  # seconds between two log lines about one kind of repeated event (docs/troubleshooting.md#serve)
     max_connections: int = 1000  # client connections one server process holds at once (docs/safety.md#limits)
     fd_share: int = 2  # at most 1/this of the process's file descriptors go to client connections (docs/safety.md#limits)

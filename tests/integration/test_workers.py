@@ -268,9 +268,9 @@ def test_new_sessions_are_dealt_in_turn_to_every_worker_but_the_writer() -> None
         pass
 
     for me in range(4):
-        dealt = [Affinity(app, me, [1, 2, 3, 4])._dealt(turn) for turn in range(1, 7)]  # type: ignore[arg-type]
+        dealt = [Affinity(app, me, [1, 2, 3, 4], connect_wait=1.0)._dealt(turn) for turn in range(1, 7)]  # type: ignore[arg-type]
         assert sorted(set(dealt)) == [1, 2, 3] and dealt[:3] != dealt[3:4] * 3, dealt
-    assert {Affinity(app, 0, [1])._dealt(turn) for turn in range(3)} == {0}  # type: ignore[arg-type]
+    assert {Affinity(app, 0, [1], connect_wait=1.0)._dealt(turn) for turn in range(3)} == {0}  # type: ignore[arg-type]
 
 
 async def _note(response: httpx2.Response, seen: list[tuple[str | None, str | None]]) -> None:

@@ -148,19 +148,24 @@ WAITS_NOT_CONVERTED_YET = frozenset({"runtime/lifecycle.py", "runtime/observer.p
 
 
 def _number(node: ast.expr) -> bool:
-    """A number other than 0 (no wait at all), or arithmetic over one."""
+    """A number of seconds written in ``node``, other than 0 (no wait at all): ``5``, ``2 * 0.05``,
+    ``max(0.1, left)``, ``deadline + 5`` (not the numbers inside an argument of another kind, such
+    as the generator ``str.join`` takes)."""
     if isinstance(node, ast.Constant):
         return isinstance(node.value, int | float) and not isinstance(node.value, bool) and node.value != 0
     if isinstance(node, ast.UnaryOp):
         return _number(node.operand)
     if isinstance(node, ast.BinOp):
         return _number(node.left) or _number(node.right)
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in ("max", "min"):
+        return any(_number(a) for a in node.args)
     return False
 
 
 def bare_waits(source: str) -> Iterator[tuple[int, str]]:
-    """(line, call) of each call inside a function that waits a bare number of seconds: a numeric
-    ``timeout=``, or a number as the first argument of ``wait``, ``sleep``, ``join``, ``settimeout``."""
+    """(line, call) of each call inside a function that waits a number of seconds written in it: a
+    ``timeout=`` holding a number, a number in the first argument of ``wait``, ``sleep``, ``join``,
+    ``settimeout``, or in any argument of a ``Timeout``."""
     for fn in ast.walk(ast.parse(source)):
         if not isinstance(fn, ast.FunctionDef | ast.AsyncFunctionDef):
             continue
@@ -170,7 +175,8 @@ def bare_waits(source: str) -> Iterator[tuple[int, str]]:
             name = call.func.attr if isinstance(call.func, ast.Attribute) else \
                 call.func.id if isinstance(call.func, ast.Name) else ""
             if any(k.arg == "timeout" and _number(k.value) for k in call.keywords) \
-                    or (name in WAITS and call.args and _number(call.args[0])):
+                    or (name in WAITS and call.args and _number(call.args[0])) \
+                    or (name == "Timeout" and any(_number(a) for a in [*call.args, *(k.value for k in call.keywords)])):
                 yield call.lineno, ast.unparse(call)
 
 
@@ -195,6 +201,8 @@ def test_the_list_of_modules_with_bare_waits_only_shrinks() -> None:
     "def f(s):\n    s.settimeout(5)\n",
     "import subprocess\ndef f():\n    subprocess.run(['x'], timeout=60)\n",
     "async def f(a):\n    await a.sleep(1)\n",
+    "def f(child, deadline, now):\n    child.wait(timeout=max(0.1, deadline - now))\n",
+    "import httpx\ndef f():\n    return httpx.AsyncClient(timeout=httpx.Timeout(None, connect=10.0))\n",
 ])
 def test_every_bare_wait_is_seen(source: str) -> None:
     assert list(bare_waits(source)), source

@@ -444,7 +444,7 @@ def run_http(server: Server[Any], host: str, port: int, token: str | None, allow
         from vault_mem.mcp_server.affinity import Affinity
         from vault_mem.mcp_server.workers import worker_sockets
 
-        app = Affinity(app, seat.index, seat.ports)
+        app = Affinity(app, seat.index, seat.ports, connect_wait=config.affinity_connect_wait)
         sockets, writes = worker_sockets(seat)
         if writes is not None and calls is not None:
             from vault_mem.mcp_server.delegate import WriteServer, write_threads

@@ -36,6 +36,9 @@ TOKEN_ENV = "VAULT_MEM_TOKEN"  # how a worker gets the bearer token (cli/serve.p
 # Seconds between two looks at the children: Ctrl-C and SIGTERM reach the waiting thread only
 # between two sleeps, on every platform; any short pause does.
 SIGNAL_POLL = 0.2
+# Seconds each worker still gets once the stop's deadline passed: a moment to be seen ended, so one
+# that stopped just then is not killed (and a killed one is reaped).
+STOP_LAST_LOOK = 0.1
 
 
 @dataclass(frozen=True)
@@ -171,7 +174,7 @@ class Workers:
         deadline = time.monotonic() + self.stop_wait
         for child in self.children:
             try:
-                child.wait(timeout=max(0.1, deadline - time.monotonic()))
+                child.wait(timeout=max(STOP_LAST_LOOK, deadline - time.monotonic()))
             except subprocess.TimeoutExpired:
                 child.kill()
                 child.wait()
