@@ -115,7 +115,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
         index.close()
         return serve_workers(args, root, workers, token,
-                             lambda: _say_http(root, url, token, keys, args.allow_origin))
+                             lambda: _say_http(root, url, token, keys, args.allow_origin),
+                             stop_wait=config.worker_stop_wait)
 
     from vault_mem.runtime.lifecycle import Runtime
     from vault_mem.search.api import present
