@@ -260,7 +260,8 @@ def test_a_running_embedder_takes_in_what_another_process_embedded(make_vault, t
     path, etag = next(iter(meaning.store.etags().items()))
     embedder = meaning.start(notes, read, idle_seconds=0.05)
     try:
-        other = VectorStore.open(vault.index.dir, store_name(meaning.model), meaning.model.dim)  # as `index` would
+        # as `index` would
+        other = VectorStore.open(vault.index.dir, store_name(meaning.model), meaning.model.dim, config=Settings())
         marked = np.zeros((1, meaning.model.dim), dtype=np.float32)
         marked[0, -1] = 1.0  # no note of the tiny model points there
         other.put([(path, etag, marked)])
@@ -285,27 +286,27 @@ def rows(*values: float) -> np.ndarray:
 
 
 def test_vectors_come_back_after_a_restart(tmp_path: Path) -> None:
-    store = VectorStore.open(tmp_path, "abc", 4)
+    store = VectorStore.open(tmp_path, "abc", 4, config=Settings())
     store.put([("a.md", "e1", rows(1.0)), ("b.md", "e2", rows(1.0, 1.0))])
     store.remove(["a.md"])
-    again = VectorStore.open(tmp_path, "abc", 4)
+    again = VectorStore.open(tmp_path, "abc", 4, config=Settings())
     assert again.etags() == {"b.md": "e2"}
     assert again.nearest(np.array([0, 1, 0, 0], dtype=np.float32), 5) == [("b.md", 1.0)]
 
 
 def test_a_shard_cut_short_by_a_kill_is_ignored_and_a_torn_one_dropped(tmp_path: Path) -> None:
-    store = VectorStore.open(tmp_path, "abc", 4)
+    store = VectorStore.open(tmp_path, "abc", 4, config=Settings())
     store.put([("a.md", "e1", rows(1.0))])
     folder = store.folder
     (folder / ".shard-00000001.npz.99.1.tmp").write_bytes(b"half a shard")  # killed while writing
     (folder / "shard-00000002.npz").write_bytes(b"PK\x03\x04 torn")  # a disk fault
-    again = VectorStore.open(tmp_path, "abc", 4)
+    again = VectorStore.open(tmp_path, "abc", 4, config=Settings())
     assert again.etags() == {"a.md": "e1"}
     assert sorted(p.name for p in folder.iterdir() if p.suffix == ".npz") == ["shard-00000000.npz"]
 
 
 def test_a_stop_between_compaction_steps_changes_nothing(tmp_path: Path) -> None:
-    store = VectorStore.open(tmp_path, "abc", 4)
+    store = VectorStore.open(tmp_path, "abc", 4, config=Settings())
     for i in range(3):
         store.put([("a.md", f"e{i}", rows(1.0, 1.0)), ("gone.md", "g", rows(1.0))])
     store.remove(["gone.md"])
@@ -315,39 +316,42 @@ def test_a_stop_between_compaction_steps_changes_nothing(tmp_path: Path) -> None
     assert len(base) == 1
     # as if killed after the base shard landed but before the old ones were deleted: put them back
     for name in before:
-        VectorStore(store.folder, 4)  # reopening is harmless at every step
+        VectorStore(store.folder, 4, config=Settings())  # reopening is harmless at every step
         (store.folder / name).write_bytes(b"")  # stale and even unreadable: before the base, never read
-    again = VectorStore.open(tmp_path, "abc", 4)
+    again = VectorStore.open(tmp_path, "abc", 4, config=Settings())
     assert again.etags() == {"a.md": "e2"}
     assert again.rows() == 2
 
 
 def test_two_writers_of_one_store_never_write_over_each_others_shards(tmp_path: Path) -> None:
-    server, indexer = VectorStore.open(tmp_path, "abc", 4), VectorStore.open(tmp_path, "abc", 4)
+    server, indexer = (VectorStore.open(tmp_path, "abc", 4, config=Settings()),
+                       VectorStore.open(tmp_path, "abc", 4, config=Settings()))
     server.put([("a.md", "e1", rows(1.0))])  # both opened on an empty folder: both would take shard 0
     indexer.put([("b.md", "e2", rows(1.0))])
-    assert VectorStore.open(tmp_path, "abc", 4).etags() == {"a.md": "e1", "b.md": "e2"}
+    assert VectorStore.open(tmp_path, "abc", 4, config=Settings()).etags() == {"a.md": "e1", "b.md": "e2"}
 
 
 def test_two_writers_of_one_store_keep_each_others_notes_through_a_compaction(tmp_path: Path) -> None:
-    server, indexer = VectorStore.open(tmp_path, "abc", 4), VectorStore.open(tmp_path, "abc", 4)
+    server, indexer = (VectorStore.open(tmp_path, "abc", 4, config=Settings()),
+                       VectorStore.open(tmp_path, "abc", 4, config=Settings()))
     server.put([("a.md", "e1", rows(1.0))])
     indexer.put([("b.md", "e2", rows(1.0))])
     indexer._compact()  # its base shard stands for every shard before it: the server's too
     server.put([("c.md", "e3", rows(1.0))])
     everything = {"a.md": "e1", "b.md": "e2", "c.md": "e3"}
-    assert VectorStore.open(tmp_path, "abc", 4).etags() == everything
+    assert VectorStore.open(tmp_path, "abc", 4, config=Settings()).etags() == everything
     assert server.etags() == everything
     server._compact()
     indexer.put([("b.md", "e4", rows(1.0))])
-    assert VectorStore.open(tmp_path, "abc", 4).etags() == everything | {"b.md": "e4"}
+    assert VectorStore.open(tmp_path, "abc", 4, config=Settings()).etags() == everything | {"b.md": "e4"}
 
 
 def test_a_store_takes_in_what_another_process_stored_when_it_refreshes(tmp_path: Path) -> None:
-    server = VectorStore.open(tmp_path, "abc", 4)
+    server = VectorStore.open(tmp_path, "abc", 4, config=Settings())
     server.put([("a.md", "e1", rows(1.0))])
     program = ("import sys, numpy as np; from pathlib import Path; from vault_mem.meaning.store import VectorStore; "
-               "s = VectorStore.open(Path(sys.argv[1]), 'abc', 4); "
+               "from vault_mem.settings import Settings; "
+               "s = VectorStore.open(Path(sys.argv[1]), 'abc', 4, config=Settings()); "
                "s.put([('b.md', 'e2', np.array([[0, 1, 0, 0]], dtype=np.float32))]); s._compact(); "
                "s.put([('c.md', 'e3', np.array([[0, 0, 1, 0]], dtype=np.float32))])")
     done = subprocess.run([sys.executable, "-c", program, str(tmp_path)], capture_output=True, text=True, timeout=120)
@@ -360,8 +364,8 @@ def test_a_store_takes_in_what_another_process_stored_when_it_refreshes(tmp_path
 
 
 def test_another_models_vectors_are_deleted_when_a_model_opens(tmp_path: Path) -> None:
-    VectorStore.open(tmp_path, "old", 4).put([("a.md", "e", rows(1.0))])
-    VectorStore.open(tmp_path, "new", 4)
+    VectorStore.open(tmp_path, "old", 4, config=Settings()).put([("a.md", "e", rows(1.0))])
+    VectorStore.open(tmp_path, "new", 4, config=Settings())
     assert [p.name for p in (tmp_path / "meaning").iterdir()] == ["new"]
 
 
@@ -477,7 +481,7 @@ def test_a_kill_while_embedding_loses_nothing_that_was_stored_and_the_next_run_r
         proc.kill()  # SIGKILL where there is one: no handler runs
     finally:
         proc.wait(60)
-    stored = VectorStore.open(tmp_path / "ix", store_name(load_model(tiny, config=Settings())), 8)
+    stored = VectorStore.open(tmp_path / "ix", store_name(load_model(tiny, config=Settings())), 8, config=Settings())
     kept = stored.etags()
     assert kept and set(kept) <= {p for p in notes}
     again = run_cli("index", *where, "--meaning-model", str(tiny), "--json")

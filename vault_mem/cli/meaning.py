@@ -137,7 +137,7 @@ def cmd_meaning(args: argparse.Namespace) -> int:
         return bar.advance
 
     try:
-        folder = pull(name, progress, timeout=config.meaning_pull_timeout, force=args.force)
+        folder = pull(name, progress, config=config, force=args.force)
     finally:
         for bar in bars:
             bar.finish()

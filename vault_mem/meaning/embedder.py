@@ -61,7 +61,7 @@ class Meaning:
         its vectors beside the index. Raises MeaningUnavailable or InvalidInput when it cannot."""
         model = load_model(model_dir, runtime, config=config)
         label = {"model": model.name, "folder": str(model.folder)}
-        return cls(model, VectorStore.open(index_dir, store_name(model), model.dim, label))
+        return cls(model, VectorStore.open(index_dir, store_name(model), model.dim, label, config=config))
 
     def describe(self) -> dict[str, Any]:
         """What ``status`` and ``doctor`` show: the model and how many notes have vectors."""
