@@ -57,7 +57,7 @@ def test_vectors_stored_before_the_texts_changed_are_made_again(make_vault, tmp_
     tiny = make_tiny_model(tmp_path / "tiny-model")
     model = load_model(tiny, config=Settings())
     notes = index_notes(vault.index)
-    old = VectorStore.open(vault.index.dir, model.fingerprint, model.dim)  # where 0.5.2 kept them
+    old = VectorStore.open(vault.index.dir, model.fingerprint, model.dim, config=Settings())  # where 0.5.2 kept them
     old.put([(path, etag, np.ones((1, model.dim), dtype=np.float32) / np.sqrt(model.dim))
              for path, etag in notes().items()])
     meaning = Meaning.open(tiny, vault.index.dir, config=vault.index.config)

@@ -188,10 +188,10 @@ def test_a_read_agrees_with_where_the_path_led_when_a_link_is_swapped_during_it(
             swaps.append(1)
             swap_to(os.path.join("..", "personal", "Secret.md"))
             try:
-                return _read_bytes(path)
+                return _read_bytes(path, Settings())
             finally:
                 swap_to("Open.md")
-        return _read_bytes(path)
+        return _read_bytes(path, Settings())
 
     found, real = read_agreeing(root, "research/Link.md", hostile_read, None)
     assert real == "research/Open.md"
