@@ -10,7 +10,7 @@ import difflib
 from typing import Any
 
 from vault_mem import settings
-from vault_mem.errors import Forbidden, InvalidInput, NotFound, VaultUnavailable
+from vault_mem.errors import Forbidden, InvalidInput, NotFound, VaultMemError, VaultUnavailable
 from vault_mem.history import journal
 from vault_mem.history.agentstate import agent_key
 from vault_mem.reads import memory_search, read
@@ -20,10 +20,12 @@ from vault_mem.served.context import Vault, View, may_see
 from vault_mem.served.keys import list_agents
 from vault_mem.served.mailbox import digest as inbox_digest
 from vault_mem.served.mailbox import inbox
-from vault_mem.vault.dates import WHEN_FORMS, parse_when
+from vault_mem.vault.dates import WHEN_FORMS, from_timestamp, iso, parse_when
+from vault_mem.vault.paths import note_file
 from vault_mem.writes import undo
 
 PERSON = "person"  # the agent name the owner's page reads under
+OWN_TOOLS = frozenset({"undo", "tidy", "import"})  # what vault-mem's own commands journal (not a write tool's)
 
 
 def _visible(vault: Vault, caller: Agent | None, entry: journal.Entry,
@@ -81,8 +83,6 @@ def _version(vault: Vault, sha: str | None, fsrel: str) -> tuple[str | None, boo
     data = journal.blob(vault.index.history_dir, sha)
     if data is None:
         try:
-            from vault_mem.vault.paths import note_file
-
             current = note_file(vault.root, fsrel).read_bytes()
         except (OSError, InvalidInput, NotFound):
             current = None
@@ -90,6 +90,44 @@ def _version(vault: Vault, sha: str | None, fsrel: str) -> tuple[str | None, boo
     if data is None:
         return None, False
     return data[:settings.current().ui_max_diff_side].decode("utf-8", "replace"), True
+
+
+def _gone(vault: Vault, caller: Agent | None, entry: journal.Entry, side: str) -> str:
+    """Why neither the journal nor the file holds the version ``side`` ("before" or "after") of
+    this change (docs/ui.md, "Activity"). The journal keeps, as a blob, each version one of its
+    own changes replaced, for as long as it keeps that change; the version a change left is held
+    only once a later journaled change replaced it, and the file holds it only until it moves on.
+    So a version is past the journal's limits only when the journal dropped a later change (which
+    ``dropped.json`` says); when it dropped none, the file moved on outside the journal: by hand,
+    or by a program other than vault-mem's write tools. An agent's page is not told what other
+    agents did that it may not see."""
+    history = vault.index.history_dir
+    missing = ("the journal's copy of {} is missing from its history folder (removed or damaged there, "
+               "not by vault-mem)")
+    if side == "before":  # kept as long as its change is: named by the change itself
+        return missing.format("the version before")
+    everything = journal.entries(history)
+    mine = next((n for n, e in enumerate(everything) if e == entry), len(everything))
+    later = next((e for e in everything[mine + 1:] if e.fsrel == entry.fsrel), None)
+    if later is not None and later.before == entry.after:
+        return missing.format("this version")
+    drops = [d for d in journal.dropped(history) if d.until >= entry.t]  # one record may drop its own moment
+    if drops:
+        which = f" ({'; '.join(f'{d.changes} by {d.agent}, {d.why}' for d in drops)})" if caller is None else ""
+        return ("the journal no longer holds this version (past its limits): the note changed since, and the "
+                f"journal has dropped later changes{which}, so it cannot say by whom")
+    if later is not None:
+        kind = undo.KINDS.get(later.tool, later.tool)
+        who = f"{later.agent}'s {kind}" if _visible(vault, caller, later) else "a change"
+        return (f"the file was changed by hand (or by another program) after this change, before {who} at "
+                f"{later.time}: the journal keeps the versions its own changes replaced, and none replaced this one")
+    try:
+        moved = iso(from_timestamp(note_file(vault.root, entry.fsrel).stat().st_mtime))
+    except (OSError, VaultMemError):
+        return ("the file was deleted or moved since, by hand (or by another program): the journal keeps the "
+                "versions its own changes replaced, and none replaced this one")
+    return (f"the file was changed since by hand (or by another program), last at {moved}: the journal keeps "
+            "the versions its own changes replaced, and none replaced this one")
 
 
 def change(vault: Vault, caller: Agent | None, ident: str) -> dict[str, Any]:
@@ -102,8 +140,7 @@ def change(vault: Vault, caller: Agent | None, ident: str) -> dict[str, Any]:
     answer: dict[str, Any] = {"status": "ok", "change": _row(entry)}
     if not (known_before and known_after):
         answer["diff"] = None
-        answer["diff_note"] = ("the journal no longer holds " + ("the version before" if not known_before
-                                                                 else "this version") + " (past its limits)")
+        answer["diff_note"] = _gone(vault, caller, entry, "before" if not known_before else "after")
     else:
         lines = list(difflib.unified_diff((before or "").splitlines(), (after or "").splitlines(),
                                           f"a/{entry.path}" if before is not None else "/dev/null",
@@ -206,13 +243,36 @@ def inboxes(vault: Vault, caller: Agent | None) -> dict[str, Any]:
 
 
 def agents(vault: Vault, caller: Agent | None) -> dict[str, Any]:
-    """Each agent with a key: its limits and its last journaled change; never a key or its hash."""
-    last: dict[str, str] = {}
+    """Every agent with a key and every agent the journal names (in any case: one agent), with its
+    limits when it has a key, how many changes the journal holds of it, of which kinds, and its last,
+    and ``own`` when vault-mem's own commands made them all (``vault-mem`` for an undo, ``tidy``,
+    ``import-FORMAT``); never a key or its hash. An agent's page: itself, and of its changes those it
+    may read."""
+    seen: dict[str, dict[str, Any]] = {}
+    judged: dict[tuple[str, str, str | None], bool] = {}
     for entry in journal.entries(vault.index.history_dir):
-        last[agent_key(entry.agent)] = entry.time
+        if caller is not None and (agent_key(entry.agent) != agent_key(caller.name)
+                                   or not _visible(vault, caller, entry, judged)):
+            continue
+        row = seen.setdefault(agent_key(entry.agent), {"changes": 0, "kinds": {}, "own": True})
+        row.update(name=entry.agent, last_change=entry.time)  # the newest spelling names it
+        row["changes"] += 1
+        row["own"] = row["own"] and entry.tool in OWN_TOOLS
+        kind = undo.KINDS.get(entry.tool, entry.tool)
+        row["kinds"][kind] = row["kinds"].get(kind, 0) + 1
     rows = []
+    keyed = set()
     for item in list_agents(vault.root):
         if caller is not None and item.agent.name != caller.name:
             continue
-        rows.append({**item.public(), "last_change": last.get(agent_key(item.agent.name))})
+        keyed.add(agent_key(item.agent.name))
+        journaled = seen.get(agent_key(item.agent.name), {})
+        rows.append({**item.public(), "key": True, "own": False, "changes": journaled.get("changes", 0),
+                     "kinds": journaled.get("kinds", {}), "last_change": journaled.get("last_change")})
+    for key, journaled in seen.items():
+        if key not in keyed:
+            rows.append({"agent": journaled["name"], "key": False, "own": journaled["own"], "read": None,
+                         "write": None, "read_only": None, "created": None, "changes": journaled["changes"],
+                         "kinds": journaled["kinds"], "last_change": journaled["last_change"]})
+    rows.sort(key=lambda row: (str(row["agent"]).lower(), str(row["agent"])))
     return {"status": "ok", "agents": rows, "you": caller.name if caller is not None else None}

@@ -39,7 +39,8 @@ ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
 CSP = ("default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; connect-src 'self'; "
        "form-action 'self'; frame-ancestors 'none'; base-uri 'none'")
 STATIC = {"/static/app.css": ("app.css", "text/css; charset=utf-8"),
-          "/static/app.js": ("app.js", "text/javascript; charset=utf-8")}
+          "/static/app.js": ("app.js", "text/javascript; charset=utf-8"),
+          "/static/markdown.js": ("markdown.js", "text/javascript; charset=utf-8")}
 MCP_PATH = "/mcp"
 
 

@@ -24,7 +24,11 @@
     return node;
   }
 
-  function say(text) { $("#status").textContent = text; }
+  // The status bar under the views (docs/ui.md): its own strip of the window, never over a list.
+  function say(text) {
+    $("#status").textContent = text;
+    $("#status-bar").hidden = !text;
+  }
 
   async function get(path, params) {
     const query = new URLSearchParams(params || {}).toString();
@@ -102,8 +106,10 @@
     select.replaceChildren(el("option", { value: "" }, "any"), ...answer.agents.map((a) => el("option", { value: a }, a)));
     select.value = answer.agents.includes(chosen) ? chosen : "";
     for (const row of answer.changes) {
+      // The title the journal holds for the note as of this change (a note deleted since keeps it).
       const item = el("li", { "data-id": row.id, tabindex: "0" },
-        el("span", { class: "kind" }, row.kind), el("span", { class: "path" }, row.path),
+        el("span", { class: "kind" }, row.kind), row.title ? el("span", { class: "title" }, row.title) : null,
+        el("span", { class: "path" }, row.path),
         el("div", { class: "meta" }, row.agent + " · " + row.time.replace("T", " ").replace("+00:00", "Z")
           + (row.trash ? " · moved to " + row.trash : "")));
       item.addEventListener("click", () => openChange(row.id, item));
@@ -207,10 +213,17 @@
     let answer;
     try { answer = await get("agents"); } catch (e) { say(e.message); return; }
     const body = $("#agents tbody");
-    body.replaceChildren(...answer.agents.map((a) => el("tr", {}, el("td", {}, a.agent), el("td", {}, a.read.join(", ")),
-      el("td", {}, a.write.join(", ")), el("td", {}, a.read_only ? "yes" : "no"), el("td", {}, a.created || ""),
-      el("td", {}, a.last_change || "none in the journal"))));
-    if (!answer.agents.length) body.append(el("tr", {}, el("td", { colspan: "6" }, "No agent keys (vault-mem agents add NAME).")));
+    const changes = (a) => !a.changes ? "none in the journal"
+      : a.changes + " (" + Object.entries(a.kinds).map(([kind, n]) => kind + " " + n).join(", ") + ")";
+    body.replaceChildren(...answer.agents.map((a) => el("tr", { class: a.key ? "keyed" : "keyless" },
+      el("td", {}, a.agent), el("td", {}, a.key ? "yes" : a.own ? "no key: vault-mem's own command"
+        : "no key: it named itself in its calls"),
+      el("td", {}, a.key ? a.read.join(", ") : "—"), el("td", {}, a.key ? a.write.join(", ") : "—"),
+      el("td", {}, a.key ? (a.read_only ? "yes" : "no") : "—"), el("td", {}, a.created || "—"),
+      el("td", {}, changes(a)), el("td", {}, a.last_change || "—"))));
+    if (!answer.agents.length) {
+      body.append(el("tr", {}, el("td", { colspan: "8" }, "No agent has a key or a change in the journal yet (vault-mem agents add NAME).")));
+    }
   }
 
   // -- Search and read -----------------------------------------------------------------
@@ -229,64 +242,6 @@
     if (!(answer.notes || []).length) list.append(el("li", { class: "muted" }, answer.message || "nothing found"));
   }
 
-  const SAFE_LINK = /^(https?:|mailto:)/i;
-
-  function inline(text) {
-    // [[target|label]], [label](url) and `code`; anything else stays text.
-    const out = [];
-    const pattern = /\[\[([^\]|#]+)(?:#[^\]|]*)?(?:\|([^\]]+))?\]\]|\[([^\]]+)\]\(([^)\s]+)\)|`([^`]+)`/g;
-    let last = 0, m;
-    while ((m = pattern.exec(text)) !== null) {
-      if (m.index > last) out.push(text.slice(last, m.index));
-      if (m[1] !== undefined) {
-        const target = m[1].trim();
-        const link = el("a", { href: "#", class: "wikilink" }, m[2] || target);
-        link.addEventListener("click", (e) => { e.preventDefault(); openNote(target); });
-        out.push(link);
-      } else if (m[3] !== undefined) {
-        out.push(SAFE_LINK.test(m[4]) ? el("a", { href: m[4], rel: "noopener noreferrer", target: "_blank" }, m[3]) : m[0]);
-      } else {
-        out.push(el("code", {}, m[5]));
-      }
-      last = pattern.lastIndex;
-    }
-    if (last < text.length) out.push(text.slice(last));
-    return out;
-  }
-
-  function markdown(body) {
-    const nodes = [];
-    const lines = body.split("\n");
-    let para = [], list = null, i = 0;
-    const flush = () => { if (para.length) { nodes.push(el("p", {}, ...inline(para.join(" ")))); para = []; } if (list) { nodes.push(list); list = null; } };
-    while (i < lines.length) {
-      const line = lines[i];
-      if (/^```/.test(line)) {
-        flush();
-        const code = [];
-        i += 1;
-        while (i < lines.length && !/^```/.test(lines[i])) { code.push(lines[i]); i += 1; }
-        nodes.push(el("pre", {}, el("code", {}, code.join("\n"))));
-      } else if (/^#{1,6}\s/.test(line)) {
-        flush();
-        const level = Math.min(line.match(/^#+/)[0].length + 1, 6);
-        nodes.push(el("h" + level, {}, ...inline(line.replace(/^#+\s*/, ""))));
-      } else if (/^\s*([-*+]|\d+[.)])\s+/.test(line)) {
-        if (para.length) { nodes.push(el("p", {}, ...inline(para.join(" ")))); para = []; }
-        list = list || el(/^\s*\d/.test(line) ? "ol" : "ul", {});
-        list.append(el("li", {}, ...inline(line.replace(/^\s*([-*+]|\d+[.)])\s+/, ""))));
-      } else if (!line.trim()) {
-        flush();
-      } else {
-        if (list) { nodes.push(list); list = null; }
-        para.push(line.trim());
-      }
-      i += 1;
-    }
-    flush();
-    return nodes;
-  }
-
   function cell(value) {
     if (value === null || value === undefined) return "";
     if (Array.isArray(value)) return value.map(cell).join(", ");
@@ -303,7 +258,9 @@
     }
     for (const [key, value] of Object.entries(n.metadata || {})) table.append(el("tr", {}, el("th", {}, key), el("td", {}, cell(value))));
     const article = $("#note");
-    article.replaceChildren(el("h2", {}, n.title || n.permalink), table, ...markdown(n.body || ""));
+    // markdown.js builds the body's nodes itself: text as text, links only to notes or the web.
+    const body = window.vaultMarkdown.render(n.body || "", { open: openNote, here: n.path || "" });
+    article.replaceChildren(el("h2", {}, n.title || n.permalink), table, el("div", { class: "body" }, ...body));
     if (n.next_offset) article.append(el("p", { class: "muted" }, "(the rest of this long note is in the file: " + n.path + ")"));
     if ((n.backlinks || []).length) {
       const back = el("p", { class: "muted" }, "Linked from: ");
@@ -325,6 +282,7 @@
     });
     $("#filters").addEventListener("submit", (e) => { e.preventDefault(); loadActivity(false); });
     $("#more").addEventListener("click", () => loadActivity(true));
+    $("#status-close").addEventListener("click", () => say(""));
     $("#undo-window").addEventListener("click", undoWindow);
     $("#search").addEventListener("submit", (e) => { e.preventDefault(); runSearch(String(new FormData(e.target).get("query") || "")); });
     $("#login form").addEventListener("submit", async (e) => {
