@@ -260,7 +260,7 @@ def seeded_plan(root: Path, records: list[dict[str, Any]], seed: int, count: int
 def answers(vault: Vault, name: str, calls: list[Call]) -> list[str]:
     out = []
     for tool, args in calls:
-        result = to_result(tool, call(vault, TOOLS_BY_NAME[tool], dict(args)))
+        result = to_result(tool, call(vault, TOOLS_BY_NAME[tool], dict(args)), vault.index.config.max_answer_chars)
         out.append(json.dumps({"vault": name, "tool": tool, "args": args,
                                "result": result.model_dump(mode="json", by_alias=True, exclude_none=True)},
                               ensure_ascii=False, separators=(",", ":")))

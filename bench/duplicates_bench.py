@@ -39,6 +39,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 
 import duplicate_set  # tests/duplicate_set.py
 
+from vault_mem import settings
 from vault_mem.search import facts
 from vault_mem.search.api import VaultIndex, install_whoosh_patches, sync
 from vault_mem.served.context import Vault, view_of
@@ -96,7 +97,7 @@ def cosines(model_dir: Path, notes: list[duplicate_set.SetNote],
             pairs: set[frozenset[str]]) -> dict[frozenset[str], float]:
     from vault_mem.meaning.model import load_model
 
-    model = load_model(model_dir)
+    model = load_model(model_dir, config=settings.current())
     by_path = {n.path: n for n in notes}
     needed = sorted({p for pair in pairs for p in pair})
     vectors = model.encode([f"{by_path[p].title}\n{by_path[p].body}" for p in needed])

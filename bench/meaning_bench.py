@@ -208,7 +208,7 @@ def main() -> None:
     vault = Vault(args.vault, index)
     plain = timed_searches(vault, queries)
     keyword_rss = rss_mb()
-    meaning = Meaning.open(args.model, index.dir, runtime=args.runtime)
+    meaning = Meaning.open(args.model, index.dir, runtime=args.runtime, config=index.config)
     print(f"model {meaning.model.name} run by {meaning.model.runtime}, queries with "
           f"{meaning.model.query_bits}-bit weights")
     loaded_rss = rss_mb()

@@ -35,7 +35,7 @@ def main() -> None:
     args = parser.parse_args()
     k, n = (int(x) for x in args.part.split("/"))
     index = VaultIndex(args.vault, args.index_dir)
-    meaning = Meaning.open(args.model, index.dir)
+    meaning = Meaning.open(args.model, index.dir, config=index.config)
     everything = index_notes(index)()
     stored = meaning.store.etags()
     mine = {p: e for i, (p, e) in enumerate(sorted(everything.items())) if i % n == k and stored.get(p) != e}

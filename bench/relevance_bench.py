@@ -203,7 +203,7 @@ def embedded(model: Path | None, root: Path, index: VaultIndex, embed: bool = Tr
         return None
     import time
 
-    meaning = Meaning.open(model, index.dir)
+    meaning = Meaning.open(model, index.dir, config=index.config)
     if not embed:
         print(f"  {len(meaning.store):,} notes have vectors already; nothing embedded now")
         return meaning

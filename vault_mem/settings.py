@@ -1,13 +1,21 @@
 """Every timing, size and threshold of vault-mem, in one place.
 
 One frozen ``Settings`` holds them, one line each: the default, what it is for, and the page of
-``docs/`` that explains it (docs/settings.md lists the ones a person sets, by environment). The
-command line builds them once where each process is assembled (``from_environment``, then
-``configure``, which makes them the process's current settings: the CLI's main, a build worker,
-the merge process); code reads ``current()`` when it needs a value, never at import, so ``use()``
-(tests, a program embedding vault-mem) takes effect at once. Without ``configure`` the defaults
-hold. (One object read where it is needed, rather than a parameter threaded through every
-constructor: the same values everywhere in a process, and a test changes one knob in one line.)
+``docs/`` that explains it (docs/settings.md lists the ones a person sets, by environment).
+
+Settings are passed, not fetched (docs/settings.md, "Where settings are read"). They are built once
+where a process is assembled, its composition root: the command line's commands
+(``from_environment``, then ``configure``, in ``cli/__init__.py``), and the entry of each child
+process that is not a whole command line (a build worker, the background merge), which is handed
+its parent's settings. Only a root reads ``current()``; it hands each part what that part needs.
+A long-lived object takes ``config`` in its constructor and keeps it (the index, a git ``Repo``, a
+sentence model, the HTTP write server); a function takes the values it uses as parameters, or
+``config`` when it uses several; a tool call reaches the index's through what it already holds
+(the served vault, the call's view). ``tests/unit/test_settings_passed.py`` fails on any other
+module that reads ``current()`` (it names the few not converted yet), and on a bare number passed
+as a wait or a timeout. A test, or a program embedding vault-mem, gives the object it builds
+``config=dataclasses.replace(Settings(), name=value)``; ``configure`` and ``use()`` remain for what
+a root assembles itself. Without ``configure`` a root gets the defaults.
 
 What is not here, and why (the numbers that are part of a format or a contract, not a choice):
 
@@ -31,6 +39,10 @@ What is not here, and why (the numbers that are part of a format or a contract, 
 - Tables made once per process: ``NOTE_TURNS`` (writes/tools.py), the stripes of the notes' lock
   table (a number that changed mid-process would give one note two locks), and ``_SMALL``
   (search/whoosh/postings.py), the frequencies whose weights are made once at import.
+- Short pauses of a process waiting for its own threads or children, not choices: ``SIGNAL_POLL``
+  (cli/serve.py, mcp_server/workers.py), between two timed waits, since Ctrl-C and SIGTERM reach
+  the waiting thread only between two, on every platform; ``STOP_LAST_LOOK``
+  (mcp_server/workers.py), what a worker still gets past the stop's deadline to be seen ended.
 """
 
 from __future__ import annotations
@@ -132,6 +144,7 @@ class Settings:
     delegate_connections: int = 8  # calls a worker passes to worker 1 at once; more wait for a free connection (docs/concurrency.md#many-workers-on-one-port)
     delegate_accept_pause: float = 0.5  # seconds worker 1 waits after a failed accept (no descriptor left) before the next (docs/concurrency.md#many-workers-on-one-port)
     delegate_secret_wait: float = 5.0  # seconds a new connection to worker 1 has to send the secret (docs/concurrency.md#many-workers-on-one-port)
+    affinity_connect_wait: float = 10.0  # seconds a worker tries to connect to the worker holding a legacy session before the request fails (docs/concurrency.md#many-workers-on-one-port)
     log_every: float = 60.0  # seconds between two log lines about one kind of repeated event (docs/troubleshooting.md#serve)
     max_connections: int = 1000  # client connections one server process holds at once (docs/safety.md#limits)
     fd_share: int = 2  # at most 1/this of the process's file descriptors go to client connections (docs/safety.md#limits)
@@ -148,6 +161,7 @@ class Settings:
     max_globs: int = 100  # folder patterns one agent key may list (docs/sharing.md#keys)
     keys_lock_wait: float = 10.0  # seconds an `agents add` waits for another one to finish (docs/sharing.md#keys)
     keys_lock_stale: float = 60.0  # seconds after which a keys lock was left by a process that died (docs/sharing.md#keys)
+    keys_lock_poll: float = 0.05  # seconds between tries while another `agents` command holds the keys lock (docs/sharing.md#keys)
 
     # -- History: the journal and the agents' states -----------------------------------------------
     state_max_read: int = 5_000  # notes an agent's state remembers as read; the oldest are forgotten first (docs/sharing.md#what-an-agent-may-read-and-write)
@@ -306,7 +320,8 @@ def current() -> Settings:
 
 
 def configure(chosen: Settings) -> None:
-    """Set the process's settings; the composition root (the command line) calls it once."""
+    """Set the process's settings; a composition root (the command line, a child process's entry)
+    calls it once, before it reads ``current()`` and builds what it serves."""
     global _current
     _current = chosen
 

@@ -36,7 +36,7 @@ def order(answer: dict[str, Any]) -> list[str]:
 
 
 def with_meaning(vault: Vault, model: Path) -> None:
-    meaning = Meaning.open(model, vault.index.dir)
+    meaning = Meaning.open(model, vault.index.dir, config=vault.index.config)
     meaning.embed_pending(index_notes(vault.index), note_text(vault.root))
     vault.meaning = meaning
 
@@ -147,7 +147,7 @@ def test_the_page_is_the_same_whether_words_are_ranked_beside_the_embedding_or_b
         "Water the tomatoes in the garden soil.", "A train ticket to Paris for the trip.",
         "Bread from the oven.", "Which queue did we pick for messages?", "The garden plant to pick."])}
     vault = make_vault(notes)
-    meaning = Meaning.open(tiny, vault.index.dir)
+    meaning = Meaning.open(tiny, vault.index.dir, config=vault.index.config)
     meaning.embed_pending(index_notes(vault.index), note_text(vault.root))
     vault.meaning = meaning
     spec = TOOLS_BY_NAME["memory_search"]

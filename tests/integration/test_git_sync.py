@@ -18,6 +18,7 @@ from vault_mem.git.sync import host_name, sync_vault
 from vault_mem.runtime.watcher import Watcher
 from vault_mem.search.api import VaultIndex, sync
 from vault_mem.served.context import Vault
+from vault_mem.settings import Settings
 
 pytestmark = pytest.mark.anyio
 __all__ = ["git_env"]
@@ -67,10 +68,10 @@ async def test_a_note_written_on_one_machine_is_found_on_the_other_after_sync(ma
         wrote = await a.call("memory_write", agent="agent-a", title="Deploy key rotation",
                              content="rotate the deploy key every quarter")
         assert wrote["status"] == "ok" and "warnings" not in wrote
-    first = sync_vault(one.root)
+    first = sync_vault(one.root, config=Settings())
     assert first.complete and first.pushed, first.lines
     async with mcp_session(two) as b:
-        pulled = sync_vault(two.root)
+        pulled = sync_vault(two.root, config=Settings())
         assert pulled.complete and pulled.exit_code == 0, pulled.lines
         start = time.monotonic()
 
@@ -92,12 +93,12 @@ async def test_a_note_written_on_one_machine_is_found_on_the_other_after_sync(ma
 async def test_different_notes_changed_on_both_sides_merge_cleanly(machines, mcp_session) -> None:
     one, two = machines["one"], machines["two"]
     (one.root / "a.md").write_text("# A\n\nalpha, edited on one\n", encoding="utf-8")
-    assert sync_vault(one.root).pushed
+    assert sync_vault(one.root, config=Settings()).pushed
     (two.root / "b.md").write_text("# B\n\nbeta, edited on two\n", encoding="utf-8")
-    result = sync_vault(two.root)
+    result = sync_vault(two.root, config=Settings())
     assert result.complete and result.pushed and result.conflicts == [], result.lines
     assert any(line.startswith("merged origin/main") for line in result.lines)
-    assert sync_vault(one.root).complete
+    assert sync_vault(one.root, config=Settings()).complete
     for vault in (one, two):
         assert (vault.root / "a.md").read_text(encoding="utf-8") == "# A\n\nalpha, edited on one\n"
         assert (vault.root / "b.md").read_text(encoding="utf-8") == "# B\n\nbeta, edited on two\n"
@@ -110,7 +111,7 @@ async def test_the_same_note_changed_on_both_sides_keeps_both_versions_without_m
         machines, mcp_session, capsys) -> None:
     one, two = machines["one"], machines["two"]
     (one.root / "shared.md").write_text("# Shared\n\nline one\nline two from one\n", encoding="utf-8")
-    assert sync_vault(one.root).pushed
+    assert sync_vault(one.root, config=Settings()).pushed
     (two.root / "shared.md").write_text("# Shared\n\nline one\nline two from two\n", encoding="utf-8")
     code = cli.main(["sync", "--vault", str(two.root)])
     err = capsys.readouterr().err
@@ -130,7 +131,7 @@ async def test_the_same_note_changed_on_both_sides_keeps_both_versions_without_m
         assert [n["permalink"] for n in twos["notes"]][:1] == [f"memory://{copy[:-3]}"]
         assert any(copy in hint for hint in ones.get("hints", []))
         # the other machine receives the merge and the conflicted copy too
-        assert sync_vault(one.root).complete
+        assert sync_vault(one.root, config=Settings()).complete
         assert (one.root / copy).read_text(encoding="utf-8").endswith("line two from two\n")
         assert no_markers(one.root)
         # resolved: the hint goes away
@@ -140,8 +141,8 @@ async def test_the_same_note_changed_on_both_sides_keeps_both_versions_without_m
             assert time.monotonic() < deadline, "the hint outlived the conflicted copy"
             time.sleep(0.01)
     # the resolution travels like any other change
-    assert sync_vault(two.root).pushed
-    assert sync_vault(one.root).complete
+    assert sync_vault(two.root, config=Settings()).pushed
+    assert sync_vault(one.root, config=Settings()).complete
     assert not (one.root / copy).exists()
 
 
@@ -153,14 +154,14 @@ async def test_a_persons_uncommitted_edits_survive_an_agents_write_and_a_sync(ma
         wrote = await b.call("memory_write", agent="agent-b", title="From B", content="b's note")
         assert wrote["status"] == "ok"
     (one.root / "a.md").write_text("# A\n\nalpha from one\n", encoding="utf-8")
-    assert sync_vault(one.root).pushed
-    result = sync_vault(two.root)
+    assert sync_vault(one.root, config=Settings()).pushed
+    result = sync_vault(two.root, config=Settings())
     assert result.complete, result.lines
     assert (two.root / "person.md").read_text(encoding="utf-8") == "# Person\n\nwritten by hand, and more by hand\n"
     assert (two.root / "code.txt").read_text(encoding="utf-8") == "my unsaved code\n"
     assert git(two.root, "status", "--porcelain") == " M code.txt\n"  # not a note: never committed by sync
     assert (two.root / "a.md").read_text(encoding="utf-8") == "# A\n\nalpha from one\n"
-    assert sync_vault(one.root).complete
+    assert sync_vault(one.root, config=Settings()).complete
     assert "b's note" in (one.root / "From B.md").read_text(encoding="utf-8")
 
 
@@ -178,7 +179,7 @@ def test_an_unreachable_remote_changes_nothing_but_the_local_commit(machines) ->
     one = machines["one"]
     git(one.root, "remote", "set-url", "origin", str(one.root.parent / "nowhere.git"))
     (one.root / "a.md").write_text("# A\n\noffline edit\n", encoding="utf-8")
-    result = sync_vault(one.root)
+    result = sync_vault(one.root, config=Settings())
     assert result.exit_code == 1
     assert any(line.startswith("fetch from origin failed:") for line in result.lines), result.lines
     assert (one.root / "a.md").read_text(encoding="utf-8") == "# A\n\noffline edit\n"
@@ -193,7 +194,7 @@ def test_a_rejected_push_says_so_and_leaves_the_vault_consistent(machines) -> No
     hook.chmod(0o755)
     (one.root / "b.md").write_text("# B\n\nbeta, not pushed\n", encoding="utf-8")
     before = git(remote, "rev-parse", "main")
-    result = sync_vault(one.root)
+    result = sync_vault(one.root, config=Settings())
     assert result.exit_code == 1 and not result.pushed
     assert any(line.startswith("push to origin failed") for line in result.lines), result.lines
     assert git(remote, "rev-parse", "main") == before

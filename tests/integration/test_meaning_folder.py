@@ -4,6 +4,7 @@ meaning"); and the model is named by what it is, not by the folder it sits in.""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import shutil
@@ -13,11 +14,11 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import Tuned
 from meaning_model import make_tiny_model
 
 from vault_mem.errors import MeaningUnavailable
 from vault_mem.meaning.model import load_model, model_name
+from vault_mem.settings import Settings
 
 ROOT = Path(__file__).resolve().parent.parent.parent
 MINILM = os.environ.get("VAULT_MEM_TEST_MINILM")
@@ -58,13 +59,13 @@ def vault(tmp_path: Path) -> tuple[str, ...]:
 def test_a_json_file_nested_too_deep_is_refused_naming_it(tiny: Path, name: str) -> None:
     (tiny / name).write_text("[" * DEEP + "]" * DEEP, encoding="utf-8")
     with pytest.raises(MeaningUnavailable, match="nested too deep"):
-        load_model(tiny)
+        load_model(tiny, config=Settings())
 
 
 def test_a_tokenizer_nested_too_deep_is_refused_naming_it(tiny: Path) -> None:
     (tiny / "tokenizer.json").write_text('{"a":' * DEEP + "1" + "}" * DEEP, encoding="utf-8")
     with pytest.raises(MeaningUnavailable, match=r"tokenizer\.json: not a tokenizer"):
-        load_model(tiny)
+        load_model(tiny, config=Settings())
 
 
 def test_serve_with_a_config_nested_too_deep_refuses_in_one_line(tmp_path: Path, tiny: Path) -> None:
@@ -73,16 +74,14 @@ def test_serve_with_a_config_nested_too_deep_refuses_in_one_line(tmp_path: Path,
     refused_in_one_line(done, "config.json", "nested too deep")
 
 
-def test_a_json_file_larger_than_the_bound_is_refused(tiny: Path, tuned: Tuned) -> None:
-    tuned(meaning_json_bytes=64)
+def test_a_json_file_larger_than_the_bound_is_refused(tiny: Path) -> None:
     with pytest.raises(MeaningUnavailable, match=r"config\.json: cannot be read \(larger than 64 bytes"):
-        load_model(tiny)
+        load_model(tiny, config=dataclasses.replace(Settings(), meaning_json_bytes=64))
 
 
-def test_weights_larger_than_the_bound_are_refused_before_they_are_read(tiny: Path, tuned: Tuned) -> None:
-    tuned(meaning_weights_bytes=1024)
+def test_weights_larger_than_the_bound_are_refused_before_they_are_read(tiny: Path) -> None:
     with pytest.raises(MeaningUnavailable, match=r"model\.safetensors: cannot be read \(larger than 1,024 bytes"):
-        load_model(tiny)
+        load_model(tiny, config=dataclasses.replace(Settings(), meaning_weights_bytes=1024))
 
 
 # -- files that are not regular files ------------------------------------------------------------
@@ -97,8 +96,8 @@ needs_fifo = pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="no FIFOs on t
 def test_a_fifo_in_the_model_folder_never_hangs_the_load(tiny: Path, name: str) -> None:
     (tiny / name).unlink(missing_ok=True)
     os.mkfifo(tiny / name)
-    program = ("import sys; from vault_mem.meaning.model import load_model\n"
-               "try:\n    print(load_model(sys.argv[1]).name)\n"
+    program = ("import sys; from vault_mem.meaning.model import load_model; from vault_mem.settings import Settings\n"
+               "try:\n    print(load_model(sys.argv[1], config=Settings()).name)\n"
                "except Exception as exc:\n    print(type(exc).__name__, exc)\n")
     # In a child process: were it to block on the FIFO, the timeout ends it and the test fails.
     done = subprocess.run([sys.executable, "-c", program, str(tiny)], capture_output=True, text=True, timeout=60,
@@ -131,7 +130,7 @@ def rewrite_tensors(folder: Path, **changes: np.ndarray) -> None:
 def test_fewer_word_vectors_than_word_pieces_are_refused_at_load(tiny: Path) -> None:
     rewrite_tensors(tiny, embeddings__word_embeddings__weight=np.ones((5, 8), dtype=np.float32))
     with pytest.raises(MeaningUnavailable, match="5 word vectors for the"):
-        load_model(tiny)
+        load_model(tiny, config=Settings())
 
 
 @pytest.mark.parametrize(("tensor", "shape"), [
@@ -146,14 +145,14 @@ def test_a_tensor_of_the_wrong_shape_is_refused_at_load_naming_it(tiny: Path, te
                                                                   shape: tuple[int, ...]) -> None:
     rewrite_tensors(tiny, **{tensor.replace(".", "__"): np.ones(shape, dtype=np.float32)})
     with pytest.raises(MeaningUnavailable, match=tensor.replace(".", r"\.")):
-        load_model(tiny, runtime="numpy")
+        load_model(tiny, runtime="numpy", config=Settings())
 
 
 def test_a_hidden_size_other_than_the_weights_is_refused(tiny: Path) -> None:
     config = json.loads((tiny / "config.json").read_text(encoding="utf-8"))
     (tiny / "config.json").write_text(json.dumps(config | {"hidden_size": 16}), encoding="utf-8")
     with pytest.raises(MeaningUnavailable, match="hidden_size is 16"):
-        load_model(tiny)
+        load_model(tiny, config=Settings())
 
 
 @pytest.mark.parametrize("eps", ['"small"', "[1]", "-1", "0"])
@@ -161,14 +160,14 @@ def test_a_layer_norm_epsilon_that_is_not_a_positive_number_is_refused(tiny: Pat
     config = (tiny / "config.json").read_text(encoding="utf-8").rstrip("}") + f', "layer_norm_eps": {eps}}}'
     (tiny / "config.json").write_text(config, encoding="utf-8")
     with pytest.raises(MeaningUnavailable, match="layer_norm_eps"):
-        load_model(tiny)
+        load_model(tiny, config=Settings())
 
 
 def test_weights_that_are_not_numbers_are_refused_at_load(tiny: Path) -> None:
     words = np.full((40, 8), np.nan, dtype=np.float32)
     rewrite_tensors(tiny, embeddings__word_embeddings__weight=words)
     with pytest.raises(MeaningUnavailable, match="no finite vector"):
-        load_model(tiny, runtime="numpy")
+        load_model(tiny, runtime="numpy", config=Settings())
 
 
 def test_cli_search_with_weights_of_the_wrong_shape_refuses_in_one_line(tmp_path: Path, tiny: Path) -> None:
@@ -182,12 +181,12 @@ def test_cli_search_with_weights_of_the_wrong_shape_refuses_in_one_line(tmp_path
 
 def test_a_model_card_names_the_model_wherever_its_folder_is(tiny: Path, tmp_path: Path) -> None:
     elsewhere = tiny.rename(tmp_path / "model")
-    assert load_model(elsewhere).name == "model"  # nothing else names it
+    assert load_model(elsewhere, config=Settings()).name == "model"  # nothing else names it
     (elsewhere / "README.md").write_text("---\n# a YAML comment\nlicense: apache-2.0\n---\n\n# tiny-concepts-v1\n\n"
                                          "# Usage\n", encoding="utf-8")
-    assert load_model(elsewhere).name == "tiny-concepts-v1"
+    assert load_model(elsewhere, config=Settings()).name == "tiny-concepts-v1"
     (elsewhere / "README.md").write_text("# Model card for a tiny model\n", encoding="utf-8")
-    assert load_model(elsewhere).name == "model"  # a heading that is a sentence is not a name
+    assert load_model(elsewhere, config=Settings()).name == "model"  # a heading that is a sentence is not a name
 
 
 @pytest.mark.skipif(not MINILM, reason="set VAULT_MEM_TEST_MINILM to the all-MiniLM-L6-v2 folder (the "
@@ -196,7 +195,7 @@ def test_all_minilm_is_named_by_its_weights_in_a_folder_of_any_name(tmp_path: Pa
     assert MINILM is not None
     copy = tmp_path / "model"
     shutil.copytree(MINILM, copy)
-    assert load_model(copy).name == "sentence-transformers/all-MiniLM-L6-v2"
+    assert load_model(copy, config=Settings()).name == "sentence-transformers/all-MiniLM-L6-v2"
 
 
 def test_a_pulled_models_folder_names_its_repository(tiny: Path, tmp_path: Path,
@@ -207,10 +206,10 @@ def test_a_pulled_models_folder_names_its_repository(tiny: Path, tmp_path: Path,
     pulled = pulled_folder("acme/tiny")
     pulled.parent.mkdir(parents=True)
     tiny.rename(pulled)
-    assert model_name(pulled, "") == "acme/tiny"
+    assert model_name(pulled, "", Settings()) == "acme/tiny"
     other = tmp_path / "a--b"
     shutil.copytree(pulled, other)
-    assert model_name(other, "") == "a--b"  # a folder elsewhere is named as it is
+    assert model_name(other, "", Settings()) == "a--b"  # a folder elsewhere is named as it is
 
 
 # -- the model as a user meets it: status, doctor, pull ------------------------------------------

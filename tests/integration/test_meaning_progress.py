@@ -38,7 +38,7 @@ def found(answer: dict[str, Any]) -> list[str]:
 
 async def test_answers_say_meaning_before_the_embedder_has_started(make_vault, mcp_session, tiny: Path) -> None:
     vault = make_vault(NOTES)
-    vault.meaning = meaning = Meaning.open(tiny, vault.index.dir)
+    vault.meaning = meaning = Meaning.open(tiny, vault.index.dir, config=vault.index.config)
     ready = threading.Event()  # what the server's "keyword index ready" would be; held by the test
     start_embedding(meaning, vault.root, vault.index, lambda: ready.wait(60))
     try:
@@ -59,7 +59,7 @@ async def test_answers_say_meaning_before_the_embedder_has_started(make_vault, m
 
 async def test_answers_say_meaning_while_the_first_pass_counts_the_notes(make_vault, mcp_session, tiny: Path) -> None:
     vault = make_vault(NOTES)
-    vault.meaning = meaning = Meaning.open(tiny, vault.index.dir)
+    vault.meaning = meaning = Meaning.open(tiny, vault.index.dir, config=vault.index.config)
     counting, go_on = threading.Event(), threading.Event()
     notes = index_notes(vault.index)
 
@@ -87,11 +87,13 @@ async def test_answers_say_meaning_while_the_first_pass_counts_the_notes(make_va
 async def test_after_a_restart_answers_say_meaning_until_the_stored_vectors_are_checked(make_vault, mcp_session,
                                                                                       tiny: Path) -> None:
     vault = make_vault(NOTES)
-    Meaning.open(tiny, vault.index.dir).embed_pending(index_notes(vault.index), note_text(vault.root))
+    Meaning.open(tiny, vault.index.dir, config=vault.index.config).embed_pending(index_notes(vault.index),
+                                                                              note_text(vault.root))
     (vault.root / "travel" / "paris.md").write_text("---\ntitle: Paris trip\n---\nThe train to Paris.\n",
                                                     encoding="utf-8")
     commit_note(vault.index, "travel/paris.md", (vault.root / "travel" / "paris.md").read_text(encoding="utf-8"))
-    vault.meaning = meaning = Meaning.open(tiny, vault.index.dir)  # a new server: every note has vectors, one stale
+    # a new server: every note has vectors, one stale
+    vault.meaning = meaning = Meaning.open(tiny, vault.index.dir, config=vault.index.config)
     ready = threading.Event()
     start_embedding(meaning, vault.root, vault.index, lambda: ready.wait(60))
     try:

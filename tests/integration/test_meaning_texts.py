@@ -15,6 +15,7 @@ from vault_mem.meaning.embedder import Meaning, store_name
 from vault_mem.meaning.model import load_model
 from vault_mem.meaning.store import VectorStore
 from vault_mem.runtime.meaning import index_notes, note_text
+from vault_mem.settings import Settings
 
 
 @pytest.mark.parametrize("name", ["turn-010005", "2024-05-01", "20240501", "2025-01-12 turn 01", "msg_000123",
@@ -54,12 +55,12 @@ def test_vectors_stored_before_the_texts_changed_are_made_again(make_vault, tmp_
     vault = make_vault({"chat/turn-010005.md": "Ana: we picked NATS for the queue.\n",
                         "chat/turn-010006.md": "Ben: and the tomatoes need water.\n"})
     tiny = make_tiny_model(tmp_path / "tiny-model")
-    model = load_model(tiny)
+    model = load_model(tiny, config=Settings())
     notes = index_notes(vault.index)
-    old = VectorStore.open(vault.index.dir, model.fingerprint, model.dim)  # where 0.5.2 kept them
+    old = VectorStore.open(vault.index.dir, model.fingerprint, model.dim, config=Settings())  # where 0.5.2 kept them
     old.put([(path, etag, np.ones((1, model.dim), dtype=np.float32) / np.sqrt(model.dim))
              for path, etag in notes().items()])
-    meaning = Meaning.open(tiny, vault.index.dir)
+    meaning = Meaning.open(tiny, vault.index.dir, config=vault.index.config)
     assert meaning.store.folder.name == store_name(model) != model.fingerprint
     assert len(meaning.store) == 0 and not old.folder.exists()
     assert meaning.embed_pending(notes, note_text(vault.root)) == 2

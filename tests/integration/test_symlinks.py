@@ -31,6 +31,7 @@ from vault_mem.search.api import VaultIndex, sync
 from vault_mem.served.agents import Agent
 from vault_mem.served.context import Vault
 from vault_mem.served.keys import add_agent
+from vault_mem.settings import Settings
 from vault_mem.writes.landing import change
 from vault_mem.writes.undo import change_id
 
@@ -108,7 +109,7 @@ def page_vault(tmp_path: Path) -> Iterator[tuple[str, str, Path, dict[str, str]]
 def test_the_page_shows_a_change_through_a_link_only_to_whoever_may_read_where_it_led(
         page_vault: tuple[str, str, Path, dict[str, str]]) -> None:
     base, login, root, ids = page_vault
-    _, key = add_agent(root.resolve(), "lim", ["research/"], [], False)
+    _, key = add_agent(root.resolve(), "lim", ["research/"], [], False, config=Settings())
     with httpx2.Client(base_url=base) as owner:
         mine = {"X-Page-Secret": eventually(lambda: _logged_in(owner, code=login.rpartition("login=")[2]),
                                             timeout=60, what="the page answered")}
@@ -186,10 +187,10 @@ def test_a_read_agrees_with_where_the_path_led_when_a_link_is_swapped_during_it(
             swaps.append(1)
             swap_to(os.path.join("..", "personal", "Secret.md"))
             try:
-                return _read_bytes(path)
+                return _read_bytes(path, Settings())
             finally:
                 swap_to("Open.md")
-        return _read_bytes(path)
+        return _read_bytes(path, Settings())
 
     found, real = read_agreeing(root, "research/Link.md", hostile_read, None)
     assert real == "research/Open.md"

@@ -27,6 +27,7 @@ from vault_mem import settings
 from vault_mem.history import journal
 from vault_mem.mcp_server.app import build_server
 from vault_mem.served.keys import add_agent
+from vault_mem.settings import Settings
 from vault_mem.ui import api, auth, mcp_app
 from vault_mem.writes import undo
 
@@ -210,7 +211,7 @@ def test_the_page_needs_the_one_time_link_a_session_and_its_page_secret(
 def test_an_agents_key_opens_a_page_that_shows_only_what_it_may_read(
         tmp_path: Path, page_server: tuple[str, str, subprocess.Popen[bytes]]) -> None:
     base, _, _ = page_server
-    _, key = add_agent((tmp_path / "v").resolve(), "helper", ["shared/"], [], False)
+    _, key = add_agent((tmp_path / "v").resolve(), "helper", ["shared/"], [], False, config=Settings())
     with httpx2.Client(base_url=base) as agent:
         mine = log_in(agent, secret=key)
         session = agent.get("/api/session", headers=mine).json()

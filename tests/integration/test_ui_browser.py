@@ -29,6 +29,7 @@ from mcp.client.streamable_http import streamable_http_client
 from serving import start_http
 
 from vault_mem.served.keys import add_agent
+from vault_mem.settings import Settings
 from vault_mem.ui import mcp_app
 
 CHROMIUM = Path("/usr/bin/chromium")
@@ -179,7 +180,7 @@ def test_hostile_titles_bodies_and_links_render_as_text_and_run_nothing(browser:
 def test_a_limited_agents_page_shows_no_note_it_may_not_read(browser: Any, server: Server, tmp_path: Path) -> None:
     server.call("memory_edit", agent="coder", ref="secret", append="A secret change.")
     server.call("memory_edit", agent="coder", ref="handoff", append="More for the helper.")
-    _, key = add_agent(server.root.resolve(), "helper", ["shared/"], [], False)
+    _, key = add_agent(server.root.resolve(), "helper", ["shared/"], [], False, config=Settings())
     dialogs: list[str] = []
     page = browser.new_page(viewport={"width": 1280, "height": 820})
     page.on("dialog", lambda d: (dialogs.append(d.message), d.dismiss()))

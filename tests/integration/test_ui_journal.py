@@ -16,6 +16,7 @@ from conftest import Tuned, open_vault, write_notes
 from vault_mem.history import journal
 from vault_mem.served.context import Vault
 from vault_mem.served.keys import add_agent, list_agents
+from vault_mem.settings import Settings
 from vault_mem.ui import api
 
 NOTES = {
@@ -78,7 +79,7 @@ async def test_past_its_limits_is_said_only_when_the_journal_dropped_a_later_cha
     assert coder["diff_note"].startswith("the journal no longer holds this version (past its limits): the note "
                                          "changed since, and the journal has dropped later changes (2 by flood, past "
                                          "its share of 4 changes)"), coder["diff_note"]
-    _, _ = add_agent(root.resolve(), "coder", ["**"], [], False)
+    _, _ = add_agent(root.resolve(), "coder", ["**"], [], False, config=Settings())
     as_coder = next(e.agent for e in list_agents(root.resolve()) if e.agent.name == "coder")
     limited = shown(vault, "alpha.md", "coder", as_coder)
     assert "past its limits" in limited["diff_note"] and "flood" not in limited["diff_note"]  # not its business
@@ -116,8 +117,8 @@ async def test_agents_lists_every_agent_the_journal_names_and_every_key(
         await client.call("memory_edit", agent="helper", ref="secret", append="five")
     beta = next(c for c in api.activity(vault, None)["changes"] if c["path"] == "beta.md")
     assert api.undo_change(vault, None, beta["id"])["restored"]  # journaled as vault-mem's own change
-    add_agent(root.resolve(), "helper", ["shared/"], ["shared/"], False)
-    add_agent(root.resolve(), "reviewer", [], [], True)
+    add_agent(root.resolve(), "helper", ["shared/"], ["shared/"], False, config=Settings())
+    add_agent(root.resolve(), "reviewer", [], [], True, config=Settings())
     rows = {row["agent"]: row for row in api.agents(vault, None)["agents"]}
     assert list(rows) == ["coder", "Evil", "helper", "reviewer", "vault-mem"]  # one evil in any case, as it last wrote
     undone = rows["vault-mem"]

@@ -19,6 +19,7 @@ from serving import free_port
 
 from vault_mem import settings
 from vault_mem.served.keys import KeyRing, add_agent, remove_agent
+from vault_mem.settings import Settings
 from vault_mem.ui import auth
 from vault_mem.ui.web import Page
 
@@ -90,18 +91,18 @@ def code_of(link: str) -> str:
 def test_a_session_ends_with_the_key_that_opened_it_and_a_new_key_of_that_name_does_not_revive_it(
         running: Running) -> None:
     root = running.root.resolve()
-    _, first = add_agent(root, "coder", ["shared/"], [], False)
+    _, first = add_agent(root, "coder", ["shared/"], [], False, config=Settings())
     with httpx2.Client(base_url=running.base) as agent:
         secret = log_in(agent, secret=first)
         mine = {"X-Page-Secret": secret}
         assert agent.get("/api/session", headers=mine).json()["agent"] == "coder"
-        remove_agent(root, "coder")
+        remove_agent(root, "coder", config=Settings())
         assert agent.get("/api/session", headers=mine).status_code == 401
-        _, second = add_agent(root, "coder", ["**"], [], False)  # the same name, wider limits
+        _, second = add_agent(root, "coder", ["**"], [], False, config=Settings())  # the same name, wider limits
         for path in READS:
             assert agent.get(path, headers=mine).status_code == 401, path
-        remove_agent(root, "coder")
-        _, third = add_agent(root, "coder", ["shared/"], [], False)
+        remove_agent(root, "coder", config=Settings())
+        _, third = add_agent(root, "coder", ["shared/"], [], False, config=Settings())
         assert agent.get("/api/agents", headers=mine).status_code == 401  # ended for good, not only refused
     with httpx2.Client(base_url=running.base) as fresh:
         assert fresh.post("/api/login", json={"secret": second}).status_code == 401  # that key went too
@@ -111,7 +112,7 @@ def test_a_session_ends_with_the_key_that_opened_it_and_a_new_key_of_that_name_d
 
 def test_the_owners_cookie_alone_opens_nothing_for_a_local_program_with_a_shell_and_a_key(running: Running) -> None:
     root = running.root.resolve()
-    _, limited = add_agent(root, "lim", ["shared/"], [], False)
+    _, limited = add_agent(root, "lim", ["shared/"], [], False, config=Settings())
     with httpx2.Client(base_url=running.base) as owner:
         assert owner.get("/", params={"login": code_of(running.link())}).status_code == 200
         assert not owner.cookies  # opening the link's page starts nothing: the page's script logs in
@@ -186,7 +187,7 @@ def test_a_session_opened_with_the_token_ends_when_the_server_holds_another(runn
 def test_wrong_logins_make_the_next_wait_while_a_link_and_an_agents_key_still_log_in(
         running: Running) -> None:
     config = settings.current()
-    _, key = add_agent(running.root.resolve(), "helper", ["shared/"], [], False)
+    _, key = add_agent(running.root.resolve(), "helper", ["shared/"], [], False, config=Settings())
     with httpx2.Client(base_url=running.base) as guesser:
         answers = [guesser.post("/api/login", json={"secret": f"guess {n}"}) for n in range(200)]
         checked = [a for a in answers if a.status_code == 401]

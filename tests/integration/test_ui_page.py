@@ -24,6 +24,7 @@ from mcp.client.streamable_http import streamable_http_client
 from test_ui_browser import CHROMIUM, HOSTILE, NOTES, Server, eventually_shown, open_page, shot
 
 from vault_mem.served.keys import add_agent
+from vault_mem.settings import Settings
 
 pytestmark = pytest.mark.skipif(not CHROMIUM.exists(), reason="no /usr/bin/chromium (apt-get install chromium)")
 
@@ -59,8 +60,8 @@ def test_agents_shows_every_agent_the_journal_names_with_its_key_if_any(browser:
                    ("memory_edit", {"agent": "planner", "ref": "beta", "append": "by the planner"}),
                    ("memory_write", {"agent": "evil", "title": "Evil plan", "content": "by evil"}),
                    ("memory_edit", {"agent": "EVIL", "ref": "Evil plan", "append": "again"})])
-    add_agent(server.root.resolve(), "planner", ["**"], ["**"], False)
-    add_agent(server.root.resolve(), "reviewer", [], [], True)  # a key, and nothing in the journal
+    add_agent(server.root.resolve(), "planner", ["**"], ["**"], False, config=Settings())
+    add_agent(server.root.resolve(), "reviewer", [], [], True, config=Settings())  # a key, and nothing in the journal
     dialogs: list[str] = []
     page = open_page(browser, server.login, dialogs)
     page.click("#tabs button[data-view=agents]")

@@ -6,6 +6,7 @@ a worker for each one; the ``Vault-Mem-Worker`` header of each answer says which
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import re
@@ -267,9 +268,9 @@ def test_new_sessions_are_dealt_in_turn_to_every_worker_but_the_writer() -> None
         pass
 
     for me in range(4):
-        dealt = [Affinity(app, me, [1, 2, 3, 4])._dealt(turn) for turn in range(1, 7)]  # type: ignore[arg-type]
+        dealt = [Affinity(app, me, [1, 2, 3, 4], connect_wait=1.0)._dealt(turn) for turn in range(1, 7)]  # type: ignore[arg-type]
         assert sorted(set(dealt)) == [1, 2, 3] and dealt[:3] != dealt[3:4] * 3, dealt
-    assert {Affinity(app, 0, [1])._dealt(turn) for turn in range(3)} == {0}  # type: ignore[arg-type]
+    assert {Affinity(app, 0, [1], connect_wait=1.0)._dealt(turn) for turn in range(3)} == {0}  # type: ignore[arg-type]
 
 
 async def _note(response: httpx2.Response, seen: list[tuple[str | None, str | None]]) -> None:
@@ -308,10 +309,12 @@ async def test_a_write_call_passed_to_the_writer_needs_the_secret_and_comes_back
     listener.bind(("127.0.0.1", 0))
     listener.listen()
     port = listener.getsockname()[1]
-    WriteServer(listener, "s3cret", run_call, threads=8).start()
+    config = settings.Settings()
+    WriteServer(listener, "s3cret", run_call, threads=8, config=config).start()
     try:
         agent = Agent("scribe", ("work/**",), ("work/**",), False)
-        right, wrong = Delegate(port, "s3cret", connections=3), Delegate(port, "wrong")
+        right = Delegate(port, "s3cret", config=dataclasses.replace(config, delegate_connections=3))
+        wrong = Delegate(port, "wrong", config=config)
         try:
             with anyio.fail_after(60):
                 result = await right.call("memory_write", {"title": "T", "tags": ["a"]}, agent)
@@ -388,7 +391,7 @@ async def test_worker_1s_write_socket_checks_the_secret_first_and_bounds_its_thr
     with socket.create_connection(("127.0.0.1", port), timeout=60) as huge:
         huge.sendall(FRAME.pack(MAX_FRAME))  # "the secret is MAX_FRAME bytes long"
         assert closed_by_the_server(huge)
-    bound = write_threads(2)
+    bound = write_threads(2, settings.current().delegate_connections)
     wait = settings.current().delegate_secret_wait + 60
     silent = [socket.create_connection(("127.0.0.1", port), timeout=wait) for _ in range(bound + 10)]
     try:

@@ -18,6 +18,7 @@ from vault_mem.cli import main
 from vault_mem.mcp_server.app import build_server
 from vault_mem.served import keys
 from vault_mem.served.agents import Agent
+from vault_mem.settings import Settings
 
 pytestmark = pytest.mark.anyio
 
@@ -300,7 +301,9 @@ def test_agents_added_at_the_same_time_all_keep_their_keys(tmp_path: Path) -> No
 
     root = write_notes(tmp_path / "v", {"a.md": "# a\n"})
     issued: dict[str, str] = {}
-    threads = [threading.Thread(target=lambda n=n: issued.__setitem__(n, keys.add_agent(root, n, [], [], False)[1]))
+    config = Settings()
+    threads = [threading.Thread(target=lambda n=n: issued.__setitem__(n, keys.add_agent(root, n, [], [], False,
+                                                                                        config=config)[1]))
                for n in (f"agent-{i}" for i in range(8))]
     for thread in threads:
         thread.start()

@@ -4,6 +4,7 @@ first; a file that does not parse is never overwritten."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import stat
@@ -16,6 +17,9 @@ import pytest
 from vault_mem.cli import main
 from vault_mem.clients.configs import CLIENTS, add_entry, config_place, remove_entry, server_command, server_entry
 from vault_mem.errors import InvalidInput
+from vault_mem.settings import Settings
+
+LIMITS = Settings()  # what connect reads of a client's config, as the command line has it by default
 
 OTHERS = {"filesystem": {"command": "npx", "args": ["-y", "@modelcontextprotocol/server-filesystem", "C:\\Users\\x"]},
           "memory": {"command": "npx", "args": ["-y", "@modelcontextprotocol/server-memory"],
@@ -60,18 +64,18 @@ def test_connect_then_disconnect_leaves_the_config_as_it_was_plus_or_minus_the_e
     vault = tmp_path / "My Notes"
     entry = server_entry(client, server_command(), vault)
 
-    added = add_entry(place, "vault-mem", entry)
+    added = add_entry(place, "vault-mem", entry, LIMITS)
     assert added.action == "added" and added.backup is not None and added.backup.read_bytes() == original
     after = json.loads(place.path.read_text(encoding="utf-8"))
     assert after == {**before, place.key: {**OTHERS, "vault-mem": entry}}
     assert list(after) == list(before), "the keys keep their order"
     assert entry["args"][-2:] == ["--vault", str(vault)] and Path(entry["command"]).is_absolute()
 
-    assert add_entry(place, "vault-mem", entry).action == "unchanged"
-    removed = remove_entry(place, "vault-mem")
+    assert add_entry(place, "vault-mem", entry, LIMITS).action == "unchanged"
+    removed = remove_entry(place, "vault-mem", LIMITS)
     assert removed.action == "removed" and removed.backup is not None
     assert json.loads(place.path.read_text(encoding="utf-8")) == before
-    assert remove_entry(place, "vault-mem").action == "absent"
+    assert remove_entry(place, "vault-mem", LIMITS).action == "absent"
 
 
 def test_a_config_that_does_not_parse_is_never_overwritten(tmp_path: Path) -> None:
@@ -81,7 +85,7 @@ def test_a_config_that_does_not_parse_is_never_overwritten(tmp_path: Path) -> No
     text = '{\n  // my servers\n  "servers": {}\n}\n'
     place.path.write_text(text, encoding="utf-8")
     with pytest.raises(InvalidInput) as caught:
-        add_entry(place, "vault-mem", server_entry("vscode", server_command(), tmp_path))
+        add_entry(place, "vault-mem", server_entry("vscode", server_command(), tmp_path), LIMITS)
     assert f"{place.path} does not parse as JSON at line 2, column 3" in caught.value.message
     assert place.path.read_text(encoding="utf-8") == text
     assert sorted(p.name for p in place.path.parent.iterdir()) == ["mcp.json"], "no backup, no temp file"
@@ -90,7 +94,7 @@ def test_a_config_that_does_not_parse_is_never_overwritten(tmp_path: Path) -> No
 def test_a_new_config_is_created_with_only_the_entry(tmp_path: Path) -> None:
     place = config_place("cursor", "darwin", layout(tmp_path, "darwin"))
     entry = server_entry("cursor", server_command(), tmp_path)
-    change = add_entry(place, "notes", entry)
+    change = add_entry(place, "notes", entry, LIMITS)
     assert change.action == "added" and change.backup is None
     assert json.loads(place.path.read_text(encoding="utf-8")) == {"mcpServers": {"notes": entry}}
 
@@ -206,11 +210,11 @@ def test_a_private_config_stays_private_in_its_backup_and_after_the_rewrite(tmp_
     place.path.write_text(json.dumps({"mcpServers": {"gh": {"command": "gh-mcp", "env": {
         "GITHUB_TOKEN": "ghp_secret"}}}}), encoding="utf-8")
     place.path.chmod(0o600)
-    change = add_entry(place, "vault-mem", server_entry("claude-desktop", server_command(), tmp_path))
+    change = add_entry(place, "vault-mem", server_entry("claude-desktop", server_command(), tmp_path), LIMITS)
     assert change.backup is not None and b"ghp_secret" in change.backup.read_bytes()
     assert stat.S_IMODE(change.backup.stat().st_mode) == 0o600, "the backup holds the token too"
     assert stat.S_IMODE(place.path.stat().st_mode) == 0o600
-    removed = remove_entry(place, "vault-mem")
+    removed = remove_entry(place, "vault-mem", LIMITS)
     assert removed.backup is not None and stat.S_IMODE(removed.backup.stat().st_mode) == 0o600
     assert stat.S_IMODE(place.path.stat().st_mode) == 0o600
 
@@ -223,7 +227,7 @@ def test_numbers_are_written_back_as_they_were_spelled(tmp_path: Path) -> None:
             f'"huge": {huge}, "odd": "\\ud800 lone"}}, "mcpServers": {{}}}}')
     place.path.write_text(text, encoding="utf-8")
     entry = server_entry("cursor", server_command(), tmp_path)
-    change = add_entry(place, "vault-mem", entry)
+    change = add_entry(place, "vault-mem", entry, LIMITS)
     written = place.path.read_text(encoding="utf-8")
     for spelled in ("1e400", "-0.0", "0.10000000000000000000001", "1E+2", huge, '"\\ud800 lone"'):
         assert spelled in written
@@ -233,7 +237,7 @@ def test_numbers_are_written_back_as_they_were_spelled(tmp_path: Path) -> None:
                         parse_int=str, parse_float=str)
     assert strict["mcpServers"]["vault-mem"] == entry
     assert change.rewritten is not None and "layout" in change.rewritten, "the layout change is said"
-    remove_entry(place, "vault-mem")
+    remove_entry(place, "vault-mem", LIMITS)
     assert json.loads(place.path.read_text(encoding="utf-8"), parse_int=str, parse_float=str) == json.loads(
         text, parse_int=str, parse_float=str)
 
@@ -318,12 +322,12 @@ def test_a_config_that_is_a_fifo_is_refused_without_waiting_on_it(tmp_path: Path
     assert stat.S_ISFIFO(os.stat(place.path).st_mode)
 
 
-def test_a_config_larger_than_the_bound_is_refused(tmp_path: Path, tuned: Any) -> None:
+def test_a_config_larger_than_the_bound_is_refused(tmp_path: Path) -> None:
     place = config_place("cursor", "linux", layout(tmp_path, "linux"))
     place.path.parent.mkdir(parents=True)
     text = '{"mcpServers": {}, "notes": "' + "x" * 200 + '"}'
     place.path.write_text(text, encoding="utf-8")
-    tuned(client_config_bytes=100)
     with pytest.raises(InvalidInput, match="larger than 100 bytes"):
-        add_entry(place, "vault-mem", server_entry("cursor", server_command(), tmp_path))
+        add_entry(place, "vault-mem", server_entry("cursor", server_command(), tmp_path),
+                  dataclasses.replace(LIMITS, client_config_bytes=100))
     assert place.path.read_text(encoding="utf-8") == text

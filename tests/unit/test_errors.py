@@ -12,6 +12,7 @@ import pytest
 import vault_mem.errors as errors
 from vault_mem.errors import CallerError, Fault, InvalidInput, VaultMemError, WriteFailed
 from vault_mem.mcp_server.answers import IS_ERROR, error_answer, to_result
+from vault_mem.settings import Settings
 
 CLASSES = [c for _, c in inspect.getmembers(errors, inspect.isclass)
            if issubclass(c, VaultMemError) and c not in (VaultMemError, CallerError, Fault)]
@@ -31,7 +32,7 @@ def test_every_error_is_either_the_callers_or_a_fault_and_the_docstring_draws_th
 @pytest.mark.parametrize("cls", CLASSES, ids=lambda c: c.__name__)
 def test_faults_answer_error_with_advice_and_caller_errors_never_do(cls: type[VaultMemError]) -> None:
     answer = error_answer(make(cls))
-    result = to_result("memory_read", answer)
+    result = to_result("memory_read", answer, Settings().max_answer_chars)
     if issubclass(cls, Fault):
         assert answer["status"] == "error" and isinstance(answer["retry"], bool)
         assert answer["message"].startswith("what happened; ") and len(answer["message"]) > len("what happened; ")

@@ -6,6 +6,7 @@ tests make their own ``tempfile.TemporaryDirectory``.
 
 from __future__ import annotations
 
+import dataclasses
 import difflib
 import errno
 import os
@@ -16,11 +17,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import Tuned
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from vault_mem.errors import InvalidInput, NotFound, WriteFailed
+from vault_mem.settings import Settings
 from vault_mem.vault.frontmatter import load_yaml, split_frontmatter
 from vault_mem.vault.reader import normalize_tags, read_note
 from vault_mem.vault.writer import (
@@ -462,7 +463,7 @@ def test_create_exclusive_never_overwrites(tmp_path: Path) -> None:
 
 
 def test_create_exclusive_lists_a_folder_again_only_once_it_changed(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, tuned: Tuned) -> None:
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from vault_mem.vault import writer
 
     listed: list[Path] = []
@@ -477,8 +478,8 @@ def test_create_exclusive_lists_a_folder_again_only_once_it_changed(
     assert create_exclusive(tmp_path, "b.md", b"3").name == "b 1.md"
     assert len(listed) == 2
     assert sorted(os.listdir(tmp_path)) == ["A 1.md", "B.md", "a.md", "b 1.md"]
-    tuned(names_fresh=0.0)  # a listing serves for a while only, changed or not
-    create_exclusive(tmp_path, "c.md", b"4")
+    # a listing serves for a while only, changed or not
+    create_exclusive(tmp_path, "c.md", b"4", config=dataclasses.replace(Settings(), names_fresh=0.0))
     assert len(listed) == 3
 
 

@@ -7,6 +7,7 @@ import argparse
 import sys
 from pathlib import Path
 
+from vault_mem import settings
 from vault_mem.cli.app import PROG, Command, register
 from vault_mem.cli.common import print_json, say, vault_root
 from vault_mem.cli.output import table
@@ -31,12 +32,12 @@ def add_options(parser: argparse.ArgumentParser) -> None:
                         help="with add: the agent may not write at all; write tools are not listed to it")
 
 
-def _open(args: argparse.Namespace, root: Path) -> int:
+def _open(args: argparse.Namespace, root: Path, config: settings.Settings) -> int:
     from vault_mem.served import keys
 
     if args.name:
         raise InvalidInput("NAME", "'agents open' takes no name; it opens the whole vault")
-    was = keys.open_vault(root)
+    was = keys.open_vault(root, config=config)
     if args.json:
         print_json({"status": "ok", "vault": keys.vault_key(root), "closed": False, "was_closed": was})
     else:
@@ -49,6 +50,7 @@ def _open(args: argparse.Namespace, root: Path) -> int:
 def cmd_agents(args: argparse.Namespace) -> int:
     from vault_mem.served import keys
 
+    config = settings.current()
     root = vault_root(args)
     if args.action != "add":
         for given, option in ((args.read, "--read"), (args.write, "--write"), (args.read_only, "--read-only")):
@@ -56,7 +58,7 @@ def cmd_agents(args: argparse.Namespace) -> int:
                 raise InvalidInput(option, f"only 'agents add' takes {option}: remove the key and add it again "
                                            "to change what an agent may do")
     if args.action == "open":
-        return _open(args, root)
+        return _open(args, root, config)
     if args.action in ("add", "remove") and not args.name:
         raise InvalidInput("NAME", f"'agents {args.action}' needs the agent's name: "
                                    f"{PROG} agents {args.action} NAME --vault {root}")
@@ -80,7 +82,7 @@ def cmd_agents(args: argparse.Namespace) -> int:
             print("\n".join(table(("agent", "read", "write", "read-only", "created"), rows, flexible=(2, 1))))
         return 0
     if args.action == "remove":
-        entry = keys.remove_agent(root, args.name)
+        entry = keys.remove_agent(root, args.name, config=config)
         left = len(keys.list_agents(root))
         if args.json:
             print_json({"status": "ok", "removed": entry.agent.name, "vault": keys.vault_key(root),
@@ -90,7 +92,7 @@ def cmd_agents(args: argparse.Namespace) -> int:
                 + ("" if left else f"; no key is left and the vault stays closed: HTTP requests need the shared "
                                    f"--token until {PROG} agents open --vault {root}"))
         return 0
-    entry, key = keys.add_agent(root, args.name, args.read, args.write, args.read_only)
+    entry, key = keys.add_agent(root, args.name, args.read, args.write, args.read_only, config=config)
     if args.json:
         print_json({"status": "ok", "agent": entry.agent.name, "key": key, "vault": keys.vault_key(root),
                     **{k: v for k, v in entry.public().items() if k != "agent"}})

@@ -12,6 +12,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from vault_mem import settings
 from vault_mem.cli.app import PROG
 from vault_mem.cli.output import json_text, visible
 from vault_mem.errors import InvalidInput
@@ -70,7 +71,7 @@ def open_index(args: argparse.Namespace, root: Path | None = None, doing: str = 
 def check_likely_vault(root: Path, doing: str) -> None:
     from vault_mem.vault.guard import unlikely_vault
 
-    why = unlikely_vault(root)
+    why = unlikely_vault(root, settings.current().many_files)
     if why:
         raise InvalidInput("--vault", f"{why}: is it really the vault? pass --yes to {doing} anyway")
 

@@ -9,6 +9,7 @@ import shlex
 from pathlib import Path
 from typing import Any
 
+from vault_mem import settings
 from vault_mem.cli.app import Command, register
 from vault_mem.cli.common import print_json, say, vault_root
 from vault_mem.clients.configs import (
@@ -118,6 +119,7 @@ def _change_answer(change: Change, name: str, next_step: str | None) -> dict[str
 def cmd_connect(args: argparse.Namespace) -> int:
     from vault_mem.clients.claude_code import claude_command, mcp_add
 
+    config = settings.current()
     name = _name(args)
     root = _connect_root(args)
     agent = _check_agent(args, root) if root.is_dir() else None
@@ -139,11 +141,11 @@ def cmd_connect(args: argparse.Namespace) -> int:
             print(text)
         return 0
     if claude is not None:
-        said = mcp_add(claude, name, [entry["command"], *entry["args"]])
+        said = mcp_add(claude, name, [entry["command"], *entry["args"]], timeout=config.claude_cli_timeout)
         answer = {"status": "ok", "client": args.client, "name": name, "config": "claude mcp (user scope)",
                   "action": "added", "backup": None, "next": NEXT_STEP[args.client], "message": said}
         return _report(args, answer, f"added {name} with 'claude mcp add --scope user'")
-    change = add_entry(place, name, entry)
+    change = add_entry(place, name, entry, config)
     answer = _change_answer(change, name, NEXT_STEP[args.client])
     verb = {"added": "added", "replaced": "replaced", "unchanged": "already had"}[change.action]
     return _report(args, answer, f"{verb} {name} ({shlex.join([entry['command'], *entry['args']])}) in {place.path}")
@@ -152,16 +154,17 @@ def cmd_connect(args: argparse.Namespace) -> int:
 def cmd_disconnect(args: argparse.Namespace) -> int:
     from vault_mem.clients.claude_code import claude_command, mcp_remove
 
+    config = settings.current()
     name = _name(args)
     claude = claude_command() if args.client == "claude-code" else None
     if claude is not None:
-        removed, said = mcp_remove(claude, name)
+        removed, said = mcp_remove(claude, name, timeout=config.claude_cli_timeout)
         answer = {"status": "ok", "client": args.client, "name": name, "config": "claude mcp (user scope)",
                   "action": "removed" if removed else "absent", "backup": None,
                   "next": GONE_STEP[args.client] if removed else None, "message": said}
         return _report(args, answer, f"removed {name} with 'claude mcp remove'" if removed
                        else f"'claude mcp remove' removed nothing: {said}")
-    change = remove_entry(config_place(args.client), name)
+    change = remove_entry(config_place(args.client), name, config)
     line = (f"removed {name} from {change.place.path}" if change.action == "removed"
             else f"{change.place.path} has no server named {name}; nothing was changed")
     return _report(args, _change_answer(change, name, GONE_STEP[args.client]), line)

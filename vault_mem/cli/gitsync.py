@@ -7,6 +7,7 @@ import argparse
 import sys
 from pathlib import Path
 
+from vault_mem import settings
 from vault_mem.cli.app import PROG, Command, register
 from vault_mem.cli.common import print_json, say, vault_root
 from vault_mem.cli.output import visible
@@ -36,7 +37,7 @@ def start_serve_options(args: argparse.Namespace, root: Path) -> None:
         return
     from vault_mem.git.repo import Repo
 
-    if Repo.find(root) is None:
+    if Repo.find(root, settings.current()) is None:
         say(f"warning: {root} is not a git work tree: --git-commit and --sync-every do nothing (see docs/git.md)")
         return
     if args.git_commit:
@@ -53,7 +54,7 @@ def cmd_sync(args: argparse.Namespace) -> int:
     from vault_mem.git.sync import sync_vault
 
     root = vault_root(args)
-    result = sync_vault(root)
+    result = sync_vault(root, config=settings.current())
     lines = result.lines or ["nothing to do"]
     if args.json:
         print_json({"status": "ok" if result.complete else "error", "complete": result.complete,

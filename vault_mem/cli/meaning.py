@@ -7,6 +7,7 @@ import argparse
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from vault_mem import settings
 from vault_mem.cli.app import PROG, Command, register
 from vault_mem.cli.common import print_json, say
 from vault_mem.errors import InvalidInput
@@ -30,7 +31,7 @@ def open_meaning(args: argparse.Namespace, index: VaultIndex) -> Meaning | None:
     from vault_mem.meaning.embedder import Meaning
     from vault_mem.meaning.pull import resolve_model
 
-    return Meaning.open(resolve_model(value), index.dir)
+    return Meaning.open(resolve_model(value), index.dir, config=index.config)
 
 
 def embed_now(meaning: Meaning, index: VaultIndex, quiet: bool) -> int:
@@ -127,6 +128,7 @@ def cmd_meaning(args: argparse.Namespace) -> int:
     from vault_mem.meaning.pull import DEFAULT_MODEL, pull
     from vault_mem.search.api import Progress
 
+    config = settings.current()
     name = args.name or DEFAULT_MODEL
     bars: list[Progress] = []
 
@@ -136,11 +138,11 @@ def cmd_meaning(args: argparse.Namespace) -> int:
         return bar.advance
 
     try:
-        folder = pull(name, progress, force=args.force)
+        folder = pull(name, progress, config=config, force=args.force)
     finally:
         for bar in bars:
             bar.finish()
-    model = load_model(folder)  # a download that is not a usable model says so now, not at serve
+    model = load_model(folder, config=config)  # a download that is not a usable model says so now, not at serve
     answer: dict[str, Any] = {"status": "ok", "model": name, "folder": str(folder), "dim": model.dim}
     if args.json:
         print_json(answer)

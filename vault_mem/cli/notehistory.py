@@ -19,7 +19,7 @@ if TYPE_CHECKING:
 
 
 def history_options(parser: argparse.ArgumentParser) -> None:
-    config = settings.current()
+    config = settings.Settings()  # the parser is made before the command's settings: it shows the defaults
     parser.add_argument("ref", metavar="REF",
                         help="the note: its id, permalink, path, file name, title or alias (quote spaces); a "
                              "deleted note by the path, id or title the journal names")
@@ -27,8 +27,7 @@ def history_options(parser: argparse.ArgumentParser) -> None:
                         help=f"how many git commits to show at most (default {config.cli_history_default})")
 
 
-def _limit(text: str | None) -> int:
-    config = settings.current()
+def _limit(text: str | None, config: settings.Settings) -> int:
     if text is None:
         return config.cli_history_default
     if not text.strip().isdigit() or not 1 <= int(text) <= config.max_history:
@@ -59,11 +58,12 @@ def _gone_keys(ref: str, rows: list[dict[str, Any]]) -> set[str]:
 def cmd_history(args: argparse.Namespace) -> int:
     from vault_mem.cli.common import open_index
 
-    commits = _limit(args.limit)
+    config = settings.current()
+    commits = _limit(args.limit, config)
     try:
         read = run_query(args, "memory_read", {"ref": args.ref, "history": commits, "max_chars": 1})
     except NotFound:
-        return _gone(args)
+        return _gone(args, config.journal_max_age_days)
     if read.get("status") != "ok":
         return print_answer(args, read, lambda a: None)
     index = open_index(args)
@@ -73,11 +73,11 @@ def cmd_history(args: argparse.Namespace) -> int:
     if args.json:
         print_json(answer)
         return 0
-    _print_history(answer)
+    _print_history(answer, config.journal_max_age_days)
     return 0
 
 
-def _gone(args: argparse.Namespace) -> int:
+def _gone(args: argparse.Namespace, days: int) -> int:
     """A note no longer in the vault, as the journal remembers it; NotFound when it names none."""
     from vault_mem.cli.common import open_index
     from vault_mem.writes.undo import log
@@ -94,12 +94,12 @@ def _gone(args: argparse.Namespace) -> int:
     if args.json:
         print_json(answer)
     else:
-        _print_history(answer)
+        _print_history(answer, days)
     return 0
 
 
-def _print_history(a: dict[str, Any]) -> None:
-
+def _print_history(a: dict[str, Any], days: int) -> None:
+    """``a`` for a person; ``days``: what the journal keeps (``journal_max_age_days``)."""
     rows = [(r["time"].replace("+00:00", "Z"), r["agent"], r["kind"],
              r["path"] + (f" -> {r['trash']}" if r.get("trash") else "")) for r in a["changes"]]
     rows += [(c["date"].replace("+00:00", "Z"), c["author"], f"commit {c['sha'][:8]}", c["subject"])
@@ -108,7 +108,6 @@ def _print_history(a: dict[str, Any]) -> None:
     print(visible(f"{a['title']} ({a['permalink'] or a['path'] + ', not in the vault now'})"))
     if rows:
         print("\n".join(table(("time", "by", "change", "note or commit"), rows, flexible=(3, 1))))
-    days = settings.current().journal_max_age_days
     said = [plural(len(a["changes"]), "change") + f" by write tools (the journal keeps {days} days)"]
     if a["commits"] is None:
         said.append("no git history" + ("" if a["permalink"] is None else " (the vault is not a git work tree)"))

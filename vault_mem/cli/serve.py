@@ -31,6 +31,9 @@ from vault_mem.served.agents import Agent
 from vault_mem.served.keys import KeyRing, list_agents
 
 TOKEN_ENV = "VAULT_MEM_TOKEN"  # the token by environment: kept out of argv, and how workers get it
+# Seconds between two looks at the transport's thread: Ctrl-C reaches the main thread only between
+# two timed joins, on every platform; any short pause does.
+SIGNAL_POLL = 0.5
 
 if TYPE_CHECKING:
     from vault_mem.mcp_server.app import Calls
@@ -112,7 +115,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
         index.close()
         return serve_workers(args, root, workers, token,
-                             lambda: _say_http(root, url, token, keys, args.allow_origin))
+                             lambda: _say_http(root, url, token, keys, args.allow_origin),
+                             stop_wait=config.worker_stop_wait)
 
     from vault_mem.runtime.lifecycle import Runtime
     from vault_mem.search.api import present
@@ -155,14 +159,15 @@ def cmd_serve(args: argparse.Namespace) -> int:
                           git_commit=args.git_commit, meaning=meaning)
             calls = Calls(vault, args.read_only)
             # Of serve --workers N, worker 1 makes every write (mcp_server/delegate.py).
-            delegate = Delegate(seat.write_port, seat.secret) if seat is not None and not seat.leads else None
+            delegate = (Delegate(seat.write_port, seat.secret, config=config) if seat is not None and not seat.leads
+                        else None)
             server = build_server(vault, caller=caller, read_only=args.read_only, calls=calls, delegate=delegate)
             loaded.set()
             if seat is None or not seat.takes_writes:  # worker 1 of several answers no reads
                 from vault_mem.mcp_server.warm import warm_when_ready
 
                 warm_when_ready(vault, runtime.wait_ready)
-            run = _transport(args, server, url, token, root, keys, caller, seat, calls)
+            run = _transport(args, server, url, token, root, keys, caller, seat, calls, config=config)
             tuning.settle_collector(runtime.quiet_for)
             if seat is None or seat.leads:
                 start_serve_options(args, root)
@@ -224,7 +229,8 @@ def _stdio_agent(args: argparse.Namespace, keys: KeyRing, root: Any) -> Agent | 
 
 
 def _transport(args: argparse.Namespace, server: Any, url: str, token: str | None, root: Any, keys: KeyRing,
-               caller: Agent | None, seat: Seat | None = None, calls: Calls | None = None) -> Callable[[], None]:
+               caller: Agent | None, seat: Seat | None = None, calls: Calls | None = None, *,
+               config: settings.Settings) -> Callable[[], None]:
     """Say how to connect, and return the function that serves until the client or a signal ends it."""
     if args.http:
         from vault_mem.mcp_server.transports import run_http
@@ -232,7 +238,7 @@ def _transport(args: argparse.Namespace, server: Any, url: str, token: str | Non
         if seat is None:  # the workers' parent says it once
             _say_http(root, url, token, keys, args.allow_origin)
         return lambda: run_http(server, args.host, args.port, token, args.allowed_host, keys, seat, calls,
-                                tuple(args.allow_origin))
+                                tuple(args.allow_origin), config=config)
     from vault_mem.mcp_server.transports import run_stdio
 
     if sys.stdin.isatty():
@@ -279,7 +285,7 @@ def _run_until_stopped(run: Callable[[], None], runtime: Any, grace: float, quie
     try:  # SIGTERM raises KeyboardInterrupt too (cli/__init__.py)
         thread.start()
         while thread.is_alive():
-            thread.join(0.5)  # a timed join: Ctrl-C reaches the main thread on every platform
+            thread.join(SIGNAL_POLL)
     except KeyboardInterrupt:
         _stop_now(runtime, quiet)
     runtime.stop(grace)

@@ -17,7 +17,7 @@ TOKEN_OPTIONS = ("--token", "--token-file")  # left out of a worker's arguments:
 
 
 def worker_count(text: str) -> int:
-    config = settings.current()
+    config = settings.Settings()  # an option's type runs while the arguments are parsed, before the settings are made
     try:
         count = int(text)
     except ValueError:
@@ -45,16 +45,17 @@ def without_token(argv: list[str]) -> list[str]:
 
 
 def serve_workers(args: argparse.Namespace, root: Path, count: int, token: str | None,
-                  say_http: Callable[[], None]) -> int:
+                  say_http: Callable[[], None], *, stop_wait: float) -> int:
     """Run ``count`` workers until Ctrl-C or SIGTERM (status 130) or until one ends (status 1).
-    The workers get ``token`` in their environment, never in their arguments (``without_token``)."""
+    The workers get ``token`` in their environment, never in their arguments (``without_token``);
+    each gets ``stop_wait`` seconds to stop (``worker_stop_wait``)."""
     from vault_mem.mcp_server.workers import Workers
 
     if args.read_only:
         say("read-only: no write tools are served")
     say(f"{PROG} {__version__} serving the vault {root}")
     workers = Workers([sys.executable, "-m", "vault_mem", *without_token(args.argv)], args.host, args.port, count,
-                      token)
+                      token, stop_wait=stop_wait)
     try:
         pids = workers.start()
         say(f"{count} worker processes on one port (pids {', '.join(map(str, pids))}), each with its own "

@@ -2,8 +2,8 @@
 
     config_place(client, system, env)     the file and the key holding its servers
     server_entry(client, command, vault)  what the entry holds: this install's absolute command
-    add_entry(place, name, entry)         merge into the file: a backup first, other servers kept
-    remove_entry(place, name)             take the one entry out, the same way
+    add_entry(place, name, entry, limits)     merge into the file: a backup first, other servers kept
+    remove_entry(place, name, limits)         take the one entry out, the same way
 
 The files are JSON; one that does not parse (a trailing comma, a comment), that holds a
 key twice in one object, or NaN/Infinity, that is nested deeper than ``client_config_depth`` or
@@ -27,8 +27,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from vault_mem import settings
 from vault_mem.errors import InvalidInput
+from vault_mem.settings import Settings
 from vault_mem.vault.portable import read_regular
 from vault_mem.vault.writer import atomic_write
 
@@ -136,11 +136,11 @@ def server_entry(client: str, command: list[str], vault: Path, agent: str | None
     return entry
 
 
-def read_config(place: Place) -> tuple[dict[str, Any], bytes | None]:
-    """(the config as parsed, its bytes); ({}, None) when the file does not exist yet."""
-    config_limits = settings.current()
+def read_config(place: Place, config_limits: Settings) -> tuple[dict[str, Any], bytes | None]:
+    """(the config as parsed, its bytes); ({}, None) when the file does not exist yet; ``config_limits``:
+    the settings that bound what is read (``client_config_bytes``, ``client_config_depth``)."""
     try:
-        data = read_regular(place.path, config_limits.client_config_bytes)
+        data = read_regular(place.path, config_limits.client_config_bytes, chunk=config_limits.read_chunk)
     except FileNotFoundError:
         return {}, None
     except OSError as exc:
@@ -220,7 +220,8 @@ def dumps(value: Any, level: int = 0) -> str:
     return json.dumps(value, ensure_ascii=False)
 
 
-def _write(place: Place, config: dict[str, Any], before: bytes | None) -> tuple[Path | None, str | None]:
+def _write(place: Place, config: dict[str, Any], before: bytes | None,
+           limits: Settings) -> tuple[Path | None, str | None]:
     """Write ``config``: first the file as it was to a backup with the file's own permission bits,
     then the new text over it atomically (atomic_write keeps the bits of the file it replaces).
     Returns (the backup, what of the old layout was not kept)."""
@@ -228,10 +229,10 @@ def _write(place: Place, config: dict[str, Any], before: bytes | None) -> tuple[
     if before is not None:
         stamp = dt.datetime.now(dt.UTC).strftime("%Y%m%dT%H%M%S%fZ")
         backup = place.path.with_name(f"{place.path.name}.{stamp}.bak")
-        atomic_write(backup, before, mode=stat.S_IMODE(os.stat(place.path).st_mode))
+        atomic_write(backup, before, mode=stat.S_IMODE(os.stat(place.path).st_mode), config=limits)
         rewritten = _layout_change(before)
     place.path.parent.mkdir(parents=True, exist_ok=True)
-    atomic_write(place.path, (dumps(config) + "\n").encode("utf-8"))
+    atomic_write(place.path, (dumps(config) + "\n").encode("utf-8"), config=limits)
     return backup, rewritten
 
 
@@ -250,23 +251,23 @@ def _layout_change(before: bytes) -> str | None:
             "written as 2-space JSON; every key, value and number is kept as it was")
 
 
-def add_entry(place: Place, name: str, entry: dict[str, Any]) -> Change:
-    config, before = read_config(place)
+def add_entry(place: Place, name: str, entry: dict[str, Any], limits: Settings) -> Change:
+    config, before = read_config(place, limits)
     servers = config.get(place.key, {})
     if servers.get(name) == entry:
         return Change(place, "unchanged")
     action = "replaced" if name in servers else "added"
     config[place.key] = {**servers, name: entry}
-    return Change(place, action, *_write(place, config, before))
+    return Change(place, action, *_write(place, config, before, limits))
 
 
-def remove_entry(place: Place, name: str) -> Change:
-    config, before = read_config(place)
+def remove_entry(place: Place, name: str, limits: Settings) -> Change:
+    config, before = read_config(place, limits)
     servers = config.get(place.key, {})
     if name not in servers:
         return Change(place, "absent")
     config[place.key] = {k: v for k, v in servers.items() if k != name}
-    return Change(place, "removed", *_write(place, config, before))
+    return Change(place, "removed", *_write(place, config, before, limits))
 
 
 def snippet(place: Place, name: str, entry: dict[str, Any]) -> str:

@@ -18,9 +18,9 @@ import tempfile
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from vault_mem import settings
 from vault_mem.errors import GitError
 from vault_mem.git.repo import Repo
+from vault_mem.settings import Settings
 
 _AGENT_NAME = re.compile(r"[^A-Za-z0-9._-]+")
 
@@ -39,7 +39,7 @@ def commit_paths(repo: Repo, paths: Sequence[str], message: str, author: Mapping
     Returns the new commit, or None when those files already match HEAD. Raises GitError with
     git's reason when the commit cannot be made (no identity, a held lock, a detached HEAD...).
     """
-    for _attempt in range(settings.current().git_commit_attempts):
+    for _attempt in range(repo.config.git_commit_attempts):
         old = repo.head()
         tree = _tree_with(repo, old, [repo.to_top(p) for p in paths if p not in (contents or {})],
                           {repo.to_top(p): data for p, data in (contents or {}).items()})
@@ -96,7 +96,7 @@ def _nul(paths: Sequence[str]) -> bytes:
 
 
 def write_commit(root: Path, tool: str, agent: str, title: str, paths: Sequence[str],
-                 before: Mapping[str, bytes | None]) -> str | None:
+                 before: Mapping[str, bytes | None], *, config: Settings | None = None) -> str | None:
     """``serve --git-commit``: commit one write tool's change, author the agent. Never raises.
 
     Returns None when the change was committed, else the warning the answer carries. A note that
@@ -104,7 +104,7 @@ def write_commit(root: Path, tool: str, agent: str, title: str, paths: Sequence[
     alone (applied to HEAD's version by a three-way merge), and the person's edit stays
     uncommitted on disk; when the two overlap, nothing is committed and the warning says so.
     """
-    repo = Repo.find(root)
+    repo = Repo.find(root, config)
     if repo is None:
         return "not committed: the vault is not a git work tree (serve --git-commit needs one)"
     try:

@@ -36,7 +36,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from vault_mem import settings
 from vault_mem.errors import GitError
 from vault_mem.git.repo import Repo, blob_id
 from vault_mem.vault.dates import UTC, iso
@@ -160,7 +159,7 @@ class History:
         return tuple(stamp)
 
     def _catch_up(self) -> set[str]:
-        config = settings.current()
+        config = self.repo.config
         old = self._state
         head = self.repo.head()
         if head == old.head and old.head is not None:
@@ -198,7 +197,7 @@ class History:
                 revisions]
         if self.repo.prefix:
             args += ["--", self.repo.prefix]
-        done = self.repo.git(args, timeout=settings.current().git_history_timeout)
+        done = self.repo.git(args, timeout=self.repo.config.git_history_timeout)
         out = done.stdout.decode("utf-8", "surrogateescape")
         touched: set[str] = set()
         for header, changes in _records(out):
@@ -210,12 +209,13 @@ class History:
             state.commits.append((parts[0], when, parts[2], parts[3]))
             for status, paths in changes:
                 rels = [self.repo.to_vault(p) for p in paths]
-                self._apply_change(state, status, rels, index, when)
+                self._apply_change(state, status, rels, index, when, self.repo.config.history_max_commits - 1)
                 touched.update(p for p in rels if p is not None)
         return touched
 
     @staticmethod
-    def _apply_change(state: _State, status: str, paths: list[str | None], index: int, when: int) -> None:
+    def _apply_change(state: _State, status: str, paths: list[str | None], index: int, when: int, kept: int) -> None:
+        """``kept``: the commits a note keeps before this one (``history_max_commits`` - 1)."""
         lives = state.lives
         target = paths[-1]
         if status[0] in "RC" and len(paths) == 2:
@@ -233,7 +233,6 @@ class History:
             base = Life(earlier.created, max(earlier.updated, when), earlier.commits)
         if target is None or not _is_note(target):
             return
-        kept = settings.current().history_max_commits - 1
         lives[target] = Life(base.created, base.updated, [*base.commits[-kept:], index])
 
     def _apply_tree_diff(self, state: _State, old: str, new: str) -> set[str]:
@@ -241,7 +240,7 @@ class History:
         args = ["diff-tree", "-r", "-z", "--no-renames", old, new]
         if self.repo.prefix:
             args += ["--", self.repo.prefix]
-        done = self.repo.git(args, timeout=settings.current().git_history_timeout)
+        done = self.repo.git(args, timeout=self.repo.config.git_history_timeout)
         tokens = done.stdout.decode("utf-8", "surrogateescape").split("\0")
         changed: set[str] = set()
         for meta, path in zip(tokens[0::2], tokens[1::2], strict=False):
@@ -260,7 +259,7 @@ class History:
         args = ["ls-tree", "-r", "-z", "--full-tree", head]
         if self.repo.prefix:
             args += ["--", self.repo.prefix]
-        done = self.repo.git(args, timeout=settings.current().git_history_timeout)
+        done = self.repo.git(args, timeout=self.repo.config.git_history_timeout)
         out = done.stdout.decode("utf-8", "surrogateescape")
         blobs: dict[str, str] = {}
         for entry in out.split("\0"):

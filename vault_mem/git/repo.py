@@ -18,11 +18,12 @@ import os
 import shutil
 import subprocess
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from vault_mem import settings
 from vault_mem.errors import GitError
+from vault_mem.settings import Settings
 
 ZERO_OID = "0" * 40
 
@@ -42,9 +43,9 @@ def _environment(extra: Mapping[str, str] | None) -> dict[str, str]:
 
 
 def run(cwd: Path, args: Sequence[str], *, env: Mapping[str, str] | None = None, input: bytes | None = None,
-        timeout: float | None = None, check: bool = True) -> subprocess.CompletedProcess[bytes]:
-    """``git args...`` in ``cwd``; raises GitError when git is missing, times out or (``check``) fails."""
-    timeout = settings.current().git_timeout if timeout is None else timeout
+        timeout: float, check: bool = True) -> subprocess.CompletedProcess[bytes]:
+    """``git args...`` in ``cwd``; raises GitError when git is missing, takes over ``timeout``
+    seconds or (``check``) fails."""
     exe = git_executable()
     if exe is None:
         raise GitError("git is not installed (no 'git' on the PATH)")
@@ -81,39 +82,46 @@ def blob_id(data: bytes, like: str = ZERO_OID) -> str:
 @dataclass(frozen=True)
 class Repo:
     """A git work tree that holds a vault: ``top`` is the work tree's root, ``prefix`` the vault's
-    folder inside it ('' or ending in '/'), ``git_dir`` the repository's own folder."""
+    folder inside it ('' or ending in '/'), ``git_dir`` the repository's own folder; ``config``:
+    the settings it was found with, whose timeouts its commands (and a ``History`` of it) keep."""
 
     top: Path
     prefix: str
     git_dir: Path
     vault: Path
     object_format: str = "sha1"
+    config: Settings = field(default_factory=Settings, kw_only=True, compare=False, repr=False)
 
     @property
     def zero_oid(self) -> str:
         return "0" * (64 if self.object_format == "sha256" else 40)
 
     @classmethod
-    def find(cls, vault: Path) -> Repo | None:
-        """The work tree holding ``vault``, or None (not a work tree, a bare repository, no git)."""
+    def find(cls, vault: Path, config: Settings | None = None) -> Repo | None:
+        """The work tree holding ``vault``, or None (not a work tree, a bare repository, no git).
+        ``config``: the process's settings, given by every caller once issue 55's branches are
+        merged (None reads them here until then)."""
+        if config is None:
+            config = settings.current()  # NOT CONVERTED YET: writes/undo.py, search/gitfollow.py pass none
         if git_executable() is None:
             return None
         try:
             done = run(vault, ["rev-parse", "--is-inside-work-tree", "--show-toplevel", "--show-prefix",
                                "--absolute-git-dir", "--show-object-format"], check=False,
-                       timeout=settings.current().git_probe_timeout)
+                       timeout=config.git_probe_timeout)
         except GitError:
             return None
         lines = done.stdout.decode("utf-8", "surrogateescape").split("\n")
         if done.returncode != 0 or len(lines) < 5 or lines[0] != "true":
             return None
         return cls(top=Path(lines[1]), prefix=lines[2], git_dir=Path(lines[3]), vault=vault,
-                   object_format=lines[4] or "sha1")
+                   object_format=lines[4] or "sha1", config=config)
 
     def git(self, args: Sequence[str], *, env: Mapping[str, str] | None = None, input: bytes | None = None,
             timeout: float | None = None, check: bool = True) -> subprocess.CompletedProcess[bytes]:
-        """``git args`` run at the work tree's root (paths are then relative to ``top``)."""
-        timeout = settings.current().git_timeout if timeout is None else timeout
+        """``git args`` run at the work tree's root (paths are then relative to ``top``); ``timeout``:
+        ``git_timeout`` when None."""
+        timeout = self.config.git_timeout if timeout is None else timeout
         return run(self.top, args, env=env, input=input, timeout=timeout, check=check)
 
     def out(self, args: Sequence[str], *, env: Mapping[str, str] | None = None, input: bytes | None = None,

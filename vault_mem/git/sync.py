@@ -30,10 +30,10 @@ import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from vault_mem import settings
 from vault_mem.errors import GitError
 from vault_mem.git.commit import commit_paths
 from vault_mem.git.repo import Repo, last_line
+from vault_mem.settings import Settings
 
 CONFLICT_COPY = re.compile(r" \(conflict [^()/]* \d{4}-\d{2}-\d{2}\)(?: \d+)?\.md$", re.IGNORECASE)
 _HOST_CHARS = re.compile(r"[^A-Za-z0-9._-]+")
@@ -62,10 +62,12 @@ def host_name() -> str:
     return _HOST_CHARS.sub("-", name).strip("-") or "host"
 
 
-def sync_vault(root: Path, host: str | None = None, today: dt.date | None = None) -> SyncResult:
-    """Run one sync of the vault at ``root``. Raises GitError only when the vault is not a git work
-    tree; every other failure is a line of the result with ``complete`` False."""
-    repo = Repo.find(root)
+def sync_vault(root: Path, host: str | None = None, today: dt.date | None = None, *,
+               config: Settings | None = None) -> SyncResult:
+    """Run one sync of the vault at ``root`` (with the timeouts and rounds of ``config``). Raises
+    GitError only when the vault is not a git work tree; every other failure is a line of the
+    result with ``complete`` False."""
+    repo = Repo.find(root, config)
     if repo is None:
         raise GitError(f"{root} is not a git repository (not inside a git work tree): run `git init` there "
                        "and add a remote to sync it")
@@ -81,7 +83,7 @@ def sync_vault(root: Path, host: str | None = None, today: dt.date | None = None
 
 
 def _sync(repo: Repo, result: SyncResult, host: str, day: str) -> None:
-    config = settings.current()
+    config = repo.config
     busy = repo.busy()
     if busy:
         result.lines.append(f"not synced: {busy}")

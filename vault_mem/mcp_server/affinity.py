@@ -64,8 +64,9 @@ def tag(worker: int) -> bytes:
 class Affinity:
     """ASGI middleware of worker ``me``: ``ports[i]`` is worker i's private loopback port."""
 
-    def __init__(self, app: ASGIApp, me: int, ports: list[int]) -> None:
+    def __init__(self, app: ASGIApp, me: int, ports: list[int], *, connect_wait: float) -> None:
         self.app = app
+        self.connect_wait = connect_wait  # affinity_connect_wait
         self.me = me
         self.ports = ports
         self._mine = tag(me)
@@ -113,7 +114,7 @@ class Affinity:
 
     def _http(self) -> httpx2.AsyncClient:
         if self._client is None:  # created in the server's event loop, kept for its life
-            self._client = httpx2.AsyncClient(timeout=httpx2.Timeout(None, connect=10.0),
+            self._client = httpx2.AsyncClient(timeout=httpx2.Timeout(None, connect=self.connect_wait),
                                               limits=httpx2.Limits(max_connections=None,
                                                                    max_keepalive_connections=64))
         return self._client

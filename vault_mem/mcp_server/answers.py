@@ -15,7 +15,6 @@ from typing import Any
 
 import mcp.types as t
 
-from vault_mem import settings
 from vault_mem.errors import Fault, InternalError, InvalidInput, VaultMemError
 
 log = logging.getLogger("vault_mem.mcp_server")
@@ -46,15 +45,15 @@ def answer_json(answer: dict[str, Any]) -> str:
     return _ENCODER.encode(answer)
 
 
-def answer_text(tool: str, answer: dict[str, Any]) -> str:
-    """The text block of ``answer`` (an error answer instead when it passes the bound)."""
-    config = settings.current()
+def answer_text(tool: str, answer: dict[str, Any], max_chars: int) -> str:
+    """The text block of ``answer`` (an error answer instead when it passes ``max_chars``, the
+    ``max_answer_chars`` setting)."""
     text = answer_json(answer)
-    if len(text) > config.max_answer_chars:
+    if len(text) > max_chars:
         # A bug in a query module, not the caller's fault: say so rather than send it.
         log.error("%s answer of %d characters passed the bound", tool, len(text))
         text = answer_json(error_answer(InternalError(
-            f"{tool} built an answer of {len(text)} characters, over the {config.max_answer_chars} bound",
+            f"{tool} built an answer of {len(text)} characters, over the {max_chars} bound",
             advice="this is a bug in vault-mem; a narrower query or a lower limit may pass meanwhile")))
     return text
 
@@ -71,5 +70,5 @@ def text_result(text: str) -> t.CallToolResult:
     )
 
 
-def to_result(tool: str, answer: dict[str, Any]) -> t.CallToolResult:
-    return text_result(answer_text(tool, answer))
+def to_result(tool: str, answer: dict[str, Any], max_chars: int) -> t.CallToolResult:
+    return text_result(answer_text(tool, answer, max_chars))

@@ -23,7 +23,7 @@ import mcp.types as t
 from mcp.server.apps import EXTENSION_ID, client_supports_apps
 from mcp.server.lowlevel import Server
 
-from vault_mem import __version__, settings
+from vault_mem import __version__
 from vault_mem.errors import Forbidden, InternalError, InvalidInput, NotFound, VaultMemError, VaultUnavailable
 from vault_mem.mcp_server.answers import answer_text, error_answer, text_result
 from vault_mem.mcp_server.delegate import Delegate
@@ -143,17 +143,18 @@ def caller_of(ctx: Any, fixed: Agent | None) -> Agent | None:
 
 
 class Calls:
-    """Tool calls of one server, run in its call threads (at most ``CALL_THREADS`` at once)."""
+    """Tool calls of one server, run in its call threads (at most ``call_threads`` at once)."""
 
     def __init__(self, vault: Vault, read_only: bool = False) -> None:
         self.vault = vault
+        self.config = vault.index.config
         self.read_only = read_only
         self.specs = {spec.name: spec for spec in tools_for(vault.compat, meaning=vault.meaning is not None)}
         self._limiter: anyio.CapacityLimiter | None = None  # made on first use, inside the event loop
 
     async def run(self, name: str, arguments: dict[str, Any] | None, caller: Agent | None) -> t.CallToolResult:
         if self._limiter is None:
-            self._limiter = anyio.CapacityLimiter(settings.current().call_threads)
+            self._limiter = anyio.CapacityLimiter(self.config.call_threads)
         # The result is made in the call thread too: the event loop, which every request of this
         # worker passes through (writes on their way to worker 1 as well), does no more than it must.
         return await anyio.to_thread.run_sync(self.result, name, arguments, caller, limiter=self._limiter)
@@ -163,7 +164,7 @@ class Calls:
 
     def text(self, name: str, arguments: dict[str, Any] | None, caller: Agent | None) -> str:
         """The call's answer as its text block (``answers.answer_text``)."""
-        return answer_text(name, self.answer(name, arguments, caller))
+        return answer_text(name, self.answer(name, arguments, caller), self.config.max_answer_chars)
 
     def answer(self, name: str, arguments: dict[str, Any] | None, caller: Agent | None) -> dict[str, Any]:
         """The call run in this thread (worker 1 runs the others' write calls so: mcp_server/delegate.py)."""
@@ -262,7 +263,7 @@ def _renders_apps(ctx: Any) -> bool:
 
 
 def _resource_page(vault: Vault, start: int, caller: Agent | None) -> tuple[list[t.Resource], str | None]:
-    config = settings.current()
+    config = vault.index.config
     try:
         with view_of(vault, caller) as view:
             column = view.snapshot.column("path")
@@ -301,7 +302,7 @@ def _resource_text(vault: Vault, uri: str, caller: Agent | None) -> str:
             record = view.snapshot.record(docnum)
             data, real = view.note_bytes(record, "uri")
             if not view.may_see(str(record["path"]), None, record.get("real"), real):
-                raise no_note(uri)
+                raise no_note(uri, vault.index.config.shown_ref_chars)
     except (NotFound, InvalidInput) as exc:
         raise MCPError(code=t.INVALID_PARAMS, message=str(exc), data={"uri": uri}) from None
     except OSError as exc:

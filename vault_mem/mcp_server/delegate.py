@@ -39,11 +39,11 @@ from anyio.abc import SocketStream
 from anyio.streams.buffered import BufferedByteReceiveStream
 from mcp.server.transport_security import DEFAULT_MAX_REQUEST_BODY_SIZE
 
-from vault_mem import settings
 from vault_mem.errors import InternalError
 from vault_mem.mcp_server.answers import answer_json, error_answer, text_result, to_result
 from vault_mem.mcp_server.throttled import Throttled
 from vault_mem.served.agents import Agent
+from vault_mem.settings import Settings
 
 log = logging.getLogger("vault_mem.mcp_server")
 FRAME = struct.Struct(">I")
@@ -84,11 +84,11 @@ class _Connection:
 class Delegate:
     """A worker's way to worker 1: ``call`` runs a write tool there."""
 
-    def __init__(self, port: int, secret: str, connections: int | None = None) -> None:
-        connections = settings.current().delegate_connections if connections is None else connections
+    def __init__(self, port: int, secret: str, *, config: Settings) -> None:
+        self.config = config
         self.port = port
         self.secret = secret.encode()
-        self.connections = connections
+        self.connections = config.delegate_connections
         self._idle: list[_Connection] = []
         self._slots: anyio.Semaphore | None = None  # made in the server's event loop
 
@@ -113,7 +113,7 @@ class Delegate:
                 return result
         return to_result(name, error_answer(InternalError(
             f"{name} could not reach the worker that writes (worker 1); nothing was written by this "
-            "call's worker; see the server's stderr")))
+            "call's worker; see the server's stderr")), self.config.max_answer_chars)
 
     async def aclose(self) -> None:
         idle, self._idle = self._idle, []
@@ -121,10 +121,10 @@ class Delegate:
             await connection.stream.aclose()
 
 
-def write_threads(workers: int) -> int:
-    """The connections worker 1 of ``workers`` serves at once: the others' ``delegate_connections``
-    each, plus as many again: room to reconnect."""
-    return settings.current().delegate_connections * workers
+def write_threads(workers: int, connections: int) -> int:
+    """The connections worker 1 of ``workers`` serves at once: the others' ``connections`` each
+    (``delegate_connections``), plus as many again: room to reconnect."""
+    return connections * workers
 
 
 class WriteServer:
@@ -132,13 +132,15 @@ class WriteServer:
     ``threads`` at once) checking the secret, then running the calls that come on it, one after
     another, through ``run_call``."""
 
-    def __init__(self, sock: socket.socket, secret: str, run_call: RunCall, threads: int) -> None:
+    def __init__(self, sock: socket.socket, secret: str, run_call: RunCall, threads: int, *,
+                 config: Settings) -> None:
+        self.config = config
         self.sock = sock
         self.secret = secret.encode()
         self.run_call = run_call
         self._slots = threading.BoundedSemaphore(threads)
         self._refusals = Throttled(log, "worker 1 refused write-call connections: %d at once is the bound "
-                                        "(docs/safety.md)", threads)
+                                        "(docs/safety.md)", threads, every=config.log_every)
 
     def start(self) -> None:
         threading.Thread(target=self._accept, name="vault-mem-writes", daemon=True).start()
@@ -152,7 +154,7 @@ class WriteServer:
                     return
                 self._refusals.note(f"accept failed ({exc.strerror or exc})")
                 # out of file descriptors: give the open ones time to end
-                time.sleep(settings.current().delegate_accept_pause)
+                time.sleep(self.config.delegate_accept_pause)
                 continue
             if not self._slots.acquire(blocking=False):
                 conn.close()  # no thread for it: it is closed at once, unread
@@ -171,7 +173,7 @@ class WriteServer:
             with conn:
                 conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
                 try:
-                    conn.settimeout(settings.current().delegate_secret_wait)
+                    conn.settimeout(self.config.delegate_secret_wait)
                     first = _receive(conn, len(self.secret))
                     if first is None or not self.secret or not hmac.compare_digest(first, self.secret):
                         return

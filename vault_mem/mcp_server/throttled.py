@@ -1,4 +1,4 @@
-"""Log lines for events a client can repeat at will, at most one per ``LOG_EVERY`` seconds.
+"""Log lines for events a client can repeat at will, at most one per ``log_every`` seconds.
 
 A refused connection, a failed accept: each may come thousands of times a second under a
 flood (asyncio logged a traceback for every failed accept of its backlog). The first is logged
@@ -12,15 +12,12 @@ import threading
 import time
 from collections.abc import Callable
 
-from vault_mem import settings
-
 
 class Throttled:
     """``note(detail)`` for each event; ``logger`` gets ``message`` with the count and last detail."""
 
-    def __init__(self, logger: logging.Logger, message: str, *args: object, every: float | None = None,
+    def __init__(self, logger: logging.Logger, message: str, *args: object, every: float,
                  clock: Callable[[], float] = time.monotonic) -> None:
-        every = settings.current().log_every if every is None else every
         self.logger = logger
         self.message = message
         self.args = args

@@ -9,7 +9,6 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any
 
-from vault_mem import settings
 from vault_mem.reads import list_by_domain, mem_recall, memory_list, memory_search, read
 from vault_mem.served.context import View
 from vault_mem.served.params import Param, int_param, text_param
@@ -43,11 +42,10 @@ class ToolSpec:
 
 
 def _compat_read(ref: Param) -> tuple[Param, ...]:
-    """memory_read's parameters under a sibling server's name for the ref."""
-    config = settings.current()
-    return (ref, int_param("offset", "Body offset.", default=0, minimum=0),
-            int_param("max_chars", "Body characters per page.", default=config.read_default_chars, minimum=1,
-                      maximum=config.read_max_chars))
+    """memory_read's parameters under a sibling server's name for the ref; ``max_chars`` is
+    memory_read's own, bounds and all."""
+    max_chars = next(p for p in read.READ_PARAMS if p.name == "max_chars")
+    return (ref, int_param("offset", "Body offset.", default=0, minimum=0), max_chars)
 
 
 TOOLS: tuple[ToolSpec, ...] = (

@@ -32,7 +32,6 @@ from mcp.server.lowlevel import Server
 from mcp.server.stdio import stdio_server
 from mcp.server.transport_security import TransportSecuritySettings
 
-from vault_mem import settings
 from vault_mem.errors import InvalidInput
 from vault_mem.mcp_server.app import CALLER, Calls
 from vault_mem.mcp_server.cors import Cors, own_origins
@@ -40,6 +39,7 @@ from vault_mem.mcp_server.throttled import Throttled
 from vault_mem.mcp_server.workers import Seat
 from vault_mem.served.agents import Agent
 from vault_mem.served.keys import KeyRing
+from vault_mem.settings import Settings
 
 log = logging.getLogger("vault_mem.mcp_server")
 
@@ -123,9 +123,8 @@ async def _unauthorized(send: Send, presented: bool) -> None:
     await send({"type": "http.response.body", "body": body})
 
 
-def connection_bound() -> int:
-    """MAX_CONNECTIONS, or less where the file descriptor limit is low (1/FD_SHARE of it)."""
-    config = settings.current()
+def connection_bound(config: Settings) -> int:
+    """``max_connections``, or less where the file descriptor limit is low (1/``fd_share`` of it)."""
     if sys.platform == "win32":  # no per-process descriptor limit of this kind
         return config.max_connections
     import resource
@@ -142,17 +141,16 @@ def _refusal(status: bytes, text: str) -> bytes:
             b"content-length: " + str(len(body)).encode() + b"\r\n\r\n" + body)
 
 
-def bounded_protocol(bound: int) -> type[asyncio.Protocol]:
+def bounded_protocol(bound: int, config: Settings) -> type[asyncio.Protocol]:
     """uvicorn's httptools protocol with the limits above: at most ``bound`` connections (the one
     waiting longest without a request gives way to a newcomer), HEADER_TIMEOUT and MAX_HEADER_BYTES
     for each request's head. uvicorn arms its keep-alive timer only after a response, so without
     this a connection that never finishes its first request would stay open for ever."""
-    config = settings.current()
     from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
     waiting: dict[Any, None] = {}  # connections between requests, longest waiting first
     refused = Throttled(log, "HTTP connections refused: %d at once is the bound (MAX_CONNECTIONS, "
-                             "docs/safety.md)", bound)
+                             "docs/safety.md)", bound, every=config.log_every)
     full = _refusal(b"503 Service Unavailable", f"too many connections: this server holds at most {bound} "
                                                 "at once; try again shortly\n")
     slow = _refusal(b"408 Request Timeout", f"the request's headers took over {config.header_timeout:g} s\n")
@@ -232,8 +230,7 @@ class SessionBound:
     sessions open are the SDK manager's own (a session it ended on its idle timeout or a DELETE
     is gone from it)."""
 
-    def __init__(self, app: ASGIApp, manager: Any, bound: int | None = None) -> None:
-        bound = settings.current().max_sessions_per_caller if bound is None else bound
+    def __init__(self, app: ASGIApp, manager: Any, bound: int, log_every: float) -> None:
         from vault_mem.mcp_server.affinity import HANDSHAKES
 
         self.handshakes = HANDSHAKES
@@ -245,8 +242,9 @@ class SessionBound:
         self._busy: dict[str, int] = {}  # session id -> requests in flight
         self._opening: dict[str, int] = {}  # caller -> session-opening requests in flight
         self._refused = Throttled(log, "legacy sessions refused: a caller had %d, all in use "
-                                       "(MAX_SESSIONS_PER_CALLER, docs/safety.md)", bound)
-        self._foreign = Throttled(log, "requests refused: a session id used with another caller's credential")
+                                       "(MAX_SESSIONS_PER_CALLER, docs/safety.md)", bound, every=log_every)
+        self._foreign = Throttled(log, "requests refused: a session id used with another caller's credential",
+                                  every=log_every)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -400,10 +398,10 @@ def _check_exposure(host: str, token: str | None, allowed_hosts: list[str]) -> N
 
 
 def http_app(server: Server[Any], host: str, port: int, token: str | None,
-             allowed_hosts: list[str], keys: KeyRing | None = None, origins: tuple[str, ...] = ()) -> ASGIApp:
+             allowed_hosts: list[str], keys: KeyRing | None = None, origins: tuple[str, ...] = (), *,
+             config: Settings) -> ASGIApp:
     """The streamable HTTP app at ``/mcp``, with token and key checks, Host/Origin checks, and
     the web pages of ``origins`` (``--allow-origin``, normalised by cors.allowed_origins) let in."""
-    config = settings.current()
     _check_exposure(host, token, allowed_hosts)
     hosts = ["127.0.0.1", "localhost", "[::1]", *allowed_hosts]
     security = TransportSecuritySettings(
@@ -418,20 +416,21 @@ def http_app(server: Server[Any], host: str, port: int, token: str | None,
                                               json_response=True, max_sessions=config.max_sessions,
                                               session_idle_timeout=config.session_idle)
     # Outermost: a preflight carries no credential, and must never reach the SDK (cors.py).
-    return Cors(BearerAuth(SessionBound(app, server.session_manager), token, keys), list(origins),
+    return Cors(BearerAuth(SessionBound(app, server.session_manager, config.max_sessions_per_caller,
+                                          config.log_every), token, keys), list(origins),
                 own_origins(hosts, port))
 
 
 def run_http(server: Server[Any], host: str, port: int, token: str | None, allowed_hosts: list[str],
              keys: KeyRing | None = None, seat: Seat | None = None, calls: Calls | None = None,
-             origins: tuple[str, ...] = ()) -> None:
+             origins: tuple[str, ...] = (), *, config: Settings) -> None:
     """Serve until stopped; ``seat``: as one of ``serve --workers N`` (mcp_server/workers.py), on
     the sockets the parent handed over, keeping legacy sessions on their worker; ``origins``: the
     web pages that may call ``/mcp`` (``--allow-origin``)."""
     import httptools  # noqa: F401  # the HTTP/1.1 parser uvicorn is given below (docs/dependencies.md)
     import uvicorn
 
-    app = http_app(server, host, port, token, allowed_hosts, keys, origins)
+    app = http_app(server, host, port, token, allowed_hosts, keys, origins, config=config)
     if calls is not None:  # the page for people at / (vault_mem/ui/, docs/ui.md)
         from vault_mem.ui.web import Page, with_page
 
@@ -445,26 +444,27 @@ def run_http(server: Server[Any], host: str, port: int, token: str | None, allow
         from vault_mem.mcp_server.affinity import Affinity
         from vault_mem.mcp_server.workers import worker_sockets
 
-        app = Affinity(app, seat.index, seat.ports)
+        app = Affinity(app, seat.index, seat.ports, connect_wait=config.affinity_connect_wait)
         sockets, writes = worker_sockets(seat)
         if writes is not None and calls is not None:
             from vault_mem.mcp_server.delegate import WriteServer, write_threads
 
-            WriteServer(writes, seat.secret, calls.text, write_threads(seat.count)).start()
-    bound = connection_bound()
+            WriteServer(writes, seat.secret, calls.text, write_threads(seat.count, config.delegate_connections),
+                        config=config).start()
+    bound = connection_bound(config)
     # Not uvicorn.run: outside the main thread uvicorn installs no signal handlers, and a failed
     # bind raises here instead of exiting the process.
-    config = uvicorn.Config(app, host=host.strip("[]"), port=port, log_level="warning", access_log=False,
-                            log_config=None, http=bounded_protocol(bound),
-                            timeout_keep_alive=settings.current().keep_alive,
-                            backlog=max(1, min(settings.current().backlog, bound // settings.current().backlog_share)))
-    web = _quiet_server_class()(config)
+    chosen = uvicorn.Config(app, host=host.strip("[]"), port=port, log_level="warning", access_log=False,
+                            log_config=None, http=bounded_protocol(bound, config),
+                            timeout_keep_alive=config.keep_alive,
+                            backlog=max(1, min(config.backlog, bound // config.backlog_share)))
+    web = _quiet_server_class(config.log_every)(chosen)
     web.run(sockets=sockets)
     if not web.started:
         raise OSError(f"the HTTP server could not listen on {host}:{port}")
 
 
-def _quiet_server_class() -> type[Any]:
+def _quiet_server_class(log_every: float) -> type[Any]:
     import uvicorn
 
     class QuietServer(uvicorn.Server):
@@ -474,7 +474,7 @@ def _quiet_server_class() -> type[Any]:
 
         async def serve(self, sockets: list[socket.socket] | None = None) -> None:
             loop = asyncio.get_running_loop()
-            accepts = Throttled(log, "the HTTP server could not accept connections")
+            accepts = Throttled(log, "the HTTP server could not accept connections", every=log_every)
 
             def handle(loop: asyncio.AbstractEventLoop, context: dict[str, Any]) -> None:
                 exc = context.get("exception")

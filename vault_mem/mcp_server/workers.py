@@ -31,10 +31,14 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from vault_mem import settings
-
 ENV = "VAULT_MEM_WORKER"
 TOKEN_ENV = "VAULT_MEM_TOKEN"  # how a worker gets the bearer token (cli/serve.py reads it)
+# Seconds between two looks at the children: Ctrl-C and SIGTERM reach the waiting thread only
+# between two sleeps, on every platform; any short pause does.
+SIGNAL_POLL = 0.2
+# Seconds each worker still gets once the stop's deadline passed: a moment to be seen ended, so one
+# that stopped just then is not killed (and a killed one is reaped).
+STOP_LAST_LOOK = 0.1
 
 
 @dataclass(frozen=True)
@@ -115,8 +119,10 @@ def _listener(family: int, address: tuple[str, int]) -> socket.socket:
 class Workers:
     """The parent: binds, starts the N children, waits, and stops them all."""
 
-    def __init__(self, command: list[str], host: str, port: int, count: int, token: str | None = None) -> None:
+    def __init__(self, command: list[str], host: str, port: int, count: int, token: str | None = None, *,
+                 stop_wait: float) -> None:
         self.command = command
+        self.stop_wait = stop_wait  # worker_stop_wait
         self.token = token
         family = socket.AF_INET6 if ":" in host else socket.AF_INET
         self.shared = _listener(family, (host.strip("[]"), port))
@@ -158,17 +164,17 @@ class Workers:
                     self.stop()
                     return code
             poll()
-            time.sleep(0.2)  # a short sleep: Ctrl-C and SIGTERM reach this thread on every platform
+            time.sleep(SIGNAL_POLL)
 
     def stop(self) -> None:
-        """Ask every worker to stop, give them STOP_WAIT seconds, kill what is left."""
+        """Ask every worker to stop, give them ``stop_wait`` seconds, kill what is left."""
         for child in self.children:
             if child.poll() is None:
                 child.terminate()
-        deadline = time.monotonic() + settings.current().worker_stop_wait
+        deadline = time.monotonic() + self.stop_wait
         for child in self.children:
             try:
-                child.wait(timeout=max(0.1, deadline - time.monotonic()))
+                child.wait(timeout=max(STOP_LAST_LOOK, deadline - time.monotonic()))
             except subprocess.TimeoutExpired:
                 child.kill()
                 child.wait()

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import re
 
-from vault_mem import settings
 from vault_mem.vault.markdown import headings
 
 # The version of what is embedded for a note: bumped whenever the texts change (2: an id-like
@@ -61,12 +60,10 @@ def embedded_title(title: str, path: str) -> str:
     return title
 
 
-def note_chunks(title: str, body: str, chunk_chars: int | None = None, max_chunks: int | None = None) -> list[str]:
-    """The texts to embed for one note (none when it holds no text at all); the bounds not given
-    are the ``meaning_chunk_chars`` and ``meaning_max_chunks`` settings."""
-    config = settings.current()
-    chunk_chars = config.meaning_chunk_chars if chunk_chars is None else chunk_chars
-    max_chunks = config.meaning_max_chunks if max_chunks is None else max_chunks
+def note_chunks(title: str, body: str, chunk_chars: int, max_chunks: int) -> list[str]:
+    """The texts to embed for one note (none when it holds no text at all), each of at most
+    ``chunk_chars`` characters, ``max_chunks`` at most (the ``meaning_chunk_chars`` and
+    ``meaning_max_chunks`` settings)."""
     title, body = title.strip(), body.strip()
     if len(title) + len(body) + 1 <= chunk_chars:
         whole = f"{title}\n{body}".strip()

@@ -22,10 +22,10 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, TypeVar
 
-from vault_mem import settings
 from vault_mem.meaning.chunks import TEXTS, note_chunks
 from vault_mem.meaning.model import SentenceModel, load_model
 from vault_mem.meaning.store import VectorStore
+from vault_mem.settings import Settings
 
 log = logging.getLogger("vault_mem.meaning")
 T = TypeVar("T")
@@ -45,22 +45,23 @@ class Meaning:
     """A model and the vectors of one vault; ``nearest(query, k)`` is what the search asks for."""
 
     def __init__(self, model: SentenceModel, store: VectorStore, query_cache: int | None = None) -> None:
+        self.config = model.config  # the settings the model was loaded with
         self.model = model
         self.store = store
         self._queries: OrderedDict[str, Any] = OrderedDict()
-        self._query_cache = settings.current().meaning_query_cache if query_cache is None else query_cache
+        self._query_cache = self.config.meaning_query_cache if query_cache is None else query_cache
         self._lock = threading.Lock()
         self._pool: ThreadPoolExecutor | None = None
         self._indexed: Callable[[], int] | None = None  # the notes the index holds, while serving (``expect``)
         self.embedder: Embedder | None = None
 
     @classmethod
-    def open(cls, model_dir: Path | str, index_dir: Path, runtime: str = "auto") -> Meaning:
-        """Load the model in ``model_dir`` (run by ``runtime``: meaning/model.py) and its vectors
-        beside the index. Raises MeaningUnavailable or InvalidInput when it cannot."""
-        model = load_model(model_dir, runtime)
+    def open(cls, model_dir: Path | str, index_dir: Path, runtime: str = "auto", *, config: Settings) -> Meaning:
+        """Load the model in ``model_dir`` (run by ``runtime``: meaning/model.py, with ``config``) and
+        its vectors beside the index. Raises MeaningUnavailable or InvalidInput when it cannot."""
+        model = load_model(model_dir, runtime, config=config)
         label = {"model": model.name, "folder": str(model.folder)}
-        return cls(model, VectorStore.open(index_dir, store_name(model), model.dim, label))
+        return cls(model, VectorStore.open(index_dir, store_name(model), model.dim, label, config=config))
 
     def describe(self) -> dict[str, Any]:
         """What ``status`` and ``doctor`` show: the model and how many notes have vectors."""
@@ -154,7 +155,8 @@ class Embedder:
 
     def __init__(self, meaning: Meaning, notes: NotesNow, read: ReadNote, batch_notes: int | None = None,
                  idle_seconds: float | None = None, version: Callable[[], object] | None = None) -> None:
-        config = settings.current()
+        config = meaning.config
+        self.config = config
         self._version = version
         self._seen: object = None
         self.meaning = meaning
@@ -180,7 +182,7 @@ class Embedder:
         self._stop.set()
         self._wake.set()
         if self._thread is not None:
-            self._thread.join(settings.current().meaning_stop_wait if timeout is None else timeout)
+            self._thread.join(self.config.meaning_stop_wait if timeout is None else timeout)
 
     def wake(self) -> None:
         """Look for changed notes now rather than at the next idle tick."""
@@ -242,7 +244,8 @@ class Embedder:
         owners: list[int] = []
         for i, path in enumerate(paths):
             note = self._read(path)
-            for chunk in note_chunks(*note) if note is not None else []:
+            for chunk in note_chunks(*note, self.config.meaning_chunk_chars,
+                                     self.config.meaning_max_chunks) if note is not None else []:
                 texts.append(chunk)
                 owners.append(i)
         vectors = model.encode(texts)

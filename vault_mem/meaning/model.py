@@ -34,8 +34,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from vault_mem import settings
 from vault_mem.errors import InvalidInput, MeaningUnavailable
+from vault_mem.settings import Settings
 from vault_mem.vault.portable import O_BINARY, read_regular
 
 log = logging.getLogger("vault_mem.meaning")
@@ -74,17 +74,19 @@ class SentenceModel:
     """A loaded model: ``encode(texts)`` -> unit rows; ``name``, ``dim`` and ``fingerprint`` (the
     weights' identity, so vectors of another model are never mixed with its own)."""
 
-    def __init__(self, folder: Path, tokenizer: Any, weights: dict[str, Any], config: dict[str, Any],
-                 pooling: str, max_tokens: int, fingerprint: str, name: str | None = None) -> None:
+    def __init__(self, folder: Path, tokenizer: Any, weights: dict[str, Any], layout: dict[str, Any],
+                 pooling: str, max_tokens: int, fingerprint: str, name: str | None = None, *,
+                 config: Settings) -> None:
         import numpy as np
 
+        self.config = config
         self.folder = folder
         self.name = name or folder.name
         self.fingerprint = fingerprint
         self.max_tokens = max_tokens
         self.pooling = pooling
-        self.heads = int(config["num_attention_heads"])
-        self.eps = float(config.get("layer_norm_eps", 1e-12))
+        self.heads = int(layout["num_attention_heads"])
+        self.eps = float(layout.get("layer_norm_eps", 1e-12))
         self._np = np
         self._tokenizer = tokenizer
         prefix = _prefix(weights)
@@ -111,7 +113,7 @@ class SentenceModel:
 
         self.words = w("embeddings.word_embeddings.weight", None, None)
         self.dim = dim = int(self.words.shape[1])
-        _check_sizes(folder, config, tokenizer, self.words.shape)
+        _check_sizes(folder, layout, tokenizer, self.words.shape)
         self.positions = w("embeddings.position_embeddings.weight", None, dim)
         self.types = w("embeddings.token_type_embeddings.weight", None, dim)
         if len(self.positions) < 2 or not len(self.types):
@@ -132,7 +134,7 @@ class SentenceModel:
                          linear(at + "intermediate.dense", dim, inner), linear(at + "output.dense", inner, dim),
                          norm(at + "output.LayerNorm", dim))
 
-        self.layers = [block(f"encoder.layer.{i}.") for i in range(int(config["num_hidden_layers"]))]
+        self.layers = [block(f"encoder.layer.{i}.") for i in range(int(layout["num_hidden_layers"]))]
         tokenizer.enable_truncation(max_length=self.max_tokens)
         tokenizer.no_padding()
         self._encoder: Any = None
@@ -177,7 +179,7 @@ class SentenceModel:
         as notes are. Its vectors are close, not equal: the stored ones stay full precision."""
         from vault_mem.meaning.ort import OrtEncoder
 
-        config = settings.current()
+        config = self.config
         if config.meaning_query_bits != 8:
             return None
         try:
@@ -225,7 +227,7 @@ class SentenceModel:
         word pieces; batches of similar lengths are padded together, about ``batch_tokens``
         word pieces a batch (the ``meaning_batch_tokens`` setting when None), so memory stays small
         whatever the number of texts."""
-        batch_tokens = settings.current().meaning_batch_tokens if batch_tokens is None else batch_tokens
+        batch_tokens = self.config.meaning_batch_tokens if batch_tokens is None else batch_tokens
         np = self._np
         out: Matrix = np.zeros((len(texts), self.dim), dtype=np.float32)
         if not texts:
@@ -334,12 +336,12 @@ def _check_sizes(folder: Path, config: dict[str, Any], tokenizer: Any, words: tu
                                  f"{WEIGHTS_FILE} have {words[1]} dimensions")
 
 
-def _read_json(path: Path) -> tuple[dict[str, Any], bytes]:
+def _read_json(path: Path, config: Settings) -> tuple[dict[str, Any], bytes]:
     """The JSON object in ``path`` and its bytes (({}, b"") when there is no such file).
     MeaningUnavailable naming the file when it is not a regular file, holds more than
     ``meaning_json_bytes``, is not JSON (nested deeper than Python parses included) or not an object."""
     try:
-        data = read_regular(path, settings.current().meaning_json_bytes)
+        data = read_regular(path, config.meaning_json_bytes, chunk=config.read_chunk)
     except FileNotFoundError:
         return {}, b""
     except OSError as exc:
@@ -362,13 +364,13 @@ def _positive(config: dict[str, Any], key: str, whole: bool) -> bool:
     return math.isfinite(value) and value > 0
 
 
-def _identities(folder: Path, config: bytes) -> tuple[str, str]:
+def _identities(folder: Path, config: bytes, limit: int) -> tuple[str, str]:
     """(the model's fingerprint, its weights' own identity), from one read of the weights file's
     ends. The fingerprint hashes ``config`` and the weights file's size and first and last MiB
     (reading all of it would cost a start-up its time; a retrained model changes both); the
     identity is the same hash without the config, which names a model whatever its config's
     layout (``KNOWN_WEIGHTS``). Opened as ``read_regular`` opens: OSError (EINVAL) when it is not
-    a regular file, (EFBIG) when it is larger than ``meaning_weights_bytes``."""
+    a regular file, (EFBIG) when it is larger than ``limit`` bytes (``meaning_weights_bytes``)."""
     fingerprint, weights = hashlib.sha256(config), hashlib.sha256()
     fd = os.open(folder / WEIGHTS_FILE, os.O_RDONLY | O_BINARY | getattr(os, "O_NONBLOCK", 0))
     try:
@@ -376,8 +378,8 @@ def _identities(folder: Path, config: bytes) -> tuple[str, str]:
         if not stat.S_ISREG(info.st_mode):
             raise OSError(errno.EINVAL, "not a regular file (a FIFO, socket or device)", str(folder / WEIGHTS_FILE))
         size = info.st_size
-        if size > settings.current().meaning_weights_bytes:
-            raise OSError(errno.EFBIG, f"larger than {settings.current().meaning_weights_bytes:,} bytes, which "
+        if size > limit:
+            raise OSError(errno.EFBIG, f"larger than {limit:,} bytes, which "
                           "would all be read into memory", str(folder / WEIGHTS_FILE))
         head, tail = _read_at(fd, 0, 1 << 20), _read_at(fd, max(0, size - (1 << 20)), 1 << 20)
     finally:
@@ -398,14 +400,16 @@ def _read_at(fd: int, offset: int, count: int) -> bytes:
     return bytes(out)
 
 
-def model_name(folder: Path, weights: str) -> str:
+def model_name(folder: Path, weights: str, config: Settings) -> str:
     """The model's own name: the one its weights are known by (``KNOWN_WEIGHTS``), else its model
     card's first heading when that is one word (the hub's cards open with ``# <name>``), else the
-    ``owner/name`` of a pulled model's folder (``owner--name``), else the folder's name."""
+    ``owner/name`` of a pulled model's folder (``owner--name``), else the folder's name. Of the card
+    ``config``'s ``meaning_json_bytes`` are read at most."""
     if weights in KNOWN_WEIGHTS:
         return KNOWN_WEIGHTS[weights]
     try:
-        card = read_regular(folder / CARD_FILE, settings.current().meaning_json_bytes).decode("utf-8", "replace")
+        card = read_regular(folder / CARD_FILE, config.meaning_json_bytes, chunk=config.read_chunk).decode(
+            "utf-8", "replace")
     except OSError:
         card = ""
     if card.startswith("---"):  # the card's YAML frontmatter, whose comments start with # too
@@ -421,8 +425,9 @@ def model_name(folder: Path, weights: str) -> str:
     return folder.name
 
 
-def load_model(folder: Path | str, runtime: str = "auto") -> SentenceModel:
-    """The model in ``folder`` (see the module docstring), run by ``runtime`` (``use_runtime``).
+def load_model(folder: Path | str, runtime: str = "auto", *, config: Settings) -> SentenceModel:
+    """The model in ``folder`` (see the module docstring), run by ``runtime`` (``use_runtime``), within
+    the bounds of ``config`` (and its ``meaning_query_bits``).
     Raises MeaningUnavailable (naming the file and what is accepted) when the packages are missing
     or the folder is not such a model."""
     # One BLAS thread: the embedder runs beside the server's calls and must not take every core
@@ -443,22 +448,23 @@ def load_model(folder: Path | str, runtime: str = "auto") -> SentenceModel:
     if missing:
         raise MeaningUnavailable(f"{path}: missing {', '.join(missing)}; a sentence-transformers folder holds "
                                  "config.json, tokenizer.json and model.safetensors")
-    config, config_bytes = _read_json(path / "config.json")
+    layout, config_bytes = _read_json(path / "config.json", config)
     for key in ("num_attention_heads", "num_hidden_layers"):
-        if not _positive(config, key, whole=True):
+        if not _positive(layout, key, whole=True):
             raise MeaningUnavailable(f"{path / 'config.json'}: {key} must be a positive integer")
-    if "layer_norm_eps" in config and not _positive(config, "layer_norm_eps", whole=False):
+    if "layer_norm_eps" in layout and not _positive(layout, "layer_norm_eps", whole=False):
         raise MeaningUnavailable(f"{path / 'config.json'}: layer_norm_eps must be a positive number")
-    pooling_config = _read_json(path / "1_Pooling" / "config.json")[0]
+    pooling_config = _read_json(path / "1_Pooling" / "config.json", config)[0]
     pooling = "cls" if pooling_config.get("pooling_mode_cls_token") else \
         "max" if pooling_config.get("pooling_mode_max_tokens") else "mean"
-    max_tokens = _read_json(path / "sentence_bert_config.json")[0].get("max_seq_length", 256)
+    max_tokens = _read_json(path / "sentence_bert_config.json", config)[0].get("max_seq_length", 256)
     if not isinstance(max_tokens, int) or max_tokens < 2:
         max_tokens = 256
     tokenizer_file = path / "tokenizer.json"
     try:
-        fingerprint, weights_id = _identities(path, config_bytes)
-        tokenizer_text = read_regular(tokenizer_file, settings.current().meaning_json_bytes).decode("utf-8")
+        fingerprint, weights_id = _identities(path, config_bytes, config.meaning_weights_bytes)
+        tokenizer_text = read_regular(tokenizer_file, config.meaning_json_bytes,
+                                      chunk=config.read_chunk).decode("utf-8")
     except OSError as exc:
         raise MeaningUnavailable(f"{exc.filename or path}: cannot be read ({exc.strerror or exc})") from None
     except UnicodeDecodeError:
@@ -473,8 +479,8 @@ def load_model(folder: Path | str, runtime: str = "auto") -> SentenceModel:
         weights = load_file(str(path / WEIGHTS_FILE))
     except Exception as exc:  # the library raises its own types for a bad file
         raise MeaningUnavailable(f"{path / WEIGHTS_FILE}: the weights could not be read ({exc})") from None
-    model = SentenceModel(path, tokenizer, weights, config, pooling, max_tokens, fingerprint,
-                          model_name(path, weights_id))
+    model = SentenceModel(path, tokenizer, weights, layout, pooling, max_tokens, fingerprint,
+                          model_name(path, weights_id, config), config=config)
     del weights
     model.use_runtime(runtime)
     model.probe()

@@ -19,8 +19,8 @@ import urllib.request
 from collections.abc import Callable
 from pathlib import Path
 
-from vault_mem import settings
 from vault_mem.errors import InvalidInput, MeaningUnavailable
+from vault_mem.settings import Settings
 from vault_mem.vault.portable import replace_file, user_cache_root
 
 DEFAULT_MODEL = "sentence-transformers/all-MiniLM-L6-v2"
@@ -71,12 +71,12 @@ def resolve_model(value: str) -> Path:
                        f"first: vault-mem meaning pull {DEFAULT_MODEL.split('/')[1]}")
 
 
-def pull(name: str, progress: Progress | None = None, revision: str = "main", timeout: float | None = None,
+def pull(name: str, progress: Progress | None = None, revision: str = "main", *, config: Settings,
          force: bool = False) -> Path:
     """Download model ``name`` (see the module docstring); returns its folder. An existing one is
-    kept unless ``force``. Raises MeaningUnavailable saying which file failed and why. ``timeout``:
-    seconds per request, the ``meaning_pull_timeout`` setting when None."""
-    timeout = settings.current().meaning_pull_timeout if timeout is None else timeout
+    kept unless ``force``. Raises MeaningUnavailable saying which file failed and why.
+    ``config``: its ``meaning_pull_timeout`` bounds each request."""
+    timeout = config.meaning_pull_timeout
     repo = repo_of(name)
     dest = pulled_folder(repo)
     if dest.is_dir() and not force:
@@ -93,9 +93,9 @@ def pull(name: str, progress: Progress | None = None, revision: str = "main", ti
                 raise MeaningUnavailable(f"{url}: not found; is {repo!r} a sentence-transformers model?")
         if dest.exists():
             old = dest.parent / f".{dest.name}.{os.getpid()}.old"
-            replace_file(dest, old)
+            replace_file(dest, old, config=config)
             shutil.rmtree(old, ignore_errors=True)
-        replace_file(tmp, dest)
+        replace_file(tmp, dest, config=config)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     return dest

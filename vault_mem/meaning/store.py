@@ -37,6 +37,7 @@ from typing import Any
 
 from filelock import FileLock
 
+from vault_mem.settings import Settings
 from vault_mem.vault.portable import replace_file, unlink_file
 
 SHARD = re.compile(r"shard-(\d{8})(-base)?\.npz")
@@ -71,9 +72,10 @@ class VectorStore:
     """The vectors of one model for one vault. Thread-safe: one writer (the embedder) and any
     number of searching threads."""
 
-    def __init__(self, folder: Path, dim: int, label: dict[str, Any] | None = None) -> None:
+    def __init__(self, folder: Path, dim: int, label: dict[str, Any] | None = None, *, config: Settings) -> None:
         import numpy as np
 
+        self.config = config  # how long a replace waits for a file held open (Windows)
         self._np = np
         self.folder = folder
         self.dim = dim
@@ -92,7 +94,8 @@ class VectorStore:
             self._catch_up()
 
     @classmethod
-    def open(cls, index_dir: Path, fingerprint: str, dim: int, label: dict[str, Any] | None = None) -> VectorStore:
+    def open(cls, index_dir: Path, fingerprint: str, dim: int, label: dict[str, Any] | None = None, *,
+             config: Settings) -> VectorStore:
         """The store of the model ``fingerprint`` beside the index at ``index_dir``; ``label`` (the
         model's name and folder) is kept in its ``model.json`` for ``vault-mem status``."""
         root = index_dir / "meaning"
@@ -100,7 +103,7 @@ class VectorStore:
             for other in root.iterdir():
                 if other.is_dir() and other.name != fingerprint:
                     shutil.rmtree(other, ignore_errors=True)
-        store = cls(root / fingerprint, dim, label)
+        store = cls(root / fingerprint, dim, label, config=config)
         store._write_label()
         return store
 
@@ -114,7 +117,7 @@ class VectorStore:
             if not target.is_file() or target.read_text(encoding="utf-8") != text:
                 tmp = self.folder / f".model.json.{os.getpid()}.tmp"
                 tmp.write_text(text, encoding="utf-8")
-                replace_file(tmp, target)
+                replace_file(tmp, target, config=self.config)
 
     # -- reading ---------------------------------------------------------------------------
 
@@ -222,7 +225,7 @@ class VectorStore:
                      keys=np.frombuffer(json.dumps(keys).encode("utf-8"), dtype=np.uint8))
             f.flush()
             os.fsync(f.fileno())
-        replace_file(tmp, self.folder / name)
+        replace_file(tmp, self.folder / name, config=self.config)
 
     def _apply(self, rows: Any, keys: list[list[Any]]) -> None:
         """Take a shard's rows and entries into memory (the lock held, or not yet shared)."""
@@ -269,7 +272,7 @@ class VectorStore:
             for old in self._shards():
                 if old[0] < number:
                     with contextlib.suppress(OSError):
-                        unlink_file(old[1])
+                        unlink_file(old[1], config=self.config)
             with self._lock:
                 self._reset()
                 self._apply(rows, keys)
@@ -293,7 +296,7 @@ class VectorStore:
                 found.append((int(m.group(1)), path, bool(m.group(2))))
             elif path.name.endswith(".tmp"):  # cut short: every writer holds the lock the caller holds
                 with contextlib.suppress(OSError):
-                    unlink_file(path)
+                    unlink_file(path, config=self.config)
         return sorted(found)
 
     def _catch_up(self) -> None:
@@ -314,7 +317,7 @@ class VectorStore:
             except (OSError, ValueError, KeyError, TypeError, IndexError, EOFError, zipfile.BadZipFile):
                 # Unreadable (a disk fault, another version): its notes are embedded again.
                 with contextlib.suppress(OSError):
-                    unlink_file(path)
+                    unlink_file(path, config=self.config)
                 continue
             read.append((rows, keys))
         with self._lock:

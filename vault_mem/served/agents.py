@@ -32,7 +32,6 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
 
-from vault_mem import settings
 from vault_mem.errors import Forbidden, InvalidInput
 from vault_mem.vault.paths import check_relative
 
@@ -46,11 +45,11 @@ def check_agent_name(name: str, param: str = "NAME") -> str:
     return name
 
 
-def check_globs(globs: list[str] | tuple[str, ...], param: str) -> tuple[str, ...]:
-    """``globs`` cleaned (surrounding space and slashes kept as meant), or InvalidInput naming ``param``."""
-    config = settings.current()
-    if len(globs) > config.max_globs:
-        raise InvalidInput(param, f"{len(globs)} globs given; at most {config.max_globs} are accepted")
+def check_globs(globs: list[str] | tuple[str, ...], param: str, max_globs: int) -> tuple[str, ...]:
+    """``globs`` cleaned (surrounding space and slashes kept as meant), or InvalidInput naming ``param``;
+    ``max_globs``: the setting of that name."""
+    if len(globs) > max_globs:
+        raise InvalidInput(param, f"{len(globs)} globs given; at most {max_globs} are accepted")
     cleaned = []
     for glob in globs:
         text = glob.strip()

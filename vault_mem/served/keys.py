@@ -39,9 +39,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from vault_mem import settings
 from vault_mem.errors import InvalidInput, NotFound, WriteFailed
 from vault_mem.served.agents import Agent, check_agent_name, check_globs, resolve_globs
+from vault_mem.settings import Settings
 from vault_mem.vault.paths import INDEX_DIRNAME
 
 FILE_NAME = "agents.json"
@@ -170,9 +170,8 @@ def _save(path: Path, data: dict[str, Any]) -> None:
 
 
 @contextlib.contextmanager
-def _locked(path: Path) -> Iterator[None]:
+def _locked(path: Path, config: Settings) -> Iterator[None]:
     """One change of the key file at a time (two `agents add` at once would lose one key)."""
-    config = settings.current()
     lock = path.with_name(path.name + ".lock")
     try:
         path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
@@ -191,7 +190,7 @@ def _locked(path: Path) -> Iterator[None]:
             if time.monotonic() > deadline:
                 raise WriteFailed(f"another vault-mem agents command holds {lock}; if none runs, delete "
                                   "that file", retry=True) from None
-            time.sleep(0.05)
+            time.sleep(config.keys_lock_poll)
         except OSError as exc:
             raise WriteFailed(f"cannot lock the agent key file {path}: {exc.strerror or exc}") from exc
     try:
@@ -205,13 +204,14 @@ def list_agents(root: Path) -> list[Entry]:
     return sorted(_entries(_load(key_file()), root).values(), key=lambda e: e.agent.name)
 
 
-def add_agent(root: Path, name: str, read: list[str], write: list[str], read_only: bool) -> tuple[Entry, str]:
+def add_agent(root: Path, name: str, read: list[str], write: list[str], read_only: bool, *,
+              config: Settings) -> tuple[Entry, str]:
     """A new key for ``name`` on the vault ``root``: (its entry, the key, shown only this once)."""
     check_agent_name(name)
-    agent = Agent(name, resolve_globs(root, check_globs(read, "--read"), "--read"),
-                  resolve_globs(root, check_globs(write, "--write"), "--write"), read_only)
+    agent = Agent(name, resolve_globs(root, check_globs(read, "--read", config.max_globs), "--read"),
+                  resolve_globs(root, check_globs(write, "--write", config.max_globs), "--write"), read_only)
     path = key_file()
-    with _locked(path):
+    with _locked(path, config):
         return _add(path, root, agent)
 
 
@@ -232,9 +232,9 @@ def _add(path: Path, root: Path, agent: Agent) -> tuple[Entry, str]:
     return Entry(agent, hashed(key), created), key
 
 
-def remove_agent(root: Path, name: str) -> Entry:
+def remove_agent(root: Path, name: str, *, config: Settings) -> Entry:
     path = key_file()
-    with _locked(path):
+    with _locked(path, config):
         return _remove(path, root, name)
 
 
@@ -259,11 +259,11 @@ def is_closed(root: Path) -> bool:
     return bool(_entries(data, root)) or _closed_flag(data, root) is True or os.path.lexists(vault_mark(root))
 
 
-def open_vault(root: Path) -> bool:
+def open_vault(root: Path, *, config: Settings) -> bool:
     """Reopen a vault whose keys are all gone: without a token, HTTP requests act as its owner
     again. False when it was not closed; InvalidInput while it still has keys."""
     path = key_file()
-    with _locked(path):
+    with _locked(path, config):
         data = _load(path)
         left = sorted(_entries(data, root))
         if left:

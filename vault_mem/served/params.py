@@ -16,6 +16,7 @@ from typing import Any
 
 from vault_mem import settings
 from vault_mem.errors import InvalidInput
+from vault_mem.settings import Settings
 
 _AGENT = re.compile(r"[A-Za-z0-9._-]{1,64}")
 INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
@@ -98,9 +99,14 @@ IF_ETAG = text_param("if_etag", "The etag you read.")
 
 
 class Args:
-    """The arguments of one call, consumed parameter by parameter, then checked for leftovers."""
+    """The arguments of one call, consumed parameter by parameter, then checked for leftovers;
+    ``config`` bounds a string or a list whose tool names no other (``param_max_chars``,
+    ``param_max_items``)."""
 
-    def __init__(self, raw: Mapping[str, Any] | None, params: Sequence[Param]) -> None:
+    def __init__(self, raw: Mapping[str, Any] | None, params: Sequence[Param], config: Settings | None = None) -> None:
+        if config is None:
+            config = settings.current()  # NOT CONVERTED YET: reads/*.py and writes/tools.py pass none
+        self.config = config
         allowed = tuple(p.name for p in params)
         if raw is None:
             raw = {}
@@ -132,7 +138,7 @@ class Args:
             raise InvalidInput(name, "must be a string, got a number beyond the 64-bit range")
         text = value if isinstance(value, str) else str(value)
         if max_len is None:
-            max_len = settings.current().param_max_chars
+            max_len = self.config.param_max_chars
         if len(text) > max_len:
             raise InvalidInput(name, f"is {len(text):,} characters; at most {max_len:,} are accepted")
         if not allow_empty and not text.strip():
@@ -228,7 +234,7 @@ class Args:
         if not isinstance(value, list | tuple):
             raise InvalidInput(name, f"must be an array of strings (or one string), got {_kind(value)}")
         if max_items is None:
-            max_items = settings.current().param_max_items
+            max_items = self.config.param_max_items
         if len(value) > max_items:
             raise InvalidInput(name, f"holds {len(value)} items; at most {max_items} are accepted")
         out: list[str] = []

@@ -109,6 +109,7 @@ def resolve_ref(view: View, ref: str, param: str = "ref") -> int:
     check_relative(as_path, param)
     keys = {False: fold(text), True: fold(strip_md(as_path.strip("/")))}
     names = Names(view)
+    chars = view.vault.index.config.shown_ref_chars
     for stage, field, is_path in REF_STAGES:
         hits = names.hits(field, keys[is_path])
         if len(hits) > 1 and is_path:
@@ -120,16 +121,20 @@ def resolve_ref(view: View, ref: str, param: str = "ref") -> int:
             shown = ", ".join(candidates[:10]) + (f" (and {len(candidates) - 10} more)" if len(candidates) > 10 else "")
             raise InvalidInput(
                 param,
-                f"{_shown(ref)} is ambiguous: {len(hits)} notes match by {stage}: {shown}; "
+                f"{_shown(ref, chars)} is ambiguous: {len(hits)} notes match by {stage}: {shown}; "
                 "pass one of these permalinks",
                 candidates=candidates,
             )
-    raise no_note(ref)
+    raise no_note(ref, chars)
 
 
-def no_note(ref: str) -> NotFound:
-    """What a ref that names no note the caller may see answers (a hidden one answers the same)."""
-    return NotFound(f"no note matches {_shown(ref)} (tried uid, permalink, path, file name, title and alias)")
+def no_note(ref: str, shown_chars: int | None = None) -> NotFound:
+    """What a ref that names no note the caller may see answers (a hidden one answers the same);
+    ``shown_chars``: the characters of ``ref`` it repeats (``shown_ref_chars``)."""
+    if shown_chars is None:
+        shown_chars = settings.current().shown_ref_chars  # NOT CONVERTED YET: reads/read.py passes none
+    return NotFound(f"no note matches {_shown(ref, shown_chars)} (tried uid, permalink, path, file name, title and "
+                    "alias)")
 
 
 def _spelled_as_given(names: Names, hits: list[int], stage: str, path: str) -> list[int]:
@@ -144,9 +149,8 @@ def _spelled_as_given(names: Names, hits: list[int], stage: str, path: str) -> l
     return exact if len(exact) == 1 else []
 
 
-def _shown(ref: str) -> str:
-    """``ref`` for a message, cut so that the answer stays small whatever was passed."""
-    config = settings.current()
-    if len(ref) <= config.shown_ref_chars:
+def _shown(ref: str, chars: int) -> str:
+    """``ref`` for a message, cut to ``chars`` characters so that the answer stays small whatever was passed."""
+    if len(ref) <= chars:
         return repr(ref)
-    return f"{ref[:config.shown_ref_chars]!r}... ({len(ref):,} characters)"
+    return f"{ref[:chars]!r}... ({len(ref):,} characters)"

@@ -22,6 +22,7 @@ from typing import Any
 import yaml
 
 from vault_mem import settings
+from vault_mem.settings import Settings
 
 _LoaderBase: type[yaml.SafeLoader]
 try:
@@ -86,8 +87,15 @@ class Loaded:
     parsed: bool  # False when the block could not be read as a mapping
 
 
-def load_yaml(yaml_text: str) -> Loaded:
-    """Parse a frontmatter block into a normalised mapping. Never raises."""
+def _given(config: Settings | None) -> Settings:
+    """``config``, the settings the caller was handed (the YAML bounds); None reads the process's
+    own, until every caller passes them."""
+    return settings.current() if config is None else config  # NOT CONVERTED YET: callers in writes/, imports/...
+
+
+def load_yaml(yaml_text: str, config: Settings | None = None) -> Loaded:
+    """Parse a frontmatter block into a normalised mapping, within the YAML bounds of ``config``
+    (``yaml_node_budget``, ``yaml_string_unit``, ``yaml_max_depth``). Never raises."""
     if not yaml_text.strip():
         return Loaded({}, [], True)
     try:
@@ -109,7 +117,8 @@ def load_yaml(yaml_text: str) -> Loaded:
         kind = type(raw).__name__
         return Loaded({}, [f"frontmatter: a YAML {kind}, not a mapping of keys to values; ignored"], False)
     problems: list[str] = []
-    budget = [settings.current().yaml_node_budget]
+    config = _given(config)
+    budget = [config.yaml_node_budget]
     data: dict[str, Any] = {}
     dropped: list[str] = []
     for key, value in raw.items():
@@ -122,7 +131,7 @@ def load_yaml(yaml_text: str) -> Loaded:
             continue
         left = budget[0]
         try:
-            data[name] = to_plain(value, budget, 0)
+            data[name] = to_plain(value, budget, 0, config)
         except _TooBig:
             budget[0] = left  # what the dropped value spent is free again for the keys after it
             dropped.append(name)
@@ -149,9 +158,16 @@ def _key(key: Any) -> str:
     return str(key).strip()
 
 
-def to_plain(value: Any, budget: list[int], depth: int) -> Any:
-    """A JSON-safe copy of a YAML value, spending one unit of ``budget`` per node."""
-    config = settings.current()
+def plain(value: Any, config: Settings | None = None) -> Any:
+    """``to_plain`` of one value with a whole ``yaml_node_budget`` of its own."""
+    config = _given(config)
+    return to_plain(value, [config.yaml_node_budget], 0, config)
+
+
+def to_plain(value: Any, budget: list[int], depth: int, config: Settings | None = None) -> Any:
+    """A JSON-safe copy of a YAML value, spending one unit of ``budget`` per node (and one per
+    ``yaml_string_unit`` characters of a string), at most ``yaml_max_depth`` deep."""
+    config = _given(config)
     # A string costs by its length too: aliases can repeat one long string a thousand times
     # ("a: &a <1 MB>", "b: [*a, *a, ...]"), a gigabyte once expanded into an answer.
     budget[0] -= 1 + (len(value) // config.yaml_string_unit if isinstance(value, str) else 0)
@@ -166,7 +182,7 @@ def to_plain(value: Any, budget: list[int], depth: int) -> Any:
     if isinstance(value, bytes):
         return base64.b64encode(value).decode("ascii")
     if isinstance(value, dict):
-        return {_key(k): to_plain(v, budget, depth + 1) for k, v in value.items()}
+        return {_key(k): to_plain(v, budget, depth + 1, config) for k, v in value.items()}
     if isinstance(value, list | tuple | set | frozenset):
-        return [to_plain(v, budget, depth + 1) for v in value]
+        return [to_plain(v, budget, depth + 1, config) for v in value]
     return str(value)

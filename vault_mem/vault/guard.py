@@ -9,13 +9,10 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from vault_mem import settings
 
-
-def unlikely_vault(root: Path) -> str | None:
+def unlikely_vault(root: Path, many_files: int) -> str | None:
     """Why ``root`` does not look like a vault (the file-system root, the home folder, or more
-    than MANY_FILES Markdown files and no ``.obsidian`` folder), or None when it does."""
-    config = settings.current()
+    than ``many_files`` Markdown files and no ``.obsidian`` folder), or None when it does."""
     resolved = root.resolve()
     if resolved == Path(resolved.anchor):
         return f"{root} is the root of the file system"
@@ -27,8 +24,8 @@ def unlikely_vault(root: Path) -> str | None:
         return f"{root} is your home folder"
     if (root / ".obsidian").is_dir():
         return None
-    if count_markdown(root, config.many_files) > config.many_files:
-        return f"{root} holds more than {config.many_files:,} Markdown files and no .obsidian folder"
+    if count_markdown(root, many_files) > many_files:
+        return f"{root} holds more than {many_files:,} Markdown files and no .obsidian folder"
     return None
 
 

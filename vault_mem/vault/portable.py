@@ -8,8 +8,8 @@
     set_mode(path, mode)       permission bits by path (``os.fchmod`` does not exist on Windows)
     lacks_hard_links(exc)      True when ``os.link`` failed because the file system has no hard links
     user_cache_root()          the per-user cache folder of the platform
-    read_regular(path, limit)  a regular file's bytes, opened without blocking (a FIFO cannot hang
-                               the reader; there is none on Windows), at most ``limit`` of them
+    read_regular(path, limit, chunk=...)  a regular file's bytes, opened without blocking (a FIFO
+                               cannot hang the reader; there is none on Windows), at most ``limit`` of them
 
 Windows refuses to replace or delete a file that another process holds open without
 FILE_SHARE_DELETE (an editor, a virus scanner, the search indexer, a sync client): the
@@ -29,6 +29,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from vault_mem import settings
+from vault_mem.settings import Settings
 
 O_BINARY: int = getattr(os, "O_BINARY", 0)
 # CreateHardLinkW on FAT/exFAT: ERROR_INVALID_FUNCTION (1), ERROR_NOT_SUPPORTED (50).
@@ -38,9 +39,15 @@ _POSIX_NO_LINKS = {errno.EPERM, errno.EOPNOTSUPP, errno.ENOTSUP, errno.ENOSYS, e
 _NO_MODE_BITS = {errno.EPERM, errno.EOPNOTSUPP, errno.ENOTSUP, errno.ENOSYS}
 
 
-def _while_in_use(operation: Callable[[], None], wait: float) -> None:
-    """Run ``operation``; while it raises PermissionError, retry with backoff for ``wait`` seconds."""
-    config = settings.current()
+def _given(config: Settings | None) -> Settings:
+    """``config``, the settings the caller was handed (``in_use_wait`` and its retries); None reads
+    the process's own, until every caller passes them."""
+    return settings.current() if config is None else config  # NOT CONVERTED YET: callers in history/, search/
+
+
+def _while_in_use(operation: Callable[[], None], wait: float, config: Settings) -> None:
+    """Run ``operation``; while it raises PermissionError, retry with backoff (``in_use_first_retry``
+    doubling up to ``in_use_max_retry``) for ``wait`` seconds."""
     deadline = time.monotonic() + wait
     delay = config.in_use_first_retry
     while True:
@@ -54,19 +61,21 @@ def _while_in_use(operation: Callable[[], None], wait: float) -> None:
             delay = min(delay * 2, config.in_use_max_retry)
 
 
-def replace_file(src: os.PathLike[str] | str, dst: os.PathLike[str] | str, wait: float | None = None) -> None:
-    """``os.replace(src, dst)``, waiting up to ``wait`` seconds while ``dst`` is held open elsewhere.
+def replace_file(src: os.PathLike[str] | str, dst: os.PathLike[str] | str, wait: float | None = None, *,
+                 config: Settings | None = None) -> None:
+    """``os.replace(src, dst)``, waiting up to ``wait`` seconds (``config``'s ``in_use_wait`` when
+    None) while ``dst`` is held open elsewhere.
 
     Raises the last OSError when the target stays in use (or on any other error at once).
     """
-    wait = settings.current().in_use_wait if wait is None else wait
-    _while_in_use(lambda: os.replace(src, dst), wait)
+    config = _given(config)
+    _while_in_use(lambda: os.replace(src, dst), config.in_use_wait if wait is None else wait, config)
 
 
-def unlink_file(path: os.PathLike[str] | str, wait: float | None = None) -> None:
+def unlink_file(path: os.PathLike[str] | str, wait: float | None = None, *, config: Settings | None = None) -> None:
     """``os.unlink(path)``, waiting the same way as ``replace_file``. Raises OSError."""
-    wait = settings.current().in_use_wait if wait is None else wait
-    _while_in_use(lambda: os.unlink(path), wait)
+    config = _given(config)
+    _while_in_use(lambda: os.unlink(path), config.in_use_wait if wait is None else wait, config)
 
 
 def fsync_folder(folder: os.PathLike[str] | str) -> None:
@@ -126,20 +135,21 @@ def user_cache_root() -> Path:
     return Path.home() / ".cache"
 
 
-def read_regular(path: os.PathLike[str] | str, limit: int) -> bytes:
-    """The bytes of the regular file at ``path``, opened without blocking so that a FIFO, socket or
-    device given that name cannot hang the caller. Raises FileNotFoundError when it is not there,
-    OSError (EINVAL) when it is not a regular file, OSError (EFBIG) when it holds more than
-    ``limit`` bytes; any other OSError as the system gives it."""
+def read_regular(path: os.PathLike[str] | str, limit: int, *, chunk: int) -> bytes:
+    """The bytes of the regular file at ``path``, read ``chunk`` bytes at a time (``read_chunk``) and
+    opened without blocking so that a FIFO, socket or device given that name cannot hang the
+    caller. Raises FileNotFoundError when it is not there, OSError (EINVAL) when it is not a regular
+    file, OSError (EFBIG) when it holds more than ``limit`` bytes; any other OSError as the system
+    gives it."""
     fd = os.open(path, os.O_RDONLY | O_BINARY | getattr(os, "O_NONBLOCK", 0))
     try:
         if not stat.S_ISREG(os.fstat(fd).st_mode):
             raise OSError(errno.EINVAL, "not a regular file (a FIFO, socket or device)", str(path))
         chunks: list[bytes] = []
         size = 0
-        while chunk := os.read(fd, min(settings.current().read_chunk, limit + 1 - size)):
-            chunks.append(chunk)
-            size += len(chunk)
+        while part := os.read(fd, min(chunk, limit + 1 - size)):
+            chunks.append(part)
+            size += len(part)
             if size > limit:
                 raise OSError(errno.EFBIG, f"larger than {limit:,} bytes", str(path))
         return b"".join(chunks)

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any, Protocol, TypeVar
 
 from vault_mem import settings
+from vault_mem.settings import Settings
 from vault_mem.vault import markdown
 from vault_mem.vault.dates import from_timestamp, iso
 from vault_mem.vault.fields import (
@@ -77,20 +78,25 @@ __all__ = [
 ]
 
 
-def read_bytes(path: Path) -> tuple[bytes, str, int, int, list[str]]:
-    """(first MAX_BYTES bytes, etag of the whole file, size, mtime_ns, problems). Never raises.
+def _given(config: Settings | None) -> Settings:
+    """``config``, the settings the caller was handed (``max_note_bytes``, ``read_chunk`` and the
+    YAML bounds); None reads the process's own, until every caller passes them."""
+    return settings.current() if config is None else config  # NOT CONVERTED YET: callers in search/, writes/...
+
+
+def read_bytes(path: Path, config: Settings | None = None) -> tuple[bytes, str, int, int, list[str]]:
+    """(first ``max_note_bytes`` bytes, etag of the whole file, size, mtime_ns, problems). Never raises.
 
     Opens without blocking so a FIFO named ``x.md`` cannot stall the indexer.
     """
-    return _read_bytes(path)[0]
+    return _read_bytes(path, _given(config))[0]
 
 
 Read = tuple[bytes, str, int, int, list[str]]  # what read_bytes gives
 
 
-def _read_bytes(path: Path) -> tuple[Read, tuple[int, int] | None]:
+def _read_bytes(path: Path, config: Settings) -> tuple[Read, tuple[int, int] | None]:
     """``read_bytes``, and the (device, inode) of the file read (None: none was opened)."""
-    config = settings.current()
     problems: list[str] = []
     try:
         fd = os.open(path, os.O_RDONLY | O_BINARY | getattr(os, "O_NONBLOCK", 0))
@@ -128,12 +134,13 @@ def _read_bytes(path: Path) -> tuple[Read, tuple[int, int] | None]:
         os.close(fd)
 
 
-def read_linked(root: Path, rel: str) -> tuple[Read, str | None]:
+def read_linked(root: Path, rel: str, config: Settings | None = None) -> tuple[Read, str | None]:
     """``read_bytes`` of the note at ``rel`` (an OS path under ``root``) and the file a symlink makes
     it (``link_target``: None when none does), the two agreeing (``read_agreeing``). Raises NotANote
     when the path leads to no note (outside the vault, into a hidden folder...)."""
     unsure: Read = (b"", "", 0, 0, ["unreadable: it changed while it was read (a symlink swapped?)"])
-    return read_agreeing(root, rel, _read_bytes, unsure)
+    chosen = _given(config)
+    return read_agreeing(root, rel, lambda path: _read_bytes(path, chosen), unsure)
 
 
 T = TypeVar("T")
@@ -160,46 +167,48 @@ def read_agreeing(root: Path, rel: str, read: Callable[[Path], tuple[T, tuple[in
     return unsure, None
 
 
-def read_whole_linked(root: Path, rel: str) -> tuple[bytes, str | None]:
+def read_whole_linked(root: Path, rel: str, config: Settings | None = None) -> tuple[bytes, str | None]:
     """``read_whole`` of the note at ``rel`` and where its path leads, agreeing (``read_agreeing``).
     Raises OSError (EAGAIN when a link kept changing while it was read) or NotANote."""
-    found, real = read_agreeing(root, rel, _read_whole, None)
+    chunk = _given(config).read_chunk
+    found, real = read_agreeing(root, rel, lambda path: _read_whole(path, chunk), None)
     if found is None:
         raise OSError(errno.EAGAIN, "it changed while it was read (a symlink swapped?)")
     return found, real
 
 
-def read_whole(path: Path) -> bytes:
+def read_whole(path: Path, config: Settings | None = None) -> bytes:
     """All of a note file's bytes, opened without blocking (a FIFO named ``x.md`` cannot hang).
 
     Raises OSError, EINVAL for anything that is not a regular file.
     """
-    return _read_whole(path)[0]
+    return _read_whole(path, _given(config).read_chunk)[0]
 
 
-def _read_whole(path: Path) -> tuple[bytes, tuple[int, int]]:
+def _read_whole(path: Path, read_chunk: int) -> tuple[bytes, tuple[int, int]]:
     fd = os.open(path, os.O_RDONLY | O_BINARY | getattr(os, "O_NONBLOCK", 0))
     try:
         st = os.fstat(fd)
         if not stat.S_ISREG(st.st_mode):
             raise OSError(errno.EINVAL, "not a regular file (a FIFO, socket or device)")
         chunks = []
-        while chunk := os.read(fd, settings.current().read_chunk):
+        while chunk := os.read(fd, read_chunk):
             chunks.append(chunk)
         return b"".join(chunks), (st.st_dev, st.st_ino)
     finally:
         os.close(fd)
 
 
-def decode(data: bytes) -> tuple[str, list[str]]:
-    """Text of a note: BOM dropped, CRLF to LF, bad UTF-8 replaced, NULs removed."""
+def decode(data: bytes, config: Settings | None = None) -> tuple[str, list[str]]:
+    """Text of a note: BOM dropped, CRLF to LF, bad UTF-8 replaced, NULs removed (a character cut at
+    the ``max_note_bytes`` read is no problem)."""
     problems: list[str] = []
     if data.startswith(_BOM):
         data = data[3:]
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
-        truncated_tail = exc.start >= len(data) - 3 and len(data) >= settings.current().max_note_bytes - 3
+        truncated_tail = exc.start >= len(data) - 3 and len(data) >= _given(config).max_note_bytes - 3
         text = data.decode("utf-8", errors="replace")
         if not truncated_tail:
             problems.append(
@@ -220,31 +229,33 @@ class DateSource(Protocol):
     def dates(self, path: str, data: bytes) -> tuple[dt.datetime, dt.datetime] | None: ...
 
 
-def read_note(root: Path, rel: str, history: DateSource | None = None) -> Note:
-    """Read ``rel`` (an OS path relative to ``root``) into a Note. Never raises.
+def read_note(root: Path, rel: str, history: DateSource | None = None, *, config: Settings | None = None) -> Note:
+    """Read ``rel`` (an OS path relative to ``root``) into a Note, within the bounds of ``config``.
+    Never raises.
 
     ``history``, when given, supplies the (created, updated) of a file committed as it is."""
+    config = _given(config)
     problems: list[str] = []
     shown = display_path(rel)
     if shown != rel.replace(os.sep, "/") and "\ufffd" in shown:
         problems.append("file name is not valid UTF-8; shown with U+FFFD")
     try:
-        (data, etag, size, mtime_ns, read_problems), real = read_linked(root, rel)
+        (data, etag, size, mtime_ns, read_problems), real = read_linked(root, rel, config)
     except NotANote as exc:
         problems.append(f"the path {exc}")
-        return parse_text(shown, "", "", 0, 0, problems)
+        return parse_text(shown, "", "", 0, 0, problems, config=config)
     problems += read_problems
-    text, decode_problems = decode(data)
+    text, decode_problems = decode(data, config)
     problems += decode_problems
     dates = history.dates(shown, data) if history is not None and len(data) == size else None
-    note = parse_text(shown, text, etag, size, mtime_ns, problems, dates)
+    note = parse_text(shown, text, etag, size, mtime_ns, problems, dates, config=config)
     if real is not None:
         note.real = real
     return note
 
 
 def parse_text(path: str, text: str, etag: str, size: int, mtime_ns: int, problems: list[str],
-               history: tuple[dt.datetime, dt.datetime] | None = None) -> Note:
+               history: tuple[dt.datetime, dt.datetime] | None = None, *, config: Settings | None = None) -> Note:
     """Build a Note from decoded text. ``path`` is the display form of the vault-relative path;
     ``history`` the (created, updated) git gives a committed file (docs/git.md), before the mtime.
 
@@ -255,7 +266,7 @@ def parse_text(path: str, text: str, etag: str, size: int, mtime_ns: int, proble
     importance, namespace, scope, project, paths, agent). ``problems`` itself is not changed.
     """
     problems = [*problems]
-    front = _frontmatter(text, size, problems)
+    front = _frontmatter(text, size, problems, _given(config))
     data, body = front.data, front.body
     excalidraw = path.lower().endswith(".excalidraw.md")
     masked = markdown.mask_code(body)
@@ -286,8 +297,7 @@ class _Front:
     data: dict[str, Any] = field(default_factory=dict)  # ``fields`` with unquoted [[links]] as text
 
 
-def _frontmatter(text: str, size: int, problems: list[str]) -> _Front:
-    config = settings.current()
+def _frontmatter(text: str, size: int, problems: list[str], config: Settings) -> _Front:
     split = split_frontmatter(text)
     found = split.problems
     if size > config.max_note_bytes:
@@ -297,7 +307,7 @@ def _frontmatter(text: str, size: int, problems: list[str]) -> _Front:
     problems += found
     front = _Front(split.body, split.yaml_text is not None)
     if split.yaml_text is not None:
-        loaded = load_yaml(split.yaml_text)
+        loaded = load_yaml(split.yaml_text, config)
         front.fields, front.ok = loaded.data, loaded.parsed
         problems += loaded.problems
         front.data = {key: _unflow_wikilinks(value) for key, value in loaded.data.items()}

@@ -28,6 +28,7 @@ from pathlib import Path
 
 from vault_mem import settings
 from vault_mem.errors import InvalidInput, NotFound, WriteFailed
+from vault_mem.settings import Settings
 from vault_mem.vault.fmedit import append_paragraph, render_note, replace_body, set_keys
 from vault_mem.vault.paths import NotANote, link_target, name_key
 from vault_mem.vault.portable import O_BINARY, fsync_folder, lacks_hard_links, replace_file, set_mode, unlink_file
@@ -119,7 +120,14 @@ def _still_there(temp: Path, folder: str | None, path: Path, what: str) -> None:
         raise WriteFailed(f"a symlink on the way to {path} changed while it was written; {what}")
 
 
-def atomic_write(path: Path, data: bytes, mode: int | None = None, within: Path | None = None) -> None:
+def _given(config: Settings | None) -> Settings:
+    """``config``, the settings the caller was handed (names and waits); None reads the process's
+    own, until every caller passes them."""
+    return settings.current() if config is None else config  # NOT CONVERTED YET: callers in writes/, imports/
+
+
+def atomic_write(path: Path, data: bytes, mode: int | None = None, within: Path | None = None, *,
+                 config: Settings | None = None) -> None:
     """Replace (or create) ``path`` with ``data`` so that readers see the old or the new file, whole.
 
     Writes a hidden temp file in the same folder, fsyncs it, renames it over ``path`` and
@@ -152,7 +160,8 @@ def atomic_write(path: Path, data: bytes, mode: int | None = None, within: Path 
         raise WriteFailed(f"{_reason(exc)} while writing {path}; {what}") from exc
     _still_there(temp, checked, path, what)
     try:
-        replace_file(temp, target)  # waits briefly while another program holds the note open (Windows)
+        # waits briefly while another program holds the note open (Windows)
+        replace_file(temp, target, config=_given(config))
     except OSError as exc:
         _unlink_quietly(temp)
         if isinstance(exc, PermissionError) and os.name == "nt":
@@ -168,11 +177,12 @@ def _split_md(filename: str) -> tuple[str, str]:
     return filename, ""
 
 
-def _candidates(filename: str) -> Iterator[str]:
-    """``filename``, then ``stem 1.md``, ``stem 2.md``, ... (made as they are tried)."""
+def _candidates(filename: str, tries: int) -> Iterator[str]:
+    """``filename``, then ``stem 1.md``, ``stem 2.md``, ... (made as they are tried), ``tries`` in all
+    (``max_name_suffix``)."""
     stem, ext = _split_md(filename)
     yield filename
-    for n in range(1, settings.current().max_name_suffix):
+    for n in range(1, tries):
         yield f"{stem} {n}{ext}"
 
 
@@ -191,10 +201,10 @@ _names: OrderedDict[str, tuple[VersionKey, frozenset[str], float]] = OrderedDict
 _names_lock = threading.Lock()
 
 
-def _names_in(folder: Path) -> tuple[frozenset[str], float]:
+def _names_in(folder: Path, config: Settings) -> tuple[frozenset[str], float]:
     """The ``name_key`` of every name in ``folder``, and when it was listed: listed again when the
     folder changed since this process last listed it or created a file in it (its mtime moved),
-    and at least every ``NAMES_FRESH`` seconds (another program's file made while this process
+    and at least every ``names_fresh`` seconds (another program's file made while this process
     created one is missed until then). The stat is taken before the listing, so a change made
     while it lists makes the next create list again."""
     key = os.fspath(folder)
@@ -202,26 +212,28 @@ def _names_in(folder: Path) -> tuple[frozenset[str], float]:
     now = time.monotonic()
     with _names_lock:
         kept = _names.get(key)
-        fresh = now - kept[2] < settings.current().names_fresh if kept is not None else False
+        fresh = now - kept[2] < config.names_fresh if kept is not None else False
         if kept is not None and signature is not None and kept[0] == signature and fresh:
             _names.move_to_end(key)
             return kept[1], kept[2]
     names = frozenset(_taken(folder))
     if signature is not None:
-        _keep_names(key, signature, names, now)
+        _keep_names(key, signature, names, now, config.names_kept)
     return names, now
 
 
-def _keep_names(key: str, signature: VersionKey, names: frozenset[str], listed: float) -> None:
+def _keep_names(key: str, signature: VersionKey, names: frozenset[str], listed: float, kept: int) -> None:
+    """Remember ``names`` of ``key``, forgetting the least recently used past ``kept`` folders (``names_kept``)."""
     with _names_lock:
         _names[key] = (signature, names, listed)
         _names.move_to_end(key)
-        while len(_names) > settings.current().names_kept:
+        while len(_names) > kept:
             _names.popitem(last=False)
 
 
 def create_exclusive(folder: Path, filename: str, data: bytes, mode: int | None = None,
-                     taken: set[str] | None = None, within: Path | None = None) -> Path:
+                     taken: set[str] | None = None, within: Path | None = None, *,
+                     config: Settings | None = None) -> Path:
     """Create a NEW file ``filename`` (or ``stem 1.md``, ...) in ``folder`` holding ``data``.
 
     Never overwrites: the finished temp file is hard-linked to the final name, which
@@ -230,44 +242,45 @@ def create_exclusive(folder: Path, filename: str, data: bytes, mode: int | None 
     path written. Raises WriteFailed on any OS error, leaving no file behind. ``taken``, the
     ``name_key`` of every name in ``folder``, saves listing it for each of many creates (an
     import); the name claimed is added to it. Without it, the folder is listed only when it
-    changed since this process last listed it or created a file in it, or ``NAMES_FRESH`` seconds
+    changed since this process last listed it or created a file in it, or ``names_fresh`` seconds
     after (``_names_in``): a case variant another program makes meanwhile may be missed for that
     long, as one it makes a moment later always is (both files stay; nothing is overwritten).
     ``within``: the vault ``folder`` belongs to, as for ``atomic_write``: a folder that leads
     through a symlink outside it or into a hidden folder gets nothing.
     """
+    config = _given(config)
     try:
         checked = _vault_place(within, folder, "nothing was written", note=False)
         folder.mkdir(parents=True, exist_ok=True)
-        listed, listed_at = _names_in(folder) if taken is None else (frozenset(), 0.0)  # before the temp file
+        listed, listed_at = _names_in(folder, config) if taken is None else (frozenset(), 0.0)  # before the temp file
         temp = _write_temp(folder, filename, data, mode)
     except OSError as exc:
         raise WriteFailed(f"{_reason(exc)} while creating {folder / filename}; nothing was written") from exc
     _still_there(temp, checked, folder / filename, "nothing was written")
     try:
         seen = set() if taken is None else taken  # names found taken on the way (and the one claimed)
-        for candidate in _candidates(filename):
+        for candidate in _candidates(filename, config.max_name_suffix):
             if name_key(candidate) in listed or name_key(candidate) in seen:
                 continue
             final = folder / candidate
-            if _claim(temp, final):
+            if _claim(temp, final, config):
                 fsync_folder(folder)
                 seen.add(name_key(candidate))
                 if taken is None:  # this create's own changes, so that the next one need not list
                     _unlink_quietly(temp)
                     signature = version_key(folder)
                     if signature is not None:
-                        _keep_names(os.fspath(folder), signature, listed | seen, listed_at)
+                        _keep_names(os.fspath(folder), signature, listed | seen, listed_at, config.names_kept)
                 return final
             seen.add(name_key(candidate))
-        raise WriteFailed(f"no free name for {filename} in {folder} after {settings.current().max_name_suffix} tries")
+        raise WriteFailed(f"no free name for {filename} in {folder} after {config.max_name_suffix} tries")
     except OSError as exc:
         raise WriteFailed(f"{_reason(exc)} while creating {folder / filename}; nothing was written") from exc
     finally:
         _unlink_quietly(temp)
 
 
-def _claim(temp: Path, final: Path) -> bool:
+def _claim(temp: Path, final: Path, config: Settings) -> bool:
     """Give ``temp``'s content the name ``final`` unless it exists. False when taken."""
     try:
         os.link(temp, final, follow_symlinks=False)
@@ -277,10 +290,10 @@ def _claim(temp: Path, final: Path) -> bool:
     except OSError as exc:
         if not lacks_hard_links(exc):
             raise
-    return _reserve_then_move(temp, final)
+    return _reserve_then_move(temp, final, config)
 
 
-def _reserve_then_move(source: Path, dest: Path) -> bool:
+def _reserve_then_move(source: Path, dest: Path, config: Settings) -> bool:
     """Where there are no hard links: reserve ``dest`` with O_EXCL, then move ``source`` onto it.
     False when ``dest`` is taken (by another thread or process too)."""
     try:
@@ -288,25 +301,25 @@ def _reserve_then_move(source: Path, dest: Path) -> bool:
     except FileExistsError:
         return False
     try:
-        replace_file(source, dest)
+        replace_file(source, dest, config=config)
     except OSError:
         _unlink_quietly(dest)
         raise
     return True
 
 
-def note_filename(title: str) -> str:
+def note_filename(title: str, config: Settings | None = None) -> str:
     """The file name (with ``.md``) Obsidian would give a note titled ``title``.
 
     Removes characters illegal in file names and those that break wikilinks
     (``* " \\ / < > : | ? # ^ [ ]``), control characters and bidi controls (U+202E shows the
     rest of a name reversed in listings: an extension in disguise); collapses whitespace; strips
-    leading dots and trailing dots and spaces; caps the stem at MAX_NAME_BYTES of UTF-8
+    leading dots and trailing dots and spaces; caps the stem at ``max_name_bytes`` of UTF-8
     (cut between characters); adds ``_`` to a name Windows reserves (``CON``, ``NUL``,
     ``COM1``...); "Untitled" when nothing is left. Emoji and right-to-left
     scripts are kept.
     """
-    config = settings.current()
+    config = _given(config)
     text = unicodedata.normalize("NFC", title)
     text = " ".join(text.split())  # tabs and newlines become single spaces
     text = "".join(ch for ch in text if unicodedata.category(ch) not in ("Cc", "Cs") and ch not in _BIDI_CONTROLS)
@@ -328,13 +341,14 @@ def _trim(text: str) -> str:
     return text.lstrip(". ").rstrip(". ")
 
 
-def move_to_trash(root: Path, rel: str) -> str:
+def move_to_trash(root: Path, rel: str, config: Settings | None = None) -> str:
     """Move ``root/rel`` into the flat ``root/.trash/``; returns the new vault-relative path.
 
     A name already in the trash gets ``name 1.md``, ``name 2.md``... (ignoring case), as
     Obsidian does; nothing in the trash is ever overwritten. Raises NotFound when the
     file is gone, WriteFailed on any OS error (the file then stays where it was).
     """
+    config = _given(config)
     source = root / rel
     trash = root / TRASH_DIRNAME
     if not os.path.lexists(source):
@@ -346,10 +360,10 @@ def move_to_trash(root: Path, rel: str) -> str:
     try:
         trash.mkdir(exist_ok=True)
         taken = _taken(trash)
-        for candidate in _candidates(source.name):
+        for candidate in _candidates(source.name, config.max_name_suffix):
             if name_key(candidate) in taken:
                 continue
-            if _move_no_clobber(source, trash / candidate):
+            if _move_no_clobber(source, trash / candidate, config):
                 fsync_folder(trash)
                 fsync_folder(source.parent)
                 return f"{TRASH_DIRNAME}/{candidate}"
@@ -358,11 +372,10 @@ def move_to_trash(root: Path, rel: str) -> str:
     except OSError as exc:
         raise WriteFailed(f"{_reason(exc)} while moving {rel} to {TRASH_DIRNAME}; "
                           "the file is where it was") from exc
-    tries = settings.current().max_name_suffix
-    raise WriteFailed(f"no free name for {source.name} in {TRASH_DIRNAME} after {tries} tries")
+    raise WriteFailed(f"no free name for {source.name} in {TRASH_DIRNAME} after {config.max_name_suffix} tries")
 
 
-def create_at(path: Path, data: bytes, within: Path | None = None) -> bool:
+def create_at(path: Path, data: bytes, within: Path | None = None, *, config: Settings | None = None) -> bool:
     """Create ``path`` holding ``data``, whole or not at all; False (nothing written) when the name
     is taken. ``within``: the vault it belongs to, as for ``atomic_write``. Raises WriteFailed on
     any OS error."""
@@ -372,7 +385,7 @@ def create_at(path: Path, data: bytes, within: Path | None = None) -> bool:
         temp = _write_temp(path.parent, path.name, data, None)
         try:
             _still_there(temp, checked, path, "nothing was written")
-            if not _claim(temp, path):
+            if not _claim(temp, path, _given(config)):
                 return False
         finally:
             _unlink_quietly(temp)
@@ -382,13 +395,13 @@ def create_at(path: Path, data: bytes, within: Path | None = None) -> bool:
         raise WriteFailed(f"{_reason(exc)} while creating {path}; nothing was written") from exc
 
 
-def move_back(root: Path, trash_rel: str, rel: str) -> bool:
+def move_back(root: Path, trash_rel: str, rel: str, config: Settings | None = None) -> bool:
     """Move ``root/trash_rel`` (a note in the trash) to ``root/rel``; False when ``rel`` is taken.
     Raises WriteFailed on any OS error (the file then stays in the trash)."""
     dest = root / rel
     try:
         dest.parent.mkdir(parents=True, exist_ok=True)
-        if not _move_no_clobber(root / trash_rel, dest):
+        if not _move_no_clobber(root / trash_rel, dest, _given(config)):
             return False
         fsync_folder(dest.parent)
         return True
@@ -396,7 +409,7 @@ def move_back(root: Path, trash_rel: str, rel: str) -> bool:
         raise WriteFailed(f"{_reason(exc)} while moving {trash_rel} back to {rel}; it stays in the trash") from exc
 
 
-def _move_no_clobber(source: Path, dest: Path) -> bool:
+def _move_no_clobber(source: Path, dest: Path, config: Settings) -> bool:
     try:
         os.link(source, dest, follow_symlinks=False)
     except FileExistsError:
@@ -404,9 +417,9 @@ def _move_no_clobber(source: Path, dest: Path) -> bool:
     except OSError as exc:
         if not lacks_hard_links(exc):
             raise
-        return _reserve_then_move(source, dest)
+        return _reserve_then_move(source, dest, config)
     try:
-        unlink_file(source)  # waits briefly while another program holds the note open (Windows)
+        unlink_file(source, config=config)  # waits briefly while another program holds the note open (Windows)
     except OSError:
         _unlink_quietly(dest)  # the note stays where it was, not in two places
         raise

@@ -19,10 +19,10 @@ from typing import Any
 
 import yaml
 
-from vault_mem import settings
 from vault_mem.errors import InvalidInput
+from vault_mem.settings import Settings
 from vault_mem.vault.fields import leading_keys
-from vault_mem.vault.frontmatter import load_yaml, to_plain
+from vault_mem.vault.frontmatter import load_yaml, plain
 
 KEY_ORDER = leading_keys()  # id, title, type, tags, created, updated (the field table's ``first``)
 # YAML 1.2 core-schema numbers, booleans and nulls that PyYAML (YAML 1.1) reads as
@@ -35,8 +35,9 @@ _YAML12_NON_STRING = re.compile(
 SURROGATE = re.compile("[\ud800-\udfff]")
 
 
-def plain_value(value: Any) -> Any:
-    return to_plain(value, [settings.current().yaml_node_budget], 0)
+def plain_value(value: Any, config: Settings | None = None) -> Any:
+    """The value as ``load_yaml`` gives it back (``frontmatter.plain``, within ``config``'s bounds)."""
+    return plain(value, config)
 
 
 def same_value(a: Any, b: Any) -> bool:
