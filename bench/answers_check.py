@@ -52,6 +52,7 @@ import yaml
 from gen_vault import generate
 from rpc_bench import ISSUE_WORDS, common_words, ready_index, sample_words
 
+from vault_mem import settings
 from vault_mem.mcp_server.answers import to_result
 from vault_mem.mcp_server.app import call
 from vault_mem.mcp_server.tools import TOOLS_BY_NAME
@@ -301,7 +302,7 @@ def record(args: argparse.Namespace) -> list[str]:
     got: list[str] = []
     with tempfile.TemporaryDirectory(prefix="vault-mem-answers-") as tmp:
         for name, root in builtin_vaults(Path(tmp), args.notes).items():
-            index = VaultIndex(root, Path(tmp) / f"{name}-index")
+            index = VaultIndex(root, Path(tmp) / f"{name}-index", config=settings.current())
             try:
                 build(index, procs=1)
                 got += checked(Vault(root, index), name, builtin_plan(name, index.records()), args.passes)

@@ -17,6 +17,7 @@ from filelock import FileLock
 from holding import held_environment, wait_held
 from whoosh.reading import SegmentReader
 
+from vault_mem import settings
 from vault_mem.reads.memory_search import memory_search
 from vault_mem.runtime.watcher import Watcher
 from vault_mem.search import commits, merge
@@ -39,7 +40,7 @@ def many_segments(tmp_path: Path, notes: int = 60, singles: int = 2 * Settings()
                   due: bool = True) -> VaultIndex:
     """A vault of ``notes`` notes whose index holds a built segment plus ``singles`` one-note commits."""
     root = write_notes(tmp_path / "vault", {f"d{i % 3}/n{i}.md": note(i) for i in range(notes)})
-    index = VaultIndex(root, tmp_path / "index")
+    index = VaultIndex(root, tmp_path / "index", config=settings.current())
     index.fold_at = None  # the live commits' own folding of tiny segments would merge them first
     build(index, procs=1)
     for i in range(singles):
@@ -216,7 +217,7 @@ def test_a_parallel_build_leaves_only_the_index_in_its_folder(tmp_path: Path) ->
     # 1,700 notes on 2 workers: batches of 1,000 and 700, and the last, under the lowest tier's
     # floor, is folded into the first (alone, every merge of the saves' segments would take it).
     root = write_notes(tmp_path / "vault", {f"d{i % 7}/n{i}.md": note(i) for i in range(1700)})
-    index = VaultIndex(root, tmp_path / "index")
+    index = VaultIndex(root, tmp_path / "index", config=settings.current())
     build(index, procs=2)
     assert_no_debris(index)
     segments = index.open()._read_toc().segments
@@ -274,7 +275,7 @@ def test_a_few_edits_leave_a_built_segment_in_its_tier_and_many_merge_it_down(tm
     tuned(tiny_segment=0)  # the tiers alone: no segment is left to the live folds here
     notes = 24  # one built segment: 24 documents, tier 1 with a floor of 20
     root = write_notes(tmp_path / "vault", {f"d/n{i}.md": note(i) for i in range(notes)})
-    index = VaultIndex(root, tmp_path / "index")
+    index = VaultIndex(root, tmp_path / "index", config=settings.current())
     index.fold_at = None  # the live commits' own folding of tiny segments would merge them first
     build(index, procs=1)
 
@@ -342,7 +343,7 @@ def test_folding_its_own_tiny_segments_from_their_notes_gives_the_index_reading_
         root = write_notes(tmp_path / name, {f"d/n{i}.md": note(i) for i in range(30)})  # built: not tiny
         for path in root.rglob("*.md"):  # the two vaults alike to the nanosecond
             os.utime(path, ns=(1_600_000_000_000_000_000, 1_600_000_000_000_000_000))
-        index = VaultIndex(root, tmp_path / f"{name}-index")
+        index = VaultIndex(root, tmp_path / f"{name}-index", config=settings.current())
         build(index, procs=1)
         index.fold_at = 4
         if not own:
@@ -378,7 +379,7 @@ def test_a_merge_leaves_the_tiny_segments_to_the_live_folds_and_is_not_voided_by
     it now merges the others, and takes tiny segments only when more piled up than a fold takes."""
     tuned(merge_floor=30)  # the built segment of 40 notes is in the tier above
     root = write_notes(tmp_path / "vault", {f"built/n{i}.md": note(i) for i in range(40)})
-    index = VaultIndex(root, tmp_path / "index")
+    index = VaultIndex(root, tmp_path / "index", config=settings.current())
     build(index, procs=1)
     notes = {f"d/n{i}.md": note(i) for i in range(Settings().merge_factor * 25 + Settings().tiny_fold)}
     write_notes(root, notes)

@@ -1,7 +1,7 @@
 """Write tools of one process take turns per note (writes/tools.py): writes of one note one after
 another, writes of different notes side by side; the small file locks beside the index queue
 the threads of a process before the file (history/filelocks.py); and what the watcher and the
-commit wait for is the file steps under way when they ask (search/commits.py ``Written``)."""
+commit wait for is the file steps under way when they ask (search/commits.py ``FileSteps``)."""
 
 from __future__ import annotations
 
@@ -20,7 +20,7 @@ from conftest import in_threads
 from vault_mem.history import filelocks, journal
 from vault_mem.mcp_server.app import Calls
 from vault_mem.search.build import reconcile
-from vault_mem.search.commits import Written
+from vault_mem.search.commits import FileSteps
 from vault_mem.writes import tools
 
 NOTES = {
@@ -131,27 +131,27 @@ def test_new_notes_from_many_threads_each_get_a_file_of_their_own(make_vault) ->
 def test_waiting_for_the_file_steps_does_not_wait_for_steps_begun_later() -> None:
     """``wait_steps`` waits for the steps under way when asked; under steady writes a wait for
     a moment with none under way could last as long as the writes do."""
-    written = Written()
+    steps = FileSteps()
     first_began, later_began, first_done = threading.Event(), threading.Event(), threading.Event()
     stop = threading.Event()
 
     def first() -> None:
-        written.begin()
+        steps.begin()
         first_began.set()
         assert first_done.wait(WAIT)
-        written.end()
+        steps.end()
 
     def later() -> None:
-        written.begin()
+        steps.begin()
         later_began.set()
         stop.wait(WAIT)
-        written.end()
+        steps.end()
 
     threads = [threading.Thread(target=first), threading.Thread(target=later)]
     threads[0].start()
     assert first_began.wait(WAIT)
     outcome: list[bool] = []
-    waiter = threading.Thread(target=lambda: outcome.append(written.wait_steps(WAIT)))
+    waiter = threading.Thread(target=lambda: outcome.append(steps.wait_steps(WAIT)))
     waiter.start()
     threads[1].start()
     assert later_began.wait(WAIT)
@@ -162,7 +162,7 @@ def test_waiting_for_the_file_steps_does_not_wait_for_steps_begun_later() -> Non
     for thread in threads:
         thread.join(WAIT)
     assert outcome == [True]
-    assert written.wait_steps(0.0)  # none under way now
+    assert steps.wait_steps(0.0)  # none under way now
 
 
 def test_a_file_lock_lets_one_thread_in_at_a_time(tmp_path: Path) -> None:
@@ -232,16 +232,16 @@ def test_an_edit_aimed_at_a_deleted_note_leaves_the_new_note_of_its_name_alone(m
     the edit answers not_found and changes nothing (it resolved the old note before it waited)."""
     vault = make_vault({"n.md": "---\nid: old-1\ntitle: N\n---\nold\n"})
     calls = Calls(vault)
-    take_turn = tools._take_turn
+    take_turn = tools.WriteTurns.take
     replaced = []
 
-    def replaced_meanwhile(root: Path, rel: str) -> None:
+    def replaced_meanwhile(turns: tools.WriteTurns, root: Path, rel: str) -> None:
         if rel == "n.md" and not replaced:
             replaced.append(rel)
             (vault.root / "n.md").write_text("---\nid: new-1\ntitle: N\n---\nnew\n")
-        take_turn(root, rel)
+        take_turn(turns, root, rel)
 
-    monkeypatch.setattr(tools, "_take_turn", replaced_meanwhile)
+    monkeypatch.setattr(tools.WriteTurns, "take", replaced_meanwhile)
     answer = calls.answer("memory_edit", {"agent": "t", "ref": "old-1", "append": "more"}, None)
     assert replaced and answer["status"] == "not_found", answer
     assert (vault.root / "n.md").read_text() == "---\nid: new-1\ntitle: N\n---\nnew\n"

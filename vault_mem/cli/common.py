@@ -12,6 +12,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from vault_mem import settings
 from vault_mem.cli.app import PROG
 from vault_mem.cli.output import json_text, visible
 from vault_mem.errors import InvalidInput
@@ -64,7 +65,7 @@ def open_index(args: argparse.Namespace, root: Path | None = None, doing: str = 
     given = getattr(args, "index_dir", None)
     if not getattr(args, "yes", False) and not has_index(root, given):
         check_likely_vault(root, doing)  # before anything is written into it
-    return VaultIndex(root, usable_index_dir(root, given))
+    return VaultIndex(root, usable_index_dir(root, given), config=settings.current())
 
 
 def check_likely_vault(root: Path, doing: str) -> None:

@@ -7,6 +7,7 @@ import argparse
 import sys
 from pathlib import Path
 
+from vault_mem import settings
 from vault_mem.cli.app import PROG, Command, register
 from vault_mem.cli.common import print_json, say, vault_root
 from vault_mem.cli.output import visible
@@ -71,7 +72,7 @@ def _reindex(args: argparse.Namespace, root: Path) -> None:
 
     given = getattr(args, "index_dir", None)
     if has_index(root, given):
-        index = VaultIndex(root, usable_index_dir(root, given))
+        index = VaultIndex(root, usable_index_dir(root, given), config=settings.current())
         if not index.needs_build():
             sync(index)
 

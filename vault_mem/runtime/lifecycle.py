@@ -31,7 +31,6 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-from vault_mem import settings
 from vault_mem.errors import VaultUnavailable
 from vault_mem.git.history import unregister
 from vault_mem.runtime.watcher import Watcher, folder_identity
@@ -48,6 +47,9 @@ from vault_mem.vault.walk import walk_vault
 
 log = logging.getLogger("vault_mem.mcp_server")
 PROGRESS_FILE = "build-progress.json"
+# ``stop`` gives a background merge this long to end after it is told to (a merge stopped at any
+# moment loses nothing); past it the merge is killed, so that a stopping server never hangs on it.
+MERGE_STOP_WAIT = 10.0
 # A call made in the first seconds of a build (or of the resume of one) waits for it, until the
 # build is this old: a vault of a few hundred notes then answers its first call complete, and a
 # client that calls once and leaves has left an index behind (docs/index-and-sync.md).
@@ -68,7 +70,8 @@ class Runtime:
         ``merges``: schedule background merges (of ``serve --workers N``, only one worker does);
         ``writes``: False for a worker that leaves the writing to worker 1, which also follows the
         files for it: it runs no watcher (docs/concurrency.md)."""
-        first_answer_wait = settings.current().first_answer_wait if first_answer_wait is None else first_answer_wait
+        self.config = index.config  # the settings the index was made with: one source for the runtime
+        first_answer_wait = self.config.first_answer_wait if first_answer_wait is None else first_answer_wait
         self.writes = writes
         self.root = index.root
         self.index = index
@@ -218,7 +221,7 @@ class Runtime:
         ``calls_first`` seconds without a call in flight; ``calls_first_at_most`` at most. Not for
         the calls after the first: a client that keeps asking would hold the check back for good
         (issue 54), and the check gives way to calls as it walks (``_check_pace``)."""
-        config = settings.current()
+        config = self.config
         now = time.monotonic()
         deadline = now + config.calls_first_at_most
         with self._calls_changed:
@@ -242,7 +245,7 @@ class Runtime:
         (at most ``check_save_wait``): the save goes first and the check keeps half its pace. While
         a call is in flight, a millisecond's sleep (a thread that sleeps hands the interpreter lock
         to the call at once). Either way the check keeps moving however steadily clients call."""
-        config = settings.current()
+        config = self.config
         if self.pace is not None:
             self.pace(rel)
         self._check_done += 1
@@ -328,7 +331,7 @@ class Runtime:
         if merger is not None and merger.poll() is None:
             merger.terminate()  # a merge stopped at any moment loses nothing
             try:
-                merger.wait(timeout=10)
+                merger.wait(timeout=MERGE_STOP_WAIT)
             except subprocess.TimeoutExpired:
                 merger.kill()
         unregister(self.index.root)  # the map of a stopped server is not kept for the process's life
@@ -342,7 +345,7 @@ class Runtime:
             self._merge_thread.start()
 
     def _schedule_merges(self) -> None:
-        while not self._stop_merging.wait(settings.current().merge_check):
+        while not self._stop_merging.wait(self.config.merge_check):
             try:
                 if self.writes:
                     self.follow_root()
@@ -369,7 +372,7 @@ class Runtime:
         below_normal = getattr(subprocess, "BELOW_NORMAL_PRIORITY_CLASS", 0)  # Windows: the merge gives way
         self._merger = subprocess.Popen(
             command, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=sys.stderr.fileno(),
-            creationflags=below_normal if settings.current().tune_merge_priority else 0)
+            creationflags=below_normal if self.config.tune_merge_priority else 0)
         return True
 
     def _bring_up(self) -> None:
@@ -389,14 +392,14 @@ class Runtime:
             if self.watcher is not None:
                 self.watcher.release()
             if self._check_after is not None:
-                self._check_after.wait(settings.current().check_after_at_most)
+                self._check_after.wait(self.config.check_after_at_most)
                 self._let_calls_go_first()
             if self._stopping:
                 return  # stopped while the server was loading: nothing more to say after "stopped"
             attach_history(self.index)  # a git work tree: dates, history and HEAD's moves (docs/git.md)
             self._walking_since = time.monotonic()
             self.report = reconcile(self.index, pace=self._check_pace, listed=self._check_listed,
-                                    apply_every=settings.current().check_apply_every)
+                                    apply_every=self.config.check_apply_every)
             if self._stopping:
                 return
             log.info("index ready: %s", _ready(self.report, built=self._building.is_set() and self.error is None))

@@ -39,7 +39,6 @@ from typing import Any
 from watchdog.events import DirMovedEvent, FileMovedEvent, FileSystemEvent, FileSystemEventHandler
 from watchdog.observers import Observer
 
-from vault_mem import settings
 from vault_mem.git.history import history_for
 from vault_mem.runtime.observer import (
     INOTIFY,
@@ -50,7 +49,6 @@ from vault_mem.runtime.observer import (
 )
 from vault_mem.search.api import (
     VaultIndex,
-    document_of,
     note_present,
     prefix_records,
     same_content,
@@ -62,15 +60,28 @@ from vault_mem.vault.reader import read_note
 from vault_mem.vault.walk import IgnoreRules, is_memory_name, leads_to_a_note, walk_vault
 
 log = logging.getLogger("vault_mem.watch")
+# Waits on the watcher's condition that are woken by a notify anyway: the bound only makes a
+# missed notify (a flag read without the condition) cost that long, never a hang.
+NOTIFIED_WAIT = 0.05
+# How long the indexing loop sleeps at most with nothing queued before it asks again whether the
+# check of every note is due (``check_period`` may shorten while it sleeps: a refused watch);
+# never less than ``SHORTEST_WAIT`` before a failed path's retry.
+IDLE_WAKE = 0.5
+SHORTEST_WAIT = 0.01
+# ``stop`` waits so long for the indexing thread to end (a batch being applied finishes first); it
+# is a daemon thread, so a server that stops anyway loses nothing the next start does not find.
+STOP_WAIT = 10.0
 
 
 class Watcher:
-    """Keeps ``index`` equal to the files under its root while running."""
+    """Keeps ``index`` equal to the files under its root while running, with the settings the
+    index was made with (``index.config``)."""
 
     def __init__(self, index: VaultIndex, reconcile_every: float | None = None,
                  on_error: Callable[[str], None] | None = None,
                  pace: Callable[[str], None] | None = None) -> None:
-        reconcile_every = settings.current().reconcile_every if reconcile_every is None else reconcile_every
+        self.config = index.config
+        reconcile_every = self.config.reconcile_every if reconcile_every is None else reconcile_every
         self.index = index
         self.pace = pace  # called with each file the periodic check reaches (tests slow it down)
         self.root = index.root
@@ -122,7 +133,7 @@ class Watcher:
         """Listen from now on; apply what is heard at once, or (``held``) from ``release()``."""
         self._held = held
         self._start_observer()
-        self.index.written.not_indexed = self._retry  # a write's own commit failed: ours to index
+        self.index.on_failed_commit = self._retry  # a write's own commit failed: ours to index
         self._thread = threading.Thread(target=self._run, name="vault-mem-watch", daemon=True)
         self._thread.start()
 
@@ -132,7 +143,7 @@ class Watcher:
         with self._cond:
             self._held = True
             while self._busy:
-                self._cond.wait(0.05)
+                self._cond.wait(NOTIFIED_WAIT)
 
     def release(self) -> None:
         """Apply what was heard while held, and whatever comes next."""
@@ -145,15 +156,15 @@ class Watcher:
             self.note_event(str(self.root / rel), False)
 
     def stop(self) -> None:
-        if self.index.written.not_indexed == self._retry:
-            self.index.written.not_indexed = None
+        if self.index.on_failed_commit == self._retry:
+            self.index.on_failed_commit = None
         with self._cond:
             self._stopping = True
             self._cond.notify_all()
         if self._observer is not None:
             stop_observer(self._observer)
         if self._thread is not None:
-            self._thread.join(timeout=10)
+            self._thread.join(timeout=STOP_WAIT)
 
     def _start_observer(self) -> bool:
         """A new observer of the root and of every visible top-level folder. False when the system
@@ -197,7 +208,7 @@ class Watcher:
         watched; shorter while one is not, bounded by the length of the last check."""
         if not self._refused:
             return self.reconcile_every
-        config = settings.current()
+        config = self.config
         pause = max(config.unwatched_check_pause, config.unwatched_check_factor * self._check_seconds)
         return min(self.reconcile_every, pause)
 
@@ -302,7 +313,7 @@ class Watcher:
             if not self._first_event:
                 self._first_event = now
             self._last_event = now
-            say = self._lost_said is None or now - self._lost_said >= settings.current().watch_lost_said_every
+            say = self._lost_said is None or now - self._lost_said >= self.config.watch_lost_said_every
             if say:
                 self._lost_said = now
             self._cond.notify_all()
@@ -337,7 +348,7 @@ class Watcher:
                 left = deadline - time.monotonic()
                 if left <= 0:
                     return False
-                self._cond.wait(min(left, 0.05))
+                self._cond.wait(min(left, NOTIFIED_WAIT))
             return True
 
     def _run(self) -> None:
@@ -369,8 +380,8 @@ class Watcher:
                 due = time.monotonic() >= last_check + self.check_period()
                 if (due or self._lost) and not self._held:
                     break
-                pause = self._retry_at - time.monotonic() if self._failed else 0.5
-                self._cond.wait(min(0.5, max(0.01, pause)))
+                pause = self._retry_at - time.monotonic() if self._failed else IDLE_WAKE
+                self._cond.wait(min(IDLE_WAKE, max(SHORTEST_WAIT, pause)))
             if self._stopping:
                 return None
             if self._files or self._dirs or self._lost:
@@ -386,7 +397,7 @@ class Watcher:
 
     def _debounce(self) -> None:
         """Under the condition: wait for ``watch_debounce`` seconds of quiet, never longer than ``watch_max_delay``."""
-        config = settings.current()
+        config = self.config
         while not self._stopping:
             now = time.monotonic()
             quiet = now - self._last_event
@@ -431,7 +442,7 @@ class Watcher:
         """Say in the log what failed (the error and the paths), and queue each path to be applied
         again on its own after ``watch_retry_pause`` seconds, up to ``watch_retries`` attempts in
         all; then leave it to the periodic check, which finds it changed and tries once more."""
-        config = settings.current()
+        config = self.config
         keys = [(rel, False) for rel in sorted(files)] + [(rel, True) for rel in sorted(dirs)]
         again, dropped = [], []
         with self._cond:
@@ -524,7 +535,7 @@ class Watcher:
             self._check_seconds = time.monotonic() - began
 
     def _flush(self, files: set[str], dirs: set[str]) -> None:
-        config = settings.current()
+        config = self.config
         with self._cond:
             rewatch, self._rewatch = self._rewatch, set()
         for name in sorted(rewatch):
@@ -540,8 +551,8 @@ class Watcher:
                 candidates |= self._subtree(rel)
         # What this process's write tools saved and indexed themselves needs nothing (search/commits.py),
         # not even a listing: they write under the spelling on disk (``existing_spelling``, the index's).
-        self.index.written.wait_steps(config.watch_steps_wait)  # a save heard before it was submitted
-        candidates = {rel for rel in candidates if not self.index.written.unchanged(self.root, rel)}
+        self.index.file_steps.wait_steps(config.watch_steps_wait)  # a save heard before it was submitted
+        candidates = {rel for rel in candidates if not self.index.own_saves.unchanged(self.root, rel)}
         # On a case-insensitive disk an old spelling still opens: the folder listings decide. A listing
         # is costly in a busy process: ``os.listdir`` lets go of the interpreter lock for every entry,
         # and each time another thread may take it for up to the switch interval
@@ -586,34 +597,9 @@ class Watcher:
         self.flushes += 1
 
     def _apply(self, changed: list[tuple[Note, str]], removed: list[str]) -> None:
-        """Write ``changed`` and drop ``removed`` in one commit, skipping what another process (which
+        """Write ``changed`` and drop ``removed`` through the engine, less what another process (which
         saw the same events) committed since our fingerprints were read: checked under the lock."""
-        if not changed and not removed:
-            return
-        writer = self.index.acquire_writer()
-        try:
-            current = writer.searcher()  # the index as committed now that we hold the lock
-
-            def stored_etag(path: str) -> str | None:
-                docnum = current.document_number(path=path)
-                return None if docnum is None else str(current.stored_fields(docnum)["record"]["etag"])
-
-            todo = [(note, rel) for note, rel in changed if stored_etag(note.path) != note.etag]
-            gone = [path for path in removed if stored_etag(path) is not None]
-            if not todo and not gone:
-                writer.cancel()
-                return
-            for path in gone:
-                writer.delete_by_term("path", path)
-            for note, rel in todo:
-                writer.update_document(**document_of(note, rel))
-            self.index.commit_live(writer)  # no merge but of tiny segments on the live path (search/merge.py)
-        except BaseException:
-            # A writer whose work or commit raised keeps the index's lock until it is cancelled.
-            with contextlib.suppress(Exception):
-                writer.cancel()
-            raise
-        self.indexed += len(todo)
+        self.indexed += self.index.apply(changed, removed, unless_committed=True)
 
     def _subtree(self, rel_dir: str) -> set[str]:
         """Every memory path the index has under ``rel_dir`` plus every one on disk there."""

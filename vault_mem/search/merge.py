@@ -89,7 +89,7 @@ def plan(segments: list[Any]) -> list[Any]:
     segments piled up to 40 between merges instead of about 12. More of them than that means no live
     commit folds them (another version's process, a test): then they are the merge's."""
     config = settings.current()
-    tiny = set(tiny_segments(segments))  # segments compare by their id
+    tiny = set(tiny_segments(segments, config.tiny_segment))  # segments compare by their id
     if len(tiny) <= config.tiny_fold:
         segments = [segment for segment in segments if segment not in tiny]
     tiers: dict[int, list[Any]] = {}
@@ -187,7 +187,8 @@ def _swap(ix: Any, chosen: list[Any], merged: Any, docmap: dict[str, dict[int, i
           deleted_before: dict[str, set[int]], work: FileStorage) -> int | None:
     """Under Whoosh's write lock: publish ``merged`` in place of ``chosen``. Returns how many
     deletions were carried over, or None when a chosen segment is no longer in the index."""
-    with write_lock(ix, settings.current().merge_swap_wait):
+    config = settings.current()
+    with write_lock(ix, config.lock_first_retry, config.swap_max_retry, config.merge_swap_wait):
         toc = read_toc(ix)
         current = {s.segment_id(): s for s in toc.segments}
         ids = [s.segment_id() for s in chosen]
@@ -210,7 +211,7 @@ def _swap(ix: Any, chosen: list[Any], merged: Any, docmap: dict[str, dict[int, i
         generation = toc.generation + 1
         TOC(toc.schema, segments, generation).write(ix.storage, ix.indexname)
         whoosh_index.clean_files(ix.storage, ix.indexname, generation, segments)  # looked up now: patched
-        clean_debris(Path(ix.storage.folder))
+        clean_debris(Path(ix.storage.folder), config.debris_stale)
         return carried
 
 
