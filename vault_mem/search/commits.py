@@ -2,9 +2,8 @@
 
 - Group commit: changes submitted while a commit runs share the next one (``Batch``).
 - Live commits fold the tiny segments earlier live commits left (``fold_tiny``).
-- Within one process, writers queue on a plain lock (``ProcessTurn``); Whoosh's lock itself,
-  without a writer, for a merge's swap and for tidying (``write_lock``), and what killed
-  writers left (``clean_debris``).
+- Whoosh's lock itself, without a writer, for a merge's swap and for tidying (``write_lock``),
+  and what killed writers left (``clean_debris``).
 - The write tools' file steps under way (``FileSteps``), which a commit about to start and the
   watcher wait for, and the files this process's write tools indexed themselves (``OwnSaves``),
   so that the watcher's events for them need no look at the index.
@@ -128,38 +127,6 @@ class Batch:
             self.changes.pop(note.path, None)
             self.changes[note.path] = (note, fsrel)
             checked(note.path)
-
-
-class ProcessTurn:
-    """This process's one writer at a time: its threads wait here, each woken the moment the
-    writer before it lets go of the lock, instead of polling the lock file with a backoff as a
-    wait for another process does."""
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-
-    def take(self, timeout: float | None) -> bool:
-        return self._lock.acquire(timeout=-1 if timeout is None else timeout)
-
-    def give_back(self) -> None:
-        self._lock.release()
-
-    def until_released(self, writer: SegmentWriter) -> None:
-        """Give the turn back when ``writer`` lets go of Whoosh's lock (its commit or its cancel)."""
-        lock = writer.writelock
-        whooshs_release = lock.release
-        done = False
-
-        def release() -> None:
-            nonlocal done
-            try:
-                whooshs_release()
-            finally:
-                if not done:
-                    done = True
-                    self._lock.release()
-
-        lock.release = release
 
 
 @contextlib.contextmanager

@@ -36,7 +36,6 @@ from vault_mem.search.commits import (
     FileSteps,
     OwnSaves,
     OwnTiny,
-    ProcessTurn,
     clean_debris,
     fold_tiny,
     write_lock,
@@ -133,7 +132,6 @@ class VaultIndex:
         self._open_batch: Batch | None = None
         self._committing = threading.Lock()  # one group commit at a time in this process
         self._last_commit = (-config.commit_spacing, 1)  # when the last group commit began (monotonic), and its size
-        self._write_turn = ProcessTurn()  # held by this process's one writer
         self.fold_at: int | None = config.tiny_fold  # see fold_tiny (None: never, for tests of merges)
         self.own_tiny = OwnTiny(config.tiny_segment, config.tiny_kept)  # the notes of this process's tiny segments
         self.file_steps = FileSteps()  # the write tools' file steps under way (a commit waits for them)
@@ -323,46 +321,36 @@ class VaultIndex:
 
         A held lock is a wait, not a failure: with no ``timeout`` this waits as long as the other
         writer works (a build in another process can take minutes; the lock dies with its holder).
-        With one, it raises ``IndexBusy`` when the lock stayed held that long.
+        With one, it raises ``IndexBusy`` when the lock stayed held that long. This process's live
+        commits never wait here for each other: they take turns on ``_committing`` first.
         """
         config = self.config
         ix = self.open()
         start = time.monotonic()
-        if not self._write_turn.take(timeout):
-            raise IndexBusy(f"the index at {self.dir} stayed locked by another writer of this server for "
-                            f"{timeout:.0f} s")
         notice = start + config.write_wait_notice
         delay = config.lock_first_retry
-        handed = False  # the writer gives the turn back itself (its commit or its cancel)
-        try:
-            while True:
-                try:
-                    with parts_in_memory():  # a live commit's small segment (whoosh_seam patch 10)
-                        writer = ix.writer()
-                except LockError:
-                    now = time.monotonic()
-                    if timeout is not None and now - start > timeout:
-                        raise IndexBusy(f"the index at {self.dir} stayed locked by another writer (a build "
-                                        f"or another server) for {timeout:.0f} s") from None
-                    if now > notice:
-                        log.info("still waiting for the index lock (held by another writer for %.0f s)",
-                                 now - start)
-                        notice = now + config.write_wait_notice
-                    time.sleep(delay)
-                    delay = min(delay * 2, config.writer_max_retry)
-                    continue
-                self._write_turn.until_released(writer)
-                handed = True
-                try:
-                    self._lend_searcher(writer)
-                except BaseException:
-                    writer.cancel()
-                    raise
-                return writer
-        except BaseException:
-            if not handed:
-                self._write_turn.give_back()
-            raise
+        while True:
+            try:
+                with parts_in_memory():  # a live commit's small segment (whoosh_seam patch 10)
+                    writer = ix.writer()
+            except LockError:
+                now = time.monotonic()
+                if timeout is not None and now - start > timeout:
+                    raise IndexBusy(f"the index at {self.dir} stayed locked by another writer (a build "
+                                    f"or another server) for {timeout:.0f} s") from None
+                if now > notice:
+                    log.info("still waiting for the index lock (held by another writer for %.0f s)",
+                             now - start)
+                    notice = now + config.write_wait_notice
+                time.sleep(delay)
+                delay = min(delay * 2, config.writer_max_retry)
+                continue
+            try:
+                self._lend_searcher(writer)
+            except BaseException:
+                writer.cancel()
+                raise
+            return writer
 
     def _lend_searcher(self, writer: SegmentWriter) -> None:
         """Give ``writer`` a searcher of its segments for finding the notes it replaces or deletes.
