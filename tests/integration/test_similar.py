@@ -181,13 +181,16 @@ def test_tidy_leaves_a_cluster_alone_when_its_note_to_keep_changed_since_it_was_
 
 
 async def test_memory_write_reads_the_similar_settings_at_the_call(tmp_path, mcp_session) -> None:
-    async with mcp_session(open_vault(tidy_vault(tmp_path / "v"))) as c:
+    vault = open_vault(tidy_vault(tmp_path / "v"))
+    async with mcp_session(vault) as c:
         found = await c.call("memory_write", agent="coder", title="Billing exporter again", content=RESTATED,
                              domain="diary")
         assert len(found["similar"]) == 3, "by default: the three billing notes"
-        with settings.use(dataclasses.replace(settings.current(), similar_shown=1)):
-            one = await c.call("memory_write", agent="coder", title="Billing exporter once more", content=RESTATED,
-                               domain="diary")
+        default = vault.index.config
+        vault.index.config = dataclasses.replace(default, similar_shown=1)  # the settings the vault was opened with
+        one = await c.call("memory_write", agent="coder", title="Billing exporter once more", content=RESTATED,
+                           domain="diary")
+        vault.index.config = default
         assert len(one["similar"]) == 1
         with settings.use(dataclasses.replace(settings.current(), similar_threshold=0.999)):
             strict = await c.call("memory_write", agent="coder", title="Billing exporter last", content=RESTATED,

@@ -231,18 +231,18 @@ async def test_a_save_behind_the_periodic_check_is_visible_while_the_check_still
         index.close()
 
 
-async def test_a_held_watcher_applies_what_it_heard_once_released(tmp_path: Path) -> None:
+async def test_a_paused_watcher_applies_what_it_heard_once_resumed(tmp_path: Path) -> None:
     """While a build owns the index the watcher only listens; what it heard is applied after."""
     root = write_notes(tmp_path / "v", {"n0.md": "# Note 0\n\nabout queues\n"})
     index = VaultIndex(root, config=settings.current())
     sync(index)
     watcher = Watcher(index)
-    watcher.start(held=True)
+    watcher.start(paused=True)
     try:
         atomic_save(root / "n0.md", "# Note 0\n\nabout queues and a blimp\n")
         eventually(watcher.queued, timeout=HANG, what="the save heard")  # queued, not applied
         assert watcher.indexed == 0
-        watcher.release()
+        watcher.resume()
         assert watcher.wait_idle(HANG)
         async with Client(build_server(Vault(root, index)), mode="legacy") as client:
             assert await found(ToolClient(client), "blimp") == ["memory://n0"]
@@ -340,7 +340,7 @@ def test_the_start_up_check_gives_way_to_the_watchers_saves_too(tmp_path: Path, 
         watcher = runtime.watcher
         assert watcher is not None
         if rel == "n1.md":  # a save the watcher has heard and not yet applied, during the walk
-            watcher.hold()
+            watcher.pause()
             atomic_save(root / "n0.md", "# Note 0\n\nabout queues and a kumquat\n")
             eventually(watcher.queued, timeout=HANG, what="the save heard")
         paused_for.append(runtime.gave_way)

@@ -174,7 +174,7 @@ class Runtime:
         if building or not self.index.is_complete():
             self._patience_until = time.monotonic() + self.first_answer_wait
         try:
-            self._listen(held=building)  # before any walk of the vault: the build's or the check's
+            self._listen(paused=building)  # before any walk of the vault: the build's or the check's
         except Exception:
             self._bringing_up.release()
             raise
@@ -182,8 +182,8 @@ class Runtime:
             self._start_merge_scheduler()  # merges run in their own process, at low priority
         threading.Thread(target=self._bring_up, name="vault-mem-index", daemon=True).start()
 
-    def _listen(self, held: bool) -> None:
-        """A new watcher listening from now on (before any walk), held while a build owns the
+    def _listen(self, paused: bool) -> None:
+        """A new watcher listening from now on (before any walk), paused while a build owns the
         index. It listens before the one it replaces (a vault folder that came back, an index
         rebuilt) stops: no moment is unwatched. None in a worker that does not write: worker 1's
         watcher indexes every change, and this worker's next call sees its commit. (Each serving
@@ -192,7 +192,7 @@ class Runtime:
         if not self.writes:
             return
         watcher = Watcher(self.index, pace=self.pace)
-        watcher.start(held=held)
+        watcher.start(paused=paused)
         old, self.watcher = self.watcher, watcher
         if old is not None:
             old.stop()
@@ -390,7 +390,7 @@ class Runtime:
             # The watcher has listened since start(): what it heard during the build is applied now,
             # beside the reconcile (a change is then seen twice, never lost; see build.reconcile).
             if self.watcher is not None:
-                self.watcher.release()
+                self.watcher.resume()
             if self._check_after is not None:
                 self._check_after.wait(self.config.check_after_at_most)
                 self._let_calls_go_first()
@@ -414,7 +414,7 @@ class Runtime:
                 log.exception("indexing failed")
         finally:
             if self.watcher is not None:
-                self.watcher.release()  # whatever went wrong above, keep following the files
+                self.watcher.resume()  # whatever went wrong above, keep following the files
             if self._building.is_set():
                 self._building.clear()
                 with contextlib.suppress(OSError):  # only the index belongs in the index folder

@@ -94,7 +94,7 @@ class Watcher:
         self._cond = threading.Condition()
         self._busy = False
         self._stopping = False
-        self._held = False  # listening, but not applying (a build owns the index)
+        self._paused = False  # listening, but applying nothing (a build owns the index)
         self._first_event = 0.0
         self._last_event = 0.0
         self._observer: Any = None
@@ -129,26 +129,26 @@ class Watcher:
 
     # -- lifecycle -------------------------------------------------------------------------
 
-    def start(self, held: bool = False) -> None:
-        """Listen from now on; apply what is heard at once, or (``held``) from ``release()``."""
-        self._held = held
+    def start(self, paused: bool = False) -> None:
+        """Listen from now on; apply what is heard at once, or (``paused``) from ``resume()``."""
+        self._paused = paused
         self._start_observer()
         self.index.on_failed_commit = self._retry  # a write's own commit failed: ours to index
         self._thread = threading.Thread(target=self._run, name="vault-mem-watch", daemon=True)
         self._thread.start()
 
-    def hold(self) -> None:
-        """Keep listening but apply nothing until ``release()`` (a build is about to replace the
+    def pause(self) -> None:
+        """Keep listening but apply nothing until ``resume()`` (a build is about to replace the
         index); returns once a batch being applied is done."""
         with self._cond:
-            self._held = True
+            self._paused = True
             while self._busy:
                 self._cond.wait(NOTIFIED_WAIT)
 
-    def release(self) -> None:
-        """Apply what was heard while held, and whatever comes next."""
+    def resume(self) -> None:
+        """Apply what was heard while paused, and whatever comes next."""
         with self._cond:
-            self._held = False
+            self._paused = False
             self._cond.notify_all()
 
     def _retry(self, fsrels: list[str]) -> None:
@@ -332,7 +332,7 @@ class Watcher:
     # -- the indexing thread ---------------------------------------------------------------
 
     def queued(self) -> int:
-        """Paths heard and not yet applied (held, or waiting for the debounce)."""
+        """Paths heard and not yet applied (paused, or waiting for the debounce)."""
         with self._cond:
             return len(self._files) + len(self._dirs)
 
@@ -375,10 +375,10 @@ class Watcher:
         failed are due again), let a burst settle, then take every queued path (and the failed ones
         that are due, with their failed attempts) and mark the watcher busy. None when stopping."""
         with self._cond:
-            while not self._stopping and (self._held or (not self._files and not self._dirs
+            while not self._stopping and (self._paused or (not self._files and not self._dirs
                                                          and not self._retry_due())):
                 due = time.monotonic() >= last_check + self.check_period()
-                if (due or self._lost) and not self._held:
+                if (due or self._lost) and not self._paused:
                     break
                 pause = self._retry_at - time.monotonic() if self._failed else IDLE_WAKE
                 self._cond.wait(min(IDLE_WAKE, max(SHORTEST_WAIT, pause)))

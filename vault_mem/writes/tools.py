@@ -21,7 +21,6 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-from vault_mem import settings
 from vault_mem.errors import Conflict, IndexBusy, InvalidInput, NotFound, VaultMemError, WriteFailed
 from vault_mem.git.commit import write_commit
 from vault_mem.search.api import VaultIndex, resembling
@@ -39,6 +38,7 @@ from vault_mem.served.params import (
     text_param,
 )
 from vault_mem.served.refs import resolve_ref
+from vault_mem.settings import Settings
 from vault_mem.vault.dates import iso, parse_datetime
 from vault_mem.vault.fields import FIELD, normalize_tags
 from vault_mem.vault.note import SCOPES, Note, permalink_of
@@ -273,9 +273,9 @@ def _index(view: View, turns: WriteTurns, notes: list[tuple[Note, str]], removed
                         "would make it twice", **written) from None
 
 
-def _body_text(args: Args, name: str) -> str | None:
+def _body_text(args: Args, name: str, config: Settings) -> str | None:
     """A body or paragraph parameter; NUL is refused (the reader drops it and flags the file)."""
-    text = args.text(name, None, max_len=settings.current().max_content)
+    text = args.text(name, None, max_len=config.max_content)
     if text is not None and "\x00" in text:
         raise InvalidInput(name, "holds a NUL character, which a Markdown file cannot keep; remove it")
     return text
@@ -323,8 +323,8 @@ def _new_fields(args: Args, agent: str, title: str, defaults: dict[str, Any]) ->
 
 def _create(view: View, turns: WriteTurns, args: Args, agent: str, defaults: dict[str, Any],
             tool: str) -> dict[str, Any]:
-    title = args.required_str("title", max_len=settings.current().max_title).strip()
-    content = _body_text(args, "content") or ""
+    title = args.required_str("title", max_len=view.vault.index.config.max_title).strip()
+    content = _body_text(args, "content", view.vault.index.config) or ""
     domain = args.text("domain", None, max_len=1000)
     domain = domain if domain is not None else defaults.get("domain", "")
     # The folder's turn until the note has its name: two writes into a new folder spelled
@@ -372,8 +372,8 @@ def _addressed(args: Args) -> list[str] | None:
     return list(dict.fromkeys(check_agent_name(n.strip(), "to") for n in names if n.strip()))
 
 
-def _shown(similar: int | None) -> int:
-    return settings.current().similar_shown if similar is None else similar
+def _shown(view: View, similar: int | None) -> int:
+    return view.vault.index.config.similar_shown if similar is None else similar
 
 
 @one_note_at_a_time
@@ -382,8 +382,8 @@ def memory_write(view: View, raw: dict[str, Any], turns: WriteTurns, similar: in
     None: the ``similar_shown`` setting)."""
     args = Args(raw, WRITE_PARAMS)
     answer = _create(view, turns, args, args.agent(), {}, "memory_write")
-    return _with_similar(view, answer, args.required_str("title", max_len=settings.current().max_title).strip(),
-                         _body_text(args, "content") or "", [], _shown(similar))
+    return _with_similar(view, answer, args.required_str("title", max_len=view.vault.index.config.max_title).strip(),
+                         _body_text(args, "content", view.vault.index.config) or "", [], _shown(view, similar))
 
 
 @one_note_at_a_time
@@ -408,8 +408,9 @@ def memory_supersede(view: View, raw: dict[str, Any], turns: WriteTurns,
         except (Conflict, NotFound, InvalidInput, WriteFailed) as exc:
             answer.setdefault("warnings", []).append(
                 f"the new version was saved, but {old['path']} did not get valid_until: {exc}")
-    return _with_similar(view, answer, args.required_str("title", max_len=settings.current().max_title).strip(),
-                         _body_text(args, "content") or "", [old["path"]], _shown(similar))
+    config = view.vault.index.config
+    return _with_similar(view, answer, args.required_str("title", max_len=config.max_title).strip(),
+                         _body_text(args, "content", config) or "", [old["path"]], _shown(view, similar))
 
 
 def _current(view: View, turns: WriteTurns, ref: str, tool: str) -> tuple[str, bytes]:
@@ -489,8 +490,8 @@ def memory_edit(view: View, raw: dict[str, Any], turns: WriteTurns) -> dict[str,
     args = Args(raw, EDIT_PARAMS)
     agent = args.agent()
     ref = args.required_str("ref", max_len=1000)
-    content = _body_text(args, "content")
-    append = _body_text(args, "append")
+    content = _body_text(args, "content", view.vault.index.config)
+    append = _body_text(args, "append", view.vault.index.config)
     updates = args.mapping("set")
     to = _addressed(args)
     if content is None and append is None and updates is None and to is None:
