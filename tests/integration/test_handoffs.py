@@ -267,6 +267,7 @@ def test_the_notes_an_agent_wrote_that_are_still_there_follow_every_commit(tmp_p
     and for a limited caller only those it may see."""
     from conftest import commit_note, commit_removal
 
+    from vault_mem import settings
     from vault_mem.search.merge import merge_all
     from vault_mem.served.context import View
 
@@ -296,7 +297,7 @@ def test_the_notes_an_agent_wrote_that_are_still_there_follow_every_commit(tmp_p
     commit_removal(index, "a/n31.md")
     check()
     index.close()
-    assert merge_all(index.dir) is not None
+    assert merge_all(index.dir, settings.current()) is not None
     check()
 
 

@@ -363,7 +363,7 @@ class Runtime:
             return False
         if self._merger is not None and self._merger.poll() is None:
             return False
-        if not merge_due(self.index.dir):
+        if not merge_due(self.index.dir, self.config):
             return False
         with merge_lock(self.index.dir) as free:  # another server's merge is running: leave it be
             if not free:

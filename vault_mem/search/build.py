@@ -221,7 +221,7 @@ def _batches(files: list[str], procs: int, config: settings.Settings) -> list[li
         files_left = [rel for batch in wave for rel in batch]
         cuts = [len(files_left) * i // procs for i in range(procs + 1)]
         even = [files_left[cuts[i]:cuts[i + 1]] for i in range(procs)]
-        if sorted(tier(len(b)) for b in even) == sorted(tier(len(b)) for b in wave):
+        if sorted(tier(len(b), config) for b in even) == sorted(tier(len(b), config) for b in wave):
             batches[-procs:] = even
     return batches
 
