@@ -56,6 +56,11 @@ def changes_to_watch() -> list[type[FileSystemEvent]]:
     return CLOSES if INOTIFY else CHANGES
 
 
+# How long ``stop_observer`` waits for each of watchdog's threads to end once told to: they end at
+# their next read of the kernel queue; a thread still running after it is a daemon, never a hang.
+OBSERVER_STOP_WAIT = 5.0
+
+
 def stop_observer(observer: Any) -> None:
     """Stop an observer and every thread it started, even when watchdog's own bookkeeping fails
     (after many folder moves its path-to-watch map can be stale and ``stop()`` raises KeyError
@@ -68,9 +73,9 @@ def stop_observer(observer: Any) -> None:
         if reader is not None:
             with contextlib.suppress(Exception):
                 reader.stop()
-                reader.join(timeout=5)
+                reader.join(timeout=OBSERVER_STOP_WAIT)
     with contextlib.suppress(RuntimeError):
-        observer.join(timeout=5)
+        observer.join(timeout=OBSERVER_STOP_WAIT)
 
 
 def observer_alive(observer: Any) -> bool:
