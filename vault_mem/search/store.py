@@ -484,9 +484,11 @@ class VaultIndex:
         except BaseException as exc:
             batch.error = exc
             self._close(batch)
+            # Not in the index: the watcher must not take these files for saves already indexed; it
+            # applies its own changes again itself, the others are handed to it.
+            self.own_saves.forget([change[1] for change in batch.changes.values() if change is not None])
             failed = [change[1] for path, change in batch.changes.items()
                       if change is not None and path not in batch.unless_committed]
-            self.own_saves.forget(failed)
             hook = self.on_failed_commit
             if hook is not None and failed:
                 hook(failed)
