@@ -358,12 +358,12 @@ class VaultIndex:
         time); they are kept between writers, reused while a segment's deletions stay, else remade on
         its open files: a save opens only the segments the last commit wrote (write lock holder only)."""
         with self._lock:
-            kept, self._writer_readers = self._writer_readers, {}
+            lent_before, self._writer_readers = self._writer_readers, {}
             readers = []
             try:
                 for segment in writer.segments:
                     key = segment.segment_id()
-                    reader = kept.pop(key, None)
+                    reader = lent_before.pop(key, None)
                     if reader is None or reader.is_closed:
                         reader = SegmentReader(writer.storage, writer.schema, frozen_segment(segment),
                                                generation=writer.generation)
@@ -373,7 +373,7 @@ class VaultIndex:
                     self._writer_readers[key] = reader
             except Exception:  # a segment that will not open: Whoosh's writer opens its own and says why
                 readers = []
-            for old in kept.values():
+            for old in lent_before.values():
                 with contextlib.suppress(Exception):
                     old.close()
             if not readers:
@@ -405,10 +405,10 @@ class VaultIndex:
         """Commit a live writer's change: one new segment, with the tiny ones folded in (``fold_tiny``).
         ``added``: the notes the writer added, in order, when nothing else was (kept for a later fold)."""
         def merge(w: SegmentWriter, segments: list[Any]) -> list[Any]:
-            kept, taken = fold_tiny(w, segments, self.fold_at, self.config.tiny_segment, self.own_tiny)
+            left, taken = fold_tiny(w, segments, self.fold_at, self.config.tiny_segment, self.own_tiny)
             if added and taken is not None:  # the new segment: these notes, then those folded in
                 self.own_tiny.keep(new_segment_id(w), added + taken)
-            return kept
+            return left
 
         writer.commit(mergetype=merge)
 
