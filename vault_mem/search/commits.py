@@ -78,18 +78,18 @@ def fold_tiny(writer: SegmentWriter, segments: list[Any], at: int | None, tiny_s
 class OwnTiny:
     """The notes each tiny segment this process committed holds, in document order, by segment id,
     for ``fold_tiny``. Only ever used under the process's write turn; the oldest are forgotten
-    past ``kept`` (the ``tiny_kept`` setting: a segment merged away in the background is never asked
+    past ``at_most`` (the ``tiny_kept`` setting: a segment merged away in the background is never asked
     for again); a segment of more than ``tiny`` notes (``tiny_segment``) is never folded."""
 
-    def __init__(self, tiny: int, kept: int) -> None:
+    def __init__(self, tiny: int, at_most: int) -> None:
         self._by_segment: OrderedDict[str, list[tuple[Note, str]]] = OrderedDict()
         self._tiny = tiny
-        self._kept = kept
+        self._at_most = at_most
 
     def keep(self, segment_id: str, notes: list[tuple[Note, str]]) -> None:
         if notes and len(notes) <= self._tiny:
             self._by_segment[segment_id] = notes
-            while len(self._by_segment) > self._kept:
+            while len(self._by_segment) > self._at_most:
                 self._by_segment.popitem(last=False)
 
     def pop(self, segment_id: str) -> list[tuple[Note, str]] | None:
@@ -244,11 +244,11 @@ class OwnSaves:
     mtime it had when submitted, the index has it (or is committing it) and the event needs
     nothing, not even a look at the index (which costs a searcher renewal after every commit).
     A file changed since (an editor) no longer matches and is indexed as usual. Past the
-    ``written_kept`` setting the oldest are forgotten."""
+    ``written_kept`` setting (``at_most``) the oldest are forgotten."""
 
-    def __init__(self, kept: int) -> None:
+    def __init__(self, at_most: int) -> None:
         self._lock = threading.Lock()
-        self._kept = kept
+        self._at_most = at_most
         self._files: OrderedDict[str, tuple[int, int]] = OrderedDict()
 
     def add(self, notes: list[tuple[Note, str]]) -> None:
@@ -256,7 +256,7 @@ class OwnSaves:
             for note, fsrel in notes:
                 self._files.pop(fsrel, None)
                 self._files[fsrel] = (note.size, note.mtime_ns)
-            while len(self._files) > self._kept:
+            while len(self._files) > self._at_most:
                 self._files.popitem(last=False)
 
     def forget(self, fsrels: list[str]) -> None:
