@@ -528,7 +528,7 @@ class VaultIndex:
             raise
 
     def _space(self, batch: Batch, started: float, timeout: float | None) -> None:
-        """Under steady saves, wait until ``SPACING`` after the last commit began (the saves made
+        """Under steady saves, wait until ``commit_spacing`` after the last commit began (the saves made
         meanwhile join ``batch``). Steady: the last batch held several saves, or this one does, or
         another write is in its file steps now; a lone caller's saves never wait here."""
         began, size = self._last_commit
