@@ -47,9 +47,6 @@ from vault_mem.vault.walk import walk_vault
 
 log = logging.getLogger("vault_mem.mcp_server")
 PROGRESS_FILE = "build-progress.json"
-# ``stop`` gives a background merge this long to end after it is told to (a merge stopped at any
-# moment loses nothing); past it the merge is killed, so that a stopping server never hangs on it.
-MERGE_STOP_WAIT = 10.0
 # A call made in the first seconds of a build (or of the resume of one) waits for it, until the
 # build is this old: a vault of a few hundred notes then answers its first call complete, and a
 # client that calls once and leaves has left an index behind (docs/index-and-sync.md).
@@ -331,7 +328,7 @@ class Runtime:
         if merger is not None and merger.poll() is None:
             merger.terminate()  # a merge stopped at any moment loses nothing
             try:
-                merger.wait(timeout=MERGE_STOP_WAIT)
+                merger.wait(timeout=self.config.merge_stop_wait)
             except subprocess.TimeoutExpired:
                 merger.kill()
         unregister(self.index.root)  # the map of a stopped server is not kept for the process's life

@@ -60,17 +60,6 @@ from vault_mem.vault.reader import read_note
 from vault_mem.vault.walk import IgnoreRules, is_memory_name, leads_to_a_note, walk_vault
 
 log = logging.getLogger("vault_mem.watch")
-# Waits on the watcher's condition that are woken by a notify anyway: the bound only makes a
-# missed notify (a flag read without the condition) cost that long, never a hang.
-NOTIFIED_WAIT = 0.05
-# How long the indexing loop sleeps at most with nothing queued before it asks again whether the
-# check of every note is due (``check_period`` may shorten while it sleeps: a refused watch);
-# never less than ``SHORTEST_WAIT`` before a failed path's retry.
-IDLE_WAKE = 0.5
-SHORTEST_WAIT = 0.01
-# ``stop`` waits so long for the indexing thread to end (a batch being applied finishes first); it
-# is a daemon thread, so a server that stops anyway loses nothing the next start does not find.
-STOP_WAIT = 10.0
 
 
 class Watcher:
@@ -143,7 +132,7 @@ class Watcher:
         with self._cond:
             self._paused = True
             while self._busy:
-                self._cond.wait(NOTIFIED_WAIT)
+                self._cond.wait(self.config.watch_idle_poll)
 
     def resume(self) -> None:
         """Apply what was heard while paused, and whatever comes next."""
@@ -162,9 +151,9 @@ class Watcher:
             self._stopping = True
             self._cond.notify_all()
         if self._observer is not None:
-            stop_observer(self._observer)
+            stop_observer(self._observer, self.config.observer_stop_wait)
         if self._thread is not None:
-            self._thread.join(timeout=STOP_WAIT)
+            self._thread.join(timeout=self.config.watch_stop_wait)  # a daemon: a stop past it loses nothing
 
     def _start_observer(self) -> bool:
         """A new observer of the root and of every visible top-level folder. False when the system
@@ -173,7 +162,7 @@ class Watcher:
         quiet_benign_watchdog_warning()
         old, self._observer = self._observer, None
         if old is not None:  # a half-dead observer (one of its threads died): stop what is left
-            stop_observer(old)
+            stop_observer(old, self.config.observer_stop_wait)
         self._watched_tops, self._top_ids = {}, {}
         observer = Observer()
         try:
@@ -188,7 +177,7 @@ class Watcher:
                     ids[entry] = identity
             observer.start()
         except OSError as exc:
-            stop_observer(observer)  # the watches it made are given back
+            stop_observer(observer, self.config.observer_stop_wait)  # the watches it made are given back
             self._refuse("", exc)
             return False
         self._observer, self._watched_tops, self._top_ids = observer, watched, ids
@@ -348,7 +337,7 @@ class Watcher:
                 left = deadline - time.monotonic()
                 if left <= 0:
                     return False
-                self._cond.wait(min(left, NOTIFIED_WAIT))
+                self._cond.wait(min(left, self.config.watch_idle_poll))
             return True
 
     def _run(self) -> None:
@@ -380,8 +369,11 @@ class Watcher:
                 due = time.monotonic() >= last_check + self.check_period()
                 if (due or self._lost) and not self._paused:
                     break
-                pause = self._retry_at - time.monotonic() if self._failed else IDLE_WAKE
-                self._cond.wait(min(IDLE_WAKE, max(SHORTEST_WAIT, pause)))
+                # A change of what is waited for notifies; the wake looks again whether the check is due
+                # (``check_period`` shortens while a watch is refused). A retry due already ends the loop.
+                wake = self.config.watch_wake
+                pause = self._retry_at - time.monotonic() if self._failed else wake
+                self._cond.wait(min(wake, max(0.0, pause)))
             if self._stopping:
                 return None
             if self._files or self._dirs or self._lost:

@@ -23,9 +23,6 @@ import time
 from pathlib import Path
 
 HOLD_AT = "VAULT_MEM_HOLD_AT"
-# How often a held process looks whether the test let it go: short beside a test's own waits, and
-# a sleep, so that Ctrl-C and SIGTERM still stop the process meanwhile.
-LOOK_AGAIN = 0.01
 
 
 def hold_at(step: str) -> None:
@@ -40,5 +37,5 @@ def hold_at(step: str) -> None:
     temp = marker.with_name(f".{marker.name}.tmp")
     temp.write_text(str(os.getpid()), encoding="ascii")
     os.replace(temp, marker)  # whole when it appears
-    while marker.exists():
-        time.sleep(LOOK_AGAIN)
+    while marker.exists():  # a sleep, so that Ctrl-C and SIGTERM still stop the process here
+        time.sleep(0.01)
