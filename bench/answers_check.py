@@ -3,6 +3,7 @@
     python bench/answers_check.py record  answers.jsonl             # the repository's four vaults
     python bench/answers_check.py compare answers.jsonl             # same calls now; exit 1 if any differs
     python bench/answers_check.py record  --vault DIR [--index-dir IX] answers.jsonl   # a vault you name
+    python bench/answers_check.py record  --digests tests/answers.sha256.jsonl   # what CI compares (.ci/run)
 
 Without ``--vault`` it needs no vault of yours: ``sample_vault``, ``tests/relevance/chat_vault``,
 the conformance corpus (``tests/corpus``) and a generated vault (``gen_vault.py``, ``--notes``
@@ -28,11 +29,18 @@ Each call goes through the server's own call path (``mcp_server.app.call``, then
 run the calls ``--passes`` times (default 2) in one process and fail if a later pass, on warm
 caches, answers differently (a shared cached value that some call modified). ``compare`` prints
 every call whose answer differs (the first 20) and exits 1 if any does.
+
+``--digests`` records each call with the SHA-256 of its answer line instead of the answer (the
+four vaults' 4,000 answers take 30 MB; their digests, under 1 MB): ``compare`` on such a
+recording names each call whose answer changed, without the difference; record the whole answers
+on the checkout before the change to see it. CI compares ``tests/answers.sha256.jsonl``; a change
+meant to alter answers records it again with the change.
 """
 
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import os
 import random
@@ -52,6 +60,7 @@ import yaml
 from gen_vault import generate
 from rpc_bench import ISSUE_WORDS, common_words, ready_index, sample_words
 
+from vault_mem import settings
 from vault_mem.mcp_server.answers import to_result
 from vault_mem.mcp_server.app import call
 from vault_mem.mcp_server.tools import TOOLS_BY_NAME
@@ -301,13 +310,25 @@ def record(args: argparse.Namespace) -> list[str]:
     got: list[str] = []
     with tempfile.TemporaryDirectory(prefix="vault-mem-answers-") as tmp:
         for name, root in builtin_vaults(Path(tmp), args.notes).items():
-            index = VaultIndex(root, Path(tmp) / f"{name}-index")
+            index = VaultIndex(root, Path(tmp) / f"{name}-index", config=settings.current())
             try:
                 build(index, procs=1)
                 got += checked(Vault(root, index), name, builtin_plan(name, index.records()), args.passes)
             finally:
                 index.close()
     return got
+
+
+def digest(line: str) -> str:
+    """A recorded answer line as a digest line: the call, and the SHA-256 of the whole line."""
+    answer = json.loads(line)
+    return json.dumps({"vault": answer["vault"], "tool": answer["tool"], "args": answer["args"],
+                       "sha256": hashlib.sha256(line.encode("utf-8")).hexdigest()},
+                      ensure_ascii=False, separators=(",", ":"))
+
+
+def is_digests(lines: list[str]) -> bool:
+    return bool(lines) and "sha256" in json.loads(lines[0])
 
 
 def compare(want: list[str], got: list[str]) -> int:
@@ -334,6 +355,7 @@ def main() -> None:
     parser.add_argument("--count", type=int, default=60, help="with --vault: random searches and reads each")
     parser.add_argument("--notes", type=int, default=2_000, help="notes in the generated built-in vault")
     parser.add_argument("--passes", type=int, default=2, help="run the calls this many times; all must agree")
+    parser.add_argument("--digests", action="store_true", help="record: each answer's SHA-256, not the answer")
     args = parser.parse_args()
     if args.index_dir is not None and args.vault is None:
         parser.error("--index-dir goes with --vault (the built-in vaults are indexed afresh every run)")
@@ -341,10 +363,13 @@ def main() -> None:
         parser.error(f"--passes must be 1 or more, not {args.passes}")
     got = record(args)
     if args.mode == "record":
-        args.file.write_text("\n".join(got) + "\n", encoding="utf-8")
-        print(f"recorded {len(got)} answers in {args.file}")
+        kept = [digest(line) for line in got] if args.digests else got
+        args.file.write_text("\n".join(kept) + "\n", encoding="utf-8")
+        print(f"recorded {len(got)} answers in {args.file}{' as digests' if args.digests else ''}")
         return
     want = args.file.read_text(encoding="utf-8").splitlines()
+    if is_digests(want):
+        got = [digest(line) for line in got]
     sys.exit(1 if compare(want, got) else 0)
 
 

@@ -43,6 +43,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from vault_mem import settings
 from vault_mem.mcp_server.app import call
 from vault_mem.mcp_server.tools import ToolSpec, tools_for
 from vault_mem.reads.tidy import Cluster, clusters
@@ -259,7 +260,7 @@ def run_diary(args: argparse.Namespace) -> None:
     with tempfile.TemporaryDirectory(prefix="vault-mem-diary-") as tmp:
         root = Path(tmp) / "vault"
         root.mkdir()
-        index = VaultIndex(root, Path(tmp) / "index")
+        index = VaultIndex(root, Path(tmp) / "index", config=settings.current())
         build(index)
         vault = Vault(root, index)
         wrote = write_diary(vault, diary, notes, args.limit)
@@ -278,7 +279,7 @@ def run_diary(args: argparse.Namespace) -> None:
 
 def run_latency(args: argparse.Namespace) -> None:
     root = Path(args.latency_vault)
-    index = VaultIndex(root, root / ".vault-mem")
+    index = VaultIndex(root, root / ".vault-mem", config=settings.current())
     vault = Vault(root, index)
     rng = random.Random(args.seed)
     diary = Diary(rng)
@@ -309,7 +310,7 @@ def run_latency(args: argparse.Namespace) -> None:
 
 def run_tidy(args: argparse.Namespace) -> None:
     root = Path(args.tidy_vault)
-    index = VaultIndex(root, root / ".vault-mem")
+    index = VaultIndex(root, root / ".vault-mem", config=settings.current())
     vault = Vault(root, index)
     found, current, seconds = tidy_of(vault, args.threshold)
     index.close()

@@ -126,7 +126,7 @@ def main() -> None:
         work = Path(tempfile.mkdtemp(prefix="vault-mem-duplicates-"))
         try:
             root = duplicate_set.write(work / "vault", notes)
-            index = VaultIndex(root, work / "index")
+            index = VaultIndex(root, work / "index", config=settings.current())
             sync(index, procs=1)
             vault = Vault(root, index)
             print(f"{half} half: {len(notes)} notes, {len(truth)} duplicate pairs")

@@ -96,7 +96,7 @@ def open_vault(name: str, source: Path, index_dir: Path, model: Path, copy_to: P
     if copy_to is not None:  # a small vault is copied, never written in place
         root = copy_to / name
         shutil.copytree(source, root)
-    index = VaultIndex(root, index_dir)
+    index = VaultIndex(root, index_dir, config=settings.current())
     report = sync(index, procs=1)
     meaning = Meaning.open(model, index.dir, config=index.config)
     start = time.perf_counter()

@@ -27,6 +27,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from vault_mem import settings
 from vault_mem.git.history import History, history_for, register, unregister
 from vault_mem.git.repo import Repo
 from vault_mem.git.sync import sync_vault
@@ -230,7 +231,7 @@ def main() -> int:
         print(f"incremental catch-up after one commit: {(time.perf_counter() - t0) * 1000:.0f} ms "
               f"({len(changed)} notes changed)")
 
-        index = VaultIndex(root, work / "index")
+        index = VaultIndex(root, work / "index", config=settings.current())
         t0 = time.perf_counter()
         sync(index, procs=2)
         print(f"index build with dates from history: {time.perf_counter() - t0:.1f} s (load {load()})")

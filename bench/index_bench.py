@@ -22,6 +22,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from gen_vault import generate
 
+from vault_mem import settings
 from vault_mem.search.api import install_whoosh_patches
 from vault_mem.search.build import build, reconcile
 from vault_mem.search.progress import Progress
@@ -50,7 +51,7 @@ def main() -> None:
             t = time.perf_counter()
             generate(root, args.notes)
             print(f"generated {args.notes} notes in {time.perf_counter() - t:.1f} s", file=sys.stderr)
-        index = VaultIndex(root, Path(tmp) / "index")
+        index = VaultIndex(root, Path(tmp) / "index", config=settings.current())
         start = time.perf_counter()
         report = build(index, lambda label, total: Progress(label, total), procs=args.procs)
         cold = time.perf_counter() - start

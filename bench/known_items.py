@@ -25,6 +25,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from vault_mem import settings
 from vault_mem.search.api import install_whoosh_patches
 from vault_mem.search.build import build
 from vault_mem.search.segments import segments
@@ -143,7 +144,7 @@ def main() -> None:
         print(f"hub-like vault in {args.dir}")
         return
     with tempfile.TemporaryDirectory(prefix="vault-mem-known-") as tmp:
-        index = VaultIndex(args.corpus, Path(tmp) / "index")
+        index = VaultIndex(args.corpus, Path(tmp) / "index", config=settings.current())
         report = build(index, procs=1)
         items = known_items(args.corpus, index)
         index.close()

@@ -27,6 +27,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from gen_vault import generate
 
+from vault_mem import settings
 from vault_mem.reads.memory_search import memory_search
 from vault_mem.runtime.watcher import Watcher
 from vault_mem.search.api import install_whoosh_patches
@@ -108,7 +109,7 @@ def main() -> None:
         if not args.vault:
             root.mkdir()
             generate(root, args.notes)
-        index = VaultIndex(root, Path(tmp) / "index")
+        index = VaultIndex(root, Path(tmp) / "index", config=settings.current())
         print(f"building the index of {root} ...", flush=True)
         print(build(index).summary(), flush=True)
         vault = Vault(root, index)

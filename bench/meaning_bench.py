@@ -201,7 +201,7 @@ def main() -> None:
                         help="give every note not embedded a random vector (timing at full size only: "
                              "it writes them into the index folder's store; use a copy)")
     args = parser.parse_args()
-    index = VaultIndex(args.vault, args.index_dir)
+    index = VaultIndex(args.vault, args.index_dir, config=settings.current())
     report = sync(index, procs=1)
     print(f"keyword index: {report.total:,} notes ({report.seconds:.1f} s)")
     queries = queries_of(args.vault, args.queries, args.seed)

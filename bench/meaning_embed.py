@@ -18,6 +18,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from vault_mem import settings
 from vault_mem.meaning.embedder import Embedder, Meaning
 from vault_mem.runtime.meaning import index_notes, note_text
 from vault_mem.search.api import install_whoosh_patches
@@ -34,7 +35,7 @@ def main() -> None:
     parser.add_argument("--part", default="0/1", help="K/N: this process's share (default: all)")
     args = parser.parse_args()
     k, n = (int(x) for x in args.part.split("/"))
-    index = VaultIndex(args.vault, args.index_dir)
+    index = VaultIndex(args.vault, args.index_dir, config=settings.current())
     meaning = Meaning.open(args.model, index.dir, config=index.config)
     everything = index_notes(index)()
     stored = meaning.store.etags()

@@ -24,6 +24,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import vault_mem.reads.memory_search as search_module
+from vault_mem import settings
 from vault_mem.reads.misses import search_term_hints
 from vault_mem.search.api import Snapshot, install_whoosh_patches
 from vault_mem.search.store import VaultIndex
@@ -48,7 +49,7 @@ def main() -> None:
     parser.add_argument("--index-dir", type=Path, required=True)
     parser.add_argument("--reps", type=int, default=5)
     args = parser.parse_args()
-    vault = Vault(args.vault, VaultIndex(args.vault, args.index_dir))
+    vault = Vault(args.vault, VaultIndex(args.vault, args.index_dir, config=settings.current()))
     rng = random.Random(18)
     names = sorted(p.stem for p in args.vault.rglob("*.md"))
     pool = sorted({w for n in rng.sample(names, min(400, len(names))) for w in words(n) if len(w) >= 5 and w.isalpha()})

@@ -28,6 +28,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from gen_vault import generate
 from rpc_bench import ISSUE_WORDS, common_words, loadavg
 
+from vault_mem import settings
 from vault_mem.mcp_server.tools import TOOLS_BY_NAME
 from vault_mem.search.api import Snapshot, install_whoosh_patches
 from vault_mem.search.build import build
@@ -134,7 +135,8 @@ def main() -> None:
         root = args.vault.resolve() if args.vault else Path(tmp) / "vault"
         if not args.vault:
             generate(root, args.notes)
-        index = VaultIndex(root, args.index_dir.resolve() if args.index_dir else Path(tmp) / "index")
+        index = VaultIndex(root, args.index_dir.resolve() if args.index_dir else Path(tmp) / "index",
+            config=settings.current())
         if args.index_dir and not index.needs_build() and index.is_complete():
             with index.searching() as searcher:
                 print(f"vault {root}: {searcher.doc_count()} notes, index reused from {index.dir}")

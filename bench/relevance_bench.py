@@ -281,7 +281,7 @@ def check_known_items(corpus: Path | None, show: int, model: Path | None = None,
         vaults += [(f"{root.name} ({sum(1 for _ in root.rglob('*.md')):,} notes)", root, None) for root in given]
         for i, (name, root, items) in enumerate(vaults):
             index = VaultIndex(root, corpus_index if root == corpus and corpus_index else given.get(root)
-                               or Path(tmp) / f"index{i}")
+                               or Path(tmp) / f"index{i}", config=settings.current())
             sync(index, procs=1)
             if items is None:
                 items = known_items.known_items(root, index)
@@ -337,12 +337,13 @@ def main() -> None:
             if not asked:
                 continue
             if vault_name == "corpus":  # read in place: 13k notes are not copied
-                root, index = source, VaultIndex(source, args.corpus_index or Path(tmp) / "corpus-index")
+                root, index = source, VaultIndex(source, args.corpus_index or Path(tmp) / "corpus-index",
+                    config=settings.current())
                 report = sync(index, procs=1)
             else:
                 root = Path(tmp) / vault_name
                 shutil.copytree(source, root)
-                index = VaultIndex(root, Path(tmp) / f"{vault_name}-index")
+                index = VaultIndex(root, Path(tmp) / f"{vault_name}-index", config=settings.current())
                 report = build(index, procs=1)
             print(f"{vault_name}: {report.total} notes, {len(asked)} questions")
             meaning = embedded(args.meaning_model, root, index)

@@ -42,6 +42,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from vault_mem import settings
 from vault_mem.search.api import install_whoosh_patches
 from vault_mem.search.build import build
 from vault_mem.search.store import VaultIndex
@@ -109,7 +110,7 @@ class RawClient:
 
 
 def ready_index(root: Path, index_dir: Path) -> VaultIndex:
-    index = VaultIndex(root, index_dir)
+    index = VaultIndex(root, index_dir, config=settings.current())
     if index.needs_build() or not index.is_complete():
         report = build(index)
         print(f"built the index of {report.total} notes in {report.seconds:.1f} s")
@@ -186,7 +187,7 @@ def in_process(root: Path, index_dir: Path, calls: list[tuple[str, str, dict[str
     from vault_mem.mcp_server.tools import TOOLS_BY_NAME
     from vault_mem.served.context import Vault
 
-    vault = Vault(root, VaultIndex(root, index_dir))
+    vault = Vault(root, VaultIndex(root, index_dir, config=settings.current()))
 
     def call_one(tool: str, args: dict[str, Any]) -> str | None:
         if tool == "ping":

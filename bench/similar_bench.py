@@ -23,6 +23,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from vault_mem import settings
 from vault_mem.search.api import VaultIndex, install_whoosh_patches, sync
 from vault_mem.served.context import Vault, view_of
 from vault_mem.writes import tools
@@ -49,7 +50,7 @@ def main() -> None:
     work = Path(tempfile.mkdtemp(prefix="vault-mem-similar-"))
     try:
         shutil.copytree(args.vault, work / "vault", ignore=shutil.ignore_patterns(".vault-mem*", ".git"))
-        index = VaultIndex(work / "vault", work / "index")
+        index = VaultIndex(work / "vault", work / "index", config=settings.current())
         sync(index, procs=1)
         vault = Vault(work / "vault", index)
         notes = sorted(p for p in (work / "vault").rglob("*.md")

@@ -102,10 +102,11 @@ def watch_commits(vault: Path, saved: dict[str, tuple[Path, float]], committed: 
                   saves: int) -> None:
     """This process's own reader of the index: when each saved note is first committed (the server's
     apply, without the latency of its calls)."""
+    from vault_mem import settings
     from vault_mem.search.api import VaultIndex, install_whoosh_patches
 
     install_whoosh_patches()  # the engine's speed patches, as the command line installs them (VAULT_MEM_WHOOSH_PATCHES)
-    index = VaultIndex(vault)
+    index = VaultIndex(vault, config=settings.current())
     deadline = time.perf_counter() + TIMEOUT + 60
     while len(committed) < saves and time.perf_counter() < deadline:
         try:

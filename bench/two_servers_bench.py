@@ -30,12 +30,13 @@ from writers import pct, write_steadily  # bench/, the script's folder
 
 def one_server(root: Path, index_dir: Path, name: str, threads: int, seconds: float, start_at: float) -> None:
     """One process's writers; prints one JSON line."""
+    from vault_mem import settings
     from vault_mem.runtime.lifecycle import Runtime
     from vault_mem.search.api import VaultIndex, install_whoosh_patches
     from vault_mem.served.context import Vault
 
     install_whoosh_patches()  # the engine's speed patches, as the command line installs them (VAULT_MEM_WHOOSH_PATCHES)
-    index = VaultIndex(root, index_dir)
+    index = VaultIndex(root, index_dir, config=settings.current())
     vault = Vault(root, index)
     runtime = Runtime(index)
     runtime.start()
@@ -63,6 +64,7 @@ def main() -> None:
         return
     if args.vault is None or not args.vault.is_dir():
         parser.error("--vault takes the folder of a vault to copy")
+    from vault_mem import settings
     from vault_mem.search.api import VaultIndex, install_whoosh_patches, sync
 
     install_whoosh_patches()  # the engine's speed patches, as the command line installs them (VAULT_MEM_WHOOSH_PATCHES)
@@ -70,7 +72,7 @@ def main() -> None:
     try:
         shutil.copytree(args.vault, work / "vault", symlinks=True,
                         ignore=shutil.ignore_patterns(".vault-mem", ".git"))
-        index = VaultIndex(work / "vault", work / "index")
+        index = VaultIndex(work / "vault", work / "index", config=settings.current())
         sync(index)
         index.close()
         start_at = time.time() + 15  # both processes have loaded and checked the index by then

@@ -35,6 +35,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from gen_vault import generate
 from writers import pct, write_steadily
 
+from vault_mem import settings
 from vault_mem.mcp_server.app import call
 from vault_mem.mcp_server.tools import ToolSpec, tools_for
 from vault_mem.search.api import install_whoosh_patches
@@ -113,7 +114,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="vault-mem-wbench-") as tmp:
         root = Path(tmp) / "vault"
         generate(root, args.notes)
-        index = VaultIndex(root, Path(tmp) / "index")
+        index = VaultIndex(root, Path(tmp) / "index", config=settings.current())
         report = build(index)
         print(f"vault of {report.total} notes, index built in {report.seconds:.1f} s")
         if args.threads:

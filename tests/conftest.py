@@ -149,7 +149,7 @@ def churn(index: VaultIndex, meta: dict[str, Any], rng: random.Random, edits: in
 
 def open_vault(root: Path, project: str | None = None, compat: bool = False) -> Vault:
     """Index ``root`` (build or reconcile) and return the Vault the server and queries use."""
-    index = VaultIndex(root, root.parent / f"{root.name}-index")
+    index = VaultIndex(root, root.parent / f"{root.name}-index", config=settings.current())
     sync(index, procs=1)
     return Vault(root, index, project=project, compat=compat)
 

@@ -136,6 +136,11 @@ class Settings:
     watch_retries: int = 3  # times the watcher applies a change whose commit failed before it leaves it to the check of every note (docs/index-and-sync.md#while-serving)
     watch_retry_pause: float = 1.0  # seconds before the watcher applies again, on its own, a change whose commit failed (docs/index-and-sync.md#while-serving)
     watch_batch: int = 2000  # changed files applied in one commit (docs/index-and-sync.md#while-serving)
+    watch_wake: float = 0.5  # seconds at most the watcher's indexing thread sleeps with nothing queued before it looks again whether the check of every note is due (docs/index-and-sync.md#while-serving)
+    watch_idle_poll: float = 0.05  # seconds at most between two looks of a thread waiting for the watcher to be idle or paused (each change notifies it anyway) (docs/index-and-sync.md#while-serving)
+    watch_stop_wait: float = 10.0  # seconds a stopping watcher waits for its indexing thread to finish the batch it applies (docs/index-and-sync.md#while-serving)
+    observer_stop_wait: float = 5.0  # seconds a stopping watcher waits for each of the file observer's threads to end (docs/index-and-sync.md#while-serving)
+    merge_stop_wait: float = 10.0  # seconds a stopping server gives a background merge to end before it kills it (a merge stopped at any moment loses nothing) (docs/index-and-scale.md#2-merging-happens-in-the-background-one-process-at-a-time)
     watch_lost_said_every: float = 60.0  # seconds between two warnings that the system dropped file events (docs/index-and-sync.md#while-serving)
     watch_lookup_limit: int = 2000  # changed paths looked up one by one; above this, all fingerprints are read at once (docs/index-and-sync.md#while-serving)
 

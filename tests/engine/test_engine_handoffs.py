@@ -20,7 +20,7 @@ async def test_a_write_that_did_not_fully_land_is_a_persist_error_on_the_next_ca
     vault = make_vault({"a.md": "# A\n"})
     vault.index.write_timeout = 0.2
     async with in_process(vault) as session:
-        with write_lock(vault.index.open()):  # another writer holds the index
+        with write_lock(vault.index.open(), 0.005, 0.02):  # another writer holds the index
             busy = await session.call("memory_write", agent="coder", title="Saved", content="on disk")
         assert busy["status"] == "error" and busy["retry"] is False
         assert (vault.root / "Saved.md").exists()
@@ -74,5 +74,5 @@ def test_the_notes_an_agent_wrote_that_are_still_there_follow_every_commit(tmp_p
     commit_removal(index, "a/n31.md")
     check()
     index.close()
-    assert merge_all(index.dir) is not None
+    assert merge_all(index.dir, index.config) is not None
     check()

@@ -42,7 +42,7 @@ def test_reconcile_after_add_modify_delete_rename_equals_fresh_build(tmp_path: P
         "b/three.md": note(None, "Three", "third"),
         "b/four.md": note(None, "Four", "fourth"),
     })
-    index = VaultIndex(root, tmp_path / "ix")
+    index = VaultIndex(root, tmp_path / "ix", config=vm_settings.current())
     sync(index, procs=1)
     (root / "c").mkdir()
     (root / "c/five.md").write_text(note("5", "Five", "added"))  # add
@@ -51,7 +51,7 @@ def test_reconcile_after_add_modify_delete_rename_equals_fresh_build(tmp_path: P
     os.rename(root / "b/three.md", root / "c/three-moved.md")  # rename across folders
     report = reconcile(index)
     assert (report.added, report.updated, report.removed) == (2, 1, 2)
-    fresh = VaultIndex(root, tmp_path / "ix-fresh")
+    fresh = VaultIndex(root, tmp_path / "ix-fresh", config=vm_settings.current())
     build(fresh, procs=1)
     assert snapshot(index) == snapshot(fresh)
     again = reconcile(index)
@@ -60,7 +60,7 @@ def test_reconcile_after_add_modify_delete_rename_equals_fresh_build(tmp_path: P
 
 def test_touch_without_change_is_not_reindexed(tmp_path: Path) -> None:
     root = write_notes(tmp_path / "v", {"a.md": "hello\n"})
-    index = VaultIndex(root, tmp_path / "ix")
+    index = VaultIndex(root, tmp_path / "ix", config=vm_settings.current())
     sync(index, procs=1)
     st_ = os.stat(root / "a.md")
     os.utime(root / "a.md", ns=(st_.st_atime_ns, st_.st_mtime_ns + 5_000_000_000))
@@ -71,9 +71,9 @@ def test_touch_without_change_is_not_reindexed(tmp_path: Path) -> None:
 def test_parallel_build_matches_serial_build(tmp_path: Path) -> None:
     notes = {f"d{i % 7}/n{i}.md": note(f"u{i}", f"Note {i}", f"body {i} word{i % 13}") for i in range(1200)}
     root = write_notes(tmp_path / "v", notes)
-    serial = VaultIndex(root, tmp_path / "ix1")
+    serial = VaultIndex(root, tmp_path / "ix1", config=vm_settings.current())
     build(serial, procs=1)
-    parallel = VaultIndex(root, tmp_path / "ix2")
+    parallel = VaultIndex(root, tmp_path / "ix2", config=vm_settings.current())
     build(parallel, procs=2)
     assert snapshot(parallel) == snapshot(serial)
     assert len(parallel.records()) == 1200
@@ -86,7 +86,7 @@ def test_a_parallel_builds_workers_take_the_settings_of_the_process_that_builds(
     """A spawned worker starts from the defaults: it is handed the builder's settings."""
     root = write_notes(tmp_path / "v", {f"n{i}.md": f"# Note {i}\n\n" + "word " * 200 for i in range(4)})
     tuned(build_batch=1, record_head_chars=40)  # two batches at least: the parallel path
-    index = VaultIndex(root, tmp_path / "ix")
+    index = VaultIndex(root, tmp_path / "ix", config=vm_settings.current())
     build(index, procs=2)
     with index.searching() as searcher:
         heads = [searcher.stored_fields(d)["record"]["head"] for d in range(searcher.doc_count_all())]
@@ -98,13 +98,13 @@ def test_an_index_of_an_older_schema_is_rebuilt_at_the_next_sync(tmp_path: Path)
     from vault_mem.search.schema import SCHEMA_VERSION
 
     root = write_notes(tmp_path / "v", {f"d/n{i}.md": note(f"u{i}", f"Note {i}", f"body {i}") for i in range(30)})
-    index = VaultIndex(root, tmp_path / "ix")
+    index = VaultIndex(root, tmp_path / "ix", config=vm_settings.current())
     sync(index, procs=1)
     before = snapshot(index)
     index.close()
     index.set_state(schema=SCHEMA_VERSION - 1)  # what the previous version wrote
-    assert VaultIndex(root, tmp_path / "ix").needs_build()
-    again = VaultIndex(root, tmp_path / "ix")
+    assert VaultIndex(root, tmp_path / "ix", config=vm_settings.current()).needs_build()
+    again = VaultIndex(root, tmp_path / "ix", config=vm_settings.current())
     report = sync(again, procs=1)
     assert report.rebuilt and report.total == 30
     assert not again.needs_build() and again.is_complete() and snapshot(again) == before
@@ -126,13 +126,13 @@ def test_build_killed_half_way_is_repaired_at_next_start(tmp_path: Path) -> None
     finally:
         os.killpg(child.pid, signal.SIGKILL)
         child.wait(timeout=30)
-    index = VaultIndex(root, index_dir)
+    index = VaultIndex(root, index_dir, config=vm_settings.current())
     assert not index.is_complete()
     done_before = len(index.records())
     assert 0 < done_before < 3000
     sync(index, procs=1)
     assert index.is_complete()
-    fresh = VaultIndex(root, tmp_path / "fresh")
+    fresh = VaultIndex(root, tmp_path / "fresh", config=vm_settings.current())
     build(fresh, procs=1)
     assert snapshot(index) == snapshot(fresh)
 
@@ -148,7 +148,7 @@ def test_a_build_worker_killed_fails_the_build_at_once_and_the_next_sync_repairs
 
     notes = {f"d{i % 5}/n{i}.md": note(f"u{i}", f"Note {i}", "x " * 200) for i in range(3000)}
     root = write_notes(tmp_path / "v", notes)
-    index = VaultIndex(root, tmp_path / "ix")
+    index = VaultIndex(root, tmp_path / "ix", config=vm_settings.current())
     held = tmp_path / "held"  # the build stops after its first batch (search/hold.py)
     monkeypatch.setenv(HOLD_AT, f"build-batch={held}")
     killed: list[int] = []
@@ -193,7 +193,7 @@ def test_substring_expansion_finds_what_a_plain_scan_finds(tmp_path_factory, see
     bodies = {f"n{i}.md": " ".join(rng.choice(WORDS) + rng.choice(["", ",", "-x", "."]) for _ in range(8))
               for i in range(30)}
     root = write_notes(tmp / "v", bodies)
-    index = VaultIndex(root, tmp / "ix")
+    index = VaultIndex(root, tmp / "ix", config=vm_settings.current())
     sync(index, procs=1)
     with index.searching() as s:
         listed = [d for seg in segments(s)
@@ -224,7 +224,7 @@ def test_a_generated_vault_indexes_with_every_note_findable(tmp_path_factory, no
         body = f"marker{i}x body text for note {i}\n"
         files[rel] = f"---\nid: gen-{i}\ntitle: {json_str(title)}\n---\n{body}"
     root = write_notes(tmp / "v", files)
-    index = VaultIndex(root, tmp / "ix")
+    index = VaultIndex(root, tmp / "ix", config=vm_settings.current())
     sync(index, procs=1)
     with view_of(Vault(root, index)) as view:
         for i, rel in enumerate(files):
@@ -333,7 +333,8 @@ def test_saves_replace_their_note_without_opening_every_segment(tmp_path: Path, 
 
     names = [f"n{k}.md" for k in range(6)]
     root = write_notes(tmp_path / "v", {name: note(None, name, "version 0") for name in names})
-    ours, other = VaultIndex(root, tmp_path / "ix"), VaultIndex(root, tmp_path / "ix")
+    ours = VaultIndex(root, tmp_path / "ix", config=vm_settings.current())
+    other = VaultIndex(root, tmp_path / "ix", config=vm_settings.current())
     ours.fold_at = other.fold_at = None  # many segments, as between background merges
     sync(ours, procs=1)
     opened: list[str] = []
@@ -374,7 +375,7 @@ def test_a_renewed_searcher_opens_only_new_segments_and_sees_new_deletions(tmp_p
 
     names = [f"n{k}.md" for k in range(4)]
     root = write_notes(tmp_path / "v", {name: note(None, name, f"version 0 common {name[:2]}") for name in names})
-    index = VaultIndex(root, tmp_path / "ix")
+    index = VaultIndex(root, tmp_path / "ix", config=vm_settings.current())
     sync(index, procs=1)
     with index.searching():  # this thread's searcher over the built segment
         pass
@@ -414,7 +415,7 @@ def test_a_writers_searcher_sees_the_deletions_committed_before_it(tmp_path: Pat
     from vault_mem.vault.reader import read_note
 
     root = write_notes(tmp_path / "v", {"a.md": note(None, "A", "a0"), "b.md": note(None, "B", "b0")})
-    index = VaultIndex(root, tmp_path / "ix")
+    index = VaultIndex(root, tmp_path / "ix", config=vm_settings.current())
     sync(index, procs=1)
     for version in (1, 2):
         (root / "a.md").write_text(note(None, "A", f"a{version}"))
@@ -437,7 +438,7 @@ def test_live_commits_fold_the_tiny_segments_they_leave(tmp_path: Path) -> None:
 
     names = [f"n{k}.md" for k in range(5)]
     root = write_notes(tmp_path / "v", {name: note(None, name, "version 0") for name in names})
-    index = VaultIndex(root, tmp_path / "ix")
+    index = VaultIndex(root, tmp_path / "ix", config=vm_settings.current())
     sync(index, procs=1)
     built = len(segments_of(index))
     most = 0
@@ -471,7 +472,7 @@ def test_a_small_segments_term_sets_answer_as_whooshs_own_term_lookup(tmp_path: 
                                   f"tags: [{rng.choice('xyz')}]\nstatus: {rng.choice(['active', 'archived'])}\n"
                                   f"---\nBody {i} [[n{rng.randrange(20)}]]\n" for i in range(20)}
     root = write_notes(tmp_path / "v", notes)
-    index = VaultIndex(root, tmp_path / "ix")
+    index = VaultIndex(root, tmp_path / "ix", config=vm_settings.current())
     sync(index, procs=1)
     commit_note(index, "d0/late.md", "---\nto: latecomer\n---\nlate\n")  # a second, one-note segment
     if sys.platform.startswith("linux"):

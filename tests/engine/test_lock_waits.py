@@ -5,6 +5,7 @@ held by a real second process, as another server or a build would hold it."""
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import subprocess
 import sys
@@ -203,24 +204,24 @@ def test_in_one_batch_a_paths_last_change_wins(make_vault) -> None:
         assert searcher.doc_count() == 2
 
 
-def test_a_commit_waits_for_a_write_between_its_file_change_and_its_submission(make_vault, monkeypatch, tuned) -> None:
+def test_a_commit_waits_for_a_write_between_its_file_change_and_its_submission(make_vault, monkeypatch) -> None:
     """Group commit gathers (search/store.py ``GATHER``): the leader, holding the commit, lets a write
     tool whose file steps are under way submit into its batch, so both land in one commit."""
     from vault_mem.vault.reader import read_note
 
-    tuned(commit_gather=60.0)  # only the other write's end lets the commit go on
     vault = make_vault({"a.md": "---\ntitle: A\n---\na\n", "b.md": "---\ntitle: B\n---\nb\n"})
     index = vault.index
+    index.config = dataclasses.replace(index.config, commit_gather=60.0)  # only the other write's end lets it go on
     joined: list[object] = []
 
     def other_write() -> None:
-        index.written.begin()
+        index.file_steps.begin()
         started.set()
         deadline = time.monotonic() + 30
         while not index._committing.locked() and time.monotonic() < deadline:
             time.sleep(0.001)  # until the leader holds the commit
         joined.append(index.submit([(read_note(vault.root, "b.md"), "b.md")], []))
-        index.written.end()
+        index.file_steps.end()
 
     started = threading.Event()
     batch = index.submit([(read_note(vault.root, "a.md"), "a.md")], [])
@@ -250,14 +251,14 @@ def _recorded_sleeps(monkeypatch) -> list[float]:
     return waits
 
 
-def test_commits_under_steady_saves_are_spaced_and_a_lone_callers_are_not(make_vault, monkeypatch, tuned) -> None:
+def test_commits_under_steady_saves_are_spaced_and_a_lone_callers_are_not(make_vault, monkeypatch) -> None:
     """Under steady saves a commit starts ``SPACING`` after the last one began, the saves made
     meanwhile joining it (search/store.py); saves one after another from a lone caller never wait."""
     from vault_mem.vault.reader import read_note
 
     vault = make_vault({f"n{k}.md": f"---\ntitle: N{k}\n---\nbody\n" for k in range(4)})
     index = vault.index
-    tuned(commit_spacing=600.0)  # far beyond the test: any wait would be seen
+    index.config = dataclasses.replace(index.config, commit_spacing=600.0)  # far beyond the test: any wait is seen
     waits = _recorded_sleeps(monkeypatch)
 
     def note(k: int) -> tuple[object, str]:
@@ -274,21 +275,21 @@ def test_commits_under_steady_saves_are_spaced_and_a_lone_callers_are_not(make_v
     assert len(waits) == 2
     index.apply([note(3)], [])  # the one before held one: a lone caller again
     assert len(waits) == 2
-    index.written.begin()  # another thread's write in its file steps: steady again
+    index.file_steps.begin()  # another thread's write in its file steps: steady again
     other = threading.Thread(target=lambda: index.apply([note(0)], []))
     other.start()
     other.join(60)
-    index.written.end()
+    index.file_steps.end()
     assert len(waits) == 3
     assert index.records()["n3.md"]["etag"] == note(3)[0].etag
 
 
-def test_a_spaced_commit_waits_no_longer_than_its_timeout(make_vault, monkeypatch, tuned) -> None:
+def test_a_spaced_commit_waits_no_longer_than_its_timeout(make_vault, monkeypatch) -> None:
     from vault_mem.vault.reader import read_note
 
     vault = make_vault({"a.md": "---\ntitle: A\n---\na\n", "b.md": "---\ntitle: B\n---\nb\n"})
     index = vault.index
-    tuned(commit_spacing=600.0)
+    index.config = dataclasses.replace(index.config, commit_spacing=600.0)
     waits = _recorded_sleeps(monkeypatch)
     index.apply([(read_note(vault.root, "a.md"), "a.md")], [])
     batch = index.submit([(read_note(vault.root, "a.md"), "a.md")], [])
@@ -297,9 +298,9 @@ def test_a_spaced_commit_waits_no_longer_than_its_timeout(make_vault, monkeypatc
     assert len(waits) == 1 and 0 < waits[0] <= 20.0
 
 
-def test_a_writer_gives_this_processs_turn_back_however_it_ends(make_vault) -> None:
-    """Writers of one process queue on one turn (search/commits.py ``ProcessTurn``): a commit, a
-    cancel and a wait that gave up each give it back, or the next writer would wait forever."""
+def test_a_writer_lets_go_of_the_lock_however_it_ends(make_vault) -> None:
+    """A commit, a cancel and a wait that gave up each let go of the index's lock, or the next
+    writer would wait forever; while a writer lives, another of the same process waits."""
     from vault_mem.errors import IndexBusy
 
     index = make_vault({"a.md": "---\ntitle: A\n---\na\n"}).index
@@ -308,10 +309,10 @@ def test_a_writer_gives_this_processs_turn_back_however_it_ends(make_vault) -> N
     with lock_held_by_another_process(index), pytest.raises(IndexBusy):
         index.acquire_writer(timeout=0.2)
     writer = index.acquire_writer(timeout=30)
-    assert not index._write_turn.take(0)  # held while the writer lives
+    with pytest.raises(IndexBusy):
+        index.acquire_writer(timeout=0.2)  # held while the writer lives
     writer.cancel()
-    assert index._write_turn.take(0)  # given back
-    index._write_turn.give_back()
+    index.acquire_writer(timeout=30).cancel()  # let go
 
 
 def test_a_batch_whose_commit_failed_takes_no_more_changes(make_vault) -> None:

@@ -17,6 +17,7 @@ from filelock import FileLock
 from holding import held_environment, wait_held
 from whoosh.reading import SegmentReader
 
+from vault_mem import settings
 from vault_mem.reads.memory_search import memory_search
 from vault_mem.runtime.watcher import Watcher
 from vault_mem.search import commits, merge
@@ -39,12 +40,12 @@ def many_segments(tmp_path: Path, notes: int = 60, singles: int = 2 * Settings()
                   due: bool = True) -> VaultIndex:
     """A vault of ``notes`` notes whose index holds a built segment plus ``singles`` one-note commits."""
     root = write_notes(tmp_path / "vault", {f"d{i % 3}/n{i}.md": note(i) for i in range(notes)})
-    index = VaultIndex(root, tmp_path / "index")
+    index = VaultIndex(root, tmp_path / "index", config=settings.current())
     index.fold_at = None  # the live commits' own folding of tiny segments would merge them first
     build(index, procs=1)
     for i in range(singles):
         commit_note(index, f"d{i % 3}/n{i}.md", note(i, f"edited {i}"))
-    assert bool(plan(index.open()._read_toc().segments)) == due
+    assert bool(plan(index.open()._read_toc().segments, settings.current())) == due
     return index
 
 
@@ -82,7 +83,7 @@ def test_a_save_during_a_merge_is_visible_without_waiting_for_it(tmp_path: Path)
     before = len(toc.segments)
     # Two notes whose live copies the merge will rewrite: one to edit, one to delete meanwhile.
     in_merge = []
-    for segment in plan(toc.segments):
+    for segment in plan(toc.segments, settings.current()):
         reader = SegmentReader(index.open().storage, toc.schema, segment)
         in_merge += [reader.stored_fields(d)["path"] for d in reader.all_doc_ids()]
         reader.close()
@@ -96,7 +97,7 @@ def test_a_save_during_a_merge_is_visible_without_waiting_for_it(tmp_path: Path)
 
     def run() -> None:
         try:
-            outcome.append(merge.merge_once(index.dir, hold))
+            outcome.append(merge.merge_once(index.dir, settings.current(), hold))
         except BaseException as exc:
             outcome.append(exc)
 
@@ -153,13 +154,13 @@ def test_a_merge_killed_at_any_moment_leaves_an_index_equal_to_the_files(tmp_pat
         proc.kill()
         proc.wait(30)
     assert proc.returncode != 0, "killed, not finished"
-    assert plan(index.open()._read_toc().segments), "the killed merge changed nothing"
+    assert plan(index.open()._read_toc().segments, settings.current()), "the killed merge changed nothing"
     index.close()
     assert_index_equals_files(index)
     assert search(index, "gardening")
     # The next merge (or any commit) cleans what the killed one left.
-    assert merge_all(index.dir)
-    assert not plan(index.open()._read_toc().segments)
+    assert merge_all(index.dir, settings.current())
+    assert not plan(index.open()._read_toc().segments, settings.current())
     assert_index_equals_files(index)
     index.tidy()
     assert_no_debris(index)
@@ -182,7 +183,7 @@ def test_two_processes_never_merge_at_once(tmp_path: Path) -> None:
     merged = [log.count("merged ") for log in logs]
     assert sorted(merged)[0] == 0 and sorted(merged)[1] >= 1, logs
     index.close()
-    assert not plan(index.open()._read_toc().segments)
+    assert not plan(index.open()._read_toc().segments, settings.current())
     assert_index_equals_files(index)
     assert_no_debris(index)
 
@@ -216,11 +217,11 @@ def test_a_parallel_build_leaves_only_the_index_in_its_folder(tmp_path: Path) ->
     # 1,700 notes on 2 workers: batches of 1,000 and 700, and the last, under the lowest tier's
     # floor, is folded into the first (alone, every merge of the saves' segments would take it).
     root = write_notes(tmp_path / "vault", {f"d{i % 7}/n{i}.md": note(i) for i in range(1700)})
-    index = VaultIndex(root, tmp_path / "index")
+    index = VaultIndex(root, tmp_path / "index", config=settings.current())
     build(index, procs=2)
     assert_no_debris(index)
     segments = index.open()._read_toc().segments
-    assert not plan(segments), "a cold build ends with few segments"
+    assert not plan(segments, settings.current()), "a cold build ends with few segments"
     floor = Settings().merge_floor
     assert all(s.doc_count_all() >= floor for s in segments), [s.doc_count_all() for s in segments]
     assert_index_equals_files(index)
@@ -255,7 +256,8 @@ def test_a_served_vault_merges_its_small_segments_in_the_background(make_vault) 
             commit_note(vault.index, f"d/n{i}.md", note(i, f"live {i}"))
         assert len(vault.index.open()._read_toc().segments) > Settings().merge_factor
         deadline = time.monotonic() + 120
-        while merge.merge_due(vault.index.dir) or (runtime._merger and runtime._merger.poll() is None):
+        while (merge.merge_due(vault.index.dir, settings.current())
+               or (runtime._merger and runtime._merger.poll() is None)):
             assert time.monotonic() < deadline, "no background merge happened"
             time.sleep(0.05)
         assert len(vault.index.open()._read_toc().segments) <= Settings().merge_factor
@@ -274,7 +276,7 @@ def test_a_few_edits_leave_a_built_segment_in_its_tier_and_many_merge_it_down(tm
     tuned(tiny_segment=0)  # the tiers alone: no segment is left to the live folds here
     notes = 24  # one built segment: 24 documents, tier 1 with a floor of 20
     root = write_notes(tmp_path / "vault", {f"d/n{i}.md": note(i) for i in range(notes)})
-    index = VaultIndex(root, tmp_path / "index")
+    index = VaultIndex(root, tmp_path / "index", config=settings.current())
     index.fold_at = None  # the live commits' own folding of tiny segments would merge them first
     build(index, procs=1)
 
@@ -286,14 +288,14 @@ def test_a_few_edits_leave_a_built_segment_in_its_tier_and_many_merge_it_down(tm
     segments = index.open()._read_toc().segments
     built = max(segments, key=lambda s: s.doc_count_all())
     assert (built.doc_count(), built.doc_count_all()) == (notes - Settings().merge_factor, notes)
-    chosen = plan(segments)
+    chosen = plan(segments, settings.current())
     assert len(chosen) == Settings().merge_factor and built not in chosen  # the one-note segments only
     factor = Settings().merge_factor
     for i in range(factor, factor + 5):  # 11 of 24 live: under half, so it tiers by its live count
         edit(i)
     segments = index.open()._read_toc().segments
-    assert any(s.segment_id() == built.segment_id() for s in plan(segments))
-    merge_all(index.dir)
+    assert any(s.segment_id() == built.segment_id() for s in plan(segments, settings.current()))
+    merge_all(index.dir, settings.current())
     assert_index_equals_files(index)
 
 
@@ -342,7 +344,7 @@ def test_folding_its_own_tiny_segments_from_their_notes_gives_the_index_reading_
         root = write_notes(tmp_path / name, {f"d/n{i}.md": note(i) for i in range(30)})  # built: not tiny
         for path in root.rglob("*.md"):  # the two vaults alike to the nanosecond
             os.utime(path, ns=(1_600_000_000_000_000_000, 1_600_000_000_000_000_000))
-        index = VaultIndex(root, tmp_path / f"{name}-index")
+        index = VaultIndex(root, tmp_path / f"{name}-index", config=settings.current())
         build(index, procs=1)
         index.fold_at = 4
         if not own:
@@ -378,7 +380,7 @@ def test_a_merge_leaves_the_tiny_segments_to_the_live_folds_and_is_not_voided_by
     it now merges the others, and takes tiny segments only when more piled up than a fold takes."""
     tuned(merge_floor=30)  # the built segment of 40 notes is in the tier above
     root = write_notes(tmp_path / "vault", {f"built/n{i}.md": note(i) for i in range(40)})
-    index = VaultIndex(root, tmp_path / "index")
+    index = VaultIndex(root, tmp_path / "index", config=settings.current())
     build(index, procs=1)
     notes = {f"d/n{i}.md": note(i) for i in range(Settings().merge_factor * 25 + Settings().tiny_fold)}
     write_notes(root, notes)
@@ -389,13 +391,13 @@ def test_a_merge_leaves_the_tiny_segments_to_the_live_folds_and_is_not_voided_by
         index.apply([(read_note(root, rel), rel)], [])
     segments = index.open()._read_toc().segments
     assert sum(s.doc_count_all() <= Settings().tiny_segment for s in segments) == Settings().tiny_fold
-    chosen = plan(segments)
+    chosen = plan(segments, settings.current())
     assert len(chosen) == Settings().merge_factor and all(s.doc_count_all() > Settings().tiny_segment for s in chosen)
 
     def live_commit_meanwhile() -> None:  # folds the tiny segments, as the next save does
         commit_note(index, rels[0], note(0, "saved during the merge"))
 
-    result = merge_once(index.dir, before_swap=live_commit_meanwhile)
+    result = merge_once(index.dir, settings.current(), before_swap=live_commit_meanwhile)
     assert result is not None and result.merged == Settings().merge_factor
     left = index.open()._read_toc().segments
     # The built segment, the merged one, and the live commit's with the tiny ones folded in.
@@ -405,5 +407,6 @@ def test_a_merge_leaves_the_tiny_segments_to_the_live_folds_and_is_not_voided_by
     index.fold_at = None
     for i in range(Settings().tiny_fold + 1):
         commit_note(index, rels[i], note(i, f"again {i}"))
-    tiny = [s for s in plan(index.open()._read_toc().segments) if s.doc_count_all() <= Settings().tiny_segment]
+    tiny = [s for s in plan(index.open()._read_toc().segments, settings.current())
+            if s.doc_count_all() <= Settings().tiny_segment]
     assert len(tiny) == Settings().tiny_fold + 2

@@ -22,6 +22,7 @@ import pytest
 from conftest import commit_note
 from whoosh.filedb.filestore import FileStorage
 
+from vault_mem import settings
 from vault_mem.search.build import sync
 from vault_mem.search.store import VaultIndex
 from vault_mem.vault.portable import fsync_folder, lacks_hard_links, replace_file, set_mode, user_cache_root
@@ -122,7 +123,7 @@ def _index(tmp_path: Path, count: int) -> VaultIndex:
     root.mkdir()
     for n in range(count):
         (root / f"n{n}.md").write_text(f"# Note {n}\n\nbody {n}\n", encoding="utf-8")
-    index = VaultIndex(root, tmp_path / "index")
+    index = VaultIndex(root, tmp_path / "index", config=settings.current())
     sync(index, procs=1)
     return index
 

@@ -30,6 +30,7 @@ from vault_mem.search.snapshot import Snapshot
 from vault_mem.search.store import VaultIndex
 from vault_mem.served.agents import Agent
 from vault_mem.served.context import Vault, View, view_of
+from vault_mem.settings import current as current_settings
 
 # Stems inside other words, words in every note, rare words, and words holding other words.
 WORDS = ["color", "colors", "colorful", "colorizing", "recolor", "plugin", "plugins", "community",
@@ -76,7 +77,7 @@ def make_vault(root: Path, seed: int, notes: int) -> tuple[VaultIndex, dict[str,
     for i in range(rng.randint(0, notes)):
         files |= mirrored_pair(rng, i)
     write_notes(root, files)
-    index = VaultIndex(root, root.parent / f"{root.name}-ix")
+    index = VaultIndex(root, root.parent / f"{root.name}-ix", config=current_settings())
     sync(index, procs=1)
     for rel in rng.sample(sorted(files), min(len(files), rng.randint(1, 4))):
         files[rel] = note_text(rng, 0)
@@ -223,7 +224,7 @@ async def test_memory_search_pages_are_the_full_rankings_at_every_limit(tmp_path
     rng = random.Random(22)
     files = {f"p/n{i:03}.md": note_text(rng, i) for i in range(320)}
     root = write_notes(tmp_path / "v", files)
-    index = VaultIndex(root, tmp_path / "ix")
+    index = VaultIndex(root, tmp_path / "ix", config=current_settings())
     sync(index, procs=1)
     vault = Vault(root, index)
     async with mcp_session(vault) as c:

@@ -87,7 +87,7 @@ def vault(tmp_path_factory: pytest.TempPathFactory) -> Vault:
         (root / rel).parent.mkdir(parents=True, exist_ok=True)
         (root / rel).write_text(text, encoding="utf-8")
     # two build workers: the 5,000 notes take about half the time of a serial build
-    index = VaultIndex(root, root.parent / "index")
+    index = VaultIndex(root, root.parent / "index", config=settings.current())
     sync(index, procs=2)
     return Vault(root, index)
 

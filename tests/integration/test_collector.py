@@ -99,13 +99,14 @@ def test_a_garbage_cycle_that_was_frozen_is_freed_by_a_full_collection_when_idle
 def test_a_runtime_is_quiet_only_with_no_call_running_and_none_ended_lately(tmp_path: Path) -> None:
     """What the collector asks before a full collection (cli/serve.py): a worker whose calls all
     wait for a lock uses no CPU, yet it is not idle."""
+    from vault_mem import settings
     from vault_mem.runtime.lifecycle import Runtime
     from vault_mem.search.api import VaultIndex
 
     root = tmp_path / "v"
     root.mkdir()
     (root / "n.md").write_text("# N\n", encoding="utf-8")
-    index = VaultIndex(root)
+    index = VaultIndex(root, config=settings.current())
     try:
         runtime = Runtime(index)
         assert runtime.quiet_for(1.0)  # no call yet

@@ -20,6 +20,7 @@ from conftest import eventually, write_notes
 from mcp import Client, StdioServerParameters
 from test_watcher import in_sync, index_etags
 
+from vault_mem import settings
 from vault_mem.runtime.watcher import Watcher
 from vault_mem.search.api import VaultIndex, reconcile, sync
 from vault_mem.vault.walk import walk_vault
@@ -45,7 +46,7 @@ def test_kill_9_during_rewrites_leaves_old_or_new_and_no_temp_file_is_indexed(tm
     root = write_notes(tmp_path / "vault", {"n/other.md": "other\n"})
     note = root / "n/note.md"
     note.write_bytes(old)
-    index = VaultIndex(root, tmp_path / "ix")
+    index = VaultIndex(root, tmp_path / "ix", config=settings.current())
     sync(index, procs=1)
     watcher = Watcher(index)  # live, as a server would be while an editor crashes
     watcher.start()
@@ -93,7 +94,7 @@ async def test_server_killed_during_its_first_build_answers_every_note_after_res
         server.wait(timeout=30)
         assert server.stdin is not None
         server.stdin.close()
-    assert not VaultIndex(root, index_dir).is_complete()
+    assert not VaultIndex(root, index_dir, config=settings.current()).is_complete()
 
     params = StdioServerParameters(command=sys.executable, args=args, cwd=str(tmp_path))
     async with Client(params, mode="legacy") as client:
@@ -120,4 +121,4 @@ async def test_server_killed_during_its_first_build_answers_every_note_after_res
         assert sorted(seen) == sorted(notes)
         read = (await client.call_tool("memory_read", {"ref": "u1199"})).structured_content
         assert read is not None and read["status"] == "ok" and read["path"] == "d3/n1199.md"
-    assert VaultIndex(root, index_dir).is_complete()
+    assert VaultIndex(root, index_dir, config=settings.current()).is_complete()

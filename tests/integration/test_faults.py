@@ -33,6 +33,7 @@ import pytest
 from conftest import open_vault, write_notes
 from mcp import Client, StdioServerParameters
 
+from vault_mem import settings
 from vault_mem.search.api import VaultIndex, reconcile, sync
 from vault_mem.served.context import Vault
 from vault_mem.vault import writer
@@ -180,7 +181,7 @@ UNFIXED = "retrying will not help until this is fixed in the vault"  # a file fo
 async def test_read_only_vault_reads_work_writes_answer_clearly(read_only_vault, mcp_session,
                                                                 tmp_path: Path) -> None:
     root, how = read_only_vault
-    index = VaultIndex(root)
+    index = VaultIndex(root, config=settings.current())
     digest = hashlib.sha256(str(root.resolve()).encode()).hexdigest()[:16]
     assert index.dir == tmp_path / "cache" / "vault-mem" / digest, how
     sync(index, procs=1)
@@ -227,7 +228,7 @@ class ImpatientIndex(VaultIndex):
     """The real index, its write tools waiting at most 0.3 s for the writer lock (20 s in the server)."""
 
     def __init__(self, root: Path, index_dir: Path) -> None:
-        super().__init__(root, index_dir)
+        super().__init__(root, index_dir, config=settings.current())
         self.write_timeout = 0.3
 
 
@@ -236,7 +237,8 @@ async def test_a_write_locked_out_of_the_index_answers_error_and_keeps_its_file(
     root = write_notes(tmp_path / "v", {"keeper.md": NOTE, "gone.md": "---\nid: gone1\n---\nTo the trash.\n"})
     index = ImpatientIndex(root, tmp_path / "ix")
     sync(index, procs=1)
-    holder = VaultIndex(root, tmp_path / "ix").open().writer()  # a second writer: the lock is held
+    holder = VaultIndex(root, tmp_path / "ix",
+        config=settings.current()).open().writer()  # a second writer: the lock is held
     try:
         async with mcp_session(Vault(root, index)) as c:
             written = await c.call("memory_write", agent=AGENT, title="Locked out", content="Still saved.")

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from git_helpers import MACHINE, commit_all, git, git_env, new_repo
 
-from vault_mem import cli
+from vault_mem import cli, settings
 from vault_mem.search.api import VaultIndex, sync
 from vault_mem.served.context import Vault
 
@@ -19,7 +19,8 @@ __all__ = ["git_env"]  # a fixture, used by name
 
 
 def serve(root: Path, **options: Any) -> Vault:
-    index = VaultIndex(root)  # the default index folder inside the vault: git must never see it
+    index = VaultIndex(root,
+        config=settings.current())  # the default index folder inside the vault: git must never see it
     sync(index, procs=1)
     return Vault(root, index, **options)
 

@@ -10,6 +10,7 @@ import pytest
 from conftest import eventually, stored
 from git_helpers import commit_all, git, git_env, new_repo
 
+from vault_mem import settings
 from vault_mem.runtime.watcher import Watcher
 from vault_mem.search.api import VaultIndex, sync
 from vault_mem.vault.paths import display_path
@@ -46,7 +47,7 @@ def repo(git_env: Path, tmp_path: Path) -> Path:
 
 
 def test_the_watcher_follows_checkout_merge_rebase_and_stash(repo: Path) -> None:
-    index = VaultIndex(repo)
+    index = VaultIndex(repo, config=settings.current())
     sync(index, procs=1)
     watcher = Watcher(index)
     watcher.start()
@@ -86,7 +87,7 @@ def test_the_watcher_follows_checkout_merge_rebase_and_stash(repo: Path) -> None
 def test_a_pull_moves_the_index_and_the_history_dates(repo: Path, tmp_path: Path) -> None:
     clone = tmp_path / "clone"
     git(tmp_path, "clone", "-q", str(repo), str(clone))
-    index = VaultIndex(clone)
+    index = VaultIndex(clone, config=settings.current())
     sync(index, procs=1)
     assert stored(index, "notes/b.md")["updated"] == "2022-03-01T00:00:00+00:00"  # type: ignore[index]
     watcher = Watcher(index)
@@ -104,14 +105,14 @@ def test_a_pull_moves_the_index_and_the_history_dates(repo: Path, tmp_path: Path
 
 
 def test_the_startup_reconcile_catches_up_with_git_done_while_no_server_ran(repo: Path) -> None:
-    index = VaultIndex(repo)
+    index = VaultIndex(repo, config=settings.current())
     sync(index, procs=1)
     index.close()
     git(repo, "merge", "-q", "--no-edit", "feature")
     git(repo, "checkout", "-q", "-b", "other")
     (repo / "a.md").unlink()
     commit_all(repo, "drop a", "2024-01-01T00:00:00Z")
-    again = VaultIndex(repo)
+    again = VaultIndex(repo, config=settings.current())
     sync(again, procs=1)
     assert indexed(again) == disk(repo)
     assert stored(again, "notes/c.md")["created"] == "2022-02-01T00:00:00+00:00"  # type: ignore[index]

@@ -13,7 +13,7 @@ import pytest
 from conftest import eventually
 from git_helpers import commit_all, git, git_env, new_repo
 
-from vault_mem import cli
+from vault_mem import cli, settings
 from vault_mem.git.sync import host_name, sync_vault
 from vault_mem.runtime.watcher import Watcher
 from vault_mem.search.api import VaultIndex, sync
@@ -40,7 +40,7 @@ def machines(git_env: Path, tmp_path: Path) -> Iterator[dict[str, Any]]:
     for name in ("one", "two"):
         clone = tmp_path / name
         git(tmp_path, "clone", "-q", str(remote), str(clone))
-        index = VaultIndex(clone)
+        index = VaultIndex(clone, config=settings.current())
         sync(index, procs=1)
         watcher = Watcher(index)
         watcher.start()

@@ -30,6 +30,7 @@ from typing import Any
 import pytest
 from conftest import ToolClient, connect
 
+from vault_mem import settings
 from vault_mem.search.api import VaultIndex
 from vault_mem.served.context import Vault
 
@@ -199,7 +200,7 @@ def built(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Built]:
 @asynccontextmanager
 async def session(root: Path) -> AsyncIterator[ToolClient]:
     # The index the CLI child built, as it built it (no reconcile from this process).
-    async for client in connect(Vault(root, VaultIndex(root))):
+    async for client in connect(Vault(root, VaultIndex(root, config=settings.current()))):
         yield client
 
 

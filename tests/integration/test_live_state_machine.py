@@ -23,6 +23,7 @@ from vault_mem.reads.read import memory_read
 from vault_mem.runtime.watcher import Watcher
 from vault_mem.search.api import VaultIndex, sync
 from vault_mem.served.context import Vault, view_of
+from vault_mem.settings import current as current_settings
 from vault_mem.vault.paths import display_path
 from vault_mem.vault.reader import file_etag
 
@@ -45,7 +46,7 @@ class LiveVault(RuleBasedStateMachine):
         self.root = self.base / "vault"
         (self.root / "a").mkdir(parents=True)
         (self.root / "a/start.md").write_bytes(render("Start", "first", "k0"))
-        self.index = VaultIndex(self.root, self.base / "ix")
+        self.index = VaultIndex(self.root, self.base / "ix", config=current_settings())
         sync(self.index, procs=1)
         self.watcher = Watcher(self.index)
         self.watcher.start()

@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 from git_helpers import commit_all, git_env, new_repo
 
+from vault_mem import settings
 from vault_mem.cli import main
 from vault_mem.search.api import VaultIndex, sync
 from vault_mem.served.context import Vault
@@ -29,7 +30,7 @@ async def test_history_shows_the_journal_and_the_commits_of_a_note(
         git_env: Path, tmp_path: Path, mcp_session: Any, capsys: pytest.CaptureFixture[str]) -> None:
     root = new_repo(tmp_path / "vault", {"plan.md": "# Plan\n\nfirst\n"})
     commit_all(root, "add the plan", "2024-05-06T07:08:09Z", ("Ada", "ada@example.org"))
-    index = VaultIndex(root)
+    index = VaultIndex(root, config=settings.current())
     sync(index, procs=1)
     async with mcp_session(Vault(root, index)) as c:
         assert (await c.call("memory_edit", agent="coder", ref="plan", append="more"))["status"] == "ok"

@@ -20,6 +20,7 @@ from conftest import ToolClient, Tuned, eventually, write_notes
 from holding import HOLD_AT, wait_held
 from mcp import Client, StdioServerParameters
 
+from vault_mem import settings
 from vault_mem.mcp_server.app import build_server
 from vault_mem.runtime.lifecycle import Runtime
 from vault_mem.search.api import VaultIndex, sync
@@ -31,7 +32,7 @@ HANG = 60.0  # generous: only a hang fails
 
 def indexed_vault(tmp_path: Path, count: int = 5) -> tuple[Path, VaultIndex]:
     root = write_notes(tmp_path / "v", {f"n{i}.md": f"# Note {i}\n\nabout queues\n" for i in range(count)})
-    index = VaultIndex(root)
+    index = VaultIndex(root, config=settings.current())
     sync(index)
     index.close()
     return root, index

@@ -22,6 +22,7 @@ from conftest import SAMPLE_VAULT, ToolClient, Tuned, eventually, write_notes
 from holding import held_environment, wait_held
 from mcp import Client, StdioServerParameters
 
+from vault_mem import settings
 from vault_mem.mcp_server.app import build_server
 from vault_mem.runtime.lifecycle import Runtime
 from vault_mem.runtime.watcher import Watcher
@@ -61,7 +62,7 @@ async def test_the_first_call_of_one_call_sessions_on_a_fresh_sample_vault_answe
     assert first["status"] == "ok" and paths(first), first
     assert "indexing" not in first, first  # the call waited for the half-second build
     assert all(paths(answer) == paths(first) for answer in answers), answers
-    index = VaultIndex(root)
+    index = VaultIndex(root, config=settings.current())
     assert index.is_complete()
     assert note_count(index) == len(walk_vault(root).files)
 
@@ -70,7 +71,7 @@ async def test_an_answer_during_a_build_counts_the_notes_on_disk(tmp_path: Path)
     """The resume of an interrupted build (an index with nothing committed yet) answers what it has,
     ``0 of 3``: real counts from the files, never ``0 of 0``."""
     root = write_notes(tmp_path / "v", {f"n{i}.md": f"# Note {i}\n\nabout queues\n" for i in range(3)})
-    index = VaultIndex(root)
+    index = VaultIndex(root, config=settings.current())
     index.create()  # what a build killed before its first commit leaves: complete: false, no notes
     index.close()
     walking, go = threading.Event(), threading.Event()
@@ -108,7 +109,7 @@ def many_notes(root: Path, count: int) -> Path:
 
 
 def notes_committed(root: Path) -> int:
-    index = VaultIndex(root)
+    index = VaultIndex(root, config=settings.current())
     try:
         if index.needs_build():
             return 0
@@ -138,7 +139,7 @@ async def test_a_build_stopped_with_its_server_keeps_its_batches_and_the_next_se
             os.killpg(server.pid, signal.SIGKILL)
             server.communicate()
     assert server.returncode == 130 and b"Traceback" not in err, err
-    assert not VaultIndex(root).is_complete()
+    assert not VaultIndex(root, config=settings.current()).is_complete()
     assert notes_committed(root) >= kept  # what the stopped build committed is still there
 
     async with Client(serve(root), mode="legacy") as client:
@@ -151,7 +152,7 @@ async def test_a_build_stopped_with_its_server_keeps_its_batches_and_the_next_se
         while "indexing" in answer:
             assert time.monotonic() < deadline, answer
             answer = await session.call("list_by_domain", domain="area0", limit=1)
-    assert notes_committed(root) == 4000 and VaultIndex(root).is_complete()
+    assert notes_committed(root) == 4000 and VaultIndex(root, config=settings.current()).is_complete()
 
 
 def atomic_save(path: Path, text: str) -> None:
@@ -174,7 +175,7 @@ async def wait_found(session: ToolClient, word: str) -> list[str]:
 
 async def test_a_save_behind_the_start_up_check_is_visible_while_the_check_still_walks(tmp_path: Path) -> None:
     root = write_notes(tmp_path / "v", {f"n{i}.md": f"# Note {i}\n\nabout queues\n" for i in range(5)})
-    index = VaultIndex(root)
+    index = VaultIndex(root, config=settings.current())
     sync(index)  # an index exists: serving starts with the start-up check
     index.close()
     at_last_file, go = threading.Event(), threading.Event()
@@ -204,7 +205,7 @@ async def test_a_save_behind_the_start_up_check_is_visible_while_the_check_still
 
 async def test_a_save_behind_the_periodic_check_is_visible_while_the_check_still_walks(tmp_path: Path) -> None:
     root = write_notes(tmp_path / "v", {f"n{i}.md": f"# Note {i}\n\nabout queues\n" for i in range(5)})
-    index = VaultIndex(root)
+    index = VaultIndex(root, config=settings.current())
     sync(index)
     at_last_file, go = threading.Event(), threading.Event()
 
@@ -227,18 +228,18 @@ async def test_a_save_behind_the_periodic_check_is_visible_while_the_check_still
         index.close()
 
 
-async def test_a_held_watcher_applies_what_it_heard_once_released(tmp_path: Path) -> None:
+async def test_a_paused_watcher_applies_what_it_heard_once_resumed(tmp_path: Path) -> None:
     """While a build owns the index the watcher only listens; what it heard is applied after."""
     root = write_notes(tmp_path / "v", {"n0.md": "# Note 0\n\nabout queues\n"})
-    index = VaultIndex(root)
+    index = VaultIndex(root, config=settings.current())
     sync(index)
     watcher = Watcher(index)
-    watcher.start(held=True)
+    watcher.start(paused=True)
     try:
         atomic_save(root / "n0.md", "# Note 0\n\nabout queues and a blimp\n")
         eventually(watcher.queued, timeout=HANG, what="the save heard")  # queued, not applied
         assert watcher.indexed == 0
-        watcher.release()
+        watcher.resume()
         assert watcher.wait_idle(HANG)
         async with Client(build_server(Vault(root, index)), mode="legacy") as client:
             assert await found(ToolClient(client), "blimp") == ["memory://n0"]
@@ -255,7 +256,7 @@ async def test_the_start_up_check_lets_the_first_calls_go_first_and_gives_way_to
 
     tuned(check_give_way_every=1)
     root = write_notes(tmp_path / "v", {f"n{i}.md": f"# Note {i}\n\nabout queues\n" for i in range(5)})
-    index = VaultIndex(root)
+    index = VaultIndex(root, config=settings.current())
     sync(index)
     index.close()
     calls_seen: list[int] = []
@@ -297,7 +298,7 @@ async def test_the_start_up_check_does_not_wait_for_the_calls_after_the_first(tm
     in flight, however long the bound (here an hour); answers say ``checking`` until then."""
     tuned(calls_first_at_most=3600.0)
     root = write_notes(tmp_path / "v", {f"n{i}.md": f"# Note {i}\n\nabout queues\n" for i in range(5)})
-    index = VaultIndex(root)
+    index = VaultIndex(root, config=settings.current())
     sync(index)
     index.close()
     loaded = threading.Event()
@@ -327,7 +328,7 @@ def test_the_start_up_check_gives_way_to_the_watchers_saves_too(tmp_path: Path, 
     bounded: here the watcher stays held for the whole walk, and the check still ends."""
     tuned(check_give_way_every=1)
     root = write_notes(tmp_path / "v", {f"n{i}.md": f"# Note {i}\n\nabout queues\n" for i in range(6)})
-    index = VaultIndex(root)
+    index = VaultIndex(root, config=settings.current())
     sync(index)
     index.close()
     paused_for: list[int] = []
@@ -336,7 +337,7 @@ def test_the_start_up_check_gives_way_to_the_watchers_saves_too(tmp_path: Path, 
         watcher = runtime.watcher
         assert watcher is not None
         if rel == "n1.md":  # a save the watcher has heard and not yet applied, during the walk
-            watcher.hold()
+            watcher.pause()
             atomic_save(root / "n0.md", "# Note 0\n\nabout queues and a kumquat\n")
             eventually(watcher.queued, timeout=HANG, what="the save heard")
         paused_for.append(runtime.gave_way)
@@ -360,7 +361,7 @@ def test_every_folder_is_watched_once_the_runtime_has_started(tmp_path: Path) ->
     applied while the start-up check has not even begun."""
     folders = ["", "a", "a/b", "a/b/c", "d", "d/e"]
     root = write_notes(tmp_path / "v", {f"{f}/n.md".lstrip("/"): "# Note\n\nabout queues\n" for f in folders})
-    index = VaultIndex(root)
+    index = VaultIndex(root, config=settings.current())
     sync(index)
     index.close()
     never_loaded = threading.Event()  # the check waits for it: it does not run in this test
@@ -390,7 +391,8 @@ def test_a_worker_that_does_not_write_follows_the_files_through_the_writers_comm
     """Of ``serve --workers N``, only worker 1 (``writes``) watches the files: a serving worker runs
     no watcher, and a file saved in an editor is found through it once worker 1 indexed it."""
     root = write_notes(tmp_path / "v", {"a.md": "# Alpha\n\nfirst\n"})
-    writer_index, reader_index = VaultIndex(root, tmp_path / "ix"), VaultIndex(root, tmp_path / "ix")
+    writer_index = VaultIndex(root, tmp_path / "ix", config=settings.current())
+    reader_index = VaultIndex(root, tmp_path / "ix", config=settings.current())
     writer, reader = Runtime(writer_index), Runtime(reader_index, merges=False, writes=False)
     writer.start()
     assert writer.wait_ready(HANG)
@@ -417,7 +419,7 @@ def test_the_watching_process_follows_a_vault_folder_that_came_back_without_any_
     looks at the vault folder itself: a folder deleted and made again is watched anew, and a save
     in it is indexed well before the periodic check."""
     root = write_notes(tmp_path / "v", {"a.md": "# Alpha\n\nfirst\n"})
-    index = VaultIndex(root, tmp_path / "ix")
+    index = VaultIndex(root, tmp_path / "ix", config=settings.current())
     runtime = Runtime(index)
     runtime.start()
     try:

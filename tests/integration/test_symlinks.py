@@ -24,6 +24,7 @@ from conftest import ToolClient, eventually, open_vault, write_notes
 from mcp import Client
 from test_ui import page_of
 
+from vault_mem import settings
 from vault_mem.cli import main
 from vault_mem.history import journal
 from vault_mem.mcp_server.app import build_server
@@ -91,7 +92,7 @@ def page_vault(tmp_path: Path) -> Iterator[tuple[str, str, Path, dict[str, str]]
     journal's change ids of those appends -> their secret phrase."""
     root = tmp_path / "v"
     refs = leaking_vault(root)
-    index = VaultIndex(root, tmp_path / "ix")
+    index = VaultIndex(root, tmp_path / "ix", config=settings.current())
     sync(index, procs=1)
     vault = Vault(root, index)
     for ref in refs:
@@ -290,7 +291,7 @@ def test_undo_apply_refuses_a_journal_that_names_a_path_through_a_link_into_a_hi
     link(root / "research/evil.md", os.path.join("..", ".obsidian", "y.md"))
     os.remove(root / ".trash/away.md")
     link(root / ".trash/away.md", os.path.join("..", ".obsidian", "x.md"))
-    index = VaultIndex(root, tmp_path / "ix")
+    index = VaultIndex(root, tmp_path / "ix", config=settings.current())
     crafted = [  # each entry says the agent changed the file into what it is now; undo would put "PWNED" back
         change("research/linkdir/x.md", "research/linkdir/x.md", "x", "x", b"PWNED\n",
                (root / ".obsidian/x.md").read_bytes()),

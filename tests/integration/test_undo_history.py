@@ -46,7 +46,7 @@ def vault_mem(*args: str, vault: Path, index_dir: Path | None = None) -> tuple[i
 
 def default_vault(root: Path) -> Vault:
     """A vault with its index where a user's is: ``<vault>/.vault-mem``."""
-    index = VaultIndex(root)
+    index = VaultIndex(root, config=settings.current())
     sync(index, procs=1)
     return Vault(root, index)
 
@@ -84,7 +84,7 @@ def test_an_index_dir_elsewhere_keeps_its_history_beside_it_and_refuses_the_hist
         tmp_path: Path) -> None:
     root = write_notes(tmp_path / "v", NOTES)
     index_dir = tmp_path / "elsewhere" / "ix"
-    index = VaultIndex(root, index_dir)
+    index = VaultIndex(root, index_dir, config=settings.current())
     assert index.history_dir == tmp_path / "elsewhere" / "ix-history"
     assert journal.record(index.history_dir, "coder", "memory_edit",
                           [{"path": "plan.md", "fsrel": "plan.md", "before": b"a", "after": b"b"}]) is None

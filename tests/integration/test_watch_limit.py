@@ -25,6 +25,7 @@ from conftest import ToolClient, write_notes
 from mcp import Client, StdioServerParameters
 from mcp.client.stdio import stdio_client
 
+from vault_mem import settings
 from vault_mem.search.api import VaultIndex, sync
 
 pytestmark = pytest.mark.anyio
@@ -47,7 +48,7 @@ def vault(tmp_path: Path) -> Path:
     """Notes at the root and in three top-level folders (no sub-folders): four watches in all."""
     root = write_notes(tmp_path / "v", {"top.md": "# Top\n\nat the root\n",
                                         **{f"{name}/n.md": f"# {name}\n\nin {name}\n" for name in "abc"}})
-    index = VaultIndex(root)
+    index = VaultIndex(root, config=settings.current())
     sync(index)
     index.close()
     return root

@@ -17,10 +17,12 @@ from typing import Any
 import pytest
 from conftest import eventually, has_path, stored, write_notes
 
+from vault_mem import settings
 from vault_mem.reads.list_by_domain import list_by_domain
 from vault_mem.runtime import watcher as watcher_module
 from vault_mem.runtime.observer import EVENTS_LOST
 from vault_mem.runtime.watcher import Watcher
+from vault_mem.search import store as store_module
 from vault_mem.search.api import VaultIndex, document_of, reconcile, sync
 from vault_mem.served.context import Vault, view_of
 from vault_mem.vault.paths import display_path
@@ -263,7 +265,7 @@ def test_burst_of_2000_files_like_a_git_checkout(live) -> None:
 def test_hidden_folders_are_never_watched_nor_indexed(tmp_path: Path) -> None:
     root = write_notes(tmp_path / "v", {"a/one.md": note("One", "x"), ".git/HEAD": "ref\n",
                                         ".obsidian/app.json": "{}"})
-    index = VaultIndex(root)  # the index folder inside the vault: .vault-mem
+    index = VaultIndex(root, config=settings.current())  # the index folder inside the vault: .vault-mem
     sync(index, procs=1)
     assert index.dir == root / ".vault-mem"
     w = Watcher(index)
@@ -466,15 +468,15 @@ def test_a_save_heard_before_its_submission_is_left_to_its_write_tool(live, monk
     tuned(watch_steps_wait=120.0)  # a slow machine: no give-up here
     vault, w = live(BASE)
     wait_in_sync(w)
-    indexed, written = w.indexed, vault.index.written
-    written.begin()  # what a write tool does before it changes a file (writes/tools.py)
+    indexed, steps = w.indexed, vault.index.file_steps
+    steps.begin()  # what a write tool does before it changes a file (writes/tools.py)
     try:
         (vault.root / "a/new.md").write_text(note("New", "saved by a tool", uid="n1"))
-        eventually(lambda: written.waiting, 60, "the watcher heard the save and waits for the tool's steps")
+        eventually(lambda: steps.waiting, 60, "the watcher heard the save and waits for the tool's steps")
         assert not has_path(vault.index, "a/new.md")
         vault.index.commit_batch(vault.index.submit([(read_note(vault.root, "a/new.md"), "a/new.md")], []))
     finally:
-        written.end()
+        steps.end()
     wait_in_sync(w)
     assert has_path(vault.index, "a/new.md") and w.indexed == indexed
 
@@ -501,7 +503,7 @@ def test_two_watchers_on_one_index_index_each_change_once(make_vault) -> None:
     indexes a change, the other finds it already there (checked under the lock) and skips it.
     Two VaultIndex objects on one folder lock each other out as two processes do (flock)."""
     vault = make_vault(BASE)
-    first, second = vault.index, VaultIndex(vault.root, vault.index.dir)
+    first, second = vault.index, VaultIndex(vault.root, vault.index.dir, config=settings.current())
     watchers = [Watcher(first), Watcher(second)]
     for w in watchers:
         w.start()
@@ -636,14 +638,14 @@ def test_a_change_that_keeps_failing_holds_back_no_other_and_is_left_to_the_chec
     tuned(watch_retry_pause=0.05, watch_retries=3)
     walked: list[str] = []
     vault, w = live(many_notes(40), pace=walked.append, reconcile_every=3600)
-    real = watcher_module.document_of
+    real = store_module.document_of  # the engine makes each note's document (VaultIndex.apply)
 
     def document_of(note: Any, rel: str) -> dict[str, Any]:
         if rel == "f1/n5.md":
             raise SystemError("injected: this note's document cannot be made")
         return real(note, rel)
 
-    monkeypatch.setattr(watcher_module, "document_of", document_of)
+    monkeypatch.setattr(store_module, "document_of", document_of)
     (vault.root / "f1/n5.md").write_text(note("Note 5", "body 5, edited"))  # most often one batch
     (vault.root / "f2/n6.md").write_text(note("Note 6", "body 6, edited"))
     eventually(lambda: w.given_up == 1, timeout=15.0, what="the bad note given up")

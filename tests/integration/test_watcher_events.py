@@ -51,6 +51,7 @@ from watchdog.events import (
     generate_sub_moved_events,
 )
 
+from vault_mem import settings
 from vault_mem.runtime.watcher import Watcher, _Handler
 from vault_mem.search.api import VaultIndex, sync
 from vault_mem.vault.paths import display_path
@@ -90,7 +91,7 @@ class Replay:
             self.opened = tmp_path / "vault-link"
             self.opened.symlink_to(real, target_is_directory=True)
         self.events_root = os.path.realpath(self.opened) if through_symlink else str(self.opened)
-        self.index = VaultIndex(self.opened, tmp_path / "index")
+        self.index = VaultIndex(self.opened, tmp_path / "index", config=settings.current())
         sync(self.index, procs=1)
         self.watcher = Watcher(self.index, reconcile_every=3600)
         self.handler = _Handler(self.watcher)

@@ -1,7 +1,7 @@
 """Write tools of one process take turns per note (writes/tools.py): writes of one note one after
 another, writes of different notes side by side; the small file locks beside the index queue
 the threads of a process before the file (history/filelocks.py); and what the watcher and the
-commit wait for is the file steps under way when they ask (tests/engine/test_written.py)."""
+commit wait for is the file steps under way when they ask (tests/engine/test_file_steps.py)."""
 
 from __future__ import annotations
 
@@ -194,16 +194,16 @@ def test_an_edit_aimed_at_a_deleted_note_leaves_the_new_note_of_its_name_alone(m
     the edit answers not_found and changes nothing (it resolved the old note before it waited)."""
     vault = make_vault({"n.md": "---\nid: old-1\ntitle: N\n---\nold\n"})
     calls = Calls(vault)
-    take_turn = tools._take_turn
+    take_turn = tools.WriteTurns.take
     replaced = []
 
-    def replaced_meanwhile(root: Path, rel: str) -> None:
+    def replaced_meanwhile(turns: tools.WriteTurns, root: Path, rel: str) -> None:
         if rel == "n.md" and not replaced:
             replaced.append(rel)
             (vault.root / "n.md").write_text("---\nid: new-1\ntitle: N\n---\nnew\n")
-        take_turn(root, rel)
+        take_turn(turns, root, rel)
 
-    monkeypatch.setattr(tools, "_take_turn", replaced_meanwhile)
+    monkeypatch.setattr(tools.WriteTurns, "take", replaced_meanwhile)
     answer = calls.answer("memory_edit", {"agent": "t", "ref": "old-1", "append": "more"}, None)
     assert replaced and answer["status"] == "not_found", answer
     assert (vault.root / "n.md").read_text() == "---\nid: new-1\ntitle: N\n---\nnew\n"

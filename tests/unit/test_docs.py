@@ -133,14 +133,17 @@ def test_docs_link_only_to_pages_that_exist() -> None:
 
 
 def test_ci_runs_exactly_the_readmes_test_command() -> None:
-    """``.ci/run`` runs what the README tells a contributor to run, the run on Whoosh's own code
-    included, and every file of that run's subset exists (a renamed file would drop out of it)."""
+    """``.ci/run`` runs what the README tells a contributor to run, the run on Whoosh's own code and
+    the answers check included, and every file of that run's subset exists (a renamed file would drop out of it)."""
     from conftest import PATCHES_OFF_SUBSET
 
     readme = (DOCS.parent / "README.md").read_text(encoding="utf-8")
     commands = re.findall(r"^(python3 -m venv \.venv && .*\.venv/bin/pytest.*)$", readme, flags=re.MULTILINE)
     script = (DOCS.parent / ".ci" / "run").read_text(encoding="utf-8").splitlines()
     assert len(commands) == 1 and script[-1] == commands[0], (commands, script[-1])
-    assert commands[0].endswith("VAULT_MEM_WHOOSH_PATCHES=none .venv/bin/pytest -m patches_off_subset")
+    assert "VAULT_MEM_WHOOSH_PATCHES=none .venv/bin/pytest -m patches_off_subset" in commands[0]
+    # The answers check (bench/answers_check.py), against the digests the repository keeps.
+    assert commands[0].endswith(".venv/bin/python bench/answers_check.py compare tests/answers.sha256.jsonl")
+    assert (DOCS.parent / "tests" / "answers.sha256.jsonl").is_file()
     present = {path.stem for path in Path(__file__).resolve().parent.parent.rglob("test_*.py")}
     assert present >= PATCHES_OFF_SUBSET, sorted(PATCHES_OFF_SUBSET - present)

@@ -222,3 +222,45 @@ def test_code_above_the_engine_uses_no_private_name_of_it_nor_its_searchers() ->
             found = [f for f in found if not f.endswith(".searching")]
         offenders += [f"{rel.as_posix()} {what}" for what in found]
     assert not offenders, "\n".join(offenders)
+
+
+# What only the engine touches: Whoosh's writer and its commit, document numbers and stored fields.
+# Every change reaches the index through ``VaultIndex.apply`` (or its two halves, ``submit`` and
+# ``commit_batch``, for a write tool that journals between them): the watcher, the start-up check,
+# the write tools and undo follow one commit protocol, with the check of what another process
+# committed inside the engine, under its lock (docs/architecture.md#3-the-save-path).
+ENGINE_ONLY = frozenset({
+    "acquire_writer", "writer", "commit_live", "update_document", "delete_by_term", "delete_document",
+    "add_document", "document_number", "stored_fields", "searcher", "writelock", "latest_generation",
+})
+
+
+def engine_internals_used(path: Path) -> list[str]:
+    """``line: name`` of each attribute in ``ENGINE_ONLY`` that the module at ``path`` reaches."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    found = sorted((node.lineno, node.col_offset, node.attr) for node in ast.walk(tree)
+                   if isinstance(node, ast.Attribute) and node.attr in ENGINE_ONLY)
+    return [f"{line}: .{attr}" for line, _, attr in found]
+
+
+def test_nothing_outside_the_engine_touches_a_writer_a_document_number_or_a_commit() -> None:
+    offenders = [f"{path.relative_to(PACKAGE)}:{found}" for path in sorted(PACKAGE.rglob("*.py"))
+                 if path.relative_to(PACKAGE).parts[0] != "search" for found in engine_internals_used(path)]
+    assert not offenders, "\n".join(offenders)
+
+
+def test_the_engine_rule_finds_a_watcher_that_commits_itself(tmp_path: Path) -> None:
+    """The watcher of 0.6.0 took the index's writer itself; the rule above says so of that code."""
+    old = tmp_path / "watcher.py"
+    old.write_text(
+        "def _apply(self, changed, removed):\n"
+        "    writer = self.index.acquire_writer()\n"
+        "    current = writer.searcher()\n"
+        "    docnum = current.document_number(path='a.md')\n"
+        "    etag = current.stored_fields(docnum)['record']['etag']\n"
+        "    writer.delete_by_term('path', 'b.md')\n"
+        "    writer.update_document(**document_of(note, rel))\n"
+        "    self.index.commit_live(writer)\n", encoding="utf-8")
+    assert [found.split(": ")[1] for found in engine_internals_used(old)] == [
+        ".acquire_writer", ".searcher", ".document_number", ".stored_fields", ".delete_by_term",
+        ".update_document", ".commit_live"]

@@ -65,7 +65,7 @@ def open_index(args: argparse.Namespace, root: Path | None = None, doing: str = 
     given = getattr(args, "index_dir", None)
     if not getattr(args, "yes", False) and not has_index(root, given):
         check_likely_vault(root, doing)  # before anything is written into it
-    return VaultIndex(root, usable_index_dir(root, given))
+    return VaultIndex(root, usable_index_dir(root, given), config=settings.current())
 
 
 def check_likely_vault(root: Path, doing: str) -> None:

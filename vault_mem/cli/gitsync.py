@@ -72,7 +72,7 @@ def _reindex(args: argparse.Namespace, root: Path) -> None:
 
     given = getattr(args, "index_dir", None)
     if has_index(root, given):
-        index = VaultIndex(root, usable_index_dir(root, given))
+        index = VaultIndex(root, usable_index_dir(root, given), config=settings.current())
         if not index.needs_build():
             sync(index)
 

@@ -9,6 +9,7 @@ from collections import Counter, defaultdict
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from vault_mem import settings
 from vault_mem.cli.app import Command, register
 from vault_mem.cli.common import open_index, print_json, say, up_to_date, vault_root
 from vault_mem.cli.meaning import (
@@ -159,7 +160,7 @@ def cmd_status(args: argparse.Namespace) -> int:
     from vault_mem.search.api import VaultIndex, usable_index_dir
 
     root = vault_root(args)
-    index = VaultIndex(root, usable_index_dir(root, getattr(args, "index_dir", None)))
+    index = VaultIndex(root, usable_index_dir(root, getattr(args, "index_dir", None)), config=settings.current())
     answer = status_of(index)
     if args.json:
         print_json(answer)

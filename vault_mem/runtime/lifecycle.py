@@ -31,7 +31,6 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-from vault_mem import settings
 from vault_mem.errors import VaultUnavailable
 from vault_mem.git.history import unregister
 from vault_mem.runtime.watcher import Watcher, folder_identity
@@ -68,7 +67,8 @@ class Runtime:
         ``merges``: schedule background merges (of ``serve --workers N``, only one worker does);
         ``writes``: False for a worker that leaves the writing to worker 1, which also follows the
         files for it: it runs no watcher (docs/concurrency.md)."""
-        first_answer_wait = settings.current().first_answer_wait if first_answer_wait is None else first_answer_wait
+        self.config = index.config  # the settings the index was made with: one source for the runtime
+        first_answer_wait = self.config.first_answer_wait if first_answer_wait is None else first_answer_wait
         self.writes = writes
         self.root = index.root
         self.index = index
@@ -171,7 +171,7 @@ class Runtime:
         if building or not self.index.is_complete():
             self._patience_until = time.monotonic() + self.first_answer_wait
         try:
-            self._listen(held=building)  # before any walk of the vault: the build's or the check's
+            self._listen(paused=building)  # before any walk of the vault: the build's or the check's
         except Exception:
             self._bringing_up.release()
             raise
@@ -179,8 +179,8 @@ class Runtime:
             self._start_merge_scheduler()  # merges run in their own process, at low priority
         threading.Thread(target=self._bring_up, name="vault-mem-index", daemon=True).start()
 
-    def _listen(self, held: bool) -> None:
-        """A new watcher listening from now on (before any walk), held while a build owns the
+    def _listen(self, paused: bool) -> None:
+        """A new watcher listening from now on (before any walk), paused while a build owns the
         index. It listens before the one it replaces (a vault folder that came back, an index
         rebuilt) stops: no moment is unwatched. None in a worker that does not write: worker 1's
         watcher indexes every change, and this worker's next call sees its commit. (Each serving
@@ -189,7 +189,7 @@ class Runtime:
         if not self.writes:
             return
         watcher = Watcher(self.index, pace=self.pace)
-        watcher.start(held=held)
+        watcher.start(paused=paused)
         old, self.watcher = self.watcher, watcher
         if old is not None:
             old.stop()
@@ -218,7 +218,7 @@ class Runtime:
         ``calls_first`` seconds without a call in flight; ``calls_first_at_most`` at most. Not for
         the calls after the first: a client that keeps asking would hold the check back for good
         (issue 54), and the check gives way to calls as it walks (``_check_pace``)."""
-        config = settings.current()
+        config = self.config
         now = time.monotonic()
         deadline = now + config.calls_first_at_most
         with self._calls_changed:
@@ -242,7 +242,7 @@ class Runtime:
         (at most ``check_save_wait``): the save goes first and the check keeps half its pace. While
         a call is in flight, a millisecond's sleep (a thread that sleeps hands the interpreter lock
         to the call at once). Either way the check keeps moving however steadily clients call."""
-        config = settings.current()
+        config = self.config
         if self.pace is not None:
             self.pace(rel)
         self._check_done += 1
@@ -328,7 +328,7 @@ class Runtime:
         if merger is not None and merger.poll() is None:
             merger.terminate()  # a merge stopped at any moment loses nothing
             try:
-                merger.wait(timeout=10)
+                merger.wait(timeout=self.config.merge_stop_wait)
             except subprocess.TimeoutExpired:
                 merger.kill()
         unregister(self.index.root)  # the map of a stopped server is not kept for the process's life
@@ -342,7 +342,7 @@ class Runtime:
             self._merge_thread.start()
 
     def _schedule_merges(self) -> None:
-        while not self._stop_merging.wait(settings.current().merge_check):
+        while not self._stop_merging.wait(self.config.merge_check):
             try:
                 if self.writes:
                     self.follow_root()
@@ -360,7 +360,7 @@ class Runtime:
             return False
         if self._merger is not None and self._merger.poll() is None:
             return False
-        if not merge_due(self.index.dir):
+        if not merge_due(self.index.dir, self.config):
             return False
         with merge_lock(self.index.dir) as free:  # another server's merge is running: leave it be
             if not free:
@@ -369,7 +369,7 @@ class Runtime:
         below_normal = getattr(subprocess, "BELOW_NORMAL_PRIORITY_CLASS", 0)  # Windows: the merge gives way
         self._merger = subprocess.Popen(
             command, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=sys.stderr.fileno(),
-            creationflags=below_normal if settings.current().tune_merge_priority else 0)
+            creationflags=below_normal if self.config.tune_merge_priority else 0)
         return True
 
     def _bring_up(self) -> None:
@@ -387,16 +387,16 @@ class Runtime:
             # The watcher has listened since start(): what it heard during the build is applied now,
             # beside the reconcile (a change is then seen twice, never lost; see build.reconcile).
             if self.watcher is not None:
-                self.watcher.release()
+                self.watcher.resume()
             if self._check_after is not None:
-                self._check_after.wait(settings.current().check_after_at_most)
+                self._check_after.wait(self.config.check_after_at_most)
                 self._let_calls_go_first()
             if self._stopping:
                 return  # stopped while the server was loading: nothing more to say after "stopped"
             attach_history(self.index)  # a git work tree: dates, history and HEAD's moves (docs/git.md)
             self._walking_since = time.monotonic()
             self.report = reconcile(self.index, pace=self._check_pace, listed=self._check_listed,
-                                    apply_every=settings.current().check_apply_every)
+                                    apply_every=self.config.check_apply_every)
             if self._stopping:
                 return
             log.info("index ready: %s", _ready(self.report, built=self._building.is_set() and self.error is None))
@@ -411,7 +411,7 @@ class Runtime:
                 log.exception("indexing failed")
         finally:
             if self.watcher is not None:
-                self.watcher.release()  # whatever went wrong above, keep following the files
+                self.watcher.resume()  # whatever went wrong above, keep following the files
             if self._building.is_set():
                 self._building.clear()
                 with contextlib.suppress(OSError):  # only the index belongs in the index folder

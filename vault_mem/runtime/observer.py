@@ -56,10 +56,11 @@ def changes_to_watch() -> list[type[FileSystemEvent]]:
     return CLOSES if INOTIFY else CHANGES
 
 
-def stop_observer(observer: Any) -> None:
+def stop_observer(observer: Any, wait: float) -> None:
     """Stop an observer and every thread it started, even when watchdog's own bookkeeping fails
     (after many folder moves its path-to-watch map can be stale and ``stop()`` raises KeyError
-    before it stops the thread reading the kernel queue)."""
+    before it stops the thread reading the kernel queue). ``wait``: seconds for each thread to end
+    (``observer_stop_wait``; one still running after it is a daemon, never a hang)."""
     try:
         observer.stop()
     except Exception as exc:
@@ -68,9 +69,9 @@ def stop_observer(observer: Any) -> None:
         if reader is not None:
             with contextlib.suppress(Exception):
                 reader.stop()
-                reader.join(timeout=5)
+                reader.join(timeout=wait)
     with contextlib.suppress(RuntimeError):
-        observer.join(timeout=5)
+        observer.join(timeout=wait)
 
 
 def observer_alive(observer: Any) -> bool:

@@ -39,7 +39,6 @@ from typing import Any
 from watchdog.events import DirMovedEvent, FileMovedEvent, FileSystemEvent, FileSystemEventHandler
 from watchdog.observers import Observer
 
-from vault_mem import settings
 from vault_mem.git.history import history_for
 from vault_mem.runtime.observer import (
     INOTIFY,
@@ -50,7 +49,6 @@ from vault_mem.runtime.observer import (
 )
 from vault_mem.search.api import (
     VaultIndex,
-    document_of,
     note_present,
     prefix_records,
     same_content,
@@ -65,12 +63,14 @@ log = logging.getLogger("vault_mem.watch")
 
 
 class Watcher:
-    """Keeps ``index`` equal to the files under its root while running."""
+    """Keeps ``index`` equal to the files under its root while running, with the settings the
+    index was made with (``index.config``)."""
 
     def __init__(self, index: VaultIndex, reconcile_every: float | None = None,
                  on_error: Callable[[str], None] | None = None,
                  pace: Callable[[str], None] | None = None) -> None:
-        reconcile_every = settings.current().reconcile_every if reconcile_every is None else reconcile_every
+        self.config = index.config
+        reconcile_every = self.config.reconcile_every if reconcile_every is None else reconcile_every
         self.index = index
         self.pace = pace  # called with each file the periodic check reaches (tests slow it down)
         self.root = index.root
@@ -83,7 +83,7 @@ class Watcher:
         self._cond = threading.Condition()
         self._busy = False
         self._stopping = False
-        self._held = False  # listening, but not applying (a build owns the index)
+        self._paused = False  # listening, but applying nothing (a build owns the index)
         self._first_event = 0.0
         self._last_event = 0.0
         self._observer: Any = None
@@ -118,26 +118,26 @@ class Watcher:
 
     # -- lifecycle -------------------------------------------------------------------------
 
-    def start(self, held: bool = False) -> None:
-        """Listen from now on; apply what is heard at once, or (``held``) from ``release()``."""
-        self._held = held
+    def start(self, paused: bool = False) -> None:
+        """Listen from now on; apply what is heard at once, or (``paused``) from ``resume()``."""
+        self._paused = paused
         self._start_observer()
-        self.index.written.not_indexed = self._retry  # a write's own commit failed: ours to index
+        self.index.on_failed_commit = self._retry  # a write's own commit failed: ours to index
         self._thread = threading.Thread(target=self._run, name="vault-mem-watch", daemon=True)
         self._thread.start()
 
-    def hold(self) -> None:
-        """Keep listening but apply nothing until ``release()`` (a build is about to replace the
+    def pause(self) -> None:
+        """Keep listening but apply nothing until ``resume()`` (a build is about to replace the
         index); returns once a batch being applied is done."""
         with self._cond:
-            self._held = True
+            self._paused = True
             while self._busy:
-                self._cond.wait(0.05)
+                self._cond.wait(self.config.watch_idle_poll)
 
-    def release(self) -> None:
-        """Apply what was heard while held, and whatever comes next."""
+    def resume(self) -> None:
+        """Apply what was heard while paused, and whatever comes next."""
         with self._cond:
-            self._held = False
+            self._paused = False
             self._cond.notify_all()
 
     def _retry(self, fsrels: list[str]) -> None:
@@ -145,15 +145,15 @@ class Watcher:
             self.note_event(str(self.root / rel), False)
 
     def stop(self) -> None:
-        if self.index.written.not_indexed == self._retry:
-            self.index.written.not_indexed = None
+        if self.index.on_failed_commit == self._retry:
+            self.index.on_failed_commit = None
         with self._cond:
             self._stopping = True
             self._cond.notify_all()
         if self._observer is not None:
-            stop_observer(self._observer)
+            stop_observer(self._observer, self.config.observer_stop_wait)
         if self._thread is not None:
-            self._thread.join(timeout=10)
+            self._thread.join(timeout=self.config.watch_stop_wait)  # a daemon: a stop past it loses nothing
 
     def _start_observer(self) -> bool:
         """A new observer of the root and of every visible top-level folder. False when the system
@@ -162,7 +162,7 @@ class Watcher:
         quiet_benign_watchdog_warning()
         old, self._observer = self._observer, None
         if old is not None:  # a half-dead observer (one of its threads died): stop what is left
-            stop_observer(old)
+            stop_observer(old, self.config.observer_stop_wait)
         self._watched_tops, self._top_ids = {}, {}
         observer = Observer()
         try:
@@ -177,7 +177,7 @@ class Watcher:
                     ids[entry] = identity
             observer.start()
         except OSError as exc:
-            stop_observer(observer)  # the watches it made are given back
+            stop_observer(observer, self.config.observer_stop_wait)  # the watches it made are given back
             self._refuse("", exc)
             return False
         self._observer, self._watched_tops, self._top_ids = observer, watched, ids
@@ -197,7 +197,7 @@ class Watcher:
         watched; shorter while one is not, bounded by the length of the last check."""
         if not self._refused:
             return self.reconcile_every
-        config = settings.current()
+        config = self.config
         pause = max(config.unwatched_check_pause, config.unwatched_check_factor * self._check_seconds)
         return min(self.reconcile_every, pause)
 
@@ -302,7 +302,7 @@ class Watcher:
             if not self._first_event:
                 self._first_event = now
             self._last_event = now
-            say = self._lost_said is None or now - self._lost_said >= settings.current().watch_lost_said_every
+            say = self._lost_said is None or now - self._lost_said >= self.config.watch_lost_said_every
             if say:
                 self._lost_said = now
             self._cond.notify_all()
@@ -321,7 +321,7 @@ class Watcher:
     # -- the indexing thread ---------------------------------------------------------------
 
     def queued(self) -> int:
-        """Paths heard and not yet applied (held, or waiting for the debounce)."""
+        """Paths heard and not yet applied (paused, or waiting for the debounce)."""
         with self._cond:
             return len(self._files) + len(self._dirs)
 
@@ -337,7 +337,7 @@ class Watcher:
                 left = deadline - time.monotonic()
                 if left <= 0:
                     return False
-                self._cond.wait(min(left, 0.05))
+                self._cond.wait(min(left, self.config.watch_idle_poll))
             return True
 
     def _run(self) -> None:
@@ -364,13 +364,16 @@ class Watcher:
         failed are due again), let a burst settle, then take every queued path (and the failed ones
         that are due, with their failed attempts) and mark the watcher busy. None when stopping."""
         with self._cond:
-            while not self._stopping and (self._held or (not self._files and not self._dirs
+            while not self._stopping and (self._paused or (not self._files and not self._dirs
                                                          and not self._retry_due())):
                 due = time.monotonic() >= last_check + self.check_period()
-                if (due or self._lost) and not self._held:
+                if (due or self._lost) and not self._paused:
                     break
-                pause = self._retry_at - time.monotonic() if self._failed else 0.5
-                self._cond.wait(min(0.5, max(0.01, pause)))
+                # A change of what is waited for notifies; the wake looks again whether the check is due
+                # (``check_period`` shortens while a watch is refused). A retry due already ends the loop.
+                wake = self.config.watch_wake
+                pause = self._retry_at - time.monotonic() if self._failed else wake
+                self._cond.wait(min(wake, max(0.0, pause)))
             if self._stopping:
                 return None
             if self._files or self._dirs or self._lost:
@@ -386,7 +389,7 @@ class Watcher:
 
     def _debounce(self) -> None:
         """Under the condition: wait for ``watch_debounce`` seconds of quiet, never longer than ``watch_max_delay``."""
-        config = settings.current()
+        config = self.config
         while not self._stopping:
             now = time.monotonic()
             quiet = now - self._last_event
@@ -431,7 +434,7 @@ class Watcher:
         """Say in the log what failed (the error and the paths), and queue each path to be applied
         again on its own after ``watch_retry_pause`` seconds, up to ``watch_retries`` attempts in
         all; then leave it to the periodic check, which finds it changed and tries once more."""
-        config = settings.current()
+        config = self.config
         keys = [(rel, False) for rel in sorted(files)] + [(rel, True) for rel in sorted(dirs)]
         again, dropped = [], []
         with self._cond:
@@ -524,7 +527,7 @@ class Watcher:
             self._check_seconds = time.monotonic() - began
 
     def _flush(self, files: set[str], dirs: set[str]) -> None:
-        config = settings.current()
+        config = self.config
         with self._cond:
             rewatch, self._rewatch = self._rewatch, set()
         for name in sorted(rewatch):
@@ -540,8 +543,8 @@ class Watcher:
                 candidates |= self._subtree(rel)
         # What this process's write tools saved and indexed themselves needs nothing (search/commits.py),
         # not even a listing: they write under the spelling on disk (``existing_spelling``, the index's).
-        self.index.written.wait_steps(config.watch_steps_wait)  # a save heard before it was submitted
-        candidates = {rel for rel in candidates if not self.index.written.unchanged(self.root, rel)}
+        self.index.file_steps.wait_steps(config.watch_steps_wait)  # a save heard before it was submitted
+        candidates = {rel for rel in candidates if not self.index.own_saves.unchanged(self.root, rel)}
         # On a case-insensitive disk an old spelling still opens: the folder listings decide. A listing
         # is costly in a busy process: ``os.listdir`` lets go of the interpreter lock for every entry,
         # and each time another thread may take it for up to the switch interval
@@ -586,34 +589,9 @@ class Watcher:
         self.flushes += 1
 
     def _apply(self, changed: list[tuple[Note, str]], removed: list[str]) -> None:
-        """Write ``changed`` and drop ``removed`` in one commit, skipping what another process (which
+        """Write ``changed`` and drop ``removed`` through the engine, less what another process (which
         saw the same events) committed since our fingerprints were read: checked under the lock."""
-        if not changed and not removed:
-            return
-        writer = self.index.acquire_writer()
-        try:
-            current = writer.searcher()  # the index as committed now that we hold the lock
-
-            def stored_etag(path: str) -> str | None:
-                docnum = current.document_number(path=path)
-                return None if docnum is None else str(current.stored_fields(docnum)["record"]["etag"])
-
-            todo = [(note, rel) for note, rel in changed if stored_etag(note.path) != note.etag]
-            gone = [path for path in removed if stored_etag(path) is not None]
-            if not todo and not gone:
-                writer.cancel()
-                return
-            for path in gone:
-                writer.delete_by_term("path", path)
-            for note, rel in todo:
-                writer.update_document(**document_of(note, rel))
-            self.index.commit_live(writer)  # no merge but of tiny segments on the live path (search/merge.py)
-        except BaseException:
-            # A writer whose work or commit raised keeps the index's lock until it is cancelled.
-            with contextlib.suppress(Exception):
-                writer.cancel()
-            raise
-        self.indexed += len(todo)
+        self.indexed += self.index.apply(changed, removed, unless_committed=True)
 
     def _subtree(self, rel_dir: str) -> set[str]:
         """Every memory path the index has under ``rel_dir`` plus every one on disk there."""

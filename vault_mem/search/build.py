@@ -89,7 +89,7 @@ def build(index: VaultIndex, progress: Callable[[str, int], Progress] | None = N
     index.create()
     bar = progress("indexing", len(walked.files)) if progress else Progress("indexing", 0, quiet=True)
     procs = procs or min(os.cpu_count() or 1, 4)
-    if procs <= 1 or len(walked.files) < 2 * settings.current().build_batch:
+    if procs <= 1 or len(walked.files) < 2 * index.config.build_batch:
         _serial_build(index, walked.files, bar)
     else:
         _parallel_build(index, walked.files, bar, procs)
@@ -102,7 +102,7 @@ def build(index: VaultIndex, progress: Callable[[str, int], Progress] | None = N
 def _serial_build(index: VaultIndex, files: list[str], bar: Progress) -> None:
     """Commits of SERIAL_FIRST_BATCH files, doubling up to BATCH: a build stopped early (its
     server's client left) keeps what it committed, and the first answers see notes soon."""
-    config = settings.current()
+    config = index.config
     first, size = 0, config.build_serial_first_batch
     while first < len(files):
         with index.writer() as w:
@@ -118,7 +118,7 @@ def _parallel_build(index: VaultIndex, files: list[str], bar: Progress, procs: i
     ctx = mp.get_context("spawn")  # no fork: the server has threads and a protocol stdout
     # One pipe per worker, batches handed out as workers finish theirs: no multiprocessing
     # queue, so no semaphores and no feeder threads that an interrupted build could leave behind.
-    pending = deque(_batches(files, procs))
+    pending = deque(_batches(files, procs, index.config))
     expected = len(pending)
     pipes: list[Any] = []  # Connection, or PipeConnection on Windows
     ends: list[Any] = []  # the workers' ends, closed here once they are started
@@ -127,7 +127,7 @@ def _parallel_build(index: VaultIndex, files: list[str], bar: Progress, procs: i
         mine, theirs = ctx.Pipe()
         pipes.append(mine)
         ends.append(theirs)
-        workers.append(ctx.Process(target=_worker, args=(str(index.dir), str(index.root), theirs, settings.current()),
+        workers.append(ctx.Process(target=_worker, args=(str(index.dir), str(index.root), theirs, index.config),
                                    daemon=True))
     parent = index.acquire_writer()
     try:
@@ -154,7 +154,7 @@ def _parallel_build(index: VaultIndex, files: list[str], bar: Progress, procs: i
         generation = parent.generation
         received = 0
         while received < expected:
-            ready: list[Any] = wait(busy, timeout=settings.current().build_poll)
+            ready: list[Any] = wait(busy, timeout=index.config.build_poll)
             if not ready and not any(w.is_alive() for w in workers):
                 raise RuntimeError("index workers stopped before the build finished")
             for conn in ready:
@@ -187,20 +187,19 @@ def _parallel_build(index: VaultIndex, files: list[str], bar: Progress, procs: i
         raise
     finally:
         for worker in workers:
-            worker.join(timeout=settings.current().build_worker_stop_wait)
+            worker.join(timeout=index.config.build_worker_stop_wait)
             if worker.is_alive():
                 worker.kill()
         for conn in pipes:
             conn.close()
 
 
-def _batches(files: list[str], procs: int) -> list[list[str]]:
+def _batches(files: list[str], procs: int, config: settings.Settings) -> list[list[str]]:
     """Batches of FIRST_BATCH files, doubling (each size once per worker) up to MAX_BATCH.
 
     The smallest is as large as the merge policy's lowest tier (``merge.FLOOR``): that tier is
     then left to the live commits' small segments, whose merges stay cheap.
     """
-    config = settings.current()
     batches: list[list[str]] = []
     size, first = config.build_first_segment, 0
     while first < len(files):
@@ -222,7 +221,7 @@ def _batches(files: list[str], procs: int) -> list[list[str]]:
         files_left = [rel for batch in wave for rel in batch]
         cuts = [len(files_left) * i // procs for i in range(procs + 1)]
         even = [files_left[cuts[i]:cuts[i + 1]] for i in range(procs)]
-        if sorted(tier(len(b)) for b in even) == sorted(tier(len(b)) for b in wave):
+        if sorted(tier(len(b), config) for b in even) == sorted(tier(len(b), config) for b in wave):
             batches[-procs:] = even
     return batches
 
@@ -266,7 +265,7 @@ def _worker(index_dir: str, root: str, conn: Connection, chosen: settings.Settin
             for rel in batch:
                 writer.add_document(**document_of(read_note(Path(root), rel, history), rel))
                 unreported += 1
-                if unreported == settings.current().build_report_every:
+                if unreported == chosen.build_report_every:
                     conn.send(("progress", None, unreported))
                     unreported = 0
             segment = finish_segment(writer)
@@ -357,14 +356,14 @@ def _read_changed(index: VaultIndex, candidates: list[str], known: dict[str, Fin
 
 def _commit_checked(index: VaultIndex, notes: list[tuple[Note, str]], removed: list[str], rules: IgnoreRules) -> None:
     """Commit what the check read, less what changed on disk since (``VaultIndex.submit``'s
-    ``standing``, looked at in the batch's lock): a note saved again since it was read is the
+    ``still_on_disk``, looked at in the batch's lock): a note saved again since it was read is the
     watcher's to index, and a path deleted since it was listed but written again is the
     watcher's to add; writing the check's older reading after theirs would put stale text back."""
     hold_at("check-commit")
-    def standing(notes: list[tuple[Note, str]], removed: list[str]) -> tuple[list[tuple[Note, str]], list[str]]:
+    def still_on_disk(notes: list[tuple[Note, str]], removed: list[str]) -> tuple[list[tuple[Note, str]], list[str]]:
         return _still_as_read(index.root, notes), [p for p in removed if not _still_a_memory(index.root, p, rules)]
 
-    index.apply(notes, removed, standing=standing)
+    index.apply(notes, removed, still_on_disk=still_on_disk)
 
 
 def _still_as_read(root: Path, notes: list[tuple[Note, str]]) -> list[tuple[Note, str]]:

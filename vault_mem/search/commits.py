@@ -2,11 +2,11 @@
 
 - Group commit: changes submitted while a commit runs share the next one (``Batch``).
 - Live commits fold the tiny segments earlier live commits left (``fold_tiny``).
-- Within one process, writers queue on a plain lock (``ProcessTurn``); Whoosh's lock itself,
-  without a writer, for a merge's swap and for tidying (``write_lock``), and what killed
-  writers left (``clean_debris``).
-- The files this process indexed itself, so that its watcher's events for them need no look
-  at the index (``Written``).
+- Whoosh's lock itself, without a writer, for a merge's swap and for tidying (``write_lock``),
+  and what killed writers left (``clean_debris``).
+- The write tools' file steps under way (``FileSteps``), which a commit about to start and the
+  watcher wait for, and the files this process's write tools indexed themselves (``OwnSaves``),
+  so that the watcher's events for them need no look at the index.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ import shutil
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -25,23 +25,23 @@ from whoosh.index import FileIndex
 from whoosh.reading import SegmentReader
 from whoosh.writing import SegmentWriter
 
-from vault_mem import settings
 from vault_mem.errors import IndexBusy
 from vault_mem.search.schema import document_of
 from vault_mem.vault.note import Note
 
 
-def tiny_segments(segments: list[Any]) -> list[Any]:
-    """The segments live commits fold in (``fold_tiny``): at most ``TINY`` documents, deleted ones
-    counted (the background merge leaves them to the folds: ``merge.plan``)."""
-    return [segment for segment in segments if segment.doc_count_all() <= settings.current().tiny_segment]
+def tiny_segments(segments: list[Any], tiny: int) -> list[Any]:
+    """The segments live commits fold in (``fold_tiny``): at most ``tiny`` documents (the
+    ``tiny_segment`` setting), deleted ones counted (the background merge leaves them to the
+    folds: ``merge.plan``)."""
+    return [segment for segment in segments if segment.doc_count_all() <= tiny]
 
 
-def fold_tiny(writer: SegmentWriter, segments: list[Any], at: int | None,
+def fold_tiny(writer: SegmentWriter, segments: list[Any], at: int | None, tiny_size: int,
               own: OwnTiny | None = None) -> tuple[list[Any], list[tuple[Note, str]] | None]:
-    """Whoosh's merge policy for a live commit: once ``at`` tiny segments piled up, fold
-    them into the segment the commit writes (their few documents, as this writer sees them, its
-    own deletions included); leave every other segment as it is. Returns the segments left and
+    """Whoosh's merge policy for a live commit: once ``at`` tiny segments (of at most ``tiny_size``
+    documents) piled up, fold them into the segment the commit writes (their few documents, as this
+    writer sees them, its own deletions included); leave every other segment as it is. Returns the segments left and
     the notes taken in, in document order (None when a segment was read back instead).
 
     Every searcher pays for each segment on every query and on every renewal, and under steady
@@ -52,7 +52,7 @@ def fold_tiny(writer: SegmentWriter, segments: list[Any], at: int | None,
     it back (a reader per segment, every posting decoded: docs/perf/group-commit.md); any other
     is read.
     """
-    tiny = tiny_segments(segments)
+    tiny = tiny_segments(segments, tiny_size)
     if at is None or len(tiny) < at:
         return segments, []
     taken: list[tuple[Note, str]] | None = []
@@ -78,16 +78,18 @@ def fold_tiny(writer: SegmentWriter, segments: list[Any], at: int | None,
 class OwnTiny:
     """The notes each tiny segment this process committed holds, in document order, by segment id,
     for ``fold_tiny``. Only ever used under the process's write turn; the oldest are forgotten
-    past the ``tiny_kept`` setting (a segment merged away in the background is never asked for again)."""
+    past ``at_most`` (the ``tiny_kept`` setting: a segment merged away in the background is never asked
+    for again); a segment of more than ``tiny`` notes (``tiny_segment``) is never folded."""
 
-    def __init__(self) -> None:
+    def __init__(self, tiny: int, at_most: int) -> None:
         self._by_segment: OrderedDict[str, list[tuple[Note, str]]] = OrderedDict()
+        self._tiny = tiny
+        self._at_most = at_most
 
     def keep(self, segment_id: str, notes: list[tuple[Note, str]]) -> None:
-        config = settings.current()
-        if notes and len(notes) <= config.tiny_segment:
+        if notes and len(notes) <= self._tiny:
             self._by_segment[segment_id] = notes
-            while len(self._by_segment) > config.tiny_kept:
+            while len(self._by_segment) > self._at_most:
                 self._by_segment.popitem(last=False)
 
     def pop(self, segment_id: str) -> list[tuple[Note, str]] | None:
@@ -96,80 +98,57 @@ class OwnTiny:
 
 class Batch:
     """Changes that threads submitted to ``VaultIndex`` while a commit ran: one commit, made by
-    the first of them to ask for it (``lead``); a thread may do other work between its
-    submission and its wait (a write tool journals its change) without holding up the others."""
+    the first of them to ask for it (``claim_commit``); a thread may do other work between its
+    submission and its wait (a write tool journals its change) without holding up the others.
+
+    A change submitted ``unless_committed`` (the watcher's: read from the disk after an event,
+    which another process on the vault may have heard and indexed too) is dropped, under the
+    write lock, when the index already holds it (``skipped``)."""
 
     def __init__(self) -> None:
-        self._led = threading.Lock()
+        self._claimed = threading.Lock()
         self.changes: dict[str, tuple[Note, str] | None] = {}  # by path: the note, or None to drop it
+        self.unless_committed: set[str] = set()  # paths whose change is dropped if the index holds it
+        self.skipped: set[str] = set()  # those dropped, once committed
         self.done = threading.Event()
         self.error: BaseException | None = None
 
-    def lead(self) -> bool:
+    def claim_commit(self) -> bool:
         """True for the first thread that asks: it commits the batch; the others wait for ``done``."""
-        return self._led.acquire(blocking=False)
+        return self._claimed.acquire(blocking=False)
 
-    def add(self, notes: list[tuple[Note, str]], removed: list[str]) -> None:
+    def add(self, notes: list[tuple[Note, str]], removed: list[str], unless_committed: bool = False) -> None:
+        checked = self.unless_committed.add if unless_committed else self.unless_committed.discard
         for path in removed:
             self.changes.pop(path, None)
             self.changes[path] = None
+            checked(path)
         for note, fsrel in notes:
             self.changes.pop(note.path, None)
             self.changes[note.path] = (note, fsrel)
-
-
-class ProcessTurn:
-    """This process's one writer at a time: its threads wait here, each woken the moment the
-    writer before it lets go of the lock, instead of polling the lock file with a backoff as a
-    wait for another process does."""
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-
-    def take(self, timeout: float | None) -> bool:
-        return self._lock.acquire(timeout=-1 if timeout is None else timeout)
-
-    def give_back(self) -> None:
-        self._lock.release()
-
-    def until_released(self, writer: SegmentWriter) -> None:
-        """Give the turn back when ``writer`` lets go of Whoosh's lock (its commit or its cancel)."""
-        lock = writer.writelock
-        whooshs_release = lock.release
-        done = False
-
-        def release() -> None:
-            nonlocal done
-            try:
-                whooshs_release()
-            finally:
-                if not done:
-                    done = True
-                    self._lock.release()
-
-        lock.release = release
+            checked(note.path)
 
 
 @contextlib.contextmanager
-def write_lock(ix: FileIndex, timeout: float | None = None) -> Iterator[None]:
+def write_lock(ix: FileIndex, first_retry: float, max_retry: float, timeout: float | None = None) -> Iterator[None]:
     """Whoosh's write lock itself, without a writer (for a merge's swap and for tidying), waited for
-    as ``VaultIndex.acquire_writer`` waits."""
+    as ``VaultIndex.acquire_writer`` waits: retried after ``first_retry`` s, doubling up to
+    ``max_retry`` (the ``lock_first_retry`` and ``swap_max_retry`` settings)."""
     lock = ix.lock("WRITELOCK")
     start = time.monotonic()
-    config = settings.current()
-    delay = config.lock_first_retry
+    delay = first_retry
     while not lock.acquire(blocking=False):
         if timeout is not None and time.monotonic() - start > timeout:
             raise IndexBusy(f"the index stayed locked by another writer for {timeout:.0f} s")
         time.sleep(delay)
-        delay = min(delay * 2, config.swap_max_retry)
+        delay = min(delay * 2, max_retry)
     try:
         yield
     finally:
         lock.release()
 
 
-def clean_debris(index_dir: Path, stale_after: float | None = None) -> list[str]:
+def clean_debris(index_dir: Path, stale_after: float) -> list[str]:
     """Remove what killed writers left in the index folder; call it holding Whoosh's write lock.
 
     Under that lock no other writer is at work (a build's parent holds it for the whole build),
@@ -177,9 +156,8 @@ def clean_debris(index_dir: Path, stale_after: float | None = None) -> list[str]
     table of contents (``_MAIN_<n>.toc.<time>``) is debris. A temp file (``*.tmp``: the state
     file's atomic write, done without that lock) is debris only once it is old. Orphan
     segment files are Whoosh's to remove: every commit deletes those no TOC names. ``stale_after``:
-    the ``debris_stale`` setting when None.
+    the ``debris_stale`` setting.
     """
-    stale_after = settings.current().debris_stale if stale_after is None else stale_after
     removed: list[str] = []
     now = time.time()
     try:
@@ -202,25 +180,18 @@ def clean_debris(index_dir: Path, stale_after: float | None = None) -> list[str]
     return removed
 
 
-class Written:
-    """The files this process submitted for indexing (a write tool's own saves), as it read them.
+class FileSteps:
+    """Tickets of the write tools' file steps under way in this process (from the file change to
+    its submission to the index, writes/tools.py): what a commit about to start and the watcher
+    wait for (``wait_steps``). Under load the watcher heard a save before the save was
+    submitted, indexed the note itself and took the write lock from the batch that held it.
 
-    The watcher gets an event for each such save too; while the file still has the size and
-    mtime it had when submitted, the index has it (or is committing it) and the event needs
-    nothing, not even a look at the index (which costs a searcher renewal after every commit).
-    A file changed since (an editor) no longer matches and is indexed as usual.
-
-    A write tool's file steps (``begin`` to ``end``) end with its submission: the watcher waits
-    for the steps under way (``wait_steps``) before it asks, or under load it heard a save before
-    the save was submitted, indexed the note itself and took the write lock from the batch
-    that held it.
-    """
+    ``steps()`` opens a ticket for this thread and closes it when the block ends or when
+    ``close`` is called first (the write tool submitted and goes on to journal its change)."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._files: OrderedDict[str, tuple[int, int]] = OrderedDict()
-        self.not_indexed: Callable[[list[str]], None] | None = None  # the watcher's: index these after all
-        self._issued = 0  # file steps begun so far: each one's ticket is its number
+        self._issued = 0  # tickets issued so far: each one's ticket is its number
         self._open: dict[int, int] = {}  # thread -> the ticket of its file steps under way
         self._calm = threading.Condition(self._lock)
         self.waiting = 0  # threads in ``wait_steps`` now: a test sees the watcher stopped there
@@ -233,9 +204,19 @@ class Written:
             self._open[threading.get_ident()] = self._issued
 
     def end(self) -> None:
+        """This thread's file steps are over (submitted, or failed); a second call does nothing."""
         with self._lock:
             if self._open.pop(threading.get_ident(), None) is not None:
                 self._calm.notify_all()
+
+    @contextlib.contextmanager
+    def steps(self) -> Iterator[None]:
+        """``begin``, then ``end`` when the block ends (if nothing ended them before)."""
+        self.begin()
+        try:
+            yield
+        finally:
+            self.end()
 
     def in_steps(self) -> bool:
         """Whether a write tool of another thread is in its file steps now."""
@@ -254,24 +235,35 @@ class Written:
             finally:
                 self.waiting -= 1
 
+
+class OwnSaves:
+    """The files this process's write tools submitted for indexing, by the size and mtime they
+    had when read (the watcher asks ``unchanged``).
+
+    The watcher gets an event for each such save too; while the file still has the size and
+    mtime it had when submitted, the index has it (or is committing it) and the event needs
+    nothing, not even a look at the index (which costs a searcher renewal after every commit).
+    A file changed since (an editor) no longer matches and is indexed as usual. Past the
+    ``written_kept`` setting (``at_most``) the oldest are forgotten."""
+
+    def __init__(self, at_most: int) -> None:
+        self._lock = threading.Lock()
+        self._at_most = at_most
+        self._files: OrderedDict[str, tuple[int, int]] = OrderedDict()
+
     def add(self, notes: list[tuple[Note, str]]) -> None:
-        """Remember these as submitted; past the ``written_kept`` setting the oldest are forgotten."""
-        kept = settings.current().written_kept
         with self._lock:
             for note, fsrel in notes:
                 self._files.pop(fsrel, None)
                 self._files[fsrel] = (note.size, note.mtime_ns)
-            while len(self._files) > kept:
+            while len(self._files) > self._at_most:
                 self._files.popitem(last=False)
 
-    def forget(self, notes: list[tuple[Note, str]]) -> None:
-        """A commit of these failed: the watcher (or the periodic check) must index them."""
+    def forget(self, fsrels: list[str]) -> None:
+        """A commit of these failed: they are not in the index."""
         with self._lock:
-            for _, fsrel in notes:
+            for fsrel in fsrels:
                 self._files.pop(fsrel, None)
-        hook = self.not_indexed
-        if hook is not None and notes:
-            hook([fsrel for _, fsrel in notes])
 
     def unchanged(self, root: Path, fsrel: str) -> bool:
         with self._lock:

@@ -61,14 +61,15 @@ from vault_mem.search.whoosh.seam import (
     release,
     unlocked_writer,
 )
+from vault_mem.settings import Settings
 
 log = logging.getLogger("vault_mem.merge")
 MERGE_LOCK = "merge.lock"
 WORK_DIR = ".merging"
 
 
-def tier(docs: int) -> int:
-    config = settings.current()
+def tier(docs: int, config: Settings) -> int:
+    """The merge tier of a segment of ``docs`` documents (``merge_floor``, ``merge_factor``)."""
     return 0 if docs < config.merge_floor else 1 + int(math.log(docs / config.merge_floor, config.merge_factor))
 
 
@@ -80,7 +81,7 @@ def tier_size(segment: Any) -> int:
     return live if 2 * live < everything else everything
 
 
-def plan(segments: list[Any]) -> list[Any]:
+def plan(segments: list[Any], config: Settings) -> list[Any]:
     """The segments the next merge should combine (empty when none is due).
 
     The tiny segments are the live commits' to fold (``commits.fold_tiny``) while there are no more
@@ -88,13 +89,12 @@ def plan(segments: list[Any]) -> list[Any]:
     nearly every time under steady saves (the segment it read was gone by its swap), and the
     segments piled up to 40 between merges instead of about 12. More of them than that means no live
     commit folds them (another version's process, a test): then they are the merge's."""
-    config = settings.current()
-    tiny = set(tiny_segments(segments))  # segments compare by their id
+    tiny = set(tiny_segments(segments, config.tiny_segment))  # segments compare by their id
     if len(tiny) <= config.tiny_fold:
         segments = [segment for segment in segments if segment not in tiny]
     tiers: dict[int, list[Any]] = {}
     for segment in segments:
-        tiers.setdefault(tier(tier_size(segment)), []).append(segment)
+        tiers.setdefault(tier(tier_size(segment), config), []).append(segment)
     for level in sorted(tiers):
         group = tiers[level]
         if len(group) >= config.merge_factor:
@@ -103,11 +103,11 @@ def plan(segments: list[Any]) -> list[Any]:
     return []
 
 
-def merge_due(index_dir: Path) -> bool:
+def merge_due(index_dir: Path, config: Settings) -> bool:
     """True when the index's current segments call for a merge (no lock taken)."""
     try:
         storage = FileStorage(str(index_dir))
-        return bool(plan(TOC.read(storage, DEFAULT_INDEX_NAME).segments))
+        return bool(plan(TOC.read(storage, DEFAULT_INDEX_NAME).segments, config))
     except Exception:  # no index yet, or a TOC being replaced: ask again later
         return False
 
@@ -135,13 +135,13 @@ class MergeResult:
     seconds: float
 
 
-def merge_once(index_dir: Path, before_swap: Callable[[], None] | None = None) -> MergeResult | None:
+def merge_once(index_dir: Path, config: Settings, before_swap: Callable[[], None] | None = None) -> MergeResult | None:
     """Do the next merge the policy asks for (the caller holds the merge lock). None when none is due,
     or when the segments changed under it in a way that voids the merge (a rebuild)."""
     start = time.monotonic()
     ix = whoosh_index.open_dir(str(index_dir))
     toc = read_toc(ix)
-    chosen = plan(toc.segments)
+    chosen = plan(toc.segments, config)
     if not chosen:
         return None
     work = _fresh_work_dir(index_dir)
@@ -175,7 +175,7 @@ def merge_once(index_dir: Path, before_swap: Callable[[], None] | None = None) -
     hold_at("merge-swap")
     if before_swap is not None:
         before_swap()
-    carried = _swap(ix, chosen, merged, docmap, deleted_before, storage)
+    carried = _swap(ix, chosen, merged, docmap, deleted_before, storage, config)
     shutil.rmtree(work, ignore_errors=True)
     if carried is None:
         return None
@@ -184,10 +184,10 @@ def merge_once(index_dir: Path, before_swap: Callable[[], None] | None = None) -
 
 
 def _swap(ix: Any, chosen: list[Any], merged: Any, docmap: dict[str, dict[int, int]],
-          deleted_before: dict[str, set[int]], work: FileStorage) -> int | None:
+          deleted_before: dict[str, set[int]], work: FileStorage, config: Settings) -> int | None:
     """Under Whoosh's write lock: publish ``merged`` in place of ``chosen``. Returns how many
     deletions were carried over, or None when a chosen segment is no longer in the index."""
-    with write_lock(ix, settings.current().merge_swap_wait):
+    with write_lock(ix, config.lock_first_retry, config.swap_max_retry, config.merge_swap_wait):
         toc = read_toc(ix)
         current = {s.segment_id(): s for s in toc.segments}
         ids = [s.segment_id() for s in chosen]
@@ -210,7 +210,7 @@ def _swap(ix: Any, chosen: list[Any], merged: Any, docmap: dict[str, dict[int, i
         generation = toc.generation + 1
         TOC(toc.schema, segments, generation).write(ix.storage, ix.indexname)
         whoosh_index.clean_files(ix.storage, ix.indexname, generation, segments)  # looked up now: patched
-        clean_debris(Path(ix.storage.folder))
+        clean_debris(Path(ix.storage.folder), config.debris_stale)
         return carried
 
 
@@ -221,7 +221,8 @@ def _fresh_work_dir(index_dir: Path) -> Path:
     return work
 
 
-def merge_all(index_dir: Path, before_swap: Callable[[], None] | None = None) -> list[MergeResult] | None:
+def merge_all(index_dir: Path, config: Settings,
+              before_swap: Callable[[], None] | None = None) -> list[MergeResult] | None:
     """Merge until the policy is satisfied. None when another process holds the merge lock."""
     with merge_lock(index_dir) as held:
         if not held:
@@ -229,7 +230,7 @@ def merge_all(index_dir: Path, before_swap: Callable[[], None] | None = None) ->
         results = []
         try:
             while True:
-                result = merge_once(index_dir, before_swap)
+                result = merge_once(index_dir, config, before_swap)
                 if result is None:
                     break
                 results.append(result)
@@ -248,7 +249,7 @@ def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(level=logging.INFO, stream=sys.stderr, format="vault-mem merge: %(message)s")
     try:
         install_from_environment()
-        results = merge_all(Path(args[0]))
+        results = merge_all(Path(args[0]), settings.current())  # the merge process's composition root
     except Exception as exc:  # the index is unchanged; the server tries again later
         log.error("merge failed: %s: %s", type(exc).__name__, exc)
         return 1

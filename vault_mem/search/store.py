@@ -28,15 +28,14 @@ from whoosh.reading import MultiReader, SegmentReader
 from whoosh.searching import Searcher
 from whoosh.writing import SegmentWriter
 
-from vault_mem import settings
 from vault_mem.errors import IndexBusy, VaultUnavailable
 from vault_mem.git.history import History, history_for
 from vault_mem.history import kept
 from vault_mem.search.commits import (
     Batch,
+    FileSteps,
+    OwnSaves,
     OwnTiny,
-    ProcessTurn,
-    Written,
     clean_debris,
     fold_tiny,
     write_lock,
@@ -44,6 +43,7 @@ from vault_mem.search.commits import (
 from vault_mem.search.schema import SCHEMA_VERSION, document_of, make_schema
 from vault_mem.search.whoosh.parts import LeanSearcher, frozen_segment, lend_searcher, parts_in_memory
 from vault_mem.search.whoosh.seam import new_segment_id, renewed_searcher, with_deletions
+from vault_mem.settings import Settings
 from vault_mem.vault.note import Note
 from vault_mem.vault.paths import INDEX_DIRNAME
 from vault_mem.vault.portable import replace_file, user_cache_root
@@ -106,33 +106,38 @@ def cache_index_dir(root: Path) -> Path:
     return user_cache_root() / "vault-mem" / digest
 
 
-# What of some changes read a while ago the files still bear out (``VaultIndex.submit``).
-Standing = Callable[[list[tuple[Note, str]], list[str]], tuple[list[tuple[Note, str]], list[str]]]
+# Which of some changes read from the files a while ago the files still bear out, asked in the
+# batch's lock (``VaultIndex.submit``): called with (notes, removed paths), returns those that stand.
+StillOnDisk = Callable[[list[tuple[Note, str]], list[str]], tuple[list[tuple[Note, str]], list[str]]]
 
 
 class VaultIndex:
-    """The Whoosh index of one vault."""
+    """The Whoosh index of one vault, and the one way changes reach it (``apply``)."""
 
-    def __init__(self, root: Path, index_dir: Path | None = None) -> None:
-        config = settings.current()
-        self.config = settings.current()
+    def __init__(self, root: Path, index_dir: Path | None = None, *, config: Settings) -> None:
+        self.config = config
         self.root = root
         self.dir = index_dir or default_index_dir(root)
         self._ix: FileIndex | None = None
-        # One searcher per thread (Whoosh searchers are not shared across threads), so reads run
-        # side by side and never wait behind a write; ``_epoch`` retires them all on close().
+        # Reading. One searcher per thread (Whoosh searchers are not shared across threads), so reads
+        # run side by side and never wait behind a write; ``_epoch`` retires them all on close().
+        # ``_lock``: opening the index, renewing a searcher, lending the writer its readers.
         self._local = threading.local()
+        self._epoch = 0
+        self._lock = threading.RLock()
         self._writer_readers: dict[Any, SegmentReader] = {}  # see _lend_searcher
-        self._batch_lock = threading.Lock()  # guards _open_batch (see apply)
+        # Writing (docs/architecture.md#3-the-save-path): the open group-commit batch, one group
+        # commit at a time, one writer at a time, and what the commits keep for each other.
+        self._batch_lock = threading.Lock()  # guards _open_batch (see submit)
         self._open_batch: Batch | None = None
         self._committing = threading.Lock()  # one group commit at a time in this process
         self._last_commit = (-config.commit_spacing, 1)  # when the last group commit began (monotonic), and its size
         self.fold_at: int | None = config.tiny_fold  # see fold_tiny (None: never, for tests of merges)
-        self.own_tiny = OwnTiny()  # the notes of the tiny segments this process's commits made
-        self._write_turn = ProcessTurn()  # held by this process's one writer
-        self.written = Written()  # what this process indexed itself (for its watcher)
-        self._epoch = 0
-        self._lock = threading.RLock()
+        self.own_tiny = OwnTiny(config.tiny_segment, config.tiny_kept)  # the notes of this process's tiny segments
+        self.file_steps = FileSteps()  # the write tools' file steps under way (a commit waits for them)
+        self.own_saves = OwnSaves(config.written_kept)  # what this process's write tools indexed (for its watcher)
+        # Called with the OS paths of notes a commit failed to index (the watcher's: index them later).
+        self.on_failed_commit: Callable[[list[str]], None] | None = None
         self.write_timeout = config.write_lock_wait
         self._state_seen: tuple[VersionKey, dict[str, Any]] | None = None  # see state()
         self._history_dir: Path | None = None
@@ -287,7 +292,7 @@ class VaultIndex:
         from vault_mem.search.columns import column, has_columns
 
         with self.searching() as s:
-            if (paths is not None and len(paths) <= settings.current().few_paths
+            if (paths is not None and len(paths) <= self.config.few_paths
                     and not has_columns(s, "size", "mtime_ns", "etag")):
                 # A few paths on a searcher whose columns are not loaded yet (the watcher's first save
                 # after a start or a commit): their stored records, not three whole columns.
@@ -316,46 +321,36 @@ class VaultIndex:
 
         A held lock is a wait, not a failure: with no ``timeout`` this waits as long as the other
         writer works (a build in another process can take minutes; the lock dies with its holder).
-        With one, it raises ``IndexBusy`` when the lock stayed held that long.
+        With one, it raises ``IndexBusy`` when the lock stayed held that long. This process's live
+        commits never wait here for each other: they take turns on ``_committing`` first.
         """
-        config = settings.current()
+        config = self.config
         ix = self.open()
         start = time.monotonic()
-        if not self._write_turn.take(timeout):
-            raise IndexBusy(f"the index at {self.dir} stayed locked by another writer of this server for "
-                            f"{timeout:.0f} s")
         notice = start + config.write_wait_notice
         delay = config.lock_first_retry
-        handed = False  # the writer gives the turn back itself (its commit or its cancel)
-        try:
-            while True:
-                try:
-                    with parts_in_memory():  # a live commit's small segment (whoosh_seam patch 10)
-                        writer = ix.writer()
-                except LockError:
-                    now = time.monotonic()
-                    if timeout is not None and now - start > timeout:
-                        raise IndexBusy(f"the index at {self.dir} stayed locked by another writer (a build "
-                                        f"or another server) for {timeout:.0f} s") from None
-                    if now > notice:
-                        log.info("still waiting for the index lock (held by another writer for %.0f s)",
-                                 now - start)
-                        notice = now + config.write_wait_notice
-                    time.sleep(delay)
-                    delay = min(delay * 2, config.writer_max_retry)
-                    continue
-                self._write_turn.until_released(writer)
-                handed = True
-                try:
-                    self._lend_searcher(writer)
-                except BaseException:
-                    writer.cancel()
-                    raise
-                return writer
-        except BaseException:
-            if not handed:
-                self._write_turn.give_back()
-            raise
+        while True:
+            try:
+                with parts_in_memory():  # a live commit's small segment (whoosh_seam patch 10)
+                    writer = ix.writer()
+            except LockError:
+                now = time.monotonic()
+                if timeout is not None and now - start > timeout:
+                    raise IndexBusy(f"the index at {self.dir} stayed locked by another writer (a build "
+                                    f"or another server) for {timeout:.0f} s") from None
+                if now > notice:
+                    log.info("still waiting for the index lock (held by another writer for %.0f s)",
+                             now - start)
+                    notice = now + config.write_wait_notice
+                time.sleep(delay)
+                delay = min(delay * 2, config.writer_max_retry)
+                continue
+            try:
+                self._lend_searcher(writer)
+            except BaseException:
+                writer.cancel()
+                raise
+            return writer
 
     def _lend_searcher(self, writer: SegmentWriter) -> None:
         """Give ``writer`` a searcher of its segments for finding the notes it replaces or deletes.
@@ -363,12 +358,12 @@ class VaultIndex:
         time); they are kept between writers, reused while a segment's deletions stay, else remade on
         its open files: a save opens only the segments the last commit wrote (write lock holder only)."""
         with self._lock:
-            kept, self._writer_readers = self._writer_readers, {}
+            lent_before, self._writer_readers = self._writer_readers, {}
             readers = []
             try:
                 for segment in writer.segments:
                     key = segment.segment_id()
-                    reader = kept.pop(key, None)
+                    reader = lent_before.pop(key, None)
                     if reader is None or reader.is_closed:
                         reader = SegmentReader(writer.storage, writer.schema, frozen_segment(segment),
                                                generation=writer.generation)
@@ -378,7 +373,7 @@ class VaultIndex:
                     self._writer_readers[key] = reader
             except Exception:  # a segment that will not open: Whoosh's writer opens its own and says why
                 readers = []
-            for old in kept.values():
+            for old in lent_before.values():
                 with contextlib.suppress(Exception):
                     old.close()
             if not readers:
@@ -410,21 +405,33 @@ class VaultIndex:
         """Commit a live writer's change: one new segment, with the tiny ones folded in (``fold_tiny``).
         ``added``: the notes the writer added, in order, when nothing else was (kept for a later fold)."""
         def merge(w: SegmentWriter, segments: list[Any]) -> list[Any]:
-            kept, taken = fold_tiny(w, segments, self.fold_at, self.own_tiny)
+            left, taken = fold_tiny(w, segments, self.fold_at, self.config.tiny_segment, self.own_tiny)
             if added and taken is not None:  # the new segment: these notes, then those folded in
                 self.own_tiny.keep(new_segment_id(w), added + taken)
-            return kept
+            return left
 
         writer.commit(mergetype=merge)
 
-    def apply(self, notes: list[tuple[Note, str]], removed: list[str], timeout: float | None = None,
-              standing: Standing | None = None) -> None:
-        """Index ``notes`` (each with its OS-relative path) and drop ``removed`` paths, committed
-        when this returns (waiting for the lock as ``acquire_writer`` does): ``submit`` then ``commit_batch``."""
-        if notes or removed:
-            self.commit_batch(self.submit(notes, removed, standing), timeout)
+    def apply(self, notes: list[tuple[Note, str]], removed: list[str], timeout: float | None = None, *,
+              still_on_disk: StillOnDisk | None = None, unless_committed: bool = False) -> int:
+        """The one way changes reach the index (write tools, the watcher, the start-up check, undo,
+        imports): index ``notes`` (each with its OS-relative path) and drop ``removed`` paths,
+        committed when this returns (waiting for the lock as ``acquire_writer`` does; past
+        ``timeout``, ``IndexBusy``): ``submit`` then ``commit_batch``. Returns how many of ``notes``
+        were written (not skipped as ``unless_committed``).
 
-    def submit(self, notes: list[tuple[Note, str]], removed: list[str], standing: Standing | None = None) -> Batch:
+        ``still_on_disk``: see ``submit``. ``unless_committed`` (the watcher's changes, read after an
+        event another process on the vault may have heard and indexed too): a note whose content
+        hash the index already holds, or a removed path it does not hold, is skipped, checked under
+        the write lock."""
+        if not notes and not removed:
+            return 0
+        batch = self.submit(notes, removed, still_on_disk, unless_committed=unless_committed)
+        self.commit_batch(batch, timeout)
+        return sum(1 for note, _ in notes if note.path not in batch.skipped)
+
+    def submit(self, notes: list[tuple[Note, str]], removed: list[str], still_on_disk: StillOnDisk | None = None,
+               *, unless_committed: bool = False) -> Batch:
         """Put changes in the open batch; ``commit_batch`` must follow (it commits or waits for the commit).
         Group commit: threads that submit while another thread's commit runs join one batch, which
         the first of them to call ``commit_batch`` commits for all once that commit is done, so under
@@ -432,64 +439,103 @@ class VaultIndex:
         A path's last change in a batch wins, as in commits one after another: a caller that orders
         its file writes (writes/tools.py) submits before it lets the next write begin.
 
-        ``standing``, for changes read from the files a while ago (the start-up check): called with
-        them in the batch's lock, it returns those the files still bear out. A save that landed
+        ``still_on_disk``, for changes read from the files a while ago (the start-up check): called
+        with them in the batch's lock, it returns those the files still bear out. A save that landed
         since then is indexed by its own event: checked here, it cannot have been submitted before
-        this batch joins the queue, so the older read never lands after it."""
+        this batch joins the queue, so the older read never lands after it.
+
+        A write tool's own saves are remembered (``own_saves``) for the watcher; changes
+        ``unless_committed`` (the watcher's own) are not."""
         with self._batch_lock:
-            if standing is not None:
-                notes, removed = standing(notes, removed)
+            if still_on_disk is not None:
+                notes, removed = still_on_disk(notes, removed)
             batch = self._open_batch
             if batch is None:
                 batch = self._open_batch = Batch()
-            batch.add(notes, removed)
-        self.written.add(notes)
+            batch.add(notes, removed, unless_committed)
+        if not unless_committed:
+            self.own_saves.add(notes)
         return batch
 
     def commit_batch(self, batch: Batch, timeout: float | None = None) -> None:
-        """Return once ``batch`` is committed (raising what its commit raised)."""
-        if batch.lead():
-            try:
-                started = time.monotonic()
-                if not self._committing.acquire(timeout=-1 if timeout is None else timeout):
-                    raise IndexBusy(f"the index at {self.dir} was committing other changes of this server "
-                                    f"for {timeout:.0f} s")
-                try:
-                    self._space(batch, started, timeout)
-                    self.written.wait_steps(settings.current().commit_gather)
-                    self._close(batch)  # later changes make the next batch
-                    self._last_commit = (time.monotonic(), len(batch.changes))
-                    if batch.changes:
-                        left = None if timeout is None else max(0.0, timeout - (time.monotonic() - started))
-                        added = [change for change in batch.changes.values() if change is not None]
-                        with self.writer(left, added) as w:
-                            for path, change in batch.changes.items():
-                                if change is None:
-                                    w.delete_by_term("path", path)
-                                else:
-                                    w.update_document(**document_of(*change))
-                finally:
-                    self._committing.release()
-            except BaseException as exc:
-                batch.error = exc
-                self._close(batch)
-                self.written.forget([change for change in batch.changes.values() if change is not None])
-            finally:
-                batch.done.set()
-        else:
+        """Return once ``batch`` is committed (raising what its commit raised). The first thread to
+        ask commits it: one group commit at a time (``_committing``), spaced under steady saves
+        (``_space``), after the write tools in their file steps joined (``commit_gather``)."""
+        if not batch.claim_commit():
             batch.done.wait()
+            if batch.error is not None:
+                raise batch.error
+            return
+        try:
+            started = time.monotonic()
+            if not self._committing.acquire(timeout=-1 if timeout is None else timeout):
+                raise IndexBusy(f"the index at {self.dir} was committing other changes of this server "
+                                f"for {timeout:.0f} s")
+            try:
+                self._space(batch, started, timeout)
+                self.file_steps.wait_steps(self.config.commit_gather)
+                self._close(batch)  # later changes make the next batch
+                self._last_commit = (time.monotonic(), len(batch.changes))
+                if batch.changes:
+                    left = None if timeout is None else max(0.0, timeout - (time.monotonic() - started))
+                    self._write(batch, left)
+            finally:
+                self._committing.release()
+        except BaseException as exc:
+            batch.error = exc
+            self._close(batch)
+            # Not in the index: the watcher must not take these files for saves already indexed; it
+            # applies its own changes again itself, the others are handed to it.
+            self.own_saves.forget([change[1] for change in batch.changes.values() if change is not None])
+            failed = [change[1] for path, change in batch.changes.items()
+                      if change is not None and path not in batch.unless_committed]
+            hook = self.on_failed_commit
+            if hook is not None and failed:
+                hook(failed)
+        finally:
+            batch.done.set()
         if batch.error is not None:
             raise batch.error
 
+    def _write(self, batch: Batch, timeout: float | None) -> None:
+        """Commit ``batch``'s changes with this process's one writer: those ``unless_committed`` that
+        the index already holds are skipped (asked of the index as committed, under the lock); when
+        nothing is left the writer is cancelled, no commit."""
+        w = self.acquire_writer(timeout)
+        try:
+            if batch.unless_committed:
+                committed = w.searcher()  # the index as committed now that we hold the lock
+                for path in sorted(batch.unless_committed):
+                    change = batch.changes[path]
+                    docnum = committed.document_number(path=path)
+                    etag = None if docnum is None else str(committed.stored_fields(docnum)["record"]["etag"])
+                    if etag == (None if change is None else change[0].etag):
+                        del batch.changes[path]
+                        batch.skipped.add(path)
+            if not batch.changes:
+                w.cancel()
+                return
+            for path, change in batch.changes.items():
+                if change is None:
+                    w.delete_by_term("path", path)
+                else:
+                    w.update_document(**document_of(*change))
+            self.commit_live(w, [change for change in batch.changes.values() if change is not None])
+        except BaseException:
+            # A writer whose work or commit raised keeps Whoosh's lock until it is cancelled.
+            with contextlib.suppress(Exception):
+                w.cancel()
+            raise
+
     def _space(self, batch: Batch, started: float, timeout: float | None) -> None:
-        """Under steady saves, wait until ``SPACING`` after the last commit began (the saves made
+        """Under steady saves, wait until ``commit_spacing`` after the last commit began (the saves made
         meanwhile join ``batch``). Steady: the last batch held several saves, or this one does, or
         another write is in its file steps now; a lone caller's saves never wait here."""
         began, size = self._last_commit
-        wait = began + settings.current().commit_spacing - time.monotonic()
+        wait = began + self.config.commit_spacing - time.monotonic()
         if timeout is not None:
             wait = min(wait, timeout - (time.monotonic() - started))
-        if wait > 0 and (size > 1 or len(batch.changes) > 1 or self.written.in_steps()):
+        if wait > 0 and (size > 1 or len(batch.changes) > 1 or self.file_steps.in_steps()):
             time.sleep(wait)
 
     def _close(self, batch: Batch) -> None:
@@ -499,8 +545,9 @@ class VaultIndex:
 
     def tidy(self) -> list[str]:
         """Remove what killed writers left in the index folder (see ``clean_debris``)."""
-        with write_lock(self.open()):
-            return clean_debris(self.dir)
+        config = self.config
+        with write_lock(self.open(), config.lock_first_retry, config.swap_max_retry):
+            return clean_debris(self.dir, config.debris_stale)
 
 
 def _up_to_date(searcher: Searcher) -> bool:

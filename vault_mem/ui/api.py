@@ -187,7 +187,7 @@ def undo_window(vault: Vault, caller: Agent | None, agent: str, since: str, appl
 def _own_index(vault: Vault) -> VaultIndex:
     """A handle of its own on the vault's index for an undo, as ``vault-mem undo`` beside a running
     server has: the undo closes it when done, which must not close the server's."""
-    return VaultIndex(vault.root, vault.index.dir)
+    return VaultIndex(vault.root, vault.index.dir, config=vault.index.config)
 
 
 def _owner_only(caller: Agent | None, what: str) -> None:

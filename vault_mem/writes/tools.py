@@ -9,6 +9,7 @@ no second indexing pass). Answers: ``{status, uid, permalink, path, updated, eta
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import functools
 import logging
@@ -16,14 +17,13 @@ import os
 import secrets
 import threading
 import unicodedata
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-from vault_mem import settings
 from vault_mem.errors import Conflict, IndexBusy, InvalidInput, NotFound, VaultMemError, WriteFailed
 from vault_mem.git.commit import write_commit
-from vault_mem.search.api import Batch, VaultIndex, resembling
+from vault_mem.search.api import VaultIndex, resembling
 from vault_mem.served.agents import check_agent_name
 from vault_mem.served.context import View
 from vault_mem.served.params import (
@@ -38,6 +38,7 @@ from vault_mem.served.params import (
     text_param,
 )
 from vault_mem.served.refs import resolve_ref
+from vault_mem.settings import Settings
 from vault_mem.vault.dates import iso, parse_datetime
 from vault_mem.vault.fields import FIELD, normalize_tags
 from vault_mem.vault.note import SCOPES, Note, permalink_of
@@ -107,30 +108,86 @@ _NOTE_TURNS = tuple(threading.Lock() for _ in range(NOTE_TURNS))
 # With ``serve --git-commit`` the file steps and each git commit stay one at a time instead: a
 # commit takes every change git sees, so two writes under way would share one.
 _GIT_TURN = threading.Lock()
-_HOLDING = threading.local()  # .turn: the note turn this thread holds; .git; .steps: its index's Written
 Tool = Callable[..., dict[str, Any]]  # (view, raw arguments, **options)
 
 
+class WriteTurns:
+    """What one write tool call holds, from its start to its end (a context manager): with
+    ``--git-commit`` the git turn (``_GIT_TURN``); its file steps' ticket (``FileSteps``, which a
+    commit about to start and the watcher wait for) until it has submitted its change; and at
+    most one note turn (``take``: a new note's folder, then the note). Each is let go once, by
+    the method named for the step that ends it, or when the block ends."""
+
+    def __init__(self, index: VaultIndex, git: bool) -> None:
+        self._index = index
+        self._git = git  # the git turn is held (taken on entering)
+        self._steps = False  # the file steps' ticket is open
+        self._note: threading.Lock | None = None  # the note turn held
+
+    def __enter__(self) -> WriteTurns:
+        if self._git:
+            _GIT_TURN.acquire()
+        self._index.file_steps.begin()
+        self._steps = True
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.end_steps()
+        if self._git:
+            self._git = False
+            _GIT_TURN.release()
+
+    def take(self, root: Path, rel: str) -> None:
+        """Hold the turn of the file at ``root / rel`` (a note, or a folder about to be made) until
+        the file steps end, letting go of the one held before."""
+        turn = _NOTE_TURNS[turn_number(root, rel)]
+        if self._note is turn:
+            return
+        if self._note is not None:
+            held, self._note = self._note, None
+            held.release()
+        turn.acquire()
+        self._note = turn
+
+    def submitted(self) -> None:
+        """The change is submitted to the index: a commit no longer waits for these file steps."""
+        if self._steps:
+            self._steps = False
+            self._index.file_steps.end()
+
+    def end_steps(self) -> None:
+        """Done with the note (or failed): the next write of it may begin."""
+        self.submitted()
+        if self._note is not None:
+            held, self._note = self._note, None
+            held.release()
+
+    @contextlib.contextmanager
+    def git_turn_let_go(self, again: bool) -> Iterator[None]:
+        """Without the git turn while the block runs (a commit's wait: other writes' file steps go
+        on meanwhile and share the commit); taken back after it when ``again`` (the git commit of
+        this call's files follows), else let go for good."""
+        if not self._git:
+            yield
+            return
+        self._git = False
+        _GIT_TURN.release()
+        try:
+            yield
+        finally:
+            if again:
+                _GIT_TURN.acquire()
+                self._git = True
+
+
 def one_note_at_a_time(tool: Tool) -> Tool:
-    """A write tool: its file steps (``begin`` to its submission, search/commits.py ``Written``)
-    hold the turn of the note they change (``_take_turn``), or, under ``--git-commit``, the
-    one turn of every write."""
+    """A write tool, called with its ``WriteTurns`` (as ``turns``): its file steps (to its
+    submission) hold the turn of the note they change, or, under ``--git-commit``, the one
+    turn of every write."""
     @functools.wraps(tool)
     def serialized(view: View, raw: dict[str, Any], **options: Any) -> dict[str, Any]:
-        git = view.vault.git_commit
-        if git:
-            _GIT_TURN.acquire()
-        _HOLDING.git = git
-        written = view.vault.index.written
-        written.begin()  # the watcher waits for these file steps (search/commits.py ``Written``)
-        _HOLDING.steps = written
-        try:
-            return tool(view, raw, **options)
-        finally:
-            _end_steps()
-            if _HOLDING.git:  # _commit_in_turn may have let it go for good
-                _HOLDING.git = False
-                _GIT_TURN.release()
+        with WriteTurns(view.vault.index, view.vault.git_commit) as turns:
+            return tool(view, raw, turns, **options)
 
     return serialized
 
@@ -146,40 +203,8 @@ def turn_number(root: Path, rel: str) -> int:
     return hash(unicodedata.normalize("NFC", where).casefold()) % NOTE_TURNS
 
 
-def _take_turn(root: Path, rel: str) -> None:
-    """Hold the turn of the file at ``root / rel`` (a note, or a folder about to be made) until
-    this write's file steps end, or until it takes another turn: a thread lets go of the one it
-    holds first (a new note's folder, then the note)."""
-    turn = _NOTE_TURNS[turn_number(root, rel)]
-    held = getattr(_HOLDING, "turn", None)
-    if held is turn:
-        return
-    if held is not None:
-        _HOLDING.turn = None
-        held.release()
-    turn.acquire()
-    _HOLDING.turn = turn
-
-
-def _submitted() -> None:
-    """This thread's write tool has submitted its change: a commit no longer waits for it."""
-    written = getattr(_HOLDING, "steps", None)
-    if written is not None:
-        _HOLDING.steps = None
-        written.end()
-
-
-def _end_steps() -> None:
-    """This thread's write tool is done with its note (or failed): the next write of it may begin."""
-    _submitted()
-    turn = getattr(_HOLDING, "turn", None)
-    if turn is not None:
-        _HOLDING.turn = None
-        turn.release()
-
-
-def _commit_in_turn(index: VaultIndex, notes: list[tuple[Note, str]], removed: list[str], again: bool,
-                    land: Callable[[], list[str]]) -> list[str]:
+def _commit_in_turn(index: VaultIndex, turns: WriteTurns, notes: list[tuple[Note, str]], removed: list[str],
+                    again: bool, land: Callable[[], list[str]]) -> list[str]:
     """Index a write's changes, a write tool's last step on the files: submitted while the note's
     turn is held, then committed (or waited for) with the next write of the note free to begin
     meanwhile, so that writes in flight share one commit (``VaultIndex.submit``). ``land``
@@ -188,27 +213,14 @@ def _commit_in_turn(index: VaultIndex, notes: list[tuple[Note, str]], removed: l
     is let go, so that a note's journal keeps the order of its writes. ``again``: take the git
     turn back afterwards (for the git commit of ``serve --git-commit``)."""
     batch = index.submit(notes, removed)
-    _submitted()
+    turns.submitted()
     try:
         warnings = land()
     finally:
-        _end_steps()
-        _commit_batch(index, batch, again)
+        turns.end_steps()
+        with turns.git_turn_let_go(again):
+            index.commit_batch(batch, timeout=index.write_timeout)
     return warnings
-
-
-def _commit_batch(index: VaultIndex, batch: Batch, again: bool) -> None:
-    if not getattr(_HOLDING, "git", False):
-        index.commit_batch(batch, timeout=index.write_timeout)
-        return
-    _HOLDING.git = False
-    _GIT_TURN.release()
-    try:
-        index.commit_batch(batch, timeout=index.write_timeout)
-    finally:
-        if again:
-            _GIT_TURN.acquire()
-            _HOLDING.git = True
 
 
 def now_iso() -> str:
@@ -239,13 +251,13 @@ def _attributed(view: View, answer: dict[str, Any], tool: str, agent: str, title
     return answer
 
 
-def _index(view: View, notes: list[tuple[Note, str]], removed: list[str], done: str, tool: str,
-           agent: str, changes: list[dict[str, Any]]) -> list[str]:
+def _index(view: View, turns: WriteTurns, notes: list[tuple[Note, str]], removed: list[str], done: str,
+           tool: str, agent: str, changes: list[dict[str, Any]]) -> list[str]:
     """Index what a write tool just did to the files (``changes``, journaled meanwhile: ``journal_and_track``,
     whose warnings it returns); ``done`` says what that was. When the index cannot take it, the
     agent's next call also carries a ``persist_error``."""
     try:
-        return _commit_in_turn(view.vault.index, notes, removed, view.vault.git_commit,
+        return _commit_in_turn(view.vault.index, turns, notes, removed, view.vault.git_commit,
                                lambda: journal_and_track(view, tool, agent, changes))
     except IndexBusy:
         keep_persist_error(view, agent, tool, notes[0][1] if notes else removed[0],
@@ -261,9 +273,9 @@ def _index(view: View, notes: list[tuple[Note, str]], removed: list[str], done: 
                         "would make it twice", **written) from None
 
 
-def _body_text(args: Args, name: str) -> str | None:
+def _body_text(args: Args, name: str, config: Settings) -> str | None:
     """A body or paragraph parameter; NUL is refused (the reader drops it and flags the file)."""
-    text = args.text(name, None, max_len=settings.current().max_content)
+    text = args.text(name, None, max_len=config.max_content)
     if text is not None and "\x00" in text:
         raise InvalidInput(name, "holds a NUL character, which a Markdown file cannot keep; remove it")
     return text
@@ -309,14 +321,15 @@ def _new_fields(args: Args, agent: str, title: str, defaults: dict[str, Any]) ->
     return fields
 
 
-def _create(view: View, args: Args, agent: str, defaults: dict[str, Any], tool: str) -> dict[str, Any]:
-    title = args.required_str("title", max_len=settings.current().max_title).strip()
-    content = _body_text(args, "content") or ""
+def _create(view: View, turns: WriteTurns, args: Args, agent: str, defaults: dict[str, Any],
+            tool: str) -> dict[str, Any]:
+    title = args.required_str("title", max_len=view.vault.index.config.max_title).strip()
+    content = _body_text(args, "content", view.vault.index.config) or ""
     domain = args.text("domain", None, max_len=1000)
     domain = domain if domain is not None else defaults.get("domain", "")
     # The folder's turn until the note has its name: two writes into a new folder spelled
     # "Projects" and "projects" would each make one on a case-sensitive disk.
-    _take_turn(view.vault.root, domain.strip())
+    turns.take(view.vault.root, domain.strip())
     folder, domain = _folder(view, domain)
     target = f"{domain}/{note_filename(title)}".lstrip("/")
     view.check_write(target, tool, target)
@@ -326,9 +339,9 @@ def _create(view: View, args: Args, agent: str, defaults: dict[str, Any], tool: 
     rel = final.relative_to(view.vault.root).as_posix()
     if rel != target:
         check_free_name(view, final, target, rel, tool)
-    _take_turn(view.vault.root, rel)  # nobody else knows the name yet; an edit of it waits for its journal entry
+    turns.take(view.vault.root, rel)  # nobody else knows the name yet; an edit of it waits for its journal entry
     note = read_note(view.vault.root, rel, view.vault.index.history)
-    warnings = _index(view, [(note, rel)], [], f"{note.path} was saved", tool, agent,
+    warnings = _index(view, turns, [(note, rel)], [], f"{note.path} was saved", tool, agent,
                       [change(rel, rel, title, fields["id"], None, data, real=note.real)])
     return _attributed(view, _answer(note), tool, agent, note.title, {rel: None}, warnings)
 
@@ -359,22 +372,23 @@ def _addressed(args: Args) -> list[str] | None:
     return list(dict.fromkeys(check_agent_name(n.strip(), "to") for n in names if n.strip()))
 
 
-def _shown(similar: int | None) -> int:
-    return settings.current().similar_shown if similar is None else similar
+def _shown(view: View, similar: int | None) -> int:
+    return view.vault.index.config.similar_shown if similar is None else similar
 
 
 @one_note_at_a_time
-def memory_write(view: View, raw: dict[str, Any], similar: int | None = None) -> dict[str, Any]:
+def memory_write(view: View, raw: dict[str, Any], turns: WriteTurns, similar: int | None = None) -> dict[str, Any]:
     """``similar``: at most so many notes that say nearly the same in the answer (0: none looked for;
     None: the ``similar_shown`` setting)."""
     args = Args(raw, WRITE_PARAMS)
-    answer = _create(view, args, args.agent(), {}, "memory_write")
-    return _with_similar(view, answer, args.required_str("title", max_len=settings.current().max_title).strip(),
-                         _body_text(args, "content") or "", [], _shown(similar))
+    answer = _create(view, turns, args, args.agent(), {}, "memory_write")
+    return _with_similar(view, answer, args.required_str("title", max_len=view.vault.index.config.max_title).strip(),
+                         _body_text(args, "content", view.vault.index.config) or "", [], _shown(view, similar))
 
 
 @one_note_at_a_time
-def memory_supersede(view: View, raw: dict[str, Any], similar: int | None = None) -> dict[str, Any]:
+def memory_supersede(view: View, raw: dict[str, Any], turns: WriteTurns,
+                     similar: int | None = None) -> dict[str, Any]:
     """``similar``: as memory_write's; the note it replaces is never listed."""
     args = Args(raw, SUPERSEDE_PARAMS)
     agent = args.agent()
@@ -383,28 +397,29 @@ def memory_supersede(view: View, raw: dict[str, Any], similar: int | None = None
     view.check_write(old["path"], "memory_supersede", old.get("fsrel") or old["path"])
     defaults = {"domain": old["path"].rpartition("/")[0], "type": old["type"], "tags": old["tags"],
                 "extra": {FIELD["supersedes"].key: old["uid"]}}
-    answer = _create(view, args, agent, defaults, "memory_supersede")
+    answer = _create(view, turns, args, agent, defaults, "memory_supersede")
     if answer.get("status") == "ok" and not old.get("valid_until"):
         try:  # the old note stops being true when its successor is written (docs/vault-format.md)
-            rel, data = _current(view, old["uid"] if old.get("has_id") else old["path"], "memory_supersede")
+            rel, data = _current(view, turns, old["uid"] if old.get("has_id") else old["path"], "memory_supersede")
             text = set_keys(decode_for_edit(data, rel), {FIELD["valid_until"].key: answer["updated"]}, rel)
-            ended = _rewrite(view, rel, data, text, "memory_supersede", agent)
+            ended = _rewrite(view, turns, rel, data, text, "memory_supersede", agent)
             if ended.get("warnings"):
                 answer.setdefault("warnings", []).extend(ended["warnings"])
         except (Conflict, NotFound, InvalidInput, WriteFailed) as exc:
             answer.setdefault("warnings", []).append(
                 f"the new version was saved, but {old['path']} did not get valid_until: {exc}")
-    return _with_similar(view, answer, args.required_str("title", max_len=settings.current().max_title).strip(),
-                         _body_text(args, "content") or "", [old["path"]], _shown(similar))
+    config = view.vault.index.config
+    return _with_similar(view, answer, args.required_str("title", max_len=config.max_title).strip(),
+                         _body_text(args, "content", config) or "", [old["path"]], _shown(view, similar))
 
 
-def _current(view: View, ref: str, tool: str) -> tuple[str, bytes]:
+def _current(view: View, turns: WriteTurns, ref: str, tool: str) -> tuple[str, bytes]:
     """The target's OS-relative path and its bytes as they are now; Forbidden when the caller
     may not change it."""
     record = view.snapshot.record(resolve_ref(view, ref))
     rel = record.get("fsrel") or record["path"]
     view.check_write(record["path"], tool, rel)
-    _take_turn(view.vault.root, rel)
+    turns.take(view.vault.root, rel)
     try:
         data = read_whole(note_file(view.vault.root, rel))
     except FileNotFoundError:
@@ -451,7 +466,8 @@ def _stamped(view: View, rel: str, updates: dict[str, Any]) -> dict[str, Any]:
     return {**keep, **updates, "updated": now_iso()}
 
 
-def _rewrite(view: View, rel: str, before: bytes, new_text: str, tool: str, agent: str) -> dict[str, Any]:
+def _rewrite(view: View, turns: WriteTurns, rel: str, before: bytes, new_text: str, tool: str,
+             agent: str) -> dict[str, Any]:
     """Write ``new_text`` over ``rel`` unless the file changed since ``before`` was read."""
     path = view.vault.root / rel
     try:
@@ -464,18 +480,18 @@ def _rewrite(view: View, rel: str, before: bytes, new_text: str, tool: str, agen
     data = new_text.encode("utf-8")
     atomic_write(path, data, within=view.vault.root)
     note = read_note(view.vault.root, rel, view.vault.index.history)  # read once: journaled, then indexed
-    warnings = _index(view, [(note, rel)], [], f"{note.path} was saved", tool, agent,
+    warnings = _index(view, turns, [(note, rel)], [], f"{note.path} was saved", tool, agent,
                       [change(note.path, rel, note.title, note.uid, before, data, real=note.real)])
     return _attributed(view, _answer(note), tool, agent, note.title, {rel: before}, warnings)
 
 
 @one_note_at_a_time
-def memory_edit(view: View, raw: dict[str, Any]) -> dict[str, Any]:
+def memory_edit(view: View, raw: dict[str, Any], turns: WriteTurns) -> dict[str, Any]:
     args = Args(raw, EDIT_PARAMS)
     agent = args.agent()
     ref = args.required_str("ref", max_len=1000)
-    content = _body_text(args, "content")
-    append = _body_text(args, "append")
+    content = _body_text(args, "content", view.vault.index.config)
+    append = _body_text(args, "append", view.vault.index.config)
     updates = args.mapping("set")
     to = _addressed(args)
     if content is None and append is None and updates is None and to is None:
@@ -490,7 +506,7 @@ def memory_edit(view: View, raw: dict[str, Any]) -> dict[str, Any]:
     if to is not None:
         updates = {**(updates or {}), "to": to}
     for attempt in range(3):
-        rel, data = _current(view, ref, "memory_edit")
+        rel, data = _current(view, turns, ref, "memory_edit")
         check_effects(view, rel, updates or {}, "memory_edit")
         _check_preconditions(args, rel, data, view.vault.root, view.vault.index.history)
         text = decode_for_edit(data, rel)
@@ -500,7 +516,7 @@ def memory_edit(view: View, raw: dict[str, Any]) -> dict[str, Any]:
             text = append_paragraph(text, append, rel)
         text = set_keys(text, _stamped(view, rel, updates or {}), rel)
         try:
-            return _rewrite(view, rel, data, text, "memory_edit", agent)
+            return _rewrite(view, turns, rel, data, text, "memory_edit", agent)
         except Conflict:
             # Someone saved in between: an append re-reads and tries again; anything else reports it.
             if append is None or content is not None or attempt == 2:
@@ -509,7 +525,7 @@ def memory_edit(view: View, raw: dict[str, Any]) -> dict[str, Any]:
 
 
 @one_note_at_a_time
-def task_close(view: View, raw: dict[str, Any]) -> dict[str, Any]:
+def task_close(view: View, raw: dict[str, Any], turns: WriteTurns) -> dict[str, Any]:
     args = Args(raw, CLOSE_PARAMS)
     agent = args.agent()
     ref = args.required_str("ref", max_len=1000)
@@ -517,22 +533,22 @@ def task_close(view: View, raw: dict[str, Any]) -> dict[str, Any]:
     record = view.snapshot.record(resolve_ref(view, ref))
     if record["type"] != "task":
         raise InvalidInput("ref", f"{permalink_of(record['path'])} is a {record['type']}, not a task")
-    rel, data = _current(view, ref, "task_close")
+    rel, data = _current(view, turns, ref, "task_close")
     _check_preconditions(args, rel, data, view.vault.root, view.vault.index.history)
     text = set_keys(decode_for_edit(data, rel), _stamped(view, rel, {"state": state, "status": "archived"}), rel)
-    return _rewrite(view, rel, data, text, "task_close", agent)
+    return _rewrite(view, turns, rel, data, text, "task_close", agent)
 
 
 @one_note_at_a_time
-def memory_delete(view: View, raw: dict[str, Any]) -> dict[str, Any]:
+def memory_delete(view: View, raw: dict[str, Any], turns: WriteTurns) -> dict[str, Any]:
     args = Args(raw, DELETE_PARAMS)
     agent = args.agent()
     ref = args.required_str("ref", max_len=1000)
-    rel, data = _current(view, ref, "memory_delete")
+    rel, data = _current(view, turns, ref, "memory_delete")
     _check_preconditions(args, rel, data, view.vault.root, view.vault.index.history)
     note = read_note(view.vault.root, rel, view.vault.index.history)
     trashed = move_to_trash(view.vault.root, rel)
-    warnings = _index(view, [], [note.path], f"{note.path} was moved to {trashed}", "memory_delete", agent,
+    warnings = _index(view, turns, [], [note.path], f"{note.path} was moved to {trashed}", "memory_delete", agent,
                       [change(note.path, rel, note.title, note.uid, data, None, trash=trashed, real=note.real)])
     answer = {"status": "ok", "uid": note.uid, "permalink": permalink_of(note.path), "path": trashed,
               "updated": note.updated, "etag": note.etag, "deleted": True,

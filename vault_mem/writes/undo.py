@@ -23,7 +23,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from vault_mem import settings
 from vault_mem.errors import GitError, IndexBusy, NotFound, PathRefused, VaultMemError
 from vault_mem.git.commit import agent_identity, commit_paths
 from vault_mem.git.repo import Repo
@@ -335,7 +334,7 @@ def find_change(index: VaultIndex, ident: str) -> Entry:
     for entry in journal.entries(index.history_dir):
         if change_id(entry) == ident:
             return entry
-    raise NotFound(f"no change {ident[:40]!r} in the journal (it keeps {settings.current().journal_max_age_days} days)")
+    raise NotFound(f"no change {ident[:40]!r} in the journal (it keeps {index.config.journal_max_age_days} days)")
 
 
 def plan_change(index: VaultIndex, entry: Entry) -> Step:

@@ -1,5 +1,5 @@
 """What the watcher and a commit wait for: the write tools' file steps under way when they ask
-(search/commits.py ``Written``; the write tools' turns are tests/integration/test_write_turns.py)."""
+(search/commits.py ``FileSteps``; the write tools' turns are tests/integration/test_write_turns.py)."""
 
 from __future__ import annotations
 
@@ -7,33 +7,33 @@ import threading
 
 from test_write_turns import WAIT
 
-from vault_mem.search.commits import Written
+from vault_mem.search.commits import FileSteps
 
 
 def test_waiting_for_the_file_steps_does_not_wait_for_steps_begun_later() -> None:
     """``wait_steps`` waits for the steps under way when asked; under steady writes a wait for
     a moment with none under way could last as long as the writes do."""
-    written = Written()
+    steps = FileSteps()
     first_began, later_began, first_done = threading.Event(), threading.Event(), threading.Event()
     stop = threading.Event()
 
     def first() -> None:
-        written.begin()
+        steps.begin()
         first_began.set()
         assert first_done.wait(WAIT)
-        written.end()
+        steps.end()
 
     def later() -> None:
-        written.begin()
+        steps.begin()
         later_began.set()
         stop.wait(WAIT)
-        written.end()
+        steps.end()
 
     threads = [threading.Thread(target=first), threading.Thread(target=later)]
     threads[0].start()
     assert first_began.wait(WAIT)
     outcome: list[bool] = []
-    waiter = threading.Thread(target=lambda: outcome.append(written.wait_steps(WAIT)))
+    waiter = threading.Thread(target=lambda: outcome.append(steps.wait_steps(WAIT)))
     waiter.start()
     threads[1].start()
     assert later_began.wait(WAIT)
@@ -44,4 +44,4 @@ def test_waiting_for_the_file_steps_does_not_wait_for_steps_begun_later() -> Non
     for thread in threads:
         thread.join(WAIT)
     assert outcome == [True]
-    assert written.wait_steps(0.0)  # none under way now
+    assert steps.wait_steps(0.0)  # none under way now
