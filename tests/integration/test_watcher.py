@@ -22,7 +22,6 @@ from vault_mem.reads.list_by_domain import list_by_domain
 from vault_mem.runtime import watcher as watcher_module
 from vault_mem.runtime.observer import EVENTS_LOST
 from vault_mem.runtime.watcher import Watcher
-from vault_mem.search import store as store_module
 from vault_mem.search.api import VaultIndex, document_of, reconcile, sync
 from vault_mem.served.context import Vault, view_of
 from vault_mem.vault.paths import display_path
@@ -628,30 +627,3 @@ def test_a_failed_commit_is_said_and_its_change_applied_again_without_a_walk_of_
     (vault.root / "f0/n8.md").write_text(note("Note 8", "body 8, edited later"))  # the lock was let go
     wait_in_sync(w)
     assert walked == []
-
-
-def test_a_change_that_keeps_failing_holds_back_no_other_and_is_left_to_the_check(
-        live, monkeypatch, tuned, caplog) -> None:
-    """A note whose indexing raises every time fails its batch once; then each path of it is applied
-    on its own: the other notes are indexed, and the bad one, after ``watch_retries`` attempts, is
-    said and left to the check of every note. Still no walk of the vault."""
-    tuned(watch_retry_pause=0.05, watch_retries=3)
-    walked: list[str] = []
-    vault, w = live(many_notes(40), pace=walked.append, reconcile_every=3600)
-    real = store_module.document_of  # the engine makes each note's document (VaultIndex.apply)
-
-    def document_of(note: Any, rel: str) -> dict[str, Any]:
-        if rel == "f1/n5.md":
-            raise SystemError("injected: this note's document cannot be made")
-        return real(note, rel)
-
-    monkeypatch.setattr(store_module, "document_of", document_of)
-    (vault.root / "f1/n5.md").write_text(note("Note 5", "body 5, edited"))  # most often one batch
-    (vault.root / "f2/n6.md").write_text(note("Note 6", "body 6, edited"))
-    eventually(lambda: w.given_up == 1, timeout=15.0, what="the bad note given up")
-    assert w.wait_idle(15.0)
-    assert stored(vault.index, "f2/n6.md")["etag"] == file_etag((vault.root / "f2/n6.md").read_bytes())
-    assert stored(vault.index, "f1/n5.md")["etag"] != file_etag((vault.root / "f1/n5.md").read_bytes())
-    assert walked == []
-    said = [r.getMessage() for r in caplog.records if r.name == "vault_mem.watch" and r.levelname == "ERROR"]
-    assert any("f1/n5.md" in line and "left to the check" in line for line in said), said
