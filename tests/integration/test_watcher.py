@@ -22,7 +22,7 @@ from vault_mem.reads.list_by_domain import list_by_domain
 from vault_mem.runtime import watcher as watcher_module
 from vault_mem.runtime.observer import EVENTS_LOST
 from vault_mem.runtime.watcher import Watcher
-from vault_mem.search.api import VaultIndex, document_of, reconcile, sync
+from vault_mem.search.api import VaultIndex, reconcile, sync
 from vault_mem.served.context import Vault, view_of
 from vault_mem.vault.paths import display_path
 from vault_mem.vault.reader import file_etag, read_note
@@ -428,16 +428,20 @@ def test_changes_while_no_watcher_runs_are_found_by_the_startup_reconcile(make_v
     assert in_sync(vault.index)
 
 
-def test_a_write_tools_own_change_is_not_indexed_twice(live) -> None:
-    """A write tool indexes its own file before it answers; the watcher, which sees the same
-    event, checks under the writer lock, finds the etag already there and writes nothing."""
+def test_a_change_another_process_indexed_is_not_indexed_twice(live) -> None:
+    """Another process on the vault indexed a file before this watcher's flush (as
+    ``unless_committed``: not one of this process's own saves); the watcher, which hears the same
+    event, has it checked under the writer lock, finds the etag already there and writes nothing."""
     vault, w = live(BASE)
     (vault.root / "a/one.md").write_text(note("One", "edited", uid="u1"))
     wait_in_sync(w)
     indexed = w.indexed
-    with vault.index.writer() as writer:  # the watcher cannot commit before this does
+    w.pause()  # the watcher hears the save but cannot apply it before the other commit
+    try:
         (vault.root / "a/one.md").write_text(note("One", "edited again", uid="u1"))
-        writer.update_document(**document_of(read_note(vault.root, "a/one.md"), "a/one.md"))
+        vault.index.apply([(read_note(vault.root, "a/one.md"), "a/one.md")], [], unless_committed=True)
+    finally:
+        w.resume()
     wait_in_sync(w)
     assert w.flushes > 0 and w.indexed == indexed, "the watcher re-indexed a note that was already current"
 

@@ -204,12 +204,6 @@ def test_the_face_rule_for_tests_catches_each_way_behind_it(tmp_path: Path) -> N
     assert behind_the_face(probe, private) == []
 
 
-# Code above the engine that still asks the index for its Whoosh searcher (``VaultIndex.searching``)
-# in files the other helpers of issue 55 own: not converted yet (to ``note_count`` / ``reading``);
-# this list must be empty when the issue is resolved.
-NOT_CONVERTED_YET = {"cli/maintenance.py", "runtime/lifecycle.py", "runtime/meaning.py", "runtime/watcher.py"}
-
-
 def test_code_above_the_engine_uses_no_private_name_of_it_nor_its_searchers() -> None:
     private = engine_private_names()
     offenders = []
@@ -218,8 +212,6 @@ def test_code_above_the_engine_uses_no_private_name_of_it_nor_its_searchers() ->
         if rel.parts[0] == "search":
             continue
         found = behind_the_face(path, private)
-        if rel.as_posix() in NOT_CONVERTED_YET:
-            found = [f for f in found if not f.endswith(".searching")]
         offenders += [f"{rel.as_posix()} {what}" for what in found]
     assert not offenders, "\n".join(offenders)
 

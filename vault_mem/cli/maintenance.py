@@ -109,8 +109,9 @@ def folder_bytes(folder: Path) -> int:
 
 
 def doc_count(index: VaultIndex) -> int:
-    with index.searching() as searcher:
-        return int(searcher.doc_count())
+    from vault_mem.search.api import note_count
+
+    return note_count(index)
 
 
 def status_of(index: VaultIndex) -> dict[str, Any]:

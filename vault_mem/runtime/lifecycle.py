@@ -41,6 +41,7 @@ from vault_mem.search.api import (
     attach_history,
     merge_due,
     merge_lock,
+    note_count,
     reconcile,
 )
 from vault_mem.vault.walk import walk_vault
@@ -148,8 +149,7 @@ class Runtime:
 
     def _notes_indexed(self) -> int:
         try:
-            with self.index.searching() as searcher:
-                return int(searcher.doc_count())
+            return note_count(self.index)
         except Exception:  # no index yet, or one being replaced: nothing to count
             return 0
 

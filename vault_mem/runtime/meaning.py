@@ -10,7 +10,7 @@ from pathlib import Path
 
 from vault_mem.meaning.chunks import embedded_title
 from vault_mem.meaning.embedder import Meaning
-from vault_mem.search.api import VaultIndex
+from vault_mem.search.api import VaultIndex, note_count
 from vault_mem.vault.reader import read_note
 
 
@@ -34,8 +34,7 @@ def notes_indexed(index: VaultIndex) -> Callable[[], int]:
     """How many notes the index holds now (0 while there is none yet)."""
     def count() -> int:
         try:
-            with index.searching() as searcher:
-                return int(searcher.doc_count())
+            return note_count(index)
         except Exception:  # no index yet, or one being replaced: nothing to count
             return 0
     return count

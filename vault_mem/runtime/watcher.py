@@ -50,7 +50,7 @@ from vault_mem.runtime.observer import (
 from vault_mem.search.api import (
     VaultIndex,
     note_present,
-    prefix_records,
+    records_under,
     same_content,
     stat_state,
 )
@@ -596,9 +596,8 @@ class Watcher:
     def _subtree(self, rel_dir: str) -> set[str]:
         """Every memory path the index has under ``rel_dir`` plus every one on disk there."""
         found: set[str] = set()
-        with self.index.searching() as searcher:
-            for fields in prefix_records(searcher, "path", display_path(rel_dir) + "/"):
-                found.add(fields["record"].get("fsrel") or fields["path"])
+        for record in records_under(self.index, display_path(rel_dir) + "/"):
+            found.add(record.get("fsrel") or record["path"])
         folder = self.root / rel_dir
         if folder.is_dir():
             sub = walk_vault(folder)

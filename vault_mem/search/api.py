@@ -21,10 +21,11 @@ Search (docs/ranking.md):
     cached_while_unchanged
                         keep what is derived from one version of a file (the engine's cache)
 Change and keep up (the commit side, search/store.py and search/commits.py):
-    VaultIndex          the index of one vault: open, submit notes (``Batch``), commit_batch
+    VaultIndex          the index of one vault: ``apply`` changes (or ``submit`` then ``commit_batch``,
+                        for a write tool that journals between them), ``generation``, ``state``
     sync -> SyncReport, reconcile
                         bring the index up to the files (a build, or only what changed)
-    attach_history, same_content, stat_state, document_of, prefix_records, SCHEMA_VERSION
+    attach_history, same_content, stat_state, records_under, SCHEMA_VERSION
                         what the watcher and the start-up check compare and submit
 The index folder and its processes:
     has_index, usable_index_dir, live, present, note_present, merge_due, merge_lock, merge_main,
@@ -38,7 +39,6 @@ from __future__ import annotations
 
 from vault_mem.search.build import SyncReport, reconcile, sync
 from vault_mem.search.columns import PATH_KEY_FIELDS
-from vault_mem.search.commits import Batch
 from vault_mem.search.facts import Said
 from vault_mem.search.folder import has_index, usable_index_dir
 from vault_mem.search.fusion import Fused, fused_notes
@@ -48,11 +48,11 @@ from vault_mem.search.merge import main as merge_main
 from vault_mem.search.merge import merge_due, merge_lock
 from vault_mem.search.presence import live, note_present, present
 from vault_mem.search.progress import Progress, ProgressFile
-from vault_mem.search.query import newest_first_key, prefix_records, ranked_newest_key
+from vault_mem.search.query import newest_first_key, ranked_newest_key
 from vault_mem.search.ranking import match_forms, score_notes, search_terms, stem_of
-from vault_mem.search.schema import SCHEMA_VERSION, document_of
+from vault_mem.search.schema import SCHEMA_VERSION
 from vault_mem.search.similar import Rarity, likeness, note_said, resembling
-from vault_mem.search.snapshot import Snapshot, note_count, reading
+from vault_mem.search.snapshot import Snapshot, note_count, reading, records_under
 from vault_mem.search.store import VaultIndex, same_content, stat_state
 from vault_mem.search.topk import Ranked, best_notes, scores_of
 from vault_mem.search.vocabulary import closest_names
@@ -61,7 +61,6 @@ from vault_mem.search.whoosh.patches import install_from_environment as install_
 __all__ = [
     "PATH_KEY_FIELDS",
     "SCHEMA_VERSION",
-    "Batch",
     "Fused",
     "Progress",
     "ProgressFile",
@@ -75,7 +74,6 @@ __all__ = [
     "best_notes",
     "cached_while_unchanged",
     "closest_names",
-    "document_of",
     "fused_notes",
     "has_index",
     "install_whoosh_patches",
@@ -89,11 +87,11 @@ __all__ = [
     "note_count",
     "note_present",
     "note_said",
-    "prefix_records",
     "present",
     "ranked_newest_key",
     "reading",
     "reconcile",
+    "records_under",
     "resembling",
     "same_content",
     "score_notes",

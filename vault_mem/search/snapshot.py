@@ -55,6 +55,13 @@ def note_count(index: VaultIndex) -> int:
         return int(query.doc_count(searcher))
 
 
+def records_under(index: VaultIndex, prefix: str) -> list[dict[str, Any]]:
+    """The stored records of every note ``index`` holds now whose path starts with ``prefix``
+    (every reader's included: for the watcher, which follows a folder's moves and removals)."""
+    with index.searching() as searcher:
+        return [fields["record"] for fields in query.prefix_records(searcher, "path", prefix)]
+
+
 class Snapshot:
     """The index as one call of one reader sees it (see the module). Made by ``reading``; not a
     class to subclass (``served/context.py:View`` holds one)."""
