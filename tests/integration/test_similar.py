@@ -283,7 +283,7 @@ async def test_an_agents_near_copy_never_replaces_a_persons_note_it_may_not_writ
 def test_a_cluster_only_agents_wrote_each_outside_the_others_globs_is_held(tmp_path, capsys) -> None:
     """Two agents, each limited to its own folder, wrote the same fact: neither copy may replace the
     other, so --apply leaves the cluster alone and says why; --keep picks one."""
-    from vault_mem.history import journal, kept
+    from vault_mem.history import journal, location
     from vault_mem.search.api import usable_index_dir
 
     root = write_notes(tmp_path / "v", {
@@ -293,7 +293,7 @@ def test_a_cluster_only_agents_wrote_each_outside_the_others_globs_is_held(tmp_p
     add_key(capsys, root, "alpha", "--write", "alpha/")
     add_key(capsys, root, "beta", "--write", "beta/")
     assert main(["index", "--vault", str(root)]) == 0
-    history = kept.history_dir(usable_index_dir(root, None))
+    history = location.history_dir(usable_index_dir(root, None))
     for agent, rel in (("alpha", "alpha/Billing.md"), ("beta", "beta/Billing.md")):
         data = (root / rel).read_bytes()
         assert journal.record(history, agent, "memory_write",
@@ -312,7 +312,7 @@ def test_a_copy_by_an_agent_whose_key_was_removed_never_replaces_a_persons_note(
     """Security fails closed: in a vault with keys, a journal name that has no key any more (its
     key removed after it wrote) may write nothing, so its newer copy does not replace the person's
     note; a person's --keep still can."""
-    from vault_mem.history import journal, kept
+    from vault_mem.history import journal, location
     from vault_mem.search.api import usable_index_dir
 
     root = write_notes(tmp_path / "v", {
@@ -323,7 +323,7 @@ def test_a_copy_by_an_agent_whose_key_was_removed_never_replaces_a_persons_note(
     add_key(capsys, root, "research", "--write", "research/")
     add_key(capsys, root, "planner", "--write", "plans/")
     assert main(["index", "--vault", str(root)]) == 0
-    history = kept.history_dir(usable_index_dir(root, None))
+    history = location.history_dir(usable_index_dir(root, None))
     data = (root / "research/Billing.md").read_bytes()
     assert journal.record(history, "research", "memory_write", [{"path": "research/Billing.md", "title": "Billing",
                                                                  "uid": "", "before": None, "after": data}]) is None

@@ -134,7 +134,7 @@ def test_a_file_lock_lets_one_thread_in_at_a_time(tmp_path: Path) -> None:
 
     def take() -> None:
         for _ in range(20):
-            with filelocks.held(tmp_path / "lock"):
+            with filelocks.locked(tmp_path / "lock"):
                 with guard:
                     inside[0] += 1
                     most[0] = max(most[0], inside[0])
@@ -156,7 +156,7 @@ def test_a_file_lock_waits_for_another_process(tmp_path: Path) -> None:
         "    time.sleep(0.3)\n"
         f"    pathlib.Path({str(mark)!r}).write_text('x')\n")], stdout=subprocess.PIPE, text=True) as holder:
         assert holder.stdout is not None and holder.stdout.readline().strip() == "held"
-        with filelocks.held(lock):
+        with filelocks.locked(lock):
             assert mark.exists()
         holder.wait(WAIT)
 

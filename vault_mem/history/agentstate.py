@@ -1,4 +1,4 @@
-"""What each agent has seen, in the history folder (history/kept.py; docs/sharing.md, "Handoffs
+"""What each agent has seen, in the history folder (history/location.py; docs/sharing.md, "Handoffs
 and the inbox").
 
 ``<history>/agents/<name>-<hash>.json`` per agent (names compared case-insensitively):
@@ -38,7 +38,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from vault_mem import settings
-from vault_mem.history import filelocks, kept
+from vault_mem.history import filelocks, location
 from vault_mem.vault.portable import replace_file
 from vault_mem.vault.reader import VersionKey, version_key
 
@@ -172,9 +172,9 @@ def change(history_dir: Path, agent: str, edit: Callable[[Changes], T]) -> T:
     ``edit`` returned (nothing is saved when it raises). Raises OSError when the state folder
     cannot be written."""
     path = state_file(history_dir, agent)
-    kept.prepare(history_dir)
+    location.prepare(history_dir)
     path.parent.mkdir(parents=True, exist_ok=True)
-    with filelocks.held(path.parent / ".lock"):
+    with filelocks.locked(path.parent / ".lock"):
         # Under the lock nobody else writes the file: what this process parsed or wrote last is
         # the file's while its stat is the same, and only lines added since are read.
         parsed = _parsed(path, strict=True)
@@ -205,7 +205,7 @@ def adopt(old_dir: Path, history_dir: Path) -> bool:
     if not found:
         return False
     new.mkdir(parents=True, exist_ok=True)
-    with filelocks.held(new / ".lock"), filelocks.held(old / ".lock"):
+    with filelocks.locked(new / ".lock"), filelocks.locked(old / ".lock"):
         for path in found:
             target = new / path.name
             if not target.exists():

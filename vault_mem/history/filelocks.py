@@ -26,7 +26,7 @@ _locks: dict[str, tuple[threading.Lock, FileLock]] = {}
 
 
 @contextlib.contextmanager
-def held(path: Path) -> Iterator[None]:
+def locked(path: Path) -> Iterator[None]:
     """Hold the file lock ``path`` for the block: first this process's turn on it, then the file."""
     key = os.path.abspath(path)
     with _guard:

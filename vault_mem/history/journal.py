@@ -1,4 +1,4 @@
-"""The journal of what write tools did, in the history folder (history/kept.py; docs/sharing.md,
+"""The journal of what write tools did, in the history folder (history/location.py; docs/sharing.md,
 "What an agent did, and undo").
 
 ``<history>/journal/entries.jsonl`` holds one line per change a write tool made to a note file
@@ -36,7 +36,7 @@ from pathlib import Path
 from typing import Any
 
 from vault_mem import settings
-from vault_mem.history import filelocks, kept
+from vault_mem.history import filelocks, location
 from vault_mem.history.agentstate import agent_key
 from vault_mem.vault.dates import iso
 from vault_mem.vault.portable import O_BINARY, replace_file
@@ -110,7 +110,7 @@ def record(history_dir: Path, agent: str, tool: str, changes: list[dict[str, Any
     (``VaultIndex.history_dir``). Returns None, or a warning when it could not."""
     folder = journal_dir(history_dir)
     try:
-        kept.prepare(history_dir)
+        location.prepare(history_dir)
         (folder / "blobs").mkdir(parents=True, exist_ok=True)
         now = time.time()
         lines = []
@@ -123,7 +123,7 @@ def record(history_dir: Path, agent: str, tool: str, changes: list[dict[str, Any
                           real=change.get("real"), made=change.get("made"))
             lines.append(_line(entry))
         # Blobs too under the lock: a prune in another process removes every blob no entry names.
-        with filelocks.held(folder / "lock"):
+        with filelocks.locked(folder / "lock"):
             for change in changes:
                 if change.get("before") is not None:
                     _keep_blob(folder, change["before"])
@@ -157,7 +157,7 @@ def _prune_if_over(history_dir: Path, now: float) -> None:
     folder = journal_dir(history_dir)
     try:
         if _over_limits(folder, now):
-            with filelocks.held(folder / "lock"):
+            with filelocks.locked(folder / "lock"):
                 prune(history_dir, now)
     except OSError:  # the journal stays as it is, and the next look tries again
         pass
@@ -436,7 +436,7 @@ def adopt(old_dir: Path, history_dir: Path) -> bool:
     if not (old / ENTRIES).exists() and not (old / "blobs").is_dir():
         return False
     (new / "blobs").mkdir(parents=True, exist_ok=True)
-    with filelocks.held(new / "lock"), filelocks.held(old / "lock"):
+    with filelocks.locked(new / "lock"), filelocks.locked(old / "lock"):
         for sha in _blob_sizes(old):
             if not (new / "blobs" / sha).exists():
                 shutil.copyfile(old / "blobs" / sha, new / "blobs" / f".{sha}.tmp")

@@ -95,7 +95,7 @@ class Meaning:
             return {}
         return self.store.similarities(self.query_vector(text), paths)
 
-    def beside(self, work: Callable[[], T]) -> Future[T]:
+    def run_alongside(self, work: Callable[[], T]) -> Future[T]:
         """Run ``work`` on a helper thread (in the caller's context), so that a search ranks by
         words there while this thread embeds its query: the model and the matrix product release
         the interpreter's lock, the keyword ranking needs it."""

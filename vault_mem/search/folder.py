@@ -11,7 +11,7 @@ import os
 from pathlib import Path
 
 from vault_mem.errors import VaultUnavailable
-from vault_mem.history.kept import is_history_dir
+from vault_mem.history.location import is_history_dir
 from vault_mem.search.presence import PRESENCE_DIR
 from vault_mem.search.store import MERGE_LOCK, STATE_FILE, cache_index_dir, default_index_dir
 from vault_mem.vault.paths import INDEX_DIRNAME

@@ -128,7 +128,7 @@ def candidates(view: Snapshot, meaning: Meaning, query: str, terms: list[str], d
                 meanwhile(ranked.page[:shown])
             return ranked
 
-        pending = meaning.beside(by_words)
+        pending = meaning.run_alongside(by_words)
         near = meaning.nearest(query, depth)
         keyword = pending.result()
     else:

@@ -30,7 +30,7 @@ from whoosh.writing import SegmentWriter
 
 from vault_mem.errors import IndexBusy, VaultUnavailable
 from vault_mem.git.history import History, history_for
-from vault_mem.history import kept
+from vault_mem.history import location
 from vault_mem.search.commits import (
     Batch,
     FileSteps,
@@ -56,7 +56,7 @@ MERGE_LOCK = "merge.lock"  # held by the one merging process; kept when the fold
 HISTORY_CACHE = "git-history.json"  # the git history map (search/gitfollow.py): not the index
 # Not the index, so kept when a build empties the folder: presence (search/presence.py), the meaning
 # vectors (meaning/store.py: keyed by each note's content hash, so a rebuild leaves them right), and
-# where versions before 0.4.22 kept the history (history/kept.py), until it is moved out.
+# where versions before 0.4.22 kept the history (history/location.py), until it is moved out.
 KEPT_ON_REBUILD = frozenset({BUILD_LOCK, MERGE_LOCK, "presence", HISTORY_CACHE, "agents", "journal", "meaning"})
 # Group commit (``commit_gather`` and ``commit_spacing`` in the settings): under steady saves from
 # several callers a commit starts some time after the one before it, and the saves made meanwhile
@@ -145,10 +145,10 @@ class VaultIndex:
     @property
     def history_dir(self) -> Path:
         """Where the journal behind undo and the agents' states live, apart from the index
-        (history/kept.py); an older version's, found in the index folder, is moved there first."""
+        (history/location.py); an older version's, found in the index folder, is moved there first."""
         if self._history_dir is None:
-            history = kept.history_dir(self.dir)
-            kept.adopt_old(self.dir, history)
+            history = location.history_dir(self.dir)
+            location.adopt_old(self.dir, history)
             self._history_dir = history
         return self._history_dir
 

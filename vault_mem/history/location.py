@@ -1,4 +1,4 @@
-"""What is kept beside the index but is not the index (docs/index-and-sync.md, "The history").
+"""Where the history lives: beside the index, not in it (docs/index-and-sync.md, "The history").
 
 The journal behind ``vault-mem undo`` (history/journal.py) and what each agent has seen
 (history/agentstate.py) cannot be rebuilt from the files, so they live apart from the index
