@@ -28,9 +28,9 @@ def test_settling_freezes_what_is_loaded_and_leaves_only_young_collections_autom
         import dataclasses
         from vault_mem import settings
         from vault_mem.runtime import collector
-        settings.configure(dataclasses.replace(settings.current(), gc_freeze_every=0.02))
         before = gc.get_threshold()
-        c = collector.freeze_after_start(20_000, lambda seconds: False)
+        c = collector.freeze_after_start(20_000, lambda seconds: False,
+                                         config=dataclasses.replace(settings.Settings(), gc_freeze_every=0.02))
         assert gc.get_freeze_count() > 1000, gc.get_freeze_count()  # the modules, loaded for good
         assert gc.get_threshold() == (20_000, collector.NEVER, collector.NEVER) != before
         frozen = gc.get_freeze_count()
@@ -51,9 +51,9 @@ def test_a_garbage_cycle_that_was_frozen_is_freed_by_a_full_collection_when_idle
         from vault_mem.runtime import collector
 
         def tune(**changes):
-            settings.configure(dataclasses.replace(settings.current(), **changes))
+            c.config = dataclasses.replace(c.config, **changes)
 
-        IDLE_EVERY, FULL_EVERY = settings.current().gc_idle_every, settings.current().gc_full_every
+        IDLE_EVERY, FULL_EVERY = settings.Settings().gc_idle_every, settings.Settings().gc_full_every
 
         class Node:
             pass
@@ -64,7 +64,7 @@ def test_a_garbage_cycle_that_was_frozen_is_freed_by_a_full_collection_when_idle
             return weakref.ref(a)
 
         gc.disable()  # no automatic collection: only the steps below collect
-        c = collector.Collector(lambda seconds: True)
+        c = collector.Collector(lambda seconds: True, config=settings.Settings())
         t = c.last_full
         # Each due step is a millisecond past its mark: (t + 600) - t is not always 600 in floats.
         idle_due, full_due = IDLE_EVERY + 0.001, FULL_EVERY + 0.001
@@ -120,6 +120,7 @@ def test_a_runtime_is_quiet_only_with_no_call_running_and_none_ended_lately(tmp_
 STEADY_GARBAGE = """
     import gc
     from vault_mem.runtime import collector
+    from vault_mem.settings import Settings
 
     class Node:
         made = freed = 0
@@ -134,7 +135,7 @@ STEADY_GARBAGE = """
     gc.collect()
     gc.freeze()
     pattern = {pattern!r}
-    c = collector.Collector(lambda seconds: False)
+    c = collector.Collector(lambda seconds: False, config=Settings())
     t, worst, batch, alive_at_full = c.last_full, 0, 3000, 0
     for tick in range(1, 121):  # two minutes of calls: a full collection is never due by time alone
         count = batch if pattern != "burst" else 100 * batch if tick % 50 == 0 else 0
@@ -175,6 +176,7 @@ def test_the_collector_ticking_never_breaks_what_other_threads_build_from_genera
     out = run_child("""
         import collections, gc, sys, threading
         from vault_mem.runtime import collector
+        from vault_mem.settings import Settings
 
         sys.setswitchinterval(1e-5)
         data = list(range(3000))
@@ -196,7 +198,7 @@ def test_the_collector_ticking_never_breaks_what_other_threads_build_from_genera
                     done.set()
                     due.release()
 
-        c = collector.Collector(lambda seconds: False)
+        c = collector.Collector(lambda seconds: False, config=Settings())
         t = c.last_full
 
         def tick() -> None:
@@ -222,11 +224,12 @@ def test_a_tick_counts_the_objects_that_grew_since_the_last() -> None:
     out = run_child("""
         import gc
         from vault_mem.runtime import collector
+        from vault_mem.settings import Settings
 
         gc.collect()
         gc.freeze()
         gc.set_threshold(1000, collector.NEVER, collector.NEVER)
-        c = collector.Collector(lambda seconds: False)
+        c = collector.Collector(lambda seconds: False, config=Settings())
         t = c.last_full
         c.step(idle=False, now=t + 1)
         before = c.made

@@ -75,22 +75,20 @@ def test_each_process_wide_tuning_is_off_when_its_setting_says_so() -> None:
         from vault_mem.runtime import tuning
         off = dataclasses.replace(settings.current(), tune_gc=False, tune_serving_nice=False,
                                   tune_switch_interval=False, tune_merge_priority=False)
-        settings.configure(off)
         threshold, interval = gc.get_threshold(), sys.getswitchinterval()
         nice = os.nice(0) if hasattr(os, "nice") else 0
         session = os.getsid(0) if hasattr(os, "getsid") else 0
-        assert tuning.settle_collector(lambda seconds: True) is None and gc.get_threshold() == threshold
-        tuning.writer_takes_writes_quickly()
+        assert tuning.settle_collector(lambda seconds: True, off) is None and gc.get_threshold() == threshold
+        tuning.writer_takes_writes_quickly(off)
         assert sys.getswitchinterval() == interval
-        tuning.serving_worker_gives_way()
-        tuning.merge_gives_way()
+        tuning.serving_worker_gives_way(off)
+        tuning.merge_gives_way(off)
         assert (os.nice(0) if hasattr(os, "nice") else 0) == nice
         assert (os.getsid(0) if hasattr(os, "getsid") else 0) == session
         on = dataclasses.replace(off, tune_switch_interval=True, tune_gc=True)
-        settings.configure(on)
-        tuning.writer_takes_writes_quickly()
+        tuning.writer_takes_writes_quickly(on)
         assert sys.getswitchinterval() == on.writer_switch_interval
-        assert tuning.settle_collector(lambda seconds: True) is not None and gc.get_threshold()[0] == on.gc_young
+        assert tuning.settle_collector(lambda seconds: True, on) is not None and gc.get_threshold()[0] == on.gc_young
         print("ok")
     """)
     assert out.strip() == "ok"

@@ -352,7 +352,7 @@ def test_the_writer_worker_takes_the_interpreter_lock_back_quickly() -> None:
 
     before = sys.getswitchinterval()
     try:
-        writer_takes_writes_quickly()
+        writer_takes_writes_quickly(settings.current())
         assert sys.getswitchinterval() == pytest.approx(settings.current().writer_switch_interval)
         assert before / 5 >= settings.current().writer_switch_interval
     finally:

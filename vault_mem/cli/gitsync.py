@@ -45,7 +45,7 @@ def start_serve_options(args: argparse.Namespace, root: Path) -> None:
     if args.sync_every:
         from vault_mem.runtime.syncloop import SyncLoop
 
-        SyncLoop(root, args.sync_every).start()
+        SyncLoop(root, args.sync_every, config=settings.current()).start()
         say(f"syncing with git every {args.sync_every:g} s")
 
 

@@ -94,9 +94,9 @@ def cmd_serve(args: argparse.Namespace) -> int:
         else:
             keep_writing_to_the_terminal()
             if seat.takes_writes:  # worker 1 of several: every write is made here
-                tuning.writer_takes_writes_quickly()
+                tuning.writer_takes_writes_quickly(config)
             elif not seat.leads:
-                tuning.serving_worker_gives_way()
+                tuning.serving_worker_gives_way(config)
     elif args.workers is not None:
         raise InvalidInput("--workers", "applies to --http only: a stdio server has one client")
     elif args.allow_origin:
@@ -168,7 +168,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
                 warm_when_ready(vault, runtime.wait_ready)
             run = _transport(args, server, url, token, root, keys, caller, seat, calls, config=config)
-            tuning.settle_collector(runtime.quiet_for)
+            tuning.settle_collector(runtime.quiet_for, config)
             if seat is None or seat.leads:
                 start_serve_options(args, root)
         except KeyboardInterrupt:  # Ctrl-C while the server loads: the same one line as later

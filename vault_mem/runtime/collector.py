@@ -31,20 +31,20 @@ import threading
 import time
 from collections.abc import Callable
 
-from vault_mem import settings
+from vault_mem.settings import Settings
 
 log = logging.getLogger("vault_mem.runtime")
 NEVER = 1_000_000_000  # a generation threshold that is never reached
 
 
-def freeze_after_start(young: int, quiet: Callable[[float], bool]) -> Collector:
+def freeze_after_start(young: int, quiet: Callable[[float], bool], *, config: Settings) -> Collector:
     """Freeze what is loaded, collect young objects every ``young`` allocations, and start the
     thread that freezes survivors and runs the full collections (see the module); ``quiet(s)``:
     no tool call ran in the last ``s`` seconds."""
     gc.collect()
     gc.freeze()
     gc.set_threshold(young, NEVER, NEVER)
-    collector = Collector(quiet)
+    collector = Collector(quiet, config=config)
     threading.Thread(target=collector.run, name="vault-mem-collector", daemon=True).start()
     return collector
 
@@ -52,8 +52,8 @@ def freeze_after_start(young: int, quiet: Callable[[float], bool]) -> Collector:
 class Collector:
     """One tick every ``FREEZE_EVERY`` seconds: a full collection when it is due, else a freeze."""
 
-    def __init__(self, quiet: Callable[[float], bool]) -> None:
-        config = settings.current()
+    def __init__(self, quiet: Callable[[float], bool], *, config: Settings) -> None:
+        self.config = config
         self.quiet = quiet
         self.made = 0  # net growth of the tracked objects since the last full collection (``grown``)
         # ``made`` that makes one due
@@ -64,15 +64,15 @@ class Collector:
 
     def run(self) -> None:
         while True:
-            time.sleep(settings.current().gc_freeze_every)
+            time.sleep(self.config.gc_freeze_every)
             self.tick()
 
     def tick(self) -> None:
-        self.step(self.quiet(settings.current().gc_freeze_every), time.monotonic())
+        self.step(self.quiet(self.config.gc_freeze_every), time.monotonic())
 
     def step(self, idle: bool, now: float) -> None:
         """Freeze what survived; collect everything if it is due (``idle``: no call in the last tick)."""
-        config = settings.current()
+        config = self.config
         self.made += self.grown()
         gc.freeze()
         since = now - self.last_full
@@ -96,7 +96,7 @@ class Collector:
         return grown
 
     def full(self, now: float) -> None:
-        config = settings.current()
+        config = self.config
         started = time.perf_counter()
         gc.unfreeze()
         found = gc.collect()

@@ -12,10 +12,10 @@ import logging
 import threading
 from pathlib import Path
 
-from vault_mem import settings
 from vault_mem.errors import GitError
 from vault_mem.git.history import history_for
 from vault_mem.git.sync import SyncResult, sync_vault
+from vault_mem.settings import Settings
 
 log = logging.getLogger("vault_mem.sync")
 
@@ -23,7 +23,8 @@ log = logging.getLogger("vault_mem.sync")
 class SyncLoop:
     """Syncs ``root`` every ``seconds`` until stopped; ``last`` is the latest result."""
 
-    def __init__(self, root: Path, seconds: float) -> None:
+    def __init__(self, root: Path, seconds: float, *, config: Settings) -> None:
+        self.config = config
         self.root = root
         self.seconds = seconds
         self.last: SyncResult | None = None
@@ -38,13 +39,13 @@ class SyncLoop:
     def stop(self) -> None:
         self._stop.set()
         if self._thread is not None:
-            self._thread.join(timeout=settings.current().sync_stop_wait)
+            self._thread.join(timeout=self.config.sync_stop_wait)
 
     def run_once(self) -> SyncResult | None:
         try:
             # Write tools keep running meanwhile: commits move HEAD by compare-and-swap, and the
             # work tree moves only by fast-forward, which refuses to overwrite a changed file.
-            result = sync_vault(self.root)
+            result = sync_vault(self.root, config=self.config)
         except GitError as exc:
             log.warning("sync: %s", str(exc))
             return None

@@ -25,16 +25,16 @@ from collections.abc import Callable
 
 from vault_mem import settings
 from vault_mem.runtime.collector import Collector, freeze_after_start
+from vault_mem.settings import Settings
 
 
-def settle_collector(quiet: Callable[[float], bool]) -> Collector | None:
+def settle_collector(quiet: Callable[[float], bool], config: Settings) -> Collector | None:
     """A ready server's collector (see ``runtime/collector.py``); None when ``tune_gc`` is off:
     Python's own collector then runs as it always does."""
-    config = settings.current()
-    return freeze_after_start(config.gc_young, quiet) if config.tune_gc else None
+    return freeze_after_start(config.gc_young, quiet, config=config) if config.tune_gc else None
 
 
-def serving_worker_gives_way() -> None:
+def serving_worker_gives_way(config: Settings) -> None:
     """A serving worker (not worker 1, of several) runs at a nice value ``serving_nice`` above its
     parent's, so that when the cores are short, worker 1's writes (short bursts between waits on
     the disk) get one first. Call from the worker's main thread before it starts any other: on
@@ -42,13 +42,12 @@ def serving_worker_gives_way() -> None:
 
     Only where ``os.nice`` exists (Linux, macOS): Windows has priority classes, where a class
     below normal waits for every busy program of the normal class, not a smaller share."""
-    config = settings.current()
     if config.tune_serving_nice and hasattr(os, "nice"):
         with contextlib.suppress(OSError):
             os.nice(config.serving_nice)
 
 
-def writer_takes_writes_quickly() -> None:
+def writer_takes_writes_quickly(config: Settings) -> None:
     """Worker 1 of several: a short switch interval for the whole process.
 
     A write's steps are mostly waits on the disk: its fsyncs, the journal's and the agent's file
@@ -56,15 +55,13 @@ def writer_takes_writes_quickly() -> None:
     another thread wants it meanwhile (a commit, a searcher's renewal) Python gives it back only
     after the switch interval, so a write held up the locks others queued for. The serving workers
     keep Python's default: their call threads compute, and a shorter interval cost them calls."""
-    config = settings.current()
     if config.tune_switch_interval:
         sys.setswitchinterval(config.writer_switch_interval)
 
 
-def merge_gives_way() -> None:
+def merge_gives_way(config: Settings) -> None:
     """Give the live path (the server's calls and commits) the CPU first: a nice value
     ``merge_nice`` higher, and on Linux a scheduling group of its own."""
-    config = settings.current()
     if not config.tune_merge_priority:
         return
     if hasattr(os, "nice"):
@@ -93,8 +90,9 @@ def merge_process(argv: list[str] | None = None) -> int:
     """The background merge process: it gives way, then merges (``search/merge.py``)."""
     from vault_mem.search.api import merge_main
 
-    settings.configure(settings.from_environment(os.environ))  # a process of its own: its composition root
-    merge_gives_way()
+    config = settings.from_environment(os.environ)  # a process of its own: its composition root
+    settings.configure(config)
+    merge_gives_way(config)
     return merge_main(sys.argv[1:] if argv is None else argv)
 
 
