@@ -201,8 +201,9 @@ def test_a_merge_process_takes_a_session_of_its_own_at_the_lowest_autogroup_prio
     if not autogroup_writable():  # asked here, not as a skip mark: a mark runs its probe at every collection
         pytest.skip("no Linux autogroup scheduling that a process may lower here")
     # What `python -m vault_mem.search.merge` does first, in a child of its own as a merge is.
-    probe = ("import os; from vault_mem.runtime.tuning import merge_gives_way; from vault_mem.settings import Settings; "
-             "parent = os.getsid(0); merge_gives_way(Settings()); print(os.getsid(0) == os.getpid() != parent, os.nice(0), "
+    probe = ("import os; from vault_mem.runtime.tuning import merge_gives_way; "
+             "from vault_mem.settings import Settings; parent = os.getsid(0); merge_gives_way(Settings()); "
+             "print(os.getsid(0) == os.getpid() != parent, os.nice(0), "
              "open('/proc/self/autogroup').read().split()[-1])")
     before = subprocess.run([sys.executable, "-c", "import os; print(os.nice(0))"], capture_output=True,
                             text=True, timeout=60, check=True).stdout.split()
