@@ -24,6 +24,7 @@ from mcp import Client, StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
 from serving import serve_args, start_http
 
+from vault_mem import settings
 from vault_mem.cli import main
 from vault_mem.mcp_server.app import build_server
 from vault_mem.served.agents import Agent
@@ -186,7 +187,8 @@ def test_what_agents_have_seen_is_kept_when_the_index_is_rebuilt(tmp_path: Path)
     vault = open_vault(root)
     from vault_mem.history import agentstate
 
-    agentstate.change(vault.index.history_dir, "r", lambda state: state.put("read", "a", "now"))
+    agentstate.change(vault.index.history_dir, "r", lambda state: state.put("read", "a", "now"),
+        config=settings.current())
     vault.index.create()
     assert agentstate.load(vault.index.history_dir, "R")["read"] == {"a": "now"}
 
@@ -195,19 +197,19 @@ def test_an_agents_state_is_changed_from_a_copy_and_a_change_on_disk_is_seen(tmp
     from vault_mem.history import agentstate
 
     index_dir = tmp_path / "ix"
-    agentstate.change(index_dir, "r", lambda state: state.put("read", "a", "t1"))
+    agentstate.change(index_dir, "r", lambda state: state.put("read", "a", "t1"), config=settings.current())
 
     def half_done(state: agentstate.Changes) -> None:
         state.put("read", "b", "t2")
         raise RuntimeError("the edit failed halfway")
 
     with pytest.raises(RuntimeError):
-        agentstate.change(index_dir, "r", half_done)
+        agentstate.change(index_dir, "r", half_done, config=settings.current())
     assert agentstate.load(index_dir, "r")["read"] == {"a": "t1"}  # what this process keeps, untouched
     # Another process rewrote the file since (here: by hand): the next change starts from it.
     path = agentstate.state_file(index_dir, "r")
     path.write_text(json.dumps({"read": {"c": "t3"}, "wrote": {}, "errors": []}), encoding="utf-8")
-    agentstate.change(index_dir, "r", lambda state: state.put("read", "d", "t4"))
+    agentstate.change(index_dir, "r", lambda state: state.put("read", "d", "t4"), config=settings.current())
     assert json.loads(path.read_text(encoding="utf-8"))["read"] == {"c": "t3", "d": "t4"}
 
 
@@ -221,8 +223,10 @@ index_dir, who = Path(sys.argv[1]), sys.argv[2]
 # rewrites of the whole file between the other process's appends
 settings.configure(dataclasses.replace(settings.current(), state_rewrite_slack=64))
 for i in range(40):
-    agentstate.change(index_dir, "reviewer", lambda state: state.put("read", f"{who}-{i}", "t"))
-    journal.record(index_dir, "coder", "memory_write", [{"path": f"{who}-{i}.md", "before": None, "after": b"x"}])
+    agentstate.change(index_dir, "reviewer", lambda state: state.put("read", f"{who}-{i}", "t"),
+        config=settings.current())
+    journal.record(index_dir, "coder", "memory_write", [{"path": f"{who}-{i}.md", "before": None, "after": b"x"}],
+        config=settings.current())
 """
 
 

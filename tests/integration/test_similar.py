@@ -179,7 +179,7 @@ def test_tidy_leaves_a_cluster_alone_when_its_note_to_keep_changed_since_it_was_
     keep = {"path": "diary/Billing copy.md", "fsrel": "diary/Billing copy.md", "etag": "stale", "supersedes": []}
     with pytest.raises(Conflict):
         supersede_into(root, tmp_path / "index", keep, [{"uid": "billing-1", "has_id": True, "path": "x.md"}],
-                       "2026-05-01T00:00:00+00:00")
+                       "2026-05-01T00:00:00+00:00", config=settings.current())
     assert target.read_bytes() == changed
 
 
@@ -297,7 +297,8 @@ def test_a_cluster_only_agents_wrote_each_outside_the_others_globs_is_held(tmp_p
     for agent, rel in (("alpha", "alpha/Billing.md"), ("beta", "beta/Billing.md")):
         data = (root / rel).read_bytes()
         assert journal.record(history, agent, "memory_write",
-                              [{"path": rel, "title": "Billing", "uid": "", "before": None, "after": data}]) is None
+                              [{"path": rel, "title": "Billing", "uid": "", "before": None, "after": data}],
+                                  config=settings.current()) is None
     before = files(root)
     applied = cli_json(capsys, "tidy", "--vault", str(root), "--apply")
     [cluster] = applied["clusters"]
@@ -326,7 +327,8 @@ def test_a_copy_by_an_agent_whose_key_was_removed_never_replaces_a_persons_note(
     history = location.history_dir(usable_index_dir(root, None))
     data = (root / "research/Billing.md").read_bytes()
     assert journal.record(history, "research", "memory_write", [{"path": "research/Billing.md", "title": "Billing",
-                                                                 "uid": "", "before": None, "after": data}]) is None
+                                                                 "uid": "", "before": None, "after": data}],
+                                                                     config=settings.current()) is None
     assert main(["agents", "remove", "research", "--vault", str(root)]) == 0
     capsys.readouterr()
     [cluster] = cli_json(capsys, "tidy", "--vault", str(root))["clusters"]

@@ -300,7 +300,7 @@ def test_undo_apply_refuses_a_journal_that_names_a_path_through_a_link_into_a_hi
         change("research/linkdir/new.md", "research/linkdir/new.md", "new", "new", b"PWNED\n", None),
         change("research/away.md", "research/away.md", "away", "away", b"PWNED\n", None, trash=".trash/away.md"),
     ]
-    assert journal.record(index.history_dir, "evil", "memory_edit", crafted) is None
+    assert journal.record(index.history_dir, "evil", "memory_edit", crafted, config=settings.current()) is None
     before = hidden_files(root)
     capsys.readouterr()
     assert main(["undo", "--vault", str(root), "--index-dir", str(tmp_path / "ix"), "--agent", "evil",

@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 from conftest import Tuned, open_vault, write_notes
 
+from vault_mem import settings
 from vault_mem.history import journal
 from vault_mem.served.context import Vault
 from vault_mem.served.keys import add_agent, list_agents
@@ -73,7 +74,7 @@ async def test_past_its_limits_is_said_only_when_the_journal_dropped_a_later_cha
         for k in range(4):
             await client.call("memory_edit", agent="flood", ref=f"flood/n{k}", append="more")
     tuned(journal_max_entries=4, journal_prune_to=0.75)  # the flood's 5 changes: past 4, down to its newest 3
-    assert journal.prune(vault.index.history_dir) == 2
+    assert journal.prune(vault.index.history_dir, config=settings.current()) == 2
     coder = shown(vault, "alpha.md", "coder")
     assert coder["diff"] is None
     assert coder["diff_note"].startswith("the journal no longer holds this version (past its limits): the note "

@@ -178,16 +178,19 @@ def test_the_journal_is_bounded_by_age_and_size_and_kept_through_a_rebuild(tmp_p
     vault = open_vault(write_notes(tmp_path / "v", {"a.md": "# A\n"}))
     index_dir = vault.index.history_dir
     change = {"path": "a.md", "fsrel": "a.md", "title": "A", "uid": "a", "after": b"new"}
-    assert journal.record(index_dir, "coder", "memory_edit", [change | {"before": b"x" * 1000}]) is None
-    assert journal.record(index_dir, "coder", "memory_edit", [change | {"before": b"y" * 1000}]) is None
+    assert journal.record(index_dir, "coder", "memory_edit", [change | {"before": b"x" * 1000}],
+        config=settings.current()) is None
+    assert journal.record(index_dir, "coder", "memory_edit", [change | {"before": b"y" * 1000}],
+        config=settings.current()) is None
     vault.index.create()  # a rebuild empties the index folder, but not the journal
     assert [e.before for e in journal.entries(index_dir)] == [journal.digest(b"x" * 1000), journal.digest(b"y" * 1000)]
     tuned(journal_max_bytes=1500)  # room for one earlier content
-    assert journal.prune(index_dir) == 1
+    assert journal.prune(index_dir, config=settings.current()) == 1
     [kept] = journal.entries(index_dir)
     assert journal.blob(index_dir, kept.before or "") == b"y" * 1000
     assert journal.blob(index_dir, journal.digest(b"x" * 1000)) is None  # its content went with it
-    assert journal.prune(index_dir, now=time.time() + (settings.current().journal_max_age_days + 1) * 86400) == 1
+    assert journal.prune(index_dir, now=time.time() + (settings.current().journal_max_age_days + 1) * 86400,
+        config=settings.current()) == 1
     assert journal.entries(index_dir) == [] and not list((index_dir / "journal" / "blobs").iterdir())
 
 
@@ -199,7 +202,7 @@ def test_the_journal_is_pruned_only_past_a_limit_and_then_to_a_tenth_under_it(tm
     counts, rewrites, last = [], 0, None
     for i in range(14):
         change = {"path": f"n{i}.md", "fsrel": f"n{i}.md", "before": f"before {i}".encode(), "after": b"x"}
-        assert journal.record(index_dir, "coder", "memory_write", [change]) is None
+        assert journal.record(index_dir, "coder", "memory_write", [change], config=settings.current()) is None
         counts.append(len(journal.entries(index_dir)))
         inode = entries_file.stat().st_ino
         rewrites += last is not None and inode != last
@@ -215,10 +218,10 @@ def test_the_journal_is_pruned_only_past_a_limit_and_then_to_a_tenth_under_it(tm
 def test_a_torn_last_line_does_not_swallow_the_next_entry(tmp_path: Path) -> None:
     index_dir = tmp_path / "ix"
     change = {"path": "a.md", "fsrel": "a.md", "before": None, "after": b"x"}
-    assert journal.record(index_dir, "coder", "memory_write", [change]) is None
+    assert journal.record(index_dir, "coder", "memory_write", [change], config=settings.current()) is None
     with open(index_dir / "journal" / "entries.jsonl", "ab") as out:
         out.write(b'{"t": 1, "agent": "cod')  # a crash in the middle of a line
-    assert journal.record(index_dir, "coder", "memory_write", [change]) is None
+    assert journal.record(index_dir, "coder", "memory_write", [change], config=settings.current()) is None
     assert [e.tool for e in journal.entries(index_dir)] == ["memory_write", "memory_write"]
 
 
@@ -245,12 +248,14 @@ def test_a_change_is_journaled_while_another_waits_for_its_fsync(tmp_path: Path,
 
     monkeypatch.setattr(journal.os, "fsync", fsync)
     change = {"path": "a.md", "fsrel": "a.md", "before": None, "after": b"x"}
-    first = threading.Thread(target=journal.record, args=(index_dir, "coder", "memory_write", [change]))
+    first = threading.Thread(target=journal.record, args=(index_dir, "coder", "memory_write", [change]),
+                             kwargs={"config": settings.current()})
     first.start()
     try:
         assert first_in_fsync.wait(60)
         # The first call is inside its fsync: the second appends and syncs without waiting for it.
-        second = threading.Thread(target=journal.record, args=(index_dir, "coder", "memory_edit", [change]))
+        second = threading.Thread(target=journal.record, args=(index_dir, "coder", "memory_edit", [change]),
+                                  kwargs={"config": settings.current()})
         second.start()
         second.join(30)
         assert not second.is_alive(), "the second change waited for the first one's fsync"

@@ -19,7 +19,7 @@ from mcp import Client
 from test_undo import call
 
 from vault_mem import settings
-from vault_mem.history import agentstate, journal, kept
+from vault_mem.history import agentstate, journal, location
 from vault_mem.mcp_server.app import build_server
 from vault_mem.search.api import VaultIndex, sync
 from vault_mem.served.context import Vault
@@ -75,7 +75,7 @@ async def test_deleting_or_rebuilding_the_index_keeps_the_undo_history_and_what_
 
     history = root / ".vault-mem-history"
     assert (history / ".gitignore").read_text(encoding="utf-8") == "*\n"  # git status stays clean
-    assert "cannot be rebuilt" in (history / kept.README).read_text(encoding="utf-8")
+    assert "cannot be rebuilt" in (history / location.README).read_text(encoding="utf-8")
     (history / "stray.md").write_text("# not a memory\n", encoding="utf-8")
     assert walk_vault(root).files == sorted(NOTES)  # never indexed
 
@@ -87,7 +87,8 @@ def test_an_index_dir_elsewhere_keeps_its_history_beside_it_and_refuses_the_hist
     index = VaultIndex(root, index_dir, config=settings.current())
     assert index.history_dir == tmp_path / "elsewhere" / "ix-history"
     assert journal.record(index.history_dir, "coder", "memory_edit",
-                          [{"path": "plan.md", "fsrel": "plan.md", "before": b"a", "after": b"b"}]) is None
+                          [{"path": "plan.md", "fsrel": "plan.md", "before": b"a", "after": b"b"}],
+                              config=settings.current()) is None
     code, _, err = vault_mem("log", vault=root, index_dir=index.history_dir)
     assert code == 1 and "is vault-mem's history (the undo journal), not an index folder" in err
     assert [e.agent for e in journal.entries(index.history_dir)] == ["coder"]  # untouched
@@ -100,17 +101,19 @@ def test_an_older_versions_history_in_the_index_folder_is_moved_out_on_first_sta
     # Where versions before 0.4.22 kept them: the same files, in journal/ and agents/ of the index folder.
     made = tmp_path / "made"
     old = {"path": "plan.md", "fsrel": "plan.md", "before": b"old content", "after": NOTES["plan.md"].encode()}
-    assert journal.record(made, "coder", "memory_edit", [old]) is None
-    agentstate.change(made, "reviewer", lambda s: s.put("read", "memo", "2026-01-01T00:00:00Z"))
-    agentstate.change(made, "coder", lambda s: s.put("read", "plan", "2026-01-01T00:00:00Z"))
+    assert journal.record(made, "coder", "memory_edit", [old], config=settings.current()) is None
+    agentstate.change(made, "reviewer", lambda s: s.put("read", "memo", "2026-01-01T00:00:00Z"),
+        config=settings.current())
+    agentstate.change(made, "coder", lambda s: s.put("read", "plan", "2026-01-01T00:00:00Z"), config=settings.current())
     index_dir.mkdir()
     for name in ("journal", "agents"):
         shutil.move(made / name, index_dir / name)
     # A newer server already journaled one change and marked one read in the new place.
     history = root / ".vault-mem-history"
     new = {"path": "big.md", "fsrel": "big.md", "before": b"big before", "after": NOTES["big.md"].encode()}
-    assert journal.record(history, "coder", "memory_edit", [new]) is None
-    agentstate.change(history, "coder", lambda s: s.put("read", "big", "2026-02-01T00:00:00Z"))
+    assert journal.record(history, "coder", "memory_edit", [new], config=settings.current()) is None
+    agentstate.change(history, "coder", lambda s: s.put("read", "big", "2026-02-01T00:00:00Z"),
+        config=settings.current())
 
     code, log, err = vault_mem("log", "--json", vault=root)
     assert code == 0, err
@@ -173,13 +176,13 @@ def test_past_the_journals_total_the_agents_holding_the_most_give_up_their_oldes
 
     def edit(agent: str, i: int, size: int) -> None:
         change = {"path": "a.md", "fsrel": "a.md", "before": f"{agent} {i} ".encode().ljust(size, b"x"), "after": b"y"}
-        assert journal.record(history, agent, "memory_edit", [change]) is None
+        assert journal.record(history, agent, "memory_edit", [change], config=settings.current()) is None
 
     edit("quiet", 0, 500)
     for i in range(4):
         for name in ("flood-a", "flood-b"):
             edit(name, i, 2000)
-    assert journal.prune(history) > 0
+    assert journal.prune(history, config=settings.current()) > 0
     left = [e.agent for e in journal.entries(history)]
     assert left.count("quiet") == 1 and left.count("flood-a") == left.count("flood-b") < 4
     assert {d.agent for d in journal.dropped(history)} == {"flood-a", "flood-b"}
@@ -199,7 +202,7 @@ def test_a_crafted_journal_cannot_make_undo_touch_what_no_write_tool_may(tmp_pat
     def entry(agent: str, tool: str, path: str, before: bytes | None, after: bytes | None,
               trash: str | None = None, fsrel: str | None = None) -> None:
         change = {"path": path, "fsrel": fsrel or path, "before": before, "after": after, "trash": trash}
-        assert journal.record(history, agent, tool, [change]) is None
+        assert journal.record(history, agent, tool, [change], config=settings.current()) is None
 
     # What someone who can append to the journal (a synced folder) could put there:
     entry("coder", "memory_delete", ".obsidian/plugins/p/main.js", b"alert('owned')", None)

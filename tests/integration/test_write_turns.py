@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 from conftest import in_threads
 
+from vault_mem import settings
 from vault_mem.history import filelocks, journal
 from vault_mem.mcp_server.app import Calls
 from vault_mem.search.api import reconcile
@@ -134,7 +135,7 @@ def test_a_file_lock_lets_one_thread_in_at_a_time(tmp_path: Path) -> None:
 
     def take() -> None:
         for _ in range(20):
-            with filelocks.locked(tmp_path / "lock"):
+            with filelocks.locked(tmp_path / "lock", settings.current().file_lock_poll):
                 with guard:
                     inside[0] += 1
                     most[0] = max(most[0], inside[0])
@@ -156,7 +157,7 @@ def test_a_file_lock_waits_for_another_process(tmp_path: Path) -> None:
         "    time.sleep(0.3)\n"
         f"    pathlib.Path({str(mark)!r}).write_text('x')\n")], stdout=subprocess.PIPE, text=True) as holder:
         assert holder.stdout is not None and holder.stdout.readline().strip() == "held"
-        with filelocks.locked(lock):
+        with filelocks.locked(lock, settings.current().file_lock_poll):
             assert mark.exists()
         holder.wait(WAIT)
 

@@ -43,14 +43,17 @@ def lines(path: Path) -> list[bytes]:
 def test_each_change_appends_one_line_and_the_state_line_stays(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch, two_processes: dict[str, dict[str, Any]]) -> None:
     index_dir = tmp_path / "ix"
-    agentstate.change(index_dir, "coder", lambda s: s.put("wrote", "a.md", ["u1", "a", "A"]))
+    agentstate.change(index_dir, "coder", lambda s: s.put("wrote", "a.md", ["u1", "a", "A"]), config=settings.current())
     path = agentstate.state_file(index_dir, "coder")
     [first] = lines(path)
     assert json.loads(first)["wrote"] == {"a.md": ["u1", "a", "A"]} and json.loads(first)["agent"] == "coder"
-    agentstate.change(index_dir, "coder", lambda s: s.put("wrote", "b.md", ["u2", "b", "B"]))
-    agentstate.change(index_dir, "coder", lambda s: s.put("wrote", "a.md", ["u1", "a", "A2"]))  # newest last
-    agentstate.change(index_dir, "coder", lambda s: s.put("read", "x", "2026-01-01T00:00:00Z"))
-    agentstate.change(index_dir, "coder", lambda s: s.drop("wrote", "missing.md"))  # no change: no line
+    agentstate.change(index_dir, "coder", lambda s: s.put("wrote", "b.md", ["u2", "b", "B"]), config=settings.current())
+    agentstate.change(index_dir, "coder", lambda s: s.put("wrote", "a.md", ["u1", "a", "A2"]),
+        config=settings.current())  # newest last
+    agentstate.change(index_dir, "coder", lambda s: s.put("read", "x", "2026-01-01T00:00:00Z"),
+        config=settings.current())
+    agentstate.change(index_dir, "coder", lambda s: s.drop("wrote", "missing.md"),
+        config=settings.current())  # no change: no line
     assert lines(path)[0] == first and len(lines(path)) == 4
     expected = {"read": {"x": "2026-01-01T00:00:00Z"}, "wrote": {"b.md": ["u2", "b", "B"], "a.md": ["u1", "a", "A2"]},
                 "errors": []}
@@ -62,7 +65,8 @@ def test_the_file_is_rewritten_whole_when_its_changes_outgrow_the_state(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch, two_processes: dict[str, dict[str, Any]]) -> None:
     index_dir = tmp_path / "ix"
     for i in range(400):
-        agentstate.change(index_dir, "coder", lambda s, i=i: s.put("read", f"uid-{i % 7}", f"t{i}"))
+        agentstate.change(index_dir, "coder", lambda s, i=i: s.put("read", f"uid-{i % 7}", f"t{i}"),
+            config=settings.current())
     path = agentstate.state_file(index_dir, "coder")
     data = path.read_bytes()
     base = len(lines(path)[0])
@@ -98,7 +102,7 @@ def test_a_reader_follows_appends_and_rewrites_as_a_fresh_parse_would(
 
         as_process(monkeypatch, two_processes, "writer")
         head = path.read_bytes()[:30] if path.exists() else b""
-        agentstate.change(index_dir, "a", edit)
+        agentstate.change(index_dir, "a", edit, config=settings.current())
         rewrites += path.read_bytes()[:30] != head
         if kind == 0:
             model[where].pop(key, None)
@@ -122,7 +126,7 @@ def test_a_reader_follows_appends_and_rewrites_as_a_fresh_parse_would(
 def test_a_line_not_yet_whole_waits_and_a_torn_one_is_dropped_at_the_next_change(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch, two_processes: dict[str, dict[str, Any]]) -> None:
     index_dir = tmp_path / "ix"
-    agentstate.change(index_dir, "a", lambda s: s.put("read", "one", "t1"))
+    agentstate.change(index_dir, "a", lambda s: s.put("read", "one", "t1"), config=settings.current())
     path = agentstate.state_file(index_dir, "a")
     line = json.dumps([["put", "read", "two", "t2"]]).encode() + b"\n"
     with open(path, "ab") as file:  # another process half way through its append
@@ -136,7 +140,7 @@ def test_a_line_not_yet_whole_waits_and_a_torn_one_is_dropped_at_the_next_change
         file.write(b'[["put", "read", "thr')
     assert agentstate.load(index_dir, "a")["read"] == {"one": "t1", "two": "t2"}
     as_process(monkeypatch, two_processes, "writer")
-    agentstate.change(index_dir, "a", lambda s: s.put("read", "four", "t4"))
+    agentstate.change(index_dir, "a", lambda s: s.put("read", "four", "t4"), config=settings.current())
     assert b"thr" not in path.read_bytes() and len(lines(path)) == 1  # rewritten whole, without it
     for name in ("writer", "reader"):
         as_process(monkeypatch, two_processes, name)
@@ -149,12 +153,12 @@ def test_a_damaged_change_line_ends_what_is_read_and_the_next_change_rewrites(
         tmp_path: Path, damage: bytes, monkeypatch: pytest.MonkeyPatch,
         two_processes: dict[str, dict[str, Any]]) -> None:
     index_dir = tmp_path / "ix"
-    agentstate.change(index_dir, "a", lambda s: s.put("read", "one", "t1"))
+    agentstate.change(index_dir, "a", lambda s: s.put("read", "one", "t1"), config=settings.current())
     path = agentstate.state_file(index_dir, "a")
     with open(path, "ab") as file:
         file.write(damage + json.dumps([["put", "read", "after", "t"]]).encode() + b"\n")
     assert fresh(index_dir, "a", monkeypatch)["read"] == {"one": "t1"}
-    agentstate.change(index_dir, "a", lambda s: s.put("read", "two", "t2"))
+    agentstate.change(index_dir, "a", lambda s: s.put("read", "two", "t2"), config=settings.current())
     assert len(lines(path)) == 1
     assert fresh(index_dir, "a", monkeypatch)["read"] == {"one": "t1", "two": "t2"}
 
@@ -167,7 +171,7 @@ def test_a_state_file_of_0_4_is_read_and_rewritten_at_its_next_change(
     old = {"read": {"r": "t"}, "wrote": {"w.md": ["u", "w", "W"]}, "errors": [], "agent": "a"}
     path.write_text(json.dumps(old), encoding="utf-8")  # one object, no newline
     assert agentstate.load(index_dir, "A") == {"read": {"r": "t"}, "wrote": {"w.md": ["u", "w", "W"]}, "errors": []}
-    agentstate.change(index_dir, "a", lambda s: s.put("read", "r2", "t2"))
+    agentstate.change(index_dir, "a", lambda s: s.put("read", "r2", "t2"), config=settings.current())
     [line] = lines(path)
     assert json.loads(line)["gen"] and json.loads(line)["read"] == {"r": "t", "r2": "t2"}
     assert fresh(index_dir, "a", monkeypatch)["wrote"] == {"w.md": ["u", "w", "W"]}
@@ -175,9 +179,9 @@ def test_a_state_file_of_0_4_is_read_and_rewritten_at_its_next_change(
 
 def test_a_state_with_no_such_part_is_refused(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="has no 'seen'"):
-        agentstate.change(tmp_path / "ix", "a", lambda s: s.put("seen", "k", 1))
+        agentstate.change(tmp_path / "ix", "a", lambda s: s.put("seen", "k", 1), config=settings.current())
     with pytest.raises(ValueError, match="has no 'seen'"):
-        agentstate.change(tmp_path / "ix", "a", lambda s: s.drop("seen", "k"))
+        agentstate.change(tmp_path / "ix", "a", lambda s: s.drop("seen", "k"), config=settings.current())
 
 
 def test_a_state_file_that_cannot_be_read_is_never_replaced_by_an_empty_one(
@@ -186,8 +190,8 @@ def test_a_state_file_that_cannot_be_read_is_never_replaced_by_an_empty_one(
     callers log it) instead of starting from an empty state, and a reader sees an empty state
     that once, not until the file next changes."""
     index_dir = tmp_path / "ix"
-    agentstate.change(index_dir, "a", lambda s: s.put("read", "one", "t1"))
-    agentstate.change(index_dir, "a", lambda s: s.put("read", "two", "t2"))
+    agentstate.change(index_dir, "a", lambda s: s.put("read", "one", "t1"), config=settings.current())
+    agentstate.change(index_dir, "a", lambda s: s.put("read", "two", "t2"), config=settings.current())
     path = agentstate.state_file(index_dir, "a")
     kept = path.read_bytes()
 
@@ -201,7 +205,7 @@ def test_a_state_file_that_cannot_be_read_is_never_replaced_by_an_empty_one(
         as_process(m, two_processes, "writer")
         two_processes["writer"].clear()  # as a process that has not read it yet
         with pytest.raises(OSError):
-            agentstate.change(index_dir, "a", lambda s: s.put("read", "three", "t3"))
+            agentstate.change(index_dir, "a", lambda s: s.put("read", "three", "t3"), config=settings.current())
     assert path.read_bytes() == kept
     for name in ("reader", "writer"):
         as_process(monkeypatch, two_processes, name)

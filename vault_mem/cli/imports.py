@@ -77,6 +77,7 @@ class _Journal:
         self.warnings: list[str] = []
 
     def __call__(self, changes: list[dict[str, Any]]) -> None:
+        from vault_mem import settings
         from vault_mem.errors import VaultMemError
         from vault_mem.history import journal, location
         from vault_mem.search.api import usable_index_dir
@@ -87,7 +88,8 @@ class _Journal:
         except VaultMemError as exc:
             warning: str | None = f"the notes are written, but not journaled for undo: {exc}"
         else:
-            warning = journal.record(location.history_dir(self.index_dir), self.agent, "import", changes)
+            warning = journal.record(location.history_dir(self.index_dir), self.agent, "import", changes,
+                                     config=settings.current())
         if warning and warning not in self.warnings:
             self.warnings.append(warning)
 

@@ -160,7 +160,7 @@ def _apply(index: VaultIndex, cluster: Cluster, warnings: list[str]) -> dict[str
     row: dict[str, Any] = cluster.public()
     try:
         note, warning = supersede_into(index.root, index.history_dir, vars(keep), [vars(m) for m in cluster.others],
-                                       iso(dt.datetime.now(dt.UTC)))
+                                       iso(dt.datetime.now(dt.UTC)), config=index.config)
     except (Conflict, NotFound, InvalidInput, WriteFailed) as exc:  # InvalidInput: a path led through a symlink
         return {**row, "status": exc.status, "message": exc.message}
     if warning and warning not in warnings:

@@ -37,8 +37,8 @@ from itertools import islice
 from pathlib import Path
 from typing import Any, TypeVar
 
-from vault_mem import settings
 from vault_mem.history import filelocks, location
+from vault_mem.settings import Settings
 from vault_mem.vault.portable import replace_file
 from vault_mem.vault.reader import VersionKey, version_key
 
@@ -83,7 +83,8 @@ class Changes:
     """What ``change`` hands its edit: the state as it is now (``read``, ``wrote``, ``errors``;
     read them, change them only through the methods) and the steps taken so far."""
 
-    def __init__(self, state: dict[str, Any]) -> None:
+    def __init__(self, state: dict[str, Any], config: Settings) -> None:
+        self.config = config
         self._state = state
         self._copied: set[str] = set()
         self.steps: list[list[Any]] = []
@@ -119,7 +120,7 @@ class Changes:
             self.steps.append(["drop", where, key])
 
     def set_errors(self, errors: list[Any]) -> None:
-        errors = list(errors)[-settings.current().state_max_errors:]
+        errors = list(errors)[-self.config.state_max_errors:]
         if errors != self._state["errors"]:
             self._state["errors"] = errors
             self.steps.append(["errors", errors])
@@ -137,7 +138,7 @@ class Changes:
 
     def bound(self) -> None:
         """Forget the oldest entries past MAX_READ and MAX_WROTE (entries are kept oldest first)."""
-        config = settings.current()
+        config = self.config
         for where, most in (("read", config.state_max_read), ("wrote", config.state_max_wrote)):
             extra = len(self._state[where]) - most
             for key in list(islice(self._state[where], max(0, extra))):
@@ -167,19 +168,19 @@ def load_version(history_dir: Path, agent: str) -> tuple[dict[str, Any], Hashabl
     return parsed.state, (str(path), parsed.stat, parsed.end)
 
 
-def change(history_dir: Path, agent: str, edit: Callable[[Changes], T]) -> T:
+def change(history_dir: Path, agent: str, edit: Callable[[Changes], T], *, config: Settings) -> T:
     """Apply ``edit`` to the agent's state under the lock and save what it changed; returns what
     ``edit`` returned (nothing is saved when it raises). Raises OSError when the state folder
     cannot be written."""
     path = state_file(history_dir, agent)
     location.prepare(history_dir)
     path.parent.mkdir(parents=True, exist_ok=True)
-    with filelocks.locked(path.parent / ".lock"):
+    with filelocks.locked(path.parent / ".lock", config.file_lock_poll):
         # Under the lock nobody else writes the file: what this process parsed or wrote last is
         # the file's while its stat is the same, and only lines added since are read.
         parsed = _parsed(path, strict=True)
         before = parsed.state if parsed is not None else empty()
-        changes = Changes({"read": before["read"], "wrote": before["wrote"], "errors": before["errors"]})
+        changes = Changes({"read": before["read"], "wrote": before["wrote"], "errors": before["errors"]}, config)
         result = edit(changes)
         changes.bound()
         if not changes.steps:
@@ -187,7 +188,7 @@ def change(history_dir: Path, agent: str, edit: Callable[[Changes], T]) -> T:
         state = changes.state
         line = (json.dumps(changes.steps, ensure_ascii=False) + "\n").encode("utf-8", "surrogateescape")
         if parsed is None or parsed.head is None or parsed.end != parsed.size or \
-                parsed.size + len(line) > 2 * parsed.base + settings.current().state_rewrite_slack:
+                parsed.size + len(line) > 2 * parsed.base + config.state_rewrite_slack:
             _rewrite(path, agent, state)
         else:
             with open(path, "ab") as file:
@@ -196,7 +197,7 @@ def change(history_dir: Path, agent: str, edit: Callable[[Changes], T]) -> T:
     return result
 
 
-def adopt(old_dir: Path, history_dir: Path) -> bool:
+def adopt(old_dir: Path, history_dir: Path, config: Settings) -> bool:
     """Move the agents' states an older version kept in ``old_dir`` (the index folder) into
     ``history_dir``; True when there were some. A state already there too gets the old one's
     read and written notes it lacks. Under both folders' locks."""
@@ -205,7 +206,7 @@ def adopt(old_dir: Path, history_dir: Path) -> bool:
     if not found:
         return False
     new.mkdir(parents=True, exist_ok=True)
-    with filelocks.locked(new / ".lock"), filelocks.locked(old / ".lock"):
+    with filelocks.locked(new / ".lock", config.file_lock_poll), filelocks.locked(old / ".lock", config.file_lock_poll):
         for path in found:
             target = new / path.name
             if not target.exists():
@@ -307,7 +308,9 @@ def _whole(stat: VersionKey, data: bytes) -> _Parsed:
 
 def _more(parsed: _Parsed, stat: VersionKey, data: bytes) -> _Parsed:
     """``parsed`` with the whole lines of ``data`` (what follows its end) applied."""
-    replay = Changes(dict(parsed.state))  # each map copied before its first change, as an edit's are
+    # Each map copied before its first change, as an edit's are; a replay applies steps and no bound,
+    # so the defaults' bounds are never asked.
+    replay = Changes(dict(parsed.state), Settings())
     done = 0
     while True:
         stop = data.find(b"\n", done)

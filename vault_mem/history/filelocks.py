@@ -17,8 +17,6 @@ from pathlib import Path
 
 from filelock import FileLock
 
-from vault_mem import settings
-
 _guard = threading.Lock()
 # Lock file -> this process's turn on it, and one FileLock object for it: the turn lets one thread
 # at a time use it (a new object per use cost more than the lock itself).
@@ -26,8 +24,10 @@ _locks: dict[str, tuple[threading.Lock, FileLock]] = {}
 
 
 @contextlib.contextmanager
-def locked(path: Path) -> Iterator[None]:
-    """Hold the file lock ``path`` for the block: first this process's turn on it, then the file."""
+def locked(path: Path, poll: float) -> Iterator[None]:
+    """Hold the file lock ``path`` for the block: first this process's turn on it, then the file
+    (asked again every ``poll`` seconds, the ``file_lock_poll`` setting, while another process
+    holds it)."""
     key = os.path.abspath(path)
     with _guard:
         pair = _locks.get(key)
@@ -35,7 +35,7 @@ def locked(path: Path) -> Iterator[None]:
             pair = _locks[key] = (threading.Lock(), FileLock(path, thread_local=False))
     turn, lock = pair
     with turn:
-        lock.acquire(poll_interval=settings.current().file_lock_poll)
+        lock.acquire(poll_interval=poll)
         try:
             yield
         finally:

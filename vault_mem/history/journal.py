@@ -35,9 +35,9 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from vault_mem import settings
 from vault_mem.history import filelocks, location
 from vault_mem.history.agentstate import agent_key
+from vault_mem.settings import Settings
 from vault_mem.vault.dates import iso
 from vault_mem.vault.portable import O_BINARY, replace_file
 
@@ -104,7 +104,8 @@ def journal_dir(history_dir: Path) -> Path:
     return history_dir / JOURNAL_DIR
 
 
-def record(history_dir: Path, agent: str, tool: str, changes: list[dict[str, Any]]) -> str | None:
+def record(history_dir: Path, agent: str, tool: str, changes: list[dict[str, Any]], *,
+           config: Settings) -> str | None:
     """Journal ``changes`` (each: path, fsrel, title, uid, before bytes|None, after bytes|None,
     trash, real) made by ``agent`` with ``tool`` in the history folder ``history_dir``
     (``VaultIndex.history_dir``). Returns None, or a warning when it could not."""
@@ -123,7 +124,7 @@ def record(history_dir: Path, agent: str, tool: str, changes: list[dict[str, Any
                           real=change.get("real"), made=change.get("made"))
             lines.append(_line(entry))
         # Blobs too under the lock: a prune in another process removes every blob no entry names.
-        with filelocks.locked(folder / "lock"):
+        with filelocks.locked(folder / "lock", config.file_lock_poll):
             for change in changes:
                 if change.get("before") is not None:
                     _keep_blob(folder, change["before"])
@@ -134,8 +135,8 @@ def record(history_dir: Path, agent: str, tool: str, changes: list[dict[str, Any
     except OSError as exc:
         return f"the change is saved, but it could not be journaled for undo ({exc.strerror or exc})"
     added = sum(len(c["before"]) for c in changes if c.get("before") is not None)
-    if _prune_due(folder, len(changes), added):
-        _prune_if_over(history_dir, now)
+    if _prune_due(folder, len(changes), added, config):
+        _prune_if_over(history_dir, now, config)
     return None
 
 
@@ -150,15 +151,15 @@ def _line(entry: Entry) -> str:
     return json.dumps(fields, ensure_ascii=False, default=str)
 
 
-def _prune_if_over(history_dir: Path, now: float) -> None:
+def _prune_if_over(history_dir: Path, now: float, config: Settings) -> None:
     """Prune when an agent is past a limit, or all are past a total. The look takes no lock
     (every write waits for the journal's), and a prune that drops something leaves a tenth of
     each limit free (``settings.journal_prune_to``), so the next one is thousands of changes away."""
     folder = journal_dir(history_dir)
     try:
-        if _over_limits(folder, now):
-            with filelocks.locked(folder / "lock"):
-                prune(history_dir, now)
+        if _over_limits(folder, now, config):
+            with filelocks.locked(folder / "lock", config.file_lock_poll):
+                prune(history_dir, now, config=config)
     except OSError:  # the journal stays as it is, and the next look tries again
         pass
 
@@ -170,9 +171,8 @@ _LINE = re.compile(rb'^\{"t": ([0-9.eE+-]+), "agent": ("(?:[^"\\\n]|\\.)*")[^\n]
                    re.MULTILINE)
 
 
-def _over_limits(folder: Path, now: float) -> bool:
+def _over_limits(folder: Path, now: float, config: Settings) -> bool:
     """Whether an agent is past a limit or all are past a total, as the look sees it."""
-    config = settings.current()
     try:
         data = (folder / ENTRIES).read_bytes()
     except FileNotFoundError:
@@ -203,10 +203,10 @@ def _over_limits(folder: Path, now: float) -> bool:
             or sum(sizes.values()) > config.journal_total_bytes)
 
 
-def _plan(everything: list[Entry], sizes: dict[str, int], now: float) -> dict[str, tuple[set[int], str]]:
+def _plan(everything: list[Entry], sizes: dict[str, int], now: float,
+          config: Settings) -> dict[str, tuple[set[int], str]]:
     """Which entries (positions in ``everything``) a prune drops, by agent key, and why; empty
     when no agent is past a limit and all fit the totals."""
-    config = settings.current()
     keep_share = config.journal_prune_to
     by_agent: dict[str, list[int]] = {}
     for i, entry in enumerate(everything):
@@ -214,7 +214,7 @@ def _plan(everything: list[Entry], sizes: dict[str, int], now: float) -> dict[st
     plan: dict[str, tuple[set[int], str]] = {}
     kept_of: dict[str, list[int]] = {}
     for key, mine in by_agent.items():
-        why = _past_limit([everything[i] for i in mine], sizes, now)
+        why = _past_limit([everything[i] for i in mine], sizes, now, config)
         if why:
             cutoff = now - config.journal_max_age_days * 86400 * keep_share
             keep = [i for i in mine if everything[i].t >= cutoff][-int(config.journal_max_entries * keep_share):]
@@ -244,9 +244,8 @@ def _plan(everything: list[Entry], sizes: dict[str, int], now: float) -> dict[st
     return plan
 
 
-def _past_limit(mine: list[Entry], sizes: dict[str, int], now: float) -> str:
+def _past_limit(mine: list[Entry], sizes: dict[str, int], now: float, config: Settings) -> str:
     """Why one agent's entries (oldest first) are past its limits, or ''."""
-    config = settings.current()
     if len(mine) > config.journal_max_entries:
         return f"past its share of {config.journal_max_entries:,} changes"
     if mine and mine[0].t < now - config.journal_max_age_days * 86400:
@@ -323,10 +322,9 @@ def _sync(path: Path) -> None:
         os.close(fd)
 
 
-def _prune_due(folder: Path, count: int, added: int) -> bool:
+def _prune_due(folder: Path, count: int, added: int, config: Settings) -> bool:
     """Whether to look at the limits now: at this process's first record, then once a minute,
     or sooner once it recorded a 16th of an agent's share (a flood is cut while it floods)."""
-    config = settings.current()
     key = str(folder)
     with _prune_guard:
         now = time.monotonic()
@@ -373,14 +371,14 @@ def blob(history_dir: Path, sha: str) -> bytes | None:
     return data if digest(data) == sha else None
 
 
-def prune(history_dir: Path, now: float | None = None) -> int:
+def prune(history_dir: Path, now: float | None = None, *, config: Settings) -> int:
     """Drop what ``_plan`` says, keep a note of it in ``dropped.json``, and remove the blobs no
     entry names any more (the caller holds the journal's lock); returns how many entries went."""
     folder = journal_dir(history_dir)
     everything = entries(history_dir)
     now = now or time.time()
     sizes = _blob_sizes(folder)
-    plan = _plan(everything, sizes, now)
+    plan = _plan(everything, sizes, now, config)
     gone = set().union(*(positions for positions, _ in plan.values()))
     kept_entries = [e for i, e in enumerate(everything) if i not in gone]
     if gone:
@@ -428,7 +426,7 @@ def _dropped_in(folder: Path) -> list[Dropped]:
     return found
 
 
-def adopt(old_dir: Path, history_dir: Path) -> bool:
+def adopt(old_dir: Path, history_dir: Path, config: Settings) -> bool:
     """Move the journal an older version kept in ``old_dir`` (the index folder) into
     ``history_dir``, merged with the entries there (each entry once, oldest first); True when
     there was one. Under both journals' locks; the old files go only once the new ones are whole."""
@@ -436,7 +434,7 @@ def adopt(old_dir: Path, history_dir: Path) -> bool:
     if not (old / ENTRIES).exists() and not (old / "blobs").is_dir():
         return False
     (new / "blobs").mkdir(parents=True, exist_ok=True)
-    with filelocks.locked(new / "lock"), filelocks.locked(old / "lock"):
+    with filelocks.locked(new / "lock", config.file_lock_poll), filelocks.locked(old / "lock", config.file_lock_poll):
         for sha in _blob_sizes(old):
             if not (new / "blobs" / sha).exists():
                 shutil.copyfile(old / "blobs" / sha, new / "blobs" / f".{sha}.tmp")

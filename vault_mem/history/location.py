@@ -15,6 +15,8 @@ import logging
 import shutil
 from pathlib import Path
 
+from vault_mem.settings import Settings
+
 log = logging.getLogger("vault_mem.history")
 SUFFIX = "-history"
 README = "README.txt"
@@ -51,7 +53,7 @@ def prepare(history: Path) -> None:
     _ready.add(str(history))
 
 
-def adopt_old(index_dir: Path, history: Path) -> bool:
+def adopt_old(index_dir: Path, history: Path, config: Settings) -> bool:
     """Move a journal and agents' states left inside ``index_dir`` by an older version into
     ``history``, merged with what is there already; True when something was moved. Never
     raises: what cannot be moved now stays where it was (the index keeps it through a
@@ -63,8 +65,8 @@ def adopt_old(index_dir: Path, history: Path) -> bool:
         return False
     try:
         prepare(history)
-        moved = journal.adopt(index_dir, history)
-        moved = agentstate.adopt(index_dir, history) or moved
+        moved = journal.adopt(index_dir, history, config)
+        moved = agentstate.adopt(index_dir, history, config) or moved
     except OSError as exc:
         log.warning("cannot move the undo journal and the agents' states from %s to %s yet: %s",
                     index_dir, history, exc)

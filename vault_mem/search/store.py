@@ -148,7 +148,7 @@ class VaultIndex:
         (history/location.py); an older version's, found in the index folder, is moved there first."""
         if self._history_dir is None:
             history = location.history_dir(self.dir)
-            location.adopt_old(self.dir, history)
+            location.adopt_old(self.dir, history, self.config)
             self._history_dir = history
         return self._history_dir
 

@@ -101,7 +101,7 @@ def _annotate(view: View, tool: str, agent: str, answer: dict[str, Any], started
                 current.put("read", to_mark, iso(dt.datetime.now(dt.UTC)))
             return [{k: v for k, v in e.items() if k != "t"} for e in errors], rows
 
-        errors, rows = agentstate.change(history_dir, agent, update)
+        errors, rows = agentstate.change(history_dir, agent, update, config=config)
         if errors:
             answer["persist_error"] = errors
         if rows:

@@ -30,7 +30,7 @@ def journal_and_track(view: View, tool: str, agent: str, changes: list[dict[str,
     """Journal ``changes`` and track the agent's notes; returns warnings for the answer."""
     history_dir = view.vault.index.history_dir
     warnings = []
-    warning = journal.record(history_dir, agent, tool, changes)
+    warning = journal.record(history_dir, agent, tool, changes, config=view.config)
     if warning:
         warnings.append(warning)
 
@@ -42,7 +42,7 @@ def journal_and_track(view: View, tool: str, agent: str, changes: list[dict[str,
                 state.put("wrote", item["fsrel"], [item["uid"], item["path"], item["title"]])
 
     try:
-        agentstate.change(history_dir, agent, track)
+        agentstate.change(history_dir, agent, track, config=view.config)
     except OSError as exc:
         log.warning("cannot keep the notes of agent %s: %s", agent, exc)
     return warnings
@@ -54,6 +54,7 @@ def keep_persist_error(view: View, agent: str, tool: str, path: str, message: st
     error = {"tool": tool, "permalink": permalink_of(path), "message": message, "time": iso(now),
              "t": now.timestamp()}  # t: which call may report it (served/mailbox.py)
     try:
-        agentstate.change(view.vault.index.history_dir, agent, lambda state: state.add_error(error))
+        agentstate.change(view.vault.index.history_dir, agent, lambda state: state.add_error(error),
+                          config=view.config)
     except OSError as exc:
         log.warning("cannot keep a persist error of agent %s: %s", agent, exc)

@@ -13,6 +13,7 @@ from typing import Any
 
 from vault_mem.errors import Conflict, NotFound
 from vault_mem.history import journal
+from vault_mem.settings import Settings
 from vault_mem.vault.fields import FIELD
 from vault_mem.vault.names import strip_md
 from vault_mem.vault.note import Note
@@ -31,7 +32,7 @@ def reference(uid: str, has_id: bool, path: str) -> str:
 
 
 def supersede_into(root: Path, history_dir: Path, keep: dict[str, Any], others: list[dict[str, Any]],
-                   now: str) -> tuple[Note, str | None]:
+                   now: str, *, config: Settings) -> tuple[Note, str | None]:
     """Make the note ``keep`` (a cluster's member: path, fsrel, etag, supersedes) supersede
     ``others`` (each: uid, has_id, path) and journal it. Returns the note as now written, for the
     index, and a warning when the journal could not keep it. Conflict when the file changed
@@ -59,7 +60,8 @@ def supersede_into(root: Path, history_dir: Path, keep: dict[str, Any], others: 
     atomic_write(note_file(root, rel), after, within=root)
     note = read_note(root, rel, None)
     warning = journal.record(history_dir, AGENT, AGENT,
-                             [change(note.path, rel, note.title, note.uid, data, after, real=note.real)])
+                             [change(note.path, rel, note.title, note.uid, data, after, real=note.real)],
+                             config=config)
     return note, warning
 
 

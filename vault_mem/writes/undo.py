@@ -253,7 +253,7 @@ def apply(index: VaultIndex, steps: list[Step], agent: str, since: dt.datetime,
     folders = _remove_made(root, [s for s in steps if s.action == "trash" and s.public() in done])
     warnings = []
     if changes:
-        warning = journal.record(index.history_dir, UNDO_AGENT, "undo", changes)
+        warning = journal.record(index.history_dir, UNDO_AGENT, "undo", changes, config=index.config)
         if warning:
             warnings.append(warning)
         warnings += _index(index, changes)
