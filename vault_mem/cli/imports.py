@@ -96,7 +96,8 @@ def cmd_import(args: argparse.Namespace) -> int:
     from vault_mem.imports.notes import import_records
 
     fmt = FORMATS[args.format]
-    source = fmt.read(args.source.expanduser())  # before any folder is made: a bad source leaves nothing
+    config = settings.current()
+    source = fmt.read(args.source.expanduser(), config)  # before any folder is made: a bad source leaves nothing
     root, made = _import_vault(args)
     agent = f"import-{fmt.name}"
     journal = _Journal(args, root, agent)
@@ -104,7 +105,8 @@ def cmd_import(args: argparse.Namespace) -> int:
     bar.quiet = args.json
     try:
         report = import_records(root, fmt.name, source, domain=args.domain, dry_run=args.dry_run,
-                                default_domain=fmt.default_domain, advance=bar.advance, journal=journal)
+                                default_domain=fmt.default_domain, advance=bar.advance, journal=journal,
+                                config=config)
     except BaseException:
         _remove_if_empty(made)
         raise

@@ -38,6 +38,7 @@ from vault_mem.imports.records import (
     moment,
     source_moment,
 )
+from vault_mem.settings import Settings
 from vault_mem.vault.note import KNOWN_TYPES
 from vault_mem.vault.writer import note_filename
 
@@ -165,7 +166,8 @@ def _frontmatter_value(value: Any) -> Any:
     return json.dumps(value, ensure_ascii=False, default=str)
 
 
-def read(source: Path) -> Source:
+def read(source: Path, config: Settings) -> Source:
+    """``config``: unused by this format (every format's reader takes it)."""
     out = Source()
     entities: dict[str, _Entity] = {}
     relations: dict[str, list[tuple[str, str, str]]] = {}  # from -> [(relationType, to, where)]

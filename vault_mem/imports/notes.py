@@ -34,9 +34,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from vault_mem import settings
 from vault_mem.errors import InvalidInput, WriteFailed
 from vault_mem.imports.records import Merged, Record, Skipped, Source
+from vault_mem.settings import Settings
 from vault_mem.vault.dates import parse_datetime
 from vault_mem.vault.frontmatter import load_yaml, split_frontmatter
 from vault_mem.vault.paths import check_folder_names, check_relative, confine, existing_spelling, name_key
@@ -192,8 +192,9 @@ def _names_in(folder: Path) -> set[str]:
 
 class _Importer:
     def __init__(self, root: Path, fmt: str, domain: str | None, dry_run: bool,
-                 default_domain: Callable[[Record], str], journal: Callable[[list[dict[str, Any]]], None] | None
-                 ) -> None:
+                 default_domain: Callable[[Record], str], journal: Callable[[list[dict[str, Any]]], None] | None,
+                 config: Settings) -> None:
+        self.config = config
         self.root, self.fmt, self.domain, self.dry_run = root, fmt, domain, dry_run
         self.default_domain = default_domain
         self.journal = journal
@@ -203,7 +204,7 @@ class _Importer:
         # Listing a folder for each note would make an import of n notes into one folder O(n²).
         self.folders: dict[tuple[str, str], Path] = {}
         self.names: dict[Path, set[str]] = {}
-        self.pool = ThreadPoolExecutor(max_workers=settings.current().import_writers, thread_name_prefix="import")
+        self.pool = ThreadPoolExecutor(max_workers=config.import_writers, thread_name_prefix="import")
         # (create, record, where, bytes, id, the folder it makes)
         self.pending: list[tuple[Future[Path], Record, str, bytes, str, str | None]] = []
         self.making: set[Path] = set()  # the folders this run's creates make
@@ -428,7 +429,7 @@ class _Importer:
 def import_records(root: Path, fmt: str, source: Source, domain: str | None = None, dry_run: bool = False,
                    default_domain: Callable[[Record], str] = lambda record: "",
                    advance: Callable[[int], None] | None = None,
-                   journal: Callable[[list[dict[str, Any]]], None] | None = None) -> Report:
+                   journal: Callable[[list[dict[str, Any]]], None] | None = None, *, config: Settings) -> Report:
     """Write ``source``'s records as notes under ``root`` (nothing with ``dry_run``, when ``root``
     need not exist); see the module.
 
@@ -437,10 +438,11 @@ def import_records(root: Path, fmt: str, source: Source, domain: str | None = No
     be written (a bad path, a refused write) is skipped with its reason; the rest go on.
     ``journal(changes)`` is called after each batch with what it wrote (path, fsrel, title, uid,
     before and after bytes), so that an import can be logged and undone as one agent's changes.
+    ``config``: the ``import_*`` settings (how many files are written at once, and per batch).
     """
     if domain is not None:
         _folder(root, domain, "--domain")
-    importer = _Importer(root, fmt, domain, dry_run, default_domain, journal)
+    importer = _Importer(root, fmt, domain, dry_run, default_domain, journal, config)
     importer.report.skipped.extend(source.skipped)
     importer.report.left_out.update(source.left_out)
     importer.report.merged.extend(source.merged)
@@ -452,7 +454,7 @@ def import_records(root: Path, fmt: str, source: Source, domain: str | None = No
             importer.one(record)
             if len(importer.pending) == queued and advance is not None:
                 advance(1)  # decided at once; a create counts when its file is written
-            if len(importer.pending) >= settings.current().import_batch:
+            if len(importer.pending) >= config.import_batch:
                 importer.finish(advance)
         importer.finish(advance)
     finally:

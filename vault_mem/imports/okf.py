@@ -38,6 +38,7 @@ from typing import Any
 from vault_mem.errors import InvalidInput, WriteFailed
 from vault_mem.imports.archives import is_zip, member, open_zip
 from vault_mem.imports.records import Record, Skipped, Source, source_moment
+from vault_mem.settings import Settings
 from vault_mem.vault.dates import parse_datetime
 from vault_mem.vault.fields import fold
 from vault_mem.vault.frontmatter import load_yaml, split_frontmatter
@@ -359,7 +360,7 @@ def _folder_entries(source: Path, left: dict[str, int]) -> list[_Entry]:
     return out
 
 
-def _zip_entries(source: Path, left: dict[str, int]) -> list[_Entry]:
+def _zip_entries(source: Path, left: dict[str, int], limit: int) -> list[_Entry]:
     """Every file of a bundle zip. A hidden entry is counted in ``left``; a name that would leave
     the bundle (``../x.md``) is kept, for the import to refuse and name."""
     out: list[_Entry] = []
@@ -376,7 +377,7 @@ def _zip_entries(source: Path, left: dict[str, int]) -> list[_Entry]:
                 left[HIDDEN] = left.get(HIDDEN, 0) + 1
                 continue
             when = None if info.date_time <= _NO_DATE else _ns(dt.datetime(*info.date_time))
-            out.append(_Entry(rel, member(zf, info, source), when))
+            out.append(_Entry(rel, member(zf, info, source, limit), when))
     return out
 
 
@@ -428,10 +429,10 @@ def _restored(entry: _Entry, where: str, listed: dict[str, Any] | None, fallback
                   mtime_ns=mtime, tree=True)
 
 
-def read(source: Path) -> Source:
+def read(source: Path, config: Settings) -> Source:
     left: dict[str, int] = {}
     if is_zip(source):
-        listing = _zip_entries(source, left)
+        listing = _zip_entries(source, left, config.import_unpacked_bytes)
     elif source.is_dir():
         listing = _folder_entries(source, left)
     elif source.exists():
