@@ -31,16 +31,16 @@ NOT_CONVERTED_YET = frozenset({
     "search/commits.py", "search/store.py",
     "writes/tools.py", "writes/undo.py",
     # the read side of search/ and reads/ (face55's rooms, converted by settings2)
-    "reads/chunks.py", "reads/memory_search.py", "reads/read.py",
+    "reads/chunks.py",
     "search/cells.py", "search/facts.py", "search/fusion.py", "search/lru.py", "search/ranking.py",
     "search/schema.py", "search/segments.py", "search/similar.py", "search/topk.py", "search/vocabulary.py",
     "search/whoosh/parts.py", "search/whoosh/postings.py", "search/whoosh/seam.py",
     # issue 56's rooms (ui/)
     "ui/api.py", "ui/auth.py", "ui/web.py",
-    # settings55: the fallback of a function that the modules above still call without a config
-    # (each marked "NOT CONVERTED YET" where it reads; the lead makes the parameter required)
-    "git/repo.py", "served/params.py", "served/refs.py",
-    "vault/frontmatter.py", "vault/portable.py", "vault/reader.py", "vault/writer.py",
+    # the fallback of a function that engine55's modules above still call without a config (each
+    # marked "NOT CONVERTED YET" where it reads; the lead makes the parameter required after merging)
+    "git/repo.py", "served/params.py",
+    "vault/fmedit.py", "vault/portable.py", "vault/reader.py", "vault/writer.py",
 })
 
 

@@ -82,7 +82,7 @@ def _record(item: Any, where: str, fallback: str, out: Source, config: Settings)
                   body=text.strip(), fields=fields, where=where, dated=dated is not None)
 
 
-def _relations(items: list[Any], out: Source, fallback: str) -> None:
+def _relations(items: list[Any], out: Source, fallback: str, config: Settings) -> None:
     """Graph memory's ``relations`` as one note per source entity, its relations as links under
     ``## Relations`` (as the MCP memory graph's are), so each target's backlinks show them."""
     by_source: dict[str, tuple[str, set[tuple[str, str]], str]] = {}  # name -> (type, links, where)
@@ -103,10 +103,10 @@ def _relations(items: list[Any], out: Source, fallback: str) -> None:
         entry = by_source.setdefault(start, ((kind or "note").strip(), set(), where))
         entry[1].add((rel, target))
         if entry[2] != where:  # the first relation of an entity carries its note; the others go into it
-            out.merged.append(Merged(where, start, f"a relation: '- {' '.join(rel.split())} {wikilink(target)}' "
-                                     "in its note"))
+            link = wikilink(target, config)
+            out.merged.append(Merged(where, start, f"a relation: '- {' '.join(rel.split())} {link}' in its note"))
     for name, (kind, links, where) in by_source.items():
-        body = "## Relations\n\n" + "\n".join(f"- {' '.join(rel.split())} {wikilink(target)}"
+        body = "## Relations\n\n" + "\n".join(f"- {' '.join(rel.split())} {wikilink(target, config)}"
                                                 for rel, target in sorted(links))
         note_type = kind.lower() if kind.lower() in KNOWN_TYPES else kind
         out.records.append(Record(source_id=f"entity:{name}", title=" ".join(name.split()), body=body,
@@ -135,5 +135,5 @@ def read(source: Path, config: Settings) -> Source:
     out = read_items(source, memories or [], "memory", partial(_record, config=config), unit="memories")
     if isinstance(relations, list):
         out.unit = "entries (memories and relations)"
-        _relations(relations, out, source_moment(source))
+        _relations(relations, out, source_moment(source), config)
     return out

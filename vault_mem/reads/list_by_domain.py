@@ -34,7 +34,7 @@ PARAMS = (
 
 
 def list_by_domain(view: View, raw: dict[str, Any]) -> dict[str, Any]:
-    args = Args(raw, PARAMS)
+    args = Args(raw, PARAMS, view.config)
     domain = args.text("domain", required=True, max_len=1000)
     assert domain is not None
     domain = check_relative(domain.strip(), "domain")

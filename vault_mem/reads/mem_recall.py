@@ -59,7 +59,7 @@ class Picked:
 
 
 def mem_recall(view: View, raw: dict[str, Any]) -> dict[str, Any]:
-    args = Args(raw, PARAMS)
+    args = Args(raw, PARAMS, view.config)
     limit = args.integer("limit")
     offset = args.integer("offset")
     output = args.choice("output_format")
