@@ -110,7 +110,7 @@ def _why_none(view: View, domain: str, subtree: bool, note_type: str, status: st
             return [f"domain {echo(domain, config=config)} has no memories filed directly in it; "
                     "subtree=true lists its subfolders"]
         return [f"domain: no folder is named {echo(domain, config=config)}"
-                + did_you_mean(closest_names(folders, wanted), config=config)]
+                + did_you_mean(closest_names(folders, wanted, config.suggestions), config=config)]
     filters = []
     if note_type:
         filters.append(Filter(f"type {echo(note_type, config=config)}",

@@ -185,7 +185,7 @@ class Snapshot:
 
     def closest_words(self, fields: tuple[str, ...], word: str) -> list[str]:
         """The words of ``fields`` closest to ``word`` ("did you mean"), the commonest first."""
-        return vocabulary.closest_words(self._parts, fields, word)
+        return vocabulary.closest_words(self._parts, fields, word, self.config.suggestions)
 
     def doc_frequency(self, field: str, value: str) -> int:
         return query.doc_frequency(self._searcher, field, value)
