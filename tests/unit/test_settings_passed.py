@@ -34,8 +34,6 @@ NOT_CONVERTED_YET = frozenset({
     "search/cells.py", "search/facts.py", "search/lru.py", "search/ranking.py",
     "search/schema.py", "search/segments.py", "search/similar.py", "search/topk.py",
     "search/whoosh/parts.py", "search/whoosh/postings.py", "search/whoosh/seam.py",
-    # issue 56's rooms (ui/)
-    "ui/api.py", "ui/auth.py", "ui/web.py",
     # the fallback of a function that engine55's modules above still call without a config (each
     # marked "NOT CONVERTED YET" where it reads; the lead makes the parameter required after merging)
     "git/repo.py", "served/params.py",
