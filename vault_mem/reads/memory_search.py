@@ -179,7 +179,7 @@ def _plan(view: View, request: Request, messages: list[str]) -> Plan | None:
         filters.append(("tags", request.tag))
     terms: list[str] = []
     if request.query:
-        terms, dropped = search_terms(request.query)
+        terms, dropped = search_terms(request.query, view.config)
         if not terms:
             return None
         if dropped:
