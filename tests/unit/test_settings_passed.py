@@ -31,7 +31,7 @@ NOT_CONVERTED_YET = frozenset({
     "search/commits.py", "search/store.py",
     "writes/tools.py", "writes/undo.py",
     # the read side of search/ (face55's rooms)
-    "search/cells.py", "search/lru.py", "search/ranking.py", "search/schema.py", "search/segments.py",
+    "search/lru.py", "search/ranking.py", "search/schema.py", "search/segments.py",
     "search/topk.py",
     "search/whoosh/parts.py", "search/whoosh/postings.py", "search/whoosh/seam.py",
     # the fallback of a function that engine55's modules above still call without a config (each

@@ -220,7 +220,7 @@ class Snapshot:
     def cells(self, field: str) -> LazyColumn:
         """``field``'s values by document number, for a few documents: the column is read whole
         only once many are asked for (``search/cells.py``)."""
-        return LazyColumn(self._searcher, field)
+        return LazyColumn(self._searcher, field, self.config.cells_whole_after)
 
     def lexicon(self, field: str) -> list[str]:
         """Every term of ``field`` in the index (a term only deleted notes hold included); for a
