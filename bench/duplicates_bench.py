@@ -55,8 +55,8 @@ def words_only() -> Iterator[None]:
     def alike(a: facts.Said, b: facts.Said, wording: Any) -> float:
         return float(wording(a, b))
 
-    def said(title: str, body: str) -> facts.Said:
-        found = was_said(title, body)
+    def said(title: str, body: str, link_share: float) -> facts.Said:
+        found = was_said(title, body, link_share)
         return dataclasses.replace(found, links=None)
 
     facts.alike, facts.said = alike, said  # type: ignore[assignment]

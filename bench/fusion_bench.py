@@ -121,7 +121,7 @@ def ask(vault: Vault, index: VaultIndex, asked: list[Asked], sweep: bool) -> Non
             finally:
                 vault.meaning = meaning
             if sweep:
-                terms, _ = search_terms(q.question)
+                terms, _ = search_terms(q.question, view.config)
                 q.candidates = fusion.candidates(view.snapshot, meaning, q.question, terms, DEEPEST)
                 q.paths = paths
 

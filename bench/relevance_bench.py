@@ -138,7 +138,7 @@ def one_rarity_scores(view: View, terms: list[str]) -> dict[int, float]:
 
 def one_rarity_order(view: View, question: str) -> list[str]:
     """memory_search's order over the one-rarity scores (every match scored, then sorted)."""
-    terms, _dropped = ranking.search_terms(question)
+    terms, _dropped = ranking.search_terms(question, view.config)
     scores = one_rarity_scores(view.snapshot, terms)
     updated, paths = view.snapshot.column("updated"), view.snapshot.column("path")
     ranked = sorted(scores, key=lambda d: (-scores[d], -(updated[d] or 0), paths[d] or ""))
@@ -146,7 +146,7 @@ def one_rarity_order(view: View, question: str) -> list[str]:
 
 
 def bm25f(view: View, question: str) -> list[str]:
-    terms, _dropped = ranking.search_terms(question)
+    terms, _dropped = ranking.search_terms(question, view.config)
     query = Or([Term(field, term) for field in TEXT_FIELDS for term in terms])
     searcher = Searcher(searcher_of(view.snapshot).reader(), weighting=scoring.BM25F())
     return [hit["path"] for hit in searcher.search(query, limit=max(KS))]

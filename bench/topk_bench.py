@@ -87,7 +87,7 @@ def main() -> None:
     differ: list[str] = []
     with view_of(Vault(root, index)) as view:
         for query in queries:
-            terms, _dropped = search_terms(query)
+            terms, _dropped = search_terms(query, view.config)
             pages: dict[str, Any] = {}
             for way, run in (("full", full_page), ("pruned", pruned_page)):
                 pages[way], cpu, wall = timed(run, view, terms, args.limit)

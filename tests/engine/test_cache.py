@@ -73,7 +73,7 @@ def test_threads_share_one_unpickled_record_and_an_edit_is_seen(make_vault) -> N
         assert stored_record(searcher, searcher.document_number(path="n7.md"))["title"] == "Note 7 edited"
 
 
-def test_cells_answer_as_the_whole_column_does_without_reading_it(make_vault, monkeypatch, tuned) -> None:
+def test_cells_answer_as_the_whole_column_does_without_reading_it(make_vault, monkeypatch) -> None:
     """search/cells.py: a few documents' values from the segments' column readers, equal to the
     joined column's, across segments, deletions and a segment without a value; past
     WHOLE_AFTER lookups the column is joined after all."""
@@ -89,14 +89,13 @@ def test_cells_answer_as_the_whole_column_does_without_reading_it(make_vault, mo
     CACHE.clear()
     for field in ("updated", "path", "created"):
         with vault.index.searching() as searcher:
-            cells = LazyColumn(searcher, field)
+            cells = LazyColumn(searcher, field, vault.index.config.cells_whole_after)
             got = [cells[d] for d in reversed(range(searcher.doc_count_all()))]
             assert not has_columns(searcher, field)  # nothing was joined
             assert got == list(reversed(column(searcher, field)))
-    tuned(cells_whole_after=3)
     with vault.index.searching() as searcher:
         searcher._vault_mem_columns = {}
-        cells = LazyColumn(searcher, "path")
+        cells = LazyColumn(searcher, "path", 3)  # joined whole after three cells
         values = [cells[d] for d in range(searcher.doc_count_all())]
         assert has_columns(searcher, "path") and values == list(column(searcher, "path"))
 

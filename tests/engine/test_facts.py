@@ -4,7 +4,14 @@ shows through ``similar`` and ``tidy``."""
 
 from __future__ import annotations
 
-from vault_mem.search.facts import alike, disagree, said, unmatched
+from vault_mem.search import facts
+from vault_mem.search.facts import Said, alike, disagree, unmatched
+from vault_mem.settings import Settings
+
+
+def said(title: str, body: str) -> Said:
+    """What is compared of a note, with the ``similar_link_share`` setting's default."""
+    return facts.said(title, body, Settings().similar_link_share)
 
 
 def wording(a: object, b: object) -> float:

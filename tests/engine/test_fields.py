@@ -13,6 +13,7 @@ import pytest
 from vault_mem.cli import queries
 from vault_mem.reads import memory_list, read, rows
 from vault_mem.search.schema import EXACT, FILE_FIELDS, document_of, make_schema, record_of
+from vault_mem.settings import Settings
 from vault_mem.vault.fields import CORE_KEYS, FIELD, FIELDS, READ_LAYOUT, filter_names, normalize_tag
 from vault_mem.vault.note import NOTE_ATTRIBUTES
 from vault_mem.vault.reader import parse_text
@@ -52,7 +53,7 @@ EVERY_KEY = textwrap.dedent("""\
 
 
 def every_key_note():
-    return parse_text("d/every.md", EVERY_KEY, "etag", len(EVERY_KEY), 1_700_000_000 * 10**9, [])
+    return parse_text("d/every.md", EVERY_KEY, "etag", len(EVERY_KEY), 1_700_000_000 * 10**9, [], config=Settings())
 
 
 def test_every_frontmatter_key_of_a_row_is_read_by_it_and_kept_out_of_metadata() -> None:
@@ -73,7 +74,7 @@ SAMPLE = {"created": "2020-01-01", "updated": "2020-01-01", "state": "completed"
 def test_each_key_of_a_row_alone_gives_the_row_its_value(name: str, key: str) -> None:
     """A key the table names but no parser reads would vanish: kept out of metadata, read by no row."""
     def value(text: str) -> object:
-        return parse_text("n.md", text, "etag", len(text), 1_700_000_000 * 10**9, []).value(name)
+        return parse_text("n.md", text, "etag", len(text), 1_700_000_000 * 10**9, [], config=Settings()).value(name)
 
     given = f"---\n{key}: {SAMPLE.get(name, 'x1')}\n---\nbody\n"
     assert value(given) != value("---\nother: 1\n---\nbody\n")

@@ -111,7 +111,7 @@ def full_page(ranking: tuple[list[int], dict[int, float]], limit: int) -> tuple[
 
 def compare(view: View, query: str, keep: Collection[int] | None, limits: range) -> list[str]:
     """Each way's page against the full ranking's, at every limit; the differences found."""
-    terms, _dropped = search_terms(query)
+    terms, _dropped = search_terms(query, view.config)
     wrong = []
     ranking = full_ranking(view, terms, keep)
     for limit in limits:
@@ -162,7 +162,7 @@ def test_a_limited_callers_pruned_page_holds_only_its_notes(tmp_path: Path) -> N
                 assert not wrong, "\n".join(wrong[:10])
                 for q in queries(rng, 6):
                     for way in WAYS.values():
-                        page = topk.best_notes(view.snapshot, search_terms(q)[0], 50, None, **way).page
+                        page = topk.best_notes(view.snapshot, search_terms(q, view.config)[0], 50, None, **way).page
                         assert set(page) <= visible, (caller, q)
     finally:
         index.close()
@@ -177,7 +177,7 @@ def test_a_walk_leaves_no_garbage_cycle_behind(tmp_path: Path) -> None:
     index, _files = make_vault(tmp_path / "v", 3, 30)
     try:
         with view_of(Vault(index.root, index)) as view:
-            terms = search_terms(" ".join(COMMON))[0]
+            terms = search_terms(" ".join(COMMON), view.config)[0]
             gc.collect()
             gc.disable()  # only reference counts free anything until the check
             try:
@@ -238,7 +238,7 @@ async def test_memory_search_pages_are_the_full_rankings_at_every_limit(tmp_path
                         keep = {d for d in keep if extra["tag"] in (view.snapshot.record(d).get("tags") or [])}
                     if "since" in extra:
                         keep = {d for d in keep if view.snapshot.column("updated")[d] >= 1738368000}
-                terms, _ = search_terms(query)
+                terms, _ = search_terms(query, view.config)
                 ranking = full_ranking(view, terms, keep)
                 expected = [full_page(ranking, limit) for limit in range(1, 51)]
                 names = {d: view.snapshot.record(d)["path"].removesuffix(".md") for d in view.snapshot.all_docs()}

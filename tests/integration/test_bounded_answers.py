@@ -134,7 +134,8 @@ def said_so(answer: dict[str, Any]) -> str:
 
 def the_body(text: str) -> str:
     """What the index and memory_read hold of a note: its first 2 MiB, decoded, without frontmatter."""
-    return split_frontmatter(decode(text.encode("utf-8")[:settings.current().max_note_bytes])[0]).body
+    config = settings.current()
+    return split_frontmatter(decode(text.encode("utf-8")[:config.max_note_bytes], config)[0]).body
 
 
 # -- big result sets page, and paging walks everything once ---------------------------------

@@ -22,10 +22,12 @@ SHAPES = {
 
 
 def test_no_regex_backtracks_quadratically() -> None:
-    lines = ["from vault_mem.vault.reader import parse_text", f"N = {N}"]
+    lines = ["from vault_mem.settings import Settings", "from vault_mem.vault.reader import parse_text",
+             "config = Settings()", f"N = {N}"]
     for name, expr in SHAPES.items():
-        lines.append(f"parse_text('{name}.md', {expr}, '', 0, 0, [])")
-        lines.append(f"parse_text('{name}.md', '---\\ntitle: x\\n---\\n```\\n' + {expr} + '\\n```\\n', '', 0, 0, [])")
+        lines.append(f"parse_text('{name}.md', {expr}, '', 0, 0, [], config=config)")
+        lines.append(f"parse_text('{name}.md', '---\\ntitle: x\\n---\\n```\\n' + {expr} + '\\n```\\n', '', 0, 0, [],"
+                     " config=config)")
     lines.append("print('ok')")
     done = subprocess.run([sys.executable, "-c", "\n".join(lines)], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr

@@ -23,7 +23,6 @@ from mcp import Client
 from mcp.client.extension import advertise
 from serving import free_port
 
-from vault_mem import settings
 from vault_mem.history import journal
 from vault_mem.mcp_server.app import build_server
 from vault_mem.served.keys import add_agent
@@ -103,21 +102,22 @@ async def test_undoing_one_change_keeps_the_agents_other_changes_and_a_persons_l
 
 
 def test_a_session_needs_both_its_secrets_and_ends_with_its_time(tmp_path: Path) -> None:
-    session, cookie, page = auth.open_session(tmp_path, "helper", "k" * 64, now=1000.0)
+    config = Settings()
+    session, cookie, page = auth.open_session(tmp_path, "helper", "k" * 64, config, now=1000.0)
     assert auth.find_session(tmp_path, cookie, page, now=1001.0) == session  # kept: every worker and later run
     assert auth.find_session(tmp_path, cookie, None, now=1001.0) is None  # the cookie alone
     assert auth.find_session(tmp_path, None, page, now=1001.0) is None
     assert auth.find_session(tmp_path, page, cookie, now=1001.0) is None  # swapped
-    other, other_cookie, other_page = auth.open_session(tmp_path, None, None, now=1000.0)
+    other, other_cookie, other_page = auth.open_session(tmp_path, None, None, config, now=1000.0)
     assert auth.find_session(tmp_path, cookie, other_page, now=1001.0) is None  # another session's secret
-    assert auth.find_session(tmp_path, cookie, page, now=1000.0 + settings.current().ui_session_ttl + 1) is None
+    assert auth.find_session(tmp_path, cookie, page, now=1000.0 + config.ui_session_ttl + 1) is None
     assert auth.find_session(tmp_path, cookie, page, now=1001.0) is None  # an expired session's file is gone
     assert auth.find_session(tmp_path, "garbage", page, now=1001.0) is None
     auth.end_session(tmp_path, other)
     assert auth.find_session(tmp_path, other_cookie, other_page, now=1001.0) is None
-    code = auth.issue_login(tmp_path)
-    assert auth.use_login(tmp_path, code) and not auth.use_login(tmp_path, code)  # once only
-    assert not auth.use_login(tmp_path, "made-up")
+    code = auth.issue_login(tmp_path, config)
+    assert auth.use_login(tmp_path, code, config) and not auth.use_login(tmp_path, code, config)  # once only
+    assert not auth.use_login(tmp_path, "made-up", config)
 
 
 @contextmanager

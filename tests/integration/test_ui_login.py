@@ -6,6 +6,7 @@ this process under uvicorn, so that wrong logins are timed by the test's own clo
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -14,7 +15,7 @@ from pathlib import Path
 import httpx2
 import pytest
 import uvicorn
-from conftest import Tuned, eventually, open_vault, write_notes
+from conftest import eventually, open_vault, write_notes
 from serving import free_port
 
 from vault_mem import settings
@@ -217,9 +218,9 @@ def test_wrong_logins_make_the_next_wait_while_a_link_and_an_agents_key_still_lo
 
 
 def test_wrong_logins_from_many_addresses_make_every_address_wait() -> None:
-    config = settings.current()
+    config = Settings()
     clock = Clock()
-    guesses = auth.Guesses(clock)
+    guesses = auth.Guesses(clock, config=config)
     for n in range(config.ui_login_free_all):
         assert guesses.wait(f"10.0.0.{n}") == 0
         guesses.failed(f"10.0.0.{n}")  # one each: no address is over its own allowance
@@ -228,10 +229,9 @@ def test_wrong_logins_from_many_addresses_make_every_address_wait() -> None:
     assert guesses.wait("10.0.1.1") == 0
 
 
-def test_the_table_of_guessing_addresses_stays_bounded(tuned: Tuned) -> None:
-    tuned(ui_login_addresses=10)
+def test_the_table_of_guessing_addresses_stays_bounded() -> None:
     clock = Clock()
-    guesses = auth.Guesses(clock)
+    guesses = auth.Guesses(clock, config=dataclasses.replace(Settings(), ui_login_addresses=10))
     for n in range(50):
         clock.now += 1
         guesses.failed(f"10.0.{n}.1")

@@ -312,7 +312,7 @@ def _value(name: str) -> Values:
 def call_arguments(spec: ToolSpec) -> st.SearchStrategy[dict[str, Any]]:
     """Arguments for ``spec``, in three moods: every value well-shaped; one value wild; all
     values wild, with unknown keys and now and then a required parameter left out."""
-    names = list(spec.properties)
+    names = list(spec.names)
 
     def shaped(pick: Callable[[Values], st.SearchStrategy[Any]]) -> st.SearchStrategy[dict[str, Any]]:
         required = {n: pick(_value(n)) for n in spec.required}
@@ -352,7 +352,7 @@ def check_answer(spec: ToolSpec, args: dict[str, Any], result: CallToolResult) -
     text = result.content[0].text
     assert json.loads(text) == answer, "the text block must carry the whole answer"
     assert len(text) <= vm_settings.current().max_answer_chars, f"answer of {len(text)} characters"
-    unknown = [k for k in args if k not in spec.properties]
+    unknown = [k for k in args if k not in spec.names]
     assert not unknown or status == "invalid", f"unknown parameter {unknown[0]!r} not refused: {answer}"
     if status == "invalid":
         param = answer.get("param")
@@ -474,7 +474,7 @@ def test_fuzzed_write_calls_long(write_session: Session, tool: str) -> None:
 
 def test_every_parameter_has_a_strategy() -> None:
     for spec in SPECS.values():
-        for name in spec.properties:
+        for name in spec.names:
             assert _value(name) is not None
 
 

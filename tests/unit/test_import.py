@@ -23,6 +23,7 @@ from import_samples import (
 
 from vault_mem.cli import main
 from vault_mem.imports.notes import IMPORT_HASH, IMPORT_ID, IMPORTED_FROM, parsed
+from vault_mem.settings import Settings
 from vault_mem.vault.reader import read_note
 
 pytestmark = pytest.mark.anyio
@@ -215,7 +216,8 @@ def test_export_then_import_jsonl_gives_back_equal_notes(tmp_path: Path, capsys:
     assert [r["path"] for r in back] == [r["path"] for r in first]
     for old, new in zip(first, back, strict=True):
         assert comparable(new) == comparable(old), old["path"]
-    assert parsed((empty / "hand" / "Written by hand.md").read_text(encoding="utf-8"))[0]["custom"] == {"a": 1}
+    hand = (empty / "hand" / "Written by hand.md").read_text(encoding="utf-8")
+    assert parsed(hand, Settings())[0]["custom"] == {"a": 1}
 
 
 def write_json(path: Path, value: Any) -> Path:

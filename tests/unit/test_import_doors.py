@@ -18,6 +18,7 @@ from conftest import SAMPLE_VAULT
 
 from vault_mem.cli import main
 from vault_mem.imports.notes import IMPORTED_FROM, parsed
+from vault_mem.settings import Settings
 from vault_mem.vault.frontmatter import load_yaml, split_frontmatter
 from vault_mem.vault.reader import read_note
 
@@ -127,7 +128,7 @@ def test_notes_a_mem0_import_made_of_openmemory_are_updated_not_doubled(tmp_path
     assert earlier["created"] == 10
     answer = imported(capsys, "openmemory", OM_ZIP, vault)
     assert (answer["created"], answer["updated"]) == (0, 10), answer
-    imported_from = {parsed((vault / rel).read_text(encoding="utf-8"))[0][IMPORTED_FROM]
+    imported_from = {parsed((vault / rel).read_text(encoding="utf-8"), Settings())[0][IMPORTED_FROM]
                      for rel in md_tree(vault)}
     assert imported_from == {"openmemory"} and len(md_tree(vault)) == 10
     err = refused(capsys, ["import", "mem0", str(OM_ZIP), "--vault", str(vault)])
@@ -168,7 +169,7 @@ def concept_problems(bundle: Path) -> list[str]:
     for path in sorted(bundle.rglob("*.md")):
         rel = path.relative_to(bundle).as_posix()
         split = split_frontmatter(path.read_bytes().decode("utf-8", "replace").removeprefix("\ufeff"))
-        loaded = load_yaml(split.yaml_text) if split.yaml_text is not None else None
+        loaded = load_yaml(split.yaml_text, Settings()) if split.yaml_text is not None else None
         if path.name == "index.md":
             if loaded is not None and (rel != "index.md" or set(loaded.data) != {"okf_version"}):
                 problems.append(rel)

@@ -14,6 +14,7 @@ import pytest
 from whoosh.lang.snowball.english import EnglishStemmer
 
 from vault_mem.search.api import search_terms
+from vault_mem.settings import Settings
 
 pytestmark = pytest.mark.anyio
 
@@ -111,7 +112,7 @@ async def test_stop_words_and_short_terms_dropped_unless_nothing_else(make_vault
         "o.md": note("O", "other words in here"),
         "s.md": note("S", "an ox"),
     })
-    assert search_terms("the and with kafka")[1] == ["the", "and", "with"]  # stop words
+    assert search_terms("the and with kafka", Settings())[1] == ["the", "and", "with"]  # stop words
     async with mcp_session(vault) as c:
         kafka = await search(c, query="kafka")
         with_noise = await search(c, query="the kafka of it")

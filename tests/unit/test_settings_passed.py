@@ -30,20 +30,14 @@ NOT_CONVERTED_YET = frozenset({
     "runtime/watcher.py",
     "search/commits.py", "search/store.py",
     "writes/tools.py", "writes/undo.py",
-    # face55 (the read side of search/, reads/, served/context.py)
-    "reads/chunks.py", "reads/conflicts.py", "reads/excerpts.py", "reads/lineage.py", "reads/list_misses.py",
-    "reads/list_page.py", "reads/mem_recall.py", "reads/memory_search.py", "reads/misses.py", "reads/read.py",
-    "reads/rows.py", "reads/tidy.py",
-    "search/cells.py", "search/facts.py", "search/fusion.py", "search/lru.py", "search/ranking.py",
-    "search/schema.py", "search/segments.py", "search/similar.py", "search/topk.py", "search/vocabulary.py",
+    # the read side of search/ (face55's rooms)
+    "search/lru.py", "search/ranking.py", "search/schema.py", "search/segments.py",
+    "search/topk.py",
     "search/whoosh/parts.py", "search/whoosh/postings.py", "search/whoosh/seam.py",
-    "served/context.py",
-    # issue 56 (ui/, imports/)
-    "imports/notes.py", "imports/records.py", "ui/api.py", "ui/auth.py", "ui/web.py",
-    # settings55: the fallback of a function that the modules above still call without a config
-    # (each marked "NOT CONVERTED YET" where it reads; the lead makes the parameter required)
-    "git/repo.py", "served/params.py", "served/refs.py",
-    "vault/frontmatter.py", "vault/portable.py", "vault/reader.py", "vault/writer.py",
+    # the fallback of a function that engine55's modules above still call without a config (each
+    # marked "NOT CONVERTED YET" where it reads; the lead makes the parameter required after merging)
+    "git/repo.py", "served/params.py",
+    "vault/fmedit.py", "vault/portable.py", "vault/reader.py", "vault/writer.py",
 })
 
 

@@ -69,7 +69,7 @@ def changed_lines(old: str, new: str) -> list[str]:
 
 def fields_of(text: str) -> dict[str, Any]:
     split = split_frontmatter(text.removeprefix("\ufeff").replace("\r\n", "\n"))
-    loaded = load_yaml(split.yaml_text or "")
+    loaded = load_yaml(split.yaml_text or "", Settings())
     assert loaded.parsed, loaded.problems
     return loaded.data
 
@@ -266,7 +266,7 @@ def test_new_frontmatter_is_block_style_in_a_stable_order() -> None:
     text = render_frontmatter({
         "agent": "claude-code", "tags": ["a", "b"], "updated": "2024-05-01T10:00:00Z",
         "title": "Fix: the 'x' bug", "id": "m-1", "created": "2024-05-01T10:00:00Z", "type": "fact",
-    })
+    }, config=Settings())
     assert text == (
         "---\n"
         "id: m-1\n"

@@ -13,6 +13,7 @@ from vault_mem.cli.common import check_likely_vault, print_json, progress_bar, s
 from vault_mem.cli.output import plural, visible
 from vault_mem.errors import InvalidInput
 from vault_mem.imports import FORMATS
+from vault_mem.settings import Settings
 
 if TYPE_CHECKING:
     from vault_mem.imports.notes import Report
@@ -98,7 +99,8 @@ def cmd_import(args: argparse.Namespace) -> int:
     from vault_mem.imports.notes import import_records
 
     fmt = FORMATS[args.format]
-    source = fmt.read(args.source.expanduser())  # before any folder is made: a bad source leaves nothing
+    config = settings.current()
+    source = fmt.read(args.source.expanduser(), config)  # before any folder is made: a bad source leaves nothing
     root, made = _import_vault(args)
     agent = f"import-{fmt.name}"
     journal = _Journal(args, root, agent)
@@ -106,7 +108,8 @@ def cmd_import(args: argparse.Namespace) -> int:
     bar.quiet = args.json
     try:
         report = import_records(root, fmt.name, source, domain=args.domain, dry_run=args.dry_run,
-                                default_domain=fmt.default_domain, advance=bar.advance, journal=journal)
+                                default_domain=fmt.default_domain, advance=bar.advance, journal=journal,
+                                config=config)
     except BaseException:
         _remove_if_empty(made)
         raise
@@ -226,12 +229,13 @@ def cmd_export(args: argparse.Namespace) -> int:
     from vault_mem.vault.writer import atomic_write
 
     root = vault_root(args)
+    config = settings.current()
     count = 0
     seen: set[str] = set()
     if args.format == "okf":
-        return _export_okf(args, root)
+        return _export_okf(args, root, config)
     if args.output is None:
-        for line in export_lines(root, seen):
+        for line in export_lines(root, config, seen):
             sys.stdout.write(line + "\n")
             count += 1
         sys.stdout.flush()
@@ -239,9 +243,9 @@ def cmd_export(args: argparse.Namespace) -> int:
         output = args.output.expanduser()
         if output.is_dir():
             raise InvalidInput("--output", f"{output} is a folder; give a file name")
-        lines = list(export_lines(root, seen))
+        lines = list(export_lines(root, config, seen))
         count = len(lines)
-        atomic_write(output, "".join(line + "\n" for line in lines).encode("utf-8"))
+        atomic_write(output, "".join(line + "\n" for line in lines).encode("utf-8"), config=config)
     say(f"exported {plural(count, 'note')} from {root}" + (f" to {args.output}" if args.output else ""))
     _say_not_exported(root, seen)
     return 0
@@ -256,7 +260,7 @@ def _say_not_exported(root: Path, seen: set[str]) -> None:
             + (f" and {len(paths) - shown:,} more" if len(paths) > shown else ""))
 
 
-def _export_okf(args: argparse.Namespace, root: Path) -> int:
+def _export_okf(args: argparse.Namespace, root: Path, config: Settings) -> int:
     """An OKF bundle of the vault (docs/import.md, "OKF bundles"), to a new folder or a .zip, whole
     or not at all: a folder is written beside its place under a hidden name, then renamed."""
     from vault_mem.imports.okf import OKF_VERSION, bundle, write_bundle
@@ -266,9 +270,9 @@ def _export_okf(args: argparse.Namespace, root: Path) -> int:
                            "folder) or --output FILE.zip")
     output = args.output.expanduser()
     seen: set[str] = set()
-    made = bundle(root, seen)
-    write_bundle(made.files, output)
-    shown = settings.current().import_shown
+    made = bundle(root, config, seen)
+    write_bundle(made.files, output, config)
+    shown = config.import_shown
     say(f"exported {plural(made.notes, 'note')} from {root} to {output} as an OKF {OKF_VERSION} bundle "
         f"(index.md lists them; vault-mem.json lets 'vault-mem import okf' restore them exactly)")
     if made.typed:

@@ -99,10 +99,11 @@ class Repo:
     @classmethod
     def find(cls, vault: Path, config: Settings | None = None) -> Repo | None:
         """The work tree holding ``vault``, or None (not a work tree, a bare repository, no git).
-        ``config``: the process's settings, given by every caller once issue 55's branches are
-        merged (None reads them here until then)."""
+        ``config``: the process's settings. NOT CONVERTED YET: None reads them here, for engine55's
+        callers (writes/undo.py; writes/tools.py and runtime/syncloop.py through ``write_commit`` and
+        ``sync_vault``; search/build.py through ``gitfollow.open_history_readonly``)."""
         if config is None:
-            config = settings.current()  # NOT CONVERTED YET: writes/undo.py, search/gitfollow.py pass none
+            config = settings.current()
         if git_executable() is None:
             return None
         try:

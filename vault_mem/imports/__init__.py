@@ -1,6 +1,6 @@
 """Importing the memories people keep elsewhere, and exporting a vault (docs/import.md).
 
-    FORMATS[name].read(source) -> Source        one module per format; reads, never writes
+    FORMATS[name].read(source, config) -> Source   one module per format; reads, never writes
     notes.import_records(root, name, source)    the one writer: idempotent, conflict-safe
     export.export_lines(root)                   every note as a JSON line
 
@@ -16,13 +16,14 @@ from pathlib import Path
 
 from vault_mem.imports import chatgpt, claude, jsonl, mcp_memory, mem0, okf, openmemory
 from vault_mem.imports.records import Record, Source
+from vault_mem.settings import Settings
 
 
 @dataclass(frozen=True)
 class Format:
     name: str
     summary: str
-    read: Callable[[Path], Source]
+    read: Callable[[Path, Settings], Source]
     default_domain: Callable[[Record], str]
 
 

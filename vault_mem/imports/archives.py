@@ -5,7 +5,7 @@
     member(zf, info, source) -> bytes    one entry, CRC checked
     gunzip(data, what) -> bytes          the unpacked bytes
 
-Each unpacks at most the ``import_unpacked_bytes`` setting (or the ``limit`` given).
+Each unpacks at most the ``limit`` given (the ``import_unpacked_bytes`` setting, passed by the format).
 
 An archive is read whole before anything is written (docs/import.md): a broken one is an
 error naming the file and what is wrong with it, never a traceback, never a half import.
@@ -22,7 +22,6 @@ import zlib
 from pathlib import Path
 from typing import IO
 
-from vault_mem import settings
 from vault_mem.errors import InvalidInput
 
 
@@ -66,10 +65,6 @@ def _too_large(what: str, limit: int) -> InvalidInput:
                         "that large)")
 
 
-def _limit(limit: int | None) -> int:
-    return settings.current().import_unpacked_bytes if limit is None else limit
-
-
 def _bounded(stream: IO[bytes] | gzip.GzipFile, what: str, limit: int) -> bytes:
     data = stream.read(limit + 1)  # never more: one byte past the limit says it is too large
     if len(data) > limit:
@@ -77,11 +72,10 @@ def _bounded(stream: IO[bytes] | gzip.GzipFile, what: str, limit: int) -> bytes:
     return data
 
 
-def member(zf: zipfile.ZipFile, info: zipfile.ZipInfo, source: Path, limit: int | None = None) -> bytes:
+def member(zf: zipfile.ZipFile, info: zipfile.ZipInfo, source: Path, limit: int) -> bytes:
     """One entry of ``zf`` whole; InvalidInput when it is damaged, encrypted or larger than
     ``limit`` (what its header says, or what it unpacks to: a header can lie)."""
     what = f"{info.filename!r} in {source.name}"
-    limit = _limit(limit)
     if info.file_size > limit:
         raise _too_large(what, limit)
     try:
@@ -94,10 +88,9 @@ def member(zf: zipfile.ZipFile, info: zipfile.ZipInfo, source: Path, limit: int 
         raise InvalidInput("SOURCE", f"{what} cannot be unpacked ({exc})") from None
 
 
-def gunzip(data: bytes, what: str, limit: int | None = None) -> bytes:
+def gunzip(data: bytes, what: str, limit: int) -> bytes:
     """``data`` unpacked; InvalidInput naming ``what`` when it is truncated, damaged or unpacks
     past ``limit``."""
-    limit = _limit(limit)
     try:
         with gzip.GzipFile(fileobj=io.BytesIO(data)) as stream:
             return _bounded(stream, what, limit)

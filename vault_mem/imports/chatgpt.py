@@ -24,6 +24,7 @@ from typing import Any
 
 from vault_mem.imports.chats import SPEAKERS, DateFolder, conversation, read_conversations
 from vault_mem.imports.records import Record, Skipped, Source, json_kind, text_or_none
+from vault_mem.settings import Settings
 
 FORMAT = "chatgpt"
 DEFAULT_DOMAIN = DateFolder("chatgpt")
@@ -193,7 +194,8 @@ def looks_like(item: Any) -> bool:
         and "chat_messages" not in item
 
 
-def read(source: Path) -> Source:
+def read(source: Path, config: Settings) -> Source:
+    """``config``: unused by this format (every format's reader takes it)."""
     from vault_mem.imports import claude
 
     return read_conversations(source, ACCEPTED, _record, looks_like, ("claude", claude.looks_like))

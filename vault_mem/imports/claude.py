@@ -16,6 +16,7 @@ from typing import Any
 
 from vault_mem.imports.chats import SPEAKERS, DateFolder, conversation, read_conversations
 from vault_mem.imports.records import Record, Skipped, Source, json_kind, text_or_none
+from vault_mem.settings import Settings
 
 FORMAT = "claude"
 DEFAULT_DOMAIN = DateFolder("claude")
@@ -69,7 +70,8 @@ def looks_like(item: Any) -> bool:
     return isinstance(item, dict) and isinstance(item.get("chat_messages"), list) and "mapping" not in item
 
 
-def read(source: Path) -> Source:
+def read(source: Path, config: Settings) -> Source:
+    """``config``: unused by this format (every format's reader takes it)."""
     from vault_mem.imports import chatgpt
 
     return read_conversations(source, ACCEPTED, _record, looks_like, ("chatgpt", chatgpt.looks_like))

@@ -21,6 +21,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from vault_mem.settings import Settings
 from vault_mem.vault.fields import note_fields
 from vault_mem.vault.note import Note, est_tokens
 from vault_mem.vault.reader import read_note, read_whole
@@ -42,10 +43,10 @@ def note_record(note: Note) -> dict[str, Any]:
     }
 
 
-def _file(root: Path, rel: str) -> dict[str, str]:
+def _file(root: Path, rel: str, config: Settings) -> dict[str, str]:
     """The file's bytes as the line carries them: ``file`` (UTF-8 text), else ``file_base64``."""
     try:
-        data = read_whole(root / rel)
+        data = read_whole(root / rel, config)
     except OSError:
         return {}  # not readable now: the line has its fields only (its ``problems`` say why)
     try:
@@ -54,12 +55,13 @@ def _file(root: Path, rel: str) -> dict[str, str]:
         return {"file_base64": base64.b64encode(data).decode("ascii")}
 
 
-def export_lines(root: Path, seen: set[str] | None = None) -> Iterator[str]:
+def export_lines(root: Path, config: Settings, seen: set[str] | None = None) -> Iterator[str]:
     """One JSON line (no newline) per note, in path order; each file's path goes into ``seen``."""
     for rel in walk_vault(root).files:
         if seen is not None:
             seen.add(rel)
-        yield json.dumps({**note_record(read_note(root, rel)), **_file(root, rel)}, ensure_ascii=False)
+        yield json.dumps({**note_record(read_note(root, rel, config=config)), **_file(root, rel, config)},
+                         ensure_ascii=False)
 
 
 def not_exported(root: Path, exported: set[str]) -> dict[str, list[str]]:

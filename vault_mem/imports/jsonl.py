@@ -38,6 +38,7 @@ from vault_mem.imports.records import (
     string_list,
     text_or_none,
 )
+from vault_mem.settings import Settings
 from vault_mem.vault.reader import CORE_KEYS
 
 FORMAT = "jsonl"
@@ -100,7 +101,7 @@ def _file(obj: dict[str, Any], where: str) -> Record | Skipped | None:
                   mtime_ns=mtime if isinstance(mtime, int) and not isinstance(mtime, bool) and mtime > 0 else None)
 
 
-def _record(obj: Any, where: str, fallback: str) -> Record | Skipped:
+def _record(obj: Any, where: str, fallback: str, config: Settings) -> Record | Skipped:
     if not isinstance(obj, dict):
         return Skipped(where, f"{json_kind(obj)}, not an object with 'text'")
     restored = _file(obj, where)
@@ -112,7 +113,7 @@ def _record(obj: Any, where: str, fallback: str) -> Record | Skipped:
     title = text_or_none(obj.get("title"))
     if title is None and not text.strip():
         return Skipped(where, "empty: neither text nor a title")
-    title = " ".join((title or first_line_title(text)).split())
+    title = " ".join((title or first_line_title(text, config.import_title_chars)).split())
     dated = next((m for key in _CREATED if key in obj and (m := moment(obj[key]))), None)
     created = dated or fallback
     updated = next((m for key in _UPDATED if key in obj and (m := moment(obj[key]))), None) or created
@@ -141,9 +142,9 @@ def _origin(obj: dict[str, Any]) -> tuple[str, str, str | None] | None:
     return fmt.strip(), source_id, text_or_none(metadata.get(IMPORT_HASH))
 
 
-def read(source: Path) -> Source:
+def read(source: Path, config: Settings) -> Source:
     out = Source()
     fallback = source_moment(source)
     for where, obj in json_lines(source, out):
-        out.add(_record(obj, where, fallback))
+        out.add(_record(obj, where, fallback, config))
     return out

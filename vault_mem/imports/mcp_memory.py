@@ -38,6 +38,7 @@ from vault_mem.imports.records import (
     moment,
     source_moment,
 )
+from vault_mem.settings import Settings
 from vault_mem.vault.note import KNOWN_TYPES
 from vault_mem.vault.writer import note_filename
 
@@ -58,9 +59,9 @@ def _one_line(text: str) -> str:
     return " ".join(text.split())
 
 
-def wikilink(name: str) -> str:
+def wikilink(name: str, config: Settings) -> str:
     """A link to the note an entity named ``name`` becomes (its file name, shown as the name)."""
-    stem = note_filename(name)[:-3]
+    stem = note_filename(name, config)[:-3]
     shown = _one_line(name).replace("]", "").replace("|", "/")
     return f"[[{stem}]]" if stem == shown else f"[[{stem}|{shown}]]"
 
@@ -165,7 +166,7 @@ def _frontmatter_value(value: Any) -> Any:
     return json.dumps(value, ensure_ascii=False, default=str)
 
 
-def read(source: Path) -> Source:
+def read(source: Path, config: Settings) -> Source:
     out = Source()
     entities: dict[str, _Entity] = {}
     relations: dict[str, list[tuple[str, str, str]]] = {}  # from -> [(relationType, to, where)]
@@ -192,7 +193,7 @@ def read(source: Path) -> Source:
     for name, outgoing in relations.items():
         for rel, target, where in outgoing:
             if name in entities:
-                out.merged.append(Merged(where, name, f"a relation: '- {rel} {wikilink(target)}' in its note"))
+                out.merged.append(Merged(where, name, f"a relation: '- {rel} {wikilink(target, config)}' in its note"))
             else:
                 out.skipped.append(Skipped(where, f"a relation from {name!r}, an entity the file does not hold"))
     stamp = source_moment(source)
@@ -201,7 +202,7 @@ def read(source: Path) -> Source:
         links = sorted({(rel, target) for rel, target, _ in relations.get(name, [])})
         if links:
             body += ("\n\n" if body else "") + "## Relations\n\n" + "\n".join(
-                f"- {_one_line(rel)} {wikilink(target)}" for rel, target in links)
+                f"- {_one_line(rel)} {wikilink(target, config)}" for rel, target in links)
         note_type = entity.kind.lower() if entity.kind.lower() in KNOWN_TYPES else entity.kind
         known = entity.created + entity.updated + entity.times
         created = min(entity.created or known) if known else stamp

@@ -14,6 +14,7 @@ target}``; ``destination`` in older versions) become one note per source entity 
 
 from __future__ import annotations
 
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -34,6 +35,7 @@ from vault_mem.imports.records import (
     string_list,
     text_or_none,
 )
+from vault_mem.settings import Settings
 from vault_mem.vault.note import KNOWN_TYPES
 
 FORMAT = "mem0"
@@ -53,7 +55,7 @@ def _memories(data: Any) -> list[Any] | None:
     return None
 
 
-def _record(item: Any, where: str, fallback: str, out: Source) -> Record | Skipped:
+def _record(item: Any, where: str, fallback: str, out: Source, config: Settings) -> Record | Skipped:
     if not isinstance(item, dict):
         return Skipped(where, f"{json_kind(item)}, not a memory object")
     source_id = text_or_none(item.get("id"))
@@ -76,11 +78,11 @@ def _record(item: Any, where: str, fallback: str, out: Source) -> Record | Skipp
     metadata = item.get("metadata")
     if isinstance(metadata, dict) and metadata:
         fields["mem0_metadata"] = metadata
-    return Record(source_id=source_id.strip(), title=first_line_title(text), body=text.strip(), fields=fields,
-                  where=where, dated=dated is not None)
+    return Record(source_id=source_id.strip(), title=first_line_title(text, config.import_title_chars),
+                  body=text.strip(), fields=fields, where=where, dated=dated is not None)
 
 
-def _relations(items: list[Any], out: Source, fallback: str) -> None:
+def _relations(items: list[Any], out: Source, fallback: str, config: Settings) -> None:
     """Graph memory's ``relations`` as one note per source entity, its relations as links under
     ``## Relations`` (as the MCP memory graph's are), so each target's backlinks show them."""
     by_source: dict[str, tuple[str, set[tuple[str, str]], str]] = {}  # name -> (type, links, where)
@@ -101,10 +103,10 @@ def _relations(items: list[Any], out: Source, fallback: str) -> None:
         entry = by_source.setdefault(start, ((kind or "note").strip(), set(), where))
         entry[1].add((rel, target))
         if entry[2] != where:  # the first relation of an entity carries its note; the others go into it
-            out.merged.append(Merged(where, start, f"a relation: '- {' '.join(rel.split())} {wikilink(target)}' "
-                                     "in its note"))
+            link = wikilink(target, config)
+            out.merged.append(Merged(where, start, f"a relation: '- {' '.join(rel.split())} {link}' in its note"))
     for name, (kind, links, where) in by_source.items():
-        body = "## Relations\n\n" + "\n".join(f"- {' '.join(rel.split())} {wikilink(target)}"
+        body = "## Relations\n\n" + "\n".join(f"- {' '.join(rel.split())} {wikilink(target, config)}"
                                                 for rel, target in sorted(links))
         note_type = kind.lower() if kind.lower() in KNOWN_TYPES else kind
         out.records.append(Record(source_id=f"entity:{name}", title=" ".join(name.split()), body=body,
@@ -120,7 +122,7 @@ def _openmemory_backup(source: Path) -> InvalidInput:
                         f"'vault-mem import openmemory {source.name}' (its categories, apps and states are kept)")
 
 
-def read(source: Path) -> Source:
+def read(source: Path, config: Settings) -> Source:
     if is_zip(source):
         raise _openmemory_backup(source)
     data = load_json(source, ACCEPTED)
@@ -130,8 +132,8 @@ def read(source: Path) -> Source:
     relations = data.get("relations") if isinstance(data, dict) else None
     if memories is None and not isinstance(relations, list):
         raise InvalidInput("SOURCE", f"{source} holds no memories: expected {ACCEPTED}")
-    out = read_items(source, memories or [], "memory", _record, unit="memories")
+    out = read_items(source, memories or [], "memory", partial(_record, config=config), unit="memories")
     if isinstance(relations, list):
         out.unit = "entries (memories and relations)"
-        _relations(relations, out, source_moment(source))
+        _relations(relations, out, source_moment(source), config)
     return out

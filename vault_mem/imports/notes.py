@@ -34,9 +34,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from vault_mem import settings
 from vault_mem.errors import InvalidInput, WriteFailed
 from vault_mem.imports.records import Merged, Record, Skipped, Source
+from vault_mem.settings import Settings
 from vault_mem.vault.dates import parse_datetime
 from vault_mem.vault.frontmatter import load_yaml, split_frontmatter
 from vault_mem.vault.paths import check_folder_names, check_relative, confine, existing_spelling, name_key
@@ -93,28 +93,28 @@ def digest(data: dict[str, Any], body: str) -> str:
     return "sha256-" + hashlib.sha256(blob.encode("utf-8", "surrogatepass")).hexdigest()[:32]
 
 
-def parsed(text: str) -> tuple[dict[str, Any], str, bool]:
+def parsed(text: str, config: Settings) -> tuple[dict[str, Any], str, bool]:
     """(frontmatter values, body, parsed?) of a note's text, as the reader splits it."""
     split = split_frontmatter(text.removeprefix("\ufeff"))
     if split.yaml_text is None:
         return {}, split.body, False
-    loaded = load_yaml(split.yaml_text)
+    loaded = load_yaml(split.yaml_text, config)
     return loaded.data, split.body, loaded.parsed
 
 
-def expected_digest(fields: dict[str, Any], body: str) -> str:
+def expected_digest(fields: dict[str, Any], body: str, config: Settings) -> str:
     """The digest of the note ``fields`` and ``body`` render to, without rendering it: render_note
     refuses any value that would not read back the same (type included), so what is read back is
     ``plain_value`` of each field, and the body only gains LF endings and a final newline."""
-    return digest({key: plain_value(value) for key, value in fields.items()}, body)
+    return digest({key: plain_value(value, config) for key, value in fields.items()}, body)
 
 
-def rendered(fields: dict[str, Any], body: str, kept_hash: str | None = None) -> tuple[str, str]:
+def rendered(fields: dict[str, Any], body: str, config: Settings, kept_hash: str | None = None) -> tuple[str, str]:
     """(the note's text with ``import_hash``, that hash). InvalidInput for a value YAML cannot hold.
     ``kept_hash``: the hash the note carried before it was exported, kept so that an edit made
     before the move is still a conflict for the next import of its first source."""
-    text = render_note(fields, body)
-    value = kept_hash or expected_digest(fields, body)
+    text = render_note(fields, body, config=config)
+    value = kept_hash or expected_digest(fields, body, config)
     end = text.index("\n---\n") + 1  # render_note's block: the first closing fence
     return text[:end] + f"{IMPORT_HASH}: {value}\n" + text[end:], value
 
@@ -130,22 +130,22 @@ def _read_head(path: Path) -> bytes | None:
 Identity = tuple[str, str]  # (imported_from, import_id)
 
 
-def _identity(data: bytes) -> Identity | None:
+def _identity(data: bytes, config: Settings) -> Identity | None:
     if b"import_id:" not in data:
         return None
-    values, _, ok = parsed(data.decode("utf-8", "replace"))
+    values, _, ok = parsed(data.decode("utf-8", "replace"), config)
     if ok and values.get(IMPORTED_FROM) is not None and values.get(IMPORT_ID) is not None:
         return str(values[IMPORTED_FROM]), str(values[IMPORT_ID])
     return None
 
 
-def find_imported(root: Path) -> tuple[dict[Identity, list[str]], set[Identity]]:
+def find_imported(root: Path, config: Settings) -> tuple[dict[Identity, list[str]], set[Identity]]:
     """({(imported_from, import_id): [paths of notes carrying it]}, those of notes in the trash).
     Every format's: a vault moved through export and import jsonl keeps its notes' first identity."""
     found: dict[Identity, list[str]] = {}
     for rel in walk_vault(root).files:
         data = _read_head(root / rel)
-        identity = _identity(data) if data is not None else None
+        identity = _identity(data, config) if data is not None else None
         if identity is not None:
             found.setdefault(identity, []).append(rel)
     trashed: set[Identity] = set()
@@ -153,7 +153,7 @@ def find_imported(root: Path) -> tuple[dict[Identity, list[str]], set[Identity]]
     if trash.is_dir() and not trash.is_symlink():
         for name in sorted(os.listdir(trash)):
             data = _read_head(trash / name) if name.lower().endswith(".md") else None
-            identity = _identity(data) if data is not None else None
+            identity = _identity(data, config) if data is not None else None
             if identity is not None:
                 trashed.add(identity)
     return found, trashed
@@ -192,18 +192,19 @@ def _names_in(folder: Path) -> set[str]:
 
 class _Importer:
     def __init__(self, root: Path, fmt: str, domain: str | None, dry_run: bool,
-                 default_domain: Callable[[Record], str], journal: Callable[[list[dict[str, Any]]], None] | None
-                 ) -> None:
+                 default_domain: Callable[[Record], str], journal: Callable[[list[dict[str, Any]]], None] | None,
+                 config: Settings) -> None:
+        self.config = config
         self.root, self.fmt, self.domain, self.dry_run = root, fmt, domain, dry_run
         self.default_domain = default_domain
         self.journal = journal
         self.report = Report(fmt, dry_run)
-        self.found, self.trashed = find_imported(root) if root.is_dir() else ({}, set())
+        self.found, self.trashed = find_imported(root, config) if root.is_dir() else ({}, set())
         self.seen: dict[Identity, str] = {}
         # Listing a folder for each note would make an import of n notes into one folder O(n²).
         self.folders: dict[tuple[str, str], Path] = {}
         self.names: dict[Path, set[str]] = {}
-        self.pool = ThreadPoolExecutor(max_workers=settings.current().import_writers, thread_name_prefix="import")
+        self.pool = ThreadPoolExecutor(max_workers=config.import_writers, thread_name_prefix="import")
         # (create, record, where, bytes, id, the folder it makes)
         self.pending: list[tuple[Future[Path], Record, str, bytes, str, str | None]] = []
         self.making: set[Path] = set()  # the folders this run's creates make
@@ -262,19 +263,19 @@ class _Importer:
             # MAX_NAME_BYTES; a name that is already clean is kept as it is, and so is a restored
             # file's name that every system can hold (a '#' or '.excalidraw' in it included).
             kept = record.raw is not None and portable_name(name)
-            return self.folder(folder_rel, "path"), name if kept else note_filename(name[:-3])
+            return self.folder(folder_rel, "path"), name if kept else note_filename(name[:-3], self.config)
         if record.raw is not None and self.domain is not None:
             name = record.path.rpartition("/")[2] if record.path else ""
-            return self.folder(self.domain, "domain"), note_filename(name[:-3] if name.lower().endswith(".md")
-                                                                    else record.title)
+            return self.folder(self.domain, "domain"), note_filename(
+                name[:-3] if name.lower().endswith(".md") else record.title, self.config)
         domain = self.domain if self.domain is not None else (
             record.domain if record.domain is not None else self.default_domain(record))
-        return self.folder(domain, "domain"), note_filename(record.title)
+        return self.folder(domain, "domain"), note_filename(record.title, self.config)
 
     def create(self, record: Record, where: str) -> None:
         fields = {"id": record.uid or _note_id(record.fields.get("created")), **self.fields(record)}
         try:
-            text, _ = rendered(fields, record.body, record.origin[2] if record.origin else None)
+            text, _ = rendered(fields, record.body, self.config, record.origin[2] if record.origin else None)
             folder, name = self.target(record)
         except InvalidInput as exc:
             self.report.skipped.append(Skipped(where, exc.message))
@@ -331,7 +332,8 @@ class _Importer:
         made = self.made_by_this(folder)
         # Each create fsyncs its file and folder as a write tool's does; several at once let the file
         # system commit them together (10,000 notes one after the other wait on 20,000 commits).
-        created = self.pool.submit(create_exclusive, folder, name, data, taken=names, within=self.root)
+        created = self.pool.submit(create_exclusive, folder, name, data, taken=names, within=self.root,
+                                   config=self.config)
         self.pending.append((created, record, where, data, uid, made))
 
     def made_by_this(self, folder: Path) -> str | None:
@@ -382,7 +384,7 @@ class _Importer:
         except (OSError, UnicodeDecodeError) as exc:
             self.report.conflicts.append((rel, f"cannot be read as UTF-8 ({exc}); left as it is"))
             return
-        data, body, ok = parsed(text)
+        data, body, ok = parsed(text, self.config)
         if not ok:
             self.report.conflicts.append((rel, "its frontmatter no longer parses; fix it by hand"))
             return
@@ -393,12 +395,12 @@ class _Importer:
             # Dates that are only the source file's time say nothing about this record: the note keeps
             # its own unless the record changed, and then ``updated`` moves to the file's time.
             kept: dict[str, Any] = {key: data[key] for key in ("created", "updated") if key in data}
-            if expected_digest({**fields, **kept}, record.body) in (stored, current):
+            if expected_digest({**fields, **kept}, record.body, self.config) in (stored, current):
                 self.report.unchanged += 1
                 return
             if "created" in data:
                 fields["created"] = data["created"]
-        if expected_digest(fields, record.body) in (stored, current):
+        if expected_digest(fields, record.body, self.config) in (stored, current):
             self.report.unchanged += 1
             return
         if current != stored:
@@ -406,7 +408,7 @@ class _Importer:
                                           "import_hash from it to let the next import overwrite it)"))
             return
         try:
-            new_text, _ = rendered(fields, record.body)
+            new_text, _ = rendered(fields, record.body, self.config)
         except InvalidInput as exc:
             self.report.skipped.append(Skipped(record.where or rel, exc.message))
             return
@@ -416,7 +418,7 @@ class _Importer:
                 return
             new_bytes = new_text.encode("utf-8")
             try:
-                atomic_write(path, new_bytes, within=self.root)
+                atomic_write(path, new_bytes, within=self.root, config=self.config)
             except WriteFailed as exc:
                 self.report.skipped.append(Skipped(record.where or rel, f"not written: {exc.message}"))
                 return
@@ -428,7 +430,7 @@ class _Importer:
 def import_records(root: Path, fmt: str, source: Source, domain: str | None = None, dry_run: bool = False,
                    default_domain: Callable[[Record], str] = lambda record: "",
                    advance: Callable[[int], None] | None = None,
-                   journal: Callable[[list[dict[str, Any]]], None] | None = None) -> Report:
+                   journal: Callable[[list[dict[str, Any]]], None] | None = None, *, config: Settings) -> Report:
     """Write ``source``'s records as notes under ``root`` (nothing with ``dry_run``, when ``root``
     need not exist); see the module.
 
@@ -437,10 +439,11 @@ def import_records(root: Path, fmt: str, source: Source, domain: str | None = No
     be written (a bad path, a refused write) is skipped with its reason; the rest go on.
     ``journal(changes)`` is called after each batch with what it wrote (path, fsrel, title, uid,
     before and after bytes), so that an import can be logged and undone as one agent's changes.
+    ``config``: the ``import_*`` settings (how many files are written at once, and per batch).
     """
     if domain is not None:
         _folder(root, domain, "--domain")
-    importer = _Importer(root, fmt, domain, dry_run, default_domain, journal)
+    importer = _Importer(root, fmt, domain, dry_run, default_domain, journal, config)
     importer.report.skipped.extend(source.skipped)
     importer.report.left_out.update(source.left_out)
     importer.report.merged.extend(source.merged)
@@ -452,7 +455,7 @@ def import_records(root: Path, fmt: str, source: Source, domain: str | None = No
             importer.one(record)
             if len(importer.pending) == queued and advance is not None:
                 advance(1)  # decided at once; a create counts when its file is written
-            if len(importer.pending) >= settings.current().import_batch:
+            if len(importer.pending) >= config.import_batch:
                 importer.finish(advance)
         importer.finish(advance)
     finally:

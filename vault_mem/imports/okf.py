@@ -38,6 +38,7 @@ from typing import Any
 from vault_mem.errors import InvalidInput, WriteFailed
 from vault_mem.imports.archives import is_zip, member, open_zip
 from vault_mem.imports.records import Record, Skipped, Source, source_moment
+from vault_mem.settings import Settings
 from vault_mem.vault.dates import parse_datetime
 from vault_mem.vault.fields import fold
 from vault_mem.vault.frontmatter import load_yaml, split_frontmatter
@@ -76,14 +77,14 @@ class Bundle:
     not_conformant: list[str] = field(default_factory=list)  # frontmatter that does not parse, not UTF-8
 
 
-def _type_edit(text: str, note_type: str) -> Edit | None:
+def _type_edit(text: str, note_type: str, config: Settings) -> Edit | None:
     """The line that gives a note without ``type`` one; None when its frontmatter has one, or does
     not parse (then the note is exported as it is, not conformant)."""
     start = 1 if text.startswith("\ufeff") else 0
     split = split_frontmatter(text[start:])
     if split.yaml_text is None:
         return 0, "", f"---\ntype: {json.dumps(note_type)}{ADDED}\n---\n"
-    loaded = load_yaml(split.yaml_text)
+    loaded = load_yaml(split.yaml_text, config)
     value = loaded.data.get("type")
     if not loaded.parsed or (isinstance(value, str) and value.strip()):
         return None
@@ -92,9 +93,9 @@ def _type_edit(text: str, note_type: str) -> Edit | None:
     return first_end, "", f"type: {json.dumps(note_type)}{ADDED}{newline}"
 
 
-def _conformant(text: str) -> bool:
+def _conformant(text: str, config: Settings) -> bool:
     split = split_frontmatter(text.removeprefix("\ufeff"))
-    loaded = load_yaml(split.yaml_text) if split.yaml_text is not None else None
+    loaded = load_yaml(split.yaml_text, config) if split.yaml_text is not None else None
     value = loaded.data.get("type") if loaded is not None and loaded.parsed else None
     return isinstance(value, str) and bool(value.strip())
 
@@ -208,7 +209,7 @@ def _index(title: str, entries: list[tuple[str, str, str]]) -> bytes:
     return ("\n".join(lines) + "\n").encode("utf-8")
 
 
-def bundle(root: Path, seen: set[str] | None = None) -> Bundle:
+def bundle(root: Path, config: Settings, seen: set[str] | None = None) -> Bundle:
     """Every note of the vault as an OKF bundle (nothing is written); each note's path goes into
     ``seen``, as ``export.export_lines`` does, so that the caller can name what was left out."""
     out = Bundle()
@@ -220,10 +221,10 @@ def bundle(root: Path, seen: set[str] | None = None) -> Bundle:
         if seen is not None:
             seen.add(rel)
         try:
-            data = read_whole(root / rel)
+            data = read_whole(root / rel, config)
         except OSError:
             continue  # gone or unreadable since the walk: the caller names what was not exported
-        note = read_note(root, rel)
+        note = read_note(root, rel, config=config)
         concept = _concept_path(rel, taken)
         taken.add(concept.lower())
         if concept != rel:
@@ -239,11 +240,11 @@ def bundle(root: Path, seen: set[str] | None = None) -> Bundle:
         except UnicodeDecodeError:
             text = None
         if text is not None:
-            typed = _type_edit(text, note.type or "note")
+            typed = _type_edit(text, note.type or "note", config)
             edits = [typed] if typed else []
             links = [] if note.excalidraw else _link_edits(text, names)
             changed, kept = _apply(text, edits + links)
-            if _conformant(changed):
+            if _conformant(changed, config):
                 data = changed.encode("utf-8")
                 out.typed += bool(typed)
                 out.links += len(links)
@@ -277,7 +278,7 @@ def _zip_bytes(files: dict[str, tuple[bytes, int | None]]) -> bytes:
     return buffer.getvalue()
 
 
-def write_bundle(files: dict[str, tuple[bytes, int | None]], output: Path) -> None:
+def write_bundle(files: dict[str, tuple[bytes, int | None]], output: Path, config: Settings) -> None:
     """Write ``files`` to ``output``: a zip (atomically) when its name ends in ``.zip``, else a new
     folder (or an empty one), whole or not at all: filled under a hidden name beside it, then
     renamed into place. InvalidInput for an ``output`` that holds anything; WriteFailed when the
@@ -285,7 +286,7 @@ def write_bundle(files: dict[str, tuple[bytes, int | None]], output: Path) -> No
     if output.suffix.lower() == ".zip":
         if output.is_dir():
             raise InvalidInput("--output", f"{output} is a folder; give a new file name ending in .zip")
-        atomic_write(output, _zip_bytes(files))
+        atomic_write(output, _zip_bytes(files), config=config)
         return
     if output.exists() and not (output.is_dir() and not any(output.iterdir())):
         raise InvalidInput("--output", f"{output} already exists and is not an empty folder; give a new folder "
@@ -328,7 +329,7 @@ HIDDEN = "hidden files and folders (a name starting with '.', __MACOSX)"
 LINKS = "symbolic links (a bundle folder's links are not followed)"
 
 
-def _folder_entries(source: Path, left: dict[str, int]) -> list[_Entry]:
+def _folder_entries(source: Path, left: dict[str, int], config: Settings) -> list[_Entry]:
     """Every visible file of a bundle folder. A hidden name (``.git``, ``.obsidian``) and a
     symbolic link are not read; each is counted in ``left`` (a hidden folder once)."""
     out: list[_Entry] = []
@@ -351,7 +352,7 @@ def _folder_entries(source: Path, left: dict[str, int]) -> list[_Entry]:
                 continue
             rel = name if rel_dir == "." else f"{rel_dir}/{name}"
             try:
-                data = read_whole(Path(full))
+                data = read_whole(Path(full), config)
                 mtime = os.stat(full).st_mtime_ns
             except OSError as exc:
                 raise InvalidInput("SOURCE", f"{full} cannot be read: {exc.strerror or exc}") from None
@@ -359,7 +360,7 @@ def _folder_entries(source: Path, left: dict[str, int]) -> list[_Entry]:
     return out
 
 
-def _zip_entries(source: Path, left: dict[str, int]) -> list[_Entry]:
+def _zip_entries(source: Path, left: dict[str, int], limit: int) -> list[_Entry]:
     """Every file of a bundle zip. A hidden entry is counted in ``left``; a name that would leave
     the bundle (``../x.md``) is kept, for the import to refuse and name."""
     out: list[_Entry] = []
@@ -376,7 +377,7 @@ def _zip_entries(source: Path, left: dict[str, int]) -> list[_Entry]:
                 left[HIDDEN] = left.get(HIDDEN, 0) + 1
                 continue
             when = None if info.date_time <= _NO_DATE else _ns(dt.datetime(*info.date_time))
-            out.append(_Entry(rel, member(zf, info, source), when))
+            out.append(_Entry(rel, member(zf, info, source, limit), when))
     return out
 
 
@@ -398,13 +399,13 @@ def _manifest(entries: dict[str, _Entry], source: Path) -> dict[str, dict[str, A
     return {str(n["concept"]): n for n in notes if isinstance(n, dict) and isinstance(n.get("concept"), str)}
 
 
-def _dated(data: bytes) -> int | None:
+def _dated(data: bytes, config: Settings) -> int | None:
     """The concept's own date as a file time: ``generated.at``, else v0.1's ``timestamp``."""
     try:
         split = split_frontmatter(data.decode("utf-8").removeprefix("\ufeff"))
     except UnicodeDecodeError:
         return None
-    values = load_yaml(split.yaml_text).data if split.yaml_text else {}
+    values = load_yaml(split.yaml_text, config).data if split.yaml_text else {}
     generated = values.get("generated")
     for value in (generated.get("at") if isinstance(generated, dict) else None, values.get("timestamp")):
         moment = parse_datetime(value) if isinstance(value, str | dt.datetime | dt.date) else None
@@ -413,7 +414,8 @@ def _dated(data: bytes) -> int | None:
     return None
 
 
-def _restored(entry: _Entry, where: str, listed: dict[str, Any] | None, fallback: int | None) -> Record | Skipped:
+def _restored(entry: _Entry, where: str, listed: dict[str, Any] | None, fallback: int | None,
+              config: Settings) -> Record | Skipped:
     data, path, mtime = entry.data, entry.path, None
     if listed is not None:
         data = undo_edits(data, listed.get("edits"))
@@ -422,18 +424,18 @@ def _restored(entry: _Entry, where: str, listed: dict[str, Any] | None, fallback
         if isinstance(listed.get("mtime_ns"), int) and not isinstance(listed["mtime_ns"], bool):
             mtime = listed["mtime_ns"] if listed["mtime_ns"] > 0 else None
     else:
-        mtime = _dated(data) or entry.mtime_ns or fallback
+        mtime = _dated(data, config) or entry.mtime_ns or fallback
     title = PurePosixPath(path).stem or "Untitled"
     return Record(source_id=path, title=title, body="", fields={}, path=path, where=where, raw=data,
                   mtime_ns=mtime, tree=True)
 
 
-def read(source: Path) -> Source:
+def read(source: Path, config: Settings) -> Source:
     left: dict[str, int] = {}
     if is_zip(source):
-        listing = _zip_entries(source, left)
+        listing = _zip_entries(source, left, config.import_unpacked_bytes)
     elif source.is_dir():
-        listing = _folder_entries(source, left)
+        listing = _folder_entries(source, left, config)
     elif source.exists():
         raise InvalidInput("SOURCE", f"{source} is neither a folder nor a zip; expected {ACCEPTED}")
     else:
@@ -453,7 +455,7 @@ def read(source: Path) -> Source:
     except ValueError:
         fallback = None
     for number, entry in enumerate(concepts, start=1):
-        out.add(_restored(entry, entry.path or f"concept {number}", manifest.get(entry.path), fallback))
+        out.add(_restored(entry, entry.path or f"concept {number}", manifest.get(entry.path), fallback, config))
     reserved = sum(1 for e in listing if e.path.rpartition("/")[2].lower() in RESERVED)
     out.leave("index.md and log.md files (OKF's navigation and history, no concepts)", reserved)
     others = [e.path for e in listing if not e.path.lower().endswith(".md") and e.path != MANIFEST]

@@ -40,6 +40,7 @@ from vault_mem.imports.records import (
     string_list,
     text_or_none,
 )
+from vault_mem.settings import Settings
 
 FORMAT = "openmemory"
 DEFAULT_DOMAIN = "openmemory"
@@ -116,7 +117,8 @@ class _Payload:
         return [self.categories[i] for i in ids if i in self.categories]
 
 
-def _record(item: Any, where: str, fallback: str, payload: _Payload | None, user: str | None) -> Record | Skipped:
+def _record(item: Any, where: str, fallback: str, payload: _Payload | None, user: str | None,
+            config: Settings) -> Record | Skipped:
     if not isinstance(item, dict):
         return Skipped(where, f"{json_kind(item)}, not a memory object")
     memory_id = text_or_none(item.get("id"))
@@ -159,11 +161,11 @@ def _record(item: Any, where: str, fallback: str, payload: _Payload | None, user
     metadata = item.get("metadata")
     if isinstance(metadata, dict) and metadata:
         fields["openmemory_metadata"] = metadata
-    return Record(source_id=memory_id, title=first_line_title(text), body=text.strip(), fields=fields,
-                  where=where, dated=dated is not None, also=(("mem0", memory_id),))
+    return Record(source_id=memory_id, title=first_line_title(text, config.import_title_chars),
+                  body=text.strip(), fields=fields, where=where, dated=dated is not None, also=(("mem0", memory_id),))
 
 
-def _from_payload(data: Any, what: str, fallback: str) -> Source:
+def _from_payload(data: Any, what: str, fallback: str, config: Settings) -> Source:
     if not isinstance(data, dict) or not isinstance(data.get("memories"), list):
         shape = "an object without a 'memories' list" if isinstance(data, dict) else json_kind(data)
         raise InvalidInput("SOURCE", f"{what} is {shape}; expected {ACCEPTED}")
@@ -171,7 +173,7 @@ def _from_payload(data: Any, what: str, fallback: str) -> Source:
     memories = data["memories"]
     out = Source(held=len(memories), unit="memories")
     for number, item in enumerate(memories, start=1):
-        out.add(_record(item, f"memory {number}", fallback, payload, payload.user))
+        out.add(_record(item, f"memory {number}", fallback, payload, payload.user, config))
     for key, what_left in (("status_history", "state changes (status_history)"),
                            ("access_controls", "app access rules (access_controls)")):
         rows = data.get(key)
@@ -179,22 +181,25 @@ def _from_payload(data: Any, what: str, fallback: str) -> Source:
     return out
 
 
-def _from_lines(data: bytes, what: str, fallback: str) -> Source:
+def _from_lines(data: bytes, what: str, fallback: str, config: Settings) -> Source:
     out = Source(unit="memories")
     for where, item in _lines(data, what, out):
-        out.add(_record(item, where, fallback, None, None))
+        out.add(_record(item, where, fallback, None, None, config))
     return out
 
 
-def _from_zip(source: Path, fallback: str) -> Source:
+def _from_zip(source: Path, fallback: str, config: Settings) -> Source:
     with open_zip(source) as zf:
         entries = {PurePosixPath(info.filename).name: info for info in zf.infolist() if not info.is_dir()}
         if _FULL in entries:
             name = f"{entries[_FULL].filename} in {source.name}"
-            return _from_payload(_json(member(zf, entries[_FULL], source), name), name, fallback)
+            limit = config.import_unpacked_bytes
+            return _from_payload(_json(member(zf, entries[_FULL], source, limit), name), name, fallback, config)
         if _LINES in entries:
             name = f"{entries[_LINES].filename} in {source.name}"
-            return _from_lines(gunzip(member(zf, entries[_LINES], source), name), name, fallback)
+            limit = config.import_unpacked_bytes
+            return _from_lines(gunzip(member(zf, entries[_LINES], source, limit), name, limit), name, fallback,
+                               config)
     listed = ", ".join(sorted(entries)[:5]) or "nothing"
     raise InvalidInput("SOURCE", f"{source} is a zip without {_FULL} or {_LINES} (it holds {listed}); "
                        f"expected {ACCEPTED}")
@@ -212,23 +217,23 @@ def _bytes(source: Path) -> bytes:
         raise InvalidInput("SOURCE", f"{source} cannot be read: {exc.strerror or exc}") from None
 
 
-def read(source: Path) -> Source:
+def read(source: Path, config: Settings) -> Source:
     fallback = source_moment(source)
     if is_zip(source):
-        return _from_zip(source, fallback)
+        return _from_zip(source, fallback, config)
     data = _bytes(source)
     what = str(source)
     if is_gzip(data):
-        return _from_lines(gunzip(data, what), what, fallback)
+        return _from_lines(gunzip(data, what, config.import_unpacked_bytes), what, fallback, config)
     try:
         parsed = json.loads(_decode(data, what))
     except json.JSONDecodeError as exc:
         if exc.msg == "Extra data":  # more than one JSON value: memories.jsonl, unpacked
-            return _from_lines(data, what, fallback)
+            return _from_lines(data, what, fallback, config)
         raise InvalidInput("SOURCE", f"{what} is not valid JSON (line {exc.lineno}, column {exc.colno}: "
                            f"{exc.msg}); expected {ACCEPTED}") from None
     except RecursionError:
         raise InvalidInput("SOURCE", f"{what} is nested too deeply to read") from None
     if isinstance(parsed, dict) and "memories" not in parsed and "content" in parsed:
-        return _from_lines(data, what, fallback)  # a memories.jsonl of one line
-    return _from_payload(parsed, what, fallback)
+        return _from_lines(data, what, fallback, config)  # a memories.jsonl of one line
+    return _from_payload(parsed, what, fallback, config)

@@ -22,7 +22,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from vault_mem import settings
 from vault_mem.errors import InvalidInput
 from vault_mem.vault.dates import from_timestamp, iso, parse_datetime
 
@@ -141,10 +140,9 @@ def moment(value: Any) -> str | None:
     return iso(parsed) if parsed else None
 
 
-def first_line_title(text: str, limit: int | None = None) -> str:
+def first_line_title(text: str, limit: int) -> str:
     """A title from the first non-empty line of ``text``, cut at a word near ``limit`` characters
-    (the ``import_title_chars`` setting when None)."""
-    limit = settings.current().import_title_chars if limit is None else limit
+    (the ``import_title_chars`` setting)."""
     line = next((ln.strip() for ln in text.splitlines() if ln.strip()), "")
     line = line.lstrip("#>-* ").strip() or line
     if len(line) <= limit:

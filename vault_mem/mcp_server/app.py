@@ -64,7 +64,7 @@ def call(vault: Vault, spec: ToolSpec, arguments: dict[str, Any] | None, caller:
         for theirs, ours in spec.arg_map:
             if ours in raw:  # our name is not a parameter of the compat tool: do not take it silently
                 return error_answer(InvalidInput(ours, f"unknown parameter {ours!r}; accepted: "
-                                                 f"{', '.join(spec.properties)}"))
+                                                 f"{', '.join(spec.names)}"))
             if theirs in raw:
                 raw[ours] = raw.pop(theirs)
         _admit(spec, raw, caller, read_only)
@@ -104,7 +104,7 @@ def _admit(spec: ToolSpec, raw: dict[str, Any], caller: Agent | None, read_only:
         return
     if not spec.read_only:
         caller.check_writes(spec.name)
-    if "agent" in spec.properties:
+    if "agent" in spec.names:
         caller.check_name(raw.get("agent"))
         raw.setdefault("agent", caller.name)
 
@@ -185,7 +185,7 @@ def build_server(vault: Vault, caller: Agent | None = None, read_only: bool = Fa
         t.Tool(
             name=spec.name,
             description=spec.description,
-            input_schema=spec.input_schema(),
+            input_schema=spec.input_schema(vault.index.config),
             output_schema=output_schema(spec.name),
             annotations=t.ToolAnnotations(
                 read_only_hint=spec.read_only,

@@ -12,6 +12,7 @@ from typing import Any
 from vault_mem.reads import list_by_domain, mem_recall, memory_list, memory_search, read
 from vault_mem.served.context import View
 from vault_mem.served.params import Param, int_param, text_param
+from vault_mem.settings import Settings
 from vault_mem.writes import tools as writes
 
 Handler = Callable[[View, dict[str, Any]], dict[str, Any]]
@@ -27,15 +28,19 @@ class ToolSpec:
     arg_map: tuple[tuple[str, str], ...] = ()  # compat parameter names -> ours
 
     @property
-    def properties(self) -> dict[str, Any]:
-        return {p.name: p.schema() for p in self.params}
+    def names(self) -> tuple[str, ...]:
+        return tuple(p.name for p in self.params)
+
+    def properties(self, config: Settings) -> dict[str, Any]:
+        """Each parameter's schema, its bounds that are settings read from ``config``."""
+        return {p.name: p.schema(config) for p in self.params}
 
     @property
     def required(self) -> tuple[str, ...]:
         return tuple(p.name for p in self.params if p.required)
 
-    def input_schema(self) -> dict[str, Any]:
-        schema: dict[str, Any] = {"type": "object", "properties": self.properties}
+    def input_schema(self, config: Settings) -> dict[str, Any]:
+        schema: dict[str, Any] = {"type": "object", "properties": self.properties(config)}
         if self.required:
             schema["required"] = list(self.required)
         return schema

@@ -26,7 +26,7 @@ from collections import OrderedDict
 from collections.abc import Hashable
 from dataclasses import dataclass
 
-from vault_mem import settings
+from vault_mem.settings import Settings
 from vault_mem.vault.markdown import headings
 
 _SENTENCE_END = re.compile(r"[.!?…][\"')\]]*(?=\s)")
@@ -38,14 +38,15 @@ class Chunk:
     content: str
 
 
-def chunk_body(body: str) -> list[Chunk]:
-    """The chunks of ``body`` in reading order (see the module docstring)."""
+def chunk_body(body: str, size: int) -> list[Chunk]:
+    """The chunks of ``body`` in reading order (see the module docstring), each at most about
+    ``size`` characters (the ``chunk_chars`` setting)."""
     body = body.replace("\r\n", "\n")
     found = headings(body)
     chunks: list[Chunk] = []
     preamble = body[: found[0].start] if found else body
     if preamble.strip() or not found:
-        chunks += [Chunk((), piece) for piece in split_long(preamble.strip("\n").rstrip(), "")]
+        chunks += [Chunk((), piece) for piece in split_long(preamble.strip("\n").rstrip(), "", size)]
     stack: list[tuple[int, str]] = []
     pending = ""  # heading lines with no text under them, waiting for the next chunk
     for i, h in enumerate(found):
@@ -59,7 +60,7 @@ def chunk_body(body: str) -> list[Chunk]:
             pending += heading_line + "\n\n"
             continue
         hierarchy = tuple(text for _level, text in stack)
-        pieces = split_long(f"{heading_line}\n{under}", heading_line)
+        pieces = split_long(f"{heading_line}\n{under}", heading_line, size)
         chunks.append(Chunk(hierarchy, pending + pieces[0]))
         chunks += [Chunk(hierarchy, piece) for piece in pieces[1:]]
         pending = ""
@@ -73,15 +74,14 @@ def chunk_body(body: str) -> list[Chunk]:
     return chunks or [Chunk((), "")]
 
 
-def _min_piece() -> int:
+def _min_piece(size: int) -> int:
     """A break earlier than this would make a tiny chunk: look further."""
-    return settings.current().chunk_chars // 2
+    return size // 2
 
 
-def split_long(text: str, heading_line: str, size: int | None = None) -> list[str]:
+def split_long(text: str, heading_line: str, size: int) -> list[str]:
     """``text`` in pieces of at most about ``size`` characters; continuation pieces start
     with ``heading_line`` (when there is one) followed by a line break."""
-    size = settings.current().chunk_chars if size is None else size
     pieces: list[str] = []
     prefix = f"{heading_line}\n" if heading_line else ""
     rest = text
@@ -92,7 +92,7 @@ def split_long(text: str, heading_line: str, size: int | None = None) -> list[st
         if rest:
             rest = prefix + rest
             # A heading line too long to leave room for text must not loop forever.
-            if len(prefix) >= size - _min_piece():
+            if len(prefix) >= size - _min_piece(size):
                 prefix = ""
     if rest or not pieces:
         pieces.append(rest)
@@ -101,8 +101,8 @@ def split_long(text: str, heading_line: str, size: int | None = None) -> list[st
 
 def _cut_point(text: str, size: int) -> int:
     """Where to end the first piece of ``text``: after the last paragraph break, line break
-    or sentence end inside ``[_min_piece(), size]``, else at ``size``."""
-    least = _min_piece()
+    or sentence end inside ``[_min_piece(size), size]``, else at ``size``."""
+    least = _min_piece(size)
     window = text[: size + 1]
     para = window.rfind("\n\n", least)
     if para >= least:
@@ -124,8 +124,8 @@ class ChunkCache:
     the etag: reading thousands of stored records costs tens of milliseconds)."""
 
     def __init__(self, chunks_size: int | None = None, counts_size: int | None = None) -> None:
-        """The sizes not given are the ``recall_chunks_kept`` and ``recall_counts_kept`` settings,
-        read at each ``put`` (the process's cache is made at import)."""
+        """The sizes not given are the ``recall_chunks_kept`` and ``recall_counts_kept`` settings of
+        the ``config`` each ``put`` is given (the process's cache is made at import)."""
         self._chunks: OrderedDict[tuple[str, str], list[Chunk]] = OrderedDict()
         self._counts: OrderedDict[Hashable, int] = OrderedDict()
         self._sizes = (chunks_size, counts_size)
@@ -145,11 +145,10 @@ class ChunkCache:
                 self._counts.move_to_end(key)
             return hit
 
-    def put(self, key: tuple[str, str], chunks: list[Chunk], count_key: Hashable) -> None:
+    def put(self, key: tuple[str, str], chunks: list[Chunk], count_key: Hashable, config: Settings) -> None:
         with self._lock:
             self._chunks[key] = chunks
             self._counts[count_key] = len(chunks)
-            config = settings.current()
             chunks_size, counts_size = self._sizes
             for store, size in ((self._chunks, config.recall_chunks_kept if chunks_size is None else chunks_size),
                                 (self._counts, config.recall_counts_kept if counts_size is None else counts_size)):

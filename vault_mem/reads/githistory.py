@@ -9,17 +9,19 @@ from pathlib import Path
 from typing import Any
 
 from vault_mem.git.history import History
+from vault_mem.settings import Settings
 from vault_mem.vault.reader import read_whole
 
 
-def git_fields(root: Path, history: History | None, path: str, fsrel: str, count: int) -> dict[str, Any]:
+def git_fields(root: Path, history: History | None, path: str, fsrel: str, count: int,
+               config: Settings) -> dict[str, Any]:
     """``{history, uncommitted}`` for the note at vault-relative ``path``; ``{}`` outside git
     (``history`` None)."""
     if history is None:
         return {}
     history.refresh()
     try:
-        data = read_whole(root / fsrel)
+        data = read_whole(root / fsrel, config)
     except OSError:
         return {}
     return {"history": history.history_of(path, count), "uncommitted": history.uncommitted(path, data)}

@@ -34,7 +34,7 @@ PARAMS = (
 
 
 def list_by_domain(view: View, raw: dict[str, Any]) -> dict[str, Any]:
-    args = Args(raw, PARAMS)
+    args = Args(raw, PARAMS, view.config)
     domain = args.text("domain", required=True, max_len=1000)
     assert domain is not None
     domain = check_relative(domain.strip(), "domain")
@@ -110,7 +110,7 @@ def _why_none(view: View, domain: str, subtree: bool, note_type: str, status: st
             return [f"domain {echo(domain, config=config)} has no memories filed directly in it; "
                     "subtree=true lists its subfolders"]
         return [f"domain: no folder is named {echo(domain, config=config)}"
-                + did_you_mean(closest_names(folders, wanted), config=config)]
+                + did_you_mean(closest_names(folders, wanted, config.suggestions), config=config)]
     filters = []
     if note_type:
         filters.append(Filter(f"type {echo(note_type, config=config)}",

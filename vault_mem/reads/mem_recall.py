@@ -59,7 +59,7 @@ class Picked:
 
 
 def mem_recall(view: View, raw: dict[str, Any]) -> dict[str, Any]:
-    args = Args(raw, PARAMS)
+    args = Args(raw, PARAMS, view.config)
     limit = args.integer("limit")
     offset = args.integer("offset")
     output = args.choice("output_format")
@@ -264,8 +264,8 @@ class _Chunker:
         key = (record["path"], record["etag"])
         chunks = _CACHE.get(key)
         if chunks is None:
-            chunks = chunk_body(self.view.body(record))
-        _CACHE.put(key, chunks, self.count_key(docnum))
+            chunks = chunk_body(self.view.body(record), self.view.config.chunk_chars)
+        _CACHE.put(key, chunks, self.count_key(docnum), self.view.config)
         return chunks
 
     def count(self, docnum: int) -> int:

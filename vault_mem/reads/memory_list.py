@@ -79,7 +79,7 @@ def memory_list(view: View, raw: dict[str, Any]) -> dict[str, Any]:
     Five steps: the parameters (``_parse``), what the index answers and what each record is
     checked for (``_plan``), the matches in listing order (``_matching_in_order``), the lineage
     mode and the page (``_follow``, ``list_page.page_rows``), and the answer (``_answer``)."""
-    request = _parse(Args(raw, PARAMS))
+    request = _parse(Args(raw, PARAMS, view.config))
     plan = _plan(request)
     matching = _matching_in_order(view, request, plan)
     lineage = Lineage(view)

@@ -27,7 +27,6 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from vault_mem import settings
 from vault_mem.errors import InvalidInput
 from vault_mem.reads.chains import Row, regroup
 from vault_mem.reads.excerpts import excerpt_around
@@ -56,20 +55,21 @@ from vault_mem.search.api import (
     search_terms,
 )
 from vault_mem.served.context import View, json_size, take_within
-from vault_mem.served.params import AGENT, Args, choice_param, int_param, text_param
+from vault_mem.served.params import AGENT, Args, Setting, choice_param, int_param, text_param
 from vault_mem.settings import Settings
 from vault_mem.vault.fields import normalize_tag
 from vault_mem.vault.names import path_prefixes
 from vault_mem.vault.note import KNOWN_TYPES, permalink_of
 
-# A tool's parameters are its published schema, made once when the tools load: its bounds are read then.
+# A tool's parameters are its published schema; a bound that is a setting (``Setting``) is read from the
+# serving index's settings, for the schema and for each call.
 PARAMS = (
     AGENT,
     text_param("query", "Free text. Omit for recent activity."),
     text_param("tag", "Only notes with this tag."),
     text_param("kind", "Only notes of this kind (type)."),
     text_param("path", "Only notes whose code paths overlap it."),
-    int_param("limit", "Above 50 means 50.", default=settings.current().search_default_limit, minimum=1),
+    int_param("limit", "Above 50 means 50.", default=Setting("search_default_limit"), minimum=1),
     text_param("since", "RFC 3339; notes updated at or after it."),
     choice_param("follow", "Lineage mode.", FOLLOWS, default="active"),
     AS_OF,
@@ -83,7 +83,7 @@ def memory_search(view: View, raw: dict[str, Any]) -> dict[str, Any]:
     Five steps: the parameters (``_parse``), the filters and search terms (``_plan``), the
     candidates and their scores (``_matches``), the page in rank order (``_page``), and the
     answer of digests (``_answer``)."""
-    request = _parse(Args(raw, PARAMS), view.config)
+    request = _parse(Args(raw, PARAMS, view.config), view.config)
     messages = list(request.messages)
     plan = _plan(view, request, messages)
     if plan is None:
@@ -179,7 +179,7 @@ def _plan(view: View, request: Request, messages: list[str]) -> Plan | None:
         filters.append(("tags", request.tag))
     terms: list[str] = []
     if request.query:
-        terms, dropped = search_terms(request.query)
+        terms, dropped = search_terms(request.query, view.config)
         if not terms:
             return None
         if dropped:

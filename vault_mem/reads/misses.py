@@ -125,7 +125,7 @@ def present_kinds(view: View) -> str:
 
 def closest_kinds(view: View, kind: str) -> list[str]:
     """The kinds (types) present in the vault closest to ``kind``."""
-    return closest_names(_kinds(view), kind)
+    return closest_names(_kinds(view), kind, view.config.suggestions)
 
 
 def range_hint(view: View, field: str, lo: int | None, hi: int | None, lo_name: str, hi_name: str) -> str:

@@ -44,7 +44,6 @@ import json
 from pathlib import Path
 from typing import Any
 
-from vault_mem import settings
 from vault_mem.errors import InvalidInput, NotFound
 from vault_mem.reads.githistory import git_fields
 from vault_mem.reads.lineage import lineage_for
@@ -52,22 +51,24 @@ from vault_mem.reads.links import LinkResolver, backlinks, outgoing
 from vault_mem.reads.rows import cut_to_fit
 from vault_mem.search.api import cached_while_unchanged
 from vault_mem.served.context import View, json_size, settled_stamp, take_within
-from vault_mem.served.params import OFFSET, REF, Args, int_param, text_param
+from vault_mem.served.params import OFFSET, REF, Args, Setting, int_param, text_param
 from vault_mem.served.refs import no_note, resolve_ref
+from vault_mem.settings import Settings
 from vault_mem.vault.dates import from_timestamp, iso
 from vault_mem.vault.fields import FIELDS, fold, layout, note_fields
 from vault_mem.vault.names import ancestors
 from vault_mem.vault.note import Note, est_tokens, permalink_of
 from vault_mem.vault.reader import DateSource, read_note
 
-# A tool's parameters are its published schema, made once when the tools load: its bounds are read then.
+# A tool's parameters are its published schema; a bound that is a setting (``Setting``) is read from the
+# serving index's settings, for the schema and for each call.
 READ_PARAMS = (
     REF,
     int_param("offset", "Body offset in characters.", default=0, minimum=0),
-    int_param("max_chars", "Body characters per page.", default=settings.current().read_default_chars, minimum=1,
-              maximum=settings.current().read_max_chars),
-    int_param("history", "In a git vault: last commits shown.", default=settings.current().default_history, minimum=0,
-              maximum=settings.current().max_history),
+    int_param("max_chars", "Body characters per page.", default=Setting("read_default_chars"), minimum=1,
+              maximum=Setting("read_max_chars")),
+    int_param("history", "In a git vault: last commits shown.", default=Setting("default_history"), minimum=0,
+              maximum=Setting("max_history")),
     text_param("agent", "Your agent name (clears your inbox)."),
 )
 DOMAINS_PARAMS = (OFFSET,)
@@ -80,7 +81,7 @@ CUTTABLE = layout(("tags", "aliases", "metadata", "links", "backlinks", "lineage
 
 def memory_read(view: View, raw: dict[str, Any]) -> dict[str, Any]:
     config = view.config
-    args = Args(raw, READ_PARAMS)
+    args = Args(raw, READ_PARAMS, config)
     ref = args.required_str("ref", max_len=4096)
     offset = args.integer("offset")
     max_chars = args.integer("max_chars")
@@ -94,14 +95,14 @@ def memory_read(view: View, raw: dict[str, Any]) -> dict[str, Any]:
     if not path.exists() and not path.is_symlink():
         raise NotFound(f"{permalink_of(record['path'])} is indexed but its file is gone; "
                        "the index catches up shortly")
-    note = _parsed(view.vault.root, record["fsrel"], view.vault.index.history, view.config.settled_ns)
+    note = _parsed(view.vault.root, record["fsrel"], view.vault.index.history, view.config)
     if not view.may_see(record["path"], None, record.get("real"), note.real):  # where its path leads now
-        raise no_note(ref)
+        raise no_note(ref, view.config.shown_ref_chars)
     if offset > len(note.body):
         raise InvalidInput("offset", f"must be from 0 to {len(note.body)} (the body's length) "
                            f"for {note.permalink}, got {offset}")
 
-    git = git_fields(view.vault.root, view.vault.index.history, note.path, record["fsrel"], history)
+    git = git_fields(view.vault.root, view.vault.index.history, note.path, record["fsrel"], history, view.config)
     answer = _head(view, doc, note) | git
     cuts = cut_to_fit(answer, config.read_head_budget, CUTTABLE)
     notes: list[str] = []
@@ -131,15 +132,15 @@ def memory_read(view: View, raw: dict[str, Any]) -> dict[str, Any]:
     return answer
 
 
-def _parsed(root: Path, fsrel: str, history: DateSource | None, settled_ns: int) -> Note:
+def _parsed(root: Path, fsrel: str, history: DateSource | None, config: Settings) -> Note:
     """The note as read now, reusing the last parse while the file is unchanged (same inode, size
     and mtime, once it has been so for a few seconds: ``settled_stamp``): paging a 2 MiB note must
     not re-read and re-parse it for every page."""
-    stamp = settled_stamp(root / fsrel, settled_ns)
+    stamp = settled_stamp(root / fsrel, config.settled_ns)
     if stamp is None:
-        return read_note(root, fsrel, history)
-    return cached_while_unchanged(("note", str(root), fsrel, *stamp), lambda: (read_note(root, fsrel, history), True),
-                                  _note_size)
+        return read_note(root, fsrel, history, config=config)
+    return cached_while_unchanged(("note", str(root), fsrel, *stamp),
+                                  lambda: (read_note(root, fsrel, history, config=config), True), _note_size)
 
 
 def _note_size(note: Note) -> int:
@@ -203,7 +204,7 @@ def _json_len(text: str) -> int:
 
 
 def list_domains(view: View, raw: dict[str, Any]) -> dict[str, Any]:
-    args = Args(raw, DOMAINS_PARAMS)
+    args = Args(raw, DOMAINS_PARAMS, view.config)
     offset = args.integer("offset")
     # Only a commit changes the answer: the calls in between share it (a copy each, since the
     # caller's inbox and hints are added to the answer; the rows are never changed).

@@ -34,6 +34,7 @@ from vault_mem.history import journal
 from vault_mem.reads.lineage import Lineage
 from vault_mem.search.api import Rarity, Said, likeness, note_said, resembling
 from vault_mem.served.context import View
+from vault_mem.settings import Settings
 from vault_mem.vault.note import permalink_of
 
 
@@ -179,7 +180,7 @@ def _proposed(views: Callable[[], View], groups: list[list[int]], rarest: Rarity
             records = [view.snapshot.record(d) for d in ordered]
             members = [_member(r, by=authors.of(r["path"], r.get("fsrel") or r["path"]) if authors else [])
                        for r in records]
-            cluster = _cluster(members, [_said(r) for r in records], rarest, threshold, authors, picked)
+            cluster = _cluster(members, [_said(r, view.config) for r in records], rarest, threshold, authors, picked)
             if cluster is not None:
                 out.append(cluster)
     out.sort(key=lambda c: (-len(c.others), c.keep.path))
@@ -215,8 +216,8 @@ def _chunks(groups: list[list[int]], size: int) -> Iterator[list[list[int]]]:
         yield groups[start:start + size]
 
 
-def _said(record: dict[str, Any]) -> Said:
-    return note_said(str(record.get("title") or ""), str(record.get("head") or ""))
+def _said(record: dict[str, Any], config: Settings) -> Said:
+    return note_said(str(record.get("title") or ""), str(record.get("head") or ""), config)
 
 
 def _member(record: dict[str, Any], similarity: float = 1.0, by: list[str] | None = None) -> Member:

@@ -15,7 +15,6 @@ import bisect
 from collections.abc import Sequence
 from typing import Any
 
-from vault_mem import settings
 from vault_mem.search.columns import column, has_columns
 from vault_mem.search.lru import CACHE
 from vault_mem.search.query import Searcher
@@ -27,9 +26,12 @@ class LazyColumn:
     document's value, as the column joined whole would give it, without joining it until many
     cells were asked for (see the module)."""
 
-    def __init__(self, searcher: Searcher, field: str) -> None:
+    def __init__(self, searcher: Searcher, field: str, whole_after: int) -> None:
+        """``whole_after``: the cells asked for before the column is joined whole (the
+        ``cells_whole_after`` setting)."""
         self.searcher = searcher
         self.field = field
+        self.whole_after = whole_after
         self._whole: Sequence[Any] | None = column(searcher, field) if has_columns(searcher, field) else None
         self._seen: dict[int, Any] = {}
         self._segments = segments(searcher)
@@ -42,7 +44,7 @@ class LazyColumn:
         seen = self._seen
         if docnum in seen:
             return seen[docnum]
-        if len(seen) >= settings.current().cells_whole_after:
+        if len(seen) >= self.whole_after:
             self._whole = column(self.searcher, self.field)
             return self._whole[docnum]
         i = bisect.bisect_right(self._offsets, docnum) - 1

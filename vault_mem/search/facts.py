@@ -25,7 +25,6 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from vault_mem import settings
 from vault_mem.search.ranking import STOP_WORDS
 from vault_mem.vault.markdown import body_links, mask_code
 from vault_mem.vault.names import words
@@ -81,9 +80,10 @@ def _link_key(target: str, embed: bool) -> str:
     return ("!" if embed else "") + target
 
 
-def said(title: str, body: str) -> Said:
+def said(title: str, body: str, link_share: float) -> Said:
     """What ``similar`` and ``tidy`` compare of a note titled ``title`` with ``body`` (the head of
-    its body the index keeps)."""
+    its body the index keeps); ``link_share``: the share of its lines holding links that makes it a
+    note of links (the ``similar_link_share`` setting)."""
     masked = mask_code(body)
     # headings found outside code (the masked text keeps every line break), the text itself kept
     text = "\n".join([title, *(line for line, seen in zip(body.splitlines(), masked.splitlines(), strict=False)
@@ -101,14 +101,14 @@ def said(title: str, body: str) -> Said:
         if _is_fact(token) or not _starts_sentence(text, match.start()):
             facts.add(_singular(low))
     return Said(frozenset(w for w in words(f"{title}\n{body}") if _HAS_LETTER.search(w)), frozenset(facts),
-                frozenset(names), _links(masked))
+                frozenset(names), _links(masked, link_share))
 
 
-def _links(masked: str) -> frozenset[str] | None:
+def _links(masked: str, link_share: float) -> frozenset[str] | None:
     """The targets of a note that is mostly links, else None."""
     lines = [line for line in masked.splitlines() if line.strip() and not _HEADING_LINE.fullmatch(line)]
     linked = [line for line in lines if _LINK_MARKUP.search(line)]
-    if len(linked) < 2 or len(linked) < settings.current().similar_link_share * len(lines):
+    if len(linked) < 2 or len(linked) < link_share * len(lines):
         return None
     return frozenset(_link_key(link.target, link.embed) for link in body_links(masked) if link.target.strip())
 

@@ -29,9 +29,9 @@ from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from vault_mem import settings
 from vault_mem.search.snapshot import Snapshot
 from vault_mem.search.topk import Ranked, best_notes, word_scores
+from vault_mem.settings import Settings
 
 if TYPE_CHECKING:
     from vault_mem.meaning.embedder import Meaning
@@ -75,8 +75,7 @@ class Weights:
     exact_first: int
 
     @classmethod
-    def current(cls) -> Weights:
-        config = settings.current()
+    def of(cls, config: Settings) -> Weights:
         return cls(config.meaning_words_weight, config.meaning_weight, config.meaning_exact_first)
 
 
@@ -164,7 +163,7 @@ def fused_notes(view: Snapshot, meaning: Meaning, query: str, terms: list[str], 
     config = view.config
     depth = max(config.meaning_depth if depth is None else depth, limit)
     found = candidates(view, meaning, query, terms, depth, keep, min_similarity, meanwhile, limit)
-    order = combine(found, Weights.current() if weights is None else weights)
+    order = combine(found, Weights.of(config) if weights is None else weights)
     keyword = found.keyword
     page = order[:limit]
     scores = {d: found.scores.get(d, 0.0) for d in page}

@@ -31,7 +31,7 @@ def attach_history(index: VaultIndex, redate: bool = True) -> History | None:
     if history is not None:
         history.refresh()
         return history
-    repo = Repo.find(index.root)
+    repo = Repo.find(index.root, index.config)
     if repo is None:
         return None
     history = History(repo, index.dir / HISTORY_CACHE)
@@ -73,7 +73,7 @@ def redate_notes(index: VaultIndex, paths: set[str]) -> int:
         record = records.get(path)
         if record is None or not (index.root / path).is_file():
             continue
-        note = read_note(index.root, record.get("fsrel") or path, index.history)
+        note = read_note(index.root, record.get("fsrel") or path, index.history, config=index.config)
         if (note.created, note.updated) != (record.get("created"), record.get("updated")):
             changed.append((note, record.get("fsrel") or path))
     for first in range(0, len(changed), 1000):

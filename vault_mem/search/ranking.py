@@ -34,6 +34,7 @@ from vault_mem.search.segments import Segment
 from vault_mem.search.snapshot import Snapshot, parts_of
 from vault_mem.search.substring import segment_form_hit_counts
 from vault_mem.search.ties import grouped_in_tie_order
+from vault_mem.settings import Settings
 from vault_mem.vault.names import words
 
 # Common English words that say little about a note (the usual function words, plus the
@@ -63,17 +64,17 @@ def stem_of(term: str) -> str | None:
     return stem if stem != term and len(stem) >= settings.current().query_min_term_chars else None
 
 
-def search_terms(query: str) -> tuple[list[str], list[str]]:
+def search_terms(query: str, config: Settings) -> tuple[list[str], list[str]]:
     """The query's distinct lower-cased word runs to search for, and those dropped.
 
-    Short terms and stop words are dropped unless nothing else is left, in which case all
-    the terms are kept. Raises InvalidInput past ``query_max_terms`` distinct terms.
+    Short terms (under ``config``'s ``query_min_term_chars``) and stop words are dropped unless
+    nothing else is left, in which case all the terms are kept. Raises InvalidInput past
+    ``query_max_terms`` distinct terms.
     """
-    chosen = settings.current()
     terms = list(dict.fromkeys(words(query)))
-    if len(terms) > chosen.query_max_terms:
-        raise InvalidInput("query", f"holds {len(terms)} distinct words; at most {chosen.query_max_terms} are accepted")
-    kept = [t for t in terms if len(t) >= chosen.query_min_term_chars and t not in STOP_WORDS]
+    if len(terms) > config.query_max_terms:
+        raise InvalidInput("query", f"holds {len(terms)} distinct words; at most {config.query_max_terms} are accepted")
+    kept = [t for t in terms if len(t) >= config.query_min_term_chars and t not in STOP_WORDS]
     if not kept:
         return terms, []
     return kept, [t for t in terms if t not in kept]

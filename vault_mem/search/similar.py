@@ -30,10 +30,10 @@ from collections import OrderedDict
 from collections.abc import Callable, Collection
 from dataclasses import dataclass
 
-from vault_mem import settings
 from vault_mem.search.facts import Said, alike, said
 from vault_mem.search.ranking import STOP_WORDS, rarity
 from vault_mem.search.snapshot import Snapshot, parts_of
+from vault_mem.settings import Settings
 from vault_mem.vault.names import words
 
 _HAS_LETTER = re.compile(r"[^\W\d_]")
@@ -75,24 +75,22 @@ class Rarity:
         return self._look_up(word)[1]
 
 
-def note_text(title: str, body: str) -> str:
+def note_text(title: str, body: str, config: Settings) -> str:
     """What is compared of a note: its title and the head of its body, as the index stores it."""
-    return f"{title}\n{body[:settings.current().record_head_chars]}"
+    return f"{title}\n{body[:config.record_head_chars]}"
 
 
-def note_said(title: str, body: str) -> Said:
+def note_said(title: str, body: str, config: Settings) -> Said:
     """What is compared of a note (search/facts.py): its title and the head of its body."""
-    return said(title, body[:settings.current().record_head_chars])
+    return said(title, body[:config.record_head_chars], config.similar_link_share)
 
 
-def comparable(note: Said, min_words: int | None = None) -> bool:
-    """Whether a note says enough to be compared: ``min_words`` distinct words (the
-    ``similar_min_words`` setting when None), or ``similar_min_links`` link targets when it is
-    mostly links."""
-    config = settings.current()
+def comparable(note: Said, min_words: int, config: Settings) -> bool:
+    """Whether a note says enough to be compared: ``min_words`` distinct words, or
+    ``similar_min_links`` link targets when it is mostly links."""
     if note.links is not None:
         return len(note.links) >= config.similar_min_links
-    return len(note.words) >= (config.similar_min_words if min_words is None else min_words)
+    return len(note.words) >= min_words
 
 
 def likeness(a: Said, b: Said, weight: Callable[[str], float], a_weight: float | None = None) -> float:
@@ -124,12 +122,13 @@ def resemblance(a: Collection[str], b: Collection[str], weight: Callable[[str], 
     return shared / union if union > 0 else 0.0
 
 
-def distinctive_terms(text: str, terms: int, rarest: Rarity) -> list[str]:
+def distinctive_terms(text: str, terms: int, rarest: Rarity, min_chars: int) -> list[str]:
     """The ``terms`` words of ``text`` the fewest notes' bodies hold (at least one does), rarest
-    first; numbers, stop words and words under three characters left out."""
+    first; numbers, stop words and words under ``min_chars`` characters (``query_min_term_chars``)
+    left out."""
     found: list[tuple[int, str]] = []
     for word in dict.fromkeys(words(text)):
-        if len(word) < settings.current().query_min_term_chars or word in STOP_WORDS or not _HAS_LETTER.search(word):
+        if len(word) < min_chars or word in STOP_WORDS or not _HAS_LETTER.search(word):
             continue
         df = rarest.df(word)
         if df:
@@ -176,12 +175,12 @@ def resembling(view: Snapshot, title: str, body: str, *, exclude: Collection[int
     min_words = config.similar_min_words if min_words is None else min_words
     if limit <= 0:
         return []
-    text = note_text(title, body)
-    mine = note_said(title, body)
-    if not comparable(mine, min_words):
+    text = note_text(title, body, config)
+    mine = note_said(title, body, config)
+    if not comparable(mine, min_words, config):
         return []
     rarest = rarest or Rarity(view)
-    chosen = distinctive_terms(text, terms, rarest)
+    chosen = distinctive_terms(text, terms, rarest, config.query_min_term_chars)
     if not chosen:
         return []
     weights: dict[str, float] = {}  # this call's, in front of ``rarest``'s bounded memory
@@ -198,8 +197,8 @@ def resembling(view: Snapshot, title: str, body: str, *, exclude: Collection[int
         if doc in exclude:
             continue
         record = view.record(doc)
-        theirs = note_said(str(record.get("title") or ""), str(record.get("head") or ""))
-        if not comparable(theirs, min_words):
+        theirs = note_said(str(record.get("title") or ""), str(record.get("head") or ""), config)
+        if not comparable(theirs, min_words, config):
             continue
         score = likeness(mine, theirs, weigh, mine_weight)
         if score >= threshold:

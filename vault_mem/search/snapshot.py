@@ -192,7 +192,7 @@ class Snapshot:
 
     def closest_words(self, fields: tuple[str, ...], word: str) -> list[str]:
         """The words of ``fields`` closest to ``word`` ("did you mean"), the commonest first."""
-        return vocabulary.closest_words(self._parts, fields, word)
+        return vocabulary.closest_words(self._parts, fields, word, self.config.suggestions)
 
     def doc_frequency(self, field: str, value: str) -> int:
         return query.doc_frequency(self._searcher, field, value)
@@ -227,7 +227,7 @@ class Snapshot:
     def cells(self, field: str) -> LazyColumn:
         """``field``'s values by document number, for a few documents: the column is read whole
         only once many are asked for (``search/cells.py``)."""
-        return LazyColumn(self._searcher, field)
+        return LazyColumn(self._searcher, field, self.config.cells_whole_after)
 
     def lexicon(self, field: str) -> list[str]:
         """Every term of ``field`` in the index (a term only deleted notes hold included); for a

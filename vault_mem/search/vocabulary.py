@@ -22,7 +22,6 @@ from typing import Any
 from whoosh.codec.base import Automata
 from whoosh.support.levenshtein import distance
 
-from vault_mem import settings
 from vault_mem.search.lru import CACHE
 from vault_mem.search.segments import Parts, Segment
 from vault_mem.search.substring import segment_terms_containing
@@ -66,11 +65,10 @@ def has_word(parts: Parts, fields: tuple[str, ...], needle: str, substring: bool
     return False
 
 
-def closest_words(parts: Parts, fields: tuple[str, ...], word: str, limit: int | None = None) -> list[str]:
+def closest_words(parts: Parts, fields: tuple[str, ...], word: str, limit: int) -> list[str]:
     """Up to ``limit`` words of ``fields`` closest to ``word`` (which the vault does not hold):
     within one edit, else within two (``_plausible``); the words more notes hold first. Empty
     when nothing is that close."""
-    limit = settings.current().suggestions if limit is None else limit
     word = word.lower()
     for maxdist in _distances(word):
         found: dict[str, int] = {}
@@ -134,7 +132,7 @@ def _automaton(word: str, maxdist: int) -> Any:
                              lambda _dfa: 4096 + 64 * len(word) * (maxdist + 1) ** 3)
 
 
-def closest_names(names: list[str], word: str, limit: int | None = None) -> list[str]:
+def closest_names(names: list[str], word: str, limit: int) -> list[str]:
     """Up to ``limit`` of ``names`` (a short list: folder names, kinds) closest to ``word``, by
     the Damerau-Levenshtein distance Whoosh's base reader corrects with (a swap of two letters
     is one edit): within one edit, else two from five characters on; ties by name.
@@ -142,7 +140,6 @@ def closest_names(names: list[str], word: str, limit: int | None = None) -> list
     Whoosh's ``ListCorrector`` would walk the sorted list with an automaton, but its skipper
     steps past the next name whenever it is asked for a smaller one, so it misses most of them
     (``acm`` does not find ``acme``); for a few hundred names the plain distance is fast."""
-    limit = settings.current().suggestions if limit is None else limit
     word = word.lower()
     found: dict[str, int] = {}
     for name in {n.lower() for n in names if n}:

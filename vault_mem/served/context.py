@@ -21,6 +21,7 @@ from vault_mem.errors import PathRefused
 from vault_mem.meaning.embedder import Meaning
 from vault_mem.search.api import Snapshot, VaultIndex, cached_while_unchanged, reading
 from vault_mem.served.agents import Agent
+from vault_mem.settings import Settings
 from vault_mem.vault.frontmatter import split_frontmatter
 from vault_mem.vault.paths import InsideCheck, NotANote, display_path, link_target
 from vault_mem.vault.reader import VersionKey, decode, read_bytes, read_linked, read_whole_linked, version_key
@@ -114,7 +115,7 @@ class View:
         PathRefused (``param``) when the path now leads to no note; OSError when it cannot be read."""
         fsrel = str(record["fsrel"])
         try:
-            return read_whole_linked(self.vault.root, fsrel)
+            return read_whole_linked(self.vault.root, fsrel, self.config)
         except NotANote as exc:
             raise PathRefused(param, f"{display_path(fsrel)} {exc}") from None
 
@@ -148,16 +149,17 @@ class View:
         stamp = settled_stamp(path, self.config.settled_ns)
         if stamp is None:
             if not limited:
-                return _body_now(record, path)[0]
+                return _body_now(record, path, self.config)[0]
             try:  # judged by the file actually read: a link swapped meanwhile shows nothing hidden
-                (data, _etag, _size, _mtime, problems), real = read_linked(self.vault.root, record["fsrel"])
+                (data, _etag, _size, _mtime, problems), real = read_linked(self.vault.root, record["fsrel"],
+                                                                           self.config)
             except NotANote:
                 return ""
             if not self.may_see(record["path"], None, record.get("real"), real):
                 return ""
-            return _body_of(record, data, problems)[0]
+            return _body_of(record, data, problems, self.config)[0]
         text = cached_while_unchanged(("body", str(self.vault.root), record["fsrel"], *stamp),
-                                      lambda: _body_now(record, path), _text_size)
+                                      lambda: _body_now(record, path, self.config), _text_size)
         if limited and not self._saw(record, stamp):
             return ""
         return text
@@ -214,16 +216,16 @@ def may_see(caller: Agent | None, root: Path, path: str, fsrel: str | None = Non
     return now is None or caller.may_read(now)
 
 
-def _body_now(record: dict[str, Any], path: Path) -> tuple[str, bool]:
+def _body_now(record: dict[str, Any], path: Path, config: Settings) -> tuple[str, bool]:
     """The body on disk now, and whether it was read (else the index's head stands in)."""
-    data, _etag, _size, _mtime, problems = read_bytes(path)
-    return _body_of(record, data, problems)
+    data, _etag, _size, _mtime, problems = read_bytes(path, config)
+    return _body_of(record, data, problems, config)
 
 
-def _body_of(record: dict[str, Any], data: bytes, problems: list[str]) -> tuple[str, bool]:
+def _body_of(record: dict[str, Any], data: bytes, problems: list[str], config: Settings) -> tuple[str, bool]:
     if problems and not data:
         return str(record.get("head", "")), False
-    text, _ = decode(data)
+    text, _ = decode(data, config)
     return split_frontmatter(text).body, True
 
 

@@ -11,7 +11,7 @@ import copy
 import json
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from vault_mem import settings
@@ -35,6 +35,18 @@ _SCHEMA_TYPES: dict[str, Any] = {
 
 
 @dataclass(frozen=True)
+class Setting:
+    """A parameter's default or bound that is a setting (``Setting("read_max_chars")``): read from
+    the settings at hand, the serving index's for the published schema and for each call's check."""
+
+    name: str
+
+
+def _value(bound: Any, config: Settings) -> Any:
+    return getattr(config, bound.name) if isinstance(bound, Setting) else bound
+
+
+@dataclass(frozen=True)
 class Param:
     """One tool parameter, declared once beside the function that reads it: the MCP input
     schema (``mcp_server/tools.py``: type, ``default``, ``minimum``, ``maximum``, ``enum``), the
@@ -47,17 +59,25 @@ class Param:
     description: str
     required: bool = False
     default: Any = None  # what leaving it out means; None: nothing, or what the description says
-    minimum: int | float | None = None
-    maximum: int | float | None = None
+    minimum: int | float | Setting | None = None
+    maximum: int | float | Setting | None = None
     enum: tuple[str, ...] = ()  # the accepted values (case-insensitive)
 
-    def schema(self) -> dict[str, Any]:
+    def resolved(self, config: Settings) -> Param:
+        """This parameter with each ``Setting`` replaced by its value in ``config``."""
+        if not any(isinstance(v, Setting) for v in (self.default, self.minimum, self.maximum)):
+            return self
+        return replace(self, default=_value(self.default, config), minimum=_value(self.minimum, config),
+                       maximum=_value(self.maximum, config))
+
+    def schema(self, config: Settings) -> dict[str, Any]:
         schema: dict[str, Any] = copy.deepcopy(_SCHEMA_TYPES[self.kind])
         if self.enum:
             schema["enum"] = list(self.enum)
         for key in ("default", "minimum", "maximum"):
-            if getattr(self, key) is not None:
-                schema[key] = getattr(self, key)
+            value = _value(getattr(self, key), config)
+            if value is not None:
+                schema[key] = value
         schema["description"] = self.description
         return schema
 
@@ -70,8 +90,8 @@ def choice_param(name: str, description: str, enum: tuple[str, ...], default: st
     return Param(name, "string", description, default=default, enum=enum)
 
 
-def int_param(name: str, description: str, default: int | None = None, minimum: int | None = None,
-              maximum: int | None = None) -> Param:
+def int_param(name: str, description: str, default: int | Setting | None = None, minimum: int | None = None,
+              maximum: int | Setting | None = None) -> Param:
     return Param(name, "integer", description, default=default, minimum=minimum, maximum=maximum)
 
 
@@ -105,7 +125,7 @@ class Args:
 
     def __init__(self, raw: Mapping[str, Any] | None, params: Sequence[Param], config: Settings | None = None) -> None:
         if config is None:
-            config = settings.current()  # NOT CONVERTED YET: reads/*.py and writes/tools.py pass none
+            config = settings.current()  # NOT CONVERTED YET: writes/tools.py passes none (engine55's)
         self.config = config
         allowed = tuple(p.name for p in params)
         if raw is None:
@@ -119,7 +139,7 @@ class Args:
                 unknown[0][:40], f"unknown parameter {names}; accepted: {', '.join(allowed)}"
             )
         self.raw = dict(raw)
-        self.params = {p.name: p for p in params}
+        self.params = {p.name: p.resolved(config) for p in params}
 
     def present(self, name: str) -> bool:
         return self.raw.get(name) is not None
@@ -179,7 +199,7 @@ class Args:
     def number(self, name: str) -> float:
         """A number from the parameter's minimum to its maximum, its default when absent."""
         param = self.params[name]
-        lo, hi = float(param.minimum or 0), float(param.maximum or 0)
+        lo, hi = float(_number(param.minimum) or 0), float(_number(param.maximum) or 0)
         value = self.raw.get(name)
         if value is None:
             return float(param.default)
@@ -273,8 +293,16 @@ class Args:
         return value
 
 
-def _whole(bound: int | float | None) -> int | None:
-    return None if bound is None else int(bound)
+def _number(bound: int | float | Setting | None) -> int | float | None:
+    """A bound of a resolved parameter (``Args`` resolves each ``Setting`` first)."""
+    if isinstance(bound, Setting):
+        raise TypeError(f"the setting {bound.name} of a parameter was not resolved")
+    return bound
+
+
+def _whole(bound: int | float | Setting | None) -> int | None:
+    number = _number(bound)
+    return None if number is None else int(number)
 
 
 def _range_text(lo: int | None, hi: int | None) -> str:

@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import unicodedata
 
-from vault_mem import settings
 from vault_mem.errors import InvalidInput, NotFound
 from vault_mem.search.api import PATH_KEY_FIELDS
 from vault_mem.served.context import View
@@ -128,11 +127,9 @@ def resolve_ref(view: View, ref: str, param: str = "ref") -> int:
     raise no_note(ref, chars)
 
 
-def no_note(ref: str, shown_chars: int | None = None) -> NotFound:
+def no_note(ref: str, shown_chars: int) -> NotFound:
     """What a ref that names no note the caller may see answers (a hidden one answers the same);
     ``shown_chars``: the characters of ``ref`` it repeats (``shown_ref_chars``)."""
-    if shown_chars is None:
-        shown_chars = settings.current().shown_ref_chars  # NOT CONVERTED YET: reads/read.py passes none
     return NotFound(f"no note matches {_shown(ref, shown_chars)} (tried uid, permalink, path, file name, title and "
                     "alias)")
 

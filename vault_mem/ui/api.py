@@ -9,7 +9,6 @@ import datetime as dt
 import difflib
 from typing import Any
 
-from vault_mem import settings
 from vault_mem.errors import Forbidden, InvalidInput, NotFound, VaultMemError, VaultUnavailable
 from vault_mem.history import journal
 from vault_mem.history.agentstate import agent_key
@@ -62,7 +61,7 @@ def activity(vault: Vault, caller: Agent | None, agent: str = "", folder: str = 
         if moment is not None and entry.t < moment.timestamp():
             continue
         rows.append(entry)
-    size = settings.current().ui_activity_page
+    size = vault.index.config.ui_activity_page
     page = rows[offset: offset + size]
     return {"status": "ok", "count": len(rows), "offset": offset,
             "next_offset": offset + size if offset + size < len(rows) else None,
@@ -89,7 +88,7 @@ def _version(vault: Vault, sha: str | None, fsrel: str) -> tuple[str | None, boo
         data = current if current is not None and journal.digest(current) == sha else None
     if data is None:
         return None, False
-    return data[:settings.current().ui_max_diff_side].decode("utf-8", "replace"), True
+    return data[:vault.index.config.ui_max_diff_side].decode("utf-8", "replace"), True
 
 
 def _gone(vault: Vault, caller: Agent | None, entry: journal.Entry, side: str) -> str:
@@ -145,9 +144,9 @@ def change(vault: Vault, caller: Agent | None, ident: str) -> dict[str, Any]:
         lines = list(difflib.unified_diff((before or "").splitlines(), (after or "").splitlines(),
                                           f"a/{entry.path}" if before is not None else "/dev/null",
                                           f"b/{entry.path}" if after is not None else "/dev/null", lineterm=""))
-        answer["diff"] = lines[:settings.current().ui_max_diff_lines]
-        if len(lines) > settings.current().ui_max_diff_lines:
-            answer["diff_note"] = f"{len(lines) - settings.current().ui_max_diff_lines} more diff lines not shown"
+        answer["diff"] = lines[:vault.index.config.ui_max_diff_lines]
+        if len(lines) > vault.index.config.ui_max_diff_lines:
+            answer["diff_note"] = f"{len(lines) - vault.index.config.ui_max_diff_lines} more diff lines not shown"
     if caller is None:
         step = undo.plan_change(vault.index, entry)
         answer["undo"] = step.public()

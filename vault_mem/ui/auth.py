@@ -40,8 +40,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from vault_mem import settings
 from vault_mem.served.keys import config_dir, hashed, vault_key
+from vault_mem.settings import Settings
 
 UI_DIR = "ui"
 COOKIE = "vault_mem_session"
@@ -60,19 +60,20 @@ def _code_file(root: Path, code: str) -> Path:
     return _folder(root) / "logins" / hashlib.sha256(code.encode("utf-8", "replace")).hexdigest()
 
 
-def issue_login(root: Path) -> str:
-    """A new one-time login code (for the owner)."""
+def issue_login(root: Path, config: Settings) -> str:
+    """A new one-time login code (for the owner); it lives ``config``'s ``ui_login_ttl``."""
     code = secrets.token_urlsafe(24)
     path = _code_file(root, code)
     path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
     os.close(fd)
-    _forget_stale(path.parent, settings.current().ui_login_ttl)
+    _forget_stale(path.parent, config.ui_login_ttl)
     return code
 
 
-def use_login(root: Path, code: str) -> bool:
-    """Whether ``code`` is a live one-time code; it is dead afterwards either way."""
+def use_login(root: Path, code: str, config: Settings) -> bool:
+    """Whether ``code`` is a live one-time code (younger than ``config``'s ``ui_login_ttl``); it is
+    dead afterwards either way."""
     if not code or len(code) > 200:
         return False
     path = _code_file(root, code)
@@ -81,7 +82,7 @@ def use_login(root: Path, code: str) -> bool:
         path.unlink()  # only one request can do this
     except OSError:
         return False
-    return time.time() - made <= settings.current().ui_login_ttl
+    return time.time() - made <= config.ui_login_ttl
 
 
 def _forget_stale(folder: Path, age: float) -> None:
@@ -113,14 +114,16 @@ def _digest(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8", "replace")).hexdigest()
 
 
-def open_session(root: Path, agent: str | None, key: str | None, now: float | None = None) -> tuple[Session, str, str]:
-    """A new session: (it, the cookie's value, the page secret). Each secret is shown only here."""
+def open_session(root: Path, agent: str | None, key: str | None, config: Settings,
+                 now: float | None = None) -> tuple[Session, str, str]:
+    """A new session: (it, the cookie's value, the page secret), living ``config``'s
+    ``ui_session_ttl``. Each secret is shown only here."""
     cookie, page = secrets.token_urlsafe(32), secrets.token_urlsafe(32)
-    session = Session(agent, key, (time.time() if now is None else now) + settings.current().ui_session_ttl,
+    session = Session(agent, key, (time.time() if now is None else now) + config.ui_session_ttl,
                       _digest(cookie))
     folder = _sessions(root)
     folder.mkdir(mode=0o700, exist_ok=True)
-    _forget_stale(folder, settings.current().ui_session_ttl)
+    _forget_stale(folder, config.ui_session_ttl)
     record = {"agent": agent, "key": key, "expires": session.expires, "page": _digest(page)}
     tmp = folder / f".{session.ident}.tmp"
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0), 0o600)
@@ -180,8 +183,9 @@ class Guesses:
     ``vault-mem ui`` always gives a new link, is never locked out. ``clock``: a monotonic clock
     (tests pass their own)."""
 
-    def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(self, clock: Callable[[], float] = time.monotonic, *, config: Settings) -> None:
         self.clock = clock
+        self.config = config  # the ``ui_login_*`` settings
         self._lock = threading.Lock()
         self._by_address: dict[str, tuple[int, float]] = {}  # address: (wrong logins, when the last was)
         self._everyone: tuple[int, float] = (0, 0.0)
@@ -189,11 +193,12 @@ class Guesses:
     def wait(self, address: str) -> float:
         """Seconds until a token from ``address`` is checked again (0: now)."""
         now = self.clock()
-        config = settings.current()
+        config = self.config
         with self._lock:
             mine = self._live(self._by_address.get(address), now)
             everyone = self._live(self._everyone, now)
-        return max(_until(mine, config.ui_login_free, now), _until(everyone, config.ui_login_free_all, now))
+        return max(_until(mine, config.ui_login_free, now, config),
+                   _until(everyone, config.ui_login_free_all, now, config))
 
     def failed(self, address: str) -> None:
         """Count a wrong login from ``address``."""
@@ -203,28 +208,27 @@ class Guesses:
             self._by_address[address] = (count + 1, now)
             count, _ = self._live(self._everyone, now)
             self._everyone = (count + 1, now)
-            if len(self._by_address) > settings.current().ui_login_addresses:
+            if len(self._by_address) > self.config.ui_login_addresses:
                 self._prune(now)
 
     def _live(self, record: tuple[int, float] | None, now: float) -> tuple[int, float]:
-        if record is None or now - record[1] > settings.current().ui_login_forget:
+        if record is None or now - record[1] > self.config.ui_login_forget:
             return 0, now
         return record
 
     def _prune(self, now: float) -> None:
         """Keep the address table bounded: the forgotten go first, then the longest quiet."""
         for address, record in list(self._by_address.items()):
-            if now - record[1] > settings.current().ui_login_forget:
+            if now - record[1] > self.config.ui_login_forget:
                 del self._by_address[address]
-        while len(self._by_address) > settings.current().ui_login_addresses:
+        while len(self._by_address) > self.config.ui_login_addresses:
             del self._by_address[min(self._by_address, key=lambda a: self._by_address[a][1])]
 
 
-def _until(record: tuple[int, float], free: int, now: float) -> float:
+def _until(record: tuple[int, float], free: int, now: float, config: Settings) -> float:
     count, last = record
     if count < free:
         return 0.0
-    config = settings.current()
     step = min(config.ui_login_first_wait * 2.0 ** min(count - free, 64), config.ui_login_longest_wait)
     return max(0.0, last + step - now)
 

@@ -22,7 +22,6 @@ from urllib.parse import parse_qs
 
 import anyio
 
-from vault_mem import settings
 from vault_mem.errors import Forbidden, InvalidInput, NotFound, VaultMemError
 from vault_mem.served.agents import Agent
 from vault_mem.served.context import Vault
@@ -58,7 +57,7 @@ class Page:
         self.vault = vault
         self.keys = keys
         self.token = token
-        self.guesses = auth.Guesses(clock)
+        self.guesses = auth.Guesses(clock, config=vault.index.config)
         loopback = ["127.0.0.1", "localhost", "[::1]"]
         names = [*loopback, *hosts]
         self.hosts = {h.lower() for name in names for h in (name, f"{name}:{port}")}
@@ -72,7 +71,7 @@ class Page:
 
     def login_link(self, base: str) -> str:
         """A one-time link that logs its first user in as the owner."""
-        return f"{base}/?login={auth.issue_login(self.vault.root)}"
+        return f"{base}/?login={auth.issue_login(self.vault.root, self.vault.index.config)}"
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -145,14 +144,14 @@ class Page:
     async def _login(self, address: str, receive: Receive, send: Send) -> None:
         """``{"code": CODE}`` (a one-time link) or ``{"secret": TOKEN_OR_KEY}``: the session's cookie,
         and its page secret in the answer, for the page's script alone."""
-        data = _object(await _body(receive), "the login takes JSON: {\"code\": ...} or {\"secret\": ...}, "
-                                               "sent by the page's own script")
+        data = _object(await _body(receive, self.vault.index.config.ui_max_body),
+                       "the login takes JSON: {\"code\": ...} or {\"secret\": ...}, sent by the page's own script")
         code, given = data.get("code"), data.get("secret")
         wait = self.guesses.wait(address)
         agent: Agent | None = None
         key: str | None = None
         if isinstance(code, str) and code:
-            ok = await anyio.to_thread.run_sync(auth.use_login, self.vault.root, code)
+            ok = await anyio.to_thread.run_sync(auth.use_login, self.vault.root, code, self.vault.index.config)
             wrong = "that login link was used already or is too old: run vault-mem ui for a new one"
         elif isinstance(given, str) and given.strip():
             given = given.strip()
@@ -177,8 +176,9 @@ class Page:
             await _json(send, 401, {"status": "forbidden", "message": wrong})
             return
         name = agent.name if agent is not None else None
-        _, cookie, page = await anyio.to_thread.run_sync(auth.open_session, self.vault.root, name, key)
-        lasts = int(settings.current().ui_session_ttl)
+        _, cookie, page = await anyio.to_thread.run_sync(auth.open_session, self.vault.root, name, key,
+                                                           self.vault.index.config)
+        lasts = int(self.vault.index.config.ui_session_ttl)
         set_cookie = f"{auth.COOKIE}={cookie}; Path=/; HttpOnly; SameSite=Strict; Max-Age={lasts}"
         await _json(send, 200, {"status": "ok", "agent": name, "page_secret": page},
                     [(b"set-cookie", set_cookie.encode())])
@@ -187,7 +187,8 @@ class Page:
                    caller: Agent | None, receive: Receive, send: Send) -> None:
         vault = self.vault
         if method == "POST":
-            data = _object(await _body(receive), "the request body must be a JSON object")
+            data = _object(await _body(receive, vault.index.config.ui_max_body),
+                           "the request body must be a JSON object")
             if name == "logout":
                 await anyio.to_thread.run_sync(auth.end_session, vault.root, session)
                 await _json(send, 200, {"status": "ok"},
@@ -248,14 +249,15 @@ def _int(text: str, param: str) -> int:
     return int(text)
 
 
-async def _body(receive: Receive) -> bytes:
+async def _body(receive: Receive, limit: int) -> bytes:
+    """The request's body, at most ``limit`` bytes (the ``ui_max_body`` setting)."""
     chunks, size = [], 0
     while True:
         message = await receive()
         chunk = message.get("body", b"")
         size += len(chunk)
-        if size > settings.current().ui_max_body:
-            raise InvalidInput("body", f"the request body passes {settings.current().ui_max_body} bytes")
+        if size > limit:
+            raise InvalidInput("body", f"the request body passes {limit} bytes")
         chunks.append(chunk)
         if not message.get("more_body"):
             return b"".join(chunks)

@@ -19,7 +19,9 @@ from typing import Any
 
 import yaml
 
+from vault_mem import settings
 from vault_mem.errors import InvalidInput
+from vault_mem.settings import Settings
 from vault_mem.vault.frontmatter import load_yaml, split_frontmatter
 from vault_mem.vault.yamlstyle import (
     SURROGATE,
@@ -34,27 +36,36 @@ from vault_mem.vault.yamlstyle import (
 )
 
 _BOM = "\ufeff"
+
+
+def _given(config: Settings | None) -> Settings:
+    """``config``, the settings the caller was handed; None reads the process's own. NOT CONVERTED
+    YET: only for engine55's callers (writes/tools.py: render_note, set_keys; writes/tidy.py:
+    set_keys), which the lead converts after merging it; the parameter then has no default."""
+    return settings.current() if config is None else config
 _TRAILING_BLANK_LINES = re.compile(r"(?:\r?\n[ \t]*)+\Z")
 
 
 # --- new notes ---------------------------------------------------------------------------
 
-def _check_fields(text: str, fields: Mapping[str, Any], param: str) -> None:
+def _check_fields(text: str, fields: Mapping[str, Any], param: str, *, config: Settings) -> None:
     split = split_frontmatter(text.removeprefix(_BOM))
-    loaded = load_yaml(split.yaml_text or "")
+    loaded = load_yaml(split.yaml_text or "", config=config)
     for key, value in fields.items():
-        if key not in loaded.data or not same_value(loaded.data[key], plain_value(value)):
+        if key not in loaded.data or not same_value(loaded.data[key], plain_value(value, config=config)):
             raise InvalidInput(param, f"the value of {key!r} cannot be written so that it reads back "
                                "the same; try a plainer value")
 
 
-def render_note(fields: Mapping[str, Any], body: str) -> str:
+def render_note(fields: Mapping[str, Any], body: str, *, config: Settings | None = None) -> str:
     """The text of a new note: frontmatter, then ``body`` with LF endings and a final newline.
 
     Raises InvalidInput("set") when a value cannot be written so that it reads back equal.
+    ``config``: the YAML bounds the rendering is read back within.
     """
-    text = render_frontmatter(fields) + _normal_body(body, "\n")
-    _check_fields(text, fields, "set")
+    config = _given(config)
+    text = render_frontmatter(fields, config=config) + _normal_body(body, "\n")
+    _check_fields(text, fields, "set", config=config)
     return text
 
 
@@ -100,7 +111,7 @@ class _Parts:
         self.rest = rest
 
 
-def set_keys(text: str, updates: Mapping[str, Any], name: str = "the note") -> str:
+def set_keys(text: str, updates: Mapping[str, Any], name: str = "the note", *, config: Settings | None = None) -> str:
     """``text`` with the frontmatter keys in ``updates`` set, every other byte kept.
 
     A key that exists has only its own value replaced, keeping its form (a flow list
@@ -108,37 +119,39 @@ def set_keys(text: str, updates: Mapping[str, Any], name: str = "the note") -> s
     new keys are appended at the end of the block in block style; a file with no
     frontmatter gets a new block on top. Raises InvalidInput("ref") when the existing
     frontmatter cannot be parsed, InvalidInput("set") for a key or value YAML cannot hold.
+    ``config``: the YAML bounds the result is read back within.
     """
+    config = _given(config)
     parts = _Parts(text, name)
     if not updates:
         return text
     nl = parts.newline
     if parts.yaml is None:
-        new = parts.bom + render_frontmatter(updates, nl) + parts.rest
-        _check_fields(new, updates, "set")
+        new = parts.bom + render_frontmatter(updates, nl, config=config) + parts.rest
+        _check_fields(new, updates, "set", config=config)
         return new
-    before = load_yaml(parts.yaml)
+    before = load_yaml(parts.yaml, config=config)
     if not before.parsed:
         reason = "; ".join(before.problems).removeprefix("frontmatter: ") or "not a mapping"
         raise InvalidInput("ref", f"the frontmatter of {name} cannot be parsed ({reason}); "
                            "fix it by hand first")
     changed = {k: v for k, v in updates.items()
-               if k not in before.data or not same_value(before.data[k], plain_value(v))}
+               if k not in before.data or not same_value(before.data[k], plain_value(v, config=config))}
     if not changed:
         return text
-    new_yaml = _edit_block(parts.yaml, changed, nl, name)
+    new_yaml = _edit_block(parts.yaml, changed, nl, name, config=config)
     new = parts.bom + parts.rest[: parts.yaml_start] + new_yaml + parts.rest[parts.yaml_end:]
-    after = load_yaml(new_yaml)
+    after = load_yaml(new_yaml, config=config)
     others_kept = all(k in after.data and same_value(after.data[k], v)
                       for k, v in before.data.items() if k not in changed)
     if not after.parsed or not others_kept:
         raise InvalidInput("set", f"the frontmatter of {name} is laid out in a way that cannot be "
                            "edited safely (anchors, aliases or a flow mapping?); edit it by hand")
-    _check_fields(new, changed, "set")
+    _check_fields(new, changed, "set", config=config)
     return new
 
 
-def _edit_block(block: str, updates: Mapping[str, Any], nl: str, name: str) -> str:
+def _edit_block(block: str, updates: Mapping[str, Any], nl: str, name: str, *, config: Settings) -> str:
     try:
         root = yaml.compose(block, Loader=yaml.SafeLoader)
     except yaml.YAMLError as exc:
@@ -159,9 +172,9 @@ def _edit_block(block: str, updates: Mapping[str, Any], nl: str, name: str) -> s
     appended: list[str] = []
     for key, value in updates.items():
         if key in entries:
-            edits.append(_replacement(block, *entries[key], value, name, key))
+            edits.append(_replacement(block, *entries[key], value, name, key, config=config))
         else:
-            appended += entry_lines(key, value, root_indent)
+            appended += entry_lines(key, value, root_indent, config=config)
     for start, end, new in sorted(edits, reverse=True):
         block = block[:start] + new.replace("\n", nl) + block[end:]
     if appended:
@@ -186,7 +199,7 @@ def _line_end(text: str, index: int) -> int:
 
 
 def _replacement(block: str, key_node: yaml.Node, node: yaml.Node, value: Any,
-                 name: str, key: str) -> tuple[int, int, str]:
+                 name: str, key: str, *, config: Settings) -> tuple[int, int, str]:
     """(start, end, text): the slice of ``block`` holding ``key``'s value, and what replaces it."""
     colon = block.index(":", key_node.end_mark.index)
     after_colon = colon + 1
@@ -206,7 +219,7 @@ def _replacement(block: str, key_node: yaml.Node, node: yaml.Node, value: Any,
         line = block[line_start:]
         child_indent = len(line) - len(line.lstrip(" "))
 
-    on_line, lines = _form_keeping_lines(node, value, indent, child_indent)
+    on_line, lines = _form_keeping_lines(node, value, indent, child_indent, config=config)
     if on_line:
         lead = "" if not (empty or below) else " "
         region = (after_colon, after_colon) if empty else (after_colon, end) if below else (start, end)
@@ -226,19 +239,19 @@ def _replacement(block: str, key_node: yaml.Node, node: yaml.Node, value: Any,
 
 
 def _form_keeping_lines(node: yaml.Node, value: Any, indent: int,
-                        child_indent: int | None) -> tuple[bool, list[str]]:
+                        child_indent: int | None, *, config: Settings) -> tuple[bool, list[str]]:
     if isinstance(node, yaml.CollectionNode) and node.flow_style and isinstance(value, list | tuple | dict):
-        flow = flow_text(value)
+        flow = flow_text(value, config=config)
         if flow is not None:
             return True, [flow]
     same_kind = isinstance(value, list | tuple) if isinstance(node, yaml.SequenceNode) else isinstance(value, dict)
     if child_indent is not None and same_kind and is_collection(value):
-        lines = block_lines(list(value) if isinstance(value, tuple) else value, child_indent)
+        lines = block_lines(list(value) if isinstance(value, tuple) else value, child_indent, config=config)
         return False, lines
     # A quoted string keeps its quotes; a multi-line string becomes a | block whatever it was.
     style = node.style if isinstance(node, yaml.ScalarNode) else None
     quoted = style in ("'", '"') and isinstance(value, str)
-    return value_lines(value, indent, style if quoted else None)
+    return value_lines(value, indent, style if quoted else None, config=config)
 
 
 def _edit_body(text: str, name: str, make_body: Callable[[str, str], str]) -> str:

@@ -21,7 +21,6 @@ from typing import Any
 
 import yaml
 
-from vault_mem import settings
 from vault_mem.settings import Settings
 
 _LoaderBase: type[yaml.SafeLoader]
@@ -87,13 +86,8 @@ class Loaded:
     parsed: bool  # False when the block could not be read as a mapping
 
 
-def _given(config: Settings | None) -> Settings:
-    """``config``, the settings the caller was handed (the YAML bounds); None reads the process's
-    own, until every caller passes them."""
-    return settings.current() if config is None else config  # NOT CONVERTED YET: callers in writes/, imports/...
 
-
-def load_yaml(yaml_text: str, config: Settings | None = None) -> Loaded:
+def load_yaml(yaml_text: str, config: Settings) -> Loaded:
     """Parse a frontmatter block into a normalised mapping, within the YAML bounds of ``config``
     (``yaml_node_budget``, ``yaml_string_unit``, ``yaml_max_depth``). Never raises."""
     if not yaml_text.strip():
@@ -117,7 +111,6 @@ def load_yaml(yaml_text: str, config: Settings | None = None) -> Loaded:
         kind = type(raw).__name__
         return Loaded({}, [f"frontmatter: a YAML {kind}, not a mapping of keys to values; ignored"], False)
     problems: list[str] = []
-    config = _given(config)
     budget = [config.yaml_node_budget]
     data: dict[str, Any] = {}
     dropped: list[str] = []
@@ -158,16 +151,14 @@ def _key(key: Any) -> str:
     return str(key).strip()
 
 
-def plain(value: Any, config: Settings | None = None) -> Any:
+def plain(value: Any, config: Settings) -> Any:
     """``to_plain`` of one value with a whole ``yaml_node_budget`` of its own."""
-    config = _given(config)
     return to_plain(value, [config.yaml_node_budget], 0, config)
 
 
-def to_plain(value: Any, budget: list[int], depth: int, config: Settings | None = None) -> Any:
+def to_plain(value: Any, budget: list[int], depth: int, config: Settings) -> Any:
     """A JSON-safe copy of a YAML value, spending one unit of ``budget`` per node (and one per
     ``yaml_string_unit`` characters of a string), at most ``yaml_max_depth`` deep."""
-    config = _given(config)
     # A string costs by its length too: aliases can repeat one long string a thousand times
     # ("a: &a <1 MB>", "b: [*a, *a, ...]"), a gigabyte once expanded into an answer.
     budget[0] -= 1 + (len(value) // config.yaml_string_unit if isinstance(value, str) else 0)

@@ -41,8 +41,9 @@ _NO_MODE_BITS = {errno.EPERM, errno.EOPNOTSUPP, errno.ENOTSUP, errno.ENOSYS}
 
 def _given(config: Settings | None) -> Settings:
     """``config``, the settings the caller was handed (``in_use_wait`` and its retries); None reads
-    the process's own, until every caller passes them."""
-    return settings.current() if config is None else config  # NOT CONVERTED YET: callers in history/, search/
+    the process's own. NOT CONVERTED YET: only ``replace_file`` takes None, for engine55's callers
+    (history/agentstate.py, history/journal.py, search/progress.py, search/store.py)."""
+    return settings.current() if config is None else config
 
 
 def _while_in_use(operation: Callable[[], None], wait: float, config: Settings) -> None:
@@ -72,9 +73,8 @@ def replace_file(src: os.PathLike[str] | str, dst: os.PathLike[str] | str, wait:
     _while_in_use(lambda: os.replace(src, dst), config.in_use_wait if wait is None else wait, config)
 
 
-def unlink_file(path: os.PathLike[str] | str, wait: float | None = None, *, config: Settings | None = None) -> None:
+def unlink_file(path: os.PathLike[str] | str, wait: float | None = None, *, config: Settings) -> None:
     """``os.unlink(path)``, waiting the same way as ``replace_file``. Raises OSError."""
-    config = _given(config)
     _while_in_use(lambda: os.unlink(path), config.in_use_wait if wait is None else wait, config)
 
 

@@ -80,16 +80,18 @@ __all__ = [
 
 def _given(config: Settings | None) -> Settings:
     """``config``, the settings the caller was handed (``max_note_bytes``, ``read_chunk`` and the
-    YAML bounds); None reads the process's own, until every caller passes them."""
-    return settings.current() if config is None else config  # NOT CONVERTED YET: callers in search/, writes/...
+    YAML bounds); None reads the process's own. NOT CONVERTED YET: only ``read_note`` and
+    ``read_whole`` take None, for engine55's callers (search/build.py, runtime/watcher.py,
+    runtime/meaning.py, writes/); the lead removes the default after merging it."""
+    return settings.current() if config is None else config
 
 
-def read_bytes(path: Path, config: Settings | None = None) -> tuple[bytes, str, int, int, list[str]]:
+def read_bytes(path: Path, config: Settings) -> tuple[bytes, str, int, int, list[str]]:
     """(first ``max_note_bytes`` bytes, etag of the whole file, size, mtime_ns, problems). Never raises.
 
     Opens without blocking so a FIFO named ``x.md`` cannot stall the indexer.
     """
-    return _read_bytes(path, _given(config))[0]
+    return _read_bytes(path, config)[0]
 
 
 Read = tuple[bytes, str, int, int, list[str]]  # what read_bytes gives
@@ -134,12 +136,12 @@ def _read_bytes(path: Path, config: Settings) -> tuple[Read, tuple[int, int] | N
         os.close(fd)
 
 
-def read_linked(root: Path, rel: str, config: Settings | None = None) -> tuple[Read, str | None]:
+def read_linked(root: Path, rel: str, config: Settings) -> tuple[Read, str | None]:
     """``read_bytes`` of the note at ``rel`` (an OS path under ``root``) and the file a symlink makes
     it (``link_target``: None when none does), the two agreeing (``read_agreeing``). Raises NotANote
     when the path leads to no note (outside the vault, into a hidden folder...)."""
     unsure: Read = (b"", "", 0, 0, ["unreadable: it changed while it was read (a symlink swapped?)"])
-    chosen = _given(config)
+    chosen = config
     return read_agreeing(root, rel, lambda path: _read_bytes(path, chosen), unsure)
 
 
@@ -167,10 +169,10 @@ def read_agreeing(root: Path, rel: str, read: Callable[[Path], tuple[T, tuple[in
     return unsure, None
 
 
-def read_whole_linked(root: Path, rel: str, config: Settings | None = None) -> tuple[bytes, str | None]:
+def read_whole_linked(root: Path, rel: str, config: Settings) -> tuple[bytes, str | None]:
     """``read_whole`` of the note at ``rel`` and where its path leads, agreeing (``read_agreeing``).
     Raises OSError (EAGAIN when a link kept changing while it was read) or NotANote."""
-    chunk = _given(config).read_chunk
+    chunk = config.read_chunk
     found, real = read_agreeing(root, rel, lambda path: _read_whole(path, chunk), None)
     if found is None:
         raise OSError(errno.EAGAIN, "it changed while it was read (a symlink swapped?)")
@@ -199,7 +201,7 @@ def _read_whole(path: Path, read_chunk: int) -> tuple[bytes, tuple[int, int]]:
         os.close(fd)
 
 
-def decode(data: bytes, config: Settings | None = None) -> tuple[str, list[str]]:
+def decode(data: bytes, config: Settings) -> tuple[str, list[str]]:
     """Text of a note: BOM dropped, CRLF to LF, bad UTF-8 replaced, NULs removed (a character cut at
     the ``max_note_bytes`` read is no problem)."""
     problems: list[str] = []
@@ -208,7 +210,7 @@ def decode(data: bytes, config: Settings | None = None) -> tuple[str, list[str]]
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
-        truncated_tail = exc.start >= len(data) - 3 and len(data) >= _given(config).max_note_bytes - 3
+        truncated_tail = exc.start >= len(data) - 3 and len(data) >= config.max_note_bytes - 3
         text = data.decode("utf-8", errors="replace")
         if not truncated_tail:
             problems.append(
@@ -255,7 +257,7 @@ def read_note(root: Path, rel: str, history: DateSource | None = None, *, config
 
 
 def parse_text(path: str, text: str, etag: str, size: int, mtime_ns: int, problems: list[str],
-               history: tuple[dt.datetime, dt.datetime] | None = None, *, config: Settings | None = None) -> Note:
+               history: tuple[dt.datetime, dt.datetime] | None = None, *, config: Settings) -> Note:
     """Build a Note from decoded text. ``path`` is the display form of the vault-relative path;
     ``history`` the (created, updated) git gives a committed file (docs/git.md), before the mtime.
 
@@ -266,7 +268,7 @@ def parse_text(path: str, text: str, etag: str, size: int, mtime_ns: int, proble
     importance, namespace, scope, project, paths, agent). ``problems`` itself is not changed.
     """
     problems = [*problems]
-    front = _frontmatter(text, size, problems, _given(config))
+    front = _frontmatter(text, size, problems, config)
     data, body = front.data, front.body
     excalidraw = path.lower().endswith(".excalidraw.md")
     masked = markdown.mask_code(body)

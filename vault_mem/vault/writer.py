@@ -122,8 +122,9 @@ def _still_there(temp: Path, folder: str | None, path: Path, what: str) -> None:
 
 def _given(config: Settings | None) -> Settings:
     """``config``, the settings the caller was handed (names and waits); None reads the process's
-    own, until every caller passes them."""
-    return settings.current() if config is None else config  # NOT CONVERTED YET: callers in writes/, imports/
+    own. NOT CONVERTED YET: for engine55's callers in writes/ (tools.py, tidy.py, undo.py); the
+    lead removes the default after merging it (every other caller passes its settings)."""
+    return settings.current() if config is None else config
 
 
 def atomic_write(path: Path, data: bytes, mode: int | None = None, within: Path | None = None, *,

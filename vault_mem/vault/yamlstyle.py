@@ -35,7 +35,7 @@ _YAML12_NON_STRING = re.compile(
 SURROGATE = re.compile("[\ud800-\udfff]")
 
 
-def plain_value(value: Any, config: Settings | None = None) -> Any:
+def plain_value(value: Any, config: Settings) -> Any:
     """The value as ``load_yaml`` gives it back (``frontmatter.plain``, within ``config``'s bounds)."""
     return plain(value, config)
 
@@ -53,8 +53,8 @@ def same_value(a: Any, b: Any) -> bool:
     return bool(a == b)
 
 
-def _reads_back(doc: str, expected: Any) -> bool:
-    loaded = load_yaml(doc)
+def _reads_back(doc: str, expected: Any, *, config: Settings) -> bool:
+    loaded = load_yaml(doc, config=config)
     return loaded.parsed and not loaded.problems and same_value(loaded.data.get("k"), expected)
 
 
@@ -84,7 +84,7 @@ def _quoted_forms(text: str, prefer: str | None) -> Iterator[str]:
     yield escaped.removesuffix("\n...\n").rstrip("\n")
 
 
-def scalar_text(value: Any, context: str = "value", prefer: str | None = None) -> str | None:
+def scalar_text(value: Any, context: str = "value", prefer: str | None = None, *, config: Settings) -> str | None:
     """One-line YAML for a scalar that ``load_yaml`` reads back as ``value``, or None.
 
     ``context`` is where it goes: "value" (after ``key: ``), "item" (after ``- ``) or
@@ -111,12 +111,12 @@ def scalar_text(value: Any, context: str = "value", prefer: str | None = None) -
             doc = f"k: [{text}]\n"
         else:
             doc = f"k: {text}\n"
-        if _reads_back(doc, expected):
+        if _reads_back(doc, expected, config=config):
             return text
     return None
 
 
-def _literal_lines(text: str, indent: int) -> list[str] | None:
+def _literal_lines(text: str, indent: int, *, config: Settings) -> list[str] | None:
     """``|`` block scalar lines (header first) for a multi-line string, or None."""
     body = text.rstrip("\n")
     trailing = len(text) - len(body)
@@ -127,24 +127,24 @@ def _literal_lines(text: str, indent: int) -> list[str] | None:
     pad = " " * (indent + 2)
     rendered = [header] + [pad + ln if ln else "" for ln in lines]
     probe = ["k: " + rendered[0]] + [("  " + ln[len(pad):]) if ln else "" for ln in rendered[1:]]
-    return rendered if _reads_back("\n".join(probe) + "\n", text) else None
+    return rendered if _reads_back("\n".join(probe) + "\n", text, config=config) else None
 
 
 def is_collection(value: Any) -> bool:
     return isinstance(value, list | tuple | dict) and len(value) > 0
 
 
-def flow_text(value: Any) -> str | None:
+def flow_text(value: Any, *, config: Settings) -> str | None:
     """``[a, b]`` or ``{a: 1}`` for a list or mapping of one-line scalars, or None."""
     if isinstance(value, list | tuple):
-        items = [scalar_text(v, "flow") if not is_collection(v) else None for v in value]
+        items = [scalar_text(v, "flow", config=config) if not is_collection(v) else None for v in value]
         if any(i is None for i in items):
             return None
         return "[" + ", ".join(i for i in items if i is not None) + "]"
     if isinstance(value, dict):
         parts = []
         for key, val in value.items():
-            k, v = _key_text(str(key)), scalar_text(val, "flow")
+            k, v = _key_text(str(key), config=config), scalar_text(val, "flow", config=config)
             if v is None or is_collection(val) or not re.fullmatch(r"[\w][\w .-]*", k):
                 return None
             parts.append(f"{k}: {v}")
@@ -153,19 +153,20 @@ def flow_text(value: Any) -> str | None:
 
 
 @functools.lru_cache(maxsize=1024)
-def _key_text(key: str) -> str:
-    """The YAML spelling of a mapping key (the same few keys come in every note: cached)."""
+def _key_text(key: str, *, config: Settings) -> str:
+    """The YAML spelling of a mapping key (the same few keys come in every note: cached, with the
+    settings whose bounds read it back)."""
     if not key or key != key.strip():
         raise InvalidInput("set", f"the key {key!r} cannot be written: keys need a name with no "
                            "spaces at either end")
     for text in itertools.chain((key,), _quoted_forms(key, None)):
-        loaded = load_yaml(f"{text}: 0\n")
+        loaded = load_yaml(f"{text}: 0\n", config=config)
         if loaded.parsed and list(loaded.data) == [key]:
             return text
     raise InvalidInput("set", f"the key {key!r} cannot be written as YAML")
 
 
-def value_lines(value: Any, indent: int, prefer: str | None = None) -> tuple[bool, list[str]]:
+def value_lines(value: Any, indent: int, prefer: str | None = None, *, config: Settings) -> tuple[bool, list[str]]:
     """(on_key_line, lines) for a value under a key at ``indent``.
 
     On the key line: ``lines[0]`` follows ``key: `` and later lines (a ``|`` block) follow.
@@ -176,21 +177,21 @@ def value_lines(value: Any, indent: int, prefer: str | None = None) -> tuple[boo
     if isinstance(value, list | dict) and not value:
         return True, ["[]" if isinstance(value, list) else "{}"]
     if isinstance(value, list | dict):
-        return False, block_lines(value, indent + 2)
+        return False, block_lines(value, indent + 2, config=config)
     if isinstance(value, str) and "\n" in value and prefer not in ("'", '"'):
-        literal = _literal_lines(value, indent)
+        literal = _literal_lines(value, indent, config=config)
         if literal is not None:
             return True, literal
-    text = scalar_text(value, "value", prefer if prefer in ("'", '"') else None)
+    text = scalar_text(value, "value", prefer if prefer in ("'", '"') else None, config=config)
     if text is None and prefer is not None:
-        text = scalar_text(value, "value")
+        text = scalar_text(value, "value", config=config)
     if text is None:
         why = " (it holds a lone surrogate, U+D800..U+DFFF)" if SURROGATE.search(str(value)) else ""
         raise InvalidInput("set", f"the value {str(value)[:60]!r} cannot be written as YAML{why}")
     return True, [text]
 
 
-def block_lines(value: list[Any] | dict[str, Any], indent: int) -> list[str]:
+def block_lines(value: list[Any] | dict[str, Any], indent: int, *, config: Settings) -> list[str]:
     """Block-style YAML lines for a non-empty list (``- item``) or mapping at ``indent``."""
     pad = " " * indent
     lines: list[str] = []
@@ -198,14 +199,14 @@ def block_lines(value: list[Any] | dict[str, Any], indent: int) -> list[str]:
         for item in value:
             if is_collection(item):
                 lines.append(pad + "-")
-                lines += block_lines(list(item) if isinstance(item, tuple) else item, indent + 2)
+                lines += block_lines(list(item) if isinstance(item, tuple) else item, indent + 2, config=config)
                 continue
             if isinstance(item, str) and "\n" in item:
-                literal = _literal_lines(item, indent)
+                literal = _literal_lines(item, indent, config=config)
                 if literal is not None:
                     lines += [pad + "- " + literal[0], *literal[1:]]
                     continue
-            text = scalar_text(item, "item") if not isinstance(item, list | dict) else None
+            text = scalar_text(item, "item", config=config) if not isinstance(item, list | dict) else None
             if text is None:
                 text = "[]" if isinstance(item, list) else "{}" if isinstance(item, dict) else None
             if text is None:
@@ -213,15 +214,15 @@ def block_lines(value: list[Any] | dict[str, Any], indent: int) -> list[str]:
             lines.append((pad + "- " + text).rstrip(" "))
         return lines
     for key, val in value.items():
-        lines += entry_lines(str(key), val, indent)
+        lines += entry_lines(str(key), val, indent, config=config)
     return lines
 
 
-def entry_lines(key: str, value: Any, indent: int = 0) -> list[str]:
+def entry_lines(key: str, value: Any, indent: int = 0, *, config: Settings) -> list[str]:
     """The lines of one ``key: value`` entry in block style, at ``indent``."""
     pad = " " * indent
-    head = pad + _key_text(key) + ":"
-    on_line, lines = value_lines(value, indent)
+    head = pad + _key_text(key, config=config) + ":"
+    on_line, lines = value_lines(value, indent, config=config)
     if not on_line:
         return [head, *lines]
     first = f"{head} {lines[0]}" if lines[0] else head
@@ -235,10 +236,10 @@ def ordered(fields: Mapping[str, Any]) -> dict[str, Any]:
     return out
 
 
-def render_frontmatter(fields: Mapping[str, Any], newline: str = "\n") -> str:
+def render_frontmatter(fields: Mapping[str, Any], newline: str = "\n", *, config: Settings) -> str:
     """A whole ``---`` block in block style, keys in KEY_ORDER, ending with a newline."""
     lines = ["---"]
     for key, value in ordered(fields).items():
-        lines += entry_lines(key, value)
+        lines += entry_lines(key, value, config=config)
     lines.append("---")
     return newline.join(lines) + newline
