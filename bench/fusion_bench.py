@@ -100,7 +100,7 @@ def open_vault(name: str, source: Path, index_dir: Path, model: Path, copy_to: P
     report = sync(index, procs=1)
     meaning = Meaning.open(model, index.dir, config=index.config)
     start = time.perf_counter()
-    done = meaning.embed_pending(index_notes(index), note_text(root))
+    done = meaning.embed_pending(index_notes(index), note_text(root, config=settings.current()))
     print(f"{name}: {report.total:,} notes; embedded {done:,} now ({time.perf_counter() - start:.0f} s), "
           f"{len(meaning.store):,} with vectors", flush=True)
     vault = Vault(root, index)

@@ -167,11 +167,11 @@ def bench_sync(root: Path, work: Path) -> None:
             with open(path, "ab") as handle:
                 handle.write(f"\nsync bench {count} {i}\n".encode())
         t0 = time.perf_counter()
-        pushed = sync_vault(root, host="bench")
+        pushed = sync_vault(root, host="bench", config=settings.current())
         push_s = time.perf_counter() - t0
         assert pushed.complete and pushed.committed == count, pushed.lines
         t0 = time.perf_counter()
-        pulled = sync_vault(other, host="bench")
+        pulled = sync_vault(other, host="bench", config=settings.current())
         pull_s = time.perf_counter() - t0
         assert pulled.complete, pulled.lines
         print(f"  {count:5d} changed notes: commit+fetch+push {push_s:6.2f} s; the other clone's fetch+"
@@ -183,9 +183,9 @@ def bench_sync(root: Path, work: Path) -> None:
     for i, path in enumerate(notes[2100:2200] + notes[3000:3010]):
         with open(other / path.relative_to(root), "ab") as handle:
             handle.write(f"\nfrom there {i}\n".encode())
-    assert sync_vault(other, host="there").complete
+    assert sync_vault(other, host="there", config=settings.current()).complete
     t0 = time.perf_counter()
-    merged = sync_vault(root, host="here")
+    merged = sync_vault(root, host="here", config=settings.current())
     merge_s = time.perf_counter() - t0
     assert merged.complete and len(merged.conflicts) == 10, merged.lines
     print(f"  diverged (110 notes here, 110 there, 10 of them on both sides): commit+fetch+merge+push "
@@ -208,7 +208,7 @@ def main() -> int:
         commits, notes = make_history(root, args.commits)
         print(f"synthetic history: {commits} commits over {notes} notes, made in {time.perf_counter() - t0:.1f} s")
 
-        repo = Repo.find(root)
+        repo = Repo.find(root, config=settings.current())
         assert repo is not None
         passes = []
         for _ in range(3):

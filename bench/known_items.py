@@ -48,7 +48,7 @@ FIELDS = ("title", "perm", "tagtext", "body")
 
 def candidate_words(root: Path, rel: str) -> list[str]:
     """The distinct words of 6+ letters in a note's title, aliases and body, lower-cased."""
-    note = read_note(root, rel)
+    note = read_note(root, rel, config=settings.current())
     text = " ".join([note.title, *note.aliases, note.body])
     return list(dict.fromkeys(w for w in words(text) if len(w) >= MIN_LETTERS and w.isalpha()))
 

@@ -57,7 +57,7 @@ def queries_of(root: Path, count: int, seed: int) -> list[str]:
     paths = sorted(walk_vault(root).files)
     out: list[str] = []
     while len(out) < count:
-        note = read_note(root, rng.choice(paths))
+        note = read_note(root, rng.choice(paths), config=settings.current())
         if len(out) % 2:
             found = [w for w in words(note.body[:2000]) if len(w) > 3]
             if len(found) >= 3:
@@ -212,7 +212,7 @@ def main() -> None:
     print(f"model {meaning.model.name} run by {meaning.model.runtime}, queries with "
           f"{meaning.model.query_bits}-bit weights")
     loaded_rss = rss_mb()
-    notes, read = index_notes(index), note_text(args.vault)
+    notes, read = index_notes(index), note_text(args.vault, config=settings.current())
     embedder = Embedder(meaning, notes, read)
     before = len(meaning.store)
     deadline = None if args.seconds is None else time.monotonic() + args.seconds

@@ -43,7 +43,7 @@ def main() -> None:
     print(f"part {k}/{n}: {len(mine):,} notes to embed of {len(everything):,} ({len(stored):,} stored), "
           f"run by {meaning.model.runtime}", flush=True)
     embedder = Embedder(meaning, lambda: {**{p: e for p, e in stored.items() if p in everything}, **mine},
-                        note_text(args.vault))
+                        note_text(args.vault, config=settings.current()))
     rows_before = meaning.store.rows()
     start, cpu = time.perf_counter(), time.process_time()
     done = embedder.catch_up()

@@ -208,7 +208,7 @@ def embedded(model: Path | None, root: Path, index: VaultIndex, embed: bool = Tr
         print(f"  {len(meaning.store):,} notes have vectors already; nothing embedded now")
         return meaning
     start = time.perf_counter()
-    done = meaning.embed_pending(index_notes(index), note_text(root))
+    done = meaning.embed_pending(index_notes(index), note_text(root, config=settings.current()))
     if done:
         took = time.perf_counter() - start
         print(f"  embedded {done:,} notes in {took:.1f} s ({took / done * 1000:.1f} ms a note), "

@@ -123,7 +123,7 @@ def commit_note(index: VaultIndex, rel: str, text: str) -> None:
     """Write the note ``rel`` and index it in a commit of its own, as the watcher commits a save:
     one new one-note segment, and its old copy (if any) deleted where it was."""
     (index.root / rel).write_text(text, encoding="utf-8")
-    index.apply([(read_note(index.root, rel), rel)], [])
+    index.apply([(read_note(index.root, rel, config=settings.current()), rel)], [])
 
 
 def commit_removal(index: VaultIndex, rel: str) -> None:

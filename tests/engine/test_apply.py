@@ -22,11 +22,11 @@ def test_a_change_the_index_already_holds_commits_nothing(make_vault) -> None:
     vault = make_vault(NOTES)
     index = vault.index
     before = index.generation()
-    as_indexed = read_note(vault.root, "a.md")
+    as_indexed = read_note(vault.root, "a.md", config=settings.current())
     assert index.apply([(as_indexed, "a.md")], ["never-indexed.md"], unless_committed=True) == 0
     assert index.generation() == before, "a batch with nothing left to write made a commit"
     (vault.root / "a.md").write_text("---\ntitle: A\n---\nchanged\n", encoding="utf-8")
-    changed = read_note(vault.root, "a.md")
+    changed = read_note(vault.root, "a.md", config=settings.current())
     assert index.apply([(changed, "a.md")], ["b.md"], unless_committed=True) == 1
     assert index.generation() > before
     assert stored(index, "a.md")["etag"] == changed.etag  # type: ignore[index]
@@ -41,7 +41,7 @@ def test_what_another_process_committed_meanwhile_is_asked_under_the_lock(make_v
     other = VaultIndex(vault.root, ours.dir, config=settings.current())  # another server's index of the vault
     try:
         (vault.root / "a.md").write_text("---\ntitle: A\n---\nedited by hand\n", encoding="utf-8")
-        edited = read_note(vault.root, "a.md")
+        edited = read_note(vault.root, "a.md", config=settings.current())
         assert ours.fingerprints(["a.md"])["a.md"][2] != edited.etag  # what both watchers saw
         assert other.apply([(edited, "a.md")], [], unless_committed=True) == 1
         committed = ours.generation()
@@ -57,8 +57,9 @@ def test_a_write_tools_change_in_the_same_batch_is_not_dropped(make_vault) -> No
     vault = make_vault(NOTES)
     index = vault.index
     (vault.root / "a.md").write_text("---\ntitle: A\n---\nby a tool\n", encoding="utf-8")
-    by_tool = read_note(vault.root, "a.md")
-    watchers = index.submit([(read_note(vault.root, "b.md"), "b.md")], [], unless_committed=True)
+    by_tool = read_note(vault.root, "a.md", config=settings.current())
+    watchers = index.submit([(read_note(vault.root, "b.md",
+        config=settings.current()), "b.md")], [], unless_committed=True)
     tools = index.submit([(by_tool, "a.md")], [])
     assert watchers is tools  # one open batch
     done = threading.Thread(target=index.commit_batch, args=(watchers,))

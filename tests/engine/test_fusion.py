@@ -14,6 +14,7 @@ import pytest
 from conftest import SAMPLE_VAULT, open_vault
 from meaning_model import make_tiny_model
 
+from vault_mem import settings
 from vault_mem.mcp_server.app import call
 from vault_mem.mcp_server.tools import TOOLS_BY_NAME
 from vault_mem.meaning.embedder import Meaning
@@ -37,7 +38,7 @@ def order(answer: dict[str, Any]) -> list[str]:
 
 def with_meaning(vault: Vault, model: Path) -> None:
     meaning = Meaning.open(model, vault.index.dir, config=vault.index.config)
-    meaning.embed_pending(index_notes(vault.index), note_text(vault.root))
+    meaning.embed_pending(index_notes(vault.index), note_text(vault.root, config=settings.current()))
     vault.meaning = meaning
 
 
@@ -148,7 +149,7 @@ def test_the_page_is_the_same_whether_words_are_ranked_beside_the_embedding_or_b
         "Bread from the oven.", "Which queue did we pick for messages?", "The garden plant to pick."])}
     vault = make_vault(notes)
     meaning = Meaning.open(tiny, vault.index.dir, config=vault.index.config)
-    meaning.embed_pending(index_notes(vault.index), note_text(vault.root))
+    meaning.embed_pending(index_notes(vault.index), note_text(vault.root, config=settings.current()))
     vault.meaning = meaning
     spec = TOOLS_BY_NAME["memory_search"]
     pages = {}

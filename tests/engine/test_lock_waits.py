@@ -16,6 +16,7 @@ from contextlib import contextmanager
 
 import pytest
 
+from vault_mem import settings
 from vault_mem.runtime.lifecycle import Runtime
 from vault_mem.runtime.watcher import Watcher
 from vault_mem.search.build import SyncReport, reconcile
@@ -163,7 +164,7 @@ def test_writes_waiting_for_a_commit_share_the_next_one(make_vault) -> None:
 
     def save(k: int) -> None:
         try:
-            index.apply([(read_note(vault.root, f"n{k}.md"), f"n{k}.md")], [])
+            index.apply([(read_note(vault.root, f"n{k}.md", config=settings.current()), f"n{k}.md")], [])
         except BaseException as exc:  # reported below
             errors.append(exc)
 
@@ -183,7 +184,8 @@ def test_writes_waiting_for_a_commit_share_the_next_one(make_vault) -> None:
     assert not errors
     assert _generation(index) == before + 2  # two commits for six saves
     records = index.records()
-    assert all(read_note(vault.root, f"n{k}.md").etag == records[f"n{k}.md"]["etag"] for k in range(6))
+    assert all(read_note(vault.root, f"n{k}.md",
+        config=settings.current()).etag == records[f"n{k}.md"]["etag"] for k in range(6))
 
 
 def test_in_one_batch_a_paths_last_change_wins(make_vault) -> None:
@@ -191,12 +193,12 @@ def test_in_one_batch_a_paths_last_change_wins(make_vault) -> None:
 
     vault = make_vault({"a.md": "---\ntitle: A\n---\nfirst\n", "b.md": "---\ntitle: B\n---\nb\n"})
     index = vault.index
-    old = read_note(vault.root, "a.md")
+    old = read_note(vault.root, "a.md", config=settings.current())
     (vault.root / "a.md").write_text("---\ntitle: A\n---\nsecond\n")
-    new = read_note(vault.root, "a.md")
+    new = read_note(vault.root, "a.md", config=settings.current())
     batch = index.submit([(old, "a.md")], [])
     assert index.submit([(new, "a.md")], ["b.md"]) is batch  # one open batch
-    index.submit([(read_note(vault.root, "b.md"), "b.md")], [])  # dropped, then saved again
+    index.submit([(read_note(vault.root, "b.md", config=settings.current()), "b.md")], [])  # dropped, then saved again
     index.commit_batch(batch)
     records = index.records()
     assert records["a.md"]["etag"] == new.etag and "b.md" in records
@@ -220,11 +222,11 @@ def test_a_commit_waits_for_a_write_between_its_file_change_and_its_submission(m
         deadline = time.monotonic() + 30
         while not index._committing.locked() and time.monotonic() < deadline:
             time.sleep(0.001)  # until the leader holds the commit
-        joined.append(index.submit([(read_note(vault.root, "b.md"), "b.md")], []))
+        joined.append(index.submit([(read_note(vault.root, "b.md", config=settings.current()), "b.md")], []))
         index.file_steps.end()
 
     started = threading.Event()
-    batch = index.submit([(read_note(vault.root, "a.md"), "a.md")], [])
+    batch = index.submit([(read_note(vault.root, "a.md", config=settings.current()), "a.md")], [])
     thread = threading.Thread(target=other_write)
     thread.start()
     assert started.wait(30)
@@ -262,7 +264,7 @@ def test_commits_under_steady_saves_are_spaced_and_a_lone_callers_are_not(make_v
     waits = _recorded_sleeps(monkeypatch)
 
     def note(k: int) -> tuple[object, str]:
-        return read_note(vault.root, f"n{k}.md"), f"n{k}.md"
+        return read_note(vault.root, f"n{k}.md", config=settings.current()), f"n{k}.md"
 
     for k in range(3):  # a lone caller: one save per commit, nobody else writing
         index.apply([note(k)], [])
@@ -291,9 +293,9 @@ def test_a_spaced_commit_waits_no_longer_than_its_timeout(make_vault, monkeypatc
     index = vault.index
     index.config = dataclasses.replace(index.config, commit_spacing=600.0)
     waits = _recorded_sleeps(monkeypatch)
-    index.apply([(read_note(vault.root, "a.md"), "a.md")], [])
-    batch = index.submit([(read_note(vault.root, "a.md"), "a.md")], [])
-    index.submit([(read_note(vault.root, "b.md"), "b.md")], [])
+    index.apply([(read_note(vault.root, "a.md", config=settings.current()), "a.md")], [])
+    batch = index.submit([(read_note(vault.root, "a.md", config=settings.current()), "a.md")], [])
+    index.submit([(read_note(vault.root, "b.md", config=settings.current()), "b.md")], [])
     index.commit_batch(batch, timeout=20.0)
     assert len(waits) == 1 and 0 < waits[0] <= 20.0
 
@@ -322,7 +324,7 @@ def test_a_batch_whose_commit_failed_takes_no_more_changes(make_vault) -> None:
     vault = make_vault({"a.md": "---\ntitle: A\n---\na\n"})
     index = vault.index
     (vault.root / "a.md").write_text("---\ntitle: A\n---\nchanged\n")
-    note = read_note(vault.root, "a.md")
+    note = read_note(vault.root, "a.md", config=settings.current())
     with lock_held_by_another_process(index):
         failed = index.submit([(note, "a.md")], [])
         with pytest.raises(IndexBusy):

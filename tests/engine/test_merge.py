@@ -57,7 +57,7 @@ def search(index: VaultIndex, word: str) -> list[str]:
 
 def assert_index_equals_files(index: VaultIndex) -> None:
     index.close()
-    on_disk = {rel: read_note(index.root, rel).etag for rel in walk_vault(index.root).files}
+    on_disk = {rel: read_note(index.root, rel, config=settings.current()).etag for rel in walk_vault(index.root).files}
     stored = {path: etag for path, (_size, _mtime, etag) in index.fingerprints().items()}
     assert stored == on_disk
     with index.searching() as searcher:
@@ -356,7 +356,7 @@ def test_folding_its_own_tiny_segments_from_their_notes_gives_the_index_reading_
             for rel in dict.fromkeys(edits):
                 (root / rel).write_text(note(int(rel[3:-3]), f"edit {k}"), encoding="utf-8")
                 os.utime(root / rel, ns=(1_700_000_000_000_000_000 + k, 1_700_000_000_000_000_000 + k))
-                notes.append((read_note(root, rel), rel))
+                notes.append((read_note(root, rel, config=settings.current()), rel))
             for rel in removals:
                 (root / rel).unlink()
             index.apply(notes, removals)
@@ -387,9 +387,10 @@ def test_a_merge_leaves_the_tiny_segments_to_the_live_folds_and_is_not_voided_by
     write_notes(root, notes)
     rels = sorted(notes)
     for batch in range(Settings().merge_factor):  # eight small segments above the tiny size: a merge is due
-        index.apply([(read_note(root, rel), rel) for rel in rels[batch * 25:(batch + 1) * 25]], [])
+        index.apply([(read_note(root, rel,
+            config=settings.current()), rel) for rel in rels[batch * 25:(batch + 1) * 25]], [])
     for rel in rels[Settings().merge_factor * 25:]:  # and as many tiny ones as the next live commit folds
-        index.apply([(read_note(root, rel), rel)], [])
+        index.apply([(read_note(root, rel, config=settings.current()), rel)], [])
     segments = index.open()._read_toc().segments
     assert sum(s.doc_count_all() <= Settings().tiny_segment for s in segments) == Settings().tiny_fold
     chosen = plan(segments, settings.current())

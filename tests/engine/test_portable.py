@@ -57,7 +57,8 @@ def test_replace_waits_for_a_target_in_use_and_then_replaces_it(tmp_path: Path) 
             os.replace(new, target)  # the refusal is real
         released = threading.Timer(0.05, _chattr, ("-i", target))
         released.start()
-        replace_file(new, target, wait=60)  # a generous hang timeout; returns once the target is free
+        replace_file(new, target, wait=60,
+            config=settings.current())  # a generous hang timeout; returns once the target is free
         released.join()
     assert target.read_bytes() == b"new" and not new.exists()
 
@@ -67,7 +68,7 @@ def test_replace_gives_up_after_its_wait_and_changes_nothing(tmp_path: Path) -> 
     target.write_bytes(b"old")
     new.write_bytes(b"new")
     with held(target), pytest.raises(PermissionError):
-        replace_file(new, target, wait=0.05)
+        replace_file(new, target, wait=0.05, config=settings.current())
     assert target.read_bytes() == b"old" and new.read_bytes() == b"new"
 
 
@@ -75,17 +76,17 @@ def test_bytes_round_trip_exactly_whatever_the_platform_does_to_newlines(tmp_pat
     # Without O_BINARY, Windows would turn \r\n into \n on read, \n into \r\n on write, and stop at ^Z.
     data = b"---\r\ntitle: x\r\n---\r\nline\nother\r\n\x1a after ctrl-z\r\n"
     path = tmp_path / "crlf.md"
-    atomic_write(path, data)
-    assert read_whole(path) == data
-    made = create_exclusive(tmp_path, "crlf.md", data)
-    assert made.name == "crlf 1.md" and read_whole(made) == data
+    atomic_write(path, data, config=settings.current())
+    assert read_whole(path, config=settings.current()) == data
+    made = create_exclusive(tmp_path, "crlf.md", data, config=settings.current())
+    assert made.name == "crlf 1.md" and read_whole(made, config=settings.current()) == data
 
 
 def test_a_replaced_file_keeps_its_permission_bits(tmp_path: Path) -> None:
     path = tmp_path / "note.md"
     path.write_bytes(b"x")
     path.chmod(0o640)
-    atomic_write(path, b"y")
+    atomic_write(path, b"y", config=settings.current())
     assert stat.S_IMODE(path.stat().st_mode) == 0o640
     set_mode(path, 0o600)
     assert stat.S_IMODE(path.stat().st_mode) == 0o600
@@ -165,7 +166,7 @@ def _document(index: VaultIndex, name: str) -> dict[str, object]:
     from vault_mem.vault.reader import read_note
 
     (index.root / name).write_text(f"# {name}\n", encoding="utf-8")
-    return document_of(read_note(index.root, name), name)
+    return document_of(read_note(index.root, name, config=settings.current()), name)
 
 
 def test_a_commit_whose_temp_folder_cannot_be_emptied_still_commits_and_releases_the_lock(tmp_path: Path) -> None:

@@ -31,7 +31,7 @@ from pathlib import Path
 from vault_mem.vault.writer import atomic_write
 path, versions = Path(sys.argv[1]), [Path(p).read_bytes() for p in sys.argv[2:]]
 for i in itertools.count():
-    atomic_write(path, versions[i % len(versions)])
+    atomic_write(path, versions[i % len(versions)], config=settings.current())
     if i == 0:
         print("writing", flush=True)
 """

@@ -235,7 +235,7 @@ async def test_serve_with_git_commit_and_sync_every_over_stdio(machines, tmp_pat
 def test_a_vault_started_apart_from_the_remote_is_not_merged_blindly(machines, tmp_path) -> None:
     apart = new_repo(tmp_path / "apart", {"mine.md": "# Mine\n\nstarted here\n"})
     git(apart, "remote", "add", "origin", str(machines["remote"]))
-    result = sync_vault(apart)
+    result = sync_vault(apart, config=settings.current())
     assert result.exit_code == 1
     assert any("share no history" in line for line in result.lines), result.lines
     assert (apart / "mine.md").read_text(encoding="utf-8") == "# Mine\n\nstarted here\n"

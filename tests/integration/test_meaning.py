@@ -18,6 +18,7 @@ import numpy as np
 import pytest
 from meaning_model import make_tiny_model
 
+from vault_mem import settings
 from vault_mem.errors import InvalidInput, MeaningUnavailable
 from vault_mem.mcp_server.app import call
 from vault_mem.mcp_server.tools import TOOLS_BY_NAME
@@ -55,7 +56,7 @@ def tiny(tmp_path: Path) -> Path:
 
 def with_meaning(vault: Vault, model: Path) -> Meaning:
     meaning = Meaning.open(model, vault.index.dir, config=vault.index.config)
-    meaning.embed_pending(index_notes(vault.index), note_text(vault.root))
+    meaning.embed_pending(index_notes(vault.index), note_text(vault.root, config=settings.current()))
     vault.meaning = meaning
     return meaning
 
@@ -209,7 +210,7 @@ def test_answers_carry_meaning_progress_while_notes_wait_and_never_wait_for_them
     meaning = Meaning.open(tiny, vault.index.dir, config=vault.index.config)
     vault.meaning = meaning
     gate, reading = threading.Event(), threading.Event()
-    read = note_text(vault.root)
+    read = note_text(vault.root, config=settings.current())
 
     def held(path: str) -> tuple[str, str] | None:
         reading.set()
@@ -241,7 +242,7 @@ def test_only_new_and_changed_notes_are_embedded_again(make_vault, tiny: Path) -
 
     vault = make_vault(NOTES)
     meaning = Meaning.open(tiny, vault.index.dir, config=vault.index.config)
-    notes, read = index_notes(vault.index), note_text(vault.root)
+    notes, read = index_notes(vault.index), note_text(vault.root, config=settings.current())
     assert meaning.embed_pending(notes, read) == len(NOTES)
     assert meaning.embed_pending(notes, read) == 0  # unchanged: never again
     text = note("Tomatoes", "Now about the train to Paris.")
@@ -255,7 +256,7 @@ def test_only_new_and_changed_notes_are_embedded_again(make_vault, tiny: Path) -
 def test_a_running_embedder_takes_in_what_another_process_embedded(make_vault, tiny: Path) -> None:
     vault = make_vault(NOTES)
     meaning = Meaning.open(tiny, vault.index.dir, config=vault.index.config)
-    notes, read = index_notes(vault.index), note_text(vault.root)
+    notes, read = index_notes(vault.index), note_text(vault.root, config=settings.current())
     meaning.embed_pending(notes, read)
     path, etag = next(iter(meaning.store.etags().items()))
     embedder = meaning.start(notes, read, idle_seconds=0.05)

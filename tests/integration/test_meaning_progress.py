@@ -14,6 +14,7 @@ import pytest
 from conftest import commit_note, eventually
 from meaning_model import make_tiny_model
 
+from vault_mem import settings
 from vault_mem.meaning.embedder import Meaning
 from vault_mem.runtime.meaning import index_notes, note_text, start_embedding
 
@@ -69,7 +70,7 @@ async def test_answers_say_meaning_while_the_first_pass_counts_the_notes(make_va
         return notes()
 
     meaning.expect(lambda: len(notes()))  # as start_embedding does, with the index's count
-    meaning.start(held_notes, note_text(vault.root), idle_seconds=0.05)
+    meaning.start(held_notes, note_text(vault.root, config=settings.current()), idle_seconds=0.05)
     try:
         assert counting.wait(60)
         async with mcp_session(vault) as c:
@@ -88,7 +89,8 @@ async def test_after_a_restart_answers_say_meaning_until_the_stored_vectors_are_
                                                                                       tiny: Path) -> None:
     vault = make_vault(NOTES)
     Meaning.open(tiny, vault.index.dir, config=vault.index.config).embed_pending(index_notes(vault.index),
-                                                                              note_text(vault.root))
+                                                                              note_text(vault.root,
+                                                                                  config=settings.current()))
     (vault.root / "travel" / "paris.md").write_text("---\ntitle: Paris trip\n---\nThe train to Paris.\n",
                                                     encoding="utf-8")
     commit_note(vault.index, "travel/paris.md", (vault.root / "travel" / "paris.md").read_text(encoding="utf-8"))

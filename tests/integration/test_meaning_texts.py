@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 from meaning_model import make_tiny_model
 
+from vault_mem import settings
 from vault_mem.meaning.chunks import embedded_title, reads_as_title
 from vault_mem.meaning.embedder import Meaning, store_name
 from vault_mem.meaning.model import load_model
@@ -44,7 +45,7 @@ def test_the_texts_read_for_embedding_leave_out_an_id_file_name(make_vault) -> N
         "daily/2024-05-02.md": "# Long run day\nTwenty kilometres.\n",
         "cooking/Sourdough.md": "Feed the starter the night before.\n",
     })
-    read = note_text(vault.root)
+    read = note_text(vault.root, config=settings.current())
     assert read("chat/turn-010005.md") == ("", "Ana: we picked NATS for the queue.\n")
     assert read("daily/2024-05-01.md") == ("", "Went for a run.\n")
     assert read("daily/2024-05-02.md")[0] == "Long run day"
@@ -63,4 +64,4 @@ def test_vectors_stored_before_the_texts_changed_are_made_again(make_vault, tmp_
     meaning = Meaning.open(tiny, vault.index.dir, config=vault.index.config)
     assert meaning.store.folder.name == store_name(model) != model.fingerprint
     assert len(meaning.store) == 0 and not old.folder.exists()
-    assert meaning.embed_pending(notes, note_text(vault.root)) == 2
+    assert meaning.embed_pending(notes, note_text(vault.root, config=settings.current())) == 2

@@ -349,12 +349,15 @@ def test_the_writer_itself_writes_no_vault_file_through_a_link_into_a_hidden_fol
     link(root / "research/evil.md", os.path.join("..", ".obsidian", "x.md"))
     link(root / "research/linkdir", os.path.join("..", ".obsidian"), folder=True)
     before = hidden_files(root)
-    for write in (lambda: atomic_write(root / "research/evil.md", b"PWNED", within=root),
-                  lambda: atomic_write(root / "research/linkdir/x.md", b"PWNED", within=root),
-                  lambda: create_exclusive(root / "research/linkdir", "new.md", b"PWNED", within=root),
-                  lambda: create_at(root / "research/linkdir/new.md", b"PWNED", within=root)):
+    for write in (lambda: atomic_write(root / "research/evil.md", b"PWNED", within=root, config=settings.current()),
+                  lambda: atomic_write(root / "research/linkdir/x.md", b"PWNED", within=root,
+                      config=settings.current()),
+                  lambda: create_exclusive(root / "research/linkdir", "new.md", b"PWNED", within=root,
+                      config=settings.current()),
+                  lambda: create_at(root / "research/linkdir/new.md", b"PWNED", within=root,
+                      config=settings.current())):
         with pytest.raises(WriteFailed, match=r"hidden folder \.obsidian/"):
             write()
     assert hidden_files(root) == before
-    atomic_write(root / "research/Plan.md", b"still fine\n", within=root)
+    atomic_write(root / "research/Plan.md", b"still fine\n", within=root, config=settings.current())
     assert (root / "research/Plan.md").read_bytes() == b"still fine\n"

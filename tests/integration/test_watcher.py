@@ -439,7 +439,8 @@ def test_a_change_another_process_indexed_is_not_indexed_twice(live) -> None:
     w.pause()  # the watcher hears the save but cannot apply it before the other commit
     try:
         (vault.root / "a/one.md").write_text(note("One", "edited again", uid="u1"))
-        vault.index.apply([(read_note(vault.root, "a/one.md"), "a/one.md")], [], unless_committed=True)
+        vault.index.apply([(read_note(vault.root, "a/one.md",
+            config=settings.current()), "a/one.md")], [], unless_committed=True)
     finally:
         w.resume()
     wait_in_sync(w)
@@ -477,7 +478,8 @@ def test_a_save_heard_before_its_submission_is_left_to_its_write_tool(live, monk
         (vault.root / "a/new.md").write_text(note("New", "saved by a tool", uid="n1"))
         eventually(lambda: steps.waiting, 60, "the watcher heard the save and waits for the tool's steps")
         assert not has_path(vault.index, "a/new.md")
-        vault.index.commit_batch(vault.index.submit([(read_note(vault.root, "a/new.md"), "a/new.md")], []))
+        vault.index.commit_batch(vault.index.submit([(read_note(vault.root, "a/new.md",
+            config=settings.current()), "a/new.md")], []))
     finally:
         steps.end()
     wait_in_sync(w)
@@ -579,7 +581,7 @@ def test_with_inotify_a_save_is_reported_by_its_close_not_its_writes(tmp_path: P
     observer.schedule(Recorder(), str(tmp_path), recursive=True, event_filter=changes_to_watch())
     observer.start()
     try:
-        atomic_write(note, b"# Note\n\nsecond\n")
+        atomic_write(note, b"# Note\n\nsecond\n", config=settings.current())
         eventually(lambda: any(kind == "moved" for kind, _, _ in seen), timeout=15, what="the rename")
         with open(note, "r+b") as f:  # in place: no create, no rename
             f.seek(0, os.SEEK_END)

@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 from conftest import note_dict
 
+from vault_mem import settings
 from vault_mem.vault.reader import read_note
 
 CORPUS = Path(__file__).parent.parent / "corpus"
@@ -35,7 +36,7 @@ def test_corpus_case(source: Path, tmp_path: Path) -> None:
     shutil.copyfile(source, tmp_path / source.name)
     os.utime(tmp_path / source.name, (FALLBACK_MTIME, FALLBACK_MTIME))
 
-    note = note_dict(read_note(tmp_path, source.name))
+    note = note_dict(read_note(tmp_path, source.name, config=settings.current()))
 
     for key, want in spec["note"].items():
         assert key in note, f"unknown Note field {key!r} in the expectation"
@@ -51,7 +52,8 @@ def test_derived_uids_differ_for_names_differing_only_in_case(tmp_path: Path) ->
     (tmp_path / "notes").mkdir()
     (tmp_path / "Notes" / "A.md").write_text("one\n", encoding="utf-8")
     (tmp_path / "notes" / "a.md").write_text("two\n", encoding="utf-8")
-    first, second = read_note(tmp_path, "Notes/A.md"), read_note(tmp_path, "notes/a.md")
+    first, second = read_note(tmp_path, "Notes/A.md",
+        config=settings.current()), read_note(tmp_path, "notes/a.md", config=settings.current())
     assert not first.has_id and not second.has_id
     assert first.uid != second.uid
-    assert read_note(tmp_path, "Notes/A.md").uid == first.uid  # stable across reads
+    assert read_note(tmp_path, "Notes/A.md", config=settings.current()).uid == first.uid  # stable across reads

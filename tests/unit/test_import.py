@@ -21,6 +21,7 @@ from import_samples import (
     claude_with_thinking,
 )
 
+from vault_mem import settings
 from vault_mem.cli import main
 from vault_mem.imports.notes import IMPORT_HASH, IMPORT_ID, IMPORTED_FROM, parsed
 from vault_mem.settings import Settings
@@ -59,7 +60,7 @@ async def test_each_format_imports_into_notes_every_tool_finds(tmp_path: Path, c
     assert (answer["created"], answer["skipped"], answer["conflicts"]) == (source.good, source.bad, 0), answer
     assert all(s["where"] and s["why"] for s in answer["skipped_records"])
     for rel in answer["created_paths"]:
-        note = read_note(vault, rel)
+        note = read_note(vault, rel, config=settings.current())
         assert note.problems == [], (rel, note.problems)
         assert note.agent == (note.agent if fmt == "jsonl" else f"import-{fmt}")
         assert note.fields[IMPORTED_FROM] == fmt and note.fields[IMPORT_ID] and note.fields[IMPORT_HASH]
@@ -95,7 +96,7 @@ async def test_an_edit_is_a_conflict_left_alone_and_a_changed_source_updates(
     source = sample(tmp_path, "jsonl")
     vault = tmp_path / "vault"
     first = run_import(capsys, "jsonl", source.path, vault)
-    by_id = {read_note(vault, rel).fields[IMPORT_ID]: rel for rel in first["created_paths"]}
+    by_id = {read_note(vault, rel, config=settings.current()).fields[IMPORT_ID]: rel for rel in first["created_paths"]}
     edited = vault / by_id["rec-1"]
     edited.write_text(edited.read_text(encoding="utf-8") + "\nA line a person added.\n", encoding="utf-8")
     edited_bytes = edited.read_bytes()
@@ -153,10 +154,11 @@ def test_the_memory_graph_keeps_types_observations_and_relations_as_links(tmp_pa
     vault = tmp_path / "vault"
     answer = run_import(capsys, "mcp-memory", graph, vault)
     assert answer["created"] == 2 and answer["skipped_records"][0]["where"] == "line 4"
-    john = read_note(vault, "mcp-memory/John_Smith.md")
+    john = read_note(vault, "mcp-memory/John_Smith.md", config=settings.current())
     assert john.type == "person" and john.body.startswith("- Speaks fluent Spanish\n- Graduated in 2019")
     assert "## Relations\n\n- works_at [[Anthropic HQ|Anthropic: HQ]]" in john.body
-    assert read_note(vault, "mcp-memory/Anthropic HQ.md").type == "decision", "a known type, lower-cased"
+    assert read_note(vault, "mcp-memory/Anthropic HQ.md",
+        config=settings.current()).type == "decision", "a known type, lower-cased"
 
 
 def test_chatgpt_follows_the_current_branch_only(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -170,7 +172,7 @@ def test_chatgpt_follows_the_current_branch_only(tmp_path: Path, capsys: pytest.
     answer = run_import(capsys, "chatgpt", path, vault)
     assert answer["created"] == 30
     for rel in answer["created_paths"]:
-        note = read_note(vault, rel)
+        note = read_note(vault, rel, config=settings.current())
         assert "DISCARDED" not in note.body and "print('x')" not in note.body
         assert note.body.startswith("**user**: Question 0") and "Answer 0" in note.body
         assert rel.startswith("chatgpt/" + note.created[:7] + "/"), "in the folder of its month"
@@ -226,7 +228,7 @@ def write_json(path: Path, value: Any) -> Path:
 
 
 def bodies(vault: Path, answer: dict[str, Any]) -> list[str]:
-    return [read_note(vault, rel).body for rel in answer["created_paths"]]
+    return [read_note(vault, rel, config=settings.current()).body for rel in answer["created_paths"]]
 
 
 def test_a_claude_answer_comes_from_its_text_blocks_never_its_thinking(
@@ -290,7 +292,7 @@ def test_a_moved_vault_keeps_its_notes_import_identity(tmp_path: Path, capsys: p
     new = tmp_path / "new"
     moved = run_import(capsys, "jsonl", exported, new)
     assert moved["created"] == source.good
-    note = read_note(new, first["created_paths"][1])
+    note = read_note(new, first["created_paths"][1], config=settings.current())
     assert (note.fields[IMPORTED_FROM], note.agent) == ("chatgpt", "import-chatgpt")
     before = files(new)
     again = run_import(capsys, "chatgpt", source.path, new)
@@ -298,7 +300,7 @@ def test_a_moved_vault_keeps_its_notes_import_identity(tmp_path: Path, capsys: p
     assert files(new) == before
     jsonl_again = run_import(capsys, "jsonl", exported, new)
     assert (jsonl_again["created"], jsonl_again["unchanged"]) == (0, source.good), jsonl_again
-    edited_id = read_note(old, first["created_paths"][0]).fields[IMPORT_ID]
+    edited_id = read_note(old, first["created_paths"][0], config=settings.current()).fields[IMPORT_ID]
     conversations = json.loads(source.path.read_text(encoding="utf-8"))
     for item in conversations:
         if isinstance(item, dict) and item.get("id") in (edited_id, note.fields[IMPORT_ID]):
@@ -393,7 +395,7 @@ def test_mem0_graph_relations_become_links(tmp_path: Path, capsys: pytest.Captur
     vault = tmp_path / "vault"
     answer = run_import(capsys, "mem0", source, vault)
     assert answer["created"] == 2 and [s["where"] for s in answer["skipped_records"]] == ["relation 3"]
-    entity = read_note(vault, "mem0/joseph.md")
+    entity = read_note(vault, "mem0/joseph.md", config=settings.current())
     assert entity.type == "person"
     assert "## Relations\n\n- lives_in [[seattle]]\n- works_as [[software_engineer]]" in entity.body
 
@@ -404,5 +406,5 @@ def test_a_jsonl_ts_or_timestamp_dates_the_note(tmp_path: Path, capsys: pytest.C
                       + json.dumps({"id": "b", "text": "iso", "timestamp": "2021-02-03T04:05:06Z"}) + "\n",
                       encoding="utf-8")
     answer = run_import(capsys, "jsonl", source, tmp_path / "vault")
-    dates = [read_note(tmp_path / "vault", rel).created for rel in answer["created_paths"]]
+    dates = [read_note(tmp_path / "vault", rel, config=settings.current()).created for rel in answer["created_paths"]]
     assert [d[:10] for d in dates] == ["2020-09-13", "2021-02-03"], dates

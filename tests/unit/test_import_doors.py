@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 from conftest import SAMPLE_VAULT
 
+from vault_mem import settings
 from vault_mem.cli import main
 from vault_mem.imports.notes import IMPORTED_FROM, parsed
 from vault_mem.settings import Settings
@@ -51,7 +52,7 @@ def refused(capsys: pytest.CaptureFixture[str], argv: list[str]) -> str:
 
 
 def notes(vault: Path, answer: dict[str, Any]) -> dict[str, Any]:
-    return {(note := read_note(vault, rel)).title: note for rel in answer["created_paths"]}
+    return {(note := read_note(vault, rel, config=settings.current())).title: note for rel in answer["created_paths"]}
 
 
 def md_tree(root: Path) -> dict[str, bytes]:
@@ -246,14 +247,14 @@ def test_an_okf_bundle_comes_in_as_its_files_dated_by_generated_at(tmp_path: Pat
     assert answer["left_out"] == {"index.md and log.md files (OKF's navigation and history, no concepts)": 3,
                                   "files that are not Markdown (attesters/sql_equality.py)": 1}
     assert md_tree(vault) == {rel: (BUNDLE / rel).read_bytes() for rel in CONCEPTS}
-    orders = read_note(vault, "tables/orders.md")
+    orders = read_note(vault, "tables/orders.md", config=settings.current())
     assert (orders.title, orders.type, orders.tags) == ("Orders", "BigQuery Table", ["sales", "orders"])
     assert orders.metadata["resource"].startswith("https://console.cloud.google.com/")
     assert orders.metadata["sources"][0]["usage_count"] == 310
     assert (vault / "tables/orders.md").stat().st_mtime_ns == at("2026-06-20T14:00:00+00:00")
     assert (vault / "playbooks/freshness-alert.md").stat().st_mtime_ns == at("2026-05-28T22:53:05+00:00")
     assert (vault / "notes/café ☕ résumé.md").stat().st_mtime_ns == at("2026-07-03T08:00:00+02:00")
-    assert read_note(vault, "notes/no-frontmatter.md").type == "note"
+    assert read_note(vault, "notes/no-frontmatter.md", config=settings.current()).type == "note"
     again = imported(capsys, "okf", source, vault)
     assert (again["created"], again["unchanged"]) == (0, len(CONCEPTS))
     below = imported(capsys, "okf", source, vault, "--domain", "okf/shop")
@@ -410,8 +411,8 @@ def test_a_wikilink_becomes_a_markdown_link_only_when_it_names_one_note(
     restored = tmp_path / "restored"
     imported(capsys, "okf", bundle, restored)
     assert (restored / "Links.md").read_text(encoding="utf-8") == source
-    read = read_note(restored, "Links.md")
-    assert read.body == read_note(vault, "Links.md").body
+    read = read_note(restored, "Links.md", config=settings.current())
+    assert read.body == read_note(vault, "Links.md", config=settings.current()).body
 
 
 def test_a_hostile_manifest_changes_nothing_it_should_not(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -15,6 +15,7 @@ import pytest
 from conftest import SAMPLE_VAULT
 from import_samples import GENERATORS
 
+from vault_mem import settings
 from vault_mem.cli import main
 from vault_mem.vault.dates import iso
 from vault_mem.vault.reader import read_note
@@ -44,7 +45,7 @@ def lines_of(path: Path) -> list[dict[str, Any]]:
 
 
 def by_title(vault: Path, answer: dict[str, Any]) -> dict[str, Any]:
-    return {(note := read_note(vault, rel)).title: note for rel in answer["created_paths"]}
+    return {(note := read_note(vault, rel, config=settings.current())).title: note for rel in answer["created_paths"]}
 
 
 # -- the reference memory server's file, as other servers write it ------------------------

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from vault_mem import settings
 from vault_mem.vault.dates import date_in_name
 from vault_mem.vault.reader import read_note
 
@@ -20,7 +21,7 @@ def note_at(root: Path, rel: str, text: str = "# A day\n\nsome words\n") -> tupl
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(text, encoding="utf-8")
     os.utime(path, (MTIME.timestamp(), MTIME.timestamp()))
-    note = read_note(root, rel)
+    note = read_note(root, rel, config=settings.current())
     return note.created, note.updated
 
 
@@ -46,7 +47,7 @@ def test_frontmatter_dates_win_over_the_file_name(tmp_path: Path) -> None:
 
 def test_a_broken_created_falls_back_to_the_name_and_says_so(tmp_path: Path) -> None:
     (tmp_path / "2022-01-02.md").write_text("---\ncreated: soon\n---\nbody\n", encoding="utf-8")
-    note = read_note(tmp_path, "2022-01-02.md")
+    note = read_note(tmp_path, "2022-01-02.md", config=settings.current())
     assert note.created == "2022-01-02T00:00:00+00:00"
     assert any("date in the file name" in p for p in note.problems)
 

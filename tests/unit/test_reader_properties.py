@@ -15,6 +15,7 @@ from conftest import note_dict
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from vault_mem import settings as vm_settings
 from vault_mem.vault.note import TASK_STATES, Note
 from vault_mem.vault.reader import normalize_tags, read_note
 from vault_mem.vault.walk import walk_vault
@@ -68,7 +69,7 @@ def test_read_note_never_raises(data: bytes, name: str) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
         (root / name).write_bytes(data)
-        note = read_note(root, name)
+        note = read_note(root, name, config=vm_settings.current())
     _check_note(note)
     assert note_dict(note)["permalink"] == note.permalink
 

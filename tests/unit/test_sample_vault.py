@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from vault_mem import settings
 from vault_mem.vault.note import KNOWN_TYPES, SCOPES, TASK_STATES, Note
 from vault_mem.vault.reader import read_note
 from vault_mem.vault.walk import walk_vault
@@ -17,7 +18,7 @@ BROKEN = {"Broken frontmatter.md"}
 
 @pytest.fixture(scope="module")
 def notes() -> dict[str, Note]:
-    return {rel: read_note(SAMPLE, rel) for rel in walk_vault(SAMPLE).files}
+    return {rel: read_note(SAMPLE, rel, config=settings.current()) for rel in walk_vault(SAMPLE).files}
 
 
 def test_enough_notes_over_three_domain_levels(notes: dict[str, Note]) -> None:

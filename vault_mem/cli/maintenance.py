@@ -51,7 +51,8 @@ def cmd_index(args: argparse.Namespace) -> int:
 
     def progress(label: str, total: int) -> Progress:
         quiet = args.quiet or args.json
-        bar = (ProgressFile(label, total, args.progress_file, quiet=quiet) if args.progress_file
+        bar = (ProgressFile(label, total, args.progress_file, quiet=quiet, config=settings.current())
+               if args.progress_file
                else Progress(label, total, quiet=quiet))
         bars.append(bar)
         return bar

@@ -48,7 +48,7 @@ def embed_now(meaning: Meaning, index: VaultIndex, quiet: bool) -> int:
         bar.advance(done - bar.done)
 
     try:
-        return meaning.embed_pending(index_notes(index), note_text(index.root), advance)
+        return meaning.embed_pending(index_notes(index), note_text(index.root, index.config), advance)
     finally:
         if bar is not None:
             bar.finish()

@@ -96,7 +96,7 @@ def _nul(paths: Sequence[str]) -> bytes:
 
 
 def write_commit(root: Path, tool: str, agent: str, title: str, paths: Sequence[str],
-                 before: Mapping[str, bytes | None], *, config: Settings | None = None) -> str | None:
+                 before: Mapping[str, bytes | None], *, config: Settings) -> str | None:
     """``serve --git-commit``: commit one write tool's change, author the agent. Never raises.
 
     Returns None when the change was committed, else the warning the answer carries. A note that

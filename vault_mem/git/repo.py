@@ -21,7 +21,6 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from vault_mem import settings
 from vault_mem.errors import GitError
 from vault_mem.settings import Settings
 
@@ -97,13 +96,9 @@ class Repo:
         return "0" * (64 if self.object_format == "sha256" else 40)
 
     @classmethod
-    def find(cls, vault: Path, config: Settings | None = None) -> Repo | None:
+    def find(cls, vault: Path, config: Settings) -> Repo | None:
         """The work tree holding ``vault``, or None (not a work tree, a bare repository, no git).
-        ``config``: the process's settings. NOT CONVERTED YET: None reads them here, for engine55's
-        callers (writes/undo.py; writes/tools.py and runtime/syncloop.py through ``write_commit`` and
-        ``sync_vault``; search/build.py through ``gitfollow.open_history_readonly``)."""
-        if config is None:
-            config = settings.current()
+        ``config``: the settings of the command or the served index (git's timeouts)."""
         if git_executable() is None:
             return None
         try:

@@ -63,7 +63,7 @@ def host_name() -> str:
 
 
 def sync_vault(root: Path, host: str | None = None, today: dt.date | None = None, *,
-               config: Settings | None = None) -> SyncResult:
+               config: Settings) -> SyncResult:
     """Run one sync of the vault at ``root`` (with the timeouts and rounds of ``config``). Raises
     GitError only when the vault is not a git work tree; every other failure is a line of the
     result with ``complete`` False."""

@@ -189,7 +189,7 @@ def change(history_dir: Path, agent: str, edit: Callable[[Changes], T], *, confi
         line = (json.dumps(changes.steps, ensure_ascii=False) + "\n").encode("utf-8", "surrogateescape")
         if parsed is None or parsed.head is None or parsed.end != parsed.size or \
                 parsed.size + len(line) > 2 * parsed.base + config.state_rewrite_slack:
-            _rewrite(path, agent, state)
+            _rewrite(path, agent, state, config)
         else:
             with open(path, "ab") as file:
                 file.write(line)
@@ -212,7 +212,7 @@ def adopt(old_dir: Path, history_dir: Path, config: Settings) -> bool:
             if not target.exists():
                 tmp = target.with_name(f".{path.name}.{os.getpid()}.tmp")
                 shutil.copyfile(path, tmp)
-                replace_file(tmp, target)
+                replace_file(tmp, target, config=config)
             else:
                 parsed = _parsed(path, strict=True)
                 if parsed is not None:
@@ -220,7 +220,7 @@ def adopt(old_dir: Path, history_dir: Path, config: Settings) -> bool:
                     merged = empty() if state is None else {k: state.state[k] for k in ("read", "wrote", "errors")}
                     for where in MAPS:
                         merged[where] = {**parsed.state[where], **merged[where]}
-                    _rewrite(target, _agent_named(path), merged)
+                    _rewrite(target, _agent_named(path), merged, config)
             path.unlink()
     return True
 
@@ -235,13 +235,13 @@ def _agent_named(path: Path) -> str:
     return name if isinstance(name, str) else path.stem.rsplit("-", 1)[0]
 
 
-def _rewrite(path: Path, agent: str, state: dict[str, Any]) -> None:
+def _rewrite(path: Path, agent: str, state: dict[str, Any], config: Settings) -> None:
     whole = {"gen": secrets.token_hex(8), "agent": agent, **state}
     data = (json.dumps(whole, ensure_ascii=False) + "\n").encode("utf-8", "surrogateescape")
     tmp = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
     tmp.write_bytes(data)
     try:
-        replace_file(tmp, path)
+        replace_file(tmp, path, config=config)
     finally:
         with contextlib.suppress(OSError):
             tmp.unlink()

@@ -127,7 +127,7 @@ def record(history_dir: Path, agent: str, tool: str, changes: list[dict[str, Any
         with filelocks.locked(folder / "lock", config.file_lock_poll):
             for change in changes:
                 if change.get("before") is not None:
-                    _keep_blob(folder, change["before"])
+                    _keep_blob(folder, change["before"], config)
             _append(folder / ENTRIES, lines)
         # Made durable once the lock is free: the next change can be appended meanwhile, and
         # one fsync then covers every line written before it.
@@ -290,13 +290,13 @@ def _level(held: list[int], total: float) -> float:
     return float("inf")
 
 
-def _keep_blob(folder: Path, data: bytes) -> None:
+def _keep_blob(folder: Path, data: bytes, config: Settings) -> None:
     path = folder / "blobs" / digest(data)
     if path.exists():
         return
     tmp = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
     tmp.write_bytes(data)
-    replace_file(tmp, path)
+    replace_file(tmp, path, config=config)
 
 
 def _append(path: Path, lines: list[str]) -> None:
@@ -382,12 +382,12 @@ def prune(history_dir: Path, now: float | None = None, *, config: Settings) -> i
     gone = set().union(*(positions for positions, _ in plan.values()))
     kept_entries = [e for i, e in enumerate(everything) if i not in gone]
     if gone:
-        _note_dropped(folder, {key: ([everything[i] for i in sorted(positions)], why)
+        _note_dropped(folder, config, {key: ([everything[i] for i in sorted(positions)], why)
                                for key, (positions, why) in plan.items() if positions}, now)
         tmp = folder / f".{ENTRIES}.{os.getpid()}.tmp"
         tmp.write_text("".join(_line(e) + "\n" for e in kept_entries),
                        encoding="utf-8", errors="surrogateescape")
-        replace_file(tmp, folder / ENTRIES)
+        replace_file(tmp, folder / ENTRIES, config=config)
     named = {e.before for e in kept_entries}
     for sha in sizes:
         if sha not in named:
@@ -396,7 +396,7 @@ def prune(history_dir: Path, now: float | None = None, *, config: Settings) -> i
     return len(gone)
 
 
-def _note_dropped(folder: Path, gone: dict[str, tuple[list[Entry], str]], now: float) -> None:
+def _note_dropped(folder: Path, config: Settings, gone: dict[str, tuple[list[Entry], str]], now: float) -> None:
     notes = {agent_key(d.agent): d for d in _dropped_in(folder)}
     for key, (lost, why) in gone.items():
         earlier = notes.get(key)
@@ -405,7 +405,7 @@ def _note_dropped(folder: Path, gone: dict[str, tuple[list[Entry], str]], now: f
     tmp = folder / f".{DROPPED}.{os.getpid()}.tmp"
     tmp.write_text(json.dumps({key: asdict(d) for key, d in sorted(notes.items())}, ensure_ascii=False),
                    encoding="utf-8", errors="surrogateescape")
-    replace_file(tmp, folder / DROPPED)
+    replace_file(tmp, folder / DROPPED, config=config)
 
 
 def dropped(history_dir: Path, agent: str | None = None) -> list[Dropped]:
@@ -438,12 +438,12 @@ def adopt(old_dir: Path, history_dir: Path, config: Settings) -> bool:
         for sha in _blob_sizes(old):
             if not (new / "blobs" / sha).exists():
                 shutil.copyfile(old / "blobs" / sha, new / "blobs" / f".{sha}.tmp")
-                replace_file(new / "blobs" / f".{sha}.tmp", new / "blobs" / sha)
+                replace_file(new / "blobs" / f".{sha}.tmp", new / "blobs" / sha, config=config)
         merged = sorted(dict.fromkeys([*_read(new / ENTRIES), *_read(old / ENTRIES)]), key=lambda e: e.t)
         tmp = new / f".{ENTRIES}.{os.getpid()}.tmp"
         tmp.write_text("".join(_line(e) + "\n" for e in merged),
                        encoding="utf-8", errors="surrogateescape")
-        replace_file(tmp, new / ENTRIES)
+        replace_file(tmp, new / ENTRIES, config=config)
         _sync(new / ENTRIES)
         with contextlib.suppress(FileNotFoundError):
             os.unlink(old / ENTRIES)

@@ -11,6 +11,7 @@ from pathlib import Path
 from vault_mem.meaning.chunks import embedded_title
 from vault_mem.meaning.embedder import Meaning
 from vault_mem.search.api import VaultIndex, note_count
+from vault_mem.settings import Settings
 from vault_mem.vault.reader import read_note
 
 
@@ -21,11 +22,11 @@ def index_notes(index: VaultIndex) -> Callable[[], dict[str, str]]:
     return notes
 
 
-def note_text(root: Path) -> Callable[[str], tuple[str, str] | None]:
+def note_text(root: Path, config: Settings) -> Callable[[str], tuple[str, str] | None]:
     """path -> (title, body) to embed of a note as it is on disk (None when it cannot be read): its
     title unless that is a file name reading as an id or a date (meaning/chunks.py)."""
     def read(path: str) -> tuple[str, str] | None:
-        note = read_note(root, path)  # never raises: a file gone reads as an empty note
+        note = read_note(root, path, config=config)  # never raises: a file gone reads as an empty note
         return embedded_title(note.title, path), note.body
     return read
 
@@ -49,7 +50,8 @@ def start_embedding(meaning: Meaning, root: Path, index: VaultIndex, wait_ready:
 
     def run() -> None:
         wait_ready()
-        meaning.start(index_notes(index), note_text(root), idle_seconds=idle_seconds, version=index.generation)
+        meaning.start(index_notes(index), note_text(root, index.config), idle_seconds=idle_seconds,
+                      version=index.generation)
 
     thread = threading.Thread(target=run, name="vault-mem-meaning-start", daemon=True)
     thread.start()

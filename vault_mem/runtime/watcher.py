@@ -578,7 +578,7 @@ class Watcher:
                 continue
             if state == "same":
                 continue
-            note = read_note(self.root, rel, self.index.history)
+            note = read_note(self.root, rel, self.index.history, config=config)
             if same_content(note, seen):
                 continue
             changed.append((note, rel))

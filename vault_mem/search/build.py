@@ -107,7 +107,7 @@ def _serial_build(index: VaultIndex, files: list[str], bar: Progress) -> None:
     while first < len(files):
         with index.writer() as w:
             for rel in files[first:first + size]:
-                w.add_document(**document_of(read_note(index.root, rel, index.history), rel))
+                w.add_document(**document_of(read_note(index.root, rel, index.history, config=config), rel))
                 bar.advance()
         first, size = first + size, min(size * 2, config.build_batch)
         if first < len(files):
@@ -248,7 +248,7 @@ def _worker(index_dir: str, root: str, conn: Connection, chosen: settings.Settin
         signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent decides when to stop
     try:
         install_from_environment()  # a spawned process: the parent's patches are not inherited
-        history = open_history_readonly(Path(root), Path(index_dir))
+        history = open_history_readonly(Path(root), Path(index_dir), chosen)
         ix = whoosh_index.open_dir(index_dir)
         # Every writer of an index shares one temp folder ("MAIN.tmp") by default; a worker that
         # destroys it would pull it from under its sibling, so each worker gets its own (one name,
@@ -263,7 +263,7 @@ def _worker(index_dir: str, root: str, conn: Connection, chosen: settings.Settin
             writer = unlocked_writer(ix)
             unreported = 0
             for rel in batch:
-                writer.add_document(**document_of(read_note(Path(root), rel, history), rel))
+                writer.add_document(**document_of(read_note(Path(root), rel, history, config=chosen), rel))
                 unreported += 1
                 if unreported == chosen.build_report_every:
                     conn.send(("progress", None, unreported))
@@ -335,7 +335,7 @@ def _read_changed(index: VaultIndex, candidates: list[str], known: dict[str, Fin
     ``removed`` in the last one."""
     changed = []
     for rel in candidates:
-        note = read_note(index.root, rel, index.history)
+        note = read_note(index.root, rel, index.history, config=index.config)
         seen = known.get(note.path)
         if same_content(note, seen):
             report.unchanged += 1

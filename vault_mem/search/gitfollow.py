@@ -16,6 +16,7 @@ from pathlib import Path
 from vault_mem.git.history import History, history_for, register
 from vault_mem.git.repo import Repo
 from vault_mem.search.store import HISTORY_CACHE, VaultIndex
+from vault_mem.settings import Settings
 from vault_mem.vault.reader import read_note
 
 log = logging.getLogger("vault_mem.git")
@@ -44,12 +45,12 @@ def attach_history(index: VaultIndex, redate: bool = True) -> History | None:
     return history
 
 
-def open_history_readonly(root: Path, index_dir: Path) -> History | None:
+def open_history_readonly(root: Path, index_dir: Path, config: Settings) -> History | None:
     """In a build worker process: the map the parent has just saved (no re-indexing)."""
     history = history_for(root)
     if history is not None:
         return history
-    repo = Repo.find(root)
+    repo = Repo.find(root, config)
     if repo is None:
         return None
     history = History(repo, index_dir / HISTORY_CACHE)

@@ -14,6 +14,7 @@ import time
 from pathlib import Path
 from typing import TextIO
 
+from vault_mem.settings import Settings
 from vault_mem.vault.portable import replace_file
 
 
@@ -95,8 +96,9 @@ def eta(seconds: float) -> str:
 class ProgressFile(Progress):
     """Progress also written as ``{"done", "total"}`` JSON to a file, for a parent process to read."""
 
-    def __init__(self, label: str, total: int, path: Path, quiet: bool = True) -> None:
+    def __init__(self, label: str, total: int, path: Path, quiet: bool = True, *, config: Settings) -> None:
         super().__init__(label, total, quiet=quiet)
+        self.config = config
         self.path = path
         self._last_write = 0.0
         self._write()
@@ -112,6 +114,6 @@ class ProgressFile(Progress):
         tmp = self.path.with_name(f".{self.path.name}.{os.getpid()}")
         try:
             tmp.write_text(json.dumps({"done": self.done, "total": self.total}), encoding="utf-8")
-            replace_file(tmp, self.path)
+            replace_file(tmp, self.path, config=self.config)
         except OSError:
             pass

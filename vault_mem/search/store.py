@@ -183,7 +183,7 @@ class VaultIndex:
         state = self.state() | values
         tmp = self.dir / f".{STATE_FILE}.{os.getpid()}.tmp"
         tmp.write_text(json.dumps(state), encoding="utf-8")
-        replace_file(tmp, self.dir / STATE_FILE)  # a reader may hold it open for a moment (Windows)
+        replace_file(tmp, self.dir / STATE_FILE, config=self.config)  # a reader may hold it open for a moment (Windows)
         self._state_seen = None  # a file written within the same clock tick may repeat the old stat
 
     def needs_build(self) -> bool:

@@ -14,7 +14,6 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from vault_mem import settings
 from vault_mem.errors import InvalidInput
 from vault_mem.settings import Settings
 
@@ -123,9 +122,7 @@ class Args:
     ``config`` bounds a string or a list whose tool names no other (``param_max_chars``,
     ``param_max_items``)."""
 
-    def __init__(self, raw: Mapping[str, Any] | None, params: Sequence[Param], config: Settings | None = None) -> None:
-        if config is None:
-            config = settings.current()  # NOT CONVERTED YET: writes/tools.py passes none (engine55's)
+    def __init__(self, raw: Mapping[str, Any] | None, params: Sequence[Param], config: Settings) -> None:
         self.config = config
         allowed = tuple(p.name for p in params)
         if raw is None:

@@ -19,7 +19,6 @@ from typing import Any
 
 import yaml
 
-from vault_mem import settings
 from vault_mem.errors import InvalidInput
 from vault_mem.settings import Settings
 from vault_mem.vault.frontmatter import load_yaml, split_frontmatter
@@ -38,11 +37,6 @@ from vault_mem.vault.yamlstyle import (
 _BOM = "\ufeff"
 
 
-def _given(config: Settings | None) -> Settings:
-    """``config``, the settings the caller was handed; None reads the process's own. NOT CONVERTED
-    YET: only for engine55's callers (writes/tools.py: render_note, set_keys; writes/tidy.py:
-    set_keys), which the lead converts after merging it; the parameter then has no default."""
-    return settings.current() if config is None else config
 _TRAILING_BLANK_LINES = re.compile(r"(?:\r?\n[ \t]*)+\Z")
 
 
@@ -57,13 +51,13 @@ def _check_fields(text: str, fields: Mapping[str, Any], param: str, *, config: S
                                "the same; try a plainer value")
 
 
-def render_note(fields: Mapping[str, Any], body: str, *, config: Settings | None = None) -> str:
+def render_note(fields: Mapping[str, Any], body: str, *, config: Settings) -> str:
     """The text of a new note: frontmatter, then ``body`` with LF endings and a final newline.
 
     Raises InvalidInput("set") when a value cannot be written so that it reads back equal.
     ``config``: the YAML bounds the rendering is read back within.
     """
-    config = _given(config)
+    config = config
     text = render_frontmatter(fields, config=config) + _normal_body(body, "\n")
     _check_fields(text, fields, "set", config=config)
     return text
@@ -111,7 +105,7 @@ class _Parts:
         self.rest = rest
 
 
-def set_keys(text: str, updates: Mapping[str, Any], name: str = "the note", *, config: Settings | None = None) -> str:
+def set_keys(text: str, updates: Mapping[str, Any], name: str = "the note", *, config: Settings) -> str:
     """``text`` with the frontmatter keys in ``updates`` set, every other byte kept.
 
     A key that exists has only its own value replaced, keeping its form (a flow list
@@ -121,7 +115,7 @@ def set_keys(text: str, updates: Mapping[str, Any], name: str = "the note", *, c
     frontmatter cannot be parsed, InvalidInput("set") for a key or value YAML cannot hold.
     ``config``: the YAML bounds the result is read back within.
     """
-    config = _given(config)
+    config = config
     parts = _Parts(text, name)
     if not updates:
         return text

@@ -28,7 +28,6 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from vault_mem import settings
 from vault_mem.settings import Settings
 
 O_BINARY: int = getattr(os, "O_BINARY", 0)
@@ -38,12 +37,6 @@ _POSIX_NO_LINKS = {errno.EPERM, errno.EOPNOTSUPP, errno.ENOTSUP, errno.ENOSYS, e
 # chmod on a file system without permission bits (FAT, exFAT, some network mounts).
 _NO_MODE_BITS = {errno.EPERM, errno.EOPNOTSUPP, errno.ENOTSUP, errno.ENOSYS}
 
-
-def _given(config: Settings | None) -> Settings:
-    """``config``, the settings the caller was handed (``in_use_wait`` and its retries); None reads
-    the process's own. NOT CONVERTED YET: only ``replace_file`` takes None, for engine55's callers
-    (history/agentstate.py, history/journal.py, search/progress.py, search/store.py)."""
-    return settings.current() if config is None else config
 
 
 def _while_in_use(operation: Callable[[], None], wait: float, config: Settings) -> None:
@@ -63,13 +56,13 @@ def _while_in_use(operation: Callable[[], None], wait: float, config: Settings) 
 
 
 def replace_file(src: os.PathLike[str] | str, dst: os.PathLike[str] | str, wait: float | None = None, *,
-                 config: Settings | None = None) -> None:
+                 config: Settings) -> None:
     """``os.replace(src, dst)``, waiting up to ``wait`` seconds (``config``'s ``in_use_wait`` when
     None) while ``dst`` is held open elsewhere.
 
     Raises the last OSError when the target stays in use (or on any other error at once).
     """
-    config = _given(config)
+    config = config
     _while_in_use(lambda: os.replace(src, dst), config.in_use_wait if wait is None else wait, config)
 
 

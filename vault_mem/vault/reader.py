@@ -16,7 +16,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol, TypeVar
 
-from vault_mem import settings
 from vault_mem.settings import Settings
 from vault_mem.vault import markdown
 from vault_mem.vault.dates import from_timestamp, iso
@@ -77,13 +76,6 @@ __all__ = [
     "version_key",
 ]
 
-
-def _given(config: Settings | None) -> Settings:
-    """``config``, the settings the caller was handed (``max_note_bytes``, ``read_chunk`` and the
-    YAML bounds); None reads the process's own. NOT CONVERTED YET: only ``read_note`` and
-    ``read_whole`` take None, for engine55's callers (search/build.py, runtime/watcher.py,
-    runtime/meaning.py, writes/); the lead removes the default after merging it."""
-    return settings.current() if config is None else config
 
 
 def read_bytes(path: Path, config: Settings) -> tuple[bytes, str, int, int, list[str]]:
@@ -179,12 +171,12 @@ def read_whole_linked(root: Path, rel: str, config: Settings) -> tuple[bytes, st
     return found, real
 
 
-def read_whole(path: Path, config: Settings | None = None) -> bytes:
+def read_whole(path: Path, config: Settings) -> bytes:
     """All of a note file's bytes, opened without blocking (a FIFO named ``x.md`` cannot hang).
 
     Raises OSError, EINVAL for anything that is not a regular file.
     """
-    return _read_whole(path, _given(config).read_chunk)[0]
+    return _read_whole(path, config.read_chunk)[0]
 
 
 def _read_whole(path: Path, read_chunk: int) -> tuple[bytes, tuple[int, int]]:
@@ -231,12 +223,12 @@ class DateSource(Protocol):
     def dates(self, path: str, data: bytes) -> tuple[dt.datetime, dt.datetime] | None: ...
 
 
-def read_note(root: Path, rel: str, history: DateSource | None = None, *, config: Settings | None = None) -> Note:
+def read_note(root: Path, rel: str, history: DateSource | None = None, *, config: Settings) -> Note:
     """Read ``rel`` (an OS path relative to ``root``) into a Note, within the bounds of ``config``.
     Never raises.
 
     ``history``, when given, supplies the (created, updated) of a file committed as it is."""
-    config = _given(config)
+    config = config
     problems: list[str] = []
     shown = display_path(rel)
     if shown != rel.replace(os.sep, "/") and "\ufffd" in shown:

@@ -26,7 +26,6 @@ from collections import OrderedDict
 from collections.abc import Iterator
 from pathlib import Path
 
-from vault_mem import settings
 from vault_mem.errors import InvalidInput, NotFound, WriteFailed
 from vault_mem.settings import Settings
 from vault_mem.vault.fmedit import append_paragraph, render_note, replace_body, set_keys
@@ -120,15 +119,9 @@ def _still_there(temp: Path, folder: str | None, path: Path, what: str) -> None:
         raise WriteFailed(f"a symlink on the way to {path} changed while it was written; {what}")
 
 
-def _given(config: Settings | None) -> Settings:
-    """``config``, the settings the caller was handed (names and waits); None reads the process's
-    own. NOT CONVERTED YET: for engine55's callers in writes/ (tools.py, tidy.py, undo.py); the
-    lead removes the default after merging it (every other caller passes its settings)."""
-    return settings.current() if config is None else config
-
 
 def atomic_write(path: Path, data: bytes, mode: int | None = None, within: Path | None = None, *,
-                 config: Settings | None = None) -> None:
+                 config: Settings) -> None:
     """Replace (or create) ``path`` with ``data`` so that readers see the old or the new file, whole.
 
     Writes a hidden temp file in the same folder, fsyncs it, renames it over ``path`` and
@@ -162,7 +155,7 @@ def atomic_write(path: Path, data: bytes, mode: int | None = None, within: Path 
     _still_there(temp, checked, path, what)
     try:
         # waits briefly while another program holds the note open (Windows)
-        replace_file(temp, target, config=_given(config))
+        replace_file(temp, target, config=config)
     except OSError as exc:
         _unlink_quietly(temp)
         if isinstance(exc, PermissionError) and os.name == "nt":
@@ -234,7 +227,7 @@ def _keep_names(key: str, signature: VersionKey, names: frozenset[str], listed: 
 
 def create_exclusive(folder: Path, filename: str, data: bytes, mode: int | None = None,
                      taken: set[str] | None = None, within: Path | None = None, *,
-                     config: Settings | None = None) -> Path:
+                     config: Settings) -> Path:
     """Create a NEW file ``filename`` (or ``stem 1.md``, ...) in ``folder`` holding ``data``.
 
     Never overwrites: the finished temp file is hard-linked to the final name, which
@@ -249,7 +242,7 @@ def create_exclusive(folder: Path, filename: str, data: bytes, mode: int | None 
     ``within``: the vault ``folder`` belongs to, as for ``atomic_write``: a folder that leads
     through a symlink outside it or into a hidden folder gets nothing.
     """
-    config = _given(config)
+    config = config
     try:
         checked = _vault_place(within, folder, "nothing was written", note=False)
         folder.mkdir(parents=True, exist_ok=True)
@@ -309,7 +302,7 @@ def _reserve_then_move(source: Path, dest: Path, config: Settings) -> bool:
     return True
 
 
-def note_filename(title: str, config: Settings | None = None) -> str:
+def note_filename(title: str, config: Settings) -> str:
     """The file name (with ``.md``) Obsidian would give a note titled ``title``.
 
     Removes characters illegal in file names and those that break wikilinks
@@ -320,7 +313,7 @@ def note_filename(title: str, config: Settings | None = None) -> str:
     ``COM1``...); "Untitled" when nothing is left. Emoji and right-to-left
     scripts are kept.
     """
-    config = _given(config)
+    config = config
     text = unicodedata.normalize("NFC", title)
     text = " ".join(text.split())  # tabs and newlines become single spaces
     text = "".join(ch for ch in text if unicodedata.category(ch) not in ("Cc", "Cs") and ch not in _BIDI_CONTROLS)
@@ -342,14 +335,14 @@ def _trim(text: str) -> str:
     return text.lstrip(". ").rstrip(". ")
 
 
-def move_to_trash(root: Path, rel: str, config: Settings | None = None) -> str:
+def move_to_trash(root: Path, rel: str, config: Settings) -> str:
     """Move ``root/rel`` into the flat ``root/.trash/``; returns the new vault-relative path.
 
     A name already in the trash gets ``name 1.md``, ``name 2.md``... (ignoring case), as
     Obsidian does; nothing in the trash is ever overwritten. Raises NotFound when the
     file is gone, WriteFailed on any OS error (the file then stays where it was).
     """
-    config = _given(config)
+    config = config
     source = root / rel
     trash = root / TRASH_DIRNAME
     if not os.path.lexists(source):
@@ -376,7 +369,7 @@ def move_to_trash(root: Path, rel: str, config: Settings | None = None) -> str:
     raise WriteFailed(f"no free name for {source.name} in {TRASH_DIRNAME} after {config.max_name_suffix} tries")
 
 
-def create_at(path: Path, data: bytes, within: Path | None = None, *, config: Settings | None = None) -> bool:
+def create_at(path: Path, data: bytes, within: Path | None = None, *, config: Settings) -> bool:
     """Create ``path`` holding ``data``, whole or not at all; False (nothing written) when the name
     is taken. ``within``: the vault it belongs to, as for ``atomic_write``. Raises WriteFailed on
     any OS error."""
@@ -386,7 +379,7 @@ def create_at(path: Path, data: bytes, within: Path | None = None, *, config: Se
         temp = _write_temp(path.parent, path.name, data, None)
         try:
             _still_there(temp, checked, path, "nothing was written")
-            if not _claim(temp, path, _given(config)):
+            if not _claim(temp, path, config):
                 return False
         finally:
             _unlink_quietly(temp)
@@ -396,13 +389,13 @@ def create_at(path: Path, data: bytes, within: Path | None = None, *, config: Se
         raise WriteFailed(f"{_reason(exc)} while creating {path}; nothing was written") from exc
 
 
-def move_back(root: Path, trash_rel: str, rel: str, config: Settings | None = None) -> bool:
+def move_back(root: Path, trash_rel: str, rel: str, config: Settings) -> bool:
     """Move ``root/trash_rel`` (a note in the trash) to ``root/rel``; False when ``rel`` is taken.
     Raises WriteFailed on any OS error (the file then stays in the trash)."""
     dest = root / rel
     try:
         dest.parent.mkdir(parents=True, exist_ok=True)
-        if not _move_no_clobber(root / trash_rel, dest, _given(config)):
+        if not _move_no_clobber(root / trash_rel, dest, config):
             return False
         fsync_folder(dest.parent)
         return True

@@ -64,7 +64,7 @@ def check_effects(view: View, path: str, updates: dict[str, Any], tool: str) -> 
                 record = view.snapshot.record(doc)
                 view.check_write(record["path"], tool, record.get("fsrel") or record["path"])
     if "to" in updates and "agent" not in updates:
-        sender = read_note(view.vault.root, path, None).fields.get("agent")
+        sender = read_note(view.vault.root, path, None, config=view.config).fields.get("agent")
         if sender is not None and str(sender) != caller.name:
             raise Forbidden(f"to: {path} was sent by {str(sender)[:64]!r} (its agent field); agent "
                             f"{caller.name!r} may address it only as its sender: also set agent={caller.name!r}",

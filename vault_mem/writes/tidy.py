@@ -39,7 +39,7 @@ def supersede_into(root: Path, history_dir: Path, keep: dict[str, Any], others: 
     since it was indexed, NotFound when it is gone: nothing is written then."""
     rel = keep["fsrel"]
     try:
-        data = read_whole(note_file(root, rel))
+        data = read_whole(note_file(root, rel), config=config)
     except FileNotFoundError:
         raise NotFound(f"{keep['path']} is gone from the vault; its cluster was left alone") from None
     if file_etag(data) != keep["etag"]:
@@ -49,16 +49,16 @@ def supersede_into(root: Path, history_dir: Path, keep: dict[str, Any], others: 
         ref = reference(other["uid"], other["has_id"], other["path"])
         if ref not in named:
             named.append(ref)
-    before = read_note(root, rel, None)
+    before = read_note(root, rel, None, config=config)
     updates: dict[str, Any] = {}
     if FIELD["uid"].key not in before.fields:  # as write tools do: the id and created it had stay
         updates[FIELD["uid"].key] = before.uid
     if not any(key in before.fields for key in FIELD["created"].keys):
         updates[FIELD["created"].key] = before.created
     updates |= {FIELD["supersedes"].key: named, "updated": now}
-    after = set_keys(decode_for_edit(data, rel), updates, rel).encode("utf-8")
-    atomic_write(note_file(root, rel), after, within=root)
-    note = read_note(root, rel, None)
+    after = set_keys(decode_for_edit(data, rel), updates, rel, config=config).encode("utf-8")
+    atomic_write(note_file(root, rel), after, within=root, config=config)
+    note = read_note(root, rel, None, config=config)
     warning = journal.record(history_dir, AGENT, AGENT,
                              [change(note.path, rel, note.title, note.uid, data, after, real=note.real)],
                              config=config)

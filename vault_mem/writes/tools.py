@@ -242,7 +242,7 @@ def _attributed(view: View, answer: dict[str, Any], tool: str, agent: str, title
     that fails is a warning in the answer (and a ``persist_error`` on the agent's next call), never
     a failed write (git/commit.py). ``warnings``: what ``journal_and_track`` said."""
     if view.vault.git_commit:
-        warning = write_commit(view.vault.root, tool, agent, title, list(before), before)
+        warning = write_commit(view.vault.root, tool, agent, title, list(before), before, config=view.config)
         if warning:
             warnings = [*warnings, warning]
             keep_persist_error(view, agent, tool, next(iter(before)), warning)
@@ -331,16 +331,17 @@ def _create(view: View, turns: WriteTurns, args: Args, agent: str, defaults: dic
     # "Projects" and "projects" would each make one on a case-sensitive disk.
     turns.take(view.vault.root, domain.strip())
     folder, domain = _folder(view, domain)
-    target = f"{domain}/{note_filename(title)}".lstrip("/")
+    target = f"{domain}/{note_filename(title, config=view.config)}".lstrip("/")
     view.check_write(target, tool, target)
     fields = _new_fields(args, agent, title, defaults)
-    data = render_note(fields, content).encode("utf-8")
-    final = create_exclusive(folder, note_filename(title), data, within=view.vault.root)
+    data = render_note(fields, content, config=view.config).encode("utf-8")
+    final = create_exclusive(folder, note_filename(title, config=view.config), data, within=view.vault.root,
+                             config=view.config)
     rel = final.relative_to(view.vault.root).as_posix()
     if rel != target:
         check_free_name(view, final, target, rel, tool)
     turns.take(view.vault.root, rel)  # nobody else knows the name yet; an edit of it waits for its journal entry
-    note = read_note(view.vault.root, rel, view.vault.index.history)
+    note = read_note(view.vault.root, rel, view.vault.index.history, config=view.config)
     warnings = _index(view, turns, [(note, rel)], [], f"{note.path} was saved", tool, agent,
                       [change(rel, rel, title, fields["id"], None, data, real=note.real)])
     return _attributed(view, _answer(note), tool, agent, note.title, {rel: None}, warnings)
@@ -380,7 +381,7 @@ def _shown(view: View, similar: int | None) -> int:
 def memory_write(view: View, raw: dict[str, Any], turns: WriteTurns, similar: int | None = None) -> dict[str, Any]:
     """``similar``: at most so many notes that say nearly the same in the answer (0: none looked for;
     None: the ``similar_shown`` setting)."""
-    args = Args(raw, WRITE_PARAMS)
+    args = Args(raw, WRITE_PARAMS, config=view.config)
     answer = _create(view, turns, args, args.agent(), {}, "memory_write")
     return _with_similar(view, answer, args.required_str("title", max_len=view.vault.index.config.max_title).strip(),
                          _body_text(args, "content", view.vault.index.config) or "", [], _shown(view, similar))
@@ -390,7 +391,7 @@ def memory_write(view: View, raw: dict[str, Any], turns: WriteTurns, similar: in
 def memory_supersede(view: View, raw: dict[str, Any], turns: WriteTurns,
                      similar: int | None = None) -> dict[str, Any]:
     """``similar``: as memory_write's; the note it replaces is never listed."""
-    args = Args(raw, SUPERSEDE_PARAMS)
+    args = Args(raw, SUPERSEDE_PARAMS, config=view.config)
     agent = args.agent()
     old = view.snapshot.record(resolve_ref(view, args.required_str("ref", max_len=1000)))
     # Superseding retires the old note from every default list: the old note's write rule applies.
@@ -401,7 +402,8 @@ def memory_supersede(view: View, raw: dict[str, Any], turns: WriteTurns,
     if answer.get("status") == "ok" and not old.get("valid_until"):
         try:  # the old note stops being true when its successor is written (docs/vault-format.md)
             rel, data = _current(view, turns, old["uid"] if old.get("has_id") else old["path"], "memory_supersede")
-            text = set_keys(decode_for_edit(data, rel), {FIELD["valid_until"].key: answer["updated"]}, rel)
+            text = set_keys(decode_for_edit(data, rel), {FIELD["valid_until"].key: answer["updated"]}, rel,
+                            config=view.config)
             ended = _rewrite(view, turns, rel, data, text, "memory_supersede", agent)
             if ended.get("warnings"):
                 answer.setdefault("warnings", []).extend(ended["warnings"])
@@ -421,7 +423,7 @@ def _current(view: View, turns: WriteTurns, ref: str, tool: str) -> tuple[str, b
     view.check_write(record["path"], tool, rel)
     turns.take(view.vault.root, rel)
     try:
-        data = read_whole(note_file(view.vault.root, rel))
+        data = read_whole(note_file(view.vault.root, rel), config=view.config)
     except FileNotFoundError:
         raise NotFound(f"{record['path']} is gone from the vault (deleted or moved since it was indexed)") from None
     except OSError as exc:
@@ -429,7 +431,7 @@ def _current(view: View, turns: WriteTurns, ref: str, tool: str) -> tuple[str, b
     # The call's view may predate a delete of this note and a new note under its name, made
     # while this write waited for the turn: the note asked for is gone, not the new one. (Only
     # a declared id tells: a derived one follows the path, and a write pins it into the file.)
-    if record.get("has_id") and read_note(view.vault.root, rel, None).uid != record["uid"]:
+    if record.get("has_id") and read_note(view.vault.root, rel, None, config=view.config).uid != record["uid"]:
         raise NotFound(f"{record['path']} now holds another note (id changed since it was indexed): "
                        f"the one asked for ({record['uid']}) was deleted or moved; nothing was changed")
     return rel, data
@@ -440,7 +442,7 @@ def _check_preconditions(args: Args, rel: str, data: bytes, root: Path, history:
     if_updated = args.text("if_updated", None, max_len=100)
     if if_etag is None and if_updated is None:
         return
-    note = read_note(root, rel, history)
+    note = read_note(root, rel, history, config=args.config)
     if if_etag is not None and if_etag.strip() != file_etag(data):
         raise Conflict(f"{note.path} changed since it was read (etag {if_etag} is stale); read it again",
                        etag=note.etag, updated=note.updated)
@@ -457,7 +459,7 @@ def _stamped(view: View, rel: str, updates: dict[str, Any]) -> dict[str, Any]:
     """``updates`` plus ``updated`` (now), and the ``id`` and ``created`` the note has had so far
     when its file does not declare them: write tools always write both (docs/tools.md), and without
     them the uid would change on a rename and ``created`` would follow this write's mtime."""
-    note = read_note(view.vault.root, rel, view.vault.index.history)
+    note = read_note(view.vault.root, rel, view.vault.index.history, config=view.config)
     keep: dict[str, Any] = {}
     if FIELD["uid"].key not in note.fields:
         keep[FIELD["uid"].key] = note.uid
@@ -472,14 +474,15 @@ def _rewrite(view: View, turns: WriteTurns, rel: str, before: bytes, new_text: s
     path = view.vault.root / rel
     try:
         if path.read_bytes() != before:
-            note = read_note(view.vault.root, rel, view.vault.index.history)
+            note = read_note(view.vault.root, rel, view.vault.index.history, config=view.config)
             raise Conflict(f"{note.path} changed while it was being edited; read it again",
                            etag=note.etag, updated=note.updated)
     except FileNotFoundError:
         raise NotFound(f"{rel} was removed while it was being edited") from None
     data = new_text.encode("utf-8")
-    atomic_write(path, data, within=view.vault.root)
-    note = read_note(view.vault.root, rel, view.vault.index.history)  # read once: journaled, then indexed
+    atomic_write(path, data, within=view.vault.root, config=view.config)
+    # Read once: journaled, then indexed.
+    note = read_note(view.vault.root, rel, view.vault.index.history, config=view.config)
     warnings = _index(view, turns, [(note, rel)], [], f"{note.path} was saved", tool, agent,
                       [change(note.path, rel, note.title, note.uid, before, data, real=note.real)])
     return _attributed(view, _answer(note), tool, agent, note.title, {rel: before}, warnings)
@@ -487,7 +490,7 @@ def _rewrite(view: View, turns: WriteTurns, rel: str, before: bytes, new_text: s
 
 @one_note_at_a_time
 def memory_edit(view: View, raw: dict[str, Any], turns: WriteTurns) -> dict[str, Any]:
-    args = Args(raw, EDIT_PARAMS)
+    args = Args(raw, EDIT_PARAMS, config=view.config)
     agent = args.agent()
     ref = args.required_str("ref", max_len=1000)
     content = _body_text(args, "content", view.vault.index.config)
@@ -514,7 +517,7 @@ def memory_edit(view: View, raw: dict[str, Any], turns: WriteTurns) -> dict[str,
             text = replace_body(text, content, rel)
         if append is not None:
             text = append_paragraph(text, append, rel)
-        text = set_keys(text, _stamped(view, rel, updates or {}), rel)
+        text = set_keys(text, _stamped(view, rel, updates or {}), rel, config=view.config)
         try:
             return _rewrite(view, turns, rel, data, text, "memory_edit", agent)
         except Conflict:
@@ -526,7 +529,7 @@ def memory_edit(view: View, raw: dict[str, Any], turns: WriteTurns) -> dict[str,
 
 @one_note_at_a_time
 def task_close(view: View, raw: dict[str, Any], turns: WriteTurns) -> dict[str, Any]:
-    args = Args(raw, CLOSE_PARAMS)
+    args = Args(raw, CLOSE_PARAMS, config=view.config)
     agent = args.agent()
     ref = args.required_str("ref", max_len=1000)
     state = args.choice("state")
@@ -535,19 +538,20 @@ def task_close(view: View, raw: dict[str, Any], turns: WriteTurns) -> dict[str, 
         raise InvalidInput("ref", f"{permalink_of(record['path'])} is a {record['type']}, not a task")
     rel, data = _current(view, turns, ref, "task_close")
     _check_preconditions(args, rel, data, view.vault.root, view.vault.index.history)
-    text = set_keys(decode_for_edit(data, rel), _stamped(view, rel, {"state": state, "status": "archived"}), rel)
+    text = set_keys(decode_for_edit(data, rel), _stamped(view, rel, {"state": state, "status": "archived"}), rel,
+                    config=view.config)
     return _rewrite(view, turns, rel, data, text, "task_close", agent)
 
 
 @one_note_at_a_time
 def memory_delete(view: View, raw: dict[str, Any], turns: WriteTurns) -> dict[str, Any]:
-    args = Args(raw, DELETE_PARAMS)
+    args = Args(raw, DELETE_PARAMS, config=view.config)
     agent = args.agent()
     ref = args.required_str("ref", max_len=1000)
     rel, data = _current(view, turns, ref, "memory_delete")
     _check_preconditions(args, rel, data, view.vault.root, view.vault.index.history)
-    note = read_note(view.vault.root, rel, view.vault.index.history)
-    trashed = move_to_trash(view.vault.root, rel)
+    note = read_note(view.vault.root, rel, view.vault.index.history, config=view.config)
+    trashed = move_to_trash(view.vault.root, rel, config=view.config)
     warnings = _index(view, turns, [], [note.path], f"{note.path} was moved to {trashed}", "memory_delete", agent,
                       [change(note.path, rel, note.title, note.uid, data, None, trash=trashed, real=note.real)])
     answer = {"status": "ok", "uid": note.uid, "permalink": permalink_of(note.path), "path": trashed,

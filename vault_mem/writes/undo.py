@@ -30,6 +30,7 @@ from vault_mem.history import journal
 from vault_mem.history.agentstate import agent_key
 from vault_mem.history.journal import Entry, digest
 from vault_mem.search.api import VaultIndex
+from vault_mem.settings import Settings
 from vault_mem.vault.dates import iso
 from vault_mem.vault.paths import NotANote, confine, display_path, link_target, note_file, resolves_inside
 from vault_mem.vault.reader import read_note
@@ -241,7 +242,7 @@ def apply(index: VaultIndex, steps: list[Step], agent: str, since: dt.datetime,
         if step.action in ("leave", "refuse"):
             continue
         try:
-            change = _do(root, index.history_dir, step)
+            change = _do(root, index.history_dir, step, index.config)
         except (VaultMemError, OSError) as exc:
             failed.append({**step.public(), "reason": str(exc)})
             continue
@@ -259,13 +260,13 @@ def apply(index: VaultIndex, steps: list[Step], agent: str, since: dt.datetime,
         warnings += _index(index, changes)
     commit = None
     if git_commit and changes:
-        commit, warning = _commit(root, [c["fsrel"] for c in changes], agent, since, len(changes))
+        commit, warning = _commit(root, [c["fsrel"] for c in changes], agent, since, len(changes), index.config)
         if warning:
             warnings.append(warning)
     return {"done": done, "failed": failed, "warnings": warnings, "commit": commit, "folders_removed": folders}
 
 
-def _do(root: Path, history_dir: Path, step: Step) -> dict[str, Any] | None:
+def _do(root: Path, history_dir: Path, step: Step, config: Settings) -> dict[str, Any] | None:
     """Carry out one step; the journal change it made, or None when the file moved on meanwhile.
     Its paths are confined again here: a step is done only as a write tool could do it."""
     path = _note_target(root, step.fsrel)
@@ -276,10 +277,10 @@ def _do(root: Path, history_dir: Path, step: Step) -> dict[str, Any] | None:
         return None
     info = {"path": step.path, "fsrel": step.fsrel, "title": step.title, "uid": step.uid, "trash": None}
     if step.action == "trash":
-        trashed = move_to_trash(root, step.fsrel)
+        trashed = move_to_trash(root, step.fsrel, config)
         return {**info, "before": current, "after": None, "trash": trashed}
     if step.action == "untrash" and step.trash is not None:
-        if not move_back(root, step.trash, step.fsrel):
+        if not move_back(root, step.trash, step.fsrel, config):
             return None
         return {**info, "before": None, "after": path.read_bytes()}
     assert step.before is not None
@@ -287,8 +288,8 @@ def _do(root: Path, history_dir: Path, step: Step) -> dict[str, Any] | None:
     if data is None:
         raise NotFound("the journal no longer holds its earlier content")
     if current is None:
-        return {**info, "before": None, "after": data} if create_at(path, data, within=root) else None
-    atomic_write(path, data, within=root)
+        return {**info, "before": None, "after": data} if create_at(path, data, within=root, config=config) else None
+    atomic_write(path, data, within=root, config=config)
     return {**info, "before": current, "after": data}
 
 
@@ -301,7 +302,7 @@ def _index(index: VaultIndex, changes: list[dict[str, Any]]) -> list[str]:
         if change["after"] is None:
             removed.append(change["path"])
         else:
-            notes.append((read_note(index.root, change["fsrel"], index.history), change["fsrel"]))
+            notes.append((read_note(index.root, change["fsrel"], index.history, config=index.config), change["fsrel"]))
     try:
         index.apply(notes, removed, timeout=index.write_timeout)
     except (IndexBusy, OSError) as exc:
@@ -311,8 +312,9 @@ def _index(index: VaultIndex, changes: list[dict[str, Any]]) -> list[str]:
     return []
 
 
-def _commit(root: Path, paths: list[str], agent: str, since: dt.datetime, count: int) -> tuple[str | None, str | None]:
-    repo = Repo.find(root)
+def _commit(root: Path, paths: list[str], agent: str, since: dt.datetime, count: int,
+            config: Settings) -> tuple[str | None, str | None]:
+    repo = Repo.find(root, config)
     if repo is None:
         return None, "not committed: the vault is not a git work tree"
     message = f"undo: {count} note(s) changed by {agent} since {iso(since)}"
