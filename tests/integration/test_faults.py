@@ -34,7 +34,7 @@ from conftest import open_vault, write_notes
 from mcp import Client, StdioServerParameters
 
 from vault_mem import settings
-from vault_mem.search.api import VaultIndex, reconcile, sync
+from vault_mem.search.api import VaultIndex, sync
 from vault_mem.served.context import Vault
 from vault_mem.vault import writer
 
@@ -222,43 +222,6 @@ async def test_read_only_vault_reads_work_writes_answer_clearly(read_only_vault,
 
 
 # -- (c) the index lock held by someone else for longer than a write may wait -------------------
-
-
-class ImpatientIndex(VaultIndex):
-    """The real index, its write tools waiting at most 0.3 s for the writer lock (20 s in the server)."""
-
-    def __init__(self, root: Path, index_dir: Path) -> None:
-        super().__init__(root, index_dir, config=settings.current())
-        self.write_timeout = 0.3
-
-
-async def test_a_write_locked_out_of_the_index_answers_error_and_keeps_its_file(tmp_path: Path,
-                                                                               mcp_session) -> None:
-    root = write_notes(tmp_path / "v", {"keeper.md": NOTE, "gone.md": "---\nid: gone1\n---\nTo the trash.\n"})
-    index = ImpatientIndex(root, tmp_path / "ix")
-    sync(index, procs=1)
-    holder = VaultIndex(root, tmp_path / "ix",
-        config=settings.current()).open().writer()  # a second writer: the lock is held
-    try:
-        async with mcp_session(Vault(root, index)) as c:
-            written = await c.call("memory_write", agent=AGENT, title="Locked out", content="Still saved.")
-            assert written["status"] == "error" and written["retry"] is False, written
-            assert "Locked out.md was saved" in written["message"] and "lock" in written["message"]
-            assert "do not repeat this call" in written["message"], written
-            deleted = await c.call("memory_delete", agent=AGENT, ref="gone1")
-            assert deleted["status"] == "error" and "moved to .trash/gone.md" in deleted["message"], deleted
-            assert (await c.call("memory_read", ref="keep1"))["status"] == "ok", "reads need no lock"
-    finally:
-        holder.cancel()
-    assert (root / "Locked out.md").read_text(encoding="utf-8").endswith("Still saved.\n")
-    assert not (root / "gone.md").exists() and (root / ".trash" / "gone.md").is_file()
-    reconcile(index)  # what the watcher or the periodic reconcile does once the lock is free
-    async with mcp_session(Vault(root, index)) as c:
-        assert (await c.call("memory_read", ref="Locked out"))["status"] == "ok"
-        assert (await c.call("memory_read", ref="gone1"))["status"] == "not_found"
-
-
-# -- (d) and (e): a real stdio server losing its index or its vault ----------------------------
 
 
 def many_notes(n: int) -> dict[str, str]:

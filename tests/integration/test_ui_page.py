@@ -11,17 +11,15 @@ import concurrent.futures
 import json
 import random
 import re
-from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import anyio
 import httpx2
 import pytest
-from conftest import write_notes
+import test_ui_browser
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
-from test_ui_browser import CHROMIUM, HOSTILE, NOTES, Server, eventually_shown, open_page, shot
+from test_ui_browser import CHROMIUM, HOSTILE, Server, eventually_shown, open_page, shot
 
 from vault_mem.served.keys import add_agent
 from vault_mem.settings import Settings
@@ -29,14 +27,7 @@ from vault_mem.settings import Settings
 pytestmark = pytest.mark.skipif(not CHROMIUM.exists(), reason="no /usr/bin/chromium (apt-get install chromium)")
 
 
-@pytest.fixture
-def server(tmp_path: Path) -> Iterator[Server]:
-    """``vault-mem serve --http`` on the page tests' vault (test_ui_browser.py's notes)."""
-    running = Server(write_notes(tmp_path / "v", NOTES), tmp_path)
-    try:
-        yield running
-    finally:
-        running.stop()
+server = test_ui_browser.server  # the fixture: ``vault-mem serve --http`` on the page tests' vault
 
 
 def calls(server: Server, steps: list[tuple[str, dict[str, Any]]]) -> list[dict[str, Any]]:

@@ -598,38 +598,3 @@ def test_with_inotify_a_save_is_reported_by_its_close_not_its_writes(tmp_path: P
 
 def many_notes(count: int) -> dict[str, str]:
     return {f"f{i % 4}/n{i}.md": note(f"Note {i}", f"body {i}") for i in range(count)}
-
-
-def test_a_failed_commit_is_said_and_its_change_applied_again_without_a_walk_of_the_vault(
-        live, monkeypatch, tuned, caplog) -> None:
-    """An internal error inside the watcher's commit (issue 58: a SystemError raised in Whoosh's
-    commit) is logged with the error and the note it concerned, and that one change is applied again
-    on its own: no walk of the vault (``pace`` sees each file any walk reaches, and sees none), and
-    the watcher takes later saves as before (a failed commit lets go of the index's lock)."""
-    tuned(watch_retry_pause=0.05)
-    walked: list[str] = []
-    vault, w = live(many_notes(200), pace=walked.append, reconcile_every=3600)
-    real = vault.index.commit_live
-    failed: list[str] = []
-
-    def commit_failing_once(writer: Any, added: Any = None) -> None:
-        if not failed:
-            failed.append("once")
-
-            def broken(_writer: Any, _segments: Any) -> Any:
-                raise SystemError("Objects/tupleobject.c:927: bad argument to internal function")
-
-            writer.commit(mergetype=broken)  # raises inside Whoosh's commit, its lock held
-        real(writer, added)
-
-    monkeypatch.setattr(vault.index, "commit_live", commit_failing_once)
-    (vault.root / "f3/n7.md").write_text(note("Note 7", "body 7, edited in an editor"))
-    wait_in_sync(w)
-    assert failed and w.retried == 1 and w.given_up == 0
-    assert walked == [], "a failed commit of one change cost a walk of the vault"
-    said = [r.getMessage() for r in caplog.records if r.name == "vault_mem.watch" and r.levelname == "ERROR"]
-    assert any("f3/n7.md" in line and "SystemError" in line and "again" in line for line in said), said
-    assert not any("whole vault" in r.getMessage() for r in caplog.records)
-    (vault.root / "f0/n8.md").write_text(note("Note 8", "body 8, edited later"))  # the lock was let go
-    wait_in_sync(w)
-    assert walked == []

@@ -186,7 +186,8 @@ def test_tests_above_the_engine_use_its_face() -> None:
     private = engine_private_names()
     assert {"_open_batch", "_read_toc"} <= private  # what the rule looks for is there
     offenders = [f"{path.relative_to(TESTS)} {what}" for path in sorted(TESTS.rglob("*.py"))
-                 if not path.is_relative_to(ENGINE_TESTS) for what in behind_the_face(path, private)]
+                 if not path.is_relative_to(ENGINE_TESTS)
+                 for what in [*behind_the_face(path, private), *engine_internals_used(path)]]
     assert not offenders, "move the test to tests/engine/ or ask through search/api.py:\n" + "\n".join(offenders)
 
 
