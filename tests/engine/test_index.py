@@ -267,7 +267,7 @@ def test_postings_spilled_to_run_files_index_the_same_as_postings_sorted_in_memo
         writer = SegmentWriter(ix, limitmb=limitmb)
         assert isinstance(writer.pool, TermPool)
         for rel in sorted(notes):
-            writer.add_document(**document_of(read_note(root, rel, config=settings.current()), rel))
+            writer.add_document(**document_of(read_note(root, rel, config=vm_settings.current()), rel))
         runs = len(writer.pool.runs)
         writer.commit()
         with ix.reader() as reader:
@@ -305,7 +305,7 @@ def test_term_lengths_written_from_decoded_lengths_are_whooshs_own(tmp_path: Pat
         ix = whoosh_index.create_in(str(tmp_path / folder), make_schema())
         writer = SegmentWriter(ix)
         for rel in sorted(notes):
-            writer.add_document(**document_of(read_note(root, rel, config=settings.current()), rel))
+            writer.add_document(**document_of(read_note(root, rel, config=vm_settings.current()), rel))
         writer.commit()
         with ix.reader() as reader:
             return {(f, t): (i.doc_frequency(), i.min_length(), i.max_length(), i.max_weight())
@@ -352,14 +352,14 @@ def test_saves_replace_their_note_without_opening_every_segment(tmp_path: Path, 
         with writer_index.searching():  # the thread's searcher is renewed as a call would
             pass
         opened.clear()
-        writer_index.apply([(read_note(root, name, config=settings.current()), name)], [])
+        writer_index.apply([(read_note(root, name, config=vm_settings.current()), name)], [])
         if version > 4 and writer_index is ours:  # the segments changed since our last commit: ours
             assert len(opened) <= 4, opened  # (a deletion, a segment) and maybe the other's two
     assert len(segments_of(ours)) >= 10  # commits do not merge: Whoosh's writer would open them all
     assert _live_paths(ours) == sorted(names)
     for name in names:  # each note once, at its newest version
         body = (root / name).read_text()
-        assert ours.records()[name]["etag"] == read_note(root, name, config=settings.current()).etag, body
+        assert ours.records()[name]["etag"] == read_note(root, name, config=vm_settings.current()).etag, body
 
 
 def test_a_renewed_searcher_opens_only_new_segments_and_sees_new_deletions(tmp_path: Path, monkeypatch) -> None:
@@ -389,7 +389,7 @@ def test_a_renewed_searcher_opens_only_new_segments_and_sees_new_deletions(tmp_p
     monkeypatch.setattr(SegmentReader, "__init__", counting_init)
     for version in (1, 2):
         (root / "n1.md").write_text(note(None, "n1.md", f"version {version} fresh{version}"))
-        index.apply([(read_note(root, "n1.md", config=settings.current()), "n1.md")], [])
+        index.apply([(read_note(root, "n1.md", config=vm_settings.current()), "n1.md")], [])
         opened.clear()
         with index.searching() as searcher:
             assert len(opened) == 1, opened  # the new segment only
@@ -400,7 +400,7 @@ def test_a_renewed_searcher_opens_only_new_segments_and_sees_new_deletions(tmp_p
                 searcher.document_number(path=name) for name in names if name != "n1.md")
             assert len(term_docs(segments(searcher), "body", [f"fresh{version}"])) == 1
             assert searcher.document(path="n1.md")["record"]["etag"] == read_note(root, "n1.md",
-                config=settings.current()).etag
+                config=vm_settings.current()).etag
 
 
 def segments_of(index: VaultIndex) -> list[object]:
@@ -420,14 +420,14 @@ def test_a_writers_searcher_sees_the_deletions_committed_before_it(tmp_path: Pat
     sync(index, procs=1)
     for version in (1, 2):
         (root / "a.md").write_text(note(None, "A", f"a{version}"))
-        index.apply([(read_note(root, "a.md", config=settings.current()), "a.md")], [])
+        index.apply([(read_note(root, "a.md", config=vm_settings.current()), "a.md")], [])
     writer = index.acquire_writer()
     try:
         searcher = writer.searcher()
         held = searcher.stored_fields(searcher.document_number(path="a.md"))["record"]["etag"]
     finally:
         writer.cancel()
-    assert held == read_note(root, "a.md", config=settings.current()).etag
+    assert held == read_note(root, "a.md", config=vm_settings.current()).etag
     assert _live_paths(index) == ["a.md", "b.md"]
 
 
@@ -446,12 +446,12 @@ def test_live_commits_fold_the_tiny_segments_they_leave(tmp_path: Path) -> None:
     for version in range(1, 41):
         name = names[version % len(names)]
         (root / name).write_text(note(None, name, f"version {version} word{version}"))
-        index.apply([(read_note(root, name, config=settings.current()), name)], [])
+        index.apply([(read_note(root, name, config=vm_settings.current()), name)], [])
         most = max(most, len(segments_of(index)))
     assert most <= built + settings.current().tiny_fold
     assert _live_paths(index) == sorted(names)
     records = index.records()
-    assert all(records[name]["etag"] == read_note(root, name, config=settings.current()).etag for name in names)
+    assert all(records[name]["etag"] == read_note(root, name, config=vm_settings.current()).etag for name in names)
     with index.searching() as searcher:
         from whoosh.query import Term
 

@@ -106,7 +106,7 @@ def write_segment(root: Path, folder: Path, rels: list[str], limitmb: float = 64
     ix = whoosh_index.create_in(str(folder), make_schema())
     writer = SegmentWriter(ix, limitmb=limitmb)
     for rel in rels:
-        writer.add_document(**document_of(read_note(root, rel, config=settings.current()), rel))
+        writer.add_document(**document_of(read_note(root, rel, config=vm_settings.current()), rel))
     writer.commit()
 
 
@@ -164,7 +164,7 @@ def test_a_merge_through_the_term_pool_holds_exactly_what_whooshs_pool_merges(tm
             with ix.writer() as w:
                 w.mergetype = whoosh.writing.NO_MERGE
                 for rel in part:
-                    w.add_document(**document_of(read_note(tmp_path / "v", rel, config=settings.current()), rel))
+                    w.add_document(**document_of(read_note(tmp_path / "v", rel, config=vm_settings.current()), rel))
         with ix.writer() as w:
             w.delete_by_term("path", rels[3])  # a deleted document is dropped, the rest renumbered
             w.mergetype = whoosh.writing.OPTIMIZE
@@ -219,7 +219,7 @@ def test_a_live_commits_segment_is_made_in_memory_and_written_as_one_packed_file
         else:
             writer = SegmentWriter(ix)
         for rel in rels:
-            writer.add_document(**document_of(read_note(tmp_path / "v", rel, config=settings.current()), rel))
+            writer.add_document(**document_of(read_note(tmp_path / "v", rel, config=vm_settings.current()), rel))
         writer.commit()
         # the table of contents is "_MAIN_<generation>.toc", made under a temp name and renamed
         made = [name for where, name in created if where == str(folder) and not name.startswith("_")]

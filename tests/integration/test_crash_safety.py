@@ -28,10 +28,11 @@ from vault_mem.vault.walk import walk_vault
 REWRITER = """
 import itertools, sys
 from pathlib import Path
+from vault_mem.settings import Settings
 from vault_mem.vault.writer import atomic_write
 path, versions = Path(sys.argv[1]), [Path(p).read_bytes() for p in sys.argv[2:]]
 for i in itertools.count():
-    atomic_write(path, versions[i % len(versions)], config=settings.current())
+    atomic_write(path, versions[i % len(versions)], config=Settings())
     if i == 0:
         print("writing", flush=True)
 """

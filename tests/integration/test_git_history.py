@@ -217,7 +217,7 @@ def test_the_map_followed_commit_by_commit_equals_a_fresh_pass(git_env, tmp_path
     rng = random.Random(13)
     root = new_repo(tmp_path / "vault", {f"n{i}.md": plain(f"N{i}", "start") for i in range(8)})
     commit_all(root, "start", "2021-01-01T00:00:00Z")
-    repo = Repo.find(root, Settings(), config=settings.current())
+    repo = Repo.find(root, Settings())
     assert repo is not None
     followed = History(repo, tmp_path / "cache.json")
     followed.load()

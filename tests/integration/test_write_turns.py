@@ -55,8 +55,9 @@ def test_a_write_of_another_note_lands_while_one_is_in_its_file_steps(make_vault
             hold_a()
         return original(view, tool, agent, changes)
 
-    def atomic_write(path: Path, data: bytes, mode: int | None = None, within: Path | None = None) -> None:
-        original(path, data, mode, within)
+    def atomic_write(path: Path, data: bytes, mode: int | None = None, within: Path | None = None, *,
+                     config: Any) -> None:
+        original(path, data, mode, within, config=config)
         if path.name == "a.md":
             hold_a()
 

@@ -583,7 +583,8 @@ def test_edit_a_file_on_disk_keeps_bytes_and_permissions(tmp_path: Path) -> None
     path.write_bytes(original)
     path.chmod(0o604)
     text = decode_for_edit(path.read_bytes(), "n.md")
-    atomic_write(path, set_keys(text, {"tags": ["a", "b"]}).encode("utf-8"), config=vm_settings.current())
+    edited = set_keys(text, {"tags": ["a", "b"]}, config=vm_settings.current())
+    atomic_write(path, edited.encode("utf-8"), config=vm_settings.current())
     assert path.read_bytes() == original.replace(b"[a]", b"[a, b]")
     assert stat.S_IMODE(path.stat().st_mode) == 0o604
     assert read_note(tmp_path, "n.md", config=vm_settings.current()).tags == ["a", "b"]
@@ -601,7 +602,8 @@ bodies = st.text(st.characters(exclude_categories=("Cs",), exclude_characters="#
 def test_any_new_note_reads_back_equal(title: str, tags: list[str], body: str) -> None:
     text = render_note({"id": "m-1", "title": title, "tags": tags}, body, config=vm_settings.current())
     with tempfile.TemporaryDirectory() as tmp:
-        path = create_exclusive(Path(tmp), note_filename(title), text.encode("utf-8"), config=vm_settings.current())
+        name = note_filename(title, config=vm_settings.current())
+        path = create_exclusive(Path(tmp), name, text.encode("utf-8"), config=vm_settings.current())
         assert not path.name.startswith(".") and path.name.endswith(".md")
         note = read_note(Path(tmp), path.name, config=vm_settings.current())
     assert note.problems == []
