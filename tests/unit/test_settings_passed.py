@@ -26,7 +26,7 @@ NOT_CONVERTED_YET = frozenset({
     # The engine's read side, reached per segment or from the Whoosh patches (the settings would
     # ride on the snapshot's segments and on ``install_whoosh_patches``): the one part of issue 55's
     # item 5 not done yet.
-    "search/lru.py", "search/ranking.py", "search/schema.py", "search/segments.py", "search/topk.py",
+    "search/lru.py", "search/schema.py", "search/segments.py",
     "search/whoosh/parts.py", "search/whoosh/postings.py", "search/whoosh/seam.py",
 })
 

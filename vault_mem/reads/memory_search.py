@@ -199,7 +199,7 @@ def _matches(view: View, request: Request, plan: Plan) -> Matches:
             meaning = view.vault.meaning
             if meaning is not None:  # a model is loaded: fused with the nearest by meaning (search/fusion.py)
                 excerpts: dict[int, str] = {}
-                forms = match_forms(plan.terms)
+                forms = match_forms(plan.terms, view.config)
 
                 def meanwhile(docs: list[int]) -> None:
                     excerpts.update((d, _excerpt(view, d, forms)) for d in docs)
@@ -309,7 +309,7 @@ def _answer(view: View, rows: list[Row], truncated: bool, terms: list[str], mess
     """The page's digests, as many as the size bound leaves room for beside the hints, and what
     was cut or shortened (``excerpts``: those already made, by document)."""
     shortened: dict[str, list[str]] = {"title": [], "tags": [], "paths": []}
-    forms = match_forms(terms)
+    forms = match_forms(terms, view.config)
     notes = [_digest(view, r.doc, r.score, forms, shortened, excerpts.get(r.doc))
              | _lineage_marks(view, r, lineage, windows) for r in rows]
     fitted = take_within(notes, view.config.row_budget - json_size(hints))

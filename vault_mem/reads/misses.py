@@ -64,7 +64,7 @@ def search_term_hints(view: View, terms: list[str]) -> list[str]:
         if len(hints) == config.hint_max_listed:
             unheld.append(term)
             continue
-        stem = stem_of(term)
+        stem = stem_of(term, config.query_min_term_chars)
         by_stem = stem is not None and view.snapshot.has_word(SEARCH_FIELDS, stem)
         looked = suggested < config.hint_max_words
         close = view.snapshot.closest_words(SUGGEST_FIELDS, term) if looked else []

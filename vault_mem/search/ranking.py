@@ -26,7 +26,6 @@ import sys
 from functools import lru_cache, partial
 from typing import NamedTuple
 
-from vault_mem import settings
 from vault_mem.errors import InvalidInput
 from vault_mem.search.lru import CACHE
 from vault_mem.search.query import english_stem
@@ -58,10 +57,11 @@ STOP_WORDS = frozenset({
 
 
 @lru_cache(maxsize=4096)
-def stem_of(term: str) -> str | None:
-    """The term's English Snowball stem when it is another, useful form (3+ characters)."""
+def stem_of(term: str, min_chars: int) -> str | None:
+    """The term's English Snowball stem when it is another, useful form (``min_chars`` or more
+    characters: the ``query_min_term_chars`` setting)."""
     stem = str(english_stem(term))
-    return stem if stem != term and len(stem) >= settings.current().query_min_term_chars else None
+    return stem if stem != term and len(stem) >= min_chars else None
 
 
 def search_terms(query: str, config: Settings) -> tuple[list[str], list[str]]:
@@ -98,10 +98,8 @@ class TermStats(NamedTuple):
     exact_rarity: float  # 0 when no note holds the term exactly
     stem_rarity: float  # 0 when no note holds the stem outside the term
 
-    @property
-    def ceiling(self) -> float:
+    def ceiling(self, chosen: Settings) -> float:
         """The most this term adds to any note: every field's hits capped, in its best form."""
-        chosen = settings.current()
         full_hits = chosen.rank_hit_cap * sum(weight for _field, weight in chosen.rank_field_weights)
         return full_hits * max(self.exact_rarity, chosen.rank_stem_hit * self.stem_rarity)
 
@@ -125,30 +123,30 @@ def weighted_hits(view: Snapshot, term: str) -> TermHits:
     exact: dict[int, float] = {}
     alone: dict[int, float] = {}
     for seg in parts_of(view):
-        hits = segment_hits(seg, term)
+        hits = segment_hits(seg, term, view.config)
         exact.update(seg.to_searcher_items(hits.exact))
         alone.update(seg.to_searcher_items(hits.stem))
     return TermHits(exact, alone)
 
 
-def segment_hits(seg: Segment, term: str) -> TermHits:
+def segment_hits(seg: Segment, term: str, config: Settings) -> TermHits:
     """``weighted_hits`` of one segment, by segment document number, deleted ones too (cached by
     the segment's content: the caller applies ``seg.unseen``, which holds a limited caller's mask)."""
-    stem = stem_of(term)
+    stem = stem_of(term, config.query_min_term_chars)
     return CACHE.get_or_make(("weighted_hits", seg.key, term, stem),
-                             partial(_segment_weighted_hits, seg, term, stem), _hits_size)
+                             partial(_segment_weighted_hits, seg, term, stem, config), _hits_size)
 
 
 Groups = list[tuple[tuple[float | None, float | None], list[int]]]
 
 
-def segment_groups(seg: Segment, term: str) -> Groups:
+def segment_groups(seg: Segment, term: str, config: Settings) -> Groups:
     """One segment's notes holding ``term`` in some form, grouped by their weighted hits
     ``(exact, stem)`` (None: that form absent), each group in the tie order (cached by content;
     unseen notes too: the caller skips ``seg.unseen``). What ``search/topk.py`` walks from the
     greatest contribution down."""
     def make() -> Groups:
-        hits = segment_hits(seg, term)
+        hits = segment_hits(seg, term, config)
         profile: dict[int, tuple[float | None, float | None]] = {d: (e, None) for d, e in hits.exact.items()}
         for doc, s in hits.stem.items():
             profile[doc] = (profile.get(doc, (None, None))[0], s)
@@ -157,15 +155,14 @@ def segment_groups(seg: Segment, term: str) -> Groups:
     def size(groups: Groups) -> int:
         return sum(120 + sys.getsizeof(docs) for _key, docs in groups)
 
-    return CACHE.get_or_make(("impact groups", seg.key, term, stem_of(term)), make, size)
+    return CACHE.get_or_make(("impact groups", seg.key, term, stem_of(term, config.query_min_term_chars)), make, size)
 
 
-def _segment_weighted_hits(seg: Segment, term: str, stem: str | None) -> TermHits:
+def _segment_weighted_hits(seg: Segment, term: str, stem: str | None, chosen: Settings) -> TermHits:
     """``weighted_hits`` of one segment, by segment document number, deleted ones too."""
     exact_weighted: dict[int, float] = {}
     stem_weighted: dict[int, float] = {}
     get_exact, get_stem = exact_weighted.get, stem_weighted.get
-    chosen = settings.current()
     cap, stem_hit = chosen.rank_hit_cap, chosen.rank_stem_hit
     for field, weight in chosen.rank_field_weights:
         exact, stem_only = segment_form_hit_counts(seg, field, term, stem)
@@ -198,7 +195,7 @@ def score_notes(view: Snapshot, terms: list[str]) -> dict[int, float]:
     for term in terms:
         hits = weighted_hits(view, term)
         stats = term_stats(notes, hits)
-        ceiling += stats.ceiling
+        ceiling += stats.ceiling(chosen)
         for doc, value in hits.exact.items():
             totals[doc] = totals.get(doc, 0.0) + stats.exact_rarity * value
             matched[doc] = matched.get(doc, 0) + 1
@@ -213,8 +210,8 @@ def score_notes(view: Snapshot, terms: list[str]) -> dict[int, float]:
             for doc, total in totals.items()}
 
 
-def match_forms(terms: list[str]) -> list[str]:
+def match_forms(terms: list[str], config: Settings) -> list[str]:
     """The terms and their stems: the forms an excerpt may centre on."""
     forms = list(terms)
-    forms += [s for t in terms if (s := stem_of(t)) and s not in forms]
+    forms += [s for t in terms if (s := stem_of(t, config.query_min_term_chars)) and s not in forms]
     return forms

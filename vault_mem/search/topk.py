@@ -29,7 +29,6 @@ import heapq
 from collections.abc import Collection, Iterator
 from dataclasses import dataclass
 
-from vault_mem import settings
 from vault_mem.search.query import newest_first
 from vault_mem.search.ranking import (
     TermHits,
@@ -39,6 +38,7 @@ from vault_mem.search.ranking import (
     segment_hits,
 )
 from vault_mem.search.snapshot import Snapshot, parts_of
+from vault_mem.settings import Settings
 
 Entry = tuple[float, tuple[int, str], int]  # (-score, tie key, docnum): ascending is rank order
 Item = tuple[tuple[int, str], int, int, int]  # (tie key, docnum, segment, segment docnum)
@@ -109,7 +109,9 @@ class _Query:
         self.segments = list(parts_of(view))  # a limited caller's hidden notes among each one's unseen
         self.offsets = [seg.offset for seg in self.segments]
         self.unseen = [seg.unseen for seg in self.segments]
-        self.hits: list[list[TermHits]] = [[segment_hits(seg, t) for seg in self.segments] for t in terms]
+        self.config = view.config
+        self.hits: list[list[TermHits]] = [[segment_hits(seg, t, self.config) for seg in self.segments]
+                                           for t in terms]
         notes = view.doc_count()
         self.stats: list[TermStats] = []
         self.ceiling = float(view.config.rank_all_terms_bonus)  # summed as score_notes sums it: the same float
@@ -118,7 +120,7 @@ class _Query:
             stem_df = sum(self._live_count(i, h.stem) for i, h in enumerate(per_segment))
             stats = form_stats(notes, exact_df, stem_df)
             self.stats.append(stats)
-            self.ceiling += stats.ceiling
+            self.ceiling += stats.ceiling(self.config)
         self.updated = view.column("updated")
         self.paths = view.column("path")
 
@@ -133,7 +135,7 @@ class _Query:
     def score(self, segment: int, local: int) -> tuple[float, int, int]:
         """A note's score (as ``ranking.score_notes`` computes it, operation for operation),
         and how many terms it holds in some form and exactly."""
-        config = settings.current()
+        config = self.config
         total = 0.0
         matched = exactly = 0
         for stats, per_segment in zip(self.stats, self.hits, strict=True):
@@ -155,7 +157,7 @@ class _Query:
 
     def alone_score(self, exact: float | None, stem: float | None) -> float:
         """The score of a note of a one-term query holding these weighted hits (as ``score``)."""
-        config = settings.current()
+        config = self.config
         stats, total = self.stats[0], 0.0
         if exact is not None:
             total = total + stats.exact_rarity * exact
@@ -257,7 +259,7 @@ class _Query:
         added: list[tuple[float, float, int, list[int]]] = []  # (what it adds, merge key, ...)
         alone = len(self.terms) == 1
         for segment, seg in enumerate(self.segments):
-            for (exact, stem), docs in segment_groups(seg, self.terms[term]):
+            for (exact, stem), docs in segment_groups(seg, self.terms[term], self.config):
                 if (exact_only and exact is None) or (stem_only and exact is not None):
                     continue
                 value = (stats.exact_rarity * exact if exact is not None else 0.0) \
@@ -320,18 +322,19 @@ class _Query:
         and gets the +10 (and, in the exact tier, the ceiling); a note lacking a term gets no
         bonus and nothing from that term (a stream read to its end: every note not met lacks
         its term). ``met_all``: every note holding every term has been met."""
-        config = settings.current()
+        config = self.config
         fronts = sum(s.frontier for s in active)
         if not all_active:
-            return False if _may_enter(last, active, fronts, None, True) else None
-        if not tier_exact and _raised(fronts - min(s.frontier for s in active)) >= -last[0] and any(
-                _may_enter(last, [s for s in active if s is not lacked], fronts - lacked.frontier, None, True)
+            return False if _may_enter(last, active, fronts, None, True, config) else None
+        if not tier_exact and _raised(fronts - min(s.frontier for s in active), config) >= -last[0] and any(
+                _may_enter(last, [s for s in active if s is not lacked], fronts - lacked.frontier, None, True,
+                           config)
                 for lacked in active):
             return False  # (the first test: the most any note lacking a term can score, quickly)
         if met_all:
             return None
         bonus = config.rank_all_terms_bonus + self.ceiling if tier_exact else float(config.rank_all_terms_bonus)
-        return True if _may_enter(last, active, fronts, bonus, False) else None
+        return True if _may_enter(last, active, fronts, bonus, False, config) else None
 
     def another_match(self, shown: set[int], keep: Collection[int] | None) -> bool:
         """Whether a live note holds some term (and is in ``keep``) beyond ``shown``."""
@@ -364,7 +367,8 @@ class _Best:
             self.entries.pop()
 
 
-def _may_enter(last: Entry, streams: list[_Stream], fronts: float, bonus: float | None, may_lack: bool) -> bool:
+def _may_enter(last: Entry, streams: list[_Stream], fronts: float, bonus: float | None, may_lack: bool,
+               config: Settings) -> bool:
     """Whether a note not met yet, in or below the current group of each of ``streams``
     (adding ``fronts`` at most, plus ``bonus``), or outside some when ``may_lack`` (adding
     nothing from those and no bonus), can rank before ``last``.
@@ -376,7 +380,7 @@ def _may_enter(last: Entry, streams: list[_Stream], fronts: float, bonus: float 
     if not streams:
         return False  # it holds no term: not a match
     last_score, last_tie = -last[0], last[1]
-    reach = _raised(fronts + (bonus or 0.0))
+    reach = _raised(fronts + (bonus or 0.0), config)
     if reach != last_score:
         return reach > last_score
     behind = [s for s in streams if last_tie <= s.head_tie]
@@ -386,12 +390,11 @@ def _may_enter(last: Entry, streams: list[_Stream], fronts: float, bonus: float 
     if outside and not may_lack:
         return False  # it holds every term: nothing is below those groups
     below = fronts - sum(s.frontier for s in behind) + sum(s.after for s in behind if s.after is not None)
-    return _raised(below + (0.0 if outside or bonus is None else bonus)) >= last_score
+    return _raised(below + (0.0 if outside or bonus is None else bonus), config) >= last_score
 
 
-def _raised(value: float) -> float:
+def _raised(value: float, config: Settings) -> float:
     """``value`` rounded as a score is, after raising it past any error of summing in another order."""
-    config = settings.current()
     return round(value + config.topk_margin * (1.0 + abs(value)), config.rank_score_decimals)
 
 
