@@ -7,12 +7,15 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 from conftest import write_notes
 from test_faults import AGENT, NOTE
 
 from vault_mem import settings
 from vault_mem.search.api import VaultIndex, reconcile, sync
 from vault_mem.served.context import Vault
+
+pytestmark = pytest.mark.anyio
 
 
 class ImpatientIndex(VaultIndex):
