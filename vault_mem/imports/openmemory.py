@@ -36,6 +36,7 @@ from vault_mem.imports.records import (
     first_line_title,
     json_kind,
     moment,
+    read_source,
     source_moment,
     string_list,
     text_or_none,
@@ -205,23 +206,11 @@ def _from_zip(source: Path, fallback: str, config: Settings) -> Source:
                        f"expected {ACCEPTED}")
 
 
-def _bytes(source: Path) -> bytes:
-    try:
-        return source.read_bytes()
-    except FileNotFoundError:
-        raise InvalidInput("SOURCE", f"{source} does not exist; pass the export file to import") from None
-    except IsADirectoryError:
-        raise InvalidInput("SOURCE", f"{source} is a folder; pass the export zip, or memories.json inside "
-                           "it") from None
-    except OSError as exc:
-        raise InvalidInput("SOURCE", f"{source} cannot be read: {exc.strerror or exc}") from None
-
-
 def read(source: Path, config: Settings) -> Source:
     fallback = source_moment(source)
     if is_zip(source):
         return _from_zip(source, fallback, config)
-    data = _bytes(source)
+    data = read_source(source, "the export zip, or memories.json inside it")
     what = str(source)
     if is_gzip(data):
         return _from_lines(gunzip(data, what, config.import_unpacked_bytes), what, fallback, config)

@@ -92,20 +92,27 @@ class Source:
             self.records.append(item)
 
 
-def read_text(source: Path) -> str:
-    """The source file's text; InvalidInput("SOURCE") when it cannot be read as UTF-8."""
+def read_source(source: Path, inside: str = "the file inside it (conversations.json, memory.jsonl, ...)") -> bytes:
+    """The source file's bytes; InvalidInput("SOURCE") when it cannot be read (``inside``: what to
+    pass instead when it is a folder)."""
     try:
-        return source.read_bytes().decode("utf-8-sig")
+        return source.read_bytes()
     except FileNotFoundError:
         raise InvalidInput("SOURCE", f"{source} does not exist; pass the export file to import") from None
     except IsADirectoryError:
-        raise InvalidInput("SOURCE", f"{source} is a folder; pass the file inside it "
-                           "(conversations.json, memory.jsonl, ...)") from None
+        raise InvalidInput("SOURCE", f"{source} is a folder; pass {inside}") from None
+    except OSError as exc:
+        raise InvalidInput("SOURCE", f"{source} cannot be read: {exc.strerror or exc}") from None
+
+
+def read_text(source: Path) -> str:
+    """The source file's text; InvalidInput("SOURCE") when it cannot be read as UTF-8."""
+    data = read_source(source)
+    try:
+        return data.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
         raise InvalidInput("SOURCE", f"{source} is not UTF-8 text (bad byte at offset {exc.start}); "
                            "is it the unzipped export file?") from None
-    except OSError as exc:
-        raise InvalidInput("SOURCE", f"{source} cannot be read: {exc.strerror or exc}") from None
 
 
 def load_json(source: Path, accepted: str) -> Any:

@@ -59,7 +59,7 @@ def digest(view: View, doc: int) -> dict[str, Any]:
     record = view.snapshot.record(doc)
     row = {"permalink": permalink_of(record["path"]), "title": record["title"], "kind": record["type"],
            "updated": record["updated"], "from": record.get("agent"),
-           "excerpt": " ".join(str(record.get("head", "")).split())[:view.vault.index.config.inbox_excerpt]}
+           "excerpt": " ".join(str(record.get("head", "")).split())[:view.config.inbox_excerpt]}
     return {k: v for k, v in row.items() if v is not None}
 
 
@@ -77,7 +77,7 @@ def annotate(view: View, tool: str, agent: str | None, answer: dict[str, Any], s
 
 
 def _annotate(view: View, tool: str, agent: str, answer: dict[str, Any], started: float) -> None:
-    config = view.vault.index.config
+    config = view.config
     history_dir = view.vault.index.history_dir
     state, version = agentstate.load_version(history_dir, agent)
     to_mark = _read_now(view, tool, agent, answer)

@@ -108,7 +108,7 @@ def resolve_ref(view: View, ref: str, param: str = "ref") -> int:
     check_relative(as_path, param)
     keys = {False: fold(text), True: fold(strip_md(as_path.strip("/")))}
     names = Names(view)
-    chars = view.vault.index.config.shown_ref_chars
+    chars = view.config.shown_ref_chars
     for stage, field, is_path in REF_STAGES:
         hits = names.hits(field, keys[is_path])
         if len(hits) > 1 and is_path:

@@ -323,8 +323,8 @@ def _new_fields(args: Args, agent: str, title: str, defaults: dict[str, Any]) ->
 
 def _create(view: View, turns: WriteTurns, args: Args, agent: str, defaults: dict[str, Any],
             tool: str) -> dict[str, Any]:
-    title = args.required_str("title", max_len=view.vault.index.config.max_title).strip()
-    content = _body_text(args, "content", view.vault.index.config) or ""
+    title = args.required_str("title", max_len=view.config.max_title).strip()
+    content = _body_text(args, "content", view.config) or ""
     domain = args.text("domain", None, max_len=1000)
     domain = domain if domain is not None else defaults.get("domain", "")
     # The folder's turn until the note has its name: two writes into a new folder spelled
@@ -374,7 +374,7 @@ def _addressed(args: Args) -> list[str] | None:
 
 
 def _shown(view: View, similar: int | None) -> int:
-    return view.vault.index.config.similar_shown if similar is None else similar
+    return view.config.similar_shown if similar is None else similar
 
 
 @one_note_at_a_time
@@ -383,8 +383,8 @@ def memory_write(view: View, raw: dict[str, Any], turns: WriteTurns, similar: in
     None: the ``similar_shown`` setting)."""
     args = Args(raw, WRITE_PARAMS, config=view.config)
     answer = _create(view, turns, args, args.agent(), {}, "memory_write")
-    return _with_similar(view, answer, args.required_str("title", max_len=view.vault.index.config.max_title).strip(),
-                         _body_text(args, "content", view.vault.index.config) or "", [], _shown(view, similar))
+    return _with_similar(view, answer, args.required_str("title", max_len=view.config.max_title).strip(),
+                         _body_text(args, "content", view.config) or "", [], _shown(view, similar))
 
 
 @one_note_at_a_time
@@ -410,7 +410,7 @@ def memory_supersede(view: View, raw: dict[str, Any], turns: WriteTurns,
         except (Conflict, NotFound, InvalidInput, WriteFailed) as exc:
             answer.setdefault("warnings", []).append(
                 f"the new version was saved, but {old['path']} did not get valid_until: {exc}")
-    config = view.vault.index.config
+    config = view.config
     return _with_similar(view, answer, args.required_str("title", max_len=config.max_title).strip(),
                          _body_text(args, "content", config) or "", [old["path"]], _shown(view, similar))
 
@@ -493,8 +493,8 @@ def memory_edit(view: View, raw: dict[str, Any], turns: WriteTurns) -> dict[str,
     args = Args(raw, EDIT_PARAMS, config=view.config)
     agent = args.agent()
     ref = args.required_str("ref", max_len=1000)
-    content = _body_text(args, "content", view.vault.index.config)
-    append = _body_text(args, "append", view.vault.index.config)
+    content = _body_text(args, "content", view.config)
+    append = _body_text(args, "append", view.config)
     updates = args.mapping("set")
     to = _addressed(args)
     if content is None and append is None and updates is None and to is None:
