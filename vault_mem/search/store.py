@@ -415,7 +415,8 @@ class VaultIndex:
     def apply(self, notes: list[tuple[Note, str]], removed: list[str], timeout: float | None = None, *,
               still_on_disk: StillOnDisk | None = None, unless_committed: bool = False) -> int:
         """The one way changes reach the index (write tools, the watcher, the start-up check, undo,
-        tidy; an import only writes files, which the watcher then indexes): index ``notes`` (each with its OS-relative path) and drop ``removed`` paths,
+        tidy; an import only writes files, which the watcher then indexes): index ``notes`` (each
+        with its OS-relative path) and drop ``removed`` paths,
         committed when this returns (waiting for the lock as ``acquire_writer`` does; past
         ``timeout``, ``IndexBusy``): ``submit`` then ``commit_batch``. Returns how many of ``notes``
         were written (not skipped as ``unless_committed``).
