@@ -135,3 +135,31 @@ def print_hints(answer: dict[str, Any]) -> None:
     """The answer's ``hints`` (why nothing matched, "did you mean"), one line each on stderr."""
     for hint in answer.get("hints", []):
         print(f"  {visible(for_people(str(hint)))}", file=sys.stderr)
+
+
+def named_vaults(values: list[str], env: str | None = None) -> dict[str, Path]:
+    """The vaults ``--vault`` names (repeatable: ``NAME=DIR`` or ``DIR``, named after its folder;
+    docs/vaults.md), else the one ``$VAULT_MEM_VAULT`` names: name -> checked root, in the order
+    given. InvalidInput for none, a bad name, a name or a folder given twice."""
+    from vault_mem.served.vaults import check_vault_name, name_after_folder, split_vault_arg
+    from vault_mem.vault.walk import check_vault
+
+    given = list(values) or ([env] if env else [])
+    if not given:
+        raise InvalidInput("--vault", "no vault given: pass --vault PATH (or NAME=PATH, repeatable) or set "
+                                      "VAULT_MEM_VAULT")
+    roots: dict[str, Path] = {}
+    for value in given:
+        name, folder = split_vault_arg(value)
+        if not folder:
+            raise InvalidInput("--vault", f"{value!r} names no folder: give NAME=PATH or PATH")
+        root = check_vault(Path(folder).expanduser())
+        name = check_vault_name(name) if name is not None else name_after_folder(root)
+        if name in roots:
+            raise InvalidInput("--vault", f"two vaults are named {name!r}: give each its own name, "
+                                          "e.g. --vault work=~/work --vault home=~/notes")
+        same = next((other for other, seen in roots.items() if seen.resolve() == root.resolve()), None)
+        if same is not None:
+            raise InvalidInput("--vault", f"{root} is given twice (as {same!r} and {name!r}): serve each folder once")
+        roots[name] = root
+    return roots
