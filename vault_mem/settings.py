@@ -34,6 +34,8 @@ What is not here, and why (the numbers that are part of a format or a contract, 
   (runtime/collector.py), a collector threshold never reached (``gc.set_threshold`` takes a C int,
   no "never"); and the defaults of Whoosh's interfaces that a patch re-implements, kept as Whoosh
   has them (``TermPool``'s ``limitmb``, its ``items``' ``maxfiles``, ``unique_name``'s ``size``).
+- Names: ``NAME_CHARS`` (served/vaults.py), the longest vault name: part of every permalink of
+  a vault served beside others (docs/vaults.md), so a name valid today stays valid.
 - Exit statuses (docs/cli.md): ``NOTHING_IMPORTED`` (cli/imports.py) and ``PROBLEMS_FOUND``
   (cli/maintenance.py); and git's all-zero object id, ``ZERO_OID`` (git/repo.py).
 - Tables made once per process: ``NOTE_TURNS`` (writes/tools.py), the stripes of the notes' lock
