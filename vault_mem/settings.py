@@ -25,7 +25,8 @@ What is not here, and why (the numbers that are part of a format or a contract, 
   (search/whoosh/mapping.py) is the table count of Whoosh's hash file format; ``_HEAD``
   (history/agentstate.py) is where a state file's generation ends; ``FLOAT``, ``INT8``,
   ``INT64`` and ``OPSET`` (meaning/ort.py) are ONNX's codes for three data types and the operator
-  set the model's graph is written in.
+  set the model's graph is written in; ``NAME_CHARS`` (served/vaults.py), the longest vault name,
+  is part of the permalinks a lineage across vaults writes into notes (docs/vaults.md).
 - Sizes of what Python holds, counted against a build's memory: ``POSTING_BYTES``, ``TERM_BYTES``
   and ``MERGED_POSTING_BYTES`` (search/whoosh/postings.py): what Python takes, not a choice.
 - Bounds others set: ``MAX_SEGMENT_BYTES`` (vault/paths.py), the 255 bytes a file system allows in
@@ -34,8 +35,6 @@ What is not here, and why (the numbers that are part of a format or a contract, 
   (runtime/collector.py), a collector threshold never reached (``gc.set_threshold`` takes a C int,
   no "never"); and the defaults of Whoosh's interfaces that a patch re-implements, kept as Whoosh
   has them (``TermPool``'s ``limitmb``, its ``items``' ``maxfiles``, ``unique_name``'s ``size``).
-- Names: ``NAME_CHARS`` (served/vaults.py), the longest vault name: part of every permalink of
-  a vault served beside others (docs/vaults.md), so a name valid today stays valid.
 - Exit statuses (docs/cli.md): ``NOTHING_IMPORTED`` (cli/imports.py) and ``PROBLEMS_FOUND``
   (cli/maintenance.py); and git's all-zero object id, ``ZERO_OID`` (git/repo.py).
 - Tables made once per process: ``NOTE_TURNS`` (writes/tools.py), the stripes of the notes' lock
