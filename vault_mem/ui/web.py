@@ -246,7 +246,7 @@ class Page:
         if given in reach:
             return given
         names = ", ".join(self.served.reachable(reach))
-        raise InvalidInput("vault", f"no vault of that name is on this page: give one of {names}")
+        raise InvalidInput("vault", f"none of this page's vaults has that name: give one of {names}")
 
     async def _api(self, method: str, name: str, query: dict[str, str], session: auth.Session,
                    reach: Reach, receive: Receive, send: Send) -> None:
