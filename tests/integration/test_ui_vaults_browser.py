@@ -149,6 +149,7 @@ def test_the_owners_switcher_changes_what_every_view_shows_and_the_address_keeps
     page.locator("#changes li").first.click()
     page.wait_for_selector("#change pre.diff")
     assert "+Checked in the quarry." in (page.text_content("#change pre.diff") or "")
+    shot(page, "vaults")
     w.view("search", "#results li")
     assert sorted(w.texts("#results li .meta:first-of-type")) == ["memory://private/blasting", "memory://shared/granite"]
     page.locator("#results li", has_text="Granite seams").click()
@@ -160,7 +161,6 @@ def test_the_owners_switcher_changes_what_every_view_shows_and_the_address_keeps
         ["coder", "digger"]
     w.view("inbox", "#inboxes .inbox")
     assert "Prune the pears" not in (page.text_content("#inboxes") or "")  # the orchard's handoff stays there
-    shot(page, "vaults")
 
     page.reload()  # the address keeps the vault
     page.wait_for_selector("#tabs:not([hidden])")
@@ -174,7 +174,9 @@ def test_the_owners_switcher_changes_what_every_view_shows_and_the_address_keeps
     w.view("search", "#results li")
     assert "Apple varieties" in (page.text_content("#results") or "")
 
-    page.focus("#vault")  # the keyboard alone: the next vault is one key away
+    page.click("h1")  # the keyboard alone, from the top: Tab reaches the switcher first, and the next
+    page.keyboard.press("Tab")  # vault is one key away
+    assert page.evaluate("document.activeElement.id") == "vault"
     page.keyboard.press("ArrowDown")
     page.wait_for_url(ui.base + "/?vault=quarry")
     page.locator("#results li", has_text="Granite seams").wait_for()
@@ -194,7 +196,6 @@ def test_the_owners_switcher_changes_what_every_view_shows_and_the_address_keeps
     assert box is not None and box["x"] >= 0 and box["x"] + box["width"] <= 420 and box["height"] >= 16
     assert page.evaluate("document.documentElement.scrollWidth") <= 420
     assert page.locator("#vault-pick").is_visible() and page.locator("#tabs button[data-view=search]").is_visible()
-    shot(page, "vaults-narrow")
     assert w.dialogs == []
 
 
