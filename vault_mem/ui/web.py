@@ -6,7 +6,9 @@ name an allowed host (as the MCP endpoint checks: DNS rebinding); a POST, and an
 request, must not come from another origin (``Origin``, ``Sec-Fetch-Site``; another port of the
 same host is another origin); every endpoint but the login needs a session's cookie and its page
 secret in ``X-Page-Secret`` together (``auth.py``: the cookie alone opens nothing, so a custom
-header also stands for a CSRF token); wrong logins make the next ones wait (``auth.Guesses``)."""
+header also stands for a CSRF token); wrong logins make the next ones wait (``auth.Guesses``).
+With several vaults served, every ``/api`` call names its vault in the ``vault`` query parameter
+(docs/ui.md, "Several vaults"), and a session reaches the vaults its credential reaches."""
 
 from __future__ import annotations
 
