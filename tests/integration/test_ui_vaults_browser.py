@@ -107,6 +107,11 @@ class Watched:
     def texts(self, selector: str) -> list[str]:
         return [t.strip() for t in self.page.locator(selector).all_text_contents()]
 
+    def results(self) -> list[str]:
+        """The titles Search lists, sorted (each row: its kind, its title, then its details)."""
+        return sorted(self.page.evaluate("[...document.querySelectorAll('#results li')]"
+                                         ".map(li => li.childNodes[1].textContent)"))
+
     def view(self, name: str, ready: str) -> None:
         self.page.click(f"#tabs button[data-view={name}]")
         self.page.wait_for_selector(ready)
@@ -151,7 +156,7 @@ def test_the_owners_switcher_changes_what_every_view_shows_and_the_address_keeps
     assert "+Checked in the quarry." in (page.text_content("#change pre.diff") or "")
     shot(page, "vaults")
     w.view("search", "#results li")
-    assert sorted(w.texts("#results li .meta:first-of-type")) == ["memory://private/blasting", "memory://shared/granite"]
+    assert w.results() == ["Blasting schedule", "Granite seams"]
     page.locator("#results li", has_text="Granite seams").click()
     page.wait_for_selector("#note h2")
     assert page.text_content("#note h2") == "Granite seams"
@@ -240,10 +245,10 @@ def test_a_key_in_two_vaults_sees_each_with_its_own_limits_and_the_third_nowhere
     assert w.texts("#vault option") == ["orchard", "quarry"]
     assert (page.text_content("#who") or "").startswith("orchard · as agent helper")
     w.view("search", "#results li")
-    assert sorted(w.texts("#results li .meta:first-of-type")) == ["memory://shared/apples", "memory://shared/handoff"]
+    assert w.results() == ["Apple varieties", "Prune the pears"]
     page.select_option("#vault", "quarry")
     page.locator("#results li", has_text="Blasting schedule").wait_for()
-    assert w.texts("#results li .meta:first-of-type") == ["memory://private/blasting"]
+    assert w.results() == ["Blasting schedule"]
     assert (page.text_content("#who") or "").startswith("quarry · as agent scout")
     w.view("activity", "#activity-count")
     page.locator("#activity-count", has_text="0 changes").wait_for()  # the quarry's change is in shared/

@@ -65,7 +65,8 @@ class Page:
     def __init__(self, served: Served | Vault, keys: Mapping[str, KeyRing] | KeyRing, token: str | None,
                  hosts: list[str], port: int, clock: Callable[[], float] = time.monotonic) -> None:
         if isinstance(served, Vault):
-            served = Served({name_after_folder(served.root): served}, name_after_folder(served.root))
+            name = getattr(served, "name", "") or name_after_folder(served.root)
+            served = Served({name: served}, name)
         self.served = served
         self.keys = {served.default: keys} if isinstance(keys, KeyRing) else dict(keys)
         primary = served.primary
