@@ -254,9 +254,14 @@ def test_a_key_in_two_vaults_sees_each_with_its_own_limits_and_the_third_nowhere
     page.locator("#activity-count", has_text="0 changes").wait_for()  # the quarry's change is in shared/
     assert "lighthouse" not in w.everything().lower() and "keeper" not in w.everything().lower()
 
+    page.select_option("#vault", "orchard")
+    page.wait_for_url(ui.base + "/?vault=orchard")
     remove_agent(ui.roots["quarry"].resolve(), "scout", config=Settings())  # its key goes from the quarry
-    page.reload()
-    page.wait_for_selector("#tabs:not([hidden])")
+    page.select_option("#vault", "quarry")  # still listed until the page asks again: refused, and back
+    page.locator("#status", has_text="none of this page's vaults has that name").wait_for()
+    page.wait_for_selector("#vault-pick", state="hidden")
+    assert page.url == ui.base + "/" and activity_paths(w) == [CHANGED["orchard"]]
+    page.goto(ui.base + "/?vault=quarry")  # and by the address after a reload
     page.locator("#status", has_text="none of this page's vaults has that name").wait_for()
     assert page.locator("#vault-pick").is_hidden() and page.url == ui.base + "/"
     assert activity_paths(w) == [CHANGED["orchard"]]

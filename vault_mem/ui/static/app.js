@@ -288,8 +288,6 @@
     }
   }
 
-  // -- start ---------------------------------------------------------------------------
-
   // -- Several vaults -------------------------------------------------------------------
 
   // The switcher: shown only when the session reaches more than one vault; names are text.
@@ -331,10 +329,19 @@
     drawSwitcher();
     forgetViews();
     let session;
-    try { session = await get("session"); } catch (e) { fail(e); return; }
+    try { session = await get("session"); } catch (e) {
+      if (e.message === STALE) return;
+      vault = "";  // refused (its key went from that vault): back to what the session still reaches
+      history.replaceState(null, "", "/");
+      await enter("");
+      say(e.message);
+      return;
+    }
     who(session);  // an agent may be named otherwise in another vault
     show(current);
   }
+
+  // -- start ---------------------------------------------------------------------------
 
   async function start() {
     const code = new URLSearchParams(location.search).get("login");
