@@ -20,6 +20,11 @@ ends it everywhere. Neither secret is kept, only their hashes. A session belongs
 opened it: once that key is no longer its agent's (removed, even if a new key of the same name was
 issued since), the session is refused and its file deleted.
 
+Several vaults served together (docs/ui.md, "Several vaults") keep their page state in one folder
+of their own, named after the set of their folders (``Where``: a tuple of roots), so that a session
+or a code of one set opens nothing on a page of another; an agent's session also records, for each
+vault its key reached when it logged in, the agent's name there (``Session.agents``).
+
 A one-time code is a file named by the code's hash in that vault's ``logins`` folder: the exchange
 deletes it, which only one request can do, so a code works once, and only for ``ui_login_ttl``
 (settings). Wrong logins are counted by ``Guesses`` (below)."""
@@ -36,7 +41,7 @@ import re
 import secrets
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -48,19 +53,24 @@ COOKIE = "vault_mem_session"
 PAGE_HEADER = "x-page-secret"
 SECRET_FORM = re.compile(r"[A-Za-z0-9_-]{32,100}")  # what secrets.token_urlsafe makes
 
+# Whose page state: one vault's root, or the roots of several vaults served on one page together.
+Where = Path | tuple[Path, ...]
 
-def _folder(root: Path) -> Path:
-    """This vault's folder of page state, owner-only (not the index's folder: a build wants it empty)."""
-    folder = config_dir() / UI_DIR / hashlib.sha256(vault_key(root).encode("utf-8", "surrogatepass")).hexdigest()[:24]
+
+def _folder(root: Where) -> Path:
+    """The page state of this vault (or of these vaults together), owner-only (not an index's
+    folder: a build wants it empty)."""
+    name = vault_key(root) if isinstance(root, Path) else "\n".join(sorted(vault_key(r) for r in root))
+    folder = config_dir() / UI_DIR / hashlib.sha256(name.encode("utf-8", "surrogatepass")).hexdigest()[:24]
     folder.mkdir(mode=0o700, parents=True, exist_ok=True)
     return folder
 
 
-def _code_file(root: Path, code: str) -> Path:
+def _code_file(root: Where, code: str) -> Path:
     return _folder(root) / "logins" / hashlib.sha256(code.encode("utf-8", "replace")).hexdigest()
 
 
-def issue_login(root: Path, config: Settings) -> str:
+def issue_login(root: Where, config: Settings) -> str:
     """A new one-time login code (for the owner); it lives ``config``'s ``ui_login_ttl``."""
     code = secrets.token_urlsafe(24)
     path = _code_file(root, code)
@@ -71,7 +81,7 @@ def issue_login(root: Path, config: Settings) -> str:
     return code
 
 
-def use_login(root: Path, code: str, config: Settings) -> bool:
+def use_login(root: Where, code: str, config: Settings) -> bool:
     """Whether ``code`` is a live one-time code (younger than ``config``'s ``ui_login_ttl``); it is
     dead afterwards either way."""
     if not code or len(code) > 200:
@@ -98,15 +108,17 @@ def _forget_stale(folder: Path, age: float) -> None:
 class Session:
     """A logged-in page. ``agent`` None is the vault's owner; ``key``: the SHA-256 of the agent key
     or token that opened it (None: a one-time link); ``expires``: a ``time.time()``; ``ident``: the
-    cookie's hash, its file's name."""
+    cookie's hash, its file's name; ``agents``: with several vaults, an agent's name in each vault
+    its key reached at login (by ``vault_key``), None with one."""
 
     agent: str | None
     key: str | None
     expires: float
     ident: str
+    agents: Mapping[str, str] | None = None
 
 
-def _sessions(root: Path) -> Path:
+def _sessions(root: Where) -> Path:
     return _folder(root) / "sessions"
 
 
@@ -114,17 +126,19 @@ def _digest(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8", "replace")).hexdigest()
 
 
-def open_session(root: Path, agent: str | None, key: str | None, config: Settings,
-                 now: float | None = None) -> tuple[Session, str, str]:
+def open_session(root: Where, agent: str | None, key: str | None, config: Settings,
+                 now: float | None = None, agents: Mapping[str, str] | None = None) -> tuple[Session, str, str]:
     """A new session: (it, the cookie's value, the page secret), living ``config``'s
     ``ui_session_ttl``. Each secret is shown only here."""
     cookie, page = secrets.token_urlsafe(32), secrets.token_urlsafe(32)
     session = Session(agent, key, (time.time() if now is None else now) + config.ui_session_ttl,
-                      _digest(cookie))
+                      _digest(cookie), dict(agents) if agents is not None else None)
     folder = _sessions(root)
     folder.mkdir(mode=0o700, exist_ok=True)
     _forget_stale(folder, config.ui_session_ttl)
-    record = {"agent": agent, "key": key, "expires": session.expires, "page": _digest(page)}
+    record: dict[str, object] = {"agent": agent, "key": key, "expires": session.expires, "page": _digest(page)}
+    if agents is not None:
+        record["agents"] = dict(agents)
     tmp = folder / f".{session.ident}.tmp"
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0), 0o600)
     try:
@@ -138,7 +152,7 @@ def open_session(root: Path, agent: str | None, key: str | None, config: Setting
     return session, cookie, page
 
 
-def find_session(root: Path, cookie: str | None, page: str | None, now: float | None = None) -> Session | None:
+def find_session(root: Where, cookie: str | None, page: str | None, now: float | None = None) -> Session | None:
     """The live session both secrets open, or None (either missing or wrong, logged out, expired)."""
     if not cookie or not page or not SECRET_FORM.fullmatch(cookie) or not SECRET_FORM.fullmatch(page):
         return None
@@ -146,10 +160,14 @@ def find_session(root: Path, cookie: str | None, page: str | None, now: float | 
     try:
         record = json.loads(path.read_text(encoding="utf-8"))
         agent, key, expires, page_hash = record["agent"], record["key"], record["expires"], record["page"]
-    except (OSError, ValueError, TypeError, KeyError):
+        agents = record.get("agents")
+    except (OSError, ValueError, TypeError, KeyError, AttributeError):
         return None
     if not (isinstance(expires, int | float) and isinstance(page_hash, str) and isinstance(agent, str | None)
             and isinstance(key, str | None)):
+        return None
+    if agents is not None and not (isinstance(agents, dict)
+                                   and all(isinstance(v, str) for v in agents.values())):
         return None
     if expires < (time.time() if now is None else now):
         with contextlib.suppress(OSError):
@@ -157,10 +175,10 @@ def find_session(root: Path, cookie: str | None, page: str | None, now: float | 
         return None
     if not hmac.compare_digest(_digest(page), page_hash):
         return None
-    return Session(agent, key, float(expires), path.name)
+    return Session(agent, key, float(expires), path.name, agents)
 
 
-def end_session(root: Path, session: Session) -> None:
+def end_session(root: Where, session: Session) -> None:
     """End ``session`` for good, in every process that serves the vault."""
     with contextlib.suppress(FileNotFoundError):
         (_sessions(root) / session.ident).unlink()

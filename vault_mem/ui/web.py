@@ -6,7 +6,9 @@ name an allowed host (as the MCP endpoint checks: DNS rebinding); a POST, and an
 request, must not come from another origin (``Origin``, ``Sec-Fetch-Site``; another port of the
 same host is another origin); every endpoint but the login needs a session's cookie and its page
 secret in ``X-Page-Secret`` together (``auth.py``: the cookie alone opens nothing, so a custom
-header also stands for a CSRF token); wrong logins make the next ones wait (``auth.Guesses``)."""
+header also stands for a CSRF token); wrong logins make the next ones wait (``auth.Guesses``).
+With several vaults served, every ``/api`` call names its vault in the ``vault`` query parameter
+(docs/ui.md, "Several vaults"), and a session reaches the vaults its credential reaches."""
 
 from __future__ import annotations
 
@@ -14,7 +16,7 @@ import hmac
 import json
 import logging
 import time
-from collections.abc import Awaitable, Callable, MutableMapping
+from collections.abc import Awaitable, Callable, Mapping, MutableMapping
 from http.cookies import SimpleCookie
 from importlib import resources
 from typing import Any
@@ -25,7 +27,8 @@ import anyio
 from vault_mem.errors import Forbidden, InvalidInput, NotFound, VaultMemError
 from vault_mem.served.agents import Agent
 from vault_mem.served.context import Vault
-from vault_mem.served.keys import KeyRing
+from vault_mem.served.keys import KeyRing, vault_key
+from vault_mem.served.vaults import Reach, Served, name_after_folder
 from vault_mem.ui import api, auth
 
 log = logging.getLogger("vault_mem.ui")
@@ -48,16 +51,32 @@ def static_text(name: str) -> bytes:
 
 
 class Page:
-    """The page of one vault. ``token``: the owner's secret for the login form (None: only a
-    one-time link logs in as the owner); ``keys``: agents log in with their keys; ``clock``: the
-    monotonic clock wrong logins are timed by (``auth.Guesses``)."""
+    """The page of the served vaults (docs/ui.md). ``served``: the vaults, by name, and the default
+    (a lone ``Vault``: the page of that one, as before several vaults could be served); ``keys``:
+    each vault's agent keys, by the vault's name (a lone ``KeyRing``: that one vault's); ``token``:
+    the owner's secret for the login form (None: only a one-time link logs in as the owner);
+    ``clock``: the monotonic clock wrong logins are timed by (``auth.Guesses``).
 
-    def __init__(self, vault: Vault, keys: KeyRing, token: str | None, hosts: list[str], port: int,
-                 clock: Callable[[], float] = time.monotonic) -> None:
-        self.vault = vault
-        self.keys = keys
+    A session reaches, vault by vault, what its credential reaches (``_reach``); every ``/api`` call
+    but the login and logout is answered from the vault its ``vault`` query parameter names, else
+    from the default (the first the session reaches when it does not reach the default). A vault
+    the session does not reach is refused with the words a vault that does not exist gets."""
+
+    def __init__(self, served: Served | Vault, keys: Mapping[str, KeyRing] | KeyRing, token: str | None,
+                 hosts: list[str], port: int, clock: Callable[[], float] = time.monotonic) -> None:
+        if isinstance(served, Vault):
+            name = getattr(served, "name", "") or name_after_folder(served.root)
+            served = Served({name: served}, name)
+        self.served = served
+        self.keys = {served.default: keys} if isinstance(keys, KeyRing) else dict(keys)
+        primary = served.primary
+        self.config = primary.index.config  # logins, sessions and bodies: the default vault's settings
+        # One vault keeps its page state where 0.7.0 kept it; several, in a folder of their own.
+        self.state: auth.Where = (primary.root if not served.several
+                                  else tuple(v.root for v in served.vaults.values()))
+        self.where = {name: vault_key(v.root) for name, v in served.vaults.items()}
         self.token = token
-        self.guesses = auth.Guesses(clock, config=vault.index.config)
+        self.guesses = auth.Guesses(clock, config=self.config)
         loopback = ["127.0.0.1", "localhost", "[::1]"]
         names = [*loopback, *hosts]
         self.hosts = {h.lower() for name in names for h in (name, f"{name}:{port}")}
@@ -70,8 +89,8 @@ class Page:
         self.index_html = static_text("index.html")
 
     def login_link(self, base: str) -> str:
-        """A one-time link that logs its first user in as the owner."""
-        return f"{base}/?login={auth.issue_login(self.vault.root, self.vault.index.config)}"
+        """A one-time link that logs its first user in as the owner (of every served vault)."""
+        return f"{base}/?login={auth.issue_login(self.state, self.config)}"
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -116,51 +135,84 @@ class Page:
         scheme, _, host = origin.partition("://")
         return scheme in ("http", "https") and host.lower() in self.origins
 
-    def _session(self, headers: dict[str, str]) -> tuple[auth.Session, Agent | None] | None:
-        """The session a request opens (its cookie and its page secret together) and who it is, or
-        None. A session outlives neither the key nor the token that opened it."""
+    def _session(self, headers: dict[str, str]) -> tuple[auth.Session, Reach] | None:
+        """The session a request opens (its cookie and its page secret together) and what it
+        reaches (``_reach``), or None."""
         cookies = SimpleCookie()
         try:
             cookies.load(headers.get("cookie", ""))
         except Exception:  # a malformed Cookie header is no session
             cookies = SimpleCookie()
         morsel = cookies.get(auth.COOKIE)
-        session = auth.find_session(self.vault.root, morsel.value if morsel is not None else None,
+        session = auth.find_session(self.state, morsel.value if morsel is not None else None,
                                     headers.get(auth.PAGE_HEADER))
         if session is None:
             return None
-        if session.agent is not None:
-            caller = self.keys.still(session.agent, session.key)
-            if caller is None:  # its key was removed: the session ends with it, for good
-                auth.end_session(self.vault.root, session)
-                return None
-            return session, caller
-        if session.key is not None and not (self.token and hmac.compare_digest(auth.token_hash(self.token),
-                                                                               session.key)):
-            auth.end_session(self.vault.root, session)  # opened with a token the owner has since replaced
+        reach = self._reach(session)
+        if not reach:  # its key was removed from every vault, or its token replaced: it ends for good
+            auth.end_session(self.state, session)
             return None
-        return session, None
+        return session, reach
+
+    def _reach(self, session: auth.Session) -> dict[str, Agent | None]:
+        """What ``session`` reaches, vault by vault, in the order served: the owner's (a one-time
+        link, or the token while it is still the server's) every vault; an agent's, each vault its
+        key reached at login and still does (a session outlives neither the key nor the token that
+        opened it). A vault whose key ring cannot be read is not reached (fail closed)."""
+        if session.agent is None:
+            if session.key is not None and not (self.token and hmac.compare_digest(auth.token_hash(self.token),
+                                                                                   session.key)):
+                return {}  # opened with a token the owner has since replaced
+            return dict.fromkeys(self.served.vaults)
+        reach: dict[str, Agent | None] = {}
+        for name in self.served.vaults:
+            ring = self.keys.get(name)
+            agent = session.agent if session.agents is None else session.agents.get(self.where[name])
+            if ring is None or agent is None:
+                continue
+            try:
+                caller = ring.still(agent, session.key)
+            except Exception:  # a key file that cannot be read opens nothing
+                log.warning("the agent keys of a served vault cannot be read: its page refuses agents' sessions")
+                caller = None
+            if caller is not None:
+                reach[name] = caller
+        return reach
+
+    def _agents_for(self, given: str) -> dict[str, Agent]:
+        """The agent ``given`` is the key of, in each served vault whose key ring holds it."""
+        found: dict[str, Agent] = {}
+        for name in self.served.vaults:
+            ring = self.keys.get(name)
+            try:
+                agent = ring.agent_for(given) if ring is not None and ring.any() else None
+            except Exception:  # a key file that cannot be read opens nothing
+                agent = None
+            if agent is not None:
+                found[name] = agent
+        return found
 
     async def _login(self, address: str, receive: Receive, send: Send) -> None:
         """``{"code": CODE}`` (a one-time link) or ``{"secret": TOKEN_OR_KEY}``: the session's cookie,
         and its page secret in the answer, for the page's script alone."""
-        data = _object(await _body(receive, self.vault.index.config.ui_max_body),
+        data = _object(await _body(receive, self.config.ui_max_body),
                        "the login takes JSON: {\"code\": ...} or {\"secret\": ...}, sent by the page's own script")
         code, given = data.get("code"), data.get("secret")
         wait = self.guesses.wait(address)
-        agent: Agent | None = None
+        agents: dict[str, Agent] = {}
         key: str | None = None
         if isinstance(code, str) and code:
-            ok = await anyio.to_thread.run_sync(auth.use_login, self.vault.root, code, self.vault.index.config)
+            ok = await anyio.to_thread.run_sync(auth.use_login, self.state, code, self.config)
             wrong = "that login link was used already or is too old: run vault-mem ui for a new one"
         elif isinstance(given, str) and given.strip():
             given = given.strip()
-            agent = await anyio.to_thread.run_sync(self.keys.agent_for, given) if self.keys.any() else None
-            ok = agent is not None
+            agents = await anyio.to_thread.run_sync(self._agents_for, given)
+            ok = bool(agents)
             if not ok and wait == 0 and self.token:  # the one secret a person chooses: checked only when not waiting
                 ok = hmac.compare_digest(given.encode(), self.token.encode())
             key = auth.token_hash(given) if ok else None
-            wrong = "that token or key is not one of this vault's"
+            wrong = ("that token or key is not one of this vault's" if not self.served.several
+                     else "that token or key is not one of these vaults'")
         else:
             raise InvalidInput("secret", "give the server's token or an agent's key (or open a one-time login link)")
         if not ok:
@@ -175,25 +227,45 @@ class Page:
             self.guesses.failed(address)
             await _json(send, 401, {"status": "forbidden", "message": wrong})
             return
-        name = agent.name if agent is not None else None
-        _, cookie, page = await anyio.to_thread.run_sync(auth.open_session, self.vault.root, name, key,
-                                                           self.vault.index.config)
-        lasts = int(self.vault.index.config.ui_session_ttl)
+        first = self._default_of(agents) if agents else None
+        name = agents[first].name if first is not None else None
+        names = {self.where[v]: agent.name for v, agent in agents.items()} if agents and self.served.several else None
+        _, cookie, page = await anyio.to_thread.run_sync(
+            lambda: auth.open_session(self.state, name, key, self.config, agents=names))
+        lasts = int(self.config.ui_session_ttl)
         set_cookie = f"{auth.COOKIE}={cookie}; Path=/; HttpOnly; SameSite=Strict; Max-Age={lasts}"
         await _json(send, 200, {"status": "ok", "agent": name, "page_secret": page},
                     [(b"set-cookie", set_cookie.encode())])
 
+    def _default_of(self, reach: Mapping[str, Agent | None]) -> str:
+        """The vault a call naming none is answered from: the default, else the first reached."""
+        return self.served.default if self.served.default in reach else self.served.reachable(reach)[0]
+
+    def _pick(self, given: str | None, reach: Mapping[str, Agent | None]) -> str:
+        """The vault a call names (``vault``), or the default: a vault this session does not reach
+        is refused in the words one that does not exist gets, naming only those it reaches."""
+        if given is None:
+            return self._default_of(reach)
+        if given in reach:
+            return given
+        names = ", ".join(self.served.reachable(reach))
+        raise InvalidInput("vault", f"none of this page's vaults has that name: give one of {names}")
+
     async def _api(self, method: str, name: str, query: dict[str, str], session: auth.Session,
-                   caller: Agent | None, receive: Receive, send: Send) -> None:
-        vault = self.vault
+                   reach: Reach, receive: Receive, send: Send) -> None:
+        data: dict[str, Any] = {}
         if method == "POST":
-            data = _object(await _body(receive, vault.index.config.ui_max_body),
-                           "the request body must be a JSON object")
+            data = _object(await _body(receive, self.config.ui_max_body), "the request body must be a JSON object")
             if name == "logout":
-                await anyio.to_thread.run_sync(auth.end_session, vault.root, session)
+                await anyio.to_thread.run_sync(auth.end_session, self.state, session)
                 await _json(send, 200, {"status": "ok"},
                             [(b"set-cookie", f"{auth.COOKIE}=; Path=/; HttpOnly; SameSite=Strict; Max-Age=0".encode())])
                 return
+        elif method != "GET":
+            raise InvalidInput("method", f"{method} is not accepted here: GET or POST")
+        chosen = self._pick(query.get("vault"), reach)
+        vault, caller = self.served.vaults[chosen], reach[chosen]
+        if method == "POST":
             if name == "undo":
                 answer = await anyio.to_thread.run_sync(api.undo_change, vault, caller, str(data.get("id", "")))
             elif name == "undo-window":
@@ -203,16 +275,17 @@ class Page:
                 raise NotFound(f"no endpoint {name[:60]!r}")
             await _json(send, 200, answer)
             return
-        if method != "GET":
-            raise InvalidInput("method", f"{method} is not accepted here: GET or POST")
-        answer = await anyio.to_thread.run_sync(self._get, name, query, caller)
+        if name == "session":  # never a secret: the page secret is only in the login's answer
+            answer = {"status": "ok", "agent": caller.name if caller else None,
+                      "vault": chosen if self.served.several else vault.root.name, "git_commit": vault.git_commit}
+            if len(reach) > 1:  # the vault switcher's choices; with one, the page looks as it always did
+                answer.update(vaults=self.served.reachable(reach), default=self._default_of(reach))
+        else:
+            answer = await anyio.to_thread.run_sync(self._get, vault, name, query, caller)
         await _json(send, 200, answer)
 
-    def _get(self, name: str, query: dict[str, str], caller: Agent | None) -> dict[str, Any]:
-        vault = self.vault
-        if name == "session":  # never a secret: the page secret is only in the login's answer
-            return {"status": "ok", "agent": caller.name if caller else None,
-                    "vault": vault.root.name, "git_commit": vault.git_commit}
+    @staticmethod
+    def _get(vault: Vault, name: str, query: dict[str, str], caller: Agent | None) -> dict[str, Any]:
         if name == "activity":
             return api.activity(vault, caller, query.get("agent", ""), query.get("folder", ""),
                                 query.get("since", ""), _int(query.get("offset", "0"), "offset"))

@@ -11,6 +11,17 @@
   try { pageSecret = sessionStorage.getItem(PAGE_SECRET) || ""; } catch (e) { /* no storage: log in each time */ }
   let owner = false;
   let offset = 0;
+  let current = "activity";  // the view shown
+  // Several vaults (docs/ui.md, "Several vaults"): the ones this session reaches, when more than
+  // one, and the one the views show, named in every /api call and in the address (?vault=NAME),
+  // so that a reload keeps it. With one vault both stay empty and no call names a vault.
+  let vaults = [];
+  let vault = "";
+  const STALE = "stale";  // an answer for a vault no longer shown: dropped, never drawn
+
+  // What the address says: the vault asked for (checked by the server, never trusted here).
+  function vaultInAddress() { return new URLSearchParams(location.search).get("vault") || ""; }
+  function address(name) { return "/" + (name ? "?vault=" + encodeURIComponent(name) : ""); }
 
   function el(tag, attrs, ...children) {
     const node = document.createElement(tag);
@@ -30,11 +41,16 @@
     $("#status-bar").hidden = !text;
   }
 
+  // A failed call's message in the status bar, unless it was for a vault no longer shown.
+  function fail(e) { if (e.message !== STALE) say(e.message); }
+
   async function get(path, params) {
-    const query = new URLSearchParams(params || {}).toString();
+    const asked = vault;
+    const query = new URLSearchParams({ ...(params || {}), ...(asked ? { vault: asked } : {}) }).toString();
     const response = await fetch("/api/" + path + (query ? "?" + query : ""),
       { credentials: "same-origin", headers: { "X-Page-Secret": pageSecret } });
     const body = await response.json();
+    if (asked !== vault) throw new Error(STALE);
     if (response.status === 401) { showLogin(""); throw new Error("log in first"); }
     if (!response.ok || ["invalid", "forbidden", "error", "not_found"].includes(body.status)) {
       throw new Error(body.message || ("HTTP " + response.status));
@@ -43,7 +59,8 @@
   }
 
   async function post(path, data) {
-    const response = await fetch("/api/" + path, {
+    const named = vault && path !== "logout" ? "?vault=" + encodeURIComponent(vault) : "";
+    const response = await fetch("/api/" + path + named, {
       method: "POST", credentials: "same-origin",
       headers: { "Content-Type": "application/json", "X-Page-Secret": pageSecret }, body: JSON.stringify(data),
     });
@@ -71,12 +88,14 @@
 
   function showLogin(why) {
     $("#tabs").hidden = true;
+    $("#vault-pick").hidden = true;
     document.querySelectorAll(".view").forEach((v) => { v.hidden = true; });
     $("#login").hidden = false;
     $("#login-why").textContent = why;
   }
 
   function show(name) {
+    current = name;
     document.querySelectorAll("#tabs button[data-view]").forEach((b) => b.classList.toggle("on", b.dataset.view === name));
     document.querySelectorAll(".view").forEach((v) => { v.hidden = v.id !== "view-" + name; });
     if (name === "activity") loadActivity(false);
@@ -97,7 +116,7 @@
   async function loadActivity(more) {
     offset = more ? offset : 0;
     let answer;
-    try { answer = await get("activity", { ...filters(), offset: String(offset) }); } catch (e) { say(e.message); return; }
+    try { answer = await get("activity", { ...filters(), offset: String(offset) }); } catch (e) { fail(e); return; }
     const list = $("#changes");
     if (!more) { list.replaceChildren(); $("#change").replaceChildren(el("p", { class: "muted" }, "Pick a change to see its diff.")); }
     $("#activity-count").textContent = answer.count + (answer.count === 1 ? " change" : " changes") + ", newest first";
@@ -133,7 +152,7 @@
   async function openChange(id, item) {
     document.querySelectorAll("#changes li").forEach((li) => li.classList.toggle("picked", li === item));
     let answer;
-    try { answer = await get("change", { id }); } catch (e) { say(e.message); return; }
+    try { answer = await get("change", { id }); } catch (e) { fail(e); return; }
     const c = answer.change;
     const box = $("#change");
     box.replaceChildren(
@@ -174,14 +193,14 @@
     const yes = $("#confirm-yes"), no = $("#confirm-no");
     const close = () => { $("#confirm").hidden = true; yes.onclick = null; no.onclick = null; };
     no.onclick = close;
-    yes.onclick = async () => { close(); try { await action(); } catch (e) { say(e.message); } };
+    yes.onclick = async () => { close(); try { await action(); } catch (e) { fail(e); } };
   }
 
   async function undoWindow() {
     const { agent, since } = filters();
     if (!agent || !since) { say("pick an agent and a 'since' moment first: its changes since then are undone"); return; }
     let plan;
-    try { plan = await post("undo-window", { agent, since, apply: false }); } catch (e) { say(e.message); return; }
+    try { plan = await post("undo-window", { agent, since, apply: false }); } catch (e) { fail(e); return; }
     const lines = plan.would_restore.map((s) => s.action + ": " + s.path).concat(plan.left.map((s) => "left alone: " + s.path + " (" + s.reason + ")"));
     if (!plan.would_restore.length) { say("nothing to undo: " + (lines.join("; ") || "no change by " + agent + " since " + since)); return; }
     confirmThen("Undo " + agent + "'s changes since " + since + "?", lines,
@@ -192,7 +211,7 @@
 
   async function loadInbox() {
     let answer;
-    try { answer = await get("inbox"); } catch (e) { say(e.message); return; }
+    try { answer = await get("inbox"); } catch (e) { fail(e); return; }
     const box = $("#inboxes");
     box.replaceChildren();
     if (!answer.inboxes.length) box.append(el("p", { class: "muted" }, "No agent has a key or a note addressed to it yet."));
@@ -211,7 +230,7 @@
 
   async function loadAgents() {
     let answer;
-    try { answer = await get("agents"); } catch (e) { say(e.message); return; }
+    try { answer = await get("agents"); } catch (e) { fail(e); return; }
     const body = $("#agents tbody");
     const changes = (a) => !a.changes ? "none in the journal"
       : a.changes + " (" + Object.entries(a.kinds).map(([kind, n]) => kind + " " + n).join(", ") + ")";
@@ -230,7 +249,7 @@
 
   async function runSearch(query) {
     let answer;
-    try { answer = await get("search", query ? { query, limit: "30" } : { limit: "30" }); } catch (e) { say(e.message); return; }
+    try { answer = await get("search", query ? { query, limit: "30" } : { limit: "30" }); } catch (e) { fail(e); return; }
     const list = $("#results");
     list.replaceChildren();
     for (const row of answer.notes || []) {
@@ -251,7 +270,7 @@
 
   async function openNote(ref) {
     let n;
-    try { n = await get("note", { ref }); } catch (e) { say(e.message); return; }
+    try { n = await get("note", { ref }); } catch (e) { fail(e); return; }
     const table = el("table", { class: "fm" });
     for (const key of ["path", "type", "tags", "created", "updated", "memory_status", "state", "agent", "to", "importance"]) {
       if (n[key] !== undefined && n[key] !== null && cell(n[key]) !== "") table.append(el("tr", {}, el("th", {}, key), el("td", {}, cell(n[key]))));
@@ -269,11 +288,65 @@
     }
   }
 
+  // -- Several vaults -------------------------------------------------------------------
+
+  // The switcher: shown only when the session reaches more than one vault; names are text.
+  function drawSwitcher() {
+    const select = $("#vault");
+    select.replaceChildren(...vaults.map((name) => el("option", { value: name }, name)));
+    select.value = vault;
+    $("#vault-pick").hidden = vaults.length < 2;
+  }
+
+  // Every view emptied, so that nothing of the vault left shows under the one chosen.
+  function forgetViews() {
+    offset = 0;
+    $("#changes").replaceChildren();
+    $("#change").replaceChildren(el("p", { class: "muted" }, "Pick a change to see its diff."));
+    $("#activity-count").textContent = "";
+    $("#more").hidden = true;
+    $("#filters").reset();
+    $("#filters select[name=agent]").replaceChildren(el("option", { value: "" }, "any"));
+    $("#inboxes").replaceChildren();
+    $("#agents tbody").replaceChildren();
+    $("#results").replaceChildren();
+    $("#note").replaceChildren();
+    $("#search").reset();
+    $("#confirm").hidden = true;
+    say("");
+  }
+
+  function who(session) {
+    owner = session.agent === null;
+    $("#who").textContent = session.vault + (owner ? " · owner" : " · as agent " + session.agent + " (what it may read)");
+    document.querySelectorAll(".owner").forEach((n) => { n.hidden = !owner; });
+  }
+
+  async function switchTo(name, remember) {
+    if (!vaults.includes(name) || name === vault) return;
+    vault = name;
+    if (remember) history.pushState(null, "", address(name));
+    drawSwitcher();
+    forgetViews();
+    let session;
+    try { session = await get("session"); } catch (e) {
+      if (e.message === STALE) return;
+      vault = "";  // refused (its key went from that vault): back to what the session still reaches
+      history.replaceState(null, "", "/");
+      await enter("");
+      say(e.message);
+      return;
+    }
+    who(session);  // an agent may be named otherwise in another vault
+    show(current);
+  }
+
   // -- start ---------------------------------------------------------------------------
 
   async function start() {
     const code = new URLSearchParams(location.search).get("login");
-    if (location.search) history.replaceState(null, "", "/");  // the code leaves the address bar at once
+    // The code leaves the address bar at once; a vault named there stays.
+    if (location.search) history.replaceState(null, "", address(vaultInAddress()));
     document.querySelectorAll("#tabs button[data-view]").forEach((b) => b.addEventListener("click", () => show(b.dataset.view)));
     $("#logout").addEventListener("click", async () => {
       try { await post("logout", {}); } catch (e) { /* ended already */ }
@@ -284,6 +357,8 @@
     $("#more").addEventListener("click", () => loadActivity(true));
     $("#status-close").addEventListener("click", () => say(""));
     $("#undo-window").addEventListener("click", undoWindow);
+    $("#vault").addEventListener("change", (e) => switchTo(e.target.value, true));
+    window.addEventListener("popstate", () => { const name = vaultInAddress(); if (name) switchTo(name, false); });
     $("#search").addEventListener("submit", (e) => { e.preventDefault(); runSearch(String(new FormData(e.target).get("query") || "")); });
     $("#login form").addEventListener("submit", async (e) => {
       e.preventDefault();
@@ -297,15 +372,25 @@
 
   async function enter(why) {
     if (why || !pageSecret) { showLogin(why); return; }
+    const wanted = vaultInAddress();
     let response, session;
     try {
-      response = await fetch("/api/session", { credentials: "same-origin", headers: { "X-Page-Secret": pageSecret } });
+      response = await fetch("/api/session" + address(wanted).slice(1),
+        { credentials: "same-origin", headers: { "X-Page-Secret": pageSecret } });
       session = await response.json();
     } catch (e) { say("the server does not answer: " + e.message); return; }
     if (response.status === 401) { showLogin("This session ended: log in again."); return; }
-    owner = session.agent === null;
-    $("#who").textContent = session.vault + (owner ? " · owner" : " · as agent " + session.agent + " (what it may read)");
-    document.querySelectorAll(".owner").forEach((n) => { n.hidden = !owner; });
+    if (!response.ok && wanted) {  // a vault this session does not reach: the default instead
+      history.replaceState(null, "", "/");
+      await enter("");
+      say(session.message || "that vault is not on this page");
+      return;
+    }
+    vaults = session.vaults || [];
+    vault = vaults.length ? session.vault : "";
+    if (vault) history.replaceState(null, "", address(vault));
+    drawSwitcher();
+    who(session);
     $("#login").hidden = true;
     $("#tabs").hidden = false;
     show("activity");
