@@ -83,13 +83,15 @@ def _connect_root(args: argparse.Namespace) -> Path:
     would be written (the client could only show a failed server), but ``--print`` prints the
     entry anyway, saying on stderr to make the folder first (docs/clients.md)."""
     from vault_mem.errors import VaultUnavailable
+    from vault_mem.served.vaults import is_vault_name
 
     try:
         return vault_root(args)
     except VaultUnavailable:
         given = (given_folder(args) or Path()).absolute()
-        if given.exists():
-            raise
+        value = (vault_values(args) or [os.environ.get("VAULT_MEM_VAULT", "")])[0]
+        if given.exists() or (is_vault_name(value) and not args.print_only):
+            raise  # an unknown name: the message lists the names there are
         _missing(args, given)
         return given
 
