@@ -282,3 +282,20 @@ def test_a_name_works_in_a_fresh_process_with_the_environments_config_folder(
     nothing = subprocess.run([sys.executable, "-m", "vault_mem", "stats"], capture_output=True, text=True,
                              timeout=120, env=env, cwd=tmp_path)
     assert nothing.returncode == 1 and "--vault NAME" in nothing.stderr and "VAULT_MEM_VAULT" in nothing.stderr
+
+
+def test_vaults_added_at_the_same_time_are_all_kept(tmp_path: Path) -> None:
+    """One change of vaults.json at a time (the lock agents.json has): none of eight is lost."""
+    import threading
+
+    from vault_mem.served.registry import add_vault, registered
+    from vault_mem.settings import Settings
+
+    folders = {f"v{i}": write_notes(tmp_path / f"v{i}", {"a.md": "# a\n"}) for i in range(8)}
+    config = Settings()
+    threads = [threading.Thread(target=lambda n=n: add_vault(n, folders[n], config=config)) for n in folders]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=60)
+    assert {name: entry.path for name, entry in registered().items()} == folders
