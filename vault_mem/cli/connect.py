@@ -11,7 +11,7 @@ from typing import Any
 
 from vault_mem import settings
 from vault_mem.cli.app import Command, register
-from vault_mem.cli.common import given_folder, named_folders, print_json, resolve_vault, say, vault_root, vault_values
+from vault_mem.cli.common import checked, named_folders, print_json, resolve_vault, say, vault_values
 from vault_mem.clients.configs import (
     CLIENTS,
     GONE_STEP,
@@ -64,36 +64,33 @@ def _connect_vaults(args: argparse.Namespace) -> Path | dict[str, Path]:
     """What the entry serves: one folder as ``--vault PATH`` (one ``--vault`` given as a folder, or
     ``$VAULT_MEM_VAULT``), else the vaults by name: ``--vault`` repeated (``NAME=PATH``, a folder or a
     registered name), one ``NAME=PATH`` or registered name, or, with no ``--vault`` and no
-    ``$VAULT_MEM_VAULT``, every vault ``vault-mem vaults add`` named. Each folder absolute."""
+    ``$VAULT_MEM_VAULT``, every vault ``vault-mem vaults add`` named. Each folder absolute. A folder
+    that does not exist yet is refused when the entry would be written (the client could only show
+    a failed server), but ``--print`` prints the entry anyway, saying on stderr to make the folder
+    first (docs/clients.md)."""
+    from vault_mem.errors import VaultUnavailable
+
     values = vault_values(args)
     env = os.environ.get("VAULT_MEM_VAULT")
     if len(values) == 1 or (not values and env):
-        name, _, _ = resolve_vault(values[0] if values else str(env), missing_ok=True)
-        root = _connect_root(args)
+        value = values[0] if values else str(env)
+        try:
+            name, folder, registered = resolve_vault(value)
+        except VaultUnavailable:  # neither a folder nor a name: the message lists the names there are
+            if not args.print_only:
+                raise
+            name, folder, registered = None, Path(value).expanduser(), False
+        if folder.exists():
+            root = checked(folder, name if registered else None)
+        else:
+            root = folder.absolute()
+            _missing(args, root)
         return root if name is None else {name: root}
     found = named_folders(values, env, check=False)
     for _, root, exists in found:
         if not exists:
             _missing(args, root)
     return {name: root for name, root, _ in found}
-
-
-def _connect_root(args: argparse.Namespace) -> Path:
-    """The vault folder the entry names. A folder that does not exist yet is refused when the entry
-    would be written (the client could only show a failed server), but ``--print`` prints the
-    entry anyway, saying on stderr to make the folder first (docs/clients.md)."""
-    from vault_mem.errors import VaultUnavailable
-    from vault_mem.served.vaults import is_vault_name
-
-    try:
-        return vault_root(args)
-    except VaultUnavailable:
-        given = (given_folder(args) or Path()).absolute()
-        value = (vault_values(args) or [os.environ.get("VAULT_MEM_VAULT", "")])[0]
-        if given.exists() or (is_vault_name(value) and not args.print_only):
-            raise  # an unknown name: the message lists the names there are
-        _missing(args, given)
-        return given
 
 
 def _missing(args: argparse.Namespace, folder: Path) -> None:

@@ -11,6 +11,7 @@ from vault_mem import settings
 from vault_mem.cli.app import Command, register
 from vault_mem.cli.common import (
     check_likely_vault,
+    checked,
     given_folder,
     print_json,
     progress_bar,
@@ -56,7 +57,7 @@ def _import_vault(args: argparse.Namespace) -> tuple[Path, list[Path]]:
             made.append(made[-1].parent)
         folder.mkdir(parents=True)  # a new, empty vault to import into
     try:
-        root = vault_root(args)
+        root = checked(folder) if folder is not None else vault_root(args)
         if not args.yes:
             check_likely_vault(root, "import into it")
     except BaseException:
