@@ -222,7 +222,7 @@ ARGUMENTS = {"list": ["acme"], "read": ["Inbox"], "search": ["queue"], "connect"
 # serve, ui and export own stdout (ui: tests/integration/test_ui.py); disconnect takes no vault; import creates a
 # vault that does not exist yet (its JSON answers: tests/unit/test_import.py); meaning takes no vault and
 # downloads (against a local server in tests/integration/test_meaning.py).
-NOT_HERE = ("serve", "ui", "export", "disconnect", "import", "meaning")
+NOT_HERE = ("serve", "ui", "export", "disconnect", "import", "meaning", "vaults")
 
 
 @pytest.mark.parametrize("name", [name for name in COMMANDS if name not in NOT_HERE])

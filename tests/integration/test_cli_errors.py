@@ -144,7 +144,21 @@ CASES: list[tuple[str, Case, str]] = [
     ("since after until", lambda p: ["recall", "--vault", str(p.vault), "--since", "2025", "--until", "2024"],
      "--since"),
     ("search limit zero", lambda p: ["search", "--vault", str(p.vault), "--limit", "0", "queue"], "--limit"),
+    ("unknown vault name", lambda p: ["stats", "--vault", "nosuchname"], "no vault is named"),
+    ("damaged list of named vaults", lambda p: damaged_names(p, ["stats", "--vault", "work"]),
+     "the list of named vaults"),
+    ("vault name that is a path", lambda p: ["vaults", "add", "a/b", str(p.vault)], "is not a vault name"),
+    ("two vaults to a one-vault command", lambda p: ["stats", "--vault", str(p.vault), "--vault", str(p.vault)],
+     "works on one vault"),
 ]
+
+
+def damaged_names(place: Place, argv: list[str]) -> list[str]:
+    """``argv``, once vaults.json in the case's configuration folder is not JSON."""
+    names = Path(place.env["XDG_CONFIG_HOME"]) / "vault-mem" / "vaults.json"
+    names.parent.mkdir(parents=True, exist_ok=True)
+    names.write_text('{"version": 1, "vaults": {"work": ', encoding="utf-8")
+    return argv
 
 
 @pytest.fixture

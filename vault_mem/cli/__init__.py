@@ -33,6 +33,7 @@ from vault_mem.cli import (  # noqa: F401  (each registers its commands)
     serve,
     tidy,
     ui,
+    vaults,
 )
 from vault_mem.cli.app import COMMANDS, PROG, UsageError, parse, print_command_list
 from vault_mem.cli.common import for_people

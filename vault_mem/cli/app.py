@@ -34,6 +34,7 @@ class Command:
     run: Callable[[argparse.Namespace], int]
     add_options: Callable[[argparse.ArgumentParser], None] = lambda parser: None
     uses_vault: bool = True  # takes --vault, --index-dir and --yes
+    several_vaults: bool = False  # --vault is said to be repeatable: NAME=PATH (it is on every command)
     has_json: bool = True  # takes --json
     aliases: tuple[str, ...] = field(default=())
 
@@ -72,10 +73,16 @@ def port_number(text: str) -> int:
     return port
 
 
-def _vault_options(parser: argparse.ArgumentParser, top: bool) -> None:
+def _vault_options(parser: argparse.ArgumentParser, top: bool, several: bool = False) -> None:
+    """--vault (appended: a command on one vault refuses two, cli/common.py:vault_root), --index-dir,
+    --yes."""
     default = {} if top else {"default": argparse.SUPPRESS}
-    parser.add_argument("--vault", type=Path, metavar="PATH", **default,  # type: ignore[arg-type]
-                        help="the vault folder (default: $VAULT_MEM_VAULT)")
+    said = ("a vault, repeatable: NAME=PATH, a folder (named after it), or the name 'vault-mem vaults add' "
+            "gave a vault (default: $VAULT_MEM_VAULT)") if several else \
+        ("the vault: its folder, or the name 'vault-mem vaults add' gave it (a folder of that name in the "
+         "working directory comes first; default: $VAULT_MEM_VAULT)")
+    parser.add_argument("--vault", action="append", metavar="VAULT", **default,  # type: ignore[arg-type]
+                        help=said)
     parser.add_argument("--index-dir", type=Path, metavar="PATH", **default,  # type: ignore[arg-type]
                         help="where the index lives (default: <vault>/.vault-mem, or the user's cache "
                              "folder when the vault is read-only)")
@@ -106,7 +113,7 @@ def build_parser() -> Parser:
         parser = sub.add_parser(command.name, help=command.summary, description=_wrapped(command.description),
                                 epilog=epilog, formatter_class=argparse.RawDescriptionHelpFormatter)
         if command.uses_vault:
-            _vault_options(parser, top=False)
+            _vault_options(parser, top=False, several=command.several_vaults)
         if command.has_json:
             parser.add_argument("--json", action="store_true",
                                 help="print the answer as one JSON object on stdout (errors too)")
@@ -165,7 +172,7 @@ def suggestion(word: str, choices: Sequence[str] | dict[str, Command]) -> str:
 def print_command_list() -> None:
     width = max(len(name) for name in COMMANDS)
     lines = [f"{PROG} {__version__}: long-term memory for AI agents, kept as Markdown files.", "",
-             f"usage: {PROG} COMMAND [--vault PATH] [options]", "", "commands:"]
+             f"usage: {PROG} COMMAND [--vault PATH|NAME] [options]", "", "commands:"]
     lines += [f"  {name:<{width}}  {command.summary}" for name, command in COMMANDS.items()]
     lines += ["", f"'{PROG} COMMAND --help' shows a command's options and examples (all: docs/cli.md)."]
     print("\n".join(lines), file=sys.stdout)

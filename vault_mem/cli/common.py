@@ -48,13 +48,112 @@ def for_people(message: str) -> str:
     return " ".join(message.split())
 
 
+NO_VAULT = ("no vault given: pass --vault PATH or set VAULT_MEM_VAULT (a vault named with 'vault-mem vaults add' "
+            "is given by its name: --vault NAME)")
+
+
+def vault_values(args: argparse.Namespace) -> list[str]:
+    """What ``--vault`` gave, in order (it is repeatable; a value given before the command word is
+    one value)."""
+    given = getattr(args, "vault", None)
+    if given is None:
+        return []
+    if isinstance(given, str | Path):
+        return [str(given)]
+    return [str(value) for value in given]
+
+
 def vault_root(args: argparse.Namespace) -> Path:
+    """The one vault a command works on: ``--vault`` else ``$VAULT_MEM_VAULT``, a folder or a
+    registered vault's name (``resolve_vault``), checked. A command on one vault refuses two."""
+    given = _one_value(args)
+    if not given:
+        raise InvalidInput("--vault", NO_VAULT)
+    name, folder, registered = resolve_vault(given)
+    return checked(folder, name if registered else None)
+
+
+def given_folder(args: argparse.Namespace) -> Path | None:
+    """The folder ``--vault`` (or ``$VAULT_MEM_VAULT``) names, not checked: it may not exist yet
+    (``import`` makes it, ``connect --print`` prints it), and a name-like value that is neither a
+    folder nor a registered name is then that folder, as before names existed; None when none is
+    given."""
+    given = _one_value(args)
+    return resolve_vault(given, missing_ok=True)[1] if given else None
+
+
+def _one_value(args: argparse.Namespace) -> str | None:
+    values = vault_values(args)
+    if len(values) > 1:
+        raise InvalidInput("--vault", f"this command works on one vault, and {len(values)} were given "
+                                      f"({', '.join(values)[:200]}): give --vault once")
+    return values[0] if values else os.environ.get("VAULT_MEM_VAULT")
+
+
+def resolve_vault(value: str, *, missing_ok: bool = False) -> tuple[str | None, Path, bool]:
+    """What one ``--vault`` value names: (its name, or None; the folder, not checked; whether it is a
+    registered name). The rule (docs/cli.md, "The vault"), in order:
+
+    1. ``NAME=PATH`` (NAME a vault name, and the whole value no existing folder): the folder PATH,
+       named NAME;
+    2. a value that exists on disk (relative to the working directory, after ``~``), or that could
+       not be a vault name (it holds a ``/``, starts with ``.`` or ``~``...): that path, exactly as
+       before names existed; when it is also a registered name of another folder, stderr says
+       which was used;
+    3. a name ``vault-mem vaults add`` registered: its folder;
+    4. else VaultUnavailable: the path does not exist and no vault has that name (the names
+       registered are listed); with ``missing_ok``, that path, not checked.
+
+    A damaged list of names is an error in 3 and 4, never skipped."""
+    from vault_mem.errors import VaultUnavailable
+    from vault_mem.served.registry import registered, registered_names
+    from vault_mem.served.vaults import is_vault_name, split_vault_arg
+
+    name, folder = split_vault_arg(value)
+    if name is not None:
+        if not folder:
+            raise InvalidInput("--vault", f"{value!r} names no folder: give NAME=PATH, PATH or a vault's name")
+        return name, Path(folder).expanduser(), False
+    path = Path(value).expanduser()
+    if not is_vault_name(value) or os.path.lexists(path):
+        if is_vault_name(value):
+            _say_if_also_a_name(value, path)
+        return None, path, False
+    entries = registered()
+    entry = entries.get(value)
+    if entry is None:
+        if missing_ok:
+            return None, path, False
+        raise VaultUnavailable(f"vault not found: {path} does not exist, and no vault is named {value!r} "
+                               f"({registered_names(entries)})", advice="check the vault path or the name")
+    return value, entry.path, True
+
+
+def _say_if_also_a_name(value: str, path: Path) -> None:
+    from vault_mem.served.registry import registered
+
+    try:
+        entry = registered().get(value)
+    except InvalidInput:
+        return  # the folder is used either way
+    if entry is not None and os.path.realpath(entry.path) != os.path.realpath(path):
+        say(f"--vault {value}: the folder {path.absolute()} is used, not the vault named {value!r} ({entry.path}); "
+            f"a folder of the working directory comes first: give --vault {entry.path} for that vault")
+
+
+def checked(folder: Path, name: str | None = None) -> Path:
+    """``check_vault(folder)``; for a registered vault (``name``), the message says which name."""
+    from vault_mem.errors import VaultUnavailable
     from vault_mem.vault.walk import check_vault
 
-    given = getattr(args, "vault", None) or os.environ.get("VAULT_MEM_VAULT")
-    if not given:
-        raise InvalidInput("--vault", "no vault given: pass --vault PATH or set VAULT_MEM_VAULT")
-    return check_vault(Path(given).expanduser())
+    try:
+        return check_vault(folder)
+    except VaultUnavailable as exc:
+        if name is None:
+            raise
+        raise VaultUnavailable(f"{exc.args[0]} (the folder of the vault named {name!r})",
+                               advice=f"vault-mem vaults list shows each named vault's folder; vault-mem vaults "
+                                      f"remove {name} forgets this name") from None
 
 
 def open_index(args: argparse.Namespace, root: Path | None = None, doing: str = "index it") -> VaultIndex:
@@ -138,28 +237,41 @@ def print_hints(answer: dict[str, Any]) -> None:
 
 
 def named_vaults(values: list[str], env: str | None = None) -> dict[str, Path]:
-    """The vaults ``--vault`` names (repeatable: ``NAME=DIR`` or ``DIR``, named after its folder;
-    docs/vaults.md), else the one ``$VAULT_MEM_VAULT`` names: name -> checked root, in the order
-    given. InvalidInput for none, a bad name, a name or a folder given twice."""
-    from vault_mem.served.vaults import check_vault_name, name_after_folder, split_vault_arg
-    from vault_mem.vault.walk import check_vault
+    """The vaults ``--vault`` names (repeatable: ``NAME=DIR``, ``DIR``, named after its folder, or a
+    registered vault's name; docs/vaults.md, docs/cli.md), else the one ``$VAULT_MEM_VAULT`` names,
+    else every vault registered with ``vault-mem vaults add``, in the order added: name -> checked
+    root, in the order given. InvalidInput for none, a bad name, a name or a folder given twice;
+    VaultUnavailable for a folder that is not there (a registered one included: never skipped)."""
+    return {name: root for name, root, _ in named_folders(values, env, check=True)}
+
+
+def named_folders(values: list[str], env: str | None, *, check: bool) -> list[tuple[str, Path, bool]]:
+    """``named_vaults`` as (name, folder, whether it exists), with ``check`` False a folder that does
+    not exist yet is kept unchecked (``connect --print``)."""
+    from vault_mem.served.registry import registered
+    from vault_mem.served.vaults import check_vault_name, name_after_folder
 
     given = list(values) or ([env] if env else [])
-    if not given:
+    pairs: list[tuple[str | None, Path, bool]]
+    if given:
+        pairs = [resolve_vault(value) for value in given]
+    else:
+        pairs = [(entry.name, entry.path, True) for entry in registered().values()]
+    if not pairs:
         raise InvalidInput("--vault", "no vault given: pass --vault PATH (or NAME=PATH, repeatable) or set "
-                                      "VAULT_MEM_VAULT")
-    roots: dict[str, Path] = {}
-    for value in given:
-        name, folder = split_vault_arg(value)
-        if not folder:
-            raise InvalidInput("--vault", f"{value!r} names no folder: give NAME=PATH or PATH")
-        root = check_vault(Path(folder).expanduser())
+                                      "VAULT_MEM_VAULT, or name vaults once with 'vault-mem vaults add NAME DIR'")
+    found: list[tuple[str, Path, bool]] = []
+    for name, folder, registered_name in pairs:
+        if check or folder.exists():
+            root, exists = checked(folder, name if registered_name else None), True
+        else:
+            root, exists = folder.absolute(), False
         name = check_vault_name(name) if name is not None else name_after_folder(root)
-        if name in roots:
+        if any(seen == name for seen, _, _ in found):
             raise InvalidInput("--vault", f"two vaults are named {name!r}: give each its own name, "
                                           "e.g. --vault work=~/work --vault home=~/notes")
-        same = next((other for other, seen in roots.items() if seen.resolve() == root.resolve()), None)
+        same = next((other for other, seen, _ in found if seen.resolve() == root.resolve()), None)
         if same is not None:
             raise InvalidInput("--vault", f"{root} is given twice (as {same!r} and {name!r}): serve each folder once")
-        roots[name] = root
-    return roots
+        found.append((name, root, exists))
+    return found

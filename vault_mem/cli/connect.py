@@ -11,7 +11,7 @@ from typing import Any
 
 from vault_mem import settings
 from vault_mem.cli.app import Command, register
-from vault_mem.cli.common import print_json, say, vault_root
+from vault_mem.cli.common import checked, named_folders, print_json, resolve_vault, say, vault_values
 from vault_mem.clients.configs import (
     CLIENTS,
     GONE_STEP,
@@ -60,39 +60,68 @@ def _name(args: argparse.Namespace) -> str:
     return str(name)
 
 
-def _connect_root(args: argparse.Namespace) -> Path:
-    """The vault folder the entry names. A folder that does not exist yet is refused when the entry
-    would be written (the client could only show a failed server), but ``--print`` prints the
-    entry anyway, saying on stderr to make the folder first (docs/clients.md)."""
+def _connect_vaults(args: argparse.Namespace) -> Path | dict[str, Path]:
+    """What the entry serves: one folder as ``--vault PATH`` (one ``--vault`` given as a folder, or
+    ``$VAULT_MEM_VAULT``), else the vaults by name: ``--vault`` repeated (``NAME=PATH``, a folder or a
+    registered name), one ``NAME=PATH`` or registered name, or, with no ``--vault`` and no
+    ``$VAULT_MEM_VAULT``, every vault ``vault-mem vaults add`` named. Each folder absolute. A folder
+    that does not exist yet is refused when the entry would be written (the client could only show
+    a failed server), but ``--print`` prints the entry anyway, saying on stderr to make the folder
+    first (docs/clients.md)."""
     from vault_mem.errors import VaultUnavailable
 
-    try:
-        return vault_root(args)
-    except VaultUnavailable:
-        given = Path(getattr(args, "vault", None) or os.environ.get("VAULT_MEM_VAULT", "")).expanduser().absolute()
-        if given.exists() or not args.print_only:
-            if not given.exists():
-                raise InvalidInput("--vault", f"{given} does not exist: make the vault's folder first "
-                                   f"(mkdir -p {shlex.quote(str(given))}), or name the folder of your vault, "
-                                   "or pass --print to see the entry") from None
-            raise
-        say(f"{given} does not exist yet: make it (mkdir -p {shlex.quote(str(given))}) before the client "
-            "starts the server")
-        return given
+    values = vault_values(args)
+    env = os.environ.get("VAULT_MEM_VAULT")
+    if len(values) == 1 or (not values and env):
+        value = values[0] if values else str(env)
+        try:
+            name, folder, registered = resolve_vault(value)
+        except VaultUnavailable:  # neither a folder nor a name: the message lists the names there are
+            if not args.print_only:
+                raise
+            name, folder, registered = None, Path(value).expanduser(), False
+        if folder.exists():
+            root = checked(folder, name if registered else None)
+        else:
+            root = folder.absolute()
+            _missing(args, root)
+        return root if name is None else {name: root}
+    found = named_folders(values, env, check=False)
+    for _, root, exists in found:
+        if not exists:
+            _missing(args, root)
+    return {name: root for name, root, _ in found}
 
 
-def _check_agent(args: argparse.Namespace, root: Path) -> str | None:
-    """The ``--agent`` to serve as, once it is known to have a key on this vault (else serve would
-    refuse to start, and the client would only show a failed server)."""
+def _missing(args: argparse.Namespace, folder: Path) -> None:
+    """A vault folder not made yet: refused, unless ``--print`` (then stderr says to make it)."""
+    if not args.print_only:
+        raise InvalidInput("--vault", f"{folder} does not exist: make the vault's folder first "
+                           f"(mkdir -p {shlex.quote(str(folder))}), or name the folder of your vault, "
+                           "or pass --print to see the entry") from None
+    say(f"{folder} does not exist yet: make it (mkdir -p {shlex.quote(str(folder))}) before the client "
+        "starts the server")
+
+
+def _check_agent(args: argparse.Namespace, vaults: Path | dict[str, Path]) -> str | None:
+    """The ``--agent`` to serve as, once it is known to have a key on each vault (else serve would
+    refuse to start, or serve a vault the agent cannot reach, and the client would only show a
+    failed server or a vault it cannot see)."""
     from vault_mem.served.keys import list_agents
 
     if args.agent is None:
         return None
-    known = sorted(entry.agent.name for entry in list_agents(root))
-    if args.agent not in known:
-        have = ", ".join(known) if known else "none yet"
-        raise InvalidInput("--agent", f"{args.agent!r} has no key on this vault (agents: {have}); add one "
-                           f"with: vault-mem agents add {args.agent} --vault {root}")
+    roots = {"": vaults} if isinstance(vaults, Path) else vaults
+    for name, root in roots.items():
+        if not root.is_dir():
+            continue
+        known = sorted(entry.agent.name for entry in list_agents(root))
+        if args.agent not in known:
+            have = ", ".join(known) if known else "none yet"
+            which = "this vault" if len(roots) == 1 else f"the vault {name!r} ({root})"
+            raise InvalidInput("--agent", f"{args.agent!r} has no key on {which} (agents: {have}); add one "
+                               f"with: vault-mem agents add {args.agent} --vault {root}"
+                               + ("" if len(roots) == 1 else " (--key-stdin to give it the key it has)"))
     return str(args.agent)
 
 
@@ -121,11 +150,11 @@ def cmd_connect(args: argparse.Namespace) -> int:
 
     config = settings.current()
     name = _name(args)
-    root = _connect_root(args)
-    agent = _check_agent(args, root) if root.is_dir() else None
+    vaults = _connect_vaults(args)
+    agent = _check_agent(args, vaults)
     command = server_command()
     place = config_place(args.client)
-    entry = server_entry(args.client, command, root, agent)
+    entry = server_entry(args.client, command, vaults, agent)
     claude = claude_command() if args.client == "claude-code" else None
     if args.print_only:
         if claude is not None:
@@ -179,13 +208,17 @@ register(Command(
                 "own permissions), the result is valid JSON with every number spelled as it was. A file that "
                 "does not parse, or holds a key twice in one object, is never overwritten: the command stops "
                 "and says where the error is. claude-code uses 'claude mcp add --scope user' when the claude command "
-                "is installed. --print shows the entry instead. Then restart the client.",
+                "is installed. --print shows the entry instead. Then restart the client. Several vaults: "
+                "--vault given more than once (NAME=PATH, a folder, or a vault's name from 'vault-mem vaults "
+                "add') writes one entry whose server serves them all, each folder absolute and each name kept; "
+                "with no --vault and no $VAULT_MEM_VAULT, the entry serves every named vault.",
     examples=("vault-mem connect claude-desktop --vault ~/notes",
+              "vault-mem connect claude-desktop --vault work=~/work --vault home=~/notes",
               "vault-mem connect claude-code --vault ~/notes",
               "vault-mem connect cursor --vault ~/work-notes --name work-notes",
               "vault-mem connect claude-desktop --vault ~/notes --agent coder",
               "vault-mem connect vscode --vault ~/notes --print"),
-    run=cmd_connect, add_options=connect_options,
+    run=cmd_connect, add_options=connect_options, several_vaults=True,
 ))
 
 register(Command(

@@ -9,7 +9,16 @@ from typing import TYPE_CHECKING, Any
 
 from vault_mem import settings
 from vault_mem.cli.app import Command, register
-from vault_mem.cli.common import check_likely_vault, print_json, progress_bar, say, vault_root
+from vault_mem.cli.common import (
+    check_likely_vault,
+    checked,
+    given_folder,
+    print_json,
+    progress_bar,
+    say,
+    vault_root,
+    vault_values,
+)
 from vault_mem.cli.output import plural, visible
 from vault_mem.errors import InvalidInput
 from vault_mem.imports import FORMATS
@@ -37,8 +46,8 @@ NOTHING_IMPORTED = 3  # exit status when no record became or matched a note (doc
 def _import_vault(args: argparse.Namespace) -> tuple[Path, list[Path]]:
     """(the vault's root, the folders this run made for it, innermost first). A dry run makes
     nothing: a vault that does not exist yet is taken as empty."""
-    given = getattr(args, "vault", None)
-    folder = Path(given).expanduser().absolute() if given is not None else None
+    given = given_folder(args) if vault_values(args) else None  # a registered name is its folder
+    folder = given.absolute() if given is not None else None
     made: list[Path] = []
     if folder is not None and not folder.exists():
         if args.dry_run:
@@ -48,7 +57,7 @@ def _import_vault(args: argparse.Namespace) -> tuple[Path, list[Path]]:
             made.append(made[-1].parent)
         folder.mkdir(parents=True)  # a new, empty vault to import into
     try:
-        root = vault_root(args)
+        root = checked(folder) if folder is not None else vault_root(args)
         if not args.yes:
             check_likely_vault(root, "import into it")
     except BaseException:

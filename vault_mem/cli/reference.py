@@ -15,11 +15,21 @@ from vault_mem.cli.app import LIMIT_RULE, build_parser, subparser
 INTRO = """\
 # The command line
 
-`vault-mem COMMAND [--vault PATH] [options]`. `vault-mem` alone lists the commands and
+`vault-mem COMMAND [--vault PATH|NAME] [options]`. `vault-mem` alone lists the commands and
 `vault-mem COMMAND --help` shows one command's options and examples. This page is generated
 from the same parser (`python -m vault_mem.cli.reference > docs/cli.md`).
 
-- **The vault** comes from `--vault PATH`, else `$VAULT_MEM_VAULT`. The index lives in
+- **The vault** comes from `--vault`, else `$VAULT_MEM_VAULT`: a folder, or the name of a vault
+  named once with [`vault-mem vaults add NAME DIR`](#vault-mem-vaults). A value is read in this
+  order: `NAME=PATH` is the folder PATH (a command on one vault ignores the name); a value that
+  exists on disk, or that cannot be a name (it holds `/` or `\\`, starts with `.` or `~`), is that
+  path, exactly as before names existed; else a name `vaults add` gave is its folder; else it
+  is an error that lists the names there are, never a fallback. So a folder of the working
+  directory comes first: with `./work` there, `--vault work` is `./work` even when `work` is
+  also a name (stderr then says which vault it did not use; give its path to reach it). A
+  command on one vault refuses `--vault` given twice; `serve`, `connect` and `agents` take it
+  repeated (`--vault work=~/work --vault home`), and `serve` or `connect` with no `--vault`
+  and no `$VAULT_MEM_VAULT` take every named vault. The index lives in
   `<vault>/.vault-mem/` unless `--index-dir` says otherwise (see [the vault format](vault-format.md));
   the history behind `log`, `undo` and `inbox`, which cannot be rebuilt, beside it in
   `<vault>/.vault-mem-history/` (or `<index folder>-history/`; see

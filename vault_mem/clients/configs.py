@@ -1,7 +1,8 @@
 """Where each client keeps its MCP servers, and adding or removing one entry there safely.
 
     config_place(client, system, env)     the file and the key holding its servers
-    server_entry(client, command, vault)  what the entry holds: this install's absolute command
+    server_entry(client, command, vault)  what the entry holds: this install's absolute command and
+                                          the vault (or the vaults, by name: one entry for all)
     add_entry(place, name, entry, limits)     merge into the file: a backup first, other servers kept
     remove_entry(place, name, limits)         take the one entry out, the same way
 
@@ -128,11 +129,18 @@ def server_command() -> list[str]:
     return [str(Path(sys.executable).absolute()), "-m", "vault_mem"]
 
 
-def server_entry(client: str, command: list[str], vault: Path, agent: str | None = None) -> dict[str, Any]:
-    """The client's entry for ``serve --vault VAULT`` (with ``--agent AGENT``: that agent's limits)."""
+def server_entry(client: str, command: list[str], vault: Path | Mapping[str, Path],
+                 agent: str | None = None) -> dict[str, Any]:
+    """The client's entry for ``serve --vault VAULT``, or, given vaults by name, ``serve --vault
+    NAME=DIR`` for each, in order: one server for all of them (with ``--agent AGENT``: that agent's
+    limits)."""
     entry: dict[str, Any] = {"type": "stdio"} if client in ("vscode", "claude-code") else {}
     as_agent = ["--agent", agent] if agent is not None else []
-    entry |= {"command": command[0], "args": [*command[1:], "serve", "--vault", str(vault), *as_agent]}
+    if isinstance(vault, Path):
+        vaults = ["--vault", str(vault)]
+    else:
+        vaults = [word for name, root in vault.items() for word in ("--vault", f"{name}={root}")]
+    entry |= {"command": command[0], "args": [*command[1:], "serve", *vaults, *as_agent]}
     return entry
 
 

@@ -13,6 +13,11 @@ bytes from ``secrets``: a plain hash is enough to keep it, because no one can gu
 random bits; slow password hashes exist for secrets people choose. Keys are compared in
 constant time (``hmac.compare_digest``) and never logged.
 
+Keys are per vault: one agent may hold one key on several vaults (``agents add NAME --vault a
+--vault b``, or ``--key-stdin`` to register on vault b the key it has on vault a), each vault
+keeping its own globs for it; a key belongs to one agent, in every vault (docs/sharing.md, "One
+key, several vaults").
+
 A vault that has had keys stays **closed** when its last key goes: every HTTP request then
 needs the shared token, until the owner runs ``agents open``. Three marks say so, and any one
 of them keeps it closed: ``"closed": {VAULT: true}`` in the key file (``false`` once reopened),
@@ -29,12 +34,13 @@ import hashlib
 import hmac
 import json
 import os
+import re
 import secrets
 import sys
 import tempfile
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -46,6 +52,7 @@ from vault_mem.vault.paths import INDEX_DIRNAME
 
 FILE_NAME = "agents.json"
 KEY_PREFIX = "vmk_"
+KEY_FORM = re.compile(r"vmk_[A-Za-z0-9_-]{43}")  # KEY_PREFIX and token_urlsafe(32): 32 bytes in base64url
 MARK_NAME = "keyed"  # in the vault's .vault-mem/: this vault has had agent keys
 
 
@@ -147,16 +154,21 @@ def _entries(data: dict[str, Any], root: Path) -> dict[str, Entry]:
 
 
 def _save(path: Path, data: dict[str, Any]) -> None:
-    """Write ``data`` over ``path`` atomically, owner-only."""
+    save_private(path, data, "the agent key file", sort_keys=True)
+
+
+def save_private(path: Path, data: dict[str, Any], what: str, *, sort_keys: bool) -> None:
+    """Write ``data`` as JSON over ``path`` atomically (a temporary file renamed over it), owner-only;
+    ``what`` names the file in the error (WriteFailed) when it cannot be written."""
     folder = path.parent
     try:
         folder.mkdir(mode=0o700, parents=True, exist_ok=True)
         if os.name == "posix":
             os.chmod(folder, 0o700)
-        fd, temp = tempfile.mkstemp(prefix=".agents-", suffix=".tmp", dir=folder)  # created 0600
+        fd, temp = tempfile.mkstemp(prefix=f".{path.stem}-", suffix=".tmp", dir=folder)  # created 0600
         try:
             with os.fdopen(fd, "w", encoding="utf-8") as out:
-                json.dump(data, out, indent=2, sort_keys=True)
+                json.dump(data, out, indent=2, sort_keys=sort_keys)
                 out.write("\n")
                 out.flush()
                 os.fsync(out.fileno())
@@ -166,12 +178,18 @@ def _save(path: Path, data: dict[str, Any]) -> None:
                 os.unlink(temp)
             raise
     except OSError as exc:
-        raise WriteFailed(f"cannot write the agent key file {path}: {exc.strerror or exc}") from exc
+        raise WriteFailed(f"cannot write {what} {path}: {exc.strerror or exc}") from exc
+
+
+def _locked(path: Path, config: Settings) -> contextlib.AbstractContextManager[None]:
+    """One change of the key file at a time (two `agents add` at once would lose one key)."""
+    return locked_file(path, config, "agents")
 
 
 @contextlib.contextmanager
-def _locked(path: Path, config: Settings) -> Iterator[None]:
-    """One change of the key file at a time (two `agents add` at once would lose one key)."""
+def locked_file(path: Path, config: Settings, command: str) -> Iterator[None]:
+    """One change of the configuration file ``path`` at a time: a ``.lock`` file beside it, made
+    exclusively; ``command`` names the vault-mem command that holds it, in the message."""
     lock = path.with_name(path.name + ".lock")
     try:
         path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
@@ -188,11 +206,11 @@ def _locked(path: Path, config: Settings) -> Iterator[None]:
                     os.unlink(lock)
                     continue
             if time.monotonic() > deadline:
-                raise WriteFailed(f"another vault-mem agents command holds {lock}; if none runs, delete "
+                raise WriteFailed(f"another vault-mem {command} command holds {lock}; if none runs, delete "
                                   "that file", retry=True) from None
             time.sleep(config.keys_lock_poll)
         except OSError as exc:
-            raise WriteFailed(f"cannot lock the agent key file {path}: {exc.strerror or exc}") from exc
+            raise WriteFailed(f"cannot lock {path}: {exc.strerror or exc}") from exc
     try:
         yield
     finally:
@@ -207,50 +225,118 @@ def list_agents(root: Path) -> list[Entry]:
 def add_agent(root: Path, name: str, read: list[str], write: list[str], read_only: bool, *,
               config: Settings) -> tuple[Entry, str]:
     """A new key for ``name`` on the vault ``root``: (its entry, the key, shown only this once)."""
+    entries, key = add_agents([root], name, read, write, read_only, config=config)
+    return entries[0], key
+
+
+def add_agents(roots: Sequence[Path], name: str, read: list[str], write: list[str], read_only: bool, *,
+               config: Settings, key: str | None = None) -> tuple[list[Entry], str]:
+    """One key for ``name`` on each vault of ``roots``, with the same globs (each resolved in its own
+    vault): (its entries, in order, and the key). A new key is made unless ``key`` is given: a key
+    the agent already has (``agents add --key-stdin``), which must have the form of one and be no
+    other agent's key, in any vault. All or nothing: when the agent has a key on one of the vaults
+    already, nothing is written."""
     check_agent_name(name)
-    agent = Agent(name, resolve_globs(root, check_globs(read, "--read", config.max_globs), "--read"),
-                  resolve_globs(root, check_globs(write, "--write", config.max_globs), "--write"), read_only)
+    reads = check_globs(read, "--read", config.max_globs)
+    writes = check_globs(write, "--write", config.max_globs)
+    agents = [Agent(name, resolve_globs(root, reads, "--read"), resolve_globs(root, writes, "--write"), read_only)
+              for root in roots]
+    if key is not None:
+        check_key(key)
     path = key_file()
     with _locked(path, config):
-        return _add(path, root, agent)
+        return _add(path, list(zip(roots, agents, strict=True)), key)
 
 
-def _add(path: Path, root: Path, agent: Agent) -> tuple[Entry, str]:
-    name = agent.name
+def new_key() -> str:
+    return KEY_PREFIX + secrets.token_urlsafe(32)
+
+
+def key_length() -> int:
+    """How many characters a key has (every key has as many)."""
+    return len(new_key())
+
+
+def check_key(key: str) -> str:
+    """``key`` when it has the form of an agent key; InvalidInput, never quoting it, otherwise."""
+    if not KEY_FORM.fullmatch(key):
+        raise InvalidInput("--key-stdin", "what was read is not an agent key (it is not shown): a key is 'vmk_' "
+                                          "and 43 letters, digits, '-' or '_', one line, as 'vault-mem agents add' "
+                                          "printed it")
+    return key
+
+
+def _add(path: Path, pairs: list[tuple[Path, Agent]], given: str | None) -> tuple[list[Entry], str]:
     data = _load(path)
-    if name in _entries(data, root):
-        raise InvalidInput("NAME", f"agent {name!r} already has a key for this vault: remove it first "
-                                   f"(vault-mem agents remove {name}) to issue a new one")
-    key = KEY_PREFIX + secrets.token_urlsafe(32)
+    several = len(pairs) > 1
+    for root, agent in pairs:
+        if agent.name in _entries(data, root):
+            where = f"the vault {root}" if several else "this vault"
+            raise InvalidInput("NAME", f"agent {agent.name!r} already has a key for {where}: remove it first "
+                                       f"(vault-mem agents remove {agent.name}) to issue a new one"
+                                       + ("; nothing was added" if several else ""))
+    key = given if given is not None else new_key()
+    digest = hashed(key)
+    if given is not None:
+        _check_key_is_free(data, pairs[0][1].name, digest, [root for root, _ in pairs])
     created = dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-    agents = data["vaults"].setdefault(vault_key(root), {})
-    agents[name] = {"sha256": hashed(key), "read": list(agent.read), "write": list(agent.write),
-                    "read_only": agent.read_only, "created": created}
-    _set_closed(data, root, True)
+    for root, agent in pairs:
+        agents = data["vaults"].setdefault(vault_key(root), {})
+        agents[agent.name] = {"sha256": digest, "read": list(agent.read), "write": list(agent.write),
+                              "read_only": agent.read_only, "created": created}
+        _set_closed(data, root, True)
     _save(path, data)
-    _mark_vault(root)
-    return Entry(agent, hashed(key), created), key
+    for root, _ in pairs:
+        _mark_vault(root)
+    return [Entry(agent, digest, created) for _, agent in pairs], key
+
+
+def _check_key_is_free(data: dict[str, Any], name: str, digest: str, roots: list[Path]) -> None:
+    """A key given to ``agents add --key-stdin`` is one agent's, everywhere: refused when another
+    agent holds it, in one of ``roots`` or in any other vault of the file."""
+    targets = {vault_key(root) for root in roots}
+    for vault, agents in data["vaults"].items():
+        for other, item in agents.items() if isinstance(agents, dict) else ():
+            stored = item.get("sha256") if isinstance(item, dict) else None
+            if other == name or not isinstance(stored, str) or not hmac.compare_digest(stored, digest):
+                continue
+            where = "of this vault" if vault in targets else f"of another vault ({vault})"
+            raise InvalidInput("--key-stdin", f"this key is the key of agent {other!r} {where}: a key belongs to "
+                                              "one agent; give this agent its own key (agents add without "
+                                              "--key-stdin), or register the key under that agent's name")
 
 
 def remove_agent(root: Path, name: str, *, config: Settings) -> Entry:
+    return remove_agents([root], name, config=config)[0]
+
+
+def remove_agents(roots: Sequence[Path], name: str, *, config: Settings) -> list[Entry]:
+    """Take ``name``'s key off each vault of ``roots``: all or nothing (NotFound, naming the vault,
+    when one has no key of that name)."""
     path = key_file()
     with _locked(path, config):
-        return _remove(path, root, name)
+        return _remove(path, roots, name)
 
 
-def _remove(path: Path, root: Path, name: str) -> Entry:
+def _remove(path: Path, roots: Sequence[Path], name: str) -> list[Entry]:
     data = _load(path)
-    entries = _entries(data, root)
-    if name not in entries:
-        known = ", ".join(sorted(entries)) or "none"
-        raise NotFound(f"agent {name!r} has no key for this vault (agents with keys: {known})")
-    agents = data["vaults"][vault_key(root)]
-    del agents[name]
-    if not agents:
-        del data["vaults"][vault_key(root)]
-    _set_closed(data, root, True)  # the last key gone: closed until `agents open`
+    removed = []
+    for root in roots:
+        entries = _entries(data, root)
+        if name not in entries:
+            known = ", ".join(sorted(entries)) or "none"
+            where = f"the vault {root}" if len(roots) > 1 else "this vault"
+            raise NotFound(f"agent {name!r} has no key for {where} (agents with keys: {known})"
+                           + ("; nothing was removed" if len(roots) > 1 else ""))
+        removed.append(entries[name])
+    for root in roots:
+        agents = data["vaults"][vault_key(root)]
+        del agents[name]
+        if not agents:
+            del data["vaults"][vault_key(root)]
+        _set_closed(data, root, True)  # the last key gone: closed until `agents open`
     _save(path, data)
-    return entries[name]
+    return removed
 
 
 def is_closed(root: Path) -> bool:
