@@ -116,6 +116,8 @@ class VaultIndex:
     """The Whoosh index of one vault, and the one way changes reach it (``apply``)."""
 
     def __init__(self, root: Path, index_dir: Path | None = None, *, config: Settings) -> None:
+        # Its settings: every part of it tunes by them, but for what the process holds once for all
+        # its indexes (the cache's size, the Whoosh patches' sizes: docs/settings.md).
         self.config = config
         self.root = root
         self.dir = index_dir or default_index_dir(root)
