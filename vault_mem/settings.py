@@ -42,12 +42,12 @@ What is not here, and why (the numbers that are part of a format or a contract, 
 - Tables made once per process: ``NOTE_TURNS`` (writes/tools.py), the stripes of the notes' lock
   table (a number that changed mid-process would give one note two locks), and ``_SMALL``
   (search/whoosh/postings.py), the frequencies whose weights are made once at import.
-- Short pauses of a process waiting for its own threads or children, not choices: ``SIGNAL_POLL``
-  (cli/serve.py, mcp_server/workers.py), between two timed waits, since Ctrl-C and SIGTERM reach
-  the waiting thread only between two, on every platform; ``STOP_LAST_LOOK``
-  (mcp_server/workers.py), what a worker still gets past the stop's deadline to be seen ended.
-- A test's hook, which no person tunes: ``HELD_POLL`` (search/hold.py), the pause between two looks
-  of a process a test holds at a named step (only a test sets ``VAULT_MEM_HOLD_AT``).
+- Short pauses of a process waiting for its own threads or children, or for a test, not choices:
+  ``SIGNAL_POLL`` (cli/serve.py, mcp_server/workers.py), between two timed waits, since Ctrl-C and
+  SIGTERM reach the waiting thread only between two, on every platform; ``STOP_LAST_LOOK``
+  (mcp_server/workers.py), what a worker still gets past the stop's deadline to be seen ended;
+  ``HELD_POLL`` (search/hold.py), between two looks of a process a test holds at a named step
+  (only a test sets ``VAULT_MEM_HOLD_AT``: no person tunes it).
 """
 
 from __future__ import annotations

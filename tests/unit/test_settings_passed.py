@@ -95,7 +95,7 @@ def test_a_new_reading_outside_the_roots_is_found() -> None:
     reading = "from vault_mem import settings\ndef f():\n    return settings.current().cache_mb\n"
     sources = dict(modules())
     for rel in ("search/segments.py", "search/whoosh/parts.py", "search/build.py", "search/merge.py",
-                "runtime/tuning.py", "served/context.py"):
+                "runtime/tuning.py", "vault/reader.py"):
         assert rel in sources and not reading_outside_the_roots([(rel, sources[rel])])
         line = sources[rel].count("\n") + 3  # the added function's return
         assert reading_outside_the_roots([(rel, sources[rel] + reading)]) == [f"{rel}:{line}"]
