@@ -44,7 +44,7 @@ from vault_mem.search import facts
 from vault_mem.search.api import VaultIndex, install_whoosh_patches, sync
 from vault_mem.served.context import Vault, view_of
 
-install_whoosh_patches()
+install_whoosh_patches(settings.current())
 
 
 @contextlib.contextmanager

@@ -46,15 +46,16 @@ from vault_mem.meaning.embedder import Meaning
 from vault_mem.reads.memory_search import memory_search
 from vault_mem.runtime.meaning import index_notes, note_text
 from vault_mem.search import fusion
-from vault_mem.search.api import install_whoosh_patches
+from vault_mem.search.api import install_whoosh_patches, size_cache
 from vault_mem.search.build import sync
 from vault_mem.search.ranking import search_terms
 from vault_mem.search.store import VaultIndex
 from vault_mem.search.topk import Ranked
 from vault_mem.served.context import Vault, View, view_of
 
-install_whoosh_patches()
 settings.configure(settings.from_environment(os.environ))
+install_whoosh_patches(settings.current())
+size_cache(settings.current().cache_mb)
 
 REPO = Path(__file__).resolve().parent.parent
 PARAPHRASES = REPO / "tests" / "relevance" / "paraphrases.yaml"

@@ -28,7 +28,7 @@ from vault_mem.search.build import build, reconcile
 from vault_mem.search.progress import Progress
 from vault_mem.search.store import VaultIndex
 
-install_whoosh_patches()  # the engine's speed patches, as the command line installs them (VAULT_MEM_WHOOSH_PATCHES)
+install_whoosh_patches(settings.current())  # the speed patches, as the command line's (VAULT_MEM_WHOOSH_PATCHES)
 
 
 def peak_rss_mb() -> tuple[float, float]:

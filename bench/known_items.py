@@ -35,7 +35,7 @@ from vault_mem.vault.names import words
 from vault_mem.vault.reader import read_note
 from vault_mem.vault.walk import walk_vault
 
-install_whoosh_patches()  # the engine's speed patches, as the command line installs them (VAULT_MEM_WHOOSH_PATCHES)
+install_whoosh_patches(settings.current())  # the speed patches, as the command line's (VAULT_MEM_WHOOSH_PATCHES)
 
 REPO = Path(__file__).resolve().parent.parent
 KNOWN_ITEMS = REPO / "tests" / "relevance" / "known_items.json"

@@ -36,7 +36,7 @@ from vault_mem.search.store import VaultIndex
 from vault_mem.served.context import Vault, view_of
 from vault_mem.vault.walk import walk_vault
 
-install_whoosh_patches()  # the engine's speed patches, as the command line installs them (VAULT_MEM_WHOOSH_PATCHES)
+install_whoosh_patches(settings.current())  # the speed patches, as the command line's (VAULT_MEM_WHOOSH_PATCHES)
 
 SAVES = 50
 BURST = 2000

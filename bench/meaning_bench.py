@@ -34,7 +34,7 @@ from vault_mem.meaning.embedder import Embedder, Meaning
 from vault_mem.meaning.model import RUNTIMES
 from vault_mem.runtime.meaning import index_notes, note_text
 from vault_mem.search import fusion
-from vault_mem.search.api import install_whoosh_patches
+from vault_mem.search.api import install_whoosh_patches, size_cache
 from vault_mem.search.build import sync
 from vault_mem.search.store import VaultIndex
 from vault_mem.served.context import Vault
@@ -42,8 +42,9 @@ from vault_mem.vault.names import words
 from vault_mem.vault.reader import read_note
 from vault_mem.vault.walk import walk_vault
 
-install_whoosh_patches()  # the engine's speed patches, as the command line installs them (VAULT_MEM_WHOOSH_PATCHES)
 settings.configure(settings.from_environment(os.environ))  # VAULT_MEM_QUERY_BITS and the rest, as the command line
+install_whoosh_patches(settings.current())  # the speed patches, as the command line's (VAULT_MEM_WHOOSH_PATCHES)
+size_cache(settings.current().cache_mb)  # VAULT_MEM_CACHE_MB, as the command line
 
 
 def peak_rss_mb() -> float:

@@ -24,7 +24,7 @@ from vault_mem.runtime.meaning import index_notes, note_text
 from vault_mem.search.api import install_whoosh_patches
 from vault_mem.search.store import VaultIndex
 
-install_whoosh_patches()  # the engine's speed patches, as the command line installs them (VAULT_MEM_WHOOSH_PATCHES)
+install_whoosh_patches(settings.current())  # the speed patches, as the command line's (VAULT_MEM_WHOOSH_PATCHES)
 
 
 def main() -> None:

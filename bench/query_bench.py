@@ -36,7 +36,7 @@ from vault_mem.search.ranking import score_notes
 from vault_mem.search.store import VaultIndex
 from vault_mem.served.context import Vault, View
 
-install_whoosh_patches()  # the engine's speed patches, as the command line installs them (VAULT_MEM_WHOOSH_PATCHES)
+install_whoosh_patches(settings.current())  # the speed patches, as the command line's (VAULT_MEM_WHOOSH_PATCHES)
 
 
 def calls(sample_domain: str, sample_ref: str) -> list[tuple[str, str, dict[str, Any]]]:

@@ -69,7 +69,7 @@ from vault_mem.meaning.embedder import Meaning
 from vault_mem.reads.memory_search import memory_search
 from vault_mem.runtime.meaning import index_notes, note_text
 from vault_mem.search import ranking
-from vault_mem.search.api import Snapshot, install_whoosh_patches
+from vault_mem.search.api import Snapshot, install_whoosh_patches, size_cache
 from vault_mem.search.build import build, sync
 from vault_mem.search.snapshot import parts_of, searcher_of
 from vault_mem.search.store import VaultIndex
@@ -77,8 +77,9 @@ from vault_mem.search.substring import form_hit_counts
 from vault_mem.served.context import Vault, View, view_of
 from vault_mem.vault.names import words
 
-install_whoosh_patches()  # the engine's speed patches, as the command line installs them (VAULT_MEM_WHOOSH_PATCHES)
 settings.configure(settings.from_environment(os.environ))  # VAULT_MEM_QUERY_BITS and the rest, as the command line
+install_whoosh_patches(settings.current())  # the speed patches, as the command line's (VAULT_MEM_WHOOSH_PATCHES)
+size_cache(settings.current().cache_mb)  # VAULT_MEM_CACHE_MB, as the command line
 
 REPO = Path(__file__).resolve().parent.parent
 QUESTIONS = REPO / "tests" / "relevance" / "questions.yaml"

@@ -47,7 +47,7 @@ from vault_mem.search.api import install_whoosh_patches
 from vault_mem.search.build import build
 from vault_mem.search.store import VaultIndex
 
-install_whoosh_patches()  # the engine's speed patches, as the command line installs them (VAULT_MEM_WHOOSH_PATCHES)
+install_whoosh_patches(settings.current())  # the speed patches, as the command line's (VAULT_MEM_WHOOSH_PATCHES)
 
 WORD = re.compile(r"[A-Za-z]{6,}")
 ISSUE_WORDS = ["community", "recipe", "footer", "stopwatch", "plugin"]  # issue 22's slow words on the Hub

@@ -28,7 +28,7 @@ from vault_mem.search.api import VaultIndex, install_whoosh_patches, sync
 from vault_mem.served.context import Vault, view_of
 from vault_mem.writes import tools
 
-install_whoosh_patches()  # the engine's speed patches, as the command line installs them (VAULT_MEM_WHOOSH_PATCHES)
+install_whoosh_patches(settings.current())  # the speed patches, as the command line's (VAULT_MEM_WHOOSH_PATCHES)
 
 
 def restatement(path: Path, rng: random.Random) -> str:

@@ -105,7 +105,7 @@ def watch_commits(vault: Path, saved: dict[str, tuple[Path, float]], committed: 
     from vault_mem import settings
     from vault_mem.search.api import VaultIndex, install_whoosh_patches
 
-    install_whoosh_patches()  # the engine's speed patches, as the command line installs them (VAULT_MEM_WHOOSH_PATCHES)
+    install_whoosh_patches(settings.current())  # the speed patches, as the command line's (VAULT_MEM_WHOOSH_PATCHES)
     index = VaultIndex(vault, config=settings.current())
     deadline = time.perf_counter() + TIMEOUT + 60
     while len(committed) < saves and time.perf_counter() < deadline:

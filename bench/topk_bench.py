@@ -32,13 +32,14 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from rpc_bench import ISSUE_WORDS, common_words, loadavg, pct, ready_index, sample_words
 
+from vault_mem import settings
 from vault_mem.mcp_server.tools import TOOLS_BY_NAME
 from vault_mem.search.api import install_whoosh_patches
 from vault_mem.search.ranking import score_notes, search_terms
 from vault_mem.search.topk import best_notes
 from vault_mem.served.context import Vault, View, view_of
 
-install_whoosh_patches()  # the engine's speed patches, as the command line installs them (VAULT_MEM_WHOOSH_PATCHES)
+install_whoosh_patches(settings.current())  # the speed patches, as the command line's (VAULT_MEM_WHOOSH_PATCHES)
 
 Page = tuple[list[int], dict[int, float], bool]
 

@@ -35,7 +35,7 @@ def one_server(root: Path, index_dir: Path, name: str, threads: int, seconds: fl
     from vault_mem.search.api import VaultIndex, install_whoosh_patches
     from vault_mem.served.context import Vault
 
-    install_whoosh_patches()  # the engine's speed patches, as the command line installs them (VAULT_MEM_WHOOSH_PATCHES)
+    install_whoosh_patches(settings.current())  # the speed patches, as the command line's (VAULT_MEM_WHOOSH_PATCHES)
     index = VaultIndex(root, index_dir, config=settings.current())
     vault = Vault(root, index)
     runtime = Runtime(index)
@@ -67,7 +67,7 @@ def main() -> None:
     from vault_mem import settings
     from vault_mem.search.api import VaultIndex, install_whoosh_patches, sync
 
-    install_whoosh_patches()  # the engine's speed patches, as the command line installs them (VAULT_MEM_WHOOSH_PATCHES)
+    install_whoosh_patches(settings.current())  # the speed patches, as the command line's (VAULT_MEM_WHOOSH_PATCHES)
     work = Path(tempfile.mkdtemp(prefix="vault-mem-two-"))
     try:
         shutil.copytree(args.vault, work / "vault", symlinks=True,

@@ -36,7 +36,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 def pytest_configure(config: pytest.Config) -> None:
     # As the command line does at start. VAULT_MEM_WHOOSH_PATCHES=none runs the suite on Whoosh's
     # own code: the patches are speed, never meaning (CI runs a part of the suite that way).
-    install_whoosh_patches()
+    install_whoosh_patches(settings.current())
 
 
 WHOOSH_PATCHES = "VAULT_MEM_WHOOSH_PATCHES"  # docs/settings.md: which Whoosh patches a process puts in place
@@ -48,14 +48,14 @@ def whoosh_patches() -> Iterator[None]:
     chosen = os.environ.get(WHOOSH_PATCHES)
     os.environ[WHOOSH_PATCHES] = "all"
     try:
-        install_whoosh_patches()
+        install_whoosh_patches(settings.current())
         yield
     finally:
         if chosen is None:
             del os.environ[WHOOSH_PATCHES]
         else:
             os.environ[WHOOSH_PATCHES] = chosen
-        install_whoosh_patches()
+        install_whoosh_patches(settings.current())
 
 
 # The files CI runs a second time on Whoosh's own code (VAULT_MEM_WHOOSH_PATCHES=none, the README's

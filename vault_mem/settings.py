@@ -6,14 +6,17 @@ One frozen ``Settings`` holds them, one line each: the default, what it is for, 
 Settings are passed, not fetched (docs/settings.md, "Where settings are read"). They are built once
 where a process is assembled, its composition root: the command line's commands
 (``from_environment``, then ``configure``, in ``cli/__init__.py``), and the entry of each child
-process that is not a whole command line (a build worker, the background merge), which is handed
-its parent's settings. Only a root reads ``current()``; it hands each part what that part needs.
-A long-lived object takes ``config`` in its constructor and keeps it (the index, a git ``Repo``, a
-sentence model, the HTTP write server); a function takes the values it uses as parameters, or
-``config`` when it uses several; a tool call reaches the index's through what it already holds
-(the served vault, the call's view). ``tests/unit/test_settings_passed.py`` fails on any other
-module that reads ``current()`` (it names the few not converted yet), and on a bare number passed
-as a wait or a timeout. A test, or a program embedding vault-mem, gives the object it builds
+process that is not a whole command line (a build worker is handed its parent's index's settings,
+the background merge builds its own from the environment in ``runtime/tuning.py``). Only the
+command line reads ``current()``; each root hands each part what that part needs. A long-lived
+object takes ``config`` in its constructor and keeps it (the index, a git ``Repo``, a sentence
+model, the HTTP write server); a function takes the values it uses as parameters, or ``config``
+when it uses several; a tool call reaches the index's through what it already holds (the served
+vault, the call's view); the searchers an index opens carry its settings to their segments. What
+is the process's and not an index's, the one cache's size and the Whoosh patches' sizes, a root
+gives once (``size_cache``, ``install_whoosh_patches``). ``tests/unit/test_settings_passed.py``
+fails on any other module that reads ``current()``, and on a bare number passed as a wait or a
+timeout. A test, or a program embedding vault-mem, gives the object it builds
 ``config=dataclasses.replace(Settings(), name=value)``; ``configure`` and ``use()`` remain for what
 a root assembles itself. Without ``configure`` a root gets the defaults.
 
@@ -40,10 +43,12 @@ What is not here, and why (the numbers that are part of a format or a contract, 
 - Tables made once per process: ``NOTE_TURNS`` (writes/tools.py), the stripes of the notes' lock
   table (a number that changed mid-process would give one note two locks), and ``_SMALL``
   (search/whoosh/postings.py), the frequencies whose weights are made once at import.
-- Short pauses of a process waiting for its own threads or children, not choices: ``SIGNAL_POLL``
-  (cli/serve.py, mcp_server/workers.py), between two timed waits, since Ctrl-C and SIGTERM reach
-  the waiting thread only between two, on every platform; ``STOP_LAST_LOOK``
-  (mcp_server/workers.py), what a worker still gets past the stop's deadline to be seen ended.
+- Short pauses of a process waiting for its own threads or children, or for a test, not choices:
+  ``SIGNAL_POLL`` (cli/serve.py, mcp_server/workers.py), between two timed waits, since Ctrl-C and
+  SIGTERM reach the waiting thread only between two, on every platform; ``STOP_LAST_LOOK``
+  (mcp_server/workers.py), what a worker still gets past the stop's deadline to be seen ended;
+  ``HELD_POLL`` (search/hold.py), between two looks of a process a test holds at a named step
+  (only a test sets ``VAULT_MEM_HOLD_AT``: no person tunes it).
 """
 
 from __future__ import annotations

@@ -11,7 +11,7 @@ from conftest import in_threads
 
 from vault_mem import settings
 from vault_mem.search.columns import segment_column
-from vault_mem.search.lru import CACHE, Lru
+from vault_mem.search.lru import CACHE, Lru, size_cache
 from vault_mem.search.segments import segments
 
 HANG = 60.0  # generous: only a hang fails
@@ -160,8 +160,21 @@ def test_searchers_of_the_same_segments_share_one_joined_column_and_a_commit_mak
         assert renewed is not shared and "late.md" in renewed and set(shared) < set(renewed)
 
 
-def test_use_sets_and_restores_and_code_reads_the_settings_at_use() -> None:
-    before = settings.current()
-    with settings.use(dataclasses.replace(before, cache_mb=3)):
-        assert CACHE.max_bytes == 3 * 2**20  # read now, not when the module was imported
-    assert settings.current() is before and CACHE.max_bytes == int(before.cache_mb * 2**20)
+def test_the_cache_is_sized_by_its_composition_root_not_by_the_process_settings() -> None:
+    """``size_cache`` (what each root calls with its settings' ``cache_mb``) bounds the one cache,
+    dropping the least recently used past a smaller bound at once; the process's settings, changed
+    later (``settings.use``), no longer steer it."""
+    before = CACHE.max_bytes
+    try:
+        CACHE.clear()
+        for i in range(8):
+            CACHE.get_or_make(("sized", i), lambda i=i: "z" * 200_000 + str(i))
+        size_cache(1)
+        assert CACHE.max_bytes == 2**20 and CACHE.bytes <= 2**20
+        assert CACHE.peek(("sized", 0)) is None and CACHE.peek(("sized", 7)) is not None  # the newest kept
+        size_cache(0.1)
+        assert CACHE.max_bytes == 2**20  # under 1 counts as 1, as VAULT_MEM_CACHE_MB does
+        with settings.use(dataclasses.replace(settings.current(), cache_mb=3)):
+            assert CACHE.max_bytes == 2**20
+    finally:
+        CACHE.resize(before)

@@ -81,7 +81,7 @@ def test_each_key_of_a_row_alone_gives_the_row_its_value(name: str, key: str) ->
 
 
 def test_the_stored_record_holds_every_row_under_its_name() -> None:
-    record = record_of(every_key_note(), "d/every.md")
+    record = record_of(every_key_note(), "d/every.md", Settings().record_head_chars)
     assert set(record) >= {row.name for row in FIELDS}
     assert record["progress"] == {"done": 0, "total": 1}
     assert record["supersedes"] == ["old-1"]
@@ -93,13 +93,14 @@ def test_the_schema_holds_exactly_the_rows_index_fields_and_the_files_own() -> N
     assert names == from_rows | set(FILE_FIELDS)
     assert not from_rows & set(FILE_FIELDS)
     note = every_key_note()
-    assert set(document_of(note, "d/every.md")) == names - {"real"}  # only a symlinked note has one
+    head = Settings().record_head_chars
+    assert set(document_of(note, "d/every.md", head)) == names - {"real"}  # only a symlinked note has one
     note.real = "elsewhere/every.md"
-    assert set(document_of(note, "d/every.md")) == names
+    assert set(document_of(note, "d/every.md", head)) == names
 
 
 def test_exact_rows_make_the_terms_a_filter_value_asks_for() -> None:
-    document = document_of(every_key_note(), "d/every.md")
+    document = document_of(every_key_note(), "d/every.md", Settings().record_head_chars)
     assert document["type"] == "task" and document["namespace"] == "work" and document["state"] == "open"
     assert document["tags"].split("\x1f") == ["a", "a/b"]
     for row in EXACT:

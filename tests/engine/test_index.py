@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import random
 import signal
 import subprocess
 import sys
 from pathlib import Path
-from typing import Any
 
 import pytest
 from conftest import write_notes
@@ -82,11 +82,13 @@ def test_parallel_build_matches_serial_build(tmp_path: Path) -> None:
 
 
 
-def test_a_parallel_builds_workers_take_the_settings_of_the_process_that_builds(tmp_path: Path, tuned: Any) -> None:
-    """A spawned worker starts from the defaults: it is handed the builder's settings."""
+def test_a_parallel_builds_workers_take_the_settings_of_the_index_they_build(tmp_path: Path) -> None:
+    """A spawned worker starts from the defaults: it is handed the index's settings (the process's
+    own are the defaults here)."""
     root = write_notes(tmp_path / "v", {f"n{i}.md": f"# Note {i}\n\n" + "word " * 200 for i in range(4)})
-    tuned(build_batch=1, record_head_chars=40)  # two batches at least: the parallel path
-    index = VaultIndex(root, tmp_path / "ix", config=vm_settings.current())
+    # two batches at least: the parallel path
+    config = dataclasses.replace(vm_settings.current(), build_batch=1, record_head_chars=40)
+    index = VaultIndex(root, tmp_path / "ix", config=config)
     build(index, procs=2)
     with index.searching() as searcher:
         heads = [searcher.stored_fields(d)["record"]["head"] for d in range(searcher.doc_count_all())]
@@ -255,6 +257,7 @@ def test_postings_spilled_to_run_files_index_the_same_as_postings_sorted_in_memo
     from vault_mem.search.whoosh.postings import TermPool
     from vault_mem.vault.reader import read_note
 
+    config = vm_settings.current()
     rng = random.Random(7)
     words = [f"w{i}" for i in range(400)]
     notes = {f"d{i % 4}/n{i}.md": note(f"u{i}", f"Note {i}", " ".join(rng.choices(words, k=60)))
@@ -267,7 +270,7 @@ def test_postings_spilled_to_run_files_index_the_same_as_postings_sorted_in_memo
         writer = SegmentWriter(ix, limitmb=limitmb)
         assert isinstance(writer.pool, TermPool)
         for rel in sorted(notes):
-            writer.add_document(**document_of(read_note(root, rel, config=vm_settings.current()), rel))
+            writer.add_document(**document_of(read_note(root, rel, config=config), rel, config.record_head_chars))
         runs = len(writer.pool.runs)
         writer.commit()
         with ix.reader() as reader:
@@ -279,7 +282,7 @@ def test_postings_spilled_to_run_files_index_the_same_as_postings_sorted_in_memo
     kept_runs, kept = postings(256, "kept")
     assert kept_runs == 0 and spilled_runs > 128  # more runs than files open at once: runs merged first
     assert spilled == kept
-    assert sum(len(p) for p in kept.values()) > vm_settings.current().run_chunk  # more postings than one pickled chunk
+    assert sum(len(p) for p in kept.values()) > TermPool.run_chunk  # more postings than one pickled chunk
 
 
 def test_term_lengths_written_from_decoded_lengths_are_whooshs_own(tmp_path: Path, monkeypatch) -> None:
@@ -293,6 +296,7 @@ def test_term_lengths_written_from_decoded_lengths_are_whooshs_own(tmp_path: Pat
     from vault_mem.search.whoosh import seam as whoosh_seam
     from vault_mem.vault.reader import read_note
 
+    config = vm_settings.current()
     rng = random.Random(11)
     words = [f"w{i}" for i in range(300)]
     notes = {f"d{i % 3}/n{i}.md": note(f"u{i}", f"Note {i}" if i % 5 else "",
@@ -305,7 +309,7 @@ def test_term_lengths_written_from_decoded_lengths_are_whooshs_own(tmp_path: Pat
         ix = whoosh_index.create_in(str(tmp_path / folder), make_schema())
         writer = SegmentWriter(ix)
         for rel in sorted(notes):
-            writer.add_document(**document_of(read_note(root, rel, config=vm_settings.current()), rel))
+            writer.add_document(**document_of(read_note(root, rel, config=config), rel, config.record_head_chars))
         writer.commit()
         with ix.reader() as reader:
             return {(f, t): (i.doc_frequency(), i.min_length(), i.max_length(), i.max_weight())
@@ -459,8 +463,8 @@ def test_live_commits_fold_the_tiny_segments_they_leave(tmp_path: Path) -> None:
         assert list(searcher.docs_for_query(Term("body", "word35"))) == []  # replaced since
 
 
-def test_a_small_segments_term_sets_answer_as_whooshs_own_term_lookup(tmp_path: Path, monkeypatch, tuned) -> None:
-    """Segments of at most ``SET_TERMS`` documents answer ``term_docs`` from a set of each field's
+def test_a_small_segments_term_sets_answer_as_whooshs_own_term_lookup(tmp_path: Path) -> None:
+    """Segments of at most ``term_set_below`` documents answer ``term_docs`` from a set of each field's
     terms: for every field, every term they hold and terms they lack, the same documents as the
     hashed lookup in the terms file that larger segments use (a file name that is not UTF-8 too)."""
     from conftest import commit_note
@@ -480,9 +484,10 @@ def test_a_small_segments_term_sets_answer_as_whooshs_own_term_lookup(tmp_path: 
         odd = os.fsdecode(b"d1/odd-\xff.md")
         (root / odd).write_text("odd\n", encoding="utf-8")
         sync(index, procs=1)
+    probing = dataclasses.replace(index.config, term_set_below=-1)  # the hashed lookup, as a big segment
     with index.searching() as searcher:
         parts = segments(searcher)
-        assert len(parts) >= 2 and all(seg.size <= vm_settings.current().term_set_below for seg in parts)
+        assert len(parts) >= 2 and all(seg.size <= seg.config.term_set_below for seg in parts)
         from whoosh.fields import ID, KEYWORD
 
         # term_docs is asked of the exact-term fields (a number field's terms are not text)
@@ -494,7 +499,36 @@ def test_a_small_segments_term_sets_answer_as_whooshs_own_term_lookup(tmp_path: 
                          for t in seg.reader.lexicon(field)] + ["absent", "", "coder2"]
                 for value in asked:
                     with_sets = seg.term_docs(field, value)
-                    tuned(term_set_below=-1)  # the hashed lookup, as a big segment
-                    fresh = segs_module.Segment(seg.reader, seg.offset)
+                    fresh = segs_module.Segment(seg.reader, seg.offset, config=probing)
                     assert with_sets == fresh.term_docs(field, value), (field, value)
-                    tuned(term_set_below=4096)
+                    assert "_field_terms" not in vars(fresh)  # probed: no set made
+            assert "_field_terms" in vars(seg)
+
+
+def test_the_segments_of_an_indexs_searcher_tune_by_that_indexs_settings(tmp_path: Path) -> None:
+    """The index hands its settings over with each searcher it opens (``VaultIndex.searching``): two
+    indexes of one folder in one process, opened with different ``term_set_below``, each look a term
+    up their own way (a set of the segment's terms, or a probe of its terms file), whatever the
+    process's settings are; a searcher no index opened has no settings to tune by, and says so."""
+    from whoosh import index as whoosh_index
+
+    from vault_mem.search.lru import CACHE
+
+    root = write_notes(tmp_path / "v", {f"n{i}.md": f"---\ntags: [t{i % 3}]\n---\nbody {i}\n" for i in range(12)})
+    sets = VaultIndex(root, tmp_path / "ix", config=vm_settings.current())
+    sync(sets, procs=1)
+    probes = VaultIndex(root, tmp_path / "ix", config=dataclasses.replace(sets.config, term_set_below=-1))
+    CACHE.clear()
+    with probes.searching() as searcher:
+        parts = segments(searcher)
+        assert parts and all(seg.config is probes.config for seg in parts)
+        probed = [seg.term_docs("tags", "t1") for seg in parts]
+        assert all(CACHE.peek(("field terms", seg.key, "tags")) is None for seg in parts)
+    with sets.searching() as searcher:
+        parts = segments(searcher)
+        assert all(seg.config is sets.config for seg in parts)
+        assert [seg.term_docs("tags", "t1") for seg in parts] == probed and sum(map(len, probed)) == 4
+        assert all(CACHE.peek(("field terms", seg.key, "tags")) is not None for seg in parts)
+    with whoosh_index.open_dir(str(tmp_path / "ix")).searcher() as plain, \
+            pytest.raises(RuntimeError, match=r"not opened by VaultIndex\.searching"):
+        segments(plain)

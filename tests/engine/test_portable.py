@@ -166,7 +166,7 @@ def _document(index: VaultIndex, name: str) -> dict[str, object]:
     from vault_mem.vault.reader import read_note
 
     (index.root / name).write_text(f"# {name}\n", encoding="utf-8")
-    return document_of(read_note(index.root, name, config=settings.current()), name)
+    return document_of(read_note(index.root, name, config=index.config), name, index.config.record_head_chars)
 
 
 def test_a_commit_whose_temp_folder_cannot_be_emptied_still_commits_and_releases_the_lock(tmp_path: Path) -> None:

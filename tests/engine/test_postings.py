@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import contextlib
+import dataclasses
+import pickle
 import random
 from pathlib import Path
 from typing import Any
@@ -14,11 +17,11 @@ from hypothesis import strategies as st
 from whoosh import index as whoosh_index
 from whoosh.writing import SegmentWriter
 
-from vault_mem import settings as vm_settings
 from vault_mem.search.schema import document_of, make_schema
 from vault_mem.search.whoosh import parts as whoosh_parts
 from vault_mem.search.whoosh import postings
 from vault_mem.search.whoosh import seam as whoosh_seam
+from vault_mem.settings import Settings
 from vault_mem.vault.reader import read_note
 
 # Words that lower-casing or Unicode make tricky: U+0130 lower-cases to "i" plus a combining dot
@@ -28,6 +31,7 @@ _TRICKY = ["İstanbul", "ΣΊΣΥΦΟΣ", "Straße", "ǅemal", "١٢٣", "e\u030
 _TEXT = st.lists(st.one_of(st.sampled_from(_TRICKY), st.text(max_size=12)), max_size=30).map(" ".join)
 
 pytestmark = pytest.mark.usefixtures("whoosh_patches")  # what each patch does, with every patch in place
+CONFIG = Settings()  # what the segments written here are read and written by
 
 
 @settings(max_examples=300, deadline=None)
@@ -106,7 +110,7 @@ def write_segment(root: Path, folder: Path, rels: list[str], limitmb: float = 64
     ix = whoosh_index.create_in(str(folder), make_schema())
     writer = SegmentWriter(ix, limitmb=limitmb)
     for rel in rels:
-        writer.add_document(**document_of(read_note(root, rel, config=vm_settings.current()), rel))
+        writer.add_document(**document_of(read_note(root, rel, config=CONFIG), rel, CONFIG.record_head_chars))
     writer.commit()
 
 
@@ -143,13 +147,54 @@ def test_terms_of_few_postings_keep_them_in_their_term_info_and_read_back_as_who
             whoosh_index.open_dir(str(tmp_path / "whoosh")).reader() as theirs:
         for field, tbytes in ours.all_terms():
             info = ours.term_info(field, tbytes)
-            assert info.is_inlined() == (info.doc_frequency() <= vm_settings.current().inline_postings)
+            assert info.is_inlined() == (info.doc_frequency() <= whoosh_parts.SIZES.inline_postings)
             assert not theirs.term_info(field, tbytes).is_inlined()  # Whoosh's writer never inlines
             inlined[info.is_inlined()] += 1
             if field == "body":
                 term = tbytes.decode("utf-8")
                 assert list(term_postings(ours, field, term)) == list(term_postings(theirs, field, term))
     assert inlined[True] > 100 and inlined[False] > 10, inlined
+
+
+def test_the_patches_work_by_the_sizes_they_are_installed_with(tmp_path: Path) -> None:
+    """The sizes of the Whoosh patches are the process's, given with the install by its composition
+    root (docs/settings.md): a term keeps at most ``inline_postings`` postings in its term info, a run
+    file is pickled ``run_chunk`` postings at a time, and the process keeps the tables of contents of
+    the latest ``tocs_kept`` generations; the process's settings, changed later, do not steer them."""
+    from vault_mem import settings as vm_settings
+    from vault_mem.search.whoosh import patches
+
+    rels = sorted(generated_vault(tmp_path / "v", 40, seed=5))
+    try:
+        patches.install(dataclasses.replace(CONFIG, inline_postings=1, run_chunk=3, tocs_kept=2))
+        with vm_settings.use(CONFIG):  # not read by the patches
+            write_segment(tmp_path / "v", tmp_path / "ix", rels)
+            with whoosh_index.open_dir(str(tmp_path / "ix")).reader() as reader:
+                infos = [reader.term_info(*key) for key in reader.all_terms()]
+            assert all(info.is_inlined() == (info.doc_frequency() == 1) for info in infos)
+            assert any(1 < info.doc_frequency() <= CONFIG.inline_postings for info in infos)
+            writer = SegmentWriter(whoosh_index.open_dir(str(tmp_path / "ix")))
+            pool = writer.pool
+            for n in range(10):
+                pool.add(("body", b"t%d" % n, 0, 1.0, b""))
+            pool.save()
+            run = pool._open_run(pool.runs[0])
+            chunks = []
+            with contextlib.suppress(EOFError):
+                while True:
+                    chunks.append(len(pickle.load(run)))
+            run.close()
+            writer.cancel()
+            assert chunks == [3, 3, 3, 1]
+            for n in range(4):
+                folder = tmp_path / f"toc{n}"
+                folder.mkdir()
+                schema = whoosh_index.create_in(str(folder), make_schema()).schema
+                whoosh_index.open_dir(str(folder), schema=schema)  # its table of contents kept
+            assert len(whoosh_parts._tocs) == 2
+    finally:
+        patches.install(CONFIG)
+    assert whoosh_parts.Sizes.of(CONFIG) == whoosh_parts.SIZES and postings.TermPool.run_chunk == CONFIG.run_chunk
 
 
 def test_a_merge_through_the_term_pool_holds_exactly_what_whooshs_pool_merges(tmp_path: Path,
@@ -164,7 +209,8 @@ def test_a_merge_through_the_term_pool_holds_exactly_what_whooshs_pool_merges(tm
             with ix.writer() as w:
                 w.mergetype = whoosh.writing.NO_MERGE
                 for rel in part:
-                    w.add_document(**document_of(read_note(tmp_path / "v", rel, config=vm_settings.current()), rel))
+                    w.add_document(**document_of(read_note(tmp_path / "v", rel, config=CONFIG), rel,
+                                                 CONFIG.record_head_chars))
         with ix.writer() as w:
             w.delete_by_term("path", rels[3])  # a deleted document is dropped, the rest renumbered
             w.mergetype = whoosh.writing.OPTIMIZE
@@ -219,7 +265,8 @@ def test_a_live_commits_segment_is_made_in_memory_and_written_as_one_packed_file
         else:
             writer = SegmentWriter(ix)
         for rel in rels:
-            writer.add_document(**document_of(read_note(tmp_path / "v", rel, config=vm_settings.current()), rel))
+            writer.add_document(**document_of(read_note(tmp_path / "v", rel, config=CONFIG), rel,
+                                              CONFIG.record_head_chars))
         writer.commit()
         # the table of contents is "_MAIN_<generation>.toc", made under a temp name and renamed
         made = [name for where, name in created if where == str(folder) and not name.startswith("_")]
@@ -229,7 +276,7 @@ def test_a_live_commits_segment_is_made_in_memory_and_written_as_one_packed_file
 
 @settings(max_examples=300, deadline=None)
 @given(st.lists(st.tuples(st.floats(0.0, 1e6, width=32), st.integers(0, 200_000), st.binary(max_size=6)),
-                min_size=1, max_size=vm_settings.current().inline_postings),
+                min_size=1, max_size=whoosh_parts.SIZES.inline_postings),
        st.integers(0, 2**31), st.booleans())
 def test_an_inlined_term_info_is_the_bytes_whooshs_term_info_makes(postings: list[tuple[float, int, bytes]],
                                                                    first: int, with_values: bool) -> None:

@@ -23,10 +23,10 @@ def test_a_change_that_keeps_failing_holds_back_no_other_and_is_left_to_the_chec
     vault, w = live(many_notes(40), pace=walked.append, reconcile_every=3600)
     real = store_module.document_of  # the engine makes each note's document (VaultIndex.apply)
 
-    def document_of(note: Any, rel: str) -> dict[str, Any]:
+    def document_of(note: Any, rel: str, head_chars: int) -> dict[str, Any]:
         if rel == "f1/n5.md":
             raise SystemError("injected: this note's document cannot be made")
-        return real(note, rel)
+        return real(note, rel, head_chars)
 
     monkeypatch.setattr(store_module, "document_of", document_of)
     (vault.root / "f1/n5.md").write_text(note("Note 5", "body 5, edited"))  # most often one batch

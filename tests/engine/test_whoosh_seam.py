@@ -19,7 +19,6 @@ import whoosh.index
 import whoosh.writing
 from whoosh.fields import ID, TEXT, Schema
 
-from vault_mem import settings
 from vault_mem.search.whoosh import parts as whoosh_parts
 from vault_mem.search.whoosh import seam as whoosh_seam
 from vault_mem.search.whoosh.mapping import ViewFile
@@ -335,7 +334,8 @@ def test_patch_12_a_committed_writer_and_its_lent_searcher_need_no_garbage_colle
     try:
         writer = index.acquire_writer()
         lent = weakref.ref(writer._searcher)
-        writer.update_document(**document_of(read_note(index.root, "b.md", config=settings.current()), "b.md"))
+        writer.update_document(**document_of(read_note(index.root, "b.md", config=index.config), "b.md",
+                                             index.config.record_head_chars))
         index.commit_live(writer)
         freed = weakref.ref(writer)
         plain = ix.writer()

@@ -64,10 +64,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         previous = _sigterm_as_interrupt()
         from vault_mem import settings
-        from vault_mem.search.api import install_whoosh_patches  # the composition root: once, here
+        from vault_mem.search.api import install_whoosh_patches, size_cache  # the composition root: once, here
 
-        settings.configure(settings.from_environment(os.environ))
-        install_whoosh_patches()
+        config = settings.from_environment(os.environ)
+        settings.configure(config)
+        install_whoosh_patches(config)
+        size_cache(config.cache_mb)
         return command.run(args)
     except VaultMemError as exc:
         message = for_people(exc.message)

@@ -93,7 +93,7 @@ def merge_process(argv: list[str] | None = None) -> int:
     config = settings.from_environment(os.environ)  # a process of its own: its composition root
     settings.configure(config)
     merge_gives_way(config)
-    return merge_main(sys.argv[1:] if argv is None else argv)
+    return merge_main(config, sys.argv[1:] if argv is None else argv)
 
 
 if __name__ == "__main__":

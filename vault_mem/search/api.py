@@ -29,7 +29,13 @@ Change and keep up (the commit side, search/store.py and search/commits.py):
                         what the watcher and the start-up check compare and submit
 The index folder and its processes:
     has_index, usable_index_dir, live, present, note_present, merge_due, merge_lock, merge_main,
-    Progress, ProgressFile, install_whoosh_patches (each patch switchable: search/whoosh/patches.py)
+    Progress, ProgressFile
+Once per process, by its composition root, with its settings (docs/settings.md):
+    install_whoosh_patches(config)
+                        the Whoosh patches and the sizes they work by (each patch switchable:
+                        search/whoosh/patches.py)
+    size_cache(cache_mb)
+                        the size of the one cache the process's indexes share (search/lru.py)
 
 How names and text are cut (``vault/names.py``) and folded (``vault/fields.py:fold``) is not the
 engine's: import it from there.
@@ -43,7 +49,7 @@ from vault_mem.search.facts import Said
 from vault_mem.search.folder import has_index, usable_index_dir
 from vault_mem.search.fusion import Fused, fused_notes
 from vault_mem.search.gitfollow import attach_history
-from vault_mem.search.lru import cached_while_unchanged
+from vault_mem.search.lru import cached_while_unchanged, size_cache
 from vault_mem.search.merge import main as merge_main
 from vault_mem.search.merge import merge_due, merge_lock
 from vault_mem.search.presence import live, note_present, present
@@ -97,6 +103,7 @@ __all__ = [
     "score_notes",
     "scores_of",
     "search_terms",
+    "size_cache",
     "stat_state",
     "stem_of",
     "sync",

@@ -33,6 +33,7 @@ from whoosh.index import TOC
 from vault_mem import settings
 from vault_mem.search.gitfollow import attach_history, open_history_readonly
 from vault_mem.search.hold import hold_at
+from vault_mem.search.lru import size_cache
 from vault_mem.search.merge import tier
 from vault_mem.search.progress import Progress
 from vault_mem.search.schema import document_of
@@ -107,7 +108,8 @@ def _serial_build(index: VaultIndex, files: list[str], bar: Progress) -> None:
     while first < len(files):
         with index.writer() as w:
             for rel in files[first:first + size]:
-                w.add_document(**document_of(read_note(index.root, rel, index.history, config=config), rel))
+                w.add_document(**document_of(read_note(index.root, rel, index.history, config=config), rel,
+                                             config.record_head_chars))
                 bar.advance()
         first, size = first + size, min(size * 2, config.build_batch)
         if first < len(files):
@@ -241,13 +243,14 @@ def _sigint_ignored() -> Iterator[None]:
 
 def _worker(index_dir: str, root: str, conn: Connection, chosen: settings.Settings) -> None:
     """A build worker: parse each batch of files it is sent and write it as one segment, reporting
-    progress every ``build_report_every`` files; ``None`` ends it. ``chosen``: the parent's
-    settings (a spawned process starts from the defaults)."""
-    settings.configure(chosen)
+    progress every ``build_report_every`` files; ``None`` ends it. ``chosen``: the parent's index's
+    settings (a spawned process starts from the defaults), which the worker, a composition root,
+    hands down: to the Whoosh patches, the cache, the reader and the writer."""
     with contextlib.suppress(ValueError, OSError):
         signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent decides when to stop
     try:
-        install_from_environment()  # a spawned process: the parent's patches are not inherited
+        install_from_environment(chosen)  # a spawned process: the parent's patches are not inherited
+        size_cache(chosen.cache_mb)
         history = open_history_readonly(Path(root), Path(index_dir), chosen)
         ix = whoosh_index.open_dir(index_dir)
         # Every writer of an index shares one temp folder ("MAIN.tmp") by default; a worker that
@@ -260,10 +263,11 @@ def _worker(index_dir: str, root: str, conn: Connection, chosen: settings.Settin
             batch = conn.recv()
             if batch is None:
                 return
-            writer = unlocked_writer(ix)
+            writer = unlocked_writer(ix, chosen.writer_pool_mb)
             unreported = 0
             for rel in batch:
-                writer.add_document(**document_of(read_note(Path(root), rel, history, config=chosen), rel))
+                writer.add_document(**document_of(read_note(Path(root), rel, history, config=chosen), rel,
+                                                  chosen.record_head_chars))
                 unreported += 1
                 if unreported == chosen.build_report_every:
                     conn.send(("progress", None, unreported))

@@ -37,12 +37,13 @@ def tiny_segments(segments: list[Any], tiny: int) -> list[Any]:
     return [segment for segment in segments if segment.doc_count_all() <= tiny]
 
 
-def fold_tiny(writer: SegmentWriter, segments: list[Any], at: int | None, tiny_size: int,
+def fold_tiny(writer: SegmentWriter, segments: list[Any], at: int | None, tiny_size: int, head_chars: int,
               own: OwnTiny | None = None) -> tuple[list[Any], list[tuple[Note, str]] | None]:
     """Whoosh's merge policy for a live commit: once ``at`` tiny segments (of at most ``tiny_size``
     documents) piled up, fold them into the segment the commit writes (their few documents, as this
     writer sees them, its own deletions included); leave every other segment as it is. Returns the segments left and
-    the notes taken in, in document order (None when a segment was read back instead).
+    the notes taken in, in document order (None when a segment was read back instead). A note taken
+    in again is a document again (``document_of``, its record's head ``head_chars`` long).
 
     Every searcher pays for each segment on every query and on every renewal, and under steady
     saves the background merge (a process started every few seconds) trails far behind the
@@ -61,7 +62,7 @@ def fold_tiny(writer: SegmentWriter, segments: list[Any], at: int | None, tiny_s
         if notes is not None and len(notes) == segment.doc_count_all():
             live = [(note, fsrel) for docnum, (note, fsrel) in enumerate(notes) if not segment.is_deleted(docnum)]
             for note, fsrel in live:
-                writer.add_document(**document_of(note, fsrel))
+                writer.add_document(**document_of(note, fsrel, head_chars))
             if taken is not None:
                 taken += live
             continue

@@ -23,6 +23,10 @@ import time
 from pathlib import Path
 
 HOLD_AT = "VAULT_MEM_HOLD_AT"
+# Seconds between two looks at the marker while held: a test's hook, not a setting (no person tunes
+# it); short, so the process goes on soon after the test deletes the file, and a sleep, so that
+# Ctrl-C and SIGTERM still reach the process between two looks.
+HELD_POLL = 0.01
 
 
 def hold_at(step: str) -> None:
@@ -37,5 +41,5 @@ def hold_at(step: str) -> None:
     temp = marker.with_name(f".{marker.name}.tmp")
     temp.write_text(str(os.getpid()), encoding="ascii")
     os.replace(temp, marker)  # whole when it appears
-    while marker.exists():  # a sleep, so that Ctrl-C and SIGTERM still stop the process here
-        time.sleep(0.01)
+    while marker.exists():
+        time.sleep(HELD_POLL)

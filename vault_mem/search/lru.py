@@ -3,8 +3,10 @@
 It holds what is computed from things that never change: a segment's column or joined
 lexicon (segments are immutable once written) and a parsed note keyed by its file's
 inode, size and mtime. Every call thread shares it, so a vault's columns are held once,
-not once per thread. The bound is the ``cache_mb`` setting (``VAULT_MEM_CACHE_MB``, default 192 MB); a value
-larger than a quarter of it is computed and returned but not kept.
+not once per thread. The bound is the ``cache_mb`` setting (``VAULT_MEM_CACHE_MB``, default 192 MB), given
+by the process's composition root (``size_cache``: the command line, a build worker, the background merge);
+a value larger than a quarter of it is computed and returned but not kept. One cache for the process, so
+one size: every index the process opens shares it (docs/settings.md, "Where settings are read").
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ from collections import OrderedDict
 from collections.abc import Callable, Hashable
 from typing import Any, TypeVar
 
-from vault_mem import settings
+from vault_mem.settings import Settings
 
 V = TypeVar("V")
 
@@ -31,19 +33,29 @@ def approx_size(value: Any) -> int:
     return size
 
 
+def megabytes(cache_mb: float) -> int:
+    """The bytes of a ``cache_mb`` setting (a number under 1 counts as 1)."""
+    return int(max(cache_mb, 1) * 2**20)
+
+
 class Lru:
-    def __init__(self, max_bytes: int | None = None) -> None:
-        """A bound of ``max_bytes``; None: the ``cache_mb`` setting, read at each use."""
-        self._max_bytes = max_bytes
+    def __init__(self, max_bytes: int) -> None:
+        """A bound of ``max_bytes`` (``resize`` changes it)."""
+        self.max_bytes = max_bytes
         self.bytes = 0
         self._items: OrderedDict[Hashable, tuple[Any, int]] = OrderedDict()
         self._lock = threading.Lock()
 
-    @property
-    def max_bytes(self) -> int:
-        if self._max_bytes is not None:
-            return self._max_bytes
-        return int(max(settings.current().cache_mb, 1) * 2**20)
+    def resize(self, max_bytes: int) -> None:
+        """Bound the cache at ``max_bytes`` from now on, dropping the least recently used past it."""
+        with self._lock:
+            self.max_bytes = max_bytes
+            self._drop_past(max_bytes)
+
+    def _drop_past(self, bound: int) -> None:
+        while self.bytes > bound and self._items:
+            _key, (_value, dropped) = self._items.popitem(last=False)
+            self.bytes -= dropped
 
     def get_or_make(self, key: Hashable, make: Callable[[], V], sizeof: Callable[[V], int] = approx_size) -> V:
         """The cached value of ``key``, or ``make()`` (computed outside the lock) cached."""
@@ -65,10 +77,7 @@ class Lru:
                 return first
             self._items[key] = (value, size)
             self.bytes += size
-            bound = self.max_bytes
-            while self.bytes > bound and self._items:
-                _key, (_value, dropped) = self._items.popitem(last=False)
-                self.bytes -= dropped
+            self._drop_past(self.max_bytes)
         return value
 
     def peek(self, key: Hashable) -> Any:
@@ -86,7 +95,13 @@ class Lru:
             self.bytes = 0
 
 
-CACHE = Lru()
+CACHE = Lru(megabytes(Settings().cache_mb))  # the default size until the composition root gives its own
+
+
+def size_cache(cache_mb: float) -> None:
+    """Bound the process's one cache at ``cache_mb`` megabytes (the ``cache_mb`` setting): called once
+    by each composition root, with its settings, before anything is cached."""
+    CACHE.resize(megabytes(cache_mb))
 
 
 def cached_while_unchanged(key: Hashable, make: Callable[[], tuple[V, bool]],

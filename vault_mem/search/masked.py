@@ -29,7 +29,7 @@ def masked_segments(searcher: Searcher, mask: str, visible: Callable[[str], bool
     memo: dict[str, list[Segment]] = searcher_memo(searcher).setdefault("masked", {})
     found = memo.get(mask)
     if found is None:
-        found = memo[mask] = [Segment(seg.reader, seg.offset, _hidden(seg, mask, visible), mask)
+        found = memo[mask] = [Segment(seg.reader, seg.offset, _hidden(seg, mask, visible), mask, config=seg.config)
                               for seg in segments(searcher)]
     return found
 

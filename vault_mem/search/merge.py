@@ -49,9 +49,9 @@ from whoosh.filedb.filestore import FileStorage
 from whoosh.index import TOC
 from whoosh.reading import SegmentReader
 
-from vault_mem import settings
 from vault_mem.search.commits import clean_debris, tiny_segments, write_lock
 from vault_mem.search.hold import hold_at
+from vault_mem.search.lru import size_cache
 from vault_mem.search.whoosh.patches import install_from_environment
 from vault_mem.search.whoosh.seam import (
     DEFAULT_INDEX_NAME,
@@ -151,7 +151,7 @@ def merge_once(index_dir: Path, config: Settings, before_swap: Callable[[], None
     docmap: dict[str, dict[int, int]] = {}
     merged: Any = None  # stays None when every document of the chosen segments is deleted
     if any(s.doc_count() for s in chosen):
-        writer = unlocked_writer(TocTarget(storage, ix.indexname, toc.schema))
+        writer = unlocked_writer(TocTarget(storage, ix.indexname, toc.schema), config.writer_pool_mb)
         try:
             for segment in chosen:
                 gone = deleted_before[segment.segment_id()]
@@ -241,15 +241,19 @@ def merge_all(index_dir: Path, config: Settings,
         return results
 
 
-def main(argv: list[str] | None = None) -> int:
+def main(config: Settings, argv: list[str] | None = None) -> int:
+    """The background merge process, with its settings (``runtime/tuning.py:merge_process``, its
+    composition root, builds them): the Whoosh patches and the cache set up by them, then every
+    merge due."""
     args = sys.argv[1:] if argv is None else argv
     if len(args) != 1:
         print("usage: python -m vault_mem.runtime.tuning INDEX_DIR", file=sys.stderr)
         return 2
     logging.basicConfig(level=logging.INFO, stream=sys.stderr, format="vault-mem merge: %(message)s")
     try:
-        install_from_environment()
-        results = merge_all(Path(args[0]), settings.current())  # the merge process's composition root
+        install_from_environment(config)
+        size_cache(config.cache_mb)
+        results = merge_all(Path(args[0]), config)
     except Exception as exc:  # the index is unchanged; the server tries again later
         log.error("merge failed: %s: %s", type(exc).__name__, exc)
         return 1

@@ -15,7 +15,6 @@ from whoosh.analysis import LowercaseFilter, RegexTokenizer
 from whoosh.fields import ID, NUMERIC, STORED, TEXT, Schema
 from whoosh.fields import KEYWORD as _KEYWORD
 
-from vault_mem import settings
 from vault_mem.search.whoosh import seam as _seam  # noqa: F401  (the installed Whoosh checked before any index is opened)
 from vault_mem.vault.dates import parse_datetime
 from vault_mem.vault.fields import FIELDS, fold, plain
@@ -100,9 +99,9 @@ def epoch(iso_text: str) -> int:
     return int(moment.timestamp()) if moment else 0
 
 
-def record_of(note: Note, fsrel: str) -> dict[str, Any]:
+def record_of(note: Note, fsrel: str, head_chars: int) -> dict[str, Any]:
     """What the index stores for a note: every field of the table, and everything else a row needs
-    except the full body."""
+    except the full body (its first ``head_chars`` characters: the ``record_head_chars`` setting)."""
     return {
         "has_id": note.has_id,
         "path": note.path,
@@ -113,14 +112,15 @@ def record_of(note: Note, fsrel: str) -> dict[str, Any]:
         "etag": note.etag,
         "size": note.size,
         "mtime_ns": note.mtime_ns,
-        "head": note.body[:settings.current().record_head_chars],
+        "head": note.body[:head_chars],
         "body_chars": len(note.body),
         "excalidraw": note.excalidraw,
     }
 
 
-def document_of(note: Note, fsrel: str) -> dict[str, Any]:
-    """The Whoosh document for a note."""
+def document_of(note: Note, fsrel: str, head_chars: int) -> dict[str, Any]:
+    """The Whoosh document for a note; its stored record keeps ``head_chars`` characters of the body
+    (the index's ``record_head_chars`` setting)."""
     path = note.path
     domain = domain_of(path)
     name = strip_md(path.rpartition("/")[2])
@@ -155,6 +155,6 @@ def document_of(note: Note, fsrel: str) -> dict[str, Any]:
         "size": note.size,
         "mtime_ns": note.mtime_ns,
         "etag": note.etag,
-        "record": record_of(note, fsrel),
+        "record": record_of(note, fsrel, head_chars),
         **({"real": note.real} if note.real is not None else {}),
     }

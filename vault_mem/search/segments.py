@@ -7,6 +7,10 @@ size - 1``). A segment never changes once written except that deletions are adde
 ``s.key`` and the deletions (``s.unseen``) are applied per call, here. Every document set of
 ``search/query.py`` goes through ``unseen`` (``to_searcher_numbers``, ``live``): it is what a
 view does not see.
+
+A segment tunes its lookups by the settings of the index whose searcher it belongs to: the index
+hands them over with the searcher (``VaultIndex.searching`` calls ``attach_settings``), and every
+segment of that searcher keeps them (``Segment.config``).
 """
 
 from __future__ import annotations
@@ -20,10 +24,10 @@ from typing import Any, TypeVar
 
 from whoosh.searching import Searcher
 
-from vault_mem import settings
 from vault_mem.search.lru import CACHE
 from vault_mem.search.whoosh.files import field_doc_frequencies, field_terms, postings
 from vault_mem.search.whoosh.seam import reader_folder
+from vault_mem.settings import Settings
 
 V = TypeVar("V")
 # A small segment keeps the terms of each field it is asked about as a set (``term_set_below`` in the
@@ -45,15 +49,33 @@ def searcher_memo(searcher: Searcher) -> dict[str, Any]:
     return memo
 
 
+def attach_settings(searcher: Searcher, config: Settings) -> Searcher:
+    """``searcher``, its segments tuned by ``config`` (the settings of the index that opened it),
+    before any reads it."""
+    searcher_memo(searcher)["config"] = config
+    return searcher
+
+
+def settings_of(searcher: Searcher) -> Settings:
+    """The settings ``attach_settings`` gave ``searcher``."""
+    config: Settings | None = searcher_memo(searcher).get("config")
+    if config is None:
+        raise RuntimeError("a searcher not opened by VaultIndex.searching: its segments have no settings "
+                           "(attach_settings gives them)")
+    return config
+
+
 class Segment:
-    """One segment as one searcher sees it (``reader`` is Whoosh's: for ``search/`` only)."""
+    """One segment as one searcher sees it (``reader`` is Whoosh's: for ``search/`` only), tuned by
+    ``config``, the settings of the index that opened the searcher."""
 
     def __init__(self, reader: Any, offset: int, hidden: frozenset[int] = frozenset(),
-                 mask: str | None = None) -> None:
+                 mask: str | None = None, *, config: Settings) -> None:
         self.reader = reader
         self.offset = offset
         self.hidden = hidden  # local numbers a limited caller may not see (search/masked.py)
         self.mask = mask  # names what ``hidden`` hides; None: nothing
+        self.config = config
 
     @cached_property
     def size(self) -> int:
@@ -134,8 +156,8 @@ class Segment:
         among them (``to_searcher_numbers`` applies ``unseen``). A long list is kept in the shared
         cache: a segment's terms never change, and deletions only grow (an agent's name in every
         call's ``lost``, a common tag). Whether the segment holds ``value`` at all is a set lookup in a
-        small segment (``SET_TERMS``), a probe of its terms file in a large one."""
-        config = settings.current()
+        small segment (``term_set_below``), a probe of its terms file in a large one."""
+        config = self.config
         terms = self._terms(field) if self.size <= config.term_set_below else None
         if terms is not None:
             if value not in terms:
@@ -184,7 +206,9 @@ def segments(searcher: Searcher) -> list[Segment]:
     memo = searcher_memo(searcher)
     found: list[Segment] | None = memo.get("segments")
     if found is None:
-        found = memo["segments"] = [Segment(reader, offset) for reader, offset in searcher.reader().leaf_readers()]
+        config = settings_of(searcher)
+        found = memo["segments"] = [Segment(reader, offset, config=config)
+                                    for reader, offset in searcher.reader().leaf_readers()]
     return found
 
 

@@ -41,6 +41,7 @@ from vault_mem.search.commits import (
     write_lock,
 )
 from vault_mem.search.schema import SCHEMA_VERSION, document_of, make_schema
+from vault_mem.search.segments import attach_settings
 from vault_mem.search.whoosh.parts import LeanSearcher, frozen_segment, lend_searcher, parts_in_memory
 from vault_mem.search.whoosh.seam import new_segment_id, renewed_searcher, with_deletions
 from vault_mem.settings import Settings
@@ -115,6 +116,8 @@ class VaultIndex:
     """The Whoosh index of one vault, and the one way changes reach it (``apply``)."""
 
     def __init__(self, root: Path, index_dir: Path | None = None, *, config: Settings) -> None:
+        # Its settings: every part of it tunes by them, but for what the process holds once for all
+        # its indexes (the cache's size, the Whoosh patches' sizes: docs/settings.md).
         self.config = config
         self.root = root
         self.dir = index_dir or default_index_dir(root)
@@ -259,7 +262,8 @@ class VaultIndex:
 
     @contextlib.contextmanager
     def searching(self) -> Iterator[Searcher]:
-        """This thread's searcher, renewed when any process has committed since its last use."""
+        """This thread's searcher, renewed when any process has committed since its last use; its
+        segments tune by this index's settings (``segments.attach_settings``)."""
         with self._lock:
             ix = self.open()
             epoch = self._epoch
@@ -271,7 +275,7 @@ class VaultIndex:
         if searcher is None:
             with self._lock:
                 try:
-                    searcher = renewed_searcher(ix, stale)
+                    searcher = attach_settings(renewed_searcher(ix, stale), self.config)
                 except (OSError, whoosh_index.EmptyIndexError) as exc:
                     self.close()
                     raise VaultUnavailable(f"index at {self.dir} cannot be read: {exc}") from exc
@@ -405,7 +409,8 @@ class VaultIndex:
         """Commit a live writer's change: one new segment, with the tiny ones folded in (``fold_tiny``).
         ``added``: the notes the writer added, in order, when nothing else was (kept for a later fold)."""
         def merge(w: SegmentWriter, segments: list[Any]) -> list[Any]:
-            left, taken = fold_tiny(w, segments, self.fold_at, self.config.tiny_segment, self.own_tiny)
+            left, taken = fold_tiny(w, segments, self.fold_at, self.config.tiny_segment,
+                                    self.config.record_head_chars, self.own_tiny)
             if added and taken is not None:  # the new segment: these notes, then those folded in
                 self.own_tiny.keep(new_segment_id(w), added + taken)
             return left
@@ -520,7 +525,7 @@ class VaultIndex:
                 if change is None:
                     w.delete_by_term("path", path)
                 else:
-                    w.update_document(**document_of(*change))
+                    w.update_document(**document_of(*change, self.config.record_head_chars))
             self.commit_live(w, [change for change in batch.changes.values() if change is not None])
         except BaseException:
             # A writer whose work or commit raised keeps Whoosh's lock until it is cancelled.

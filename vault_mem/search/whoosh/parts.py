@@ -18,6 +18,7 @@ import weakref
 from array import array
 from collections import OrderedDict
 from collections.abc import Iterator
+from dataclasses import dataclass
 from typing import Any
 
 import whoosh
@@ -34,7 +35,28 @@ from whoosh.searching import Searcher
 from whoosh.system import _FLOAT_SIZE, _INT_SIZE, _LONG_SIZE, pack_ushort
 from whoosh.util.numeric import length_to_byte
 
-from vault_mem import settings
+from vault_mem.settings import Settings
+
+
+@dataclass(frozen=True)
+class Sizes:
+    """The sizes patches 9 and 11 work by: the ``inline_postings`` and ``tocs_kept`` settings.
+
+    They are the process's, not an index's: Whoosh calls the patches with no index at hand, and the
+    patches are installed once per process, so ``patches.install`` sets ``SIZES`` from the settings
+    its caller gives, the process's composition root (docs/settings.md, "Where settings are read").
+    """
+
+    inline_postings: int
+    tocs_kept: int
+
+    @classmethod
+    def of(cls, config: Settings) -> Sizes:
+        return cls(config.inline_postings, config.tocs_kept)
+
+
+SIZES = Sizes.of(Settings())  # the defaults until the patches are installed
+
 
 _TERM_INFO = W3TermInfo._struct  # inlined, weight, doc frequency, min and max length, max weight, first and last id
 
@@ -47,7 +69,7 @@ def inline_term(fieldwriter: W3FieldWriter, tbytes: bytes, postings: list[Any], 
     of 1 keeps every term out). A block is a pickle, zlib and a header per term; most terms of a
     live commit's segment have one posting. Values as the block reader gives them: None for a
     format without values. False (nothing written) for a term of more postings."""
-    if len(postings) > 3 * settings.current().inline_postings:
+    if len(postings) > 3 * SIZES.inline_postings:
         return False
     ids = postings[0::3]
     values = ((None,) * len(ids) if fieldwriter._format.fixed_value_size() == 0
@@ -137,11 +159,11 @@ _schema_pickles: OrderedDict[int, tuple[Any, tuple[str, ...], bytes]] = OrderedD
 
 
 def _keep_latest(kept: OrderedDict[Any, Any], key: Any, value: Any) -> None:
-    """Put ``key`` last in ``kept``, dropping the oldest past ``_TOCS_KEPT`` (under ``_tocs_lock``)."""
+    """Put ``key`` last in ``kept``, dropping the oldest past ``tocs_kept`` (under ``_tocs_lock``)."""
     with _tocs_lock:
         kept[key] = value
         kept.move_to_end(key)
-        while len(kept) > settings.current().tocs_kept:
+        while len(kept) > SIZES.tocs_kept:
             kept.popitem(last=False)
 
 

@@ -10,9 +10,14 @@ every one of them off, Whoosh's own code runs and the answers are byte for byte 
 them once at start (``vault_mem/cli``), a build worker and a merge process likewise, each
 honouring ``VAULT_MEM_WHOOSH_PATCHES`` (docs/index-and-scale.md, "Whoosh patches").
 
-    install(off)     the fixes, and every speed patch not named in ``off``; those named removed
-    installed()      the names of the patches in place now
-    FIXES, PATCHES   the names, in seam.py's numbering
+The sizes the patches work by (``inline_postings``, ``tocs_kept``, ``run_chunk``) come with the
+install: Whoosh calls the patches with no index at hand, so they are the process's, taken from the
+settings the installing composition root gives, not from any one index's settings; a later install
+changes them for every index of the process (docs/settings.md, "Where settings are read").
+
+    install(config, off)  the fixes, and every speed patch not named in ``off``; those named removed
+    installed()           the names of the patches in place now
+    FIXES, PATCHES        the names, in seam.py's numbering
 """
 
 from __future__ import annotations
@@ -40,6 +45,7 @@ from vault_mem.search.whoosh import parts, seam
 from vault_mem.search.whoosh.mapping import hash_reader_init
 from vault_mem.search.whoosh.postings import TermPool
 from vault_mem.search.whoosh.postings import add_document as postings_add_document
+from vault_mem.settings import Settings
 
 ENVIRONMENT = "VAULT_MEM_WHOOSH_PATCHES"  # "all" (the default), "none", or "-name,-name": speed patches left out
 
@@ -99,15 +105,17 @@ PATCHES: tuple[str, ...] = ("shared-mappings", "missing-columns", "postings", "f
 _NEEDS = {"postings": "field-lengths"}  # a patch that works only with another in place
 
 
-def install(off: Collection[str] = ()) -> None:
+def install(config: Settings, off: Collection[str] = ()) -> None:
     """The fixes and every speed patch not named in ``off`` in place, every one named there removed
-    (Whoosh's own code back); ValueError naming a name that is no speed patch. Safe to call again,
-    from any thread."""
+    (Whoosh's own code back), working by ``config``'s sizes; ValueError naming a name that is no
+    speed patch. Safe to call again, from any thread."""
     unknown = sorted(set(off) - set(PATCHES))
     if unknown:
         raise ValueError(f"no Whoosh speed patch is named {', '.join(unknown)}: the names are {', '.join(PATCHES)}")
     left_out = set(off) | {name for name, needed in _NEEDS.items() if needed in off}
     with _lock:
+        parts.SIZES = parts.Sizes.of(config)
+        TermPool.run_chunk = config.run_chunk
         for patch in _patches():
             for owner, attribute, value in patch.targets:
                 key = (owner, attribute)
@@ -137,8 +145,8 @@ def left_out_by(setting: str | None) -> frozenset[str]:
     return frozenset(name[1:] for name in names)
 
 
-def install_from_environment() -> frozenset[str]:
-    """``install`` as ``VAULT_MEM_WHOOSH_PATCHES`` says; the patches left out."""
+def install_from_environment(config: Settings) -> frozenset[str]:
+    """``install(config)`` as ``VAULT_MEM_WHOOSH_PATCHES`` says; the patches left out."""
     off = left_out_by(os.environ.get(ENVIRONMENT))
-    install(off)
+    install(config, off)
     return off

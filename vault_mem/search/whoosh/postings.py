@@ -47,7 +47,7 @@ from whoosh.fields import FieldType
 from whoosh.formats import Existence, Frequency
 from whoosh.system import pack_uint
 
-from vault_mem import settings
+from vault_mem.settings import Settings
 
 Item = tuple[bytes, int, float, bytes]  # (term bytes, frequency, weight, value bytes), as field.index
 TermsOf = Callable[[str], list[Item]]
@@ -169,6 +169,10 @@ class TermPool(whoosh.writing.PostingPool):  # type: ignore[misc]
     runs: list[str]  # run files, as Whoosh's pool keeps them
     limit: int  # bytes, from the writer's ``limitmb``
     fieldnames: set[str]
+    # Postings per pickled chunk of a run file: the ``run_chunk`` setting. The process's, not an
+    # index's: Whoosh's writer makes its pool, with no index at hand, so ``patches.install`` sets
+    # this from the settings its caller, the process's composition root, gives.
+    run_chunk: int = Settings().run_chunk
 
     def __init__(self, tempstore: Any, segment: Any, limitmb: float = 128, **kwargs: Any) -> None:
         super().__init__(tempstore, segment, limitmb=limitmb, **kwargs)
@@ -264,7 +268,7 @@ class TermPool(whoosh.writing.PostingPool):  # type: ignore[misc]
 
     def _write_run(self, f: Any, items: Iterable[Any]) -> None:
         rest = iter(items)
-        while chunk := list(itertools.islice(rest, settings.current().run_chunk)):
+        while chunk := list(itertools.islice(rest, self.run_chunk)):
             pickle.dump(chunk, f, pickle.HIGHEST_PROTOCOL)
         f.close()
 

@@ -115,7 +115,6 @@ from whoosh.reading import EmptyReader, MultiReader, SegmentReader
 from whoosh.searching import Searcher
 from whoosh.util.numeric import byte_to_length
 
-from vault_mem import settings
 from vault_mem.search.whoosh import parts as whoosh_parts
 from vault_mem.search.whoosh.mapping import SharedFiles, ViewFile
 from vault_mem.search.whoosh.postings import TermPool
@@ -379,10 +378,10 @@ def clean_files_and_leftovers(storage: Any, indexname: str, gen: int, segments: 
 DEFAULT_INDEX_NAME: str = whoosh.index._DEF_INDEX_NAME  # the name every index here has ("MAIN")
 
 
-def unlocked_writer(target: Any, limitmb: int | None = None) -> whoosh.writing.SegmentWriter:
+def unlocked_writer(target: Any, limitmb: int) -> whoosh.writing.SegmentWriter:
     """A segment writer that does not take the lock (a build worker, a merge: ``publish`` comes
-    later); ``limitmb``: the ``writer_pool_mb`` setting when None."""
-    limitmb = settings.current().writer_pool_mb if limitmb is None else limitmb
+    later), holding ``limitmb`` megabytes of postings (the ``writer_pool_mb`` setting) before it
+    sorts them to a run file."""
     return whoosh.writing.SegmentWriter(target, _lk=False, limitmb=limitmb)
 
 
