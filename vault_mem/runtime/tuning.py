@@ -90,8 +90,7 @@ def merge_process(argv: list[str] | None = None) -> int:
     """The background merge process: it gives way, then merges (``search/merge.py``)."""
     from vault_mem.search.api import merge_main
 
-    config = settings.from_environment(os.environ)  # a process of its own: its composition root
-    settings.configure(config)
+    config = settings.from_environment(os.environ)  # a process of its own: its composition root, passed down
     merge_gives_way(config)
     return merge_main(config, sys.argv[1:] if argv is None else argv)
 
