@@ -31,7 +31,7 @@ from vault_mem.served.context import View
 from vault_mem.served.refs import without_prefix
 from vault_mem.vault.fields import fold
 from vault_mem.vault.names import strip_md
-from vault_mem.vault.note import domain_of, permalink_of
+from vault_mem.vault.note import domain_of
 
 FOLLOWS = ("active", "latest", "full_history", "all")  # the lineage modes (``follow``) of memory_list and memory_search
 
@@ -233,7 +233,7 @@ class Lineage:
         }
 
     def _permalink(self, doc: int) -> str:
-        return permalink_of(self.view.snapshot.record(doc)["path"])
+        return self.view.permalink(self.view.snapshot.record(doc)["path"])
 
 
 

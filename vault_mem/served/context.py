@@ -23,6 +23,7 @@ from vault_mem.search.api import Snapshot, VaultIndex, cached_while_unchanged, r
 from vault_mem.served.agents import Agent
 from vault_mem.settings import Settings
 from vault_mem.vault.frontmatter import split_frontmatter
+from vault_mem.vault.note import PERMALINK_PREFIX, permalink_of
 from vault_mem.vault.paths import InsideCheck, NotANote, display_path, link_target
 from vault_mem.vault.reader import VersionKey, decode, read_bytes, read_linked, read_whole_linked, version_key
 
@@ -70,6 +71,14 @@ class Vault:
     health: Health = field(default_factory=SteadyHealth)
     git_commit: bool = False  # serve --git-commit: each write tool's change is its own commit (docs/git.md)
     meaning: Meaning | None = None  # --meaning-model: memory_search also ranks by meaning (docs/ranking.md)
+    name: str = ""  # its name among the served vaults (served/vaults.py); "" for one vault built by older code
+    named: bool = False  # several vaults are served: its permalinks name it (memory://NAME/...)
+
+    def permalink(self, path: str) -> str:
+        """The permalink of the note at ``path``: ``memory://NAME/path`` when several vaults are
+        served, else ``memory://path`` as with one vault (docs/vaults.md)."""
+        plain = permalink_of(path)
+        return f"{PERMALINK_PREFIX}{self.name}/{plain[len(PERMALINK_PREFIX):]}" if self.named else plain
 
     def indexing(self) -> dict[str, int] | None:
         return self.health.indexing()
@@ -97,6 +106,10 @@ class View:
         self.caller = caller
         self.config = snapshot.config  # the served index's settings, for every read of this call
         self._inside: InsideCheck | None = None  # the root and folders resolved once a call, not once a row
+
+    def permalink(self, path: str) -> str:
+        """The permalink of the note at ``path`` as this server shows it (``Vault.permalink``)."""
+        return self.vault.permalink(path)
 
     def fresh(self) -> View:
         """A view of the same commit for the same caller, without the records this one read."""
