@@ -177,10 +177,10 @@ class Calls:
             names = ", ".join(repr(n) for n in served.reachable(reach))
             if not spec.read_only:
                 raise InvalidInput("vault", f"'{EVERY}' (every vault) does not name where to write: give one "
-                                            f"vault's name: {names}")
+                                            f"vault's name; vaults: {names}")
             if spec.name != "memory_search" and served.several:
                 raise InvalidInput("vault", f"'{EVERY}' (every vault) is taken by memory_search only: give one "
-                                            f"vault's name: {names}")
+                                            f"vault's name; vaults: {names}")
             if not served.several:
                 target = served.chosen(None, reach)
         ref_param = next((theirs for theirs, ours in spec.arg_map if ours == "ref"), "ref")
