@@ -209,3 +209,43 @@ async def test_over_stdio_the_default_vault_is_the_one_the_client_works_in(tmp_p
             await client.read_resource("memory://nowhere/acme/Plan")
         text = (await client.read_resource("memory://team/projects/Board")).contents[0]
         assert "zebra board" in getattr(text, "text", "")
+
+
+async def test_supersede_across_vaults_writes_each_side_in_its_vault_with_lineage_both_ways(tmp_path: Path) -> None:
+    served = three(tmp_path)
+    async with session(served) as c:
+        new = await c.call("memory_supersede", agent="t", ref="memory://home/garden/Roses", vault="work",
+                           title="Roses at work", content="The roses moved to the office.")
+        assert new["status"] == "ok" and new["permalink"] == "memory://work/garden/Roses at work", new
+        assert (tmp_path / "work" / "garden" / "Roses at work.md").is_file()
+        assert not (tmp_path / "home" / "garden" / "Roses at work.md").exists()
+        old_text = (tmp_path / "home" / "garden" / "Roses.md").read_text(encoding="utf-8")
+        assert "valid_until:" in old_text and "memory://work/garden/Roses at work" in old_text
+        read_new = await c.call("memory_read", ref=new["permalink"])
+        assert read_new["lineage"]["supersedes"] == ["memory://home/garden/Roses"]
+        read_old = await c.call("memory_read", ref="memory://home/garden/Roses")
+        assert read_old["lineage"]["superseded_by"] == ["memory://work/garden/Roses at work"]
+        assert read_old["valid_until"] == new["updated"]
+
+
+async def test_supersede_across_vaults_writes_nothing_when_either_side_is_refused(tmp_path: Path) -> None:
+    served = three(tmp_path)
+    before = {p: p.read_bytes() for p in tmp_path.rglob("*.md")}
+    reader = Agent("coder", (), ("projects/**",), False)  # reads all of team, writes projects/ only
+    works = Agent("coder", (), ("acme/**",), False)  # in work: writes acme/ only
+    async with session(served, reach={"team": reader, "work": works}) as c:
+        old_refused = await c.call("memory_supersede", agent="coder", ref="memory://team/private/Pay",
+                                   vault="work", title="New pay", content="x", domain="acme")
+        assert old_refused["status"] == "forbidden", old_refused
+        new_refused = await c.call("memory_supersede", agent="coder", ref="memory://team/projects/Board",
+                                   vault="work", title="New board", content="x", domain="garden")
+        assert new_refused["status"] == "forbidden", new_refused
+        hidden = await c.call("memory_supersede", agent="coder", ref="memory://home/garden/Roses",
+                              vault="work", title="New roses", content="x", domain="acme")
+        assert hidden["status"] == "not_found", "a vault it does not reach is a path in work: nothing there"
+    read_only = Agent("coder", (), (), True)
+    async with session(served, reach={"work": None, "team": read_only}) as c:
+        refused = await c.call("memory_supersede", agent="coder", ref="memory://team/projects/Board",
+                               vault="work", title="New board", content="x", domain="acme")
+        assert refused["status"] == "forbidden", refused
+    assert {p: p.read_bytes() for p in tmp_path.rglob("*.md")} == before, "nothing written on either side"

@@ -26,13 +26,17 @@ from vault_mem.served.agents import Agent
 from vault_mem.served.context import Vault, view_of
 from vault_mem.served.mailbox import annotate, caller_name
 from vault_mem.served.vaults import EVERY, Reach, Served
+from vault_mem.writes.across import supersede_across
 
 log = logging.getLogger("vault_mem.mcp_server")
 
 
 def call(vault: Vault, spec: ToolSpec, arguments: dict[str, Any] | None, caller: Agent | None = None,
-         read_only: bool = False) -> dict[str, Any]:
-    """Run one tool call by ``caller`` (None: unlimited) to an answer dict. Never raises."""
+         read_only: bool = False, *, others: frozenset[str] = frozenset(),
+         old: tuple[Vault, Agent | None, frozenset[str]] | None = None) -> dict[str, Any]:
+    """Run one tool call by ``caller`` (None: unlimited) to an answer dict. Never raises.
+    ``others``: the other served vaults the caller reaches; ``old``: memory_supersede whose old
+    note is in another vault (that vault, the caller there, the others it reaches from there)."""
     try:
         raw = dict(arguments or {})
         for theirs, ours in spec.arg_map:
@@ -42,13 +46,20 @@ def call(vault: Vault, spec: ToolSpec, arguments: dict[str, Any] | None, caller:
             if theirs in raw:
                 raw[ours] = raw.pop(theirs)
         _admit(spec, raw, caller, read_only)
+        if old is not None:  # the caller's rules in the old note's vault too, before anything is written
+            _admit(spec, dict(raw), old[1], read_only)
+            old[0].check()
         handler = spec.handler
         agent = caller_name(caller, raw)
         started = time.time()
         vault.check()  # may wait for a first build: not yet a call in flight (the check waits for those)
         try:
-            with vault.answering(), view_of(vault, caller) as view:
-                answer = handler(view, raw)
+            with vault.answering(), view_of(vault, caller, others) as view:
+                if old is None:
+                    answer = handler(view, raw)
+                else:
+                    with old[0].answering(), view_of(*old) as old_view:
+                        answer = supersede_across(view, old_view, raw)
                 annotate(view, spec.name, agent, answer, started)  # inbox, lost, persist_error (served/mailbox.py)
                 conflicts = conflict_hint(view) if answer.get("status") in ("ok", "none") else None
                 if conflicts:
@@ -148,13 +159,15 @@ class Calls:
         reach = self.served.everywhere(caller) if reach is None else reach
         raw = dict(arguments or {})
         try:
-            target = self._target(spec, raw, reach)
+            target, old_in = self._target(spec, raw, reach)
         except VaultMemError as exc:
             return error_answer(exc, {ours: theirs for theirs, ours in spec.arg_map})
         served = self.served
         if target == EVERY:  # memory_search in every vault the caller may read
             return spanning.search_everywhere(served, reach, raw, self._runner(spec), self.config)
-        answer = call(served.vaults[target], spec, raw, reach[target], self.read_only)
+        old = (served.vaults[old_in], reach[old_in], self._others(old_in, reach)) if old_in is not None else None
+        answer = call(served.vaults[target], spec, raw, reach[target], self.read_only,
+                      others=self._others(target, reach), old=old)
         if served.several and answer.get("status") in ("ok", "none"):
             if spec.name == "list_domains":
                 answer["vaults"] = spanning.vault_counts(served, reach)
@@ -163,13 +176,21 @@ class Calls:
         return answer
 
     def _runner(self, spec: ToolSpec) -> spanning.RunIn:
-        return lambda name, raw, caller: call(self.served.vaults[name], spec, raw, caller, self.read_only)
+        return lambda name, raw, caller: call(self.served.vaults[name], spec, raw, caller, self.read_only,
+                                              others=self._others(name, reach=None))
 
-    def _target(self, spec: ToolSpec, raw: dict[str, Any], reach: Reach) -> str:
+    def _others(self, name: str, reach: Reach | None) -> frozenset[str]:
+        """The served vaults but ``name`` that ``reach`` includes (None: none; one vault: none)."""
+        if reach is None or not self.served.several:
+            return frozenset()
+        return frozenset(other for other in self.served.reachable(reach) if other != name)
+
+    def _target(self, spec: ToolSpec, raw: dict[str, Any], reach: Reach) -> tuple[str, str | None]:
         """The name of the vault the call runs in (``EVERY``: memory_search spanning every vault),
-        its ``vault`` taken out of ``raw`` and a ref's vault name out of the ref. InvalidInput for a
-        vault the caller cannot use, ``*`` where one vault is needed, or a ref naming another vault
-        than ``vault``."""
+        its ``vault`` taken out of ``raw`` and a ref's vault name out of the ref; and, for
+        memory_supersede whose ref names another vault than ``vault``, that vault (the old note's).
+        InvalidInput for a vault the caller cannot use, ``*`` where one vault is needed, or (any
+        other tool) a ref naming another vault than ``vault``."""
         served = self.served
         given = raw.pop("vault", None)
         target = served.chosen(given, reach)
@@ -187,13 +208,15 @@ class Calls:
         ref = raw.get(ref_param)
         ref = ref.strip() if isinstance(ref, str) and ref_param in spec.names else ""
         named = served.named_in(ref, reach) if ref else None
-        if named is not None:
-            in_vault, rest = named
-            if given is not None and in_vault != target:
-                raise InvalidInput(ref_param, f"{ref[:200]!r} is a note of the vault {in_vault!r}, but vault "
-                                              f"is {target!r}: leave out vault, or give {in_vault!r}")
-            target = in_vault
-            raw[ref_param] = rest
-        return target
+        if named is None:
+            return target, None
+        in_vault, rest = named
+        raw[ref_param] = rest
+        if given is None or in_vault == target:
+            return in_vault, None
+        if spec.name == "memory_supersede":  # the new note in vault, the old one where it is
+            return target, in_vault
+        raise InvalidInput(ref_param, f"{ref[:200]!r} is a note of the vault {in_vault!r}, but vault "
+                                      f"is {target!r}: leave out vault, or give {in_vault!r}")
 
 

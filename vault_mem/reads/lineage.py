@@ -226,9 +226,12 @@ class Lineage:
 
     def lineage_of(self, doc: int) -> dict[str, list[str]]:
         """For memory_read: direct predecessors and superseders, and the latest version(s)."""
+        elsewhere = self.view.elsewhere  # an edge to a note of another served vault, as written
         return {
-            "supersedes": [self._permalink(d) for d in self.predecessors(doc)],
-            "superseded_by": [self._permalink(d) for d in self.superseders(doc)],
+            "supersedes": [self._permalink(d) for d in self.predecessors(doc)]
+            + [t for t in self.dangling(doc, "supersedes") if elsewhere(t)],
+            "superseded_by": [self._permalink(d) for d in self.superseders(doc)]
+            + [t for t in self.dangling(doc, "superseded_by") if elsewhere(t)],
             "latest": [self._permalink(d) for d in self.latest(doc)],
         }
 

@@ -100,10 +100,12 @@ class View:
     vault it belongs to, the caller's write rules and the notes' bodies on disk. Made by
     ``view_of``."""
 
-    def __init__(self, vault: Vault, snapshot: Snapshot, caller: Agent | None = None) -> None:
+    def __init__(self, vault: Vault, snapshot: Snapshot, caller: Agent | None = None,
+                 others: frozenset[str] = frozenset()) -> None:
         self.vault = vault
         self.snapshot = snapshot
         self.caller = caller
+        self.others = others  # the other served vaults this caller reaches, by name (docs/vaults.md)
         self.config = snapshot.config  # the served index's settings, for every read of this call
         self._inside: InsideCheck | None = None  # the root and folders resolved once a call, not once a row
 
@@ -111,9 +113,18 @@ class View:
         """The permalink of the note at ``path`` as this server shows it (``Vault.permalink``)."""
         return self.vault.permalink(path)
 
+    def elsewhere(self, target: str) -> bool:
+        """Whether ``target`` (a ``supersedes`` or ``superseded_by`` entry) is the permalink of a note
+        in another served vault this caller reaches (``memory://NAME/...``): a lineage edge across
+        vaults, shown as written (memory_supersede across vaults writes one on each side)."""
+        if not self.others or not target.lower().startswith(PERMALINK_PREFIX):
+            return False
+        head, sep, _rest = target[len(PERMALINK_PREFIX):].partition("/")
+        return bool(sep) and head in self.others
+
     def fresh(self) -> View:
         """A view of the same commit for the same caller, without the records this one read."""
-        return View(self.vault, self.snapshot.fresh(), self.caller)
+        return View(self.vault, self.snapshot.fresh(), self.caller, self.others)
 
     def may_read(self, path: str) -> bool:
         return self.caller is None or self.caller.may_read(path)
@@ -189,12 +200,13 @@ class View:
 
 
 @contextmanager
-def view_of(vault: Vault, caller: Agent | None = None) -> Iterator[View]:
-    """A ``View`` of ``vault``'s index as committed now, as ``caller`` may see it, for one call."""
+def view_of(vault: Vault, caller: Agent | None = None, others: frozenset[str] = frozenset()) -> Iterator[View]:
+    """A ``View`` of ``vault``'s index as committed now, as ``caller`` may see it, for one call
+    (``others``: the other served vaults the caller reaches)."""
     limited = caller is not None and not caller.reads_everything
     with reading(vault.index, caller.mask if caller is not None and limited else None,
                  caller.may_read if caller is not None and limited else None) as snapshot:
-        yield View(vault, snapshot, caller)
+        yield View(vault, snapshot, caller, others)
 
 
 def settled_stamp(path: Path, settled_ns: int) -> VersionKey | None:
