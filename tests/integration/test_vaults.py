@@ -8,7 +8,7 @@ import os
 import sys
 import time
 from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from contextlib import AbstractContextManager, asynccontextmanager, nullcontext
 from pathlib import Path
 from typing import Any
 
@@ -249,3 +249,32 @@ async def test_supersede_across_vaults_writes_nothing_when_either_side_is_refuse
                                vault="work", title="New board", content="x", domain="acme")
         assert refused["status"] == "forbidden", refused
     assert {p: p.read_bytes() for p in tmp_path.rglob("*.md")} == before, "nothing written on either side"
+
+
+class Building:
+    """The health of a vault whose first build is under way (``runtime/lifecycle.py`` reports
+    the same): ``indexing`` says how far, and a call does not wait for it."""
+
+    def indexing(self) -> dict[str, int] | None:
+        return {"done": 1, "total": 40}
+
+    def checking(self) -> dict[str, int] | None:
+        return None
+
+    def check(self) -> None:
+        return None
+
+    def answering(self) -> AbstractContextManager[None]:
+        return nullcontext()
+
+
+async def test_a_vault_still_building_says_so_and_the_others_answer_as_usual(tmp_path: Path) -> None:
+    served = three(tmp_path)
+    served.vaults["team"].health = Building()
+    async with session(served) as c:
+        work = await c.call("memory_search", agent="t", query="zebra")
+        assert "indexing" not in work and work["count"] == 2
+        team = await c.call("memory_search", agent="t", query="zebra", vault="team")
+        assert team["indexing"] == {"done": 1, "total": 40} and any("being built" in h for h in team["hints"])
+        every = await c.call("memory_search", agent="t", query="zebra", vault="*")
+        assert every["indexing"] == {"done": 1, "total": 40} and every["count"] == 6
