@@ -75,6 +75,8 @@ async def test_each_tool_names_the_vault_it_works_in_and_writes_land_there(tmp_p
         # a permalink names its vault: read where it is, whatever the default
         read = await c.call("memory_read", ref="memory://home/acme/Plan")
         assert read["uid"] == "plan-h" and read["permalink"] == "memory://home/acme/Plan"
+        missing = await c.call("memory_read", ref="memory://home/acme/Nothing")
+        assert missing["status"] == "not_found" and "'memory://home/acme/Nothing'" in missing["message"]
         # an old permalink (no vault name) is read in the default vault
         assert (await c.call("memory_read", ref="memory://acme/Plan"))["uid"] == "plan-w"
         assert (await c.call("memory_read", ref="memory://acme/Plan", vault="home"))["uid"] == "plan-h"

@@ -231,11 +231,11 @@ def _resource_text(served: Served, uri: str, reach: Reach) -> str:
     from mcp.shared.exceptions import MCPError
 
     named = served.named_in(uri.strip(), reach)
-    name, ref = named if named is not None else (served.chosen(None, reach), uri)
+    name = named[0] if named is not None else served.chosen(None, reach)
     vault = served.vaults[name]
     try:
         with view_of(vault, reach[name]) as view:
-            docnum = _resolve_uri(view, ref)
+            docnum = _resolve_uri(view, uri)
             record = view.snapshot.record(docnum)
             data, real = view.note_bytes(record, "uri")
             if not view.may_see(str(record["path"]), None, record.get("real"), real):

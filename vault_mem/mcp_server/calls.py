@@ -210,8 +210,7 @@ class Calls:
         named = served.named_in(ref, reach) if ref else None
         if named is None:
             return target, None
-        in_vault, rest = named
-        raw[ref_param] = rest
+        in_vault, _rest = named  # the ref keeps its vault's name: read there, it names the note (served/refs.py)
         if given is None or in_vault == target:
             return in_vault, None
         if spec.name == "memory_supersede":  # the new note in vault, the old one where it is

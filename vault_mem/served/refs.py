@@ -105,6 +105,10 @@ def resolve_ref(view: View, ref: str, param: str = "ref") -> int:
     if not text:
         raise InvalidInput(param, "must not be empty: pass a uid, permalink, path, file name or title")
     as_path = without_prefix(text)
+    if as_path is not text and view.vault.named:  # a permalink naming this vault (docs/vaults.md)
+        head, sep, rest = as_path.partition("/")
+        if sep and head == view.vault.name:
+            as_path = rest
     check_relative(as_path, param)
     keys = {False: fold(text), True: fold(strip_md(as_path.strip("/")))}
     names = Names(view)
