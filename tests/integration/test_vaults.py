@@ -5,6 +5,7 @@ around it) and the server process over stdio (the default vault by working direc
 from __future__ import annotations
 
 import os
+import subprocess
 import sys
 import time
 from collections.abc import AsyncIterator
@@ -280,3 +281,31 @@ async def test_a_vault_still_building_says_so_and_the_others_answer_as_usual(tmp
         assert team["indexing"] == {"done": 1, "total": 40} and any("being built" in h for h in team["hints"])
         every = await c.call("memory_search", agent="t", query="zebra", vault="*")
         assert every["indexing"] == {"done": 1, "total": 40} and every["count"] == 6
+
+
+async def test_over_stdio_an_agent_reaches_the_vaults_where_it_has_a_key(tmp_path: Path, capsys) -> None:
+    import json
+
+    from vault_mem.cli import main
+
+    for name, notes in ALL.items():
+        write_notes(tmp_path / name, notes)
+    capsys.readouterr()
+    assert main(["agents", "add", "coder", "--vault", str(tmp_path / "team"), "--read", "projects/", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["agent"] == "coder"
+    params = _stdio(tmp_path, tmp_path / "work")  # started in work, which the agent does not reach
+    params.args += ["--agent", "coder"]
+    async with Client(params, mode="legacy") as client:
+        c = ToolClient(client)
+        deadline = time.monotonic() + 60
+        while "indexing" in (domains := await c.call("list_domains")) or not domains["vaults"][0]["notes"]:
+            assert time.monotonic() < deadline, domains
+        assert domains["vaults"] == [{"name": "team", "notes": 1, "default": True}]
+        found = await c.call("memory_search", query="zebra", vault="*")
+        assert [(row["vault"], row["permalink"]) for row in found["notes"]] == [
+            ("team", "memory://team/projects/Board")]
+        refused = await c.call("memory_read", ref="plan-w", vault="work")
+        assert refused["status"] == "invalid" and refused["message"].endswith("vaults: 'team'")
+    nobody = subprocess.run([sys.executable, *_stdio(tmp_path, tmp_path).args, "--agent", "stranger"],
+                            input=b"", capture_output=True, cwd=tmp_path, env=dict(os.environ), timeout=120)
+    assert nobody.returncode == 1 and b"'stranger' has no key in any of the vaults served" in nobody.stderr
