@@ -13,6 +13,7 @@ from contextlib import AbstractContextManager, asynccontextmanager, nullcontext
 from pathlib import Path
 from typing import Any
 
+import anyio
 import pytest
 from conftest import ToolClient, open_vault, write_notes
 from mcp import Client, StdioServerParameters
@@ -309,3 +310,30 @@ async def test_over_stdio_an_agent_reaches_the_vaults_where_it_has_a_key(tmp_pat
     nobody = subprocess.run([sys.executable, *_stdio(tmp_path, tmp_path).args, "--agent", "stranger"],
                             input=b"", capture_output=True, cwd=tmp_path, env=dict(os.environ), timeout=120)
     assert nobody.returncode == 1 and b"'stranger' has no key in any of the vaults served" in nobody.stderr
+
+
+async def test_one_meaning_model_serves_every_vault_each_with_its_own_vectors(tmp_path: Path) -> None:
+    from meaning_model import make_tiny_model
+    from test_meaning import NOTES as MEANING_NOTES
+    from test_meaning import QUESTION
+
+    model = make_tiny_model(tmp_path / "tiny-model")
+    write_notes(tmp_path / "one", MEANING_NOTES)
+    write_notes(tmp_path / "two", {"queues/phones.md": "---\ntitle: Queue for the phones\n---\nNATS JetStream.\n"})
+    args = ["-m", "vault_mem", "serve", "--vault", f"one={tmp_path / 'one'}", "--vault", f"two={tmp_path / 'two'}",
+            "--meaning-model", str(model)]
+    params = StdioServerParameters(command=sys.executable, args=args, cwd=str(tmp_path), env=dict(os.environ))
+    async with Client(params, mode="legacy") as client:
+        c = ToolClient(client)
+        deadline = time.monotonic() + 90
+        wanted = {("one", "memory://one/decisions/queue-v3"), ("two", "memory://two/queues/phones")}
+        while True:  # until both vaults are embedded: each note shares no word with the question
+            found = await c.call("memory_search", agent="t", query=QUESTION, vault="*")
+            by_meaning = {(row["vault"], row["permalink"]) for row in found["notes"]
+                          if row.get("found_by") == "meaning"}
+            if wanted <= by_meaning and not {"indexing", "checking", "meaning"} & set(found):
+                break
+            assert time.monotonic() < deadline, found
+            await anyio.sleep(0.1)
+    stores = [list((tmp_path / name / ".vault-mem" / "meaning").glob("*-texts*")) for name in ("one", "two")]
+    assert all(len(found) == 1 for found in stores) and stores[0][0].name == stores[1][0].name, stores
