@@ -19,9 +19,11 @@ from conftest import ToolClient, open_vault, write_notes
 from mcp import Client, StdioServerParameters
 from mcp.shared.exceptions import MCPError
 
+from vault_mem import settings
 from vault_mem.mcp_server.app import build_server
 from vault_mem.served.agents import Agent
 from vault_mem.served.vaults import Served
+from vault_mem.vault.reader import read_note
 
 pytestmark = pytest.mark.anyio
 
@@ -337,3 +339,18 @@ async def test_one_meaning_model_serves_every_vault_each_with_its_own_vectors(tm
             await anyio.sleep(0.1)
     stores = [list((tmp_path / name / ".vault-mem" / "meaning").glob("*-texts*")) for name in ("one", "two")]
     assert all(len(found) == 1 for found in stores) and stores[0][0].name == stores[1][0].name, stores
+
+
+async def test_an_edge_to_another_vault_never_resolves_to_a_note_of_the_same_path_here(tmp_path: Path) -> None:
+    served = three(tmp_path)
+    write_notes(tmp_path / "work", {"home/garden/Roses.md": "---\nid: decoy\ntitle: Decoy\n---\nA zebra decoy.\n"})
+    served.vaults["work"].index.apply([(read_note(tmp_path / "work", "home/garden/Roses.md",
+                                                  config=settings.current()), "home/garden/Roses.md")], [])
+    async with session(served) as c:
+        new = await c.call("memory_supersede", agent="t", ref="memory://home/garden/Roses", vault="work",
+                           title="Roses at work", content="Moved.")
+        assert new["status"] == "ok"
+        decoy = await c.call("memory_read", ref="decoy")
+        assert decoy["lineage"]["superseded_by"] == [], "the decoy in work is not the home note"
+        assert (await c.call("memory_read", ref=new["permalink"]))["lineage"]["supersedes"] == [
+            "memory://home/garden/Roses"]

@@ -81,7 +81,10 @@ class Lineage:
         self._predecessors.setdefault(new, set()).add(old)
 
     def resolve(self, target: str, from_path: str) -> int | None:
-        """The note a supersession target names: a uid, else what the same ``[[wikilink]]`` names."""
+        """The note a supersession target names: a uid, else what the same ``[[wikilink]]`` names;
+        None for a permalink of another served vault (an edge across vaults: ``View.elsewhere``)."""
+        if self.view.elsewhere(target.strip()):
+            return None
         text = without_prefix(target.strip())
         cache_key = (fold(text), domain_of(from_path))
         if cache_key in self._resolved:
