@@ -171,8 +171,9 @@ def cmd_serve(args: argparse.Namespace) -> int:
                     from vault_mem.runtime.meaning import start_embedding
 
                     chosen = meanings[name]
-                    say(f"ranking by meaning too, with {chosen.model.name}: {len(chosen.store):,} notes embedded "
-                        f"in {roots[name]}; the rest are embedded in the background once the index is ready")
+                    where = f" in {roots[name]}" if len(roots) > 1 else ""
+                    say(f"ranking by meaning too, with {chosen.model.name}: {len(chosen.store):,} notes embedded"
+                        f"{where}; the rest are embedded in the background once the index is ready")
                     start_embedding(chosen, roots[name], opened, runtimes[name].wait_ready)
             from vault_mem.mcp_server.app import Calls, build_server
             from vault_mem.mcp_server.delegate import Delegate
