@@ -187,7 +187,8 @@ class Calls:
 
     def _target(self, spec: ToolSpec, raw: dict[str, Any], reach: Reach) -> tuple[str, str | None]:
         """The name of the vault the call runs in (``EVERY``: memory_search spanning every vault),
-        its ``vault`` taken out of ``raw`` and a ref's vault name out of the ref; and, for
+        its ``vault`` taken out of ``raw`` (a ref ``memory://NAME/...`` goes to NAME, and keeps its
+        name: served/refs.py reads it in that vault); and, for
         memory_supersede whose ref names another vault than ``vault``, that vault (the old note's).
         InvalidInput for a vault the caller cannot use, ``*`` where one vault is needed, or (any
         other tool) a ref naming another vault than ``vault``."""
