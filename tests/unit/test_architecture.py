@@ -18,7 +18,8 @@ DOC = REPO / "docs" / "architecture.md"
 
 # The modules a save runs through (docs/architecture.md, section 3): what they create must be named there.
 SAVE_PATH = (
-    "mcp_server/app.py", "mcp_server/delegate.py", "writes/tools.py", "writes/landing.py", "vault/writer.py",
+    "mcp_server/app.py", "mcp_server/calls.py", "mcp_server/delegate.py", "writes/tools.py", "writes/across.py",
+    "writes/landing.py", "vault/writer.py",
     "history/journal.py", "history/agentstate.py", "history/filelocks.py", "search/store.py",
     "search/commits.py", "search/whoosh/parts.py", "runtime/watcher.py", "search/similar.py", "search/lru.py",
     "search/segments.py",

@@ -18,6 +18,7 @@ from mcp.client.extension import advertise
 from vault_mem.mcp_server.app import build_server
 from vault_mem.mcp_server.outputs import output_schema
 from vault_mem.served.context import Vault
+from vault_mem.served.vaults import Served
 from vault_mem.ui import mcp_app
 
 pytestmark = pytest.mark.anyio
@@ -39,11 +40,14 @@ def walk(schema: Any, where: str = "") -> Iterator[tuple[str, dict[str, Any]]]:
                 yield from walk(value, f"{where}/{key}")
 
 
-@pytest.fixture(params=["plain", "compat and MCP Apps"])
+@pytest.fixture(params=["plain", "compat and MCP Apps", "several vaults"])
 async def listed(request: pytest.FixtureRequest, make_vault) -> list[Any]:
-    compat = request.param != "plain"
+    compat = request.param == "compat and MCP Apps"
     vault: Vault = make_vault({"a.md": "# A\n"}, compat=compat)
-    async with Client(build_server(vault), mode="legacy", extensions=[APPS] if compat else None) as client:
+    served: Vault | Served = vault
+    if request.param == "several vaults":  # every tool takes vault; rows and list_domains name vaults
+        served = Served({"a": vault, "b": make_vault({"b.md": "# B\n"})}, "a")
+    async with Client(build_server(served), mode="legacy", extensions=[APPS] if compat else None) as client:
         return list((await client.list_tools()).tools)
 
 

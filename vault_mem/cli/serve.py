@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any, NoReturn
 
 from vault_mem import __version__, settings
 from vault_mem.cli.app import PROG, Command, port_number, register
-from vault_mem.cli.common import open_index, say, vault_root
+from vault_mem.cli.common import named_vaults, open_index, say
 from vault_mem.cli.gitsync import add_serve_options, start_serve_options
 from vault_mem.cli.meaning import add_meaning_option, check_workers, open_meaning
 from vault_mem.cli.workers import worker_count
@@ -41,6 +41,14 @@ if TYPE_CHECKING:
 
 
 def add_options(parser: argparse.ArgumentParser) -> None:
+    # serve's own --vault, repeatable, in place of the common one (a group made while the parser
+    # resolves conflicts takes the option string over)
+    parser.conflict_handler = "resolve"
+    vaults = parser.add_argument_group("vaults")
+    parser.conflict_handler = "error"
+    vaults.add_argument("--vault", action="append", default=argparse.SUPPRESS, metavar="[NAME=]PATH",
+                        help="the vault folder (default: $VAULT_MEM_VAULT); repeatable: several vaults served at "
+                             "once, each named NAME= or after its folder (docs/vaults.md)")
     parser.add_argument("--http", action="store_true",
                         help="serve streamable HTTP at http://HOST:PORT/mcp instead of stdio")
     parser.add_argument("--host", default="127.0.0.1", metavar="ADDRESS",
@@ -79,10 +87,15 @@ def add_options(parser: argparse.ArgumentParser) -> None:
 
 def cmd_serve(args: argparse.Namespace) -> int:
     config = settings.current()
-    root = vault_root(args)
+    roots = served_roots(args)
     token = serve_token(args) if args.http else None
     args.allow_origin = allowed_origins(args.allow_origin)  # refused now, before anything is announced
-    index = open_index(args, root, doing="serve it")
+    if len(roots) > 1 and getattr(args, "index_dir", None) is not None:
+        raise InvalidInput("--index-dir", "applies to one vault: with several, each keeps its index in its own "
+                                          "folder (<vault>/.vault-mem, or the cache when it is read-only)")
+    indexes = {name: open_index(args, root, doing="serve it") for name, root in roots.items()}
+    first = next(iter(roots))
+    root, index = roots[first], indexes[first]
     seat = None
     if args.http:
         from vault_mem.mcp_server.transports import check_http_options
@@ -104,36 +117,44 @@ def cmd_serve(args: argparse.Namespace) -> int:
     elif sys.stdin is None:
         say("error: serve over stdio needs a standard input: an MCP client starts it")
         return 1
-    keys = KeyRing(root)
-    caller = _stdio_agent(args, keys, root)
+    rings = {name: KeyRing(folder) for name, folder in roots.items()}
+    keys = rings[first]
+    reach = _stdio_reach(args, rings, roots)
+    caller = next((agent for agent in reach.values() if agent is not None), None) if reach is not None else None
     url = f"http://{_url_host(args.host)}:{args.port}/mcp"
     check_workers(args)
     meaning = open_meaning(args, index)  # before serving: a model that cannot load is refused now
+    meanings = {first: meaning, **{name: meaning.beside(indexes[name].dir, config=config) for name in roots
+                                   if name != first}} if meaning is not None else {}
     workers = args.workers or (1 if meaning is not None else os.cpu_count() or 1)
     if args.http and seat is None and workers > 1:
         from vault_mem.cli.workers import serve_workers
 
-        index.close()
+        for opened in indexes.values():
+            opened.close()
         return serve_workers(args, root, workers, token,
-                             lambda: _say_http(root, url, token, keys, args.allow_origin),
+                             lambda: _say_http_all(roots, url, token, rings, args.allow_origin),
                              stop_wait=config.worker_stop_wait)
 
     from vault_mem.runtime.lifecycle import Runtime
     from vault_mem.search.api import present
 
     project = args.project or os.environ.get("VAULT_MEM_PROJECT") or None
-    runtime = Runtime(index, merges=seat is None or seat.leads, writes=seat is None or seat.leads)
-    doing = ("; building it in the background (queries answer as it grows)" if index.needs_build() else
-             "; resuming the interrupted build in the background" if not index.is_complete()
-             else "; checking it against the files")
-    with present(index.dir, "serve", transport="http" if args.http else "stdio",
-                 url=url if args.http else None, vault=str(root),
-                 **({"worker": seat.index + 1} if seat is not None else {}),
-                 **({"meaning": meaning.model.name} if meaning is not None else {})):
-        # The watcher listens, and a build runs, while the MCP SDK loads (about 2 s); the check of an
-        # existing index starts once it is loaded.
+    runtimes = {name: Runtime(opened, merges=seat is None or seat.leads, writes=seat is None or seat.leads)
+                for name, opened in indexes.items()}
+    runtime = runtimes[first]
+    with contextlib.ExitStack() as marks:
+        for name, opened in indexes.items():
+            marks.enter_context(present(opened.dir, "serve", transport="http" if args.http else "stdio",
+                                        url=url if args.http else None, vault=str(roots[name]),
+                                        **({"worker": seat.index + 1} if seat is not None else {}),
+                                        **({"meaning": meaning.model.name} if meaning is not None else {})))
+        # The watchers listen, and builds run, while the MCP SDK loads (about 2 s); the check of an
+        # existing index starts once it is loaded. Each vault's runtime is its own: one still
+        # building never holds the others' answers.
         loaded = threading.Event()
-        runtime.start(check_after=loaded)
+        for started in runtimes.values():
+            started.start(check_after=loaded)
         try:
             if seat is not None:
                 say(f"worker {seat.index + 1} of {seat.count} (pid {os.getpid()}) serving"
@@ -142,46 +163,78 @@ def cmd_serve(args: argparse.Namespace) -> int:
             else:
                 if args.read_only:
                     say("read-only: no write tools are served")
-                say(f"{PROG} {__version__} serving the vault {root}")
-            if seat is None or seat.leads:
-                say(f"index at {index.dir}{doing}")
-            if meaning is not None:
-                from vault_mem.runtime.meaning import start_embedding
+                _say_serving(roots)
+            for name, opened in indexes.items():
+                if seat is None or seat.leads:
+                    say(f"index at {opened.dir}{_doing(opened)}")
+                if name in meanings:
+                    from vault_mem.runtime.meaning import start_embedding
 
-                say(f"ranking by meaning too, with {meaning.model.name}: {len(meaning.store):,} notes embedded; "
-                    "the rest are embedded in the background once the index is ready")
-                start_embedding(meaning, root, index, runtime.wait_ready)
+                    chosen = meanings[name]
+                    where = f" in {roots[name]}" if len(roots) > 1 else ""
+                    say(f"ranking by meaning too, with {chosen.model.name}: {len(chosen.store):,} notes embedded"
+                        f"{where}; the rest are embedded in the background once the index is ready")
+                    start_embedding(chosen, roots[name], opened, runtimes[name].wait_ready)
             from vault_mem.mcp_server.app import Calls, build_server
             from vault_mem.mcp_server.delegate import Delegate
             from vault_mem.served.context import Vault
+            from vault_mem.served.vaults import Served, default_vault
 
-            vault = Vault(root, index, project=project, compat=args.compat, health=runtime,
-                          git_commit=args.git_commit, meaning=meaning)
-            calls = Calls(vault, args.read_only)
+            vaults = {name: Vault(roots[name], opened, project=project, compat=args.compat, health=runtimes[name],
+                                  git_commit=args.git_commit, meaning=meanings.get(name))
+                      for name, opened in indexes.items()}
+            served = Served(vaults, default_vault(roots, None if args.http else Path.cwd()))
+            calls = Calls(served, args.read_only)
             # Of serve --workers N, worker 1 makes every write (mcp_server/delegate.py).
             delegate = (Delegate(seat.write_port, seat.secret, config=config) if seat is not None and not seat.leads
                         else None)
-            server = build_server(vault, caller=caller, read_only=args.read_only, calls=calls, delegate=delegate)
+            server = build_server(served, caller=caller, read_only=args.read_only, calls=calls, delegate=delegate,
+                                  reach=reach if served.several else None)
             loaded.set()
             if seat is None or not seat.takes_writes:  # worker 1 of several answers no reads
                 from vault_mem.mcp_server.warm import warm_when_ready
 
-                warm_when_ready(vault, runtime.wait_ready)
-            run = _transport(args, server, url, token, root, keys, caller, seat, calls, config=config)
+                for name, vault in vaults.items():
+                    warm_when_ready(vault, runtimes[name].wait_ready)
+            run = _transport(args, server, url, token, root, rings if served.several else keys, caller, seat, calls,
+                             config=config, roots=roots)
             tuning.settle_collector(runtime.quiet_for, config)
             if seat is None or seat.leads:
-                start_serve_options(args, root)
+                for folder in roots.values():
+                    start_serve_options(args, folder)
         except KeyboardInterrupt:  # Ctrl-C while the server loads: the same one line as later
-            _stop_now(runtime, quiet=seat is not None)
+            _stop_now(list(runtimes.values()), quiet=seat is not None)
         except BaseException:
-            runtime.stop()
+            for started in runtimes.values():
+                started.stop()
             raise
-        code = _run_until_stopped(run, runtime, config.stop_grace, quiet=seat is not None)
+        code = _run_until_stopped(run, list(runtimes.values()), config.stop_grace, quiet=seat is not None)
     if meaning is not None:
         # The embedder may be mid-batch: Python's shutdown would free the model under it (onnxruntime
         # then aborts the process). What it stored is whole; that batch is embedded at the next start.
         _exit_now(code)
     return code
+
+
+def served_roots(args: argparse.Namespace) -> dict[str, Path]:
+    """The vaults ``--vault`` names (repeatable here: NAME=PATH or PATH; docs/vaults.md), by name."""
+    given = getattr(args, "vault", None)
+    values = [str(v) for v in given] if isinstance(given, list) else [str(given)] if given else []
+    return named_vaults(values, os.environ.get("VAULT_MEM_VAULT") or None)
+
+
+def _doing(index: Any) -> str:
+    return ("; building it in the background (queries answer as it grows)" if index.needs_build() else
+            "; resuming the interrupted build in the background" if not index.is_complete()
+            else "; checking it against the files")
+
+
+def _say_serving(roots: dict[str, Path]) -> None:
+    if len(roots) == 1:
+        say(f"{PROG} {__version__} serving the vault {next(iter(roots.values()))}")
+        return
+    say(f"{PROG} {__version__} serving {len(roots)} vaults: "
+        + ", ".join(f"{name} ({folder})" for name, folder in roots.items()))
 
 
 def serve_token(args: argparse.Namespace) -> str | None:
@@ -213,30 +266,41 @@ def _checked_token(source: str, token: str, where: str = "") -> str:
     return token
 
 
-def _stdio_agent(args: argparse.Namespace, keys: KeyRing, root: Any) -> Agent | None:
-    """The agent ``--agent`` names (stdio only), with the limits of its key."""
+def _stdio_reach(args: argparse.Namespace, rings: dict[str, KeyRing],
+                 roots: dict[str, Path]) -> dict[str, Agent | None] | None:
+    """What a stdio client reaches as the agent ``--agent`` names: each vault where it has a key,
+    with that key's limits there (None without --agent: the owner of every vault)."""
     if args.agent is None:
         return None
     if args.http:
         raise InvalidInput("--agent", "applies to stdio, where the one client is that agent; over HTTP "
                                       "each agent sends its own key (docs/sharing.md)")
-    caller = keys.named(args.agent)
-    if caller is None:
+    reach: dict[str, Agent | None] = {name: agent for name, ring in rings.items()
+                                      if (agent := ring.named(args.agent)) is not None}
+    if not reach:
+        root = next(iter(roots.values()))
         known = ", ".join(e.agent.name for e in list_agents(root)) or "none yet"
-        raise InvalidInput("--agent", f"{args.agent!r} has no key for this vault (agents: {known}); "
-                                      f"add it with {PROG} agents add {args.agent} --vault {root}")
-    return caller
+        if len(roots) == 1:
+            raise InvalidInput("--agent", f"{args.agent!r} has no key for this vault (agents: {known}); "
+                                          f"add it with {PROG} agents add {args.agent} --vault {root}")
+        raise InvalidInput("--agent", f"{args.agent!r} has no key in any of the vaults served; add it with "
+                                      f"{PROG} agents add {args.agent} --vault {root}")
+    return reach
 
 
-def _transport(args: argparse.Namespace, server: Any, url: str, token: str | None, root: Any, keys: KeyRing,
-               caller: Agent | None, seat: Seat | None = None, calls: Calls | None = None, *,
-               config: settings.Settings) -> Callable[[], None]:
+def _transport(args: argparse.Namespace, server: Any, url: str, token: str | None, root: Any,
+               keys: KeyRing | dict[str, KeyRing], caller: Agent | None, seat: Seat | None = None,
+               calls: Calls | None = None, *, config: settings.Settings,
+               roots: dict[str, Path] | None = None) -> Callable[[], None]:
     """Say how to connect, and return the function that serves until the client or a signal ends it."""
     if args.http:
         from vault_mem.mcp_server.transports import run_http
 
         if seat is None:  # the workers' parent says it once
-            _say_http(root, url, token, keys, args.allow_origin)
+            if isinstance(keys, dict) and roots is not None:
+                _say_http_all(roots, url, token, keys, args.allow_origin)
+            else:
+                _say_http(root, url, token, keys if isinstance(keys, KeyRing) else KeyRing(root), args.allow_origin)
         return lambda: run_http(server, args.host, args.port, token, args.allowed_host, keys, seat, calls,
                                 tuple(args.allow_origin), config=config)
     from vault_mem.mcp_server.transports import run_stdio
@@ -246,6 +310,8 @@ def _transport(args: argparse.Namespace, server: Any, url: str, token: str | Non
             f'{{"command": "vault-mem", "args": ["serve", "--vault", "{root}"]}} (see docs/clients.md)')
     if caller is not None:
         say(f"the client acts as agent {caller.name!r}, with the limits of its key")
+    if roots is not None and len(roots) > 1 and calls is not None:
+        say(f"calls without a vault go to the vault {calls.served.default!r}")
     say("waiting for an MCP client on stdio; Ctrl-C to stop")
     return lambda: run_stdio(server)
 
@@ -264,11 +330,32 @@ def _say_http(root: Any, url: str, token: str | None, keys: KeyRing, origins: li
     say(f'connect a client with {{"url": "{url}"}}; Ctrl-C to stop')
 
 
+def _say_http_all(roots: dict[str, Path], url: str, token: str | None, rings: dict[str, KeyRing],
+                  origins: list[str]) -> None:
+    """What ``_say_http`` says, with several vaults: which need a key or the token, vault by vault."""
+    if len(roots) == 1:
+        name = next(iter(roots))
+        _say_http(roots[name], url, token, rings[name], origins)
+        return
+    say(f"streamable HTTP at {url}" + (" (bearer token required)" if token else ""))
+    if origins:
+        say(f"web pages at {', '.join(origins)} may call it from a browser (--allow-origin)")
+    closed = [name for name, ring in rings.items() if ring.closed()]
+    if closed:
+        say("vaults with agent keys (each request reaches them with one of their keys"
+            + (" or the token" if token else "") + f"): {', '.join(closed)}")
+    if not token and len(closed) < len(rings):
+        say("a request without a credential reaches the others: "
+            + ", ".join(name for name in rings if name not in closed))
+    say(f'connect a client with {{"url": "{url}"}}; calls without a vault go to {next(iter(roots))!r}; '
+        "Ctrl-C to stop")
+
+
 def _url_host(host: str) -> str:
     return f"[{host}]" if ":" in host and not host.startswith("[") else host
 
 
-def _run_until_stopped(run: Callable[[], None], runtime: Any, grace: float, quiet: bool = False) -> int:
+def _run_until_stopped(run: Callable[[], None], runtimes: list[Any], grace: float, quiet: bool = False) -> int:
     """Run the transport in a thread; return its outcome, or end the process on a stop signal.
 
     When the client leaves, a build still running gets ``grace`` seconds to finish; a signal
@@ -287,8 +374,9 @@ def _run_until_stopped(run: Callable[[], None], runtime: Any, grace: float, quie
         while thread.is_alive():
             thread.join(SIGNAL_POLL)
     except KeyboardInterrupt:
-        _stop_now(runtime, quiet)
-    runtime.stop(grace)
+        _stop_now(runtimes, quiet)
+    for runtime in runtimes:
+        runtime.stop(grace)
     if failure and not (isinstance(failure[0], SystemExit) and not failure[0].code):
         exc = failure[0]
         reason = f"exit status {exc.code}" if isinstance(exc, SystemExit) else str(exc) or type(exc).__name__
@@ -297,14 +385,15 @@ def _run_until_stopped(run: Callable[[], None], runtime: Any, grace: float, quie
     return 0
 
 
-def _stop_now(runtime: Any, quiet: bool = False) -> NoReturn:
-    """One line (none from a worker: its parent says it), the watcher and any child build
+def _stop_now(runtimes: list[Any], quiet: bool = False) -> NoReturn:
+    """One line (none from a worker: its parent says it), each vault's watcher and any child build
     stopped, then the process ends (status 130)."""
     if not quiet:
         print(f"\n{PROG}: stopped", file=sys.stderr, flush=True)
     try:
-        runtime.stop()
-        runtime.index.close()
+        for runtime in runtimes:
+            runtime.stop()
+            runtime.index.close()
     finally:
         _exit_now(130)
 

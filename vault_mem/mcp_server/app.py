@@ -14,7 +14,6 @@ agent (its caller, else its ``agent`` argument) gets that agent's ``inbox``, ``l
 from __future__ import annotations
 
 import logging
-import time
 from typing import Any
 from urllib.parse import unquote
 
@@ -24,21 +23,22 @@ from mcp.server.apps import EXTENSION_ID, client_supports_apps
 from mcp.server.lowlevel import Server
 
 from vault_mem import __version__
-from vault_mem.errors import Forbidden, InternalError, InvalidInput, NotFound, VaultMemError, VaultUnavailable
-from vault_mem.mcp_server.answers import answer_text, error_answer, text_result
+from vault_mem.errors import InvalidInput, NotFound, VaultUnavailable
+from vault_mem.mcp_server.calls import Calls, call
 from vault_mem.mcp_server.delegate import Delegate
 from vault_mem.mcp_server.outputs import output_schema
-from vault_mem.mcp_server.tools import ToolSpec, tools_for
-from vault_mem.reads.conflicts import conflict_hint
 from vault_mem.served.agents import Agent
 from vault_mem.served.context import Vault, View, view_of
-from vault_mem.served.mailbox import annotate, caller_name
 from vault_mem.served.refs import no_note, resolve_ref
+from vault_mem.served.vaults import VAULT_PARAM, Reach, Served
 from vault_mem.ui import mcp_app
-from vault_mem.vault.note import resource_uri
+from vault_mem.vault.note import PERMALINK_PREFIX, resource_uri
+
+__all__ = ["CALLER", "REACH", "Calls", "build_server", "call", "caller_of", "reach_of"]
 
 log = logging.getLogger("vault_mem.mcp_server")
 CALLER = "vault_mem.caller"  # the ASGI scope key of an HTTP request's agent (transports.py)
+REACH = "vault_mem.reach"  # the ASGI scope key of what an HTTP request reaches, vault by vault (transports.py)
 
 INSTRUCTIONS = (
     "vault-mem: long-term memory kept as Markdown files a person can read and edit. "
@@ -56,83 +56,6 @@ NOTE_TEMPLATE = t.ResourceTemplate(
 )
 
 
-def call(vault: Vault, spec: ToolSpec, arguments: dict[str, Any] | None, caller: Agent | None = None,
-         read_only: bool = False) -> dict[str, Any]:
-    """Run one tool call by ``caller`` (None: unlimited) to an answer dict. Never raises."""
-    try:
-        raw = dict(arguments or {})
-        for theirs, ours in spec.arg_map:
-            if ours in raw:  # our name is not a parameter of the compat tool: do not take it silently
-                return error_answer(InvalidInput(ours, f"unknown parameter {ours!r}; accepted: "
-                                                 f"{', '.join(spec.names)}"))
-            if theirs in raw:
-                raw[ours] = raw.pop(theirs)
-        _admit(spec, raw, caller, read_only)
-        handler = spec.handler
-        agent = caller_name(caller, raw)
-        started = time.time()
-        vault.check()  # may wait for a first build: not yet a call in flight (the check waits for those)
-        try:
-            with vault.answering(), view_of(vault, caller) as view:
-                answer = handler(view, raw)
-                annotate(view, spec.name, agent, answer, started)  # inbox, lost, persist_error (served/mailbox.py)
-                conflicts = conflict_hint(view) if answer.get("status") in ("ok", "none") else None
-                if conflicts:
-                    hints = answer.setdefault("hints", [])
-                    if isinstance(hints, list):
-                        hints.append(conflicts)
-        except Exception as exc:
-            # While a build replaces the index, reads may find it half there: say so, not fail.
-            if vault.indexing() is None or (isinstance(exc, VaultMemError) and not isinstance(exc, VaultUnavailable)):
-                raise
-            answer = {"status": "none", "message": "the index is being built; try again shortly"}
-        return _with_progress(vault, answer)
-    except VaultMemError as exc:
-        # A ref not found (or any other answer) during a build must say the index is incomplete.
-        return _with_progress(vault, error_answer(exc, {ours: theirs for theirs, ours in spec.arg_map}))
-    except Exception as exc:  # the server must answer, whatever a query module did
-        log.exception("tool %s failed", spec.name)
-        return error_answer(InternalError(f"internal error in {spec.name}: {type(exc).__name__}"))
-
-
-def _admit(spec: ToolSpec, raw: dict[str, Any], caller: Agent | None, read_only: bool) -> None:
-    """Forbidden when this server or caller may not make the call: a write on a read-only server
-    or by a read-only agent, or another agent's name. An agent's own name is filled in."""
-    if read_only and not spec.read_only:
-        raise Forbidden(f"{spec.name} is not served: this server runs with --read-only", rule="read-only")
-    if caller is None:
-        return
-    if not spec.read_only:
-        caller.check_writes(spec.name)
-    if "agent" in spec.names:
-        caller.check_name(raw.get("agent"))
-        raw.setdefault("agent", caller.name)
-
-
-def _with_progress(vault: Vault, answer: dict[str, Any]) -> dict[str, Any]:
-    """``answer`` with ``indexing`` and a hint while a build runs, or ``checking`` and a hint while
-    the start-up check is due or running: until it ends, any answer (a ref not found included) may
-    only reflect part of the vault (docs/index-and-sync.md)."""
-    embedding = vault.meaning.progress() if vault.meaning is not None else None
-    if embedding is not None:  # ranked by what is embedded so far (docs/ranking.md, "By meaning")
-        answer["meaning"] = embedding
-    progress = vault.indexing()
-    if progress is not None:
-        answer["indexing"] = progress
-        hint = (f"the index is still being built ({progress['done']} of {progress['total']} "
-                "notes): answers may be incomplete")
-    elif (checked := vault.checking()) is not None:
-        answer["checking"] = checked
-        hint = (f"the start-up check is comparing the index with the files ({checked['done']} of "
-                f"{checked['total']}): notes changed while no server ran may be missing until it ends")
-    else:
-        return answer
-    hints = answer.setdefault("hints", [])
-    if isinstance(hints, list):
-        hints.append(hint)
-    return answer
-
-
 def caller_of(ctx: Any, fixed: Agent | None) -> Agent | None:
     """The agent a request acts as: the one its HTTP request carries, else the server's own."""
     scope = getattr(getattr(ctx, "request", None), "scope", None)
@@ -142,51 +65,37 @@ def caller_of(ctx: Any, fixed: Agent | None) -> Agent | None:
     return fixed
 
 
-class Calls:
-    """Tool calls of one server, run in its call threads (at most ``call_threads`` at once)."""
-
-    def __init__(self, vault: Vault, read_only: bool = False) -> None:
-        self.vault = vault
-        self.config = vault.index.config
-        self.read_only = read_only
-        self.specs = {spec.name: spec for spec in tools_for(vault.compat, meaning=vault.meaning is not None)}
-        self._limiter: anyio.CapacityLimiter | None = None  # made on first use, inside the event loop
-
-    async def run(self, name: str, arguments: dict[str, Any] | None, caller: Agent | None) -> t.CallToolResult:
-        if self._limiter is None:
-            self._limiter = anyio.CapacityLimiter(self.config.call_threads)
-        # The result is made in the call thread too: the event loop, which every request of this
-        # worker passes through (writes on their way to worker 1 as well), does no more than it must.
-        return await anyio.to_thread.run_sync(self.result, name, arguments, caller, limiter=self._limiter)
-
-    def result(self, name: str, arguments: dict[str, Any] | None, caller: Agent | None) -> t.CallToolResult:
-        return text_result(self.text(name, arguments, caller))
-
-    def text(self, name: str, arguments: dict[str, Any] | None, caller: Agent | None) -> str:
-        """The call's answer as its text block (``answers.answer_text``)."""
-        return answer_text(name, self.answer(name, arguments, caller), self.config.max_answer_chars)
-
-    def answer(self, name: str, arguments: dict[str, Any] | None, caller: Agent | None) -> dict[str, Any]:
-        """The call run in this thread (worker 1 runs the others' write calls so: mcp_server/delegate.py)."""
-        spec = self.specs.get(name)
-        if spec is None:
-            return error_answer(InvalidInput("name", f"unknown tool {name!r}; tools: {', '.join(self.specs)}"))
-        return call(self.vault, spec, arguments, caller, self.read_only)
+def reach_of(ctx: Any, served: Served, fixed: Reach) -> Reach:
+    """What a request reaches: what its HTTP request carries (``REACH``; an HTTP request with a
+    caller alone reaches every vault as it), else the server's own (stdio)."""
+    scope = getattr(getattr(ctx, "request", None), "scope", None)
+    if isinstance(scope, dict):
+        if isinstance(scope.get(REACH), dict):
+            reach: Reach = scope[REACH]
+            return reach
+        if CALLER in scope:
+            return served.everywhere(caller_of(ctx, None))
+    return fixed
 
 
-def build_server(vault: Vault, caller: Agent | None = None, read_only: bool = False, calls: Calls | None = None,
-                 delegate: Delegate | None = None) -> Server[Any]:
-    """The MCP server of ``vault``; ``caller`` limits a stdio client (``serve --agent``),
-    ``read_only`` serves no write tool (``serve --read-only``); ``calls`` runs its calls (made
-    here when not given); ``delegate``: write calls go to worker 1 (mcp_server/delegate.py)."""
+def build_server(vault: Vault | Served, caller: Agent | None = None, read_only: bool = False,
+                 calls: Calls | None = None, delegate: Delegate | None = None,
+                 reach: Reach | None = None) -> Server[Any]:
+    """The MCP server of ``vault`` (or of several: a ``Served``); ``caller`` limits a stdio client
+    (``serve --agent``) in every vault, or ``reach`` names the vaults it reaches and its caller in
+    each; ``read_only`` serves no write tool (``serve --read-only``); ``calls`` runs its calls
+    (made here when not given); ``delegate``: write calls go to worker 1 (mcp_server/delegate.py)."""
     calls = calls or Calls(vault, read_only)
+    served = calls.served
+    config = calls.config
+    fixed = served.everywhere(caller) if reach is None else reach
     specs = calls.specs
     listing = [
         t.Tool(
             name=spec.name,
             description=spec.description,
-            input_schema=spec.input_schema(vault.index.config),
-            output_schema=output_schema(spec.name),
+            input_schema=_with_vault(spec.input_schema(config), served, config),
+            output_schema=output_schema(spec.name, served.several),
             annotations=t.ToolAnnotations(
                 read_only_hint=spec.read_only,
                 idempotent_hint=spec.read_only,
@@ -202,21 +111,25 @@ def build_server(vault: Vault, caller: Agent | None = None, read_only: bool = Fa
     viewed = {id(tool): _with_view(tool) for tool in listing}
 
     async def on_list_tools(ctx: Any, params: Any) -> t.ListToolsResult:
-        agent = caller_of(ctx, caller)
-        tools = reads_only if agent is not None and agent.read_only else listing
+        callers = list(reach_of(ctx, served, fixed).values())
+        limited = bool(callers) and all(agent is not None and agent.read_only for agent in callers)
+        tools = reads_only if limited else listing
         return t.ListToolsResult(tools=[viewed[id(tool)] for tool in tools] if _renders_apps(ctx) else tools)
 
     async def on_call_tool(ctx: Any, params: t.CallToolRequestParams) -> t.CallToolResult:
         spec = specs.get(params.name)
         agent = caller_of(ctx, caller)
+        # With one vault the caller alone says it all (and worker 1 hears just that, as before).
+        reached = reach_of(ctx, served, fixed) if served.several or reach is not None else None
         if delegate is not None and spec is not None and not spec.read_only and not read_only:
-            return await delegate.call(spec.name, params.arguments, agent)
-        return await calls.run(params.name, params.arguments, agent)
+            return await delegate.call(spec.name, params.arguments, agent, reached)
+        return await calls.run(params.name, params.arguments, agent, reached)
 
     async def on_list_resources(ctx: Any, params: t.PaginatedRequestParams | None) -> t.ListResourcesResult:
         cursor = params.cursor if params is not None else None
         start = int(cursor) if cursor and cursor.isdigit() else 0
-        resources, next_cursor = await anyio.to_thread.run_sync(_resource_page, vault, start, caller_of(ctx, caller))
+        resources, next_cursor = await anyio.to_thread.run_sync(_resource_page, served, start,
+                                                                reach_of(ctx, served, fixed))
         if start == 0 and _renders_apps(ctx):  # as tools/list: only a host that renders it hears of it
             resources.insert(0, t.Resource(uri=mcp_app.URI, name=mcp_app.NAME, mime_type=mcp_app.MIME))
         return t.ListResourcesResult(resources=resources, next_cursor=next_cursor)
@@ -230,7 +143,7 @@ def build_server(vault: Vault, caller: Agent | None = None, read_only: bool = Fa
         if uri == mcp_app.URI:
             html = await anyio.to_thread.run_sync(mcp_app.app_html)
             return t.ReadResourceResult(contents=[t.TextResourceContents(uri=uri, text=html, mime_type=mcp_app.MIME)])
-        text = await anyio.to_thread.run_sync(_resource_text, vault, uri, caller_of(ctx, caller))
+        text = await anyio.to_thread.run_sync(_resource_text, served, uri, reach_of(ctx, served, fixed))
         return t.ReadResourceResult(contents=[t.TextResourceContents(uri=uri, text=text, mime_type="text/markdown")])
 
     server = Server(
@@ -262,21 +175,40 @@ def _renders_apps(ctx: Any) -> bool:
         return False
 
 
-def _resource_page(vault: Vault, start: int, caller: Agent | None) -> tuple[list[t.Resource], str | None]:
-    config = vault.index.config
-    try:
-        with view_of(vault, caller) as view:
-            column = view.snapshot.column("path")
-            paths = sorted(p for d in view.snapshot.all_docs() if (p := column[d]))
-    except VaultUnavailable:
-        return [], None
+def _with_vault(schema: dict[str, Any], served: Served, config: Any) -> dict[str, Any]:
+    """A tool's input schema, with ``vault`` when several vaults are served (with one: as before)."""
+    if not served.several:
+        return schema
+    return {**schema, "properties": {**schema["properties"], VAULT_PARAM.name: VAULT_PARAM.schema(config)}}
+
+
+def _resource_page(served: Served, start: int, reach: Reach) -> tuple[list[t.Resource], str | None]:
+    """One page of the notes of every vault ``reach`` includes, vault by vault in the order served,
+    each vault's by path; a URI names its vault when several are served."""
+    config = served.primary.index.config
+    paths: list[tuple[Vault, str]] = []
+    for name in served.reachable(reach):
+        vault = served.vaults[name]
+        try:
+            with view_of(vault, reach[name]) as view:
+                column = view.snapshot.column("path")
+                mine = sorted(p for d in view.snapshot.all_docs() if (p := column[d]))
+            paths.extend((vault, p) for p in mine)
+        except VaultUnavailable:
+            continue
     page = paths[start: start + config.resource_page]
     resources = [
-        t.Resource(uri=resource_uri(p), name=p.rpartition("/")[2][:-3], mime_type="text/markdown")
-        for p in page
+        t.Resource(uri=_uri(vault, p), name=p.rpartition("/")[2][:-3], mime_type="text/markdown")
+        for vault, p in page
     ]
     more = start + config.resource_page < len(paths)
     return resources, str(start + config.resource_page) if more else None
+
+
+def _uri(vault: Vault, path: str) -> str:
+    """The resource URI of the note at ``path`` of ``vault``: named after it when several are served."""
+    uri = resource_uri(path)
+    return f"{PERMALINK_PREFIX}{vault.name}/{uri[len(PERMALINK_PREFIX):]}" if vault.named else uri
 
 
 def _resolve_uri(view: View, uri: str) -> int:
@@ -293,11 +225,16 @@ def _resolve_uri(view: View, uri: str) -> int:
     return resolve_ref(view, uri, "uri")
 
 
-def _resource_text(vault: Vault, uri: str, caller: Agent | None) -> str:
+def _resource_text(served: Served, uri: str, reach: Reach) -> str:
+    """The Markdown of the note ``uri`` names: in the vault it names (``memory://NAME/...``, NAME a
+    vault the request reaches), else in the default one (an old permalink)."""
     from mcp.shared.exceptions import MCPError
 
+    named = served.named_in(uri.strip(), reach)
+    name = named[0] if named is not None else served.chosen(None, reach)
+    vault = served.vaults[name]
     try:
-        with view_of(vault, caller) as view:
+        with view_of(vault, reach[name]) as view:
             docnum = _resolve_uri(view, uri)
             record = view.snapshot.record(docnum)
             data, real = view.note_bytes(record, "uri")

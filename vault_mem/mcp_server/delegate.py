@@ -8,7 +8,8 @@ With every write in one process, its saves share commits (``VaultIndex.submit``)
 wait for another process, while reads still run on every worker.
 
 So a worker other than the first passes each write tool call (its name, arguments, the agent
-it acts as) to worker 1, where ``WriteServer`` runs it as any call of its own, and answers with
+it acts as and, when several vaults are served, what the request reaches: each vault's name and
+the agent it acts as there) to worker 1, where ``WriteServer`` runs it as any call of its own, and answers with
 what comes back (``Vault-Mem-Worker`` on the client's HTTP answer names the worker that took
 the request, not worker 1). The calls travel over a loopback socket that the parent binds and
 hands to worker 1 alone, as frames: four bytes of length (big-endian), then that much JSON. A
@@ -30,7 +31,7 @@ import socket
 import struct
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import anyio
@@ -49,7 +50,9 @@ log = logging.getLogger("vault_mem.mcp_server")
 FRAME = struct.Struct(">I")
 # A call's JSON: an HTTP body (at most the SDK's bound) re-encoded, each character at most 6 bytes.
 MAX_FRAME = 6 * DEFAULT_MAX_REQUEST_BODY_SIZE + 2**16
-RunCall = Callable[[str, dict[str, Any] | None, Agent | None], str]  # a call's answer as its text block
+# A call's answer as its text block: (name, arguments, caller), and ``reach`` (vault -> caller
+# there) when the call carried one (served/vaults.py:Reach; several vaults served).
+RunCall = Callable[..., str]
 
 
 def agent_fields(agent: Agent | None) -> dict[str, Any] | None:
@@ -92,10 +95,14 @@ class Delegate:
         self._idle: list[_Connection] = []
         self._slots: anyio.Semaphore | None = None  # made in the server's event loop
 
-    async def call(self, name: str, arguments: dict[str, Any] | None, caller: Agent | None) -> t.CallToolResult:
+    async def call(self, name: str, arguments: dict[str, Any] | None, caller: Agent | None,
+                   reach: Mapping[str, Agent | None] | None = None) -> t.CallToolResult:
         if self._slots is None:
             self._slots = anyio.Semaphore(self.connections)
-        body = json.dumps({"name": name, "arguments": arguments, "caller": agent_fields(caller)}).encode()
+        request: dict[str, Any] = {"name": name, "arguments": arguments, "caller": agent_fields(caller)}
+        if reach is not None:
+            request["reach"] = {vault: agent_fields(agent) for vault, agent in reach.items()}
+        body = json.dumps(request).encode()
         async with self._slots:
             connection = self._idle.pop() if self._idle else None
             try:
@@ -189,10 +196,14 @@ class WriteServer:
         try:
             request = json.loads(body)
             name, arguments, caller = str(request["name"]), request["arguments"], agent_of(request["caller"])
-        except (ValueError, KeyError, TypeError) as exc:
+            reach = ({str(vault): agent_of(fields) for vault, fields in request["reach"].items()}
+                     if "reach" in request else None)
+        except (ValueError, KeyError, TypeError, AttributeError) as exc:
             return answer_json(error_answer(InternalError(
                 f"worker 1 got a write call it cannot read ({type(exc).__name__})")))
-        return self.run_call(name, arguments, caller)
+        if reach is None:
+            return self.run_call(name, arguments, caller)
+        return self.run_call(name, arguments, caller, reach)
 
 
 def _receive(conn: socket.socket, limit: int) -> bytes | None:

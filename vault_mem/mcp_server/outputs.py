@@ -123,9 +123,28 @@ ANSWERS: dict[str, tuple[dict[str, Any], tuple[str, ...]]] = {
 ANSWERS["get_memory"] = ANSWERS["memory_get"] = ANSWERS["memory_read"]
 
 
-def output_schema(tool: str) -> dict[str, Any]:
-    """The output schema of ``tool``'s answers (a fresh copy: the listing's own)."""
+# With several vaults served (docs/vaults.md): what names a row's vault, and list_domains' vaults.
+VAULTS = array(record({"name": STR, "notes": INT, "default": BOOL}, ("name", "notes", "default")))
+
+
+def _naming_vaults(fields: dict[str, Any]) -> dict[str, Any]:
+    """``fields`` with a ``vault`` in each row of memory_search's notes and of the inbox, and
+    list_domains' ``vaults``."""
+    fields = copy.deepcopy(fields)
+    for key in ("notes", "inbox"):
+        if key in fields:
+            fields[key]["items"]["properties"]["vault"] = STR
+    if "domains" in fields and "results" not in fields:
+        fields["vaults"] = VAULTS
+    return fields
+
+
+def output_schema(tool: str, several: bool = False) -> dict[str, Any]:
+    """The output schema of ``tool``'s answers (a fresh copy: the listing's own); ``several``: as a
+    server of several vaults answers."""
     fields, ok = ANSWERS[tool]
+    if several:
+        fields = _naming_vaults({**fields, **INBOX} if tool == "memory_search" else fields)
     schema = {
         "type": "object",
         "properties": {"status": {"enum": list(STATUSES)}, **AROUND, **FAULT, **fields},

@@ -24,7 +24,7 @@ import json
 import logging
 import socket
 import sys
-from collections.abc import Awaitable, Callable, MutableMapping
+from collections.abc import Awaitable, Callable, Mapping, MutableMapping
 from typing import Any
 
 import anyio
@@ -33,7 +33,7 @@ from mcp.server.stdio import stdio_server
 from mcp.server.transport_security import TransportSecuritySettings
 
 from vault_mem.errors import InvalidInput
-from vault_mem.mcp_server.app import CALLER, Calls
+from vault_mem.mcp_server.app import CALLER, REACH, Calls
 from vault_mem.mcp_server.cors import Cors, own_origins
 from vault_mem.mcp_server.throttled import Throttled
 from vault_mem.mcp_server.workers import Seat
@@ -76,25 +76,40 @@ def is_loopback(host: str) -> bool:
 
 
 class BearerAuth:
-    """ASGI middleware: who an HTTP request is. ``Authorization: Bearer X`` with X the shared
-    token: the vault's owner (no limits); X an agent key of this vault: that agent, put in the
-    request's scope under ``CALLER`` for the tool handlers. A credential that is neither is
-    refused, always. No credential: the owner, unless there is a token or the vault is closed
-    (it has or has had agent keys: served/keys.py), which gets a 401 saying what is needed."""
+    """ASGI middleware: who an HTTP request is, and what it reaches (docs/vaults.md).
+    ``Authorization: Bearer X`` with X the shared token: the owner of every vault (no limits); X
+    an agent key: that agent, in each vault whose key ring (served/keys.py) holds X, with that
+    vault's limits. A credential that is neither is refused, always. No credential: the owner of
+    each vault that is open (not closed: it has never had agent keys), unless there is a token;
+    a request that reaches no vault gets a 401 saying what is needed. The agent goes in the
+    request's scope under ``CALLER`` and, when several vaults are served, what it reaches under
+    ``REACH`` (vault -> the agent there, None for the owner), for the tool handlers. ``keys``:
+    the key ring of the one vault, or of each served vault by name."""
 
-    def __init__(self, app: ASGIApp, token: str | None, keys: KeyRing | None = None) -> None:
+    def __init__(self, app: ASGIApp, token: str | None, keys: KeyRing | Mapping[str, KeyRing] | None = None) -> None:
         self.app = app
         self._expected = f"Bearer {token}".encode() if token else None
-        self.keys = keys
+        self.keys = keys if isinstance(keys, KeyRing) or keys is None else None  # one vault served
+        self.rings = dict(keys) if isinstance(keys, Mapping) and len(keys) > 1 else None  # several
+        if isinstance(keys, Mapping) and len(keys) == 1:
+            self.keys = next(iter(keys.values()))
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "http":
             given = dict(scope.get("headers") or []).get(b"authorization")
-            allowed, agent = self._caller(given)
-            if not allowed:
-                await _unauthorized(send, presented=given is not None)
-                return
-            scope[CALLER] = agent
+            if self.rings is not None:
+                reach = self._reach(self.rings, given)
+                if not reach:
+                    await _unauthorized(send, presented=given is not None)
+                    return
+                scope[REACH] = reach
+                scope[CALLER] = next((agent for agent in reach.values() if agent is not None), None)
+            else:
+                allowed, agent = self._caller(given)
+                if not allowed:
+                    await _unauthorized(send, presented=given is not None)
+                    return
+                scope[CALLER] = agent
         await self.app(scope, receive, send)
 
     def _caller(self, given: bytes | None) -> tuple[bool, Agent | None]:
@@ -109,6 +124,19 @@ class BearerAuth:
             if agent is not None:
                 return True, agent
         return False, None
+
+    def _reach(self, rings: dict[str, KeyRing], given: bytes | None) -> dict[str, Agent | None]:
+        """What the request reaches with several vaults served (empty: nothing, a 401)."""
+        if given is None:
+            if self._expected is not None:
+                return {}
+            return {name: None for name, ring in rings.items() if not ring.closed()}
+        if self._expected is not None and hmac.compare_digest(given, self._expected):
+            return dict.fromkeys(rings)
+        if given[:7].lower() != b"bearer ":
+            return {}
+        key = given[7:].strip().decode("latin-1")
+        return {name: agent for name, ring in rings.items() if (agent := ring.agent_for(key)) is not None}
 
 
 async def _unauthorized(send: Send, presented: bool) -> None:
@@ -398,8 +426,8 @@ def _check_exposure(host: str, token: str | None, allowed_hosts: list[str]) -> N
 
 
 def http_app(server: Server[Any], host: str, port: int, token: str | None,
-             allowed_hosts: list[str], keys: KeyRing | None = None, origins: tuple[str, ...] = (), *,
-             config: Settings) -> ASGIApp:
+             allowed_hosts: list[str], keys: KeyRing | Mapping[str, KeyRing] | None = None,
+             origins: tuple[str, ...] = (), *, config: Settings) -> ASGIApp:
     """The streamable HTTP app at ``/mcp``, with token and key checks, Host/Origin checks, and
     the web pages of ``origins`` (``--allow-origin``, normalised by cors.allowed_origins) let in."""
     _check_exposure(host, token, allowed_hosts)
@@ -422,7 +450,7 @@ def http_app(server: Server[Any], host: str, port: int, token: str | None,
 
 
 def run_http(server: Server[Any], host: str, port: int, token: str | None, allowed_hosts: list[str],
-             keys: KeyRing | None = None, seat: Seat | None = None, calls: Calls | None = None,
+             keys: KeyRing | Mapping[str, KeyRing] | None = None, seat: Seat | None = None, calls: Calls | None = None,
              origins: tuple[str, ...] = (), *, config: Settings) -> None:
     """Serve until stopped; ``seat``: as one of ``serve --workers N`` (mcp_server/workers.py), on
     the sockets the parent handed over, keeping legacy sessions on their worker; ``origins``: the
@@ -434,7 +462,9 @@ def run_http(server: Server[Any], host: str, port: int, token: str | None, allow
     if calls is not None:  # the page for people at / (vault_mem/ui/, docs/ui.md)
         from vault_mem.ui.web import Page, with_page
 
-        page = Page(calls.vault, keys or KeyRing(calls.vault.root), token, allowed_hosts, port)
+        # The page serves the default vault until it knows several (page57 passes calls.served and every ring).
+        ring = keys.get(calls.vault.name) if isinstance(keys, Mapping) else keys
+        page = Page(calls.vault, ring or KeyRing(calls.vault.root), token, allowed_hosts, port)
         app = with_page(app, page)
         if seat is None or seat.leads:
             base = f"http://{'[' + host + ']' if ':' in host and not host.startswith('[') else host}:{port}"

@@ -63,6 +63,13 @@ class Meaning:
         label = {"model": model.name, "folder": str(model.folder)}
         return cls(model, VectorStore.open(index_dir, store_name(model), model.dim, label, config=config))
 
+    def beside(self, index_dir: Path, *, config: Settings) -> Meaning:
+        """The same model (loaded once) with the vectors of another vault's index (serve with
+        several vaults: one model, each vault its own vector store)."""
+        model = self.model
+        label = {"model": model.name, "folder": str(model.folder)}
+        return type(self)(model, VectorStore.open(index_dir, store_name(model), model.dim, label, config=config))
+
     def describe(self) -> dict[str, Any]:
         """What ``status`` and ``doctor`` show: the model and how many notes have vectors."""
         return {"model": self.model.name, "folder": str(self.model.folder), "dim": self.model.dim,

@@ -31,7 +31,7 @@ from vault_mem.served.context import View
 from vault_mem.served.refs import without_prefix
 from vault_mem.vault.fields import fold
 from vault_mem.vault.names import strip_md
-from vault_mem.vault.note import domain_of, permalink_of
+from vault_mem.vault.note import domain_of
 
 FOLLOWS = ("active", "latest", "full_history", "all")  # the lineage modes (``follow``) of memory_list and memory_search
 
@@ -81,7 +81,10 @@ class Lineage:
         self._predecessors.setdefault(new, set()).add(old)
 
     def resolve(self, target: str, from_path: str) -> int | None:
-        """The note a supersession target names: a uid, else what the same ``[[wikilink]]`` names."""
+        """The note a supersession target names: a uid, else what the same ``[[wikilink]]`` names;
+        None for a permalink of another served vault (an edge across vaults: ``View.elsewhere``)."""
+        if self.view.elsewhere(target.strip()):
+            return None
         text = without_prefix(target.strip())
         cache_key = (fold(text), domain_of(from_path))
         if cache_key in self._resolved:
@@ -226,14 +229,17 @@ class Lineage:
 
     def lineage_of(self, doc: int) -> dict[str, list[str]]:
         """For memory_read: direct predecessors and superseders, and the latest version(s)."""
+        elsewhere = self.view.elsewhere  # an edge to a note of another served vault, as written
         return {
-            "supersedes": [self._permalink(d) for d in self.predecessors(doc)],
-            "superseded_by": [self._permalink(d) for d in self.superseders(doc)],
+            "supersedes": [self._permalink(d) for d in self.predecessors(doc)]
+            + [t for t in self.dangling(doc, "supersedes") if elsewhere(t)],
+            "superseded_by": [self._permalink(d) for d in self.superseders(doc)]
+            + [t for t in self.dangling(doc, "superseded_by") if elsewhere(t)],
             "latest": [self._permalink(d) for d in self.latest(doc)],
         }
 
     def _permalink(self, doc: int) -> str:
-        return permalink_of(self.view.snapshot.record(doc)["path"])
+        return self.view.permalink(self.view.snapshot.record(doc)["path"])
 
 
 

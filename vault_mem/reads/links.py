@@ -33,7 +33,7 @@ from vault_mem.served.refs import Names
 from vault_mem.vault import markdown
 from vault_mem.vault.fields import fold
 from vault_mem.vault.names import strip_md
-from vault_mem.vault.note import Note, domain_of, permalink_of
+from vault_mem.vault.note import Note, domain_of
 
 
 class LinkResolver(Names):
@@ -96,7 +96,7 @@ class LinkResolver(Names):
         return self.wikilink(str(link.get("target", "")), from_path)
 
     def permalink(self, doc: int) -> str:
-        return permalink_of(self.path(doc))
+        return self.view.permalink(self.path(doc))
 
 
 def _relative(target: str, from_path: str) -> str | None:

@@ -170,7 +170,7 @@ def _shown_domains(view: View, docs: list[int], resolved: list[str]) -> list[str
 
 def _row(view: View, docnum: int) -> dict[str, Any]:
     rec = view.snapshot.record(docnum)
-    row = identity(rec) | {
+    row = identity(rec, view.permalink) | {
         "title": rec["title"],
         "type": rec["type"],
         "tags": rec["tags"],

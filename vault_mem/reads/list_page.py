@@ -11,7 +11,6 @@ from vault_mem.reads.lineage import Lineage
 from vault_mem.reads.rows import cut_message, fit_row
 from vault_mem.served.context import Budget, View, json_size
 from vault_mem.vault.fields import plain
-from vault_mem.vault.note import permalink_of
 
 
 def page_rows(view: View, lineage: Lineage, hits: Iterator[int], offset: int, limit: int,
@@ -56,7 +55,7 @@ def _row(view: View, lineage: Lineage, doc: int, fields: tuple[str, ...], previe
         "created": lambda: rec["created"],
         "updated": lambda: rec["updated"],
         "importance": lambda: rec["importance"],
-        "permalink": lambda: permalink_of(rec["path"]),
+        "permalink": lambda: view.permalink(rec["path"]),
         "path": lambda: rec["path"],
         "status": lambda: rec["status"],
         "etag": lambda: rec["etag"],

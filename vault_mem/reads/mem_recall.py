@@ -32,7 +32,6 @@ from vault_mem.served.context import View, json_size, take_within
 from vault_mem.served.params import OFFSET, Args, choice_param, int_param, text_param
 from vault_mem.vault.dates import iso
 from vault_mem.vault.fields import fold, normalize_tag
-from vault_mem.vault.note import permalink_of
 
 FORMATS = ("compact", "structured")
 PARAMS = (
@@ -300,7 +299,7 @@ def _row(view: View, p: Picked) -> dict[str, Any]:
     row: dict[str, Any] = {
         "chunk_id": f"{rec['uid']}#{p.index}",
         "uid": rec["uid"],
-        "permalink": permalink_of(rec["path"]),
+        "permalink": view.permalink(rec["path"]),
         "namespace": rec["namespace"],
         "scope": rec["scope"],
         "source": rec["path"],
@@ -318,7 +317,7 @@ def _compact_block(view: View, p: Picked) -> str:
     config = view.config
     rec = view.snapshot.record(p.docnum)
     where = f" | {snippet(' > '.join(p.chunk.hierarchy), config.compact_chars)}" if p.chunk.hierarchy else ""
-    header = f"[{rec['created']}] {permalink_of(rec['path'])}#{p.index}{where}"
+    header = f"[{rec['created']}] {view.permalink(rec['path'])}#{p.index}{where}"
     return f"{header}\n{snippet(p.chunk.content, config.compact_chars) or '(no text)'}"
 
 

@@ -59,7 +59,7 @@ from vault_mem.served.params import AGENT, Args, Setting, choice_param, int_para
 from vault_mem.settings import Settings
 from vault_mem.vault.fields import normalize_tag
 from vault_mem.vault.names import path_prefixes
-from vault_mem.vault.note import KNOWN_TYPES, permalink_of
+from vault_mem.vault.note import KNOWN_TYPES
 
 # A tool's parameters are its published schema; a bound that is a setting (``Setting``) is read from the
 # serving index's settings, for the schema and for each call.
@@ -336,10 +336,10 @@ def _lineage_marks(view: View, row: Row, lineage: Lineage, windows: Windows) -> 
     shown = view.config.search_older_shown
     if row.older:
         marks["older_count"] = len(row.older)
-        marks["older"] = [permalink_of(view.snapshot.record(d)["path"]) for d in row.older[:shown]]
+        marks["older"] = [view.permalink(view.snapshot.record(d)["path"]) for d in row.older[:shown]]
     later = lineage.superseders(row.doc)
     if later:
-        marks["superseded_by"] = [permalink_of(view.snapshot.record(d)["path"]) for d in later[:shown]]
+        marks["superseded_by"] = [view.permalink(view.snapshot.record(d)["path"]) for d in later[:shown]]
     return marks | windows.marks(row.doc)
 def _mark_meaning(view: View, notes: list[dict[str, Any]], page: list[int], fused: Fused) -> None:
     """Each row's similarity to the query, and ``found_by: "meaning"`` on a note no word of the
@@ -445,7 +445,7 @@ def _digest(view: View, doc: int, score: float, terms: list[str],
     whose title, tags or paths had to be cut to keep a digest small are added to ``shortened``."""
     config = view.config
     rec = view.snapshot.record(doc)
-    permalink = permalink_of(rec["path"])
+    permalink = view.permalink(rec["path"])
     title = str(rec.get("title", ""))
     if len(title) > config.digest_title_chars:
         title = f"{title[:config.digest_title_chars]}… [+{len(title) - config.digest_title_chars} chars]"

@@ -57,7 +57,7 @@ from vault_mem.settings import Settings
 from vault_mem.vault.dates import from_timestamp, iso
 from vault_mem.vault.fields import FIELDS, fold, layout, note_fields
 from vault_mem.vault.names import ancestors
-from vault_mem.vault.note import Note, est_tokens, permalink_of
+from vault_mem.vault.note import Note, est_tokens
 from vault_mem.vault.reader import DateSource, read_note
 
 # A tool's parameters are its published schema; a bound that is a setting (``Setting``) is read from the
@@ -93,14 +93,14 @@ def memory_read(view: View, raw: dict[str, Any]) -> dict[str, Any]:
     record = view.snapshot.record(doc)
     path = view.vault.root / record["fsrel"]
     if not path.exists() and not path.is_symlink():
-        raise NotFound(f"{permalink_of(record['path'])} is indexed but its file is gone; "
+        raise NotFound(f"{view.permalink(record['path'])} is indexed but its file is gone; "
                        "the index catches up shortly")
     note = _parsed(view.vault.root, record["fsrel"], view.vault.index.history, view.config)
     if not view.may_see(record["path"], None, record.get("real"), note.real):  # where its path leads now
         raise no_note(ref, view.config.shown_ref_chars)
     if offset > len(note.body):
         raise InvalidInput("offset", f"must be from 0 to {len(note.body)} (the body's length) "
-                           f"for {note.permalink}, got {offset}")
+                           f"for {view.permalink(note.path)}, got {offset}")
 
     git = git_fields(view.vault.root, view.vault.index.history, note.path, record["fsrel"], history, view.config)
     answer = _head(view, doc, note) | git
@@ -110,14 +110,14 @@ def memory_read(view: View, raw: dict[str, Any]) -> dict[str, Any]:
         answer["truncated_fields"] = cuts
         shown = ", ".join(f"{k} ({v['shown']} of {v['total']} {v['unit']})" for k, v in cuts.items())
         notes.append(f"cut to keep the answer under {config.max_answer_chars:,} characters: {shown}; "
-                     f"the file ({note.permalink}, also an MCP resource) holds everything")
+                     f"the file ({view.permalink(note.path)}, also an MCP resource) holds everything")
         answer["message"] = notes[0]
     if note.size > config.max_note_bytes:
         # The body pages are the indexed text, so that body_chars, est_tokens, search and
         # the pages agree; the resource still returns the whole file.
         notes.append(f"the file is {note.size:,} bytes: its body is read and paged up to the first "
-                     f"{config.max_note_bytes:,} bytes, as indexed; the resource {note.permalink} returns the "
-                     "whole file")
+                     f"{config.max_note_bytes:,} bytes, as indexed; the resource "
+                     f"{view.permalink(note.path)} returns the whole file")
         answer["message"] = "; ".join(notes)
     page, page_cut = _body_page(note.body, offset, max_chars,
                                 config.max_answer_chars - json_size(answer) - config.read_envelope)
@@ -149,7 +149,7 @@ def _note_size(note: Note) -> int:
 
 def _head(view: View, doc: int, note: Note) -> dict[str, Any]:
     """Every field of the answer except the body page."""
-    head: dict[str, Any] = {"status": "ok", "uid": note.uid, "permalink": note.permalink, "path": note.path,
+    head: dict[str, Any] = {"status": "ok", "uid": note.uid, "permalink": view.permalink(note.path), "path": note.path,
                             "domain": note.domain, **note_fields(note)}
     resolver = LinkResolver(view)
     head |= {
@@ -171,7 +171,7 @@ def _shared_id_problem(view: View, doc: int, note: Note) -> list[str]:
     others = [d for d in view.snapshot.term_docs("key_uid", [fold(note.uid)]) if d != doc]
     if not others:
         return []
-    shown = sorted(permalink_of(view.snapshot.record(d)["path"]) for d in others)
+    shown = sorted(view.permalink(view.snapshot.record(d)["path"]) for d in others)
     return [f"another note has the same id {note.uid!r}: {', '.join(shown[:5])}"
             + (f" (and {len(shown) - 5} more)" if len(shown) > 5 else "")]
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from vault_mem.served.context import json_size
@@ -37,9 +38,9 @@ def task_fields(record: dict[str, Any]) -> dict[str, Any]:
     return {"state": record.get("state") or "open", "progress": record.get("progress") or {"done": 0, "total": 0}}
 
 
-def identity(record: dict[str, Any]) -> dict[str, Any]:
+def identity(record: dict[str, Any], permalink: Callable[[str], str] = permalink_of) -> dict[str, Any]:
     path = record["path"]
-    return {"uid": record["uid"], "permalink": permalink_of(path), "path": path, "domain": domain_of(path)}
+    return {"uid": record["uid"], "permalink": permalink(path), "path": path, "domain": domain_of(path)}
 
 
 # -- cutting what is too big (docs/tools.md "Bounded": nothing is cut without saying so) ---

@@ -23,6 +23,7 @@ from vault_mem.search.api import Snapshot, VaultIndex, cached_while_unchanged, r
 from vault_mem.served.agents import Agent
 from vault_mem.settings import Settings
 from vault_mem.vault.frontmatter import split_frontmatter
+from vault_mem.vault.note import PERMALINK_PREFIX, permalink_of
 from vault_mem.vault.paths import InsideCheck, NotANote, display_path, link_target
 from vault_mem.vault.reader import VersionKey, decode, read_bytes, read_linked, read_whole_linked, version_key
 
@@ -70,6 +71,14 @@ class Vault:
     health: Health = field(default_factory=SteadyHealth)
     git_commit: bool = False  # serve --git-commit: each write tool's change is its own commit (docs/git.md)
     meaning: Meaning | None = None  # --meaning-model: memory_search also ranks by meaning (docs/ranking.md)
+    name: str = ""  # its name among the served vaults (served/vaults.py); "" for one vault built by older code
+    named: bool = False  # several vaults are served: its permalinks name it (memory://NAME/...)
+
+    def permalink(self, path: str) -> str:
+        """The permalink of the note at ``path``: ``memory://NAME/path`` when several vaults are
+        served, else ``memory://path`` as with one vault (docs/vaults.md)."""
+        plain = permalink_of(path)
+        return f"{PERMALINK_PREFIX}{self.name}/{plain[len(PERMALINK_PREFIX):]}" if self.named else plain
 
     def indexing(self) -> dict[str, int] | None:
         return self.health.indexing()
@@ -91,16 +100,31 @@ class View:
     vault it belongs to, the caller's write rules and the notes' bodies on disk. Made by
     ``view_of``."""
 
-    def __init__(self, vault: Vault, snapshot: Snapshot, caller: Agent | None = None) -> None:
+    def __init__(self, vault: Vault, snapshot: Snapshot, caller: Agent | None = None,
+                 others: frozenset[str] = frozenset()) -> None:
         self.vault = vault
         self.snapshot = snapshot
         self.caller = caller
+        self.others = others  # the other served vaults this caller reaches, by name (docs/vaults.md)
         self.config = snapshot.config  # the served index's settings, for every read of this call
         self._inside: InsideCheck | None = None  # the root and folders resolved once a call, not once a row
 
+    def permalink(self, path: str) -> str:
+        """The permalink of the note at ``path`` as this server shows it (``Vault.permalink``)."""
+        return self.vault.permalink(path)
+
+    def elsewhere(self, target: str) -> bool:
+        """Whether ``target`` (a ``supersedes`` or ``superseded_by`` entry) is the permalink of a note
+        in another served vault this caller reaches (``memory://NAME/...``): a lineage edge across
+        vaults, shown as written (memory_supersede across vaults writes one on each side)."""
+        if not self.others or not target.lower().startswith(PERMALINK_PREFIX):
+            return False
+        head, sep, _rest = target[len(PERMALINK_PREFIX):].partition("/")
+        return bool(sep) and head in self.others
+
     def fresh(self) -> View:
         """A view of the same commit for the same caller, without the records this one read."""
-        return View(self.vault, self.snapshot.fresh(), self.caller)
+        return View(self.vault, self.snapshot.fresh(), self.caller, self.others)
 
     def may_read(self, path: str) -> bool:
         return self.caller is None or self.caller.may_read(path)
@@ -176,12 +200,13 @@ class View:
 
 
 @contextmanager
-def view_of(vault: Vault, caller: Agent | None = None) -> Iterator[View]:
-    """A ``View`` of ``vault``'s index as committed now, as ``caller`` may see it, for one call."""
+def view_of(vault: Vault, caller: Agent | None = None, others: frozenset[str] = frozenset()) -> Iterator[View]:
+    """A ``View`` of ``vault``'s index as committed now, as ``caller`` may see it, for one call
+    (``others``: the other served vaults the caller reaches)."""
     limited = caller is not None and not caller.reads_everything
     with reading(vault.index, caller.mask if caller is not None and limited else None,
                  caller.may_read if caller is not None and limited else None) as snapshot:
-        yield View(vault, snapshot, caller)
+        yield View(vault, snapshot, caller, others)
 
 
 def settled_stamp(path: Path, settled_ns: int) -> VersionKey | None:

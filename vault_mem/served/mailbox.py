@@ -24,7 +24,6 @@ from vault_mem.served.agents import AGENT_NAME, Agent
 from vault_mem.served.context import View
 from vault_mem.vault.dates import iso
 from vault_mem.vault.fields import fold
-from vault_mem.vault.note import permalink_of
 from vault_mem.vault.paths import resolves_inside
 
 log = logging.getLogger("vault_mem.mailbox")
@@ -57,7 +56,7 @@ def inbox(view: View, agent: str, read: dict[str, Any] | None = None, just_read:
 
 def digest(view: View, doc: int) -> dict[str, Any]:
     record = view.snapshot.record(doc)
-    row = {"permalink": permalink_of(record["path"]), "title": record["title"], "kind": record["type"],
+    row = {"permalink": view.permalink(record["path"]), "title": record["title"], "kind": record["type"],
            "updated": record["updated"], "from": record.get("agent"),
            "excerpt": " ".join(str(record.get("head", "")).split())[:view.config.inbox_excerpt]}
     return {k: v for k, v in row.items() if v is not None}
@@ -148,12 +147,12 @@ def _lost(view: View, agent: str, wrote: dict[str, Any]) -> dict[str, tuple[dict
         uid, path, title = info
         if view.snapshot.by_path(str(path)) is not None:
             continue  # the index has not caught up yet: in a moment it knows whether it moved
-        row: dict[str, Any] = {"permalink": permalink_of(str(path)), "title": title, "uid": uid}
+        row: dict[str, Any] = {"permalink": view.permalink(str(path)), "title": title, "uid": uid}
         moved: tuple[str, Any] | None = None
         for doc in view.snapshot.term_docs("key_uid", [fold(str(uid))]):
             record = view.snapshot.record(doc)
             if record["path"] != path and resolves_inside(root, root / record["fsrel"]):
-                row["moved_to"] = permalink_of(record["path"])
+                row["moved_to"] = view.permalink(record["path"])
                 moved = (record["fsrel"], [uid, record["path"], record["title"]])
                 break
         row["what"] = "moved" if moved else "deleted"

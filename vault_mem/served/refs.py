@@ -32,7 +32,7 @@ from vault_mem.search.api import PATH_KEY_FIELDS
 from vault_mem.served.context import View
 from vault_mem.vault.fields import fold
 from vault_mem.vault.names import strip_md
-from vault_mem.vault.note import PERMALINK_PREFIX, domain_of, permalink_of
+from vault_mem.vault.note import PERMALINK_PREFIX, domain_of
 from vault_mem.vault.paths import check_relative
 
 __all__ = ["PERMALINK_PREFIX", "REF_STAGES", "Names", "resolve_ref", "without_prefix"]
@@ -105,6 +105,10 @@ def resolve_ref(view: View, ref: str, param: str = "ref") -> int:
     if not text:
         raise InvalidInput(param, "must not be empty: pass a uid, permalink, path, file name or title")
     as_path = without_prefix(text)
+    if as_path is not text and view.vault.named:  # a permalink naming this vault (docs/vaults.md)
+        head, sep, rest = as_path.partition("/")
+        if sep and head == view.vault.name:
+            as_path = rest
     check_relative(as_path, param)
     keys = {False: fold(text), True: fold(strip_md(as_path.strip("/")))}
     names = Names(view)
@@ -116,7 +120,7 @@ def resolve_ref(view: View, ref: str, param: str = "ref") -> int:
         if len(hits) == 1:
             return hits[0]
         if len(hits) > 1:
-            candidates = sorted(permalink_of(names.path(d)) for d in hits)
+            candidates = sorted(view.permalink(names.path(d)) for d in hits)
             shown = ", ".join(candidates[:10]) + (f" (and {len(candidates) - 10} more)" if len(candidates) > 10 else "")
             raise InvalidInput(
                 param,

@@ -23,10 +23,16 @@ from pathlib import Path
 from vault_mem.errors import InvalidInput
 from vault_mem.served.agents import Agent
 from vault_mem.served.context import Vault
+from vault_mem.served.params import text_param
+from vault_mem.vault.note import PERMALINK_PREFIX
 
 NAME_CHARS = 64
 EVERY = "*"  # the vault parameter's "every vault this caller may read"
 _NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9._-]{0,NUM}".replace("NUM", str(NAME_CHARS - 1)))
+
+# Every tool's ``vault``, listed in the input schemas only when several vaults are served (docs/tools.md).
+VAULT_PARAM = text_param("vault", "A served vault's name (list_domains lists them); default: the default vault; "
+                                  "'*' with memory_search: every vault you may read.")
 
 # What a request reaches: vault name -> the caller there (None: the owner, no limits). A vault
 # not in it is invisible to the request.
@@ -89,6 +95,53 @@ class Served:
     def __post_init__(self) -> None:
         if self.default not in self.vaults:
             raise ValueError(f"the default vault {self.default!r} is not served")
+        for name, vault in self.vaults.items():  # each vault knows its name; its permalinks name it among several
+            vault.name = name
+            vault.named = self.several
+
+    @classmethod
+    def one(cls, vault: Vault) -> Served:
+        """One vault served alone (as before several were): named as it is, else ``vault``."""
+        name = vault.name or "vault"
+        return cls({name: vault}, name)
+
+    def everywhere(self, caller: Agent | None) -> dict[str, Agent | None]:
+        """The reach of ``caller`` in every served vault (stdio without --agent, a Vault served alone)."""
+        return dict.fromkeys(self.vaults, caller)
+
+    def refused(self, given: str, reach: Reach) -> InvalidInput:
+        """The one answer to a ``vault`` that is not served or not reachable (the same words for
+        both: a hidden vault's name is never confirmed), listing only the reachable ones."""
+        shown = ", ".join(repr(n) for n in self.reachable(reach)) or "none"
+        return InvalidInput("vault", f"{given[:80]!r} is not a vault you can use here; vaults: {shown}")
+
+    def chosen(self, given: object, reach: Reach) -> str:
+        """The vault a call's ``vault`` names (``EVERY`` stays ``EVERY``), else the default one,
+        else (a caller that cannot reach the default) the first it reaches. InvalidInput for a
+        name it cannot use."""
+        names = self.reachable(reach)
+        if given is None:
+            if not names:
+                raise InvalidInput("vault", "no served vault is open to this caller")
+            return self.default if self.default in reach else names[0]
+        if not isinstance(given, str):
+            raise InvalidInput("vault", f"must be a string: a vault's name or '{EVERY}'; vaults: "
+                                        + (", ".join(repr(n) for n in names) or "none"))
+        if given == EVERY or given in names:
+            return given
+        raise self.refused(given, reach)
+
+    def named_in(self, ref: str, reach: Reach) -> tuple[str, str] | None:
+        """(vault, the ref without its name) when ``ref`` is a permalink ``memory://NAME/...`` whose
+        NAME is a vault ``reach`` includes and several are served; None for any other ref (an old
+        permalink, a path, a title: read in the call's vault). A name the caller cannot reach is
+        not a vault name to it: the ref is taken as a path, as with one vault."""
+        if not self.several or not ref.lower().startswith(PERMALINK_PREFIX):
+            return None
+        head, sep, rest = ref[len(PERMALINK_PREFIX):].partition("/")
+        if sep and head in self.vaults and head in reach:
+            return head, PERMALINK_PREFIX + rest
+        return None
 
     @property
     def several(self) -> bool:

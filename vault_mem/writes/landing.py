@@ -13,7 +13,6 @@ from typing import Any
 from vault_mem.history import agentstate, journal
 from vault_mem.served.context import View
 from vault_mem.vault.dates import iso
-from vault_mem.vault.note import permalink_of
 
 log = logging.getLogger("vault_mem.writes")
 
@@ -51,7 +50,7 @@ def journal_and_track(view: View, tool: str, agent: str, changes: list[dict[str,
 def keep_persist_error(view: View, agent: str, tool: str, path: str, message: str) -> None:
     """Keep ``message`` (a write of ``path`` that did not fully land) for the agent's next call."""
     now = dt.datetime.now(dt.UTC)
-    error = {"tool": tool, "permalink": permalink_of(path), "message": message, "time": iso(now),
+    error = {"tool": tool, "permalink": view.permalink(path), "message": message, "time": iso(now),
              "t": now.timestamp()}  # t: which call may report it (served/mailbox.py)
     try:
         agentstate.change(view.vault.index.history_dir, agent, lambda state: state.add_error(error),

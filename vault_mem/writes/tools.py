@@ -41,7 +41,7 @@ from vault_mem.served.refs import resolve_ref
 from vault_mem.settings import Settings
 from vault_mem.vault.dates import iso, parse_datetime
 from vault_mem.vault.fields import FIELD, normalize_tags
-from vault_mem.vault.note import SCOPES, Note, permalink_of
+from vault_mem.vault.note import SCOPES, Note
 from vault_mem.vault.paths import check_folder_names, check_relative, confine, existing_spelling, note_file
 from vault_mem.vault.reader import DateSource, file_etag, read_note, read_whole
 from vault_mem.vault.writer import (
@@ -231,8 +231,8 @@ def new_uid() -> str:
     return f"{dt.datetime.now(dt.UTC):%Y%m%d}-{secrets.token_hex(4)}"
 
 
-def _answer(note: Note) -> dict[str, Any]:
-    return {"status": "ok", "uid": note.uid, "permalink": permalink_of(note.path), "path": note.path,
+def _answer(view: View, note: Note) -> dict[str, Any]:
+    return {"status": "ok", "uid": note.uid, "permalink": view.permalink(note.path), "path": note.path,
             "updated": note.updated, "etag": note.etag}
 
 
@@ -265,7 +265,7 @@ def _index(view: View, turns: WriteTurns, notes: list[tuple[Note, str]], removed
         # The file change stands: the watcher (or the next reconcile) indexes it later. A retry
         # would repeat a change that already happened, so the advice says not to; the answer
         # still says which note the file is.
-        written = {k: v for k, v in _answer(notes[0][0]).items() if k != "status"} if len(notes) == 1 else {}
+        written = {k: v for k, v in _answer(view, notes[0][0]).items() if k != "status"} if len(notes) == 1 else {}
         raise IndexBusy(f"{done}, but the index's write lock was not obtained in time (another process, "
                         "a build or a merge, holds it); read tools show the change once the index catches "
                         "up on its own", retry=False,
@@ -344,7 +344,7 @@ def _create(view: View, turns: WriteTurns, args: Args, agent: str, defaults: dic
     note = read_note(view.vault.root, rel, view.vault.index.history, config=view.config)
     warnings = _index(view, turns, [(note, rel)], [], f"{note.path} was saved", tool, agent,
                       [change(rel, rel, title, fields["id"], None, data, real=note.real)])
-    return _attributed(view, _answer(note), tool, agent, note.title, {rel: None}, warnings)
+    return _attributed(view, _answer(view, note), tool, agent, note.title, {rel: None}, warnings)
 
 
 def _with_similar(view: View, answer: dict[str, Any], title: str, content: str, exclude: list[str],
@@ -358,7 +358,7 @@ def _with_similar(view: View, answer: dict[str, Any], title: str, content: str, 
         skip = {doc for path in [answer["path"], *exclude] if (doc := view.snapshot.by_path(path)) is not None}
         for found in resembling(view.snapshot, title, content, exclude=skip, limit=limit):
             record = view.snapshot.record(found.docnum)
-            rows.append({"permalink": permalink_of(record["path"]), "title": record.get("title") or "",
+            rows.append({"permalink": view.permalink(record["path"]), "title": record.get("title") or "",
                          "similarity": found.resemblance})
     except (VaultMemError, OSError) as exc:
         log.warning("cannot look for notes similar to %s: %s", answer["path"], exc)
@@ -485,7 +485,7 @@ def _rewrite(view: View, turns: WriteTurns, rel: str, before: bytes, new_text: s
     note = read_note(view.vault.root, rel, view.vault.index.history, config=view.config)
     warnings = _index(view, turns, [(note, rel)], [], f"{note.path} was saved", tool, agent,
                       [change(note.path, rel, note.title, note.uid, before, data, real=note.real)])
-    return _attributed(view, _answer(note), tool, agent, note.title, {rel: before}, warnings)
+    return _attributed(view, _answer(view, note), tool, agent, note.title, {rel: before}, warnings)
 
 
 @one_note_at_a_time
@@ -535,7 +535,7 @@ def task_close(view: View, raw: dict[str, Any], turns: WriteTurns) -> dict[str, 
     state = args.choice("state")
     record = view.snapshot.record(resolve_ref(view, ref))
     if record["type"] != "task":
-        raise InvalidInput("ref", f"{permalink_of(record['path'])} is a {record['type']}, not a task")
+        raise InvalidInput("ref", f"{view.permalink(record['path'])} is a {record['type']}, not a task")
     rel, data = _current(view, turns, ref, "task_close")
     _check_preconditions(args, rel, data, view.vault.root, view.vault.index.history)
     text = set_keys(decode_for_edit(data, rel), _stamped(view, rel, {"state": state, "status": "archived"}), rel,
@@ -554,7 +554,7 @@ def memory_delete(view: View, raw: dict[str, Any], turns: WriteTurns) -> dict[st
     trashed = move_to_trash(view.vault.root, rel, config=view.config)
     warnings = _index(view, turns, [], [note.path], f"{note.path} was moved to {trashed}", "memory_delete", agent,
                       [change(note.path, rel, note.title, note.uid, data, None, trash=trashed, real=note.real)])
-    answer = {"status": "ok", "uid": note.uid, "permalink": permalink_of(note.path), "path": trashed,
+    answer = {"status": "ok", "uid": note.uid, "permalink": view.permalink(note.path), "path": trashed,
               "updated": note.updated, "etag": note.etag, "deleted": True,
               "message": f"moved {note.path} to {trashed}; restore it by moving it back"}
     return _attributed(view, answer, "memory_delete", agent, note.title, {note.path: data}, warnings)
