@@ -124,7 +124,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
     url = f"http://{_url_host(args.host)}:{args.port}/mcp"
     check_workers(args)
     meaning = open_meaning(args, index)  # before serving: a model that cannot load is refused now
-    meanings = {first: meaning, **{name: meaning.beside(indexes[name].dir, config=config) for name in roots
+    meanings = {first: meaning, **{name: meaning.for_index(indexes[name].dir, config=config) for name in roots
                                    if name != first}} if meaning is not None else {}
     workers = args.workers or (1 if meaning is not None else os.cpu_count() or 1)
     if args.http and seat is None and workers > 1:

@@ -462,9 +462,9 @@ def run_http(server: Server[Any], host: str, port: int, token: str | None, allow
     if calls is not None:  # the page for people at / (vault_mem/ui/, docs/ui.md)
         from vault_mem.ui.web import Page, with_page
 
-        # The page serves the default vault until it knows several (page57 passes calls.served and every ring).
-        ring = keys.get(calls.vault.name) if isinstance(keys, Mapping) else keys
-        page = Page(calls.vault, ring or KeyRing(calls.vault.root), token, allowed_hosts, port)
+        # The same key rings the MCP endpoint checks: a key removed is gone from both at once.
+        rings = dict(keys) if isinstance(keys, Mapping) else {calls.vault.name: keys or KeyRing(calls.vault.root)}
+        page = Page(calls.served, rings, token, allowed_hosts, port)
         app = with_page(app, page)
         if seat is None or seat.leads:
             base = f"http://{'[' + host + ']' if ':' in host and not host.startswith('[') else host}:{port}"

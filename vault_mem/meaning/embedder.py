@@ -63,7 +63,7 @@ class Meaning:
         label = {"model": model.name, "folder": str(model.folder)}
         return cls(model, VectorStore.open(index_dir, store_name(model), model.dim, label, config=config))
 
-    def beside(self, index_dir: Path, *, config: Settings) -> Meaning:
+    def for_index(self, index_dir: Path, *, config: Settings) -> Meaning:
         """The same model (loaded once) with the vectors of another vault's index (serve with
         several vaults: one model, each vault its own vector store)."""
         model = self.model
