@@ -241,3 +241,45 @@ async def test_with_two_workers_a_write_through_worker_2_lands_in_the_vault_it_n
         assert not any(p.name.startswith("Nowhere") for p in tmp_path.rglob("*.md"))
     finally:
         server.stop()
+
+
+async def test_the_page_of_serve_http_reaches_what_the_mcp_endpoint_does(tmp_path: Path, capsys) -> None:
+    """The page at ``/`` of ``serve --http`` with several vaults: the token logs in to every vault, a
+    key to the vaults whose rings hold it (the very rings the MCP endpoint checks), the others'
+    names nowhere, and a key removed ends what it opened on the page as on the endpoint."""
+    roots = {name: write_notes(tmp_path / name, notes) for name, notes in NOTES.items() if name != "work"}
+    coder = add_key(capsys, roots["team"], "coder", "--read", "projects/")
+    server = Server(tmp_path, token=TOKEN, names=("home", "team"))
+    try:
+        await listening(server)
+        async with session(server.url, TOKEN) as owner:
+            await settled(server, owner, 2)
+        base = server.url.removesuffix("/mcp")
+        async with httpx2.AsyncClient(base_url=base) as page:
+            login = await page.post("/api/login", json={"secret": TOKEN})
+            mine = {"X-Page-Secret": login.json()["page_secret"]}
+            state = (await page.get("/api/session", headers=mine)).json()
+            assert state["vaults"] == ["home", "team"] and state["default"] == "home", state
+            roses = (await page.get("/api/search?vault=home&query=zebra", headers=mine)).json()
+            assert "Roses" in json.dumps(roses) and "Board" not in json.dumps(roses)
+        async with httpx2.AsyncClient(base_url=base) as page:
+            login = await page.post("/api/login", json={"secret": coder})
+            assert login.status_code == 200, login.text
+            mine = {"X-Page-Secret": login.json()["page_secret"]}
+            answers = [(await page.get(path, headers=mine)) for path in
+                       ("/api/session", "/api/search?query=zebra", "/api/search?vault=team&query=zebra")]
+            assert all(a.status_code == 200 for a in answers), [a.text for a in answers]
+            assert "Board" in answers[1].text and "Pay" not in answers[1].text
+            assert not any("home" in a.text for a in answers), "the vault coder's key does not reach is never named"
+            hidden = await page.get("/api/search?vault=home&query=zebra", headers=mine)
+            nothing = await page.get("/api/search?vault=nosuch&query=zebra", headers=mine)
+            assert hidden.status_code == nothing.status_code == 400 and hidden.content == nothing.content
+            assert main(["agents", "remove", "coder", "--vault", str(roots["team"])]) == 0
+            gone = await page.get("/api/session", headers=mine)
+            assert gone.status_code == 401, gone.text
+        async with httpx2.AsyncClient() as raw:
+            refused = await raw.post(server.url, json=INIT, headers=HEADERS | {"Authorization": f"Bearer {coder}"})
+            assert refused.status_code == 401
+    finally:
+        server.stop()
+    assert TOKEN not in server.stderr() and coder not in server.stderr()
