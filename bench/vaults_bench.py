@@ -14,7 +14,7 @@ Every server is ``vault-mem serve --http --workers 1`` on a free port, spawned w
 2. **A search in one vault.** ``--queries`` searches (two of the hub's title words each, the
    same list every time) in the first vault, one after another: served alone against served
    beside four others (``vault: hub1``), in ABBA rounds (``--rounds``); p50, p90, p99 and the
-   calls per second of each.
+   calls per second of each; and the same searches in every vault at once (``vault: "*"``).
 3. **Start-up of the others.** The first vault indexed, the four others copies without their
    index (each has to be built): from the spawn to the first vault's first answer, and to its
    first answer marked neither ``indexing`` nor ``checking`` (its start-up check of the files
@@ -210,6 +210,7 @@ async def speed(roots: dict[str, Path], asked: list[str], rounds: int, log: Path
     first = next(iter(roots))
     alone: list[float] = []
     beside: list[float] = []
+    spanning: list[float] = []
     for turn in ("alone", "beside", "beside", "alone") * rounds:
         server = Server({first: roots[first]} if turn == "alone" else roots, log)
         try:
@@ -220,12 +221,15 @@ async def speed(roots: dict[str, Path], asked: list[str], rounds: int, log: Path
                     await ready(client, None if turn == "alone" else name)
                 await timed(client, asked[:50], vault)  # warm
                 took = await timed(client, asked, vault)
+                if turn == "beside":
+                    spanning.extend(await timed(client, asked, "*"))
         finally:
             server.stop()
         (alone if turn == "alone" else beside).extend(took)
         print(line(f"  {turn} ({load()})", took))
     print(line(f"a search in {first}, served alone", alone))
     print(line(f"a search in {first}, beside {len(roots) - 1} others", beside))
+    print(line(f"a search of all {len(roots)} vaults (vault: '*')", spanning))
 
 
 async def startup(roots: dict[str, Path], asked: list[str], log: Path) -> None:
