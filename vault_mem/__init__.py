@@ -17,4 +17,4 @@ Layers, each importing only from the ones above it in this list:
     cli         argument parsing and printing only
 """
 
-__version__ = "0.7.0"
+__version__ = "0.8.0"
