@@ -241,6 +241,8 @@ async def test_with_two_workers_a_write_through_worker_2_lands_in_the_vault_it_n
         assert not any(p.name.startswith("Nowhere") for p in tmp_path.rglob("*.md"))
     finally:
         server.stop()
+    said = server.stderr()
+    assert f"serving 2 vaults: work ({tmp_path / 'work'}), home ({tmp_path / 'home'})" in said, said
 
 
 async def test_the_page_of_serve_http_reaches_what_the_mcp_endpoint_does(tmp_path: Path, capsys) -> None:

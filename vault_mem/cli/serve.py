@@ -132,7 +132,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
         for opened in indexes.values():
             opened.close()
-        return serve_workers(args, root, workers, token,
+        return serve_workers(args, workers, token, lambda: _say_serving(roots),
                              lambda: _say_http_all(roots, url, token, rings, args.allow_origin),
                              stop_wait=config.worker_stop_wait)
 

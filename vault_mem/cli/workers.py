@@ -7,9 +7,8 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Callable
-from pathlib import Path
 
-from vault_mem import __version__, settings
+from vault_mem import settings
 from vault_mem.cli.app import PROG
 from vault_mem.cli.common import say
 
@@ -44,7 +43,7 @@ def without_token(argv: list[str]) -> list[str]:
     return kept
 
 
-def serve_workers(args: argparse.Namespace, root: Path, count: int, token: str | None,
+def serve_workers(args: argparse.Namespace, count: int, token: str | None, say_serving: Callable[[], None],
                   say_http: Callable[[], None], *, stop_wait: float) -> int:
     """Run ``count`` workers until Ctrl-C or SIGTERM (status 130) or until one ends (status 1).
     The workers get ``token`` in their environment, never in their arguments (``without_token``);
@@ -53,7 +52,7 @@ def serve_workers(args: argparse.Namespace, root: Path, count: int, token: str |
 
     if args.read_only:
         say("read-only: no write tools are served")
-    say(f"{PROG} {__version__} serving the vault {root}")
+    say_serving()  # the vault, or each of several with its name
     workers = Workers([sys.executable, "-m", "vault_mem", *without_token(args.argv)], args.host, args.port, count,
                       token, stop_wait=stop_wait)
     try:
