@@ -117,6 +117,32 @@ def test_a_runtime_is_quiet_only_with_no_call_running_and_none_ended_lately(tmp_
         index.close()
 
 
+def test_a_server_of_several_vaults_is_quiet_only_when_none_of_them_has_a_call(tmp_path: Path) -> None:
+    """serve with several vaults: a call in any vault keeps the collector's full collection back,
+    not only a call in the default vault (each vault's Runtime sees its own calls)."""
+    from vault_mem import settings
+    from vault_mem.cli.serve import quiet_everywhere
+    from vault_mem.runtime.lifecycle import Runtime
+    from vault_mem.search.api import VaultIndex
+
+    indexes = []
+    for name in ("work", "home"):
+        root = tmp_path / name
+        root.mkdir()
+        (root / "n.md").write_text("# N\n", encoding="utf-8")
+        indexes.append(VaultIndex(root, config=settings.current()))
+    try:
+        work, home = (Runtime(index) for index in indexes)
+        quiet = quiet_everywhere([work, home])
+        assert quiet(1.0)  # no call yet in either
+        with home.answering():  # a call in the second vault, not the default
+            assert not quiet(0.0) and work.quiet_for(0.0)
+        assert not quiet(3600.0) and quiet(0.0)  # it ended just now
+    finally:
+        for index in indexes:
+            index.close()
+
+
 STEADY_GARBAGE = """
     import gc
     from vault_mem.runtime import collector

@@ -47,7 +47,8 @@ def add_options(parser: argparse.ArgumentParser) -> None:
     vaults = parser.add_argument_group("vaults")
     parser.conflict_handler = "error"
     vaults.add_argument("--vault", action="append", default=argparse.SUPPRESS, metavar="[NAME=]PATH",
-                        help="the vault folder (default: $VAULT_MEM_VAULT); repeatable: several vaults served at "
+                        help="the vault folder, or the name 'vault-mem vaults add' gave it (default: "
+                             "$VAULT_MEM_VAULT, else every named vault); repeatable: several vaults served at "
                              "once, each named NAME= or after its folder (docs/vaults.md)")
     parser.add_argument("--http", action="store_true",
                         help="serve streamable HTTP at http://HOST:PORT/mcp instead of stdio")
@@ -142,7 +143,6 @@ def cmd_serve(args: argparse.Namespace) -> int:
     project = args.project or os.environ.get("VAULT_MEM_PROJECT") or None
     runtimes = {name: Runtime(opened, merges=seat is None or seat.leads, writes=seat is None or seat.leads)
                 for name, opened in indexes.items()}
-    runtime = runtimes[first]
     with contextlib.ExitStack() as marks:
         for name, opened in indexes.items():
             marks.enter_context(present(opened.dir, "serve", transport="http" if args.http else "stdio",
@@ -198,7 +198,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
                     warm_when_ready(vault, runtimes[name].wait_ready)
             run = _transport(args, server, url, token, root, rings if served.several else keys, caller, seat, calls,
                              config=config, roots=roots)
-            tuning.settle_collector(runtime.quiet_for, config)
+            tuning.settle_collector(quiet_everywhere(list(runtimes.values())), config)
             if seat is None or seat.leads:
                 for folder in roots.values():
                     start_serve_options(args, folder)
@@ -235,6 +235,12 @@ def _say_serving(roots: dict[str, Path]) -> None:
         return
     say(f"{PROG} {__version__} serving {len(roots)} vaults: "
         + ", ".join(f"{name} ({folder})" for name, folder in roots.items()))
+
+
+def quiet_everywhere(runtimes: list[Any]) -> Callable[[float], bool]:
+    """The process's quiet test for its collector (runtime/tuning.py): no call in any served vault
+    for ``seconds`` (each vault's Runtime sees its own calls only)."""
+    return lambda seconds: all(runtime.quiet_for(seconds) for runtime in runtimes)
 
 
 def serve_token(args: argparse.Namespace) -> str | None:

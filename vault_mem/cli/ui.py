@@ -24,8 +24,9 @@ if TYPE_CHECKING:
 
 def add_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--vault", action="append", default=argparse.SUPPRESS, metavar="[NAME=]PATH",
-                        help="a vault folder, named NAME (default: after its folder); repeatable: one page "
-                             "for several vaults, the first the default (default: $VAULT_MEM_VAULT)")
+                        help="a vault folder, named NAME (default: after its folder), or the name 'vault-mem "
+                             "vaults add' gave a vault; repeatable: one page for several vaults, the first the "
+                             "default (default: $VAULT_MEM_VAULT, else every named vault)")
     parser.add_argument("--index-dir", type=Path, default=argparse.SUPPRESS, metavar="PATH",
                         help="where the index lives, with one vault (default: <vault>/.vault-mem, or the user's "
                              "cache folder when the vault is read-only; with several, each vault's own)")
