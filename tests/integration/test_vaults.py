@@ -354,3 +354,28 @@ async def test_an_edge_to_another_vault_never_resolves_to_a_note_of_the_same_pat
         assert decoy["lineage"]["superseded_by"] == [], "the decoy in work is not the home note"
         assert (await c.call("memory_read", ref=new["permalink"]))["lineage"]["supersedes"] == [
             "memory://home/garden/Roses"]
+
+
+async def test_a_chain_across_vaults_is_one_row_headed_by_the_current_version(tmp_path: Path) -> None:
+    """The old note outranks its successor in another vault, yet every-vault search shows the
+    current version first, the old one folded into it (as one vault does: docs/ranking.md), and
+    a search of the old note's vault marks it superseded by the other vault's note."""
+    served = three(tmp_path)
+    async with session(served) as c:
+        new = await c.call("memory_supersede", agent="t", ref="memory://home/garden/Roses", vault="work",
+                           title="Office plants", content="The roses moved to the office.")
+        assert new["status"] == "ok", new
+        apart = await c.call("memory_search", agent="t", query="zebra roses", follow="all", vault="*")
+        ranks = [row["permalink"] for row in apart["notes"]]
+        old, current = "memory://home/garden/Roses", new["permalink"]
+        assert ranks.index(old) < ranks.index(current), "the old note ranks higher on its own"
+        chained = await c.call("memory_search", agent="t", query="zebra roses", vault="*")
+        first = chained["notes"][0]
+        assert (first["permalink"], first["vault"], first["older"], first["older_count"]) == (current, "work", [old], 1)
+        assert old not in [row["permalink"] for row in chained["notes"]]
+        assert first["score"] == max(row["score"] for row in apart["notes"] if row["permalink"] in (old, current))
+        history = await c.call("memory_search", agent="t", query="zebra roses", follow="full_history", vault="*")
+        assert [row["permalink"] for row in history["notes"]][:2] == [current, old]
+        home = await c.call("memory_search", agent="t", query="zebra roses", vault="home")
+        marked = next(row for row in home["notes"] if row["permalink"] == old)
+        assert marked["superseded_by"] == [current]

@@ -164,7 +164,7 @@ class Calls:
             return error_answer(exc, {ours: theirs for theirs, ours in spec.arg_map})
         served = self.served
         if target == EVERY:  # memory_search in every vault the caller may read
-            return spanning.search_everywhere(served, reach, raw, self._runner(spec), self.config)
+            return spanning.search_everywhere(served, reach, raw, self._runner(spec, reach), self.config)
         old = (served.vaults[old_in], reach[old_in], self._others(old_in, reach)) if old_in is not None else None
         answer = call(served.vaults[target], spec, raw, reach[target], self.read_only,
                       others=self._others(target, reach), old=old)
@@ -175,9 +175,10 @@ class Calls:
                 spanning.inbox_everywhere(served, reach, raw, answer, self.config)
         return answer
 
-    def _runner(self, spec: ToolSpec) -> spanning.RunIn:
+    def _runner(self, spec: ToolSpec, reach: Reach) -> spanning.RunIn:
+        """A call in one vault of ``reach``, its lineage edges to the others it reaches kept as written."""
         return lambda name, raw, caller: call(self.served.vaults[name], spec, raw, caller, self.read_only,
-                                              others=self._others(name, reach=None))
+                                              others=self._others(name, reach))
 
     def _others(self, name: str, reach: Reach | None) -> frozenset[str]:
         """The served vaults but ``name`` that ``reach`` includes (None: none; one vault: none)."""

@@ -68,6 +68,8 @@ def search_everywhere(served: Served, reach: Reach, raw: dict[str, Any], run: Ru
     by_score = isinstance(query, str) and bool(query.strip())
     order = (lambda row: (-float(row.get("score") or 0.0), -_when(row))) if by_score else (lambda row: -_when(row))
     rows = list(heapq.merge(*found, key=order))
+    if raw.get("follow", "active") != "all":
+        rows = chains_across(rows, raw.get("follow", "active") == "full_history", config.search_older_shown)
     limit = _limit(raw, config)
     if len(rows) > limit:
         rows, merged["truncated"] = rows[:limit], True
@@ -85,6 +87,48 @@ def search_everywhere(served: Served, reach: Reach, raw: dict[str, Any], run: Ru
         merged["inbox"], merged["inbox_more"] = [], 0
         inbox_everywhere(served, reach, raw, merged, config)
     return merged
+
+
+def chains_across(rows: list[dict[str, Any]], full_history: bool, shown: int) -> list[dict[str, Any]]:
+    """``rows`` (merged, in rank order) with each chain that crosses vaults together, as one vault
+    keeps its own (docs/ranking.md, "The current version first"): a row whose ``superseded_by``
+    names a row of another vault among ``rows`` belongs to the row its successors lead to (its
+    head), and the chain stands where its first member ranked. The head shows the best score of
+    its members; the others fold into its ``older`` (``full_history``: follow it as rows of their
+    own, in rank order)."""
+    at = {row["permalink"]: i for i, row in enumerate(rows)}
+
+    def head_of(i: int) -> int:
+        seen = {i}
+        while True:
+            row = rows[i]
+            later = next((at[p] for p in row.get("superseded_by") or [] if p in at and at[p] not in seen
+                          and rows[at[p]]["vault"] != row["vault"]), None)
+            if later is None:
+                return i
+            seen.add(later)
+            i = later
+
+    groups: dict[int, list[int]] = {}  # head -> its members in rank order, in the order first met
+    for i in range(len(rows)):
+        groups.setdefault(head_of(i), []).append(i)
+    if all(len(members) == 1 for members in groups.values()):
+        return rows
+    chained: list[dict[str, Any]] = []
+    for head, members in groups.items():
+        older = [i for i in members if i != head]
+        top = {**rows[head], "score": max(float(rows[i].get("score") or 0.0) for i in members)} \
+            if "score" in rows[head] else dict(rows[head])
+        if full_history:
+            chained += [top, *(rows[i] for i in older)]
+            continue
+        if older:
+            links = [p for i in older for p in (rows[i]["permalink"], *(rows[i].get("older") or []))]
+            top["older_count"] = int(top.get("older_count", 0)) + sum(1 + int(rows[i].get("older_count", 0))
+                                                                        for i in older)
+            top["older"] = ([*top.get("older", []), *links])[:shown]
+        chained.append(top)
+    return chained
 
 
 def vault_counts(served: Served, reach: Reach) -> list[dict[str, Any]]:

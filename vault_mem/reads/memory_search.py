@@ -337,9 +337,11 @@ def _lineage_marks(view: View, row: Row, lineage: Lineage, windows: Windows) -> 
     if row.older:
         marks["older_count"] = len(row.older)
         marks["older"] = [view.permalink(view.snapshot.record(d)["path"]) for d in row.older[:shown]]
-    later = lineage.superseders(row.doc)
+    later = [view.permalink(view.snapshot.record(d)["path"]) for d in lineage.superseders(row.doc)[:shown]]
+    # A note of another served vault that supersedes it (memory_supersede across vaults), as written.
+    later += [t for t in lineage.dangling(row.doc, "superseded_by") if view.elsewhere(t)][:shown - len(later)]
     if later:
-        marks["superseded_by"] = [view.permalink(view.snapshot.record(d)["path"]) for d in later[:shown]]
+        marks["superseded_by"] = later
     return marks | windows.marks(row.doc)
 def _mark_meaning(view: View, notes: list[dict[str, Any]], page: list[int], fused: Fused) -> None:
     """Each row's similarity to the query, and ``found_by: "meaning"`` on a note no word of the
