@@ -31,6 +31,7 @@ from typing import Any
 from vault_mem.errors import InvalidInput
 from vault_mem.settings import Settings
 from vault_mem.vault.portable import read_regular
+from vault_mem.vault.strictjson import DuplicateKey, no_duplicates
 from vault_mem.vault.writer import atomic_write
 
 CLIENTS = ("claude-desktop", "claude-code", "cursor", "vscode")
@@ -71,20 +72,6 @@ class Number:
     ``inf``, then ``Infinity``, which is not JSON; a 5,000-digit integer would not parse)."""
 
     text: str
-
-
-class _Duplicate(Exception):
-    def __init__(self, key: str) -> None:
-        self.key = key
-
-
-def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    seen: dict[str, Any] = {}
-    for key, value in pairs:
-        if key in seen:
-            raise _Duplicate(key)
-        seen[key] = value
-    return seen
 
 
 def _no_constant(name: str) -> Any:
@@ -158,7 +145,7 @@ def read_config(place: Place, config_limits: Settings) -> tuple[dict[str, Any], 
         return {}, data
     try:
         text = data.decode("utf-8-sig")
-        config = json.loads(text, object_pairs_hook=_no_duplicates, parse_float=Number, parse_int=Number,
+        config = json.loads(text, object_pairs_hook=no_duplicates, parse_float=Number, parse_int=Number,
                             parse_constant=_no_constant)
     except UnicodeDecodeError:
         raise InvalidInput("CLIENT", f"{place.path} is not UTF-8 text; nothing was changed") from None
@@ -168,7 +155,7 @@ def read_config(place: Place, config_limits: Settings) -> tuple[dict[str, Any], 
         raise InvalidInput("CLIENT", f"{place.path} does not parse as JSON at line {exc.lineno}, column "
                            f"{exc.colno} ({exc.msg}); nothing was changed: fix the file (comments and "
                            "trailing commas are not JSON), or use --print and add the entry by hand") from None
-    except _Duplicate as dup:
+    except DuplicateKey as dup:
         raise InvalidInput("CLIENT", f"{place.path} has the key {json.dumps(dup.key, ensure_ascii=False)} twice "
                            f"in one object{_lines_of(text, dup.key)}; a client reads only the last one, so "
                            "what the first holds is ignored already: merge the two into one, then run this "
@@ -249,8 +236,8 @@ def _layout_change(before: bytes) -> str | None:
     file was already laid out as connect writes it."""
     try:
         text = before.decode("utf-8-sig")
-        again = dumps(json.loads(text, object_pairs_hook=_no_duplicates, parse_float=Number, parse_int=Number))
-    except (ValueError, _Duplicate):
+        again = dumps(json.loads(text, object_pairs_hook=no_duplicates, parse_float=Number, parse_int=Number))
+    except (ValueError, DuplicateKey):
         return None  # read_config refused it already
     if again.strip() == text.strip():
         return None

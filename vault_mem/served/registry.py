@@ -25,6 +25,7 @@ from typing import Any
 from vault_mem.errors import InvalidInput, NotFound
 from vault_mem.served.keys import config_dir, locked_file, save_private
 from vault_mem.settings import Settings
+from vault_mem.vault.strictjson import DuplicateKey, no_duplicates
 
 FILE_NAME = "vaults.json"
 ADD = "vault-mem vaults add NAME DIR"
@@ -47,20 +48,6 @@ def registry_file() -> Path:
     return config_dir() / FILE_NAME
 
 
-class _Duplicate(Exception):
-    def __init__(self, key: str) -> None:
-        self.key = key
-
-
-def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    seen: dict[str, Any] = {}
-    for key, value in pairs:
-        if key in seen:
-            raise _Duplicate(key)
-        seen[key] = value
-    return seen
-
-
 def _damaged(path: Path, what: str) -> InvalidInput:
     return InvalidInput("vaults", f"the list of named vaults {path} {what}: fix it, or move it away and "
                                   f"register the vaults again ({ADD}); vault-mem does not rewrite a file it "
@@ -81,8 +68,8 @@ def _read(path: Path) -> dict[str, Any] | None:
         raise InvalidInput("vaults", f"the list of named vaults {path} cannot be read "
                                      f"({exc.strerror or exc})") from None
     try:
-        data = json.loads(text, object_pairs_hook=_no_duplicates)
-    except _Duplicate as dup:
+        data = json.loads(text, object_pairs_hook=no_duplicates)
+    except DuplicateKey as dup:
         raise _damaged(path, f"has the key {json.dumps(dup.key)} twice in one object") from None
     except (ValueError, RecursionError):
         raise _damaged(path, "is not valid JSON") from None
