@@ -232,6 +232,14 @@ async def speed(roots: dict[str, Path], asked: list[str], rounds: int, log: Path
     print(line(f"a search of all {len(roots)} vaults (vault: '*')", spanning))
 
 
+async def first_answers(server: Server, client: Any, vault: str | None) -> tuple[float, float]:
+    """Seconds from ``server``'s spawn to its first answer in ``vault``, and to its first one marked
+    neither ``indexing`` nor ``checking``."""
+    await search(client, "calendar", vault)
+    answered = time.perf_counter() - server.spawned
+    return answered, await ready(client, vault) - server.spawned
+
+
 async def startup(roots: dict[str, Path], asked: list[str], log: Path) -> None:
     first, *others = roots
     with tempfile.TemporaryDirectory(prefix="vaults-bench-") as scratch:
@@ -243,18 +251,14 @@ async def startup(roots: dict[str, Path], asked: list[str], log: Path) -> None:
         try:
             async with AsyncExitStack() as stack:
                 client = await alone.client(stack)
-                await search(client, "calendar", None)
-                alone_answer = time.perf_counter() - alone.spawned
-                alone_first = await ready(client, None) - alone.spawned
+                alone_answer, alone_first = await first_answers(alone, client, None)
         finally:
             alone.stop()
         together = Server(fresh, log)
         try:
             async with AsyncExitStack() as stack:
                 client = await together.client(stack)
-                await search(client, "calendar", first)
-                together_answer = time.perf_counter() - together.spawned
-                first_answer = await ready(client, first) - together.spawned
+                together_answer, first_answer = await first_answers(together, client, first)
                 during: list[float] = []
                 building = True
                 while building:

@@ -9,7 +9,7 @@ import subprocess
 import sys
 import time
 from collections.abc import AsyncIterator
-from contextlib import AbstractContextManager, asynccontextmanager, nullcontext
+from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +22,7 @@ from mcp.shared.exceptions import MCPError
 from vault_mem import settings
 from vault_mem.mcp_server.app import build_server
 from vault_mem.served.agents import Agent
+from vault_mem.served.context import SteadyHealth
 from vault_mem.served.vaults import Served
 from vault_mem.vault.reader import read_note
 
@@ -257,21 +258,12 @@ async def test_supersede_across_vaults_writes_nothing_when_either_side_is_refuse
     assert {p: p.read_bytes() for p in tmp_path.rglob("*.md")} == before, "nothing written on either side"
 
 
-class Building:
+class Building(SteadyHealth):
     """The health of a vault whose first build is under way (``runtime/lifecycle.py`` reports
     the same): ``indexing`` says how far, and a call does not wait for it."""
 
     def indexing(self) -> dict[str, int] | None:
         return {"done": 1, "total": 40}
-
-    def checking(self) -> dict[str, int] | None:
-        return None
-
-    def check(self) -> None:
-        return None
-
-    def answering(self) -> AbstractContextManager[None]:
-        return nullcontext()
 
 
 async def test_a_vault_still_building_says_so_and_the_others_answer_as_usual(tmp_path: Path) -> None:

@@ -145,8 +145,7 @@ class Calls:
     def text(self, name: str, arguments: dict[str, Any] | None, caller: Agent | None,
              reach: Reach | None = None) -> str:
         """The call's answer as its text block (``answers.answer_text``)."""
-        answer = self.answer(name, arguments, caller) if reach is None else self.answer(name, arguments, caller, reach)
-        return answer_text(name, answer, self.config.max_answer_chars)
+        return answer_text(name, self.answer(name, arguments, caller, reach), self.config.max_answer_chars)
 
     def answer(self, name: str, arguments: dict[str, Any] | None, caller: Agent | None,
                reach: Reach | None = None) -> dict[str, Any]:
