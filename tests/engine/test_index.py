@@ -328,19 +328,10 @@ def _live_paths(index: VaultIndex) -> list[str]:
         return sorted(reader.stored_fields(d)["path"] for d in reader.all_doc_ids())
 
 
-def test_saves_replace_their_note_without_opening_every_segment(tmp_path: Path, monkeypatch) -> None:
-    """A writer finds the documents it replaces through readers kept from the last writer, and
-    still replaces exactly them when another process (a second VaultIndex) deleted in between."""
+def segment_opens(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The ids of the segments Whoosh opens a reader on from now on, in order."""
     from whoosh.reading import SegmentReader
 
-    from vault_mem.vault.reader import read_note
-
-    names = [f"n{k}.md" for k in range(6)]
-    root = write_notes(tmp_path / "v", {name: note(None, name, "version 0") for name in names})
-    ours = VaultIndex(root, tmp_path / "ix", config=vm_settings.current())
-    other = VaultIndex(root, tmp_path / "ix", config=vm_settings.current())
-    ours.fold_at = other.fold_at = None  # many segments, as between background merges
-    sync(ours, procs=1)
     opened: list[str] = []
     real_init = SegmentReader.__init__
 
@@ -349,6 +340,21 @@ def test_saves_replace_their_note_without_opening_every_segment(tmp_path: Path, 
         real_init(self, storage, schema, segment, *args, **kwargs)
 
     monkeypatch.setattr(SegmentReader, "__init__", counting_init)
+    return opened
+
+
+def test_saves_replace_their_note_without_opening_every_segment(tmp_path: Path, monkeypatch) -> None:
+    """A writer finds the documents it replaces through readers kept from the last writer, and
+    still replaces exactly them when another process (a second VaultIndex) deleted in between."""
+    from vault_mem.vault.reader import read_note
+
+    names = [f"n{k}.md" for k in range(6)]
+    root = write_notes(tmp_path / "v", {name: note(None, name, "version 0") for name in names})
+    ours = VaultIndex(root, tmp_path / "ix", config=vm_settings.current())
+    other = VaultIndex(root, tmp_path / "ix", config=vm_settings.current())
+    ours.fold_at = other.fold_at = None  # many segments, as between background merges
+    sync(ours, procs=1)
+    opened = segment_opens(monkeypatch)
     for version in range(1, 13):
         name = names[version % len(names)]
         (root / name).write_text(note(None, name, f"version {version}"))
@@ -371,8 +377,6 @@ def test_a_renewed_searcher_opens_only_new_segments_and_sees_new_deletions(tmp_p
     opening only the segment that commit wrote: the old segment's reader is remade around its
     new deletion on the files it had open, hides the replaced version, and still reads the
     segment's other notes (their stored records and their terms)."""
-    from whoosh.reading import SegmentReader
-
     from vault_mem.search.query import term_docs
     from vault_mem.search.segments import segments
     from vault_mem.vault.reader import read_note
@@ -383,14 +387,7 @@ def test_a_renewed_searcher_opens_only_new_segments_and_sees_new_deletions(tmp_p
     sync(index, procs=1)
     with index.searching():  # this thread's searcher over the built segment
         pass
-    opened: list[str] = []
-    real_init = SegmentReader.__init__
-
-    def counting_init(self, storage, schema, segment, *args, **kwargs) -> None:  # type: ignore[no-untyped-def]
-        opened.append(segment.segment_id())
-        real_init(self, storage, schema, segment, *args, **kwargs)
-
-    monkeypatch.setattr(SegmentReader, "__init__", counting_init)
+    opened = segment_opens(monkeypatch)
     for version in (1, 2):
         (root / "n1.md").write_text(note(None, "n1.md", f"version {version} fresh{version}"))
         index.apply([(read_note(root, "n1.md", config=vm_settings.current()), "n1.md")], [])
