@@ -5,8 +5,11 @@ from __future__ import annotations
 import socket
 import subprocess
 import sys
+import threading
 import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
+from typing import Any
 
 
 def serve_args(root: Path, *extra: str) -> list[str]:
@@ -45,3 +48,34 @@ def start_http(root: Path, cwd: Path, env: dict[str, str] | None = None,
             assert proc.poll() is None, proc.stderr.read().decode() if proc.stderr else ""
             assert time.monotonic() < deadline, "the HTTP server did not start"
             time.sleep(0.05)
+
+
+class Site:
+    """A static HTTP server on its own port of 127.0.0.1: one origin, serving ``files``."""
+
+    def __init__(self, files: dict[str, bytes]) -> None:
+        class Handler(BaseHTTPRequestHandler):
+            def do_GET(self) -> None:
+                body = files.get(self.path.split("?")[0])
+                if body is None:
+                    self.send_error(404)
+                    return
+                kind = "text/javascript" if self.path.endswith(".js") else "text/html; charset=utf-8"
+                self.send_response(200)
+                self.send_header("content-type", kind)
+                self.send_header("content-length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            def log_message(self, *args: Any) -> None:
+                pass
+
+        self.port = free_port()
+        self.origin = f"http://127.0.0.1:{self.port}"
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", self.port), Handler)
+        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
+        self.thread.start()
+
+    def stop(self) -> None:
+        self.httpd.shutdown()
+        self.httpd.server_close()

@@ -19,16 +19,14 @@ import json
 import os
 import shutil
 import subprocess
-import threading
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
 import pytest
 from conftest import write_notes
 from playwright.sync_api import expect
-from serving import free_port, start_http
+from serving import Site, start_http
 from test_ui_browser import CHROMIUM
 
 from vault_mem.ui import mcp_app
@@ -89,37 +87,6 @@ def host_bundle(tmp_path_factory: pytest.TempPathFactory) -> bytes:
     bundle = (folder / "host.bundle.js").read_bytes()
     shutil.rmtree(folder / "node_modules", ignore_errors=True)  # 50 MB a test process, not kept
     return bundle
-
-
-class Site:
-    """A static HTTP server on its own port of 127.0.0.1: one origin, serving ``files``."""
-
-    def __init__(self, files: dict[str, bytes]) -> None:
-        class Handler(BaseHTTPRequestHandler):
-            def do_GET(self) -> None:
-                body = files.get(self.path.split("?")[0])
-                if body is None:
-                    self.send_error(404)
-                    return
-                kind = "text/javascript" if self.path.endswith(".js") else "text/html; charset=utf-8"
-                self.send_response(200)
-                self.send_header("content-type", kind)
-                self.send_header("content-length", str(len(body)))
-                self.end_headers()
-                self.wfile.write(body)
-
-            def log_message(self, *args: Any) -> None:
-                pass
-
-        self.port = free_port()
-        self.origin = f"http://127.0.0.1:{self.port}"
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", self.port), Handler)
-        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
-        self.thread.start()
-
-    def stop(self) -> None:
-        self.httpd.shutdown()
-        self.httpd.server_close()
 
 
 class Sites:

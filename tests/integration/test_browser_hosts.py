@@ -8,16 +8,14 @@ DNS rebinding still hold."""
 from __future__ import annotations
 
 import os
-import threading
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
 import httpx2
 import pytest
 from conftest import write_notes
-from serving import free_port, start_http
+from serving import Site, start_http
 from test_ui_browser import CHROMIUM
 
 from vault_mem.errors import InvalidInput
@@ -62,41 +60,17 @@ pytestmark = pytest.mark.skipif(not CHROMIUM.exists() and not os.environ.get("CI
                                 reason="no /usr/bin/chromium (apt-get install chromium; .ci/run installs it)")
 
 
-class PageServer:
-    """A second local HTTP server, on its own port: another origin, serving HOST_PAGE."""
-
-    def __init__(self) -> None:
-        class Handler(BaseHTTPRequestHandler):
-            def do_GET(self) -> None:
-                self.send_response(200)
-                self.send_header("content-type", "text/html; charset=utf-8")
-                self.send_header("content-length", str(len(HOST_PAGE)))
-                self.end_headers()
-                self.wfile.write(HOST_PAGE)
-
-            def log_message(self, *args: Any) -> None:
-                pass
-
-        self.port = free_port()
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", self.port), Handler)
-        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
-        self.thread.start()
-
-    def stop(self) -> None:
-        self.httpd.shutdown()
-        self.httpd.server_close()
-
-
 @pytest.fixture
-def pages() -> Iterator[tuple[PageServer, PageServer]]:
-    named, other = PageServer(), PageServer()
+def pages() -> Iterator[tuple[Site, Site]]:
+    """The host page on two origins: the one named with --allow-origin, and another port."""
+    named, other = Site({"/": HOST_PAGE}), Site({"/": HOST_PAGE})
     yield named, other
     named.stop()
     other.stop()
 
 
 @pytest.fixture
-def served(tmp_path: Path, pages: tuple[PageServer, PageServer]) -> Iterator[str]:
+def served(tmp_path: Path, pages: tuple[Site, Site]) -> Iterator[str]:
     named, _ = pages
     env = os.environ | {"VAULT_MEM_TOKEN": TOKEN}
     # Given as a person might type it (upper case, a trailing slash): compared as the browser sends it.
@@ -110,7 +84,7 @@ def served(tmp_path: Path, pages: tuple[PageServer, PageServer]) -> Iterator[str
 
 
 def test_a_named_origin_lists_and_calls_tools_from_a_browser_and_others_are_blocked(
-        browser: Any, served: str, pages: tuple[PageServer, PageServer]) -> None:
+        browser: Any, served: str, pages: tuple[Site, Site]) -> None:
     named, other = pages
     seen: dict[str, Any] = {}
     origins = {"named": f"http://127.0.0.1:{named.port}", "other port": f"http://127.0.0.1:{other.port}",
@@ -131,7 +105,7 @@ def test_a_named_origin_lists_and_calls_tools_from_a_browser_and_others_are_bloc
 
 
 def test_a_preflight_is_answered_without_a_session_and_an_unnamed_origin_is_refused(
-        served: str, pages: tuple[PageServer, PageServer]) -> None:
+        served: str, pages: tuple[Site, Site]) -> None:
     named, other = pages
     asked = {"Access-Control-Request-Method": "POST",
              "Access-Control-Request-Headers": "authorization, content-type, mcp-session-id"}
