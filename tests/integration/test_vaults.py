@@ -329,6 +329,22 @@ async def test_one_meaning_model_serves_every_vault_each_with_its_own_vectors(tm
                 break
             assert time.monotonic() < deadline, found
             await anyio.sleep(0.1)
+        # With the model on, the current version still comes first across vaults: the decision
+        # superseded from vault two heads its chain, the old one folded into it, both found by meaning.
+        old = "memory://one/decisions/queue-v3"
+        new = await c.call("memory_supersede", agent="t", ref=old, vault="two", title="Queue decision v4",
+                           content="We chose NATS JetStream, with a second cluster.")
+        assert new["status"] == "ok", new
+        while True:
+            found = await c.call("memory_search", agent="t", query=QUESTION, vault="*")
+            rows = {row["permalink"]: row for row in found["notes"]}
+            if new["permalink"] in rows and "meaning" not in found:
+                break
+            assert time.monotonic() < deadline, found
+            await anyio.sleep(0.1)
+        assert old not in rows and rows[new["permalink"]]["older"] == [old], found
+        alone = await c.call("memory_search", agent="t", query=QUESTION, vault="one")
+        assert next(row for row in alone["notes"] if row["permalink"] == old)["superseded_by"] == [new["permalink"]]
     stores = [list((tmp_path / name / ".vault-mem" / "meaning").glob("*-texts*")) for name in ("one", "two")]
     assert all(len(found) == 1 for found in stores) and stores[0][0].name == stores[1][0].name, stores
 

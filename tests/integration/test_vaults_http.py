@@ -285,3 +285,53 @@ async def test_the_page_of_serve_http_reaches_what_the_mcp_endpoint_does(tmp_pat
     finally:
         server.stop()
     assert TOKEN not in server.stderr() and coder not in server.stderr()
+
+
+async def test_after_a_restart_each_vault_catches_up_honestly_and_keys_still_hold(tmp_path: Path, capsys) -> None:
+    """Several vaults, keys and a restart together: what an agent wrote through one server is there
+    after the next starts; a note edited and one deleted while no server ran show in their own vault
+    once its start-up check is done, and every answer before says ``checking`` (or ``indexing``);
+    the agent's key still reaches its vault alone, with its limits."""
+    roots = {name: write_notes(tmp_path / name, notes) for name, notes in NOTES.items() if name != "work"}
+    coder = add_key(capsys, roots["team"], "coder", "--read", "projects/")
+    first = Server(tmp_path, token=TOKEN, names=("home", "team"))
+    try:
+        await listening(first)
+        async with session(first.url, coder) as c:
+            await settled(first, c, 1)
+            wrote = await c.call("memory_write", agent="coder", title="Sprint log", content="Quokka sprint.",
+                                 domain="projects")
+            assert wrote["status"] == "ok" and wrote["permalink"] == "memory://team/projects/Sprint log", wrote
+    finally:
+        first.stop()
+    roses = roots["home"] / "garden" / "Roses.md"
+    roses.write_text(roses.read_text(encoding="utf-8") + "Wombat mulch since spring.\n", encoding="utf-8")
+    (roots["team"] / "projects" / "Board.md").unlink()
+    second = Server(tmp_path, token=TOKEN, names=("home", "team"))
+    try:
+        await listening(second)
+        async with session(second.url, TOKEN) as owner:
+            deadline = time.monotonic() + 90
+            while True:
+                every = await owner.call("memory_search", agent="owner", query="wombat quokka zebra", vault="*")
+                shown = {(row["vault"], row["permalink"]) for row in every["notes"]}
+                caught_up = ("home", "memory://home/garden/Roses") in shown and \
+                    ("team", "memory://team/projects/Board") not in shown
+                wombat = await owner.call("memory_search", agent="owner", query="wombat", vault="home")
+                if caught_up and wombat["count"] == 1 and not {"checking", "indexing"} & set(every):
+                    break
+                assert {"checking", "indexing"} & set(every) or {"checking", "indexing"} & set(wombat), \
+                    (every, wombat)  # not caught up yet, and says so
+                assert time.monotonic() < deadline, every
+                await anyio.sleep(0.05)
+            assert ("team", "memory://team/projects/Sprint log") in shown, "nothing an agent wrote is lost"
+            assert (await owner.call("memory_search", agent="owner", query="wombat", vault="team"))["count"] == 0
+        async with session(second.url, coder) as c:
+            mine = await c.call("memory_search", agent="coder", query="quokka wombat", vault="*")
+            assert [(row["vault"], row["permalink"]) for row in mine["notes"]] == [
+                ("team", "memory://team/projects/Sprint log")], mine
+            hidden = await c.call("memory_read", ref="roses", vault="home")
+            assert hidden["status"] == "invalid" and "home" not in hidden["message"].split("vaults:")[1], hidden
+    finally:
+        second.stop()
+    assert TOKEN not in second.stderr() and coder not in second.stderr()
