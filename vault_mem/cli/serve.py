@@ -322,10 +322,14 @@ def _transport(args: argparse.Namespace, server: Any, url: str, token: str | Non
     return lambda: run_stdio(server)
 
 
-def _say_http(root: Any, url: str, token: str | None, keys: KeyRing, origins: list[str]) -> None:
+def _say_endpoint(url: str, token: str | None, origins: list[str]) -> None:
     say(f"streamable HTTP at {url}" + (" (bearer token required)" if token else ""))
     if origins:
         say(f"web pages at {', '.join(origins)} may call it from a browser (--allow-origin)")
+
+
+def _say_http(root: Any, url: str, token: str | None, keys: KeyRing, origins: list[str]) -> None:
+    _say_endpoint(url, token, origins)
     if keys.any():
         say(f"this vault has {len(list_agents(root))} agent key(s): each request needs one of them"
             + (" or the token" if token else "") + ", even on loopback")
@@ -343,9 +347,7 @@ def _say_http_all(roots: dict[str, Path], url: str, token: str | None, rings: di
         name = next(iter(roots))
         _say_http(roots[name], url, token, rings[name], origins)
         return
-    say(f"streamable HTTP at {url}" + (" (bearer token required)" if token else ""))
-    if origins:
-        say(f"web pages at {', '.join(origins)} may call it from a browser (--allow-origin)")
+    _say_endpoint(url, token, origins)
     closed = [name for name, ring in rings.items() if ring.closed()]
     if closed:
         say("vaults with agent keys (each request reaches them with one of their keys"
