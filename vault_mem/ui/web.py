@@ -227,7 +227,7 @@ class Page:
             self.guesses.failed(address)
             await _json(send, 401, {"status": "forbidden", "message": wrong})
             return
-        first = self._default_of(agents) if agents else None
+        first = self.served.chosen(None, agents) if agents else None
         name = agents[first].name if first is not None else None
         names = {self.where[v]: agent.name for v, agent in agents.items()} if agents and self.served.several else None
         _, cookie, page = await anyio.to_thread.run_sync(
@@ -237,15 +237,11 @@ class Page:
         await _json(send, 200, {"status": "ok", "agent": name, "page_secret": page},
                     [(b"set-cookie", set_cookie.encode())])
 
-    def _default_of(self, reach: Mapping[str, Agent | None]) -> str:
-        """The vault a call naming none is answered from: the default, else the first reached."""
-        return self.served.default if self.served.default in reach else self.served.reachable(reach)[0]
-
     def _pick(self, given: str | None, reach: Mapping[str, Agent | None]) -> str:
         """The vault a call names (``vault``), or the default: a vault this session does not reach
         is refused in the words one that does not exist gets, naming only those it reaches."""
-        if given is None:
-            return self._default_of(reach)
+        if given is None:  # the default, else the first it reaches
+            return self.served.chosen(None, reach)
         if given in reach:
             return given
         names = ", ".join(self.served.reachable(reach))
@@ -279,7 +275,7 @@ class Page:
             answer = {"status": "ok", "agent": caller.name if caller else None,
                       "vault": chosen if self.served.several else vault.root.name, "git_commit": vault.git_commit}
             if len(reach) > 1:  # the vault switcher's choices; with one, the page looks as it always did
-                answer.update(vaults=self.served.reachable(reach), default=self._default_of(reach))
+                answer.update(vaults=self.served.reachable(reach), default=self.served.chosen(None, reach))
         else:
             answer = await anyio.to_thread.run_sync(self._get, vault, name, query, caller)
         await _json(send, 200, answer)
